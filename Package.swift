@@ -1,0 +1,48 @@
+// swift-tools-version: 6.0
+// The backend: five services over one shared kit. No package dependencies:
+// C libraries from Debian come in through the systemLibrary targets below.
+import PackageDescription
+
+/// One list of Swift settings for every target (Swift 6 mode implies complete concurrency checking).
+let settings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+func system(_ name: String, _ pkg: String, _ apt: String) -> Target {
+    .systemLibrary(name: name, path: "Shared/\(name)", pkgConfig: pkg, providers: [.apt([apt])])
+}
+
+let package = Package(
+    name: "Backend",
+    products: [
+        .executable(name: "auth", targets: ["auth"]),
+    ],
+    targets: [
+        // MARK: - C libraries
+        system("CLibPQ", "libpq", "libpq-dev"),
+        system("CRdKafka", "rdkafka", "librdkafka-dev"),
+        system("CMicroHTTPD", "libmicrohttpd", "libmicrohttpd-dev"),
+        system("COpenSSL", "libcrypto", "libssl-dev"),
+        system("CArgon2", "libargon2", "libargon2-dev"),
+        .target(name: "CShims", dependencies: ["CMicroHTTPD", "CRdKafka"], path: "Shared/CShims"),
+
+        // MARK: - Thin wrappers (the only code that imports a C module)
+        .target(name: "Postgres", dependencies: ["CLibPQ"], path: "Shared/Postgres", swiftSettings: settings),
+        .target(name: "Kafka", dependencies: ["CRdKafka", "CShims"], path: "Shared/Kafka", swiftSettings: settings),
+        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CShims"], path: "Shared/HTTP", swiftSettings: settings),
+        .target(name: "Crypto", dependencies: ["COpenSSL", "CArgon2"], path: "Shared/Crypto", swiftSettings: settings),
+
+        // MARK: - Platform
+        .target(name: "Models", path: "Shared/Models", swiftSettings: settings),
+        .target(name: "ServiceKit", dependencies: ["Postgres", "Kafka", "HTTP", "Crypto", "Models"],
+                path: "Shared/ServiceKit", swiftSettings: settings),
+
+        // MARK: - Services
+        .executableTarget(name: "auth", dependencies: ["ServiceKit", "Models"], path: "Services/auth",
+                          swiftSettings: settings),
+
+        // MARK: - Tests
+        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "HTTP", "Crypto", "Postgres", "Models"],
+                    path: "Tests/ServiceKitTests", swiftSettings: settings),
+        .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "HTTP", "Kafka", "Postgres", "Models"],
+                    path: "Tests/IntegrationTests", swiftSettings: settings),
+    ]
+)

@@ -1,0 +1,29 @@
+// Thin C helpers for the two C APIs that Swift cannot call directly
+// because they are variadic (MHD_start_daemon, MHD_get_connection_info,
+// rd_kafka_producev). Nothing else belongs here.
+#ifndef CSHIMS_H
+#define CSHIMS_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <stdarg.h>
+#include <microhttpd.h>
+#include <librdkafka/rdkafka.h>
+
+/// Starts an epoll thread-pool daemon on `port` (all addresses).
+struct MHD_Daemon *shim_mhd_start(uint16_t port, unsigned int threads,
+                                  unsigned int connection_timeout_seconds,
+                                  MHD_AccessHandlerCallback handler, void *handler_cls,
+                                  MHD_RequestCompletedCallback completed, void *completed_cls);
+
+/// Writes the numeric client address of `connection` into `buffer`; returns 0 on success.
+int shim_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t length);
+
+/// Produces one message with an optional single header; `opaque` comes back in the delivery report.
+rd_kafka_resp_err_t shim_kafka_produce(rd_kafka_t *rk, const char *topic,
+                                       const void *key, size_t key_length,
+                                       const void *value, size_t value_length,
+                                       const char *header_name, const char *header_value,
+                                       void *opaque);
+#endif

@@ -1,0 +1,50 @@
+#include "CShims.h"
+#include <netdb.h>
+#include <string.h>
+
+struct MHD_Daemon *shim_mhd_start(uint16_t port, unsigned int threads,
+                                  unsigned int connection_timeout_seconds,
+                                  MHD_AccessHandlerCallback handler, void *handler_cls,
+                                  MHD_RequestCompletedCallback completed, void *completed_cls) {
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC
+                       | MHD_ALLOW_SUSPEND_RESUME;
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_THREAD_POOL_SIZE, threads,
+                            MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int) 1,
+                            MHD_OPTION_END);
+}
+
+int shim_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t length) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL) return -1;
+    socklen_t size = info->client_addr->sa_family == AF_INET6
+        ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    return getnameinfo(info->client_addr, size, buffer, (socklen_t) length, NULL, 0, NI_NUMERICHOST);
+}
+
+rd_kafka_resp_err_t shim_kafka_produce(rd_kafka_t *rk, const char *topic,
+                                       const void *key, size_t key_length,
+                                       const void *value, size_t value_length,
+                                       const char *header_name, const char *header_value,
+                                       void *opaque) {
+    if (header_name != NULL) {
+        return rd_kafka_producev(rk,
+            RD_KAFKA_V_TOPIC(topic),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_KEY(key, key_length),
+            RD_KAFKA_V_VALUE((void *) value, value_length),
+            RD_KAFKA_V_HEADER(header_name, header_value, (ssize_t) strlen(header_value)),
+            RD_KAFKA_V_OPAQUE(opaque),
+            RD_KAFKA_V_END);
+    }
+    return rd_kafka_producev(rk,
+        RD_KAFKA_V_TOPIC(topic),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_KEY(key, key_length),
+        RD_KAFKA_V_VALUE((void *) value, value_length),
+        RD_KAFKA_V_OPAQUE(opaque),
+        RD_KAFKA_V_END);
+}

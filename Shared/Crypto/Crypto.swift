@@ -1,0 +1,212 @@
+import COpenSSL
+import CArgon2
+
+/// Errors from the crypto wrappers; messages never include key material.
+public enum CryptoError: Error, CustomStringConvertible {
+    case invalidKey
+    case operationFailed(String)
+
+    public var description: String {
+        switch self {
+        case .invalidKey: return "invalid key"
+        case .operationFailed(let what): return "crypto operation failed: \(what)"
+        }
+    }
+}
+
+// MARK: - Random and hashing
+
+/// Cryptographically secure random bytes from OpenSSL's CSPRNG.
+public func secureRandomBytes(_ count: Int) -> [UInt8] {
+    var bytes = [UInt8](repeating: 0, count: count)
+    let ok = bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32(count)) }
+    precondition(ok == 1, "RAND_bytes failed")
+    return bytes
+}
+
+/// SHA-256 of `bytes`.
+public func sha256(_ bytes: [UInt8]) -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+    bytes.withUnsafeBufferPointer { input in
+        digest.withUnsafeMutableBufferPointer { out in
+            _ = SHA256(input.baseAddress, input.count, out.baseAddress)
+        }
+    }
+    return digest
+}
+
+/// Lower-case hexadecimal of `bytes`.
+public func hexString(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out = [UInt8]()
+    out.reserveCapacity(bytes.count * 2)
+    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// Compares two byte strings in time independent of where they differ.
+public func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    guard a.count == b.count else { return false }
+    var diff: UInt8 = 0
+    for i in 0..<a.count { diff |= a[i] ^ b[i] }
+    return diff == 0
+}
+
+// MARK: - Base64url
+
+/// Base64url without padding (RFC 4648 §5), as JWTs and JWKs use.
+public enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let reverse: [Int8] = {
+        var table = [Int8](repeating: -1, count: 256)
+        for (i, c) in alphabet.enumerated() { table[Int(c)] = Int8(i) }
+        return table
+    }()
+
+    /// Encodes without padding.
+    public static func encode(_ bytes: [UInt8]) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var i = 0
+        while i + 2 < bytes.count {
+            let n = (UInt32(bytes[i]) << 16) | (UInt32(bytes[i + 1]) << 8) | UInt32(bytes[i + 2])
+            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
+            i += 3
+        }
+        let rest = bytes.count - i
+        if rest == 1 {
+            let n = UInt32(bytes[i]) << 16
+            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)]]
+        } else if rest == 2 {
+            let n = (UInt32(bytes[i]) << 16) | (UInt32(bytes[i + 1]) << 8)
+            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)]]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decodes unpadded (or padded) base64url; nil on any invalid character or length.
+    public static func decode<S: StringProtocol>(_ text: S) -> [UInt8]? {
+        var input = Array(text.utf8)
+        while input.last == UInt8(ascii: "=") { input.removeLast() }
+        if input.count % 4 == 1 { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(input.count * 3 / 4)
+        var buffer: UInt32 = 0
+        var bits = 0
+        for c in input {
+            let v = reverse[Int(c)]
+            if v < 0 { return nil }
+            buffer = (buffer << 6) | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8((buffer >> UInt32(bits)) & 0xFF))
+            }
+        }
+        // Reject non-canonical trailing bits.
+        if bits > 0 && (buffer & ((1 << UInt32(bits)) - 1)) != 0 { return nil }
+        return out
+    }
+}
+
+// MARK: - Ed25519
+
+/// An Ed25519 key pair held as raw bytes (32-byte seed and 32-byte public key).
+public struct Ed25519PrivateKey: Sendable {
+    /// The 32-byte private seed.
+    public let seed: [UInt8]
+    /// The 32-byte public key.
+    public let publicKey: [UInt8]
+
+    /// Generates a fresh key.
+    public init() throws {
+        try self.init(seed: secureRandomBytes(32))
+    }
+
+    /// Rebuilds a key from its 32-byte seed.
+    public init(seed: [UInt8]) throws {
+        guard seed.count == 32 else { throw CryptoError.invalidKey }
+        guard let pkey = seed.withUnsafeBufferPointer({
+            EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, $0.baseAddress, 32)
+        }) else { throw CryptoError.invalidKey }
+        defer { EVP_PKEY_free(pkey) }
+        var pub = [UInt8](repeating: 0, count: 32)
+        var length = 32
+        guard EVP_PKEY_get_raw_public_key(pkey, &pub, &length) == 1, length == 32 else {
+            throw CryptoError.invalidKey
+        }
+        self.seed = seed
+        self.publicKey = pub
+    }
+
+    /// Signs `message` (64-byte signature).
+    public func sign(_ message: [UInt8]) throws -> [UInt8] {
+        guard let pkey = seed.withUnsafeBufferPointer({
+            EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, $0.baseAddress, 32)
+        }) else { throw CryptoError.invalidKey }
+        defer { EVP_PKEY_free(pkey) }
+        guard let ctx = EVP_MD_CTX_new() else { throw CryptoError.operationFailed("context") }
+        defer { EVP_MD_CTX_free(ctx) }
+        guard EVP_DigestSignInit(ctx, nil, nil, nil, pkey) == 1 else { throw CryptoError.operationFailed("sign init") }
+        var signature = [UInt8](repeating: 0, count: 64)
+        var length = 64
+        let ok = message.withUnsafeBufferPointer { m in
+            EVP_DigestSign(ctx, &signature, &length, m.baseAddress, m.count)
+        }
+        guard ok == 1, length == 64 else { throw CryptoError.operationFailed("sign") }
+        return signature
+    }
+}
+
+/// Verifies an Ed25519 signature against a raw 32-byte public key.
+public func ed25519Verify(publicKey: [UInt8], message: [UInt8], signature: [UInt8]) -> Bool {
+    guard publicKey.count == 32, signature.count == 64 else { return false }
+    guard let pkey = publicKey.withUnsafeBufferPointer({
+        EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, $0.baseAddress, 32)
+    }) else { return false }
+    defer { EVP_PKEY_free(pkey) }
+    guard let ctx = EVP_MD_CTX_new() else { return false }
+    defer { EVP_MD_CTX_free(ctx) }
+    guard EVP_DigestVerifyInit(ctx, nil, nil, nil, pkey) == 1 else { return false }
+    let ok = message.withUnsafeBufferPointer { m in
+        signature.withUnsafeBufferPointer { s in
+            EVP_DigestVerify(ctx, s.baseAddress, s.count, m.baseAddress, m.count)
+        }
+    }
+    ERR_clear_error()
+    return ok == 1
+}
+
+// MARK: - Argon2id
+
+/// Argon2id password hashing with OWASP's parameters (19 MiB, t=2, p=1).
+public enum PasswordHasher {
+    /// Memory cost in KiB.
+    public static let memoryKiB: UInt32 = 19_456
+    /// Iterations.
+    public static let iterations: UInt32 = 2
+
+    /// Hashes `password` into a PHC-format string (`$argon2id$v=19$...`).
+    public static func hash(_ password: String) throws -> String {
+        let salt = secureRandomBytes(16)
+        let pwd = Array(password.utf8)
+        let length = argon2_encodedlen(iterations, memoryKiB, 1, 16, 32, Argon2_id)
+        var encoded = [CChar](repeating: 0, count: length + 1)
+        let rc = pwd.withUnsafeBufferPointer { p in
+            salt.withUnsafeBufferPointer { s in
+                argon2id_hash_encoded(iterations, memoryKiB, 1, p.baseAddress, p.count,
+                                      s.baseAddress, s.count, 32, &encoded, encoded.count)
+            }
+        }
+        guard rc == ARGON2_OK.rawValue else { throw CryptoError.operationFailed("argon2") }
+        return String(decoding: encoded.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// True when `password` matches the encoded hash.
+    public static func verify(_ password: String, encoded: String) -> Bool {
+        let pwd = Array(password.utf8)
+        return pwd.withUnsafeBufferPointer { p in
+            argon2id_verify(encoded, p.baseAddress, p.count) == ARGON2_OK.rawValue
+        }
+    }
+}

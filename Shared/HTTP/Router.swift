@@ -1,0 +1,104 @@
+/// A request handler: a small synchronous function. It runs on one of the server's own threads, so it may block.
+public typealias Handler = @Sendable (Request) throws -> Response
+
+/// The default JSON body limit (1 MiB).
+public let defaultBodyLimit = 1 << 20
+
+/// One entry of a service's route table.
+public struct Route: Sendable {
+    /// `GET`, `POST`, ...
+    public let method: String
+    /// The pattern, `{name}` for a parameter segment.
+    public let pattern: String
+    /// The largest body accepted (413 above, before reading it).
+    public let bodyLimit: Int
+    /// What the route does, for the OpenAPI document.
+    public let summary: String
+    /// Whether a bearer token is required (for the OpenAPI document).
+    public let authenticated: Bool
+    /// The JSON Schema of the request body, as JSON text, if it takes one.
+    public let requestSchema: String?
+    /// The success status and the JSON Schema of its body, as JSON text.
+    public let response: (status: Int, schema: String?)
+    let handler: Handler
+    let segments: [Segment]
+
+    enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+    }
+}
+
+/// What the router found for a method and path.
+public enum RouteMatch: Sendable {
+    case found(Route, [String: String])
+    case methodNotAllowed([String])
+    case notFound
+}
+
+/// A table of routes with `{name}` path parameters. Literal segments win over parameters.
+public struct Router: Sendable {
+    /// The routes in the order they were added.
+    public private(set) var routes: [Route] = []
+
+    public init() {}
+
+    /// Adds a route.
+    public mutating func add(_ method: String, _ pattern: String, summary: String = "", authenticated: Bool = true,
+                             bodyLimit: Int = defaultBodyLimit, request: String? = nil,
+                             response: (Int, String?) = (200, nil), _ handler: @escaping Handler) {
+        let segments = Self.split(pattern).map { part -> Route.Segment in
+            if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }
+            return .literal(String(part))
+        }
+        routes.append(Route(method: method, pattern: pattern, bodyLimit: bodyLimit, summary: summary,
+                            authenticated: authenticated, requestSchema: request,
+                            response: (response.0, response.1), handler: handler, segments: segments))
+    }
+
+    /// Finds the route for `method` and `path`.
+    public func match(method: String, path: String) -> RouteMatch {
+        let parts = Self.split(path)
+        var best: (route: Route, params: [String: String], literals: Int)?
+        var allowed: [String] = []
+        for route in routes where route.segments.count == parts.count {
+            var params: [String: String] = [:]
+            var literals = 0
+            var ok = true
+            for (segment, part) in zip(route.segments, parts) {
+                switch segment {
+                case .literal(let text):
+                    if text != String(part) { ok = false } else { literals += 1 }
+                case .parameter(let name):
+                    if part.isEmpty { ok = false } else { params[name] = String(part) }
+                }
+                if !ok { break }
+            }
+            guard ok else { continue }
+            guard route.method == method || (method == "HEAD" && route.method == "GET") else {
+                allowed.append(route.method)
+                continue
+            }
+            if best == nil || literals > best!.literals { best = (route, params, literals) }
+        }
+        if let best { return .found(best.route, best.params) }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
+    }
+
+    /// The body limit for a request before its body is read.
+    public func bodyLimit(method: String, path: String) -> Int {
+        if case .found(let route, _) = match(method: method, path: path) { return route.bodyLimit }
+        return defaultBodyLimit
+    }
+
+    static func split<S: StringProtocol>(_ path: S) -> [Substring] {
+        var parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        if parts.first == "" { parts.removeFirst() }
+        return parts.map { Substring($0) }
+    }
+
+    /// Runs the matched route's handler.
+    public static func invoke(_ route: Route, _ request: Request) throws -> Response {
+        try route.handler(request)
+    }
+}

@@ -1,0 +1,187 @@
+import CMicroHTTPD
+import CShims
+import Foundation
+
+/// An HTTP/1.1 server on libmicrohttpd (epoll, thread pool). The engine stays behind `Request`/`Response`,
+/// so it can be replaced without touching services.
+///
+/// `@unchecked Sendable`: the daemon pointer is written only by `start`/`stop` on the owning thread;
+/// the in-flight count is guarded by `condition`.
+public final class HTTPServer: @unchecked Sendable {
+    /// Answers a request; must not throw (the kit turns errors into responses before this point).
+    public typealias Respond = @Sendable (Request) -> Response
+
+    /// The port it listens on.
+    public let port: UInt16
+    private let threads: Int
+    private let respond: Respond
+    private let bodyLimit: @Sendable (String, String) -> Int
+    private var daemon: OpaquePointer?
+    private let condition = NSCondition()
+    private var inFlight = 0
+
+    /// Creates a server; `bodyLimit(method, path)` is asked before a body is read.
+    public init(port: UInt16, threads: Int, bodyLimit: @escaping @Sendable (String, String) -> Int,
+                respond: @escaping Respond) {
+        self.port = port
+        self.threads = max(1, threads)
+        self.bodyLimit = bodyLimit
+        self.respond = respond
+    }
+
+    /// Starts listening; throws when the port cannot be bound.
+    public func start() throws {
+        // The daemon holds an unretained pointer to self: `stop()` stops the daemon before self can go away.
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        daemon = shim_mhd_start(port, UInt32(threads), 60, serverAccessHandler, context, serverCompletedHandler, context)
+        if daemon == nil { throw HTTPServerError.cannotListen(port: port) }
+    }
+
+    /// Stops accepting, lets in-flight requests finish (up to `grace` seconds), then stops the daemon.
+    public func stop(grace: TimeInterval = 10) {
+        guard let daemon else { return }
+        let listener = MHD_quiesce_daemon(daemon)
+        if listener >= 0 { close(listener) }
+        let deadline = Date().addingTimeInterval(grace)
+        condition.lock()
+        while inFlight > 0 && condition.wait(until: deadline) {}
+        condition.unlock()
+        MHD_stop_daemon(daemon)
+        self.daemon = nil
+    }
+
+    // MARK: - Called from libmicrohttpd's threads
+
+    fileprivate func begin() {
+        condition.lock(); inFlight += 1; condition.unlock()
+    }
+
+    fileprivate func end() {
+        condition.lock(); inFlight -= 1; condition.broadcast(); condition.unlock()
+    }
+
+    fileprivate func limit(method: String, path: String) -> Int { bodyLimit(method, path) }
+
+    fileprivate func handle(_ request: Request) -> Response { respond(request) }
+}
+
+/// Server start-up failures.
+public enum HTTPServerError: Error, CustomStringConvertible {
+    case cannotListen(port: UInt16)
+    public var description: String {
+        switch self { case .cannotListen(let port): return "cannot listen on port \(port) (in use?)" }
+    }
+}
+
+/// The state of one request between libmicrohttpd's calls: retained in `*con_cls` on the first call,
+/// released by the completion callback.
+private final class PendingRequest {
+    let limit: Int
+    var body: [UInt8] = []
+    var tooLarge = false
+    var answered = false
+    init(limit: Int) { self.limit = limit }
+}
+
+/// Collects key/value pairs from `MHD_get_connection_values`.
+private final class PairCollector {
+    var pairs: [String: String] = [:]
+    let lowercaseKeys: Bool
+    init(lowercaseKeys: Bool) { self.lowercaseKeys = lowercaseKeys }
+}
+
+private func collect(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowercase: Bool) -> [String: String] {
+    let collector = PairCollector(lowercaseKeys: lowercase)
+    let pointer = Unmanaged.passUnretained(collector).toOpaque()
+    _ = withExtendedLifetime(collector) {
+        MHD_get_connection_values(connection, kind, { cls, _, key, value in
+            guard let cls, let key else { return mhdYes }
+            let collector = Unmanaged<PairCollector>.fromOpaque(cls).takeUnretainedValue()
+            var name = String(cString: key)
+            if collector.lowercaseKeys { name = name.lowercased() }
+            if collector.pairs[name] == nil { collector.pairs[name] = value.map { String(cString: $0) } ?? "" }
+            return mhdYes
+        }, pointer)
+    }
+    return collector.pairs
+}
+
+private func queue(_ response: Response, on connection: OpaquePointer) -> MHD_Result {
+    var body = response.body
+    if body.isEmpty { body = [0] }
+    let length = response.body.count
+    // Mode 2 is MHD_RESPMEM_MUST_COPY: libmicrohttpd copies the Swift buffer before this call returns.
+    guard let mhdResponse = body.withUnsafeMutableBytes({
+        MHD_create_response_from_buffer(length, $0.baseAddress, mustCopy)
+    }) else { return mhdNo }
+    defer { MHD_destroy_response(mhdResponse) }
+    for (name, value) in response.headers {
+        _ = MHD_add_response_header(mhdResponse, name, value)
+    }
+    return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+}
+
+private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
+    guard let cls, let connection, let url, let method, let uploadSize, let conCls else { return mhdNo }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    let methodText = String(cString: method)
+    let path = String(cString: url)
+
+    guard let existing = conCls.pointee else {
+        // First call: only the headers have arrived.
+        let limit = server.limit(method: methodText, path: path)
+        let pending = PendingRequest(limit: limit)
+        conCls.pointee = Unmanaged.passRetained(pending).toOpaque()
+        server.begin()
+        if let length = MHD_lookup_connection_value(connection, headerKind, "Content-Length"),
+           let declared = Int(String(cString: length)), declared > limit {
+            pending.answered = true
+            return queue(HTTPError.payloadTooLarge(limit: limit).response, on: connection)
+        }
+        return mhdYes
+    }
+    let pending = Unmanaged<PendingRequest>.fromOpaque(existing).takeUnretainedValue()
+    if uploadSize.pointee > 0 {
+        let size = uploadSize.pointee
+        if pending.tooLarge || pending.body.count + size > pending.limit {
+            pending.tooLarge = true
+            pending.body = []
+        } else if let uploadData {
+            uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
+                pending.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
+            }
+        }
+        uploadSize.pointee = 0
+        return mhdYes
+    }
+    if pending.answered { return mhdYes }
+    pending.answered = true
+    if pending.tooLarge {
+        return queue(HTTPError.payloadTooLarge(limit: pending.limit).response, on: connection)
+    }
+    var address = [CChar](repeating: 0, count: 64)
+    let remote = shim_mhd_client_address(connection, &address, address.count) == 0
+        ? String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+    var request = Request(method: methodText, path: path,
+                          query: collect(connection, queryKind, lowercase: false),
+                          body: pending.body, remoteAddress: remote)
+    request.headers = collect(connection, headerKind, lowercase: true)
+    pending.body = []
+    return queue(server.handle(request), on: connection)
+}
+
+private let serverCompletedHandler: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
+    guard let cls, let conCls, let pointer = conCls.pointee else { return }
+    Unmanaged<PendingRequest>.fromOpaque(pointer).release()
+    conCls.pointee = nil
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().end()
+}
+
+// libmicrohttpd's closed enums import as Swift enums; these are their C values.
+private let mhdYes = MHD_Result(rawValue: 1)!
+private let mhdNo = MHD_Result(rawValue: 0)!
+/// MHD_RESPMEM_MUST_COPY (1 would be MUST_FREE: a double free on a Swift buffer).
+private let mustCopy = MHD_ResponseMemoryMode(rawValue: 2)!
+/// MHD_HEADER_KIND and MHD_GET_ARGUMENT_KIND.
+private let headerKind = MHD_ValueKind(rawValue: 1)!
+private let queryKind = MHD_ValueKind(rawValue: 8)!

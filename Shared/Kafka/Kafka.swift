@@ -1,0 +1,348 @@
+import CRdKafka
+import CShims
+import Foundation
+
+// MARK: - Configuration and errors
+
+/// Kafka settings shared by producers and consumers; turned into librdkafka's strings in one place.
+public struct KafkaConfig: Sendable {
+    /// `host:port[,host:port]`.
+    public var brokers: String
+    /// Shown to the broker; usually the service name.
+    public var clientId: String
+    /// Consumer group session timeout (Tansu holds a join for about half of it).
+    public var sessionTimeoutMs: Int = 6000
+    /// Any further librdkafka properties.
+    public var extra: [String: String] = [:]
+    /// Where librdkafka's own log lines go (level 0–7, message).
+    public var log: (@Sendable (Int, String) -> Void)?
+
+    public init(brokers: String, clientId: String) {
+        self.brokers = brokers; self.clientId = clientId
+    }
+}
+
+/// A librdkafka failure.
+public struct KafkaError: Error, CustomStringConvertible, Sendable {
+    /// librdkafka's error code.
+    public let code: Int32
+    /// librdkafka's text for it.
+    public let message: String
+    /// Whether the producer instance is unusable and must be recreated.
+    public let isFatal: Bool
+
+    init(code: rd_kafka_resp_err_t, fatal: Bool = false) {
+        self.code = code.rawValue
+        self.message = String(cString: rd_kafka_err2str(code))
+        self.isFatal = fatal
+    }
+
+    public init(message: String) {
+        self.code = -1; self.message = message; self.isFatal = false
+    }
+
+    public var description: String { "Kafka error \(code): \(message)" }
+}
+
+/// Holds what librdkafka's callbacks report for one handle.
+///
+/// Retain: the owning Producer/Consumer keeps a strong reference and passes it to librdkafka
+/// unretained as the conf opaque; the handle is destroyed before the owner releases the sink.
+/// `@unchecked Sendable`: mutable state is guarded by `lock`.
+final class CallbackSink: @unchecked Sendable {
+    let lock = NSLock()
+    var results: [Int: KafkaError?] = [:]
+    let log: (@Sendable (Int, String) -> Void)?
+    init(log: (@Sendable (Int, String) -> Void)?) { self.log = log }
+}
+
+private func makeConf(_ config: KafkaConfig, _ properties: [String: String], sink: CallbackSink) throws -> OpaquePointer {
+    guard let conf = rd_kafka_conf_new() else { throw KafkaError(message: "cannot allocate configuration") }
+    var all = ["bootstrap.servers": config.brokers, "client.id": config.clientId, "log_level": "4"]
+    for (k, v) in properties { all[k] = v }
+    for (k, v) in config.extra { all[k] = v }
+    var errstr = [CChar](repeating: 0, count: 512)
+    for (key, value) in all where rd_kafka_conf_set(conf, key, value, &errstr, errstr.count) != RD_KAFKA_CONF_OK {
+        rd_kafka_conf_destroy(conf)
+        throw KafkaError(message: "invalid setting \(key): " + String(decoding: errstr.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+    rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(sink).toOpaque())
+    rd_kafka_conf_set_log_cb(conf) { rk, level, facility, message in
+        guard let rk, let opaque = rd_kafka_opaque(rk) else { return }
+        let sink = Unmanaged<CallbackSink>.fromOpaque(opaque).takeUnretainedValue()
+        let text = "\(facility.map { String(cString: $0) } ?? ""): \(message.map { String(cString: $0) } ?? "")"
+        sink.log?(Int(level), text)
+    }
+    rd_kafka_conf_set_error_cb(conf) { rk, code, reason, _ in
+        guard let rk, let opaque = rd_kafka_opaque(rk) else { return }
+        let sink = Unmanaged<CallbackSink>.fromOpaque(opaque).takeUnretainedValue()
+        sink.log?(4, "kafka error \(code): \(reason.map { String(cString: $0) } ?? "")")
+    }
+    return conf
+}
+
+private func makeHandle(_ type: rd_kafka_type_t, _ conf: OpaquePointer) throws -> OpaquePointer {
+    var errstr = [CChar](repeating: 0, count: 512)
+    guard let handle = rd_kafka_new(type, conf, &errstr, errstr.count) else {
+        rd_kafka_conf_destroy(conf)
+        throw KafkaError(message: String(decoding: errstr.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+    return handle
+}
+
+// MARK: - Producer
+
+/// One message to publish.
+public struct OutgoingMessage: Sendable {
+    public var topic: String
+    public var key: [UInt8]
+    public var value: [UInt8]
+    /// The single header `ce_type` of the conventions (name, value).
+    public var header: (String, String)?
+
+    public init(topic: String, key: String, value: [UInt8], header: (String, String)? = nil) {
+        self.topic = topic; self.key = Array(key.utf8); self.value = value; self.header = header
+    }
+}
+
+/// An idempotent producer (`acks=all`). `send` blocks until every message is acknowledged or failed.
+///
+/// `@unchecked Sendable`: librdkafka handles are thread-safe; the token counter is guarded by the sink's lock.
+public final class Producer: @unchecked Sendable {
+    private let handle: OpaquePointer
+    private let sink: CallbackSink
+    private var nextToken = 1
+
+    /// Creates the producer; it connects lazily.
+    public init(config: KafkaConfig) throws {
+        sink = CallbackSink(log: config.log)
+        let conf = try makeConf(config, [
+            "enable.idempotence": "true", "acks": "all", "linger.ms": "5",
+            "message.timeout.ms": "10000", "socket.timeout.ms": "10000",
+        ], sink: sink)
+        rd_kafka_conf_set_dr_msg_cb(conf) { rk, message, _ in
+            guard let rk, let message, let opaque = rd_kafka_opaque(rk) else { return }
+            let sink = Unmanaged<CallbackSink>.fromOpaque(opaque).takeUnretainedValue()
+            let token = Int(bitPattern: message.pointee._private)
+            let err = message.pointee.err
+            var fatal = false
+            if err == RD_KAFKA_RESP_ERR__FATAL { fatal = true }
+            sink.lock.lock()
+            sink.results[token] = err == RD_KAFKA_RESP_ERR_NO_ERROR ? .some(nil) : .some(KafkaError(code: err, fatal: fatal))
+            sink.lock.unlock()
+        }
+        handle = try makeHandle(RD_KAFKA_PRODUCER, conf)
+    }
+
+    deinit {
+        rd_kafka_flush(handle, 2000)
+        rd_kafka_destroy(handle)
+    }
+
+    /// True once librdkafka raised a fatal error: this instance can send nothing more and must be replaced.
+    public var hasFatalError: Bool { rd_kafka_fatal_error(handle, nil, 0) != RD_KAFKA_RESP_ERR_NO_ERROR }
+
+    /// Publishes `messages` in order and waits up to `timeout` for their delivery reports.
+    /// Returns one entry per message: nil when delivered, else the error.
+    public func send(_ messages: [OutgoingMessage], timeout: TimeInterval = 15) -> [KafkaError?] {
+        var tokens: [Int] = []
+        var outcome = [KafkaError?](repeating: nil, count: messages.count)
+        var pending: [Int: Int] = [:] // token -> index
+        for (index, m) in messages.enumerated() {
+            sink.lock.lock(); let token = nextToken; nextToken += 1; sink.lock.unlock()
+            let err = m.key.withUnsafeBytes { key in
+                m.value.withUnsafeBytes { value in
+                    shim_kafka_produce(handle, m.topic, key.baseAddress, key.count, value.baseAddress, value.count,
+                                       m.header?.0, m.header?.1, UnsafeMutableRawPointer(bitPattern: token))
+                }
+            }
+            if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                outcome[index] = KafkaError(code: err, fatal: err == RD_KAFKA_RESP_ERR__FATAL)
+            } else {
+                tokens.append(token)
+                pending[token] = index
+            }
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        while !pending.isEmpty {
+            rd_kafka_poll(handle, 50)
+            sink.lock.lock()
+            for (token, index) in pending {
+                if let result = sink.results.removeValue(forKey: token) {
+                    outcome[index] = result
+                    pending[token] = nil
+                }
+            }
+            sink.lock.unlock()
+            if Date() > deadline { break }
+        }
+        for (token, index) in pending {
+            // Not reported in time: count as failed; a late report is dropped with the token.
+            outcome[index] = KafkaError(message: "delivery timed out")
+            sink.lock.lock(); sink.results[token] = nil; sink.lock.unlock()
+        }
+        return outcome
+    }
+
+    /// Waits for queued messages (at shutdown).
+    public func flush(timeout: TimeInterval) {
+        rd_kafka_flush(handle, Int32(timeout * 1000))
+    }
+
+    /// True when a broker answers a metadata request within `timeout`.
+    public func isBrokerReachable(timeout: TimeInterval = 1) -> Bool {
+        var metadata: UnsafePointer<rd_kafka_metadata>?
+        let err = rd_kafka_metadata(handle, 0, nil, &metadata, Int32(timeout * 1000))
+        if let metadata { rd_kafka_metadata_destroy(metadata) }
+        return err == RD_KAFKA_RESP_ERR_NO_ERROR
+    }
+
+    /// Creates the topics that do not exist yet (an existing topic is not an error).
+    public func createTopics(_ names: [String], partitions: Int, replicationFactor: Int, timeout: TimeInterval = 10) throws {
+        try Admin.createTopics(handle, names, partitions: partitions, replicationFactor: replicationFactor, timeout: timeout)
+    }
+}
+
+enum Admin {
+    static func createTopics(_ handle: OpaquePointer, _ names: [String], partitions: Int, replicationFactor: Int,
+                             timeout: TimeInterval) throws {
+        guard !names.isEmpty else { return }
+        var errstr = [CChar](repeating: 0, count: 512)
+        var topics: [OpaquePointer?] = []
+        for name in names {
+            guard let topic = rd_kafka_NewTopic_new(name, Int32(partitions), Int32(replicationFactor), &errstr, errstr.count)
+            else { throw KafkaError(message: "invalid topic \(name)") }
+            topics.append(topic)
+        }
+        defer { topics.forEach { rd_kafka_NewTopic_destroy($0) } }
+        guard let queue = rd_kafka_queue_new(handle) else { throw KafkaError(message: "cannot create queue") }
+        defer { rd_kafka_queue_destroy(queue) }
+        let options = rd_kafka_AdminOptions_new(handle, RD_KAFKA_ADMIN_OP_CREATETOPICS)
+        defer { rd_kafka_AdminOptions_destroy(options) }
+        rd_kafka_AdminOptions_set_operation_timeout(options, Int32(timeout * 1000), &errstr, errstr.count)
+        rd_kafka_AdminOptions_set_request_timeout(options, Int32(timeout * 1000), &errstr, errstr.count)
+        topics.withUnsafeMutableBufferPointer { rd_kafka_CreateTopics(handle, $0.baseAddress, $0.count, options, queue) }
+        guard let event = rd_kafka_queue_poll(queue, Int32(timeout * 1000 + 2000)) else {
+            throw KafkaError(message: "creating topics timed out")
+        }
+        defer { rd_kafka_event_destroy(event) }
+        if rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR {
+            throw KafkaError(code: rd_kafka_event_error(event))
+        }
+        guard let result = rd_kafka_event_CreateTopics_result(event) else { throw KafkaError(message: "no result") }
+        var count = 0
+        guard let results = rd_kafka_CreateTopics_result_topics(result, &count) else { return }
+        for i in 0..<count {
+            let err = rd_kafka_topic_result_error(results[i])
+            if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS {
+                throw KafkaError(code: err)
+            }
+        }
+    }
+}
+
+// MARK: - Consumer
+
+/// A message received by a consumer.
+public struct IncomingMessage: Sendable {
+    public let topic: String
+    public let partition: Int32
+    public let offset: Int64
+    public let key: [UInt8]
+    public let value: [UInt8]
+}
+
+/// A consumer: either in a group (`subscribe`, offsets committed by the caller after processing)
+/// or group-less (`assignFromBeginning`, for broadcast topics every instance must read in full).
+/// Not thread-safe: one thread polls it.
+public final class Consumer: @unchecked Sendable {
+    private let handle: OpaquePointer
+    private let sink: CallbackSink
+
+    /// Creates a consumer in `groupId`; offsets are committed only by `commit`.
+    public init(config: KafkaConfig, groupId: String) throws {
+        sink = CallbackSink(log: config.log)
+        let conf = try makeConf(config, [
+            "group.id": groupId, "enable.auto.commit": "false", "auto.offset.reset": "earliest",
+            "session.timeout.ms": String(config.sessionTimeoutMs),
+            "heartbeat.interval.ms": String(max(100, config.sessionTimeoutMs / 3)),
+            "fetch.wait.max.ms": "100", "enable.partition.eof": "false",
+        ], sink: sink)
+        handle = try makeHandle(RD_KAFKA_CONSUMER, conf)
+        rd_kafka_poll_set_consumer(handle)
+    }
+
+    deinit {
+        rd_kafka_consumer_close(handle)
+        rd_kafka_destroy(handle)
+    }
+
+    /// Joins the group for `topics`.
+    public func subscribe(_ topics: [String]) throws {
+        let list = rd_kafka_topic_partition_list_new(Int32(topics.count))
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        for t in topics { rd_kafka_topic_partition_list_add(list, t, RD_KAFKA_PARTITION_UA) }
+        let err = rd_kafka_subscribe(handle, list)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: err) }
+    }
+
+    /// Reads every partition of `topics` from the beginning, without joining a group.
+    public func assignFromBeginning(_ topics: [String], timeout: TimeInterval = 10) throws {
+        let list = rd_kafka_topic_partition_list_new(8)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        for name in topics {
+            let count = try partitionCount(name, timeout: timeout)
+            for p in 0..<count { rd_kafka_topic_partition_list_add(list, name, p)?.pointee.offset = Int64(RD_KAFKA_OFFSET_BEGINNING) }
+        }
+        let err = rd_kafka_assign(handle, list)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: err) }
+    }
+
+    private func partitionCount(_ topic: String, timeout: TimeInterval) throws -> Int32 {
+        guard let topicHandle = rd_kafka_topic_new(handle, topic, nil) else { throw KafkaError(message: "bad topic") }
+        defer { rd_kafka_topic_destroy(topicHandle) }
+        var metadata: UnsafePointer<rd_kafka_metadata>?
+        let err = rd_kafka_metadata(handle, 0, topicHandle, &metadata, Int32(timeout * 1000))
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else { throw KafkaError(code: err) }
+        defer { rd_kafka_metadata_destroy(metadata) }
+        guard metadata.pointee.topic_cnt > 0, metadata.pointee.topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR,
+              metadata.pointee.topics[0].partition_cnt > 0 else {
+            throw KafkaError(message: "topic \(topic) has no partitions")
+        }
+        return metadata.pointee.topics[0].partition_cnt
+    }
+
+    /// Number of partitions currently assigned to this consumer.
+    public var assignedPartitions: Int {
+        var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
+        guard rd_kafka_assignment(handle, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list else { return 0 }
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        return Int(list.pointee.cnt)
+    }
+
+    /// Waits up to `timeout` for the next message; nil when none arrived. Transient errors are logged and skipped.
+    public func poll(timeout: TimeInterval) -> IncomingMessage? {
+        guard let message = rd_kafka_consumer_poll(handle, Int32(timeout * 1000)) else { return nil }
+        defer { rd_kafka_message_destroy(message) }
+        let m = message.pointee
+        if m.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            if m.err != RD_KAFKA_RESP_ERR__PARTITION_EOF {
+                sink.log?(4, "consume error: \(String(cString: rd_kafka_err2str(m.err)))")
+            }
+            return nil
+        }
+        let topic = m.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
+        let key = m.key.map { Array(UnsafeRawBufferPointer(start: $0, count: m.key_len)) } ?? []
+        let value = m.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: m.len)) } ?? []
+        return IncomingMessage(topic: topic, partition: m.partition, offset: m.offset, key: key, value: value)
+    }
+
+    /// Commits `message` as processed (synchronously): the group resumes after it.
+    public func commit(_ message: IncomingMessage) throws {
+        let list = rd_kafka_topic_partition_list_new(1)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        rd_kafka_topic_partition_list_add(list, message.topic, message.partition)?.pointee.offset = message.offset + 1
+        let err = rd_kafka_commit(handle, list, 0)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: err) }
+    }
+}

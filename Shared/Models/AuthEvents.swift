@@ -1,0 +1,53 @@
+import Foundation
+
+/// An event payload: its type is also its Kafka topic (`<aggregate>.<event>`).
+public protocol EventPayload: Codable, Sendable {
+    /// The CloudEvents `type`, and the topic it is published on.
+    static var type: String { get }
+}
+
+/// `user.registered`: a new account exists. Key: the user id.
+public struct UserRegistered: EventPayload, Equatable {
+    public static let type = "user.registered"
+    public var userId: String
+    public var username: String
+    public var email: String
+    public var fullName: String
+    public var avatarMediaId: String?
+    public var createdAt: String
+
+    public init(userId: String, username: String, email: String, fullName: String, avatarMediaId: String?, createdAt: String) {
+        self.userId = userId; self.username = username; self.email = email
+        self.fullName = fullName; self.avatarMediaId = avatarMediaId; self.createdAt = createdAt
+    }
+}
+
+/// `user.updated`: the profile after a change. Key: the user id.
+public struct UserUpdated: EventPayload, Equatable {
+    public static let type = "user.updated"
+    public var userId: String
+    public var username: String
+    public var email: String
+    public var fullName: String
+    public var avatarMediaId: String?
+    public var updatedAt: String
+
+    public init(userId: String, username: String, email: String, fullName: String, avatarMediaId: String?, updatedAt: String) {
+        self.userId = userId; self.username = username; self.email = email
+        self.fullName = fullName; self.avatarMediaId = avatarMediaId; self.updatedAt = updatedAt
+    }
+}
+
+/// `session.revoked`: every access token of this session must stop working. Key: the user id.
+public struct SessionRevoked: EventPayload, Equatable {
+    public static let type = "session.revoked"
+    public var sessionId: String
+    public var userId: String
+    /// `logout`, `password_changed` or `refresh_token_reuse`.
+    public var reason: String
+    public var revokedAt: String
+
+    public init(sessionId: String, userId: String, reason: String, revokedAt: String) {
+        self.sessionId = sessionId; self.userId = userId; self.reason = reason; self.revokedAt = revokedAt
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+
+extension UUID {
+    /// A time-ordered UUID version 7 (RFC 9562): 48-bit Unix milliseconds, then 74 random bits.
+    public static func v7(at date: Date = Date()) -> UUID {
+        var rng = SystemRandomNumberGenerator()
+        let ms = UInt64(max(0, date.timeIntervalSince1970 * 1000))
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for i in 0..<6 { bytes[i] = UInt8((ms >> (8 * (5 - UInt64(i)))) & 0xFF) }
+        for i in 6..<16 { bytes[i] = UInt8.random(in: 0...255, using: &rng) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x70
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+
+    /// The lower-case canonical text form, as the API and events use it.
+    public var lowercased: String { uuidString.lowercased() }
+}
+
+/// RFC 3339 UTC timestamps with milliseconds (`2026-11-30T02:00:00.123Z`), the one format of the API and events.
+public enum Timestamp {
+    /// Formats `date` as RFC 3339 UTC with milliseconds.
+    public static func format(_ date: Date) -> String {
+        let totalMs = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let seconds = Int(totalMs.floorDiv(1000))
+        let ms = Int(totalMs - Int64(seconds) * 1000)
+        var t = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                      Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), ms)
+    }
+
+    /// Parses RFC 3339 (any offset, optional fraction); nil when malformed.
+    public static func parse(_ text: String) -> Date? {
+        let s = Array(text.utf8)
+        func num(_ from: Int, _ count: Int) -> Int? {
+            guard from + count <= s.count else { return nil }
+            var v = 0
+            for i in from..<(from + count) {
+                let c = s[i]
+                guard c >= 48 && c <= 57 else { return nil }
+                v = v * 10 + Int(c - 48)
+            }
+            return v
+        }
+        guard s.count >= 20, let year = num(0, 4), s[4] == 45, let month = num(5, 2), s[7] == 45,
+              let day = num(8, 2), s[10] == UInt8(ascii: "T") || s[10] == UInt8(ascii: "t") || s[10] == 32,
+              let hour = num(11, 2), s[13] == 58, let minute = num(14, 2), s[16] == 58, let second = num(17, 2)
+        else { return nil }
+        guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+        var i = 19
+        var fraction = 0.0
+        if i < s.count && s[i] == 46 {
+            i += 1
+            var scale = 0.1
+            let start = i
+            while i < s.count, s[i] >= 48 && s[i] <= 57 { fraction += Double(s[i] - 48) * scale; scale /= 10; i += 1 }
+            if i == start { return nil }
+        }
+        guard i < s.count else { return nil }
+        var offset = 0
+        if s[i] == UInt8(ascii: "Z") || s[i] == UInt8(ascii: "z") {
+            i += 1
+        } else if s[i] == 43 || s[i] == 45 {
+            guard let oh = num(i + 1, 2), s.count > i + 3, s[i + 3] == 58, let om = num(i + 4, 2), oh < 24, om < 60
+            else { return nil }
+            offset = (oh * 3600 + om * 60) * (s[i] == 45 ? -1 : 1)
+            i += 6
+        } else { return nil }
+        guard i == s.count else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900); parts.tm_mon = Int32(month - 1); parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(hour); parts.tm_min = Int32(minute); parts.tm_sec = Int32(second)
+        let check = parts
+        let epoch = timegm(&parts)
+        // timegm normalises 31 February into March: refuse such dates.
+        guard parts.tm_mday == check.tm_mday, parts.tm_mon == check.tm_mon else { return nil }
+        return Date(timeIntervalSince1970: Double(epoch - offset) + fraction)
+    }
+}
+
+extension Int64 {
+    fileprivate func floorDiv(_ d: Int64) -> Int64 {
+        let q = self / d
+        return (self % d != 0 && (self < 0) != (d < 0)) ? q - 1 : q
+    }
+}

@@ -1,0 +1,337 @@
+import CLibPQ
+import Foundation
+
+// MARK: - Errors
+
+/// A PostgreSQL failure. `description` never contains SQL text or parameter values.
+public struct PostgresError: Error, CustomStringConvertible, Sendable {
+    /// What kind of failure, for mapping to an HTTP status.
+    public enum Kind: Sendable, Equatable {
+        /// The server cannot be reached, the connection broke, or the pool is exhausted: retry later.
+        case unavailable
+        /// A unique constraint was violated (23505).
+        case uniqueViolation
+        /// A foreign key was violated (23503).
+        case foreignKeyViolation
+        /// A check or not-null constraint was violated (23514, 23502).
+        case checkViolation
+        /// The value did not fit the column type (22xxx).
+        case invalidValue
+        /// A serialization failure or deadlock (40001, 40P01): the transaction may be retried.
+        case serializationFailure
+        /// Anything else: a programming error.
+        case other
+        /// A row could not be decoded into the Swift type asked for.
+        case decoding
+    }
+
+    /// The failure kind.
+    public let kind: Kind
+    /// The SQLSTATE, when the server sent one.
+    public let sqlState: String?
+    /// The violated constraint's name, when the server sent one.
+    public let constraint: String?
+    /// The server's message, for logs only (may quote values; never returned to clients).
+    public let serverMessage: String
+
+    /// True when the same work may succeed later without change.
+    public var isRetriable: Bool { kind == .unavailable || kind == .serializationFailure }
+
+    public var description: String {
+        "PostgresError(\(kind), sqlstate: \(sqlState ?? "-"), constraint: \(constraint ?? "-"))"
+    }
+
+    init(kind: Kind, sqlState: String? = nil, constraint: String? = nil, serverMessage: String = "") {
+        self.kind = kind; self.sqlState = sqlState; self.constraint = constraint; self.serverMessage = serverMessage
+    }
+
+    static func fromState(_ state: String?, constraint: String?, message: String) -> PostgresError {
+        let kind: Kind
+        switch state {
+        case "23505": kind = .uniqueViolation
+        case "23503": kind = .foreignKeyViolation
+        case "23514", "23502": kind = .checkViolation
+        case "40001", "40P01": kind = .serializationFailure
+        case let s? where s.hasPrefix("22"): kind = .invalidValue
+        case let s? where s.hasPrefix("08") || s.hasPrefix("57P") || s == "53300": kind = .unavailable
+        default: kind = .other
+        }
+        return PostgresError(kind: kind, sqlState: state, constraint: constraint, serverMessage: message)
+    }
+}
+
+// MARK: - Values
+
+/// A Swift value that can be bound as a statement parameter (sent in PostgreSQL's text format).
+public protocol PostgresEncodable: Sendable {
+    /// The text form PostgreSQL parses for this value.
+    var postgresText: String { get }
+}
+
+/// A Swift value that can be read from a result column's text form.
+public protocol PostgresDecodable {
+    /// Parses the text form; nil when it does not fit.
+    init?(postgresText: String)
+}
+
+extension String: PostgresEncodable, PostgresDecodable {
+    public var postgresText: String { self }
+    public init?(postgresText: String) { self = postgresText }
+}
+extension Int: PostgresEncodable, PostgresDecodable {
+    public var postgresText: String { String(self) }
+    public init?(postgresText: String) { self.init(postgresText) }
+}
+extension Int64: PostgresEncodable, PostgresDecodable {
+    public var postgresText: String { String(self) }
+    public init?(postgresText: String) { self.init(postgresText) }
+}
+extension Double: PostgresEncodable, PostgresDecodable {
+    public var postgresText: String { String(self) }
+    public init?(postgresText: String) { self.init(postgresText) }
+}
+extension Bool: PostgresEncodable, PostgresDecodable {
+    public var postgresText: String { self ? "t" : "f" }
+    public init?(postgresText: String) {
+        switch postgresText { case "t", "true": self = true; case "f", "false": self = false; default: return nil }
+    }
+}
+extension UUID: PostgresEncodable, PostgresDecodable {
+    public var postgresText: String { uuidString.lowercased() }
+    public init?(postgresText: String) { self.init(uuidString: postgresText) }
+}
+extension Date: PostgresEncodable, PostgresDecodable {
+    /// Sent as Unix seconds through `to_timestamp` semantics is awkward; ISO 8601 with microseconds is exact enough.
+    public var postgresText: String {
+        let micros = (timeIntervalSince1970 * 1_000_000).rounded()
+        let seconds = Int((micros / 1_000_000).rounded(.down))
+        let fraction = Int(micros - Double(seconds) * 1_000_000)
+        var t = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        return String(format: "%04d-%02d-%02d %02d:%02d:%02d.%06d+00",
+                      Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), fraction)
+    }
+    /// Reads `timestamptz` as the session sends it (the pool fixes `TimeZone=UTC` and ISO dates).
+    public init?(postgresText: String) {
+        // Format: 2026-11-30 02:00:00.123456+00
+        var text = postgresText
+        if let space = text.firstIndex(of: " ") { text.replaceSubrange(space...space, with: "T") }
+        if text.hasSuffix("+00") { text = String(text.dropLast(3)) + "Z" }
+        guard let date = PostgresTime.parse(text) else { return nil }
+        self = date
+    }
+}
+
+/// Raw bytes, sent and read as `bytea` in hex form.
+public struct ByteArray: PostgresEncodable, PostgresDecodable, Equatable {
+    /// The bytes.
+    public var bytes: [UInt8]
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    public var postgresText: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = Array("\\x".utf8)
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+    public init?(postgresText: String) {
+        let chars = Array(postgresText.utf8)
+        guard chars.count >= 2, chars[0] == 92, chars[1] == 120, chars.count % 2 == 0 else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c { case 48...57: return c - 48; case 97...102: return c - 87; case 65...70: return c - 55; default: return nil }
+        }
+        var out = [UInt8]()
+        out.reserveCapacity((chars.count - 2) / 2)
+        var i = 2
+        while i < chars.count {
+            guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        bytes = out
+    }
+}
+
+/// Parses the timestamps PostgreSQL sends (ISO 8601 with `T`, optional fraction, `Z`).
+enum PostgresTime {
+    static func parse(_ text: String) -> Date? {
+        let s = Array(text.utf8)
+        guard s.count >= 20 else { return nil }
+        func num(_ a: Int, _ n: Int) -> Int? {
+            var v = 0
+            for i in a..<(a + n) { let c = s[i]; guard c >= 48 && c <= 57 else { return nil }; v = v * 10 + Int(c - 48) }
+            return v
+        }
+        guard let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
+              let se = num(17, 2) else { return nil }
+        var i = 19
+        var fraction = 0.0
+        if s[i] == 46 {
+            i += 1
+            var scale = 0.1
+            while i < s.count, s[i] >= 48 && s[i] <= 57 { fraction += Double(s[i] - 48) * scale; scale /= 10; i += 1 }
+        }
+        guard i < s.count, s[i] == 90 else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(y - 1900); parts.tm_mon = Int32(mo - 1); parts.tm_mday = Int32(d)
+        parts.tm_hour = Int32(h); parts.tm_min = Int32(mi); parts.tm_sec = Int32(se)
+        return Date(timeIntervalSince1970: Double(timegm(&parts)) + fraction)
+    }
+}
+
+// MARK: - Rows
+
+/// One result row; columns are read by name and decoded into Swift types.
+public struct Row: Sendable {
+    let names: [String: Int]
+    let values: [String?]
+
+    /// The column's value, or nil for SQL NULL. Throws when the column is missing or does not decode.
+    public func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws -> T? {
+        guard let index = names[column] else {
+            throw PostgresError(kind: .decoding, serverMessage: "no column \(column)")
+        }
+        guard let text = values[index] else { return nil }
+        guard let value = T(postgresText: text) else {
+            throw PostgresError(kind: .decoding, serverMessage: "column \(column) is not \(T.self)")
+        }
+        return value
+    }
+
+    /// The column's value; throws on NULL.
+    public subscript<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) -> T {
+        get throws {
+            guard let value = try decode(column, as: T.self) else {
+                throw PostgresError(kind: .decoding, serverMessage: "column \(column) is NULL")
+            }
+            return value
+        }
+    }
+}
+
+/// The rows of a statement and how many rows it changed.
+public struct QueryResult: Sendable {
+    /// The returned rows.
+    public let rows: [Row]
+    /// Rows inserted, updated or deleted (0 for SELECT).
+    public let affectedRows: Int
+}
+
+// MARK: - Connection
+
+/// One libpq connection. Not thread-safe: the pool lends it to one caller at a time.
+///
+/// `@unchecked Sendable`: the pool hands a connection to exactly one thread at a time,
+/// so the `PGconn` is never used concurrently.
+public final class Connection: @unchecked Sendable {
+    private let handle: OpaquePointer
+    /// When the connection was last returned to the pool.
+    var idleSince = Date()
+
+    /// Opens a connection from a libpq URI or key/value string. Throws `.unavailable` when it cannot connect.
+    public init(url: String, connectTimeoutSeconds: Int = 3) throws {
+        // `connect_timeout` is listed before `dbname`, so a value in the URL wins.
+        let keys = ["connect_timeout", "dbname", "options", "application_name"]
+        let values = [String(connectTimeoutSeconds), url, "-c TimeZone=UTC -c DateStyle=ISO", "backend"]
+        let cKeys = keys.map { strdup($0) }
+        let cValues = values.map { strdup($0) }
+        defer { cKeys.forEach { free($0) }; cValues.forEach { free($0) } }
+        var keyPointers = cKeys.map { UnsafePointer<CChar>($0) } + [nil]
+        var valuePointers = cValues.map { UnsafePointer<CChar>($0) } + [nil]
+        guard let conn = PQconnectdbParams(&keyPointers, &valuePointers, 1) else {
+            throw PostgresError(kind: .unavailable, serverMessage: "out of memory")
+        }
+        if PQstatus(conn) != CONNECTION_OK {
+            let message = String(cString: PQerrorMessage(conn))
+            PQfinish(conn)
+            throw PostgresError(kind: .unavailable, serverMessage: message.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        handle = conn
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// False once the server closed the connection or it broke; checks without blocking.
+    public var isHealthy: Bool {
+        if PQstatus(handle) != CONNECTION_OK { return false }
+        if PQtransactionStatus(handle) != PQTRANS_IDLE { return false }
+        // Reads whatever the server sent while idle (e.g. the goodbye of a restart) without blocking.
+        if PQconsumeInput(handle) == 0 { return false }
+        return PQstatus(handle) == CONNECTION_OK
+    }
+
+    /// Runs one statement with `$1, $2, ...` parameters bound (never interpolated) and returns its rows.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) throws -> QueryResult {
+        let texts: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0.postgresText) } ?? nil }
+        defer { texts.forEach { free($0) } }
+        var pointers = texts.map { UnsafePointer<CChar>($0) }
+        let result = pointers.withUnsafeMutableBufferPointer { buffer in
+            PQexecParams(handle, sql, Int32(parameters.count), nil, buffer.baseAddress, nil, nil, 0)
+        }
+        guard let result else {
+            throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
+        }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK else {
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let constraint = PQresultErrorField(result, Int32(UInt8(ascii: "n"))).map { String(cString: $0) }
+            let message = String(cString: PQresultErrorMessage(result))
+            if PQstatus(handle) != CONNECTION_OK || state == nil {
+                throw PostgresError(kind: .unavailable, sqlState: state, serverMessage: message)
+            }
+            throw PostgresError.fromState(state, constraint: constraint, message: message)
+        }
+        let rowCount = Int(PQntuples(result))
+        let columnCount = Int(PQnfields(result))
+        var names = [String: Int]()
+        for c in 0..<columnCount { names[String(cString: PQfname(result, Int32(c)))] = c }
+        var rows = [Row]()
+        rows.reserveCapacity(rowCount)
+        for r in 0..<rowCount {
+            var values = [String?]()
+            values.reserveCapacity(columnCount)
+            for c in 0..<columnCount {
+                if PQgetisnull(result, Int32(r), Int32(c)) == 1 {
+                    values.append(nil)
+                } else {
+                    values.append(String(cString: PQgetvalue(result, Int32(r), Int32(c))))
+                }
+            }
+            rows.append(Row(names: names, values: values))
+        }
+        let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+        return QueryResult(rows: rows, affectedRows: affected)
+    }
+
+    /// Runs a script of several statements with no parameters (migrations only).
+    public func executeScript(_ sql: String) throws {
+        guard let result = PQexec(handle, sql) else {
+            throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
+        }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK || status == PGRES_EMPTY_QUERY else {
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            throw PostgresError.fromState(state, constraint: nil, message: String(cString: PQresultErrorMessage(result)))
+        }
+    }
+
+    /// Runs one statement and returns its rows.
+    public func rows(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) throws -> [Row] {
+        try query(sql, parameters).rows
+    }
+
+    /// Runs one statement and returns its first row, if any.
+    public func first(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) throws -> Row? {
+        try query(sql, parameters).rows.first
+    }
+
+    /// Runs one statement and returns how many rows it changed.
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) throws -> Int {
+        try query(sql, parameters).affectedRows
+    }
+}

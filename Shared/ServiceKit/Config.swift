@@ -1,0 +1,116 @@
+import Foundation
+
+/// A setting that is missing or malformed; the process stops at start with one line naming it.
+public struct ConfigError: Error, CustomStringConvertible {
+    /// The environment variable.
+    public let variable: String
+    /// What is wrong, without echoing secrets.
+    public let problem: String
+    public var description: String { "invalid configuration: \(variable) \(problem)" }
+}
+
+/// Reads typed values from the environment with defaults.
+public struct Environment: Sendable {
+    let values: [String: String]
+
+    public init(_ values: [String: String] = ProcessInfo.processInfo.environment) { self.values = values }
+
+    /// A string, or the default when unset or empty.
+    public func string(_ name: String, default value: String) -> String {
+        guard let v = values[name], !v.isEmpty else { return value }
+        return v
+    }
+
+    /// An optional string (nil when unset or empty).
+    public func optional(_ name: String) -> String? {
+        guard let v = values[name], !v.isEmpty else { return nil }
+        return v
+    }
+
+    /// An integer in `range`.
+    public func int(_ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let text = optional(name) else { return value }
+        guard let v = Int(text.trimmingCharacters(in: .whitespaces)), range.contains(v) else {
+            throw ConfigError(variable: name, problem: "must be a whole number from \(range.lowerBound) to \(range.upperBound) (got \"\(text)\")")
+        }
+        return v
+    }
+
+    /// One of `choices`.
+    public func choice(_ name: String, default value: String, _ choices: [String]) throws -> String {
+        let v = string(name, default: value).lowercased()
+        guard choices.contains(v) else {
+            throw ConfigError(variable: name, problem: "must be one of \(choices.joined(separator: ", ")) (got \"\(v)\")")
+        }
+        return v
+    }
+}
+
+/// Every service's settings, filled from the environment once at start.
+public struct ServiceConfig: Sendable {
+    /// The service name (`auth`, `stories`, ...), also its schema and event source.
+    public var service: String
+    /// `PORT`.
+    public var port: Int
+    /// `DATABASE_URL` (libpq URI).
+    public var databaseURL: String
+    /// `KAFKA_BROKERS`.
+    public var kafkaBrokers: String
+    /// `KAFKA_SESSION_TIMEOUT_MS` (default 10000; 6000 is a good local value with Tansu).
+    public var kafkaSessionTimeoutMs: Int
+    /// `KAFKA_TOPIC_PARTITIONS` for topics this service creates (default 3).
+    public var kafkaPartitions: Int
+    /// `KAFKA_REPLICATION_FACTOR` for topics this service creates (default 1).
+    public var kafkaReplicationFactor: Int
+    /// `LOG_LEVEL`: debug, info, warn, error.
+    public var logLevel: LogLevel
+    /// `HTTP_THREADS`: server threads (each may block on the database).
+    public var httpThreads: Int
+    /// `DB_POOL_SIZE`.
+    public var dbPoolSize: Int
+    /// `OUTBOX_RETENTION_HOURS`: how long sent events stay available for `republish`.
+    public var outboxRetentionHours: Int
+    /// `AUTH_JWKS_URL`: where other services fetch auth's public keys.
+    public var jwksURL: String
+    /// `JWT_PUBLIC_KEY`: a base64url Ed25519 public key, used instead of the JWKS URL when set.
+    public var jwtPublicKey: String?
+    /// All variables, for service-specific settings.
+    public var environment: Environment
+
+    /// Loads and validates; throws a `ConfigError` naming the first bad variable.
+    public static func load(service: String, defaultPort: Int,
+                            environment: Environment = Environment()) throws -> ServiceConfig {
+        let env = environment
+        let databaseURL = env.string("DATABASE_URL", default: "postgres://postgres@127.0.0.1:5432/backend")
+        guard databaseURL.hasPrefix("postgres://") || databaseURL.hasPrefix("postgresql://") else {
+            throw ConfigError(variable: "DATABASE_URL", problem: "must be a postgres:// or postgresql:// URI")
+        }
+        let brokers = env.string("KAFKA_BROKERS", default: "127.0.0.1:9092")
+        for broker in brokers.split(separator: ",") {
+            let parts = broker.trimmingCharacters(in: .whitespaces).split(separator: ":")
+            guard parts.count == 2, !parts[0].isEmpty, let p = Int(parts[1]), (1...65535).contains(p) else {
+                throw ConfigError(variable: "KAFKA_BROKERS", problem: "must be a comma-separated list of host:port (got \"\(brokers)\")")
+            }
+        }
+        let level = try env.choice("LOG_LEVEL", default: "info", ["debug", "info", "warn", "error"])
+        let jwks = env.string("AUTH_JWKS_URL", default: "http://127.0.0.1:8081/v1/auth/jwks")
+        guard jwks.hasPrefix("http://") else {
+            throw ConfigError(variable: "AUTH_JWKS_URL", problem: "must be an http:// URL")
+        }
+        return ServiceConfig(
+            service: service,
+            port: try env.int("PORT", default: defaultPort, range: 1...65535),
+            databaseURL: databaseURL,
+            kafkaBrokers: brokers,
+            kafkaSessionTimeoutMs: try env.int("KAFKA_SESSION_TIMEOUT_MS", default: 10000, range: 1000...300_000),
+            kafkaPartitions: try env.int("KAFKA_TOPIC_PARTITIONS", default: 3, range: 1...1000),
+            kafkaReplicationFactor: try env.int("KAFKA_REPLICATION_FACTOR", default: 1, range: 1...10),
+            logLevel: LogLevel(rawValue: level) ?? .info,
+            httpThreads: try env.int("HTTP_THREADS", default: 16, range: 1...1024),
+            dbPoolSize: try env.int("DB_POOL_SIZE", default: 10, range: 1...500),
+            outboxRetentionHours: try env.int("OUTBOX_RETENTION_HOURS", default: 168, range: 1...87_600),
+            jwksURL: jwks,
+            jwtPublicKey: env.optional("JWT_PUBLIC_KEY"),
+            environment: env)
+    }
+}

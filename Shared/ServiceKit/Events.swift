@@ -1,0 +1,283 @@
+import Foundation
+import Kafka
+import Models
+import Postgres
+
+/// The CloudEvents 1.0 structured-mode envelope every event travels in.
+public struct CloudEvent<Payload: Codable & Sendable>: Codable, Sendable {
+    public var specversion = "1.0"
+    /// Unique per event; consumers de-duplicate by it.
+    public var id: String
+    /// `/auth`, `/stories`, ...
+    public var source: String
+    /// The topic name.
+    public var type: String
+    /// RFC 3339 UTC with milliseconds.
+    public var time: String
+    /// The aggregate id (also the Kafka key).
+    public var subject: String
+    public var datacontenttype = "application/json"
+    /// Names the JSON Schema in `schemas/events/` that `data` follows.
+    public var dataschema: String
+    public var data: Payload
+}
+
+/// Where each event type's schema is published.
+public func dataSchemaURI(for type: String) -> String { "urn:backend:schema:events:\(type)" }
+
+/// A consumed event: the envelope's metadata and its `data` still undecoded.
+public struct ReceivedEvent: Sendable {
+    public let id: String
+    public let type: String
+    public let source: String
+    public let subject: String
+    public let time: Date?
+    /// The whole message value.
+    public let raw: [UInt8]
+
+    private struct Meta: Decodable { var id: String; var type: String; var source: String; var subject: String; var time: String }
+
+    /// Parses the envelope; nil when the value is not a CloudEvent.
+    public init?(_ value: [UInt8]) {
+        guard let meta = try? JSONDecoder().decode(Meta.self, from: Data(value)) else { return nil }
+        id = meta.id; type = meta.type; source = meta.source; subject = meta.subject
+        time = Timestamp.parse(meta.time); raw = value
+    }
+
+    /// Decodes `data` as `P`.
+    public func decode<P: EventPayload>(_ type: P.Type = P.self) throws -> P {
+        try JSONDecoder().decode(CloudEvent<P>.self, from: Data(raw)).data
+    }
+}
+
+// MARK: - Outbox
+
+/// The tables every service has: the outbox, the consumer's processed-event ids and stored idempotent responses.
+/// Put `Platform.migration` first in a service's migrations.
+public enum Platform {
+    public static let migration = Migration(1, "platform: outbox, processed events, idempotency keys", """
+        CREATE TABLE outbox (
+            id bigserial PRIMARY KEY,
+            event_id uuid NOT NULL UNIQUE,
+            topic text NOT NULL,
+            key text NOT NULL,
+            payload text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            sent_at timestamptz,
+            attempts int NOT NULL DEFAULT 0,
+            last_error text
+        );
+        CREATE INDEX outbox_unsent ON outbox (id) WHERE sent_at IS NULL;
+        CREATE INDEX outbox_created ON outbox (created_at);
+        CREATE TABLE processed_events (
+            event_id uuid PRIMARY KEY,
+            topic text NOT NULL,
+            processed_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE idempotency_keys (
+            caller text NOT NULL,
+            key text NOT NULL,
+            request_hash text NOT NULL,
+            status int NOT NULL,
+            body bytea NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (caller, key)
+        );
+        """)
+}
+
+/// Writes events into the outbox inside the caller's transaction, so an event exists exactly when its change does.
+public struct Outbox: Sendable {
+    /// The service's schema.
+    public let schema: String
+    /// The CloudEvents `source`, `/<service>`.
+    public let source: String
+    let wake: @Sendable () -> Void
+
+    /// Adds `payload` as an event about `subject` (its aggregate id, also the Kafka key). Returns the event id.
+    @discardableResult
+    public func add<P: EventPayload>(_ payload: P, subject: String, on connection: Connection, at time: Date = Date()) throws -> String {
+        let id = UUID.v7(at: time)
+        let event = CloudEvent(id: id.lowercased, source: source, type: P.type, time: Timestamp.format(time),
+                               subject: subject, dataschema: dataSchemaURI(for: P.type), data: payload)
+        let value = String(decoding: try JSON.encode(event), as: UTF8.self)
+        try connection.execute("INSERT INTO \(schema).outbox (event_id, topic, key, payload) VALUES ($1, $2, $3, $4)",
+                               [id, P.type, subject, value])
+        wake()
+        return id.lowercased
+    }
+}
+
+/// Publishes outbox rows in order with the idempotent producer and marks them sent on the delivery report.
+/// One relay works at a time per schema (a transaction-level advisory lock), which keeps per-key order across
+/// instances; failures retry with exponential backoff; a producer with a fatal error is recreated.
+///
+/// `@unchecked Sendable`: mutable state is guarded by `condition`.
+public final class OutboxRelay: @unchecked Sendable {
+    private let pool: Pool
+    private let schema: String
+    private let kafka: KafkaConfig
+    private let logger: Logger
+    private let metrics: Metrics
+    private let retention: TimeInterval
+    private let condition = NSCondition()
+    private var producer: Producer?
+    private var woken = false
+    private var running = false
+    private var finished = false
+    private var backoff: TimeInterval = 0
+    private var pending = 0
+    private var oldestPendingAge = 0.0
+
+    public init(pool: Pool, schema: String, kafka: KafkaConfig, retentionHours: Int, logger: Logger, metrics: Metrics) {
+        self.pool = pool; self.schema = schema; self.kafka = kafka; self.logger = logger; self.metrics = metrics
+        self.retention = TimeInterval(retentionHours) * 3600
+        metrics.addGauges { [weak self] in
+            guard let self else { return [] }
+            self.condition.lock(); defer { self.condition.unlock() }
+            return [("outbox_pending_events", "", Double(self.pending)),
+                    ("outbox_oldest_pending_age_seconds", "", self.oldestPendingAge)]
+        }
+    }
+
+    /// The producer, created on first use and recreated after a fatal error.
+    public func currentProducer() throws -> Producer {
+        condition.lock(); defer { condition.unlock() }
+        if let p = producer, !p.hasFatalError { return p }
+        if producer != nil { logger.warn("recreating the Kafka producer after a fatal error") }
+        let p = try Producer(config: kafka)
+        producer = p
+        return p
+    }
+
+    /// Asks the relay to look for new rows now.
+    public func wake() {
+        condition.lock(); woken = true; condition.signal(); condition.unlock()
+    }
+
+    /// Starts the relay thread.
+    public func start() {
+        condition.lock(); running = true; condition.unlock()
+        let thread = Thread { [self] in loop() }
+        thread.name = "outbox-relay"
+        thread.start()
+    }
+
+    /// Stops after the current batch, then tries once more to publish what is pending (bounded by `timeout`).
+    public func stop(timeout: TimeInterval = 5) {
+        condition.lock()
+        running = false
+        condition.signal()
+        let deadline = Date().addingTimeInterval(timeout + 15)
+        while !finished && condition.wait(until: deadline) {}
+        condition.unlock()
+        _ = try? publishBatch()
+        producer?.flush(timeout: timeout)
+    }
+
+    private func loop() {
+        var lastCleanup = Date.distantPast
+        while true {
+            condition.lock()
+            if !running { finished = true; condition.broadcast(); condition.unlock(); return }
+            if !woken {
+                _ = condition.wait(until: Date().addingTimeInterval(backoff > 0 ? backoff : 0.5))
+            }
+            woken = false
+            let keepGoing = running
+            condition.unlock()
+            guard keepGoing else { continue }
+            do {
+                var published = 0
+                repeat { published = try publishBatch() } while published > 0
+                backoff = 0
+            } catch {
+                backoff = min(max(backoff * 2, 0.5), 30)
+                logger.warn("outbox relay failed; retrying", ["error": .string(String(describing: error)),
+                                                             "retryInSeconds": .double(backoff)])
+            }
+            if Date().timeIntervalSince(lastCleanup) > 600 {
+                lastCleanup = Date()
+                cleanup()
+            }
+        }
+    }
+
+    /// Publishes up to 500 unsent rows; returns how many were published.
+    @discardableResult
+    public func publishBatch() throws -> Int {
+        try pool.withTransaction { connection -> Int in
+            let locked: Bool = try connection.first("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked",
+                                                    ["outbox-relay:" + schema])?["locked"] ?? false
+            guard locked else { return 0 }
+            let stats = try connection.first("""
+                SELECT count(*) AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
+                FROM \(schema).outbox WHERE sent_at IS NULL
+                """)
+            condition.lock()
+            pending = try stats?["n", as: Int.self] ?? 0
+            oldestPendingAge = try stats?["age", as: Double.self] ?? 0
+            condition.unlock()
+            let rows = try connection.rows("""
+                SELECT id, topic, key, payload FROM \(schema).outbox
+                WHERE sent_at IS NULL ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED
+                """)
+            guard !rows.isEmpty else { return 0 }
+            let messages = try rows.map { row in
+                let topic: String = try row["topic"]
+                return OutgoingMessage(topic: topic, key: try row["key"], value: Array(try row["payload", as: String.self].utf8),
+                                       header: ("ce_type", topic))
+            }
+            let results = try currentProducer().send(messages)
+            var sent: [Int64] = []
+            var failed: [Int64] = []
+            var firstError: KafkaError?
+            for (row, result) in zip(rows, results) {
+                let id: Int64 = try row["id"]
+                // Stop at the first failure so that nothing overtakes an earlier event.
+                if result == nil && failed.isEmpty { sent.append(id) } else {
+                    failed.append(id)
+                    if firstError == nil { firstError = result ?? nil }
+                }
+            }
+            if !sent.isEmpty {
+                try connection.execute("""
+                    UPDATE \(schema).outbox SET sent_at = now(), attempts = attempts + 1, last_error = NULL
+                    WHERE id = ANY($1::bigint[])
+                    """, ["{" + sent.map(String.init).joined(separator: ",") + "}"])
+                metrics.increment("outbox_published_events_total", by: Double(sent.count),
+                                  help: "Events published from the outbox.")
+            }
+            if !failed.isEmpty {
+                try connection.execute("""
+                    UPDATE \(schema).outbox SET attempts = attempts + 1, last_error = $2 WHERE id = ANY($1::bigint[])
+                    """, ["{" + failed.map(String.init).joined(separator: ",") + "}", firstError?.message ?? "not sent"])
+                metrics.increment("outbox_publish_failures_total", by: Double(failed.count),
+                                  help: "Outbox events whose publication failed (they are retried).")
+                throw firstError ?? KafkaError(message: "not sent")
+            }
+            return sent.count
+        }
+    }
+
+    private func cleanup() {
+        do {
+            let removed = try pool.withConnection { c in
+                try c.execute("DELETE FROM \(schema).outbox WHERE sent_at < now() - make_interval(secs => $1)", [retention])
+                    + c.execute("DELETE FROM \(schema).idempotency_keys WHERE created_at < now() - interval '24 hours'")
+                    + c.execute("DELETE FROM \(schema).processed_events WHERE processed_at < now() - interval '30 days'")
+            }
+            if removed > 0 { logger.info("removed expired outbox, idempotency and dedup rows", ["rows": .int(removed)]) }
+        } catch {
+            logger.warn("outbox cleanup failed", ["error": .string(String(describing: error))])
+        }
+    }
+
+    /// Marks events created since `since` unsent again, so the relay publishes them once more
+    /// (consumers de-duplicate by event id). Returns how many.
+    public static func republish(pool: Pool, schema: String, since: Date) throws -> Int {
+        try pool.withConnection { c in
+            try c.execute("UPDATE \(schema).outbox SET sent_at = NULL WHERE created_at >= $1 AND sent_at IS NOT NULL", [since])
+        }
+    }
+}

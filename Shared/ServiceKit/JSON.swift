@@ -1,0 +1,196 @@
+import Foundation
+import HTTP
+import Postgres
+import Crypto
+
+/// A request body type: `fields` lists the top-level names it accepts; any other name is a 400.
+public protocol RequestBody: Decodable {
+    /// Accepted top-level field names.
+    static var fields: Set<String> { get }
+}
+
+/// The JSON coders of the API: camelCase as declared, no escaped slashes.
+public enum JSON {
+    /// Encodes a response or event value.
+    public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+        return Array(try encoder.encode(value))
+    }
+
+    /// Decodes and validates a request body: JSON content type, an object, known fields only,
+    /// no NUL characters, every value of the declared type. Every failure is a clear 400 or 415.
+    public static func decodeBody<T: RequestBody>(_ request: Request, as type: T.Type = T.self) throws -> T {
+        if let contentType = request.header("content-type") {
+            let media = contentType.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+            guard media == "application/json" || media.hasSuffix("+json") else {
+                throw HTTPError.unsupportedMediaType("Send the body as application/json.")
+            }
+        }
+        guard !request.body.isEmpty else { throw HTTPError.invalidJSON("A JSON body is required.") }
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: Data(request.body), options: [.fragmentsAllowed])
+        } catch {
+            throw HTTPError.invalidJSON()
+        }
+        guard let dictionary = object as? [String: Any] else {
+            throw HTTPError.validation("The body must be a JSON object.")
+        }
+        for key in dictionary.keys.sorted() where !T.fields.contains(key) {
+            throw HTTPError.validation("Unknown field \"\(key.prefix(64))\".", field: String(key.prefix(64)))
+        }
+        if let path = findNUL(object, path: "") {
+            throw HTTPError.validation("Text must not contain NUL characters.", field: path)
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(request.body))
+        } catch let error as DecodingError {
+            throw describe(error)
+        } catch {
+            throw HTTPError.invalidJSON()
+        }
+    }
+
+    private static func findNUL(_ value: Any, path: String) -> String? {
+        if let s = value as? String { return s.contains("\u{0}") ? (path.isEmpty ? "body" : path) : nil }
+        if let d = value as? [String: Any] {
+            for (k, v) in d {
+                if k.contains("\u{0}") { return path.isEmpty ? "body" : path }
+                if let p = findNUL(v, path: path.isEmpty ? k : "\(path).\(k)") { return p }
+            }
+        }
+        if let a = value as? [Any] {
+            for (i, v) in a.enumerated() { if let p = findNUL(v, path: "\(path)[\(i)]") { return p } }
+        }
+        return nil
+    }
+
+    private static func pathText(_ path: [CodingKey]) -> String {
+        var out = ""
+        for key in path {
+            if let i = key.intValue { out += "[\(i)]" } else { out += out.isEmpty ? key.stringValue : ".\(key.stringValue)" }
+        }
+        return out
+    }
+
+    private static func describe(_ error: DecodingError) -> HTTPError {
+        switch error {
+        case .keyNotFound(let key, let context):
+            let field = pathText(context.codingPath + [key])
+            return .validation("\(field) is required.", field: field)
+        case .valueNotFound(_, let context):
+            let field = pathText(context.codingPath)
+            return .validation("\(field) must not be null.", field: field)
+        case .typeMismatch(let type, let context):
+            let field = pathText(context.codingPath)
+            return .validation("\(field) must be \(typeName(type)).", field: field)
+        case .dataCorrupted(let context):
+            let field = pathText(context.codingPath)
+            if field.isEmpty { return .invalidJSON() }
+            return .validation("\(field) is not valid.", field: field)
+        @unknown default:
+            return .invalidJSON()
+        }
+    }
+
+    private static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: return "a string"
+        case is Bool.Type: return "true or false"
+        case is Int.Type, is Int64.Type, is Int32.Type: return "a whole number"
+        case is Double.Type, is Float.Type: return "a number"
+        case is [Any].Type: return "an array"
+        default: return type is any Collection.Type ? "an array" : "an object"
+        }
+    }
+}
+
+extension Response {
+    /// A JSON response.
+    public static func json<T: Encodable>(_ value: T, status: Int = 200) throws -> Response {
+        Response(status: status, headers: [("Content-Type", "application/json")], body: try JSON.encode(value))
+    }
+}
+
+// MARK: - Error mapping
+
+extension HTTPError {
+    /// The response for any error a handler throws: HTTP errors as they are, database and broker outages as 503,
+    /// constraint violations as 409/400; anything else is a bare 500 with nothing internal in it.
+    public static func from(_ error: Error) -> HTTPError {
+        switch error {
+        case let e as HTTPError: return e
+        case let e as PostgresError:
+            switch e.kind {
+            case .unavailable: return .unavailable(retryAfter: 2)
+            case .uniqueViolation: return .conflict("That already exists.")
+            case .foreignKeyViolation: return .conflict("A referenced resource does not exist or is still in use.")
+            case .checkViolation, .invalidValue: return .validation("A value is not valid.")
+            case .serializationFailure: return .unavailable(retryAfter: 1)
+            case .other, .decoding: return .internalError
+            }
+        default: return .internalError
+        }
+    }
+}
+
+// MARK: - Pagination
+
+/// `?limit=` and `?cursor=` of a list request; cursors are opaque base64url JSON arrays of keyset values.
+public struct Page: Sendable {
+    /// 1...100, default 20.
+    public let limit: Int
+    /// The decoded keyset position, or nil for the first page.
+    public let after: [String]?
+
+    /// Reads and validates `limit` and `cursor`.
+    public init(_ request: Request) throws {
+        if let text = request.query["limit"] {
+            guard let n = Int(text), (1...100).contains(n) else {
+                throw HTTPError.validation("limit must be a whole number from 1 to 100.", field: "limit")
+            }
+            limit = n
+        } else {
+            limit = 20
+        }
+        if let cursor = request.query["cursor"], !cursor.isEmpty {
+            guard let values = Cursor.decode(cursor) else {
+                throw HTTPError.validation("cursor is not valid.", field: "cursor")
+            }
+            after = values
+        } else {
+            after = nil
+        }
+    }
+}
+
+/// A page of results: `{"items": [...], "nextCursor": "..." | null}`.
+public struct PageResponse<Item: Encodable>: Encodable {
+    public let items: [Item]
+    public let nextCursor: String?
+    public init(items: [Item], nextCursor: String?) { self.items = items; self.nextCursor = nextCursor }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(items, forKey: .items)
+        try c.encode(nextCursor, forKey: .nextCursor)  // null, not omitted
+    }
+    enum Keys: String, CodingKey { case items, nextCursor }
+}
+
+/// Opaque keyset cursors.
+public enum Cursor {
+    /// Encodes keyset values.
+    public static func encode(_ values: [String]) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: values)) ?? Data()
+        return Crypto.Base64URL.encode(Array(data))
+    }
+
+    /// Decodes a cursor; nil when it is not one of ours.
+    public static func decode(_ text: String) -> [String]? {
+        guard text.count <= 1024, let bytes = Crypto.Base64URL.decode(text),
+              let values = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String] else { return nil }
+        return values
+    }
+}

@@ -1,0 +1,195 @@
+import Crypto
+import Foundation
+import HTTP
+
+/// The claims of an access token (conventions: `sub`, `sid`, `iat`, `exp`, `iss: "auth"`).
+public struct AccessClaims: Codable, Sendable, Equatable {
+    /// The user id.
+    public var sub: String
+    /// The session id.
+    public var sid: String
+    /// Issued at (Unix seconds).
+    public var iat: Int
+    /// Expires at (Unix seconds).
+    public var exp: Int
+    /// Always `auth`.
+    public var iss: String
+
+    public init(sub: String, sid: String, iat: Int, exp: Int, iss: String = "auth") {
+        self.sub = sub; self.sid = sid; self.iat = iat; self.exp = exp; self.iss = iss
+    }
+}
+
+/// Why a token was refused (never shown in detail to clients).
+public enum JWTError: Error, Equatable {
+    case malformed, unsupportedAlgorithm, unknownKey, badSignature, expired, notYetValid, wrongIssuer, lifetimeTooLong
+}
+
+/// EdDSA (Ed25519) JSON Web Tokens.
+public enum JWT {
+    /// The longest access-token lifetime accepted (15 minutes).
+    public static let maxLifetime = 15 * 60
+    /// Clock skew tolerated on `iat` and `exp`.
+    public static let leeway = 5
+
+    private struct Header: Codable { var alg: String; var typ: String?; var kid: String? }
+
+    /// Signs `claims` with `key`, naming it `kid` in the header.
+    public static func sign(_ claims: AccessClaims, key: Ed25519PrivateKey, kid: String) throws -> String {
+        let header = Base64URL.encode(try JSON.encode(Header(alg: "EdDSA", typ: "JWT", kid: kid)))
+        let payload = Base64URL.encode(try JSON.encode(claims))
+        let signature = try key.sign(Array("\(header).\(payload)".utf8))
+        return "\(header).\(payload).\(Base64URL.encode(signature))"
+    }
+
+    /// Verifies signature, algorithm, issuer and times; `keys` maps key ids to raw Ed25519 public keys.
+    public static func verify(_ token: String, keys: [String: [UInt8]], now: Date = Date()) throws(JWTError) -> AccessClaims {
+        guard token.utf8.count < 4096 else { throw .malformed }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+              let headerBytes = Base64URL.decode(parts[0]),
+              let payloadBytes = Base64URL.decode(parts[1]),
+              let signature = Base64URL.decode(parts[2]),
+              let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes))
+        else { throw .malformed }
+        guard header.alg == "EdDSA" else { throw .unsupportedAlgorithm }
+        let key: [UInt8]
+        if let kid = header.kid {
+            guard let k = keys[kid] else { throw .unknownKey }
+            key = k
+        } else {
+            guard keys.count == 1, let k = keys.values.first else { throw .unknownKey }
+            key = k
+        }
+        let signed = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        guard ed25519Verify(publicKey: key, message: signed, signature: signature) else { throw .badSignature }
+        guard let claims = try? JSONDecoder().decode(AccessClaims.self, from: Data(payloadBytes)) else { throw .malformed }
+        let t = Int(now.timeIntervalSince1970)
+        guard claims.iss == "auth" else { throw .wrongIssuer }
+        guard claims.exp > t - leeway else { throw .expired }
+        guard claims.iat <= t + leeway else { throw .notYetValid }
+        guard claims.exp - claims.iat <= maxLifetime else { throw .lifetimeTooLong }
+        return claims
+    }
+}
+
+// MARK: - JWKs
+
+/// One public key of a JWK set (`kty: OKP`, `crv: Ed25519`).
+public struct JWK: Codable, Sendable, Equatable {
+    public var kty = "OKP"
+    public var crv = "Ed25519"
+    public var alg = "EdDSA"
+    public var use = "sig"
+    public var kid: String
+    public var x: String
+
+    public init(kid: String, publicKey: [UInt8]) { self.kid = kid; self.x = Base64URL.encode(publicKey) }
+}
+
+/// A JWK set `{"keys": [...]}`.
+public struct JWKSet: Codable, Sendable {
+    public var keys: [JWK]
+    public init(keys: [JWK]) { self.keys = keys }
+
+    /// Key id → raw public key, for the Ed25519 keys in the set.
+    public var publicKeys: [String: [UInt8]] {
+        var out: [String: [UInt8]] = [:]
+        for k in keys where k.kty == "OKP" && k.crv == "Ed25519" {
+            if let raw = Base64URL.decode(k.x), raw.count == 32 { out[k.kid] = raw }
+        }
+        return out
+    }
+}
+
+// MARK: - Callers
+
+/// The authenticated caller of a request.
+public struct Caller: Sendable, Equatable {
+    /// The user id.
+    public let userId: UUID
+    /// The session id.
+    public let sessionId: UUID
+    public init(userId: UUID, sessionId: UUID) { self.userId = userId; self.sessionId = sessionId }
+}
+
+/// Turns a request's bearer token into a `Caller`, or a 401.
+public protocol Authenticator: Sendable {
+    func authenticate(_ request: Request) throws -> Caller
+}
+
+/// The bearer token of a request, or a 401.
+public func bearerToken(_ request: Request) throws -> String {
+    guard let header = request.header("authorization") else { throw HTTPError.unauthenticated() }
+    let parts = header.split(separator: " ", maxSplits: 1)
+    guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
+        throw HTTPError.unauthenticated()
+    }
+    return String(parts[1]).trimmingCharacters(in: .whitespaces)
+}
+
+/// Verifies tokens offline with auth's public keys (fetched from the JWKS URL, refetched on an unknown key id
+/// at most every 30 seconds), and refuses tokens of sessions revoked through `session.revoked`.
+///
+/// `@unchecked Sendable`: the key map is guarded by `lock`.
+public final class TokenVerifier: Authenticator, @unchecked Sendable {
+    private let lock = NSLock()
+    private var keys: [String: [UInt8]]
+    private var lastFetch = Date.distantPast
+    private let jwksURL: String?
+    private let revocations: SessionRevocations?
+    private let logger: Logger
+
+    /// A verifier with fixed keys (from `JWT_PUBLIC_KEY`, or tests).
+    public init(keys: [String: [UInt8]], revocations: SessionRevocations?, logger: Logger) {
+        self.keys = keys; self.jwksURL = nil; self.revocations = revocations; self.logger = logger
+    }
+
+    /// A verifier that fetches keys from `jwksURL`.
+    public init(jwksURL: String, revocations: SessionRevocations?, logger: Logger) {
+        self.keys = [:]; self.jwksURL = jwksURL; self.revocations = revocations; self.logger = logger
+    }
+
+    /// Fetches the key set now; false when auth could not be reached.
+    @discardableResult
+    public func refreshKeys() -> Bool {
+        guard let jwksURL, let client = HTTPClient(url: jwksURL, timeout: 3),
+              let path = URLComponents(string: jwksURL)?.path else { return false }
+        lock.lock(); lastFetch = Date(); lock.unlock()
+        guard let response = try? client.request("GET", path), response.status == 200,
+              let set = try? JSONDecoder().decode(JWKSet.self, from: Data(response.body)) else {
+            logger.warn("could not fetch the JWK set", ["url": .string(jwksURL)])
+            return false
+        }
+        lock.lock(); keys = set.publicKeys; lock.unlock()
+        return true
+    }
+
+    /// Whether keys are loaded.
+    public var hasKeys: Bool { lock.lock(); defer { lock.unlock() }; return !keys.isEmpty }
+
+    public func authenticate(_ request: Request) throws -> Caller {
+        let token = try bearerToken(request)
+        let claims: AccessClaims
+        do {
+            claims = try JWT.verify(token, keys: currentKeys())
+        } catch .unknownKey {
+            lock.lock(); let stale = Date().timeIntervalSince(lastFetch) > 30; lock.unlock()
+            guard stale, refreshKeys(), let c = try? JWT.verify(token, keys: currentKeys()) else {
+                throw HTTPError.unauthenticated()
+            }
+            claims = c
+        } catch {
+            throw HTTPError.unauthenticated()
+        }
+        guard let user = UUID(uuidString: claims.sub), let session = UUID(uuidString: claims.sid) else {
+            throw HTTPError.unauthenticated()
+        }
+        if revocations?.isRevoked(session) == true { throw HTTPError.unauthenticated() }
+        return Caller(userId: user, sessionId: session)
+    }
+
+    private func currentKeys() -> [String: [UInt8]] {
+        lock.lock(); defer { lock.unlock() }; return keys
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Models
+
+/// Log levels in increasing severity.
+public enum LogLevel: String, Sendable, Comparable {
+    case debug, info, warn, error
+    var rank: Int { switch self { case .debug: 0; case .info: 1; case .warn: 2; case .error: 3 } }
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rank < b.rank }
+}
+
+/// A value in a log line.
+public enum LogValue: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral {
+    case string(String)
+    case int(Int)
+    case double(Double)
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+}
+
+/// Writes one JSON object per line to stderr: `time`, `level`, `service`, `msg`, then the fields.
+/// Callers never pass passwords, tokens or image bytes.
+public struct Logger: Sendable {
+    /// The `service` field.
+    public let service: String
+    /// Lines below this level are dropped.
+    public let minimum: LogLevel
+
+    public init(service: String, minimum: LogLevel = .info) {
+        self.service = service; self.minimum = minimum
+    }
+
+    public func debug(_ msg: String, _ fields: [String: LogValue] = [:]) { log(.debug, msg, fields) }
+    public func info(_ msg: String, _ fields: [String: LogValue] = [:]) { log(.info, msg, fields) }
+    public func warn(_ msg: String, _ fields: [String: LogValue] = [:]) { log(.warn, msg, fields) }
+    public func error(_ msg: String, _ fields: [String: LogValue] = [:]) { log(.error, msg, fields) }
+
+    /// Writes one line when `level` is at or above the minimum.
+    public func log(_ level: LogLevel, _ msg: String, _ fields: [String: LogValue] = [:]) {
+        guard level >= minimum else { return }
+        var line = "{\"time\":\"\(Timestamp.format(Date()))\",\"level\":\"\(level.rawValue)\",\"service\":"
+        line += Self.quote(service) + ",\"msg\":" + Self.quote(msg)
+        for key in fields.keys.sorted() {
+            line += "," + Self.quote(key) + ":"
+            switch fields[key]! {
+            case .string(let s): line += Self.quote(s)
+            case .int(let i): line += String(i)
+            case .double(let d): line += d.isFinite ? String(format: "%.3f", d) : "null"
+            }
+        }
+        line += "}\n"
+        var bytes = Array(line.utf8)
+        _ = bytes.withUnsafeMutableBytes { Foundation.write(2, $0.baseAddress, $0.count) }
+    }
+
+    /// A JSON string literal for `text`.
+    static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

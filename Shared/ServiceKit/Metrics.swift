@@ -1,0 +1,88 @@
+import Foundation
+
+/// Prometheus metrics: request duration histograms by route and status, counters, and gauges read at scrape time.
+///
+/// `@unchecked Sendable`: all state is guarded by `lock`.
+public final class Metrics: @unchecked Sendable {
+    /// Histogram bucket bounds in seconds.
+    public static let buckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    private struct Histogram {
+        var counts = [Int](repeating: 0, count: Metrics.buckets.count)
+        var sum = 0.0
+        var count = 0
+    }
+
+    private let lock = NSLock()
+    private var histograms: [String: Histogram] = [:]
+    private var counters: [String: [String: Double]] = [:]
+    private var help: [String: String] = [:]
+    private var gauges: [@Sendable () -> [(name: String, labels: String, value: Double)]] = []
+
+    public init() {}
+
+    /// Records one served request (`http_server_request_duration_seconds`, whose `_count` is the request count).
+    public func observeRequest(method: String, route: String, status: Int, seconds: Double) {
+        let labels = "method=\"\(method)\",route=\"\(Self.escape(route))\",status=\"\(status)\""
+        lock.lock()
+        var h = histograms[labels] ?? Histogram()
+        for (i, bound) in Self.buckets.enumerated() where seconds <= bound { h.counts[i] += 1 }
+        h.sum += seconds
+        h.count += 1
+        histograms[labels] = h
+        lock.unlock()
+    }
+
+    /// Adds to a counter; `labels` is Prometheus label text such as `topic="user.registered"`.
+    public func increment(_ name: String, labels: String = "", by value: Double = 1, help text: String = "") {
+        lock.lock()
+        counters[name, default: [:]][labels, default: 0] += value
+        if !text.isEmpty { help[name] = text }
+        lock.unlock()
+    }
+
+    /// Registers a gauge source read at every scrape.
+    public func addGauges(_ source: @escaping @Sendable () -> [(name: String, labels: String, value: Double)]) {
+        lock.lock(); gauges.append(source); lock.unlock()
+    }
+
+    /// The Prometheus text exposition.
+    public func render() -> String {
+        lock.lock()
+        let histograms = self.histograms
+        let counters = self.counters
+        let help = self.help
+        let gauges = self.gauges
+        lock.unlock()
+        var out = "# HELP http_server_request_duration_seconds Duration of HTTP requests by route and status.\n"
+        out += "# TYPE http_server_request_duration_seconds histogram\n"
+        for labels in histograms.keys.sorted() {
+            let h = histograms[labels]!
+            for (i, bound) in Self.buckets.enumerated() {
+                out += "http_server_request_duration_seconds_bucket{\(labels),le=\"\(bound)\"} \(h.counts[i])\n"
+            }
+            out += "http_server_request_duration_seconds_bucket{\(labels),le=\"+Inf\"} \(h.count)\n"
+            out += "http_server_request_duration_seconds_sum{\(labels)} \(h.sum)\n"
+            out += "http_server_request_duration_seconds_count{\(labels)} \(h.count)\n"
+        }
+        for name in counters.keys.sorted() {
+            if let text = help[name] { out += "# HELP \(name) \(text)\n" }
+            out += "# TYPE \(name) counter\n"
+            for (labels, value) in counters[name]!.sorted(by: { $0.key < $1.key }) {
+                out += labels.isEmpty ? "\(name) \(value)\n" : "\(name){\(labels)} \(value)\n"
+            }
+        }
+        var seen = Set<String>()
+        for source in gauges {
+            for g in source() {
+                if seen.insert(g.name).inserted { out += "# TYPE \(g.name) gauge\n" }
+                out += g.labels.isEmpty ? "\(g.name) \(g.value)\n" : "\(g.name){\(g.labels)} \(g.value)\n"
+            }
+        }
+        return out
+    }
+
+    static func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+    }
+}
