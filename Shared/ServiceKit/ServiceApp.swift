@@ -290,3 +290,18 @@ final class ReadinessCache: @unchecked Sendable {
         return (database, broker)
     }
 }
+
+extension ServiceApp {
+    /// Runs `job` on its own thread every `seconds`, logging failures.
+    public func every(seconds: TimeInterval, _ name: String, _ job: @escaping @Sendable () throws -> Void) {
+        let logger = self.logger
+        let thread = Thread {
+            while true {
+                Thread.sleep(forTimeInterval: seconds)
+                do { try job() } catch { logger.warn("periodic job failed", ["job": .string(name), "error": .string("\(error)")]) }
+            }
+        }
+        thread.name = name
+        thread.start()
+    }
+}

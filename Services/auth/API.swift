@@ -1,0 +1,127 @@
+import Foundation
+import Models
+import ServiceKit
+
+// MARK: - Request bodies
+
+struct SignupBody: RequestBody {
+    static let fields: Set<String> = ["username", "email", "password", "fullName"]
+    let username: String
+    let email: String
+    let password: String
+    let fullName: String
+}
+
+struct LoginBody: RequestBody {
+    static let fields: Set<String> = ["username", "email", "password"]
+    let username: String?
+    let email: String?
+    let password: String
+}
+
+struct RefreshBody: RequestBody {
+    static let fields: Set<String> = ["refreshToken"]
+    let refreshToken: String
+}
+
+struct UpdateMeBody: RequestBody {
+    static let fields: Set<String> = ["fullName", "email", "username", "avatarMediaId"]
+    let fullName: Patch<String>
+    let email: Patch<String>
+    let username: Patch<String>
+    let avatarMediaId: Patch<String>
+
+    enum CodingKeys: String, CodingKey { case fullName, email, username, avatarMediaId }
+    init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        fullName = try c.decode(Patch<String>.self, forKey: .fullName)
+        email = try c.decode(Patch<String>.self, forKey: .email)
+        username = try c.decode(Patch<String>.self, forKey: .username)
+        avatarMediaId = try c.decode(Patch<String>.self, forKey: .avatarMediaId)
+    }
+}
+
+struct ChangePasswordBody: RequestBody {
+    static let fields: Set<String> = ["currentPassword", "newPassword"]
+    let currentPassword: String
+    let newPassword: String
+}
+
+// MARK: - Responses
+
+struct UserView: Encodable {
+    let id: String
+    let username: String
+    let email: String
+    let fullName: String
+    let avatarMediaId: String?
+    let createdAt: String
+    let updatedAt: String
+
+    init(_ u: UserRecord) {
+        id = u.id.lowercased; username = u.username; email = u.email; fullName = u.fullName
+        avatarMediaId = u.avatarMediaId?.lowercased
+        createdAt = Timestamp.format(u.createdAt); updatedAt = Timestamp.format(u.updatedAt)
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id); try c.encode(username, forKey: .username); try c.encode(email, forKey: .email)
+        try c.encode(fullName, forKey: .fullName); try c.encode(avatarMediaId, forKey: .avatarMediaId)
+        try c.encode(createdAt, forKey: .createdAt); try c.encode(updatedAt, forKey: .updatedAt)
+    }
+    enum CodingKeys: String, CodingKey { case id, username, email, fullName, avatarMediaId, createdAt, updatedAt }
+}
+
+struct SessionView: Encodable {
+    let user: UserView
+    let accessToken: String
+    let refreshToken: String
+    let tokenType = "Bearer"
+    let expiresIn: Int
+}
+
+// MARK: - Schemas for the OpenAPI document
+
+enum Schemas {
+    static let user = """
+        {"type":"object","required":["id","username","email","fullName","avatarMediaId","createdAt","updatedAt"],
+         "additionalProperties":false,
+         "properties":{"id":{"type":"string","format":"uuid"},"username":{"type":"string","pattern":"^[a-z0-9_.]{3,32}$"},
+         "email":{"type":"string","format":"email"},"fullName":{"type":"string","minLength":1,"maxLength":100},
+         "avatarMediaId":{"type":["string","null"],"format":"uuid"},
+         "createdAt":{"type":"string","format":"date-time"},"updatedAt":{"type":"string","format":"date-time"}}}
+        """
+    static let session = """
+        {"type":"object","required":["user","accessToken","refreshToken","tokenType","expiresIn"],"additionalProperties":false,
+         "properties":{"user":\(user),"accessToken":{"type":"string"},"refreshToken":{"type":"string"},
+         "tokenType":{"const":"Bearer"},"expiresIn":{"type":"integer"}}}
+        """
+    static let signup = """
+        {"type":"object","required":["username","email","password","fullName"],"additionalProperties":false,
+         "properties":{"username":{"type":"string","pattern":"^[A-Za-z0-9_.]{3,32}$"},"email":{"type":"string","format":"email","maxLength":254},
+         "password":{"type":"string","minLength":10,"maxLength":1024},"fullName":{"type":"string","minLength":1,"maxLength":100}}}
+        """
+    static let login = """
+        {"type":"object","required":["password"],"additionalProperties":false,
+         "properties":{"username":{"type":"string"},"email":{"type":"string"},"password":{"type":"string"}},
+         "oneOf":[{"required":["username"]},{"required":["email"]}]}
+        """
+    static let refresh = """
+        {"type":"object","required":["refreshToken"],"additionalProperties":false,"properties":{"refreshToken":{"type":"string"}}}
+        """
+    static let updateMe = """
+        {"type":"object","additionalProperties":false,
+         "properties":{"fullName":{"type":"string","minLength":1,"maxLength":100},"email":{"type":"string","format":"email"},
+         "username":{"type":"string","pattern":"^[A-Za-z0-9_.]{3,32}$"},"avatarMediaId":{"type":["string","null"],"format":"uuid"}}}
+        """
+    static let changePassword = """
+        {"type":"object","required":["currentPassword","newPassword"],"additionalProperties":false,
+         "properties":{"currentPassword":{"type":"string"},"newPassword":{"type":"string","minLength":10,"maxLength":1024}}}
+        """
+    static let jwks = """
+        {"type":"object","required":["keys"],"properties":{"keys":{"type":"array","items":{"type":"object",
+         "required":["kty","crv","kid","x"],"properties":{"kty":{"const":"OKP"},"crv":{"const":"Ed25519"},
+         "alg":{"const":"EdDSA"},"use":{"const":"sig"},"kid":{"type":"string"},"x":{"type":"string"}}}}}}
+        """
+}

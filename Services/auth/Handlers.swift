@@ -1,0 +1,202 @@
+import Crypto
+import Foundation
+import HTTP
+import Models
+import Postgres
+import ServiceKit
+
+/// The auth service's handlers: decode, validate, authorize, call storage, emit events, map the result.
+struct AuthHandlers: Sendable {
+    let pool: Pool
+    let outbox: Outbox
+    let idempotency: Idempotency
+    let keys: SigningKeys
+    let storage = AuthStorage()
+    /// Failures per account or client within 15 minutes before logins are refused.
+    static let maxFailures = 10
+    /// A valid hash to verify against when the user does not exist, so timing does not tell.
+    static let dummyHash = (try? PasswordHasher.hash("not a real password at all")) ?? ""
+
+    // MARK: Sign-up, login, refresh, logout
+
+    func signup(_ request: Request) throws -> Response {
+        let body = try JSON.decodeBody(request, as: SignupBody.self)
+        let username = try Check.username(body.username)
+        let email = try Check.email(body.email)
+        let fullName = try Validate.text(body.fullName, field: "fullName", max: 100)
+        let hash = try PasswordHasher.hash(try Check.password(body.password, field: "password"))
+        return try idempotency.run(request, caller: "anonymous") { c in
+            let user = try storage.insertUser(c, username: username, email: email, fullName: fullName, passwordHash: hash)
+            try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email,
+                                          fullName: user.fullName, avatarMediaId: nil,
+                                          createdAt: Timestamp.format(user.createdAt)),
+                           subject: user.id.lowercased, on: c)
+            return try .json(try openSession(c, user), status: 201)
+        }
+    }
+
+    func login(_ request: Request) throws -> Response {
+        let body = try JSON.decodeBody(request, as: LoginBody.self)
+        guard (body.username == nil) != (body.email == nil) else {
+            throw HTTPError.validation("Give either username or email.", field: body.username == nil ? "username" : "email")
+        }
+        let identifier = (body.username ?? body.email ?? "").lowercased()
+        guard identifier.count <= 254, body.password.utf8.count <= 1024 else { throw HTTPError.unauthenticated(Self.loginFailed) }
+        let client = "ip:" + request.remoteAddress
+        let found = try pool.withConnection { try storage.userForLogin($0, username: body.username, email: body.email) }
+        let account = found.map { "user:" + $0.0.id.lowercased } ?? "login:" + identifier
+        let recent = try pool.withConnection { try storage.recentFailures($0, account: account, client: client) }
+        if recent.account >= Self.maxFailures || recent.client >= Self.maxFailures {
+            throw HTTPError.rateLimited(retryAfter: recent.retryAfter)
+        }
+        let matches = PasswordHasher.verify(body.password, encoded: found?.1 ?? Self.dummyHash)
+        guard matches, let user = found?.0 else {
+            try pool.withConnection { try storage.recordFailure($0, account: account, client: client) }
+            throw HTTPError.unauthenticated(Self.loginFailed)
+        }
+        return try pool.withTransaction { c in try .json(try openSession(c, user)) }
+    }
+
+    static let loginFailed = "The username, email or password is not correct."
+
+    func refresh(_ request: Request) throws -> Response {
+        let body = try JSON.decodeBody(request, as: RefreshBody.self)
+        guard body.refreshToken.utf8.count <= 256 else { throw HTTPError.unauthenticated("The refresh token is not valid.") }
+        let response: Response? = try pool.withTransaction { c in
+            switch try storage.useRefreshToken(c, body.refreshToken) {
+            case .rotated(let session, let userId):
+                guard let user = try storage.user(c, id: userId) else { return nil }
+                let refresh = try storage.issueRefreshToken(c, session: session)
+                return try .json(SessionView(user: UserView(user), accessToken: try keys.accessToken(user: userId, session: session),
+                                             refreshToken: refresh, expiresIn: SigningKeys.accessLifetime))
+            case .reused(let session, let user):
+                // A rotated token came back: someone holds a stolen copy. End the whole session.
+                if try storage.revokeSession(c, session, reason: "refresh_token_reuse") {
+                    try emitRevoked(c, session: session, user: user, reason: "refresh_token_reuse")
+                }
+                return nil
+            case .invalid:
+                return nil
+            }
+        }
+        guard let response else { throw HTTPError.unauthenticated("The refresh token is not valid.") }
+        return response
+    }
+
+    func logout(_ request: Request, _ caller: Caller) throws -> Response {
+        try pool.withTransaction { c in
+            if try storage.revokeSession(c, caller.sessionId, reason: "logout") {
+                try emitRevoked(c, session: caller.sessionId, user: caller.userId, reason: "logout")
+            }
+        }
+        return .noContent
+    }
+
+    // MARK: The current user
+
+    func me(_ request: Request, _ caller: Caller) throws -> Response {
+        guard let user = try pool.withConnection({ try storage.user($0, id: caller.userId) }) else { throw HTTPError.notFound() }
+        return try .json(UserView(user))
+    }
+
+    func updateMe(_ request: Request, _ caller: Caller) throws -> Response {
+        let body = try JSON.decodeBody(request, as: UpdateMeBody.self)
+        for (field, patch) in [("fullName", body.fullName), ("email", body.email), ("username", body.username)] {
+            if case .null = patch { throw HTTPError.validation("\(field) cannot be null.", field: field) }
+        }
+        let fullName = try body.fullName.value.map { try Validate.text($0, field: "fullName", max: 100) }
+        let email = try body.email.value.map(Check.email)
+        let username = try body.username.value.map(Check.username)
+        let avatar = try body.avatarMediaId.value.map { try Validate.uuid($0, field: "avatarMediaId") }
+        return try pool.withTransaction { c in
+            guard var user = try storage.user(c, id: caller.userId) else { throw HTTPError.notFound() }
+            let before = (user.username, user.email, user.fullName, user.avatarMediaId)
+            if let fullName { user.fullName = fullName }
+            if let email { user.email = email }
+            if let username { user.username = username }
+            if body.avatarMediaId.isPresent { user.avatarMediaId = avatar }
+            guard before != (user.username, user.email, user.fullName, user.avatarMediaId) else { return try .json(UserView(user)) }
+            let updated = try storage.updateUser(c, user)
+            try outbox.add(UserUpdated(userId: updated.id.lowercased, username: updated.username, email: updated.email,
+                                       fullName: updated.fullName, avatarMediaId: updated.avatarMediaId?.lowercased,
+                                       updatedAt: Timestamp.format(updated.updatedAt)),
+                           subject: updated.id.lowercased, on: c)
+            return try .json(UserView(updated))
+        }
+    }
+
+    func changePassword(_ request: Request, _ caller: Caller) throws -> Response {
+        let body = try JSON.decodeBody(request, as: ChangePasswordBody.self)
+        let newPassword = try Check.password(body.newPassword, field: "newPassword")
+        let account = "user:" + caller.userId.lowercased
+        let client = "ip:" + request.remoteAddress
+        let recent = try pool.withConnection { try storage.recentFailures($0, account: account, client: client) }
+        if recent.account >= Self.maxFailures { throw HTTPError.rateLimited(retryAfter: recent.retryAfter) }
+        guard let current = try pool.withConnection({ try storage.passwordHash($0, user: caller.userId) }) else {
+            throw HTTPError.notFound()
+        }
+        guard body.currentPassword.utf8.count <= 1024, PasswordHasher.verify(body.currentPassword, encoded: current) else {
+            try pool.withConnection { try storage.recordFailure($0, account: account, client: client) }
+            throw HTTPError(403, "forbidden", "The current password is not correct.", field: "currentPassword")
+        }
+        let hash = try PasswordHasher.hash(newPassword)
+        try pool.withTransaction { c in
+            try storage.setPassword(c, user: caller.userId, hash: hash)
+            for session in try storage.revokeOtherSessions(c, user: caller.userId, keep: caller.sessionId, reason: "password_changed") {
+                try emitRevoked(c, session: session, user: caller.userId, reason: "password_changed")
+            }
+        }
+        return .noContent
+    }
+
+    func jwks(_ request: Request) throws -> Response {
+        var response = try Response.json(JWKSet(keys: try pool.withConnection { try storage.publicKeys($0) }))
+        response.headers.append(("Cache-Control", "public, max-age=300"))
+        return response
+    }
+
+    // MARK: Helpers
+
+    private func openSession(_ c: Connection, _ user: UserRecord) throws -> SessionView {
+        let (session, refresh) = try storage.createSession(c, user: user.id)
+        return SessionView(user: UserView(user), accessToken: try keys.accessToken(user: user.id, session: session),
+                           refreshToken: refresh, expiresIn: SigningKeys.accessLifetime)
+    }
+
+    private func emitRevoked(_ c: Connection, session: UUID, user: UUID, reason: String) throws {
+        try outbox.add(SessionRevoked(sessionId: session.lowercased, userId: user.lowercased, reason: reason,
+                                      revokedAt: Timestamp.format(Date())),
+                       subject: user.lowercased, on: c)
+    }
+}
+
+/// Auth's own field rules.
+enum Check {
+    static func username(_ value: String) throws -> String {
+        let name = value.lowercased()
+        guard (3...32).contains(name.count),
+              name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "." })
+        else { throw HTTPError.validation("username must be 3 to 32 of a-z, 0-9, _ and .", field: "username") }
+        return name
+    }
+
+    static func email(_ value: String) throws -> String {
+        let email = value.trimmingCharacters(in: .whitespaces)
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        let valid = email.utf8.count <= 254 && parts.count == 2 && (1...64).contains(parts[0].utf8.count)
+            && parts[0].unicodeScalars.allSatisfy { $0.isASCII && $0.value > 0x20 && $0 != "(" && $0 != ")" && $0 != "," && $0 != ";" && $0 != "<" && $0 != ">" && $0 != "\"" && $0 != "\\" && $0 != "[" && $0 != "]" }
+            && parts[1].split(separator: ".", omittingEmptySubsequences: false).count >= 2
+            && parts[1].split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+                !label.isEmpty && label.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
+                    && label.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }
+            }
+        guard valid else { throw HTTPError.validation("email must be a valid email address.", field: "email") }
+        return email
+    }
+
+    static func password(_ value: String, field: String) throws -> String {
+        guard value.count >= 10 else { throw HTTPError.validation("\(field) must be at least 10 characters.", field: field) }
+        guard value.utf8.count <= 1024 else { throw HTTPError.validation("\(field) must be at most 1024 bytes.", field: field) }
+        return value
+    }
+}

@@ -1,0 +1,50 @@
+import Postgres
+import ServiceKit
+
+/// The auth schema, in order. Never edit an applied migration: add a new one.
+let migrations: [Migration] = [
+    Platform.migration,
+    Migration(2, "users, sessions, refresh tokens, signing keys, login failures", """
+        CREATE TABLE users (
+            id uuid PRIMARY KEY,
+            username text NOT NULL CHECK (username ~ '^[a-z0-9_.]{3,32}$'),
+            email text NOT NULL CHECK (length(email) BETWEEN 3 AND 254),
+            full_name text NOT NULL CHECK (length(full_name) BETWEEN 1 AND 100),
+            password_hash text NOT NULL,
+            avatar_media_id uuid,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE UNIQUE INDEX users_username_unique ON users (lower(username));
+        CREATE UNIQUE INDEX users_email_unique ON users (lower(email));
+        CREATE TABLE sessions (
+            id uuid PRIMARY KEY,
+            user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            revoked_at timestamptz,
+            revoke_reason text
+        );
+        CREATE INDEX sessions_active_by_user ON sessions (user_id) WHERE revoked_at IS NULL;
+        CREATE TABLE refresh_tokens (
+            token_hash text PRIMARY KEY,
+            session_id uuid NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            used_at timestamptz
+        );
+        CREATE INDEX refresh_tokens_by_session ON refresh_tokens (session_id);
+        CREATE TABLE signing_keys (
+            kid text PRIMARY KEY,
+            seed bytea NOT NULL,
+            public_key bytea NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE login_failures (
+            id bigserial PRIMARY KEY,
+            account_key text NOT NULL,
+            client_key text NOT NULL,
+            at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX login_failures_by_account ON login_failures (account_key, at);
+        CREATE INDEX login_failures_by_client ON login_failures (client_key, at);
+        """),
+]

@@ -1,0 +1,193 @@
+import Crypto
+import Foundation
+import HTTP
+import Models
+import Postgres
+import ServiceKit
+
+/// A user row.
+struct UserRecord {
+    let id: UUID
+    var username: String
+    var email: String
+    var fullName: String
+    var avatarMediaId: UUID?
+    let createdAt: Date
+    var updatedAt: Date
+
+    init(_ row: Row) throws {
+        id = try row["id"]; username = try row["username"]; email = try row["email"]
+        fullName = try row["full_name"]; avatarMediaId = try row.decode("avatar_media_id")
+        createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
+    }
+
+    static let columns = "id, username, email, full_name, avatar_media_id, created_at, updated_at"
+}
+
+/// What became of a presented refresh token.
+enum RefreshOutcome {
+    case rotated(session: UUID, user: UUID)
+    case reused(session: UUID, user: UUID)
+    case invalid
+}
+
+/// The auth schema's SQL. Every method takes the connection of the caller's transaction.
+struct AuthStorage {
+    /// How long a refresh token is valid.
+    static let refreshLifetimeDays = 30
+
+    // MARK: Users
+
+    func insertUser(_ c: Connection, username: String, email: String, fullName: String, passwordHash: String) throws -> UserRecord {
+        do {
+            let row = try c.first("""
+                INSERT INTO auth.users (id, username, email, full_name, password_hash) VALUES ($1, $2, $3, $4, $5)
+                RETURNING \(UserRecord.columns)
+                """, [UUID.v7(), username, email, fullName, passwordHash])
+            return try UserRecord(row!)
+        } catch let error as PostgresError where error.kind == .uniqueViolation {
+            throw Self.duplicate(error)
+        }
+    }
+
+    static func duplicate(_ error: PostgresError) -> HTTPError {
+        error.constraint == "users_email_unique"
+            ? .conflict("That email address is already registered.", field: "email")
+            : .conflict("That username is taken.", field: "username")
+    }
+
+    func user(_ c: Connection, id: UUID) throws -> UserRecord? {
+        try c.first("SELECT \(UserRecord.columns) FROM auth.users WHERE id = $1", [id]).map(UserRecord.init)
+    }
+
+    /// The user and password hash for a login by username or email (case-insensitive).
+    func userForLogin(_ c: Connection, username: String?, email: String?) throws -> (UserRecord, String)? {
+        let row = username != nil
+            ? try c.first("SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(username) = lower($1)", [username!])
+            : try c.first("SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(email) = lower($1)", [email ?? ""])
+        guard let row else { return nil }
+        return (try UserRecord(row), try row["password_hash"])
+    }
+
+    func passwordHash(_ c: Connection, user: UUID) throws -> String? {
+        try c.first("SELECT password_hash FROM auth.users WHERE id = $1", [user])?["password_hash"]
+    }
+
+    func updateUser(_ c: Connection, _ user: UserRecord) throws -> UserRecord {
+        do {
+            let row = try c.first("""
+                UPDATE auth.users SET username = $2, email = $3, full_name = $4, avatar_media_id = $5, updated_at = now()
+                WHERE id = $1 RETURNING \(UserRecord.columns)
+                """, [user.id, user.username, user.email, user.fullName, user.avatarMediaId])
+            guard let row else { throw HTTPError.notFound() }
+            return try UserRecord(row)
+        } catch let error as PostgresError where error.kind == .uniqueViolation {
+            throw Self.duplicate(error)
+        }
+    }
+
+    func setPassword(_ c: Connection, user: UUID, hash: String) throws {
+        try c.execute("UPDATE auth.users SET password_hash = $2, updated_at = now() WHERE id = $1", [user, hash])
+    }
+
+    // MARK: Sessions
+
+    /// Opens a session and returns it with its first refresh token (the token itself is stored only hashed).
+    func createSession(_ c: Connection, user: UUID) throws -> (session: UUID, refreshToken: String) {
+        let session = UUID.v7()
+        try c.execute("INSERT INTO auth.sessions (id, user_id) VALUES ($1, $2)", [session, user])
+        return (session, try issueRefreshToken(c, session: session))
+    }
+
+    func issueRefreshToken(_ c: Connection, session: UUID) throws -> String {
+        let token = Base64URL.encode(secureRandomBytes(32))
+        try c.execute("INSERT INTO auth.refresh_tokens (token_hash, session_id) VALUES ($1, $2)",
+                      [Self.hash(token), session])
+        return token
+    }
+
+    static func hash(_ token: String) -> String { hexString(sha256(Array(token.utf8))) }
+
+    /// Marks the token used if it is fresh; tells a replay of an already used token apart from an unknown one.
+    func useRefreshToken(_ c: Connection, _ token: String) throws -> RefreshOutcome {
+        let hash = Self.hash(token)
+        if let row = try c.first("""
+            UPDATE auth.refresh_tokens t SET used_at = now()
+            FROM auth.sessions s
+            WHERE t.token_hash = $1 AND t.used_at IS NULL AND s.id = t.session_id AND s.revoked_at IS NULL
+              AND t.created_at > now() - make_interval(days => $2)
+            RETURNING s.id AS session_id, s.user_id
+            """, [hash, Self.refreshLifetimeDays]) {
+            return .rotated(session: try row["session_id"], user: try row["user_id"])
+        }
+        if let row = try c.first("""
+            SELECT s.id AS session_id, s.user_id FROM auth.refresh_tokens t JOIN auth.sessions s ON s.id = t.session_id
+            WHERE t.token_hash = $1 AND t.used_at IS NOT NULL
+            """, [hash]) {
+            return .reused(session: try row["session_id"], user: try row["user_id"])
+        }
+        return .invalid
+    }
+
+    /// Revokes a session; true when it was active until now.
+    func revokeSession(_ c: Connection, _ session: UUID, reason: String) throws -> Bool {
+        try c.execute("UPDATE auth.sessions SET revoked_at = now(), revoke_reason = $2 WHERE id = $1 AND revoked_at IS NULL",
+                      [session, reason]) == 1
+    }
+
+    /// Revokes every active session of `user` except `keep`; returns the revoked ids.
+    func revokeOtherSessions(_ c: Connection, user: UUID, keep: UUID, reason: String) throws -> [UUID] {
+        try c.rows("""
+            UPDATE auth.sessions SET revoked_at = now(), revoke_reason = $3
+            WHERE user_id = $1 AND id <> $2 AND revoked_at IS NULL RETURNING id
+            """, [user, keep, reason]).map { try $0["id"] }
+    }
+
+    func isSessionActive(_ c: Connection, session: UUID, user: UUID) throws -> Bool {
+        try c.first("SELECT 1 AS ok FROM auth.sessions WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL",
+                    [session, user]) != nil
+    }
+
+    // MARK: Login failures
+
+    /// Failures in the last 15 minutes for the account and for the client, and seconds until the oldest expires.
+    func recentFailures(_ c: Connection, account: String, client: String) throws -> (account: Int, client: Int, retryAfter: Int) {
+        let row = try c.first("""
+            SELECT count(*) FILTER (WHERE account_key = $1) AS account,
+                   count(*) FILTER (WHERE client_key = $2) AS client,
+                   COALESCE(EXTRACT(EPOCH FROM min(at) + interval '15 minutes' - now()), 0)::int AS retry
+            FROM auth.login_failures
+            WHERE at > now() - interval '15 minutes' AND (account_key = $1 OR client_key = $2)
+            """, [account, client])!
+        return (try row["account"], try row["client"], try row["retry"])
+    }
+
+    func recordFailure(_ c: Connection, account: String, client: String) throws {
+        try c.execute("INSERT INTO auth.login_failures (account_key, client_key) VALUES ($1, $2)", [account, client])
+    }
+
+    func deleteOldFailures(_ c: Connection) throws {
+        try c.execute("DELETE FROM auth.login_failures WHERE at < now() - interval '1 day'")
+    }
+
+    // MARK: Signing keys
+
+    /// The signing key, created on first start. Concurrent first starts agree on one key (advisory lock).
+    func signingKey(_ c: Connection) throws -> (kid: String, key: Ed25519PrivateKey) {
+        try c.execute("SELECT pg_advisory_xact_lock(hashtext('auth-signing-key'))")
+        if let row = try c.first("SELECT kid, seed FROM auth.signing_keys ORDER BY created_at DESC LIMIT 1") {
+            return (try row["kid"], try Ed25519PrivateKey(seed: try row["seed", as: ByteArray.self].bytes))
+        }
+        let key = try Ed25519PrivateKey()
+        let kid = Base64URL.encode(Array(sha256(key.publicKey).prefix(12)))
+        try c.execute("INSERT INTO auth.signing_keys (kid, seed, public_key) VALUES ($1, $2, $3)",
+                      [kid, ByteArray(key.seed), ByteArray(key.publicKey)])
+        return (kid, key)
+    }
+
+    func publicKeys(_ c: Connection) throws -> [JWK] {
+        try c.rows("SELECT kid, public_key FROM auth.signing_keys ORDER BY created_at").map {
+            JWK(kid: try $0["kid"], publicKey: try $0["public_key", as: ByteArray.self].bytes)
+        }
+    }
+}
