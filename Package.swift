@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL", "CArgon2"], path: "Shared/Crypto", swiftSettings: settings),
 
         // MARK: - Platform
-        .target(name: "Models", path: "Shared/Models", swiftSettings: settings),
+        .target(name: "Models", path: "Shared/Models", exclude: ["Schemas"], swiftSettings: settings),
         .target(name: "ServiceKit", dependencies: ["Postgres", "Kafka", "HTTP", "Crypto", "Models"],
                 path: "Shared/ServiceKit", swiftSettings: settings),
 

@@ -42,9 +42,21 @@ public final class HTTPServer: @unchecked Sendable {
         guard let daemon else { return }
         let listener = MHD_quiesce_daemon(daemon)
         if listener >= 0 { close(listener) }
+        // A connection accepted just before the quiesce may still be delivering its headers, and a request
+        // counts as in flight only once they are parsed: wait for a quiet 250 ms, not just for zero.
         let deadline = Date().addingTimeInterval(grace)
         condition.lock()
-        while inFlight > 0 && condition.wait(until: deadline) {}
+        var quietSince = Date()
+        while Date() < deadline {
+            if inFlight > 0 {
+                _ = condition.wait(until: deadline)
+                quietSince = Date()
+            } else if Date().timeIntervalSince(quietSince) >= 0.25 {
+                break
+            } else {
+                _ = condition.wait(until: quietSince.addingTimeInterval(0.25))
+            }
+        }
         condition.unlock()
         MHD_stop_daemon(daemon)
         self.daemon = nil

@@ -45,7 +45,8 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         self.kind = kind; self.sqlState = sqlState; self.constraint = constraint; self.serverMessage = serverMessage
     }
 
-    static func fromState(_ state: String?, constraint: String?, message: String) -> PostgresError {
+    /// The error for a server reply with this SQLSTATE.
+    public static func fromServer(sqlState state: String?, constraint: String?, message: String) -> PostgresError {
         let kind: Kind
         switch state {
         case "23505": kind = .uniqueViolation
@@ -282,7 +283,7 @@ public final class Connection: @unchecked Sendable {
             if PQstatus(handle) != CONNECTION_OK || state == nil {
                 throw PostgresError(kind: .unavailable, sqlState: state, serverMessage: message)
             }
-            throw PostgresError.fromState(state, constraint: constraint, message: message)
+            throw PostgresError.fromServer(sqlState: state, constraint: constraint, message: message)
         }
         let rowCount = Int(PQntuples(result))
         let columnCount = Int(PQnfields(result))
@@ -315,7 +316,7 @@ public final class Connection: @unchecked Sendable {
         let status = PQresultStatus(result)
         guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK || status == PGRES_EMPTY_QUERY else {
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            throw PostgresError.fromState(state, constraint: nil, message: String(cString: PQresultErrorMessage(result)))
+            throw PostgresError.fromServer(sqlState: state, constraint: nil, message: String(cString: PQresultErrorMessage(result)))
         }
     }
 

@@ -128,9 +128,22 @@ public final class OutboxRelay: @unchecked Sendable {
     private var backoff: TimeInterval = 0
     private var pending = 0
     private var oldestPendingAge = 0.0
+    private let topics: TopicSettings
 
-    public init(pool: Pool, schema: String, kafka: KafkaConfig, retentionHours: Int, logger: Logger, metrics: Metrics) {
+    /// The topics a service uses and how to create them.
+    public struct TopicSettings: Sendable {
+        public var names: [String]
+        public var partitions: Int
+        public var replicationFactor: Int
+        public init(names: [String], partitions: Int, replicationFactor: Int) {
+            self.names = names; self.partitions = partitions; self.replicationFactor = replicationFactor
+        }
+    }
+
+    public init(pool: Pool, schema: String, kafka: KafkaConfig, topics: TopicSettings, retentionHours: Int,
+                logger: Logger, metrics: Metrics) {
         self.pool = pool; self.schema = schema; self.kafka = kafka; self.logger = logger; self.metrics = metrics
+        self.topics = topics
         self.retention = TimeInterval(retentionHours) * 3600
         metrics.addGauges { [weak self] in
             guard let self else { return [] }
@@ -148,6 +161,11 @@ public final class OutboxRelay: @unchecked Sendable {
         let p = try Producer(config: kafka)
         producer = p
         return p
+    }
+
+    /// Creates the service's topics where they are missing.
+    public func createTopics() throws {
+        try currentProducer().createTopics(topics.names, partitions: topics.partitions, replicationFactor: topics.replicationFactor)
     }
 
     /// Asks the relay to look for new rows now.
@@ -195,6 +213,8 @@ public final class OutboxRelay: @unchecked Sendable {
                 backoff = min(max(backoff * 2, 0.5), 30)
                 logger.warn("outbox relay failed; retrying", ["error": .string(String(describing: error)),
                                                              "retryInSeconds": .double(backoff)])
+                // A broker that lost its data (Tansu on restart) would auto-create topics with its own defaults.
+                _ = try? createTopics()
             }
             if Date().timeIntervalSince(lastCleanup) > 600 {
                 lastCleanup = Date()

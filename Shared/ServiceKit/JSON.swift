@@ -86,8 +86,9 @@ public enum JSON {
             let field = pathText(context.codingPath)
             return .validation("\(field) must be \(typeName(type)).", field: field)
         case .dataCorrupted(let context):
+            // The body parsed as JSON already, so this is a value that does not fit (say 1.5 for a whole number).
             let field = pathText(context.codingPath)
-            if field.isEmpty { return .invalidJSON() }
+            if field.isEmpty { return .validation("A value does not have the expected type.") }
             return .validation("\(field) is not valid.", field: field)
         @unknown default:
             return .invalidJSON()

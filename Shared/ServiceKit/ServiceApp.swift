@@ -46,8 +46,10 @@ public final class ServiceApp: @unchecked Sendable {
         kafka.log = { level, message in logger.log(level <= 3 ? .error : level == 4 ? .warn : .debug, message) }
         self.kafka = kafka
         self.topics = Array(Set(topics + [SessionRevoked.type])).sorted()
-        relay = OutboxRelay(pool: pool, schema: service, kafka: kafka, retentionHours: config.outboxRetentionHours,
-                            logger: logger, metrics: metrics)
+        relay = OutboxRelay(pool: pool, schema: service, kafka: kafka,
+                            topics: .init(names: self.topics, partitions: config.kafkaPartitions,
+                                          replicationFactor: config.kafkaReplicationFactor),
+                            retentionHours: config.outboxRetentionHours, logger: logger, metrics: metrics)
         outbox = Outbox(schema: service, source: "/\(service)", wake: { [relay] in relay.wake() })
         idempotency = Idempotency(pool: pool, schema: service)
         let pool = self.pool
@@ -181,8 +183,7 @@ public final class ServiceApp: @unchecked Sendable {
             var delay = 1.0
             while true {
                 do {
-                    try relay.currentProducer().createTopics(topics, partitions: config.kafkaPartitions,
-                                                             replicationFactor: config.kafkaReplicationFactor)
+                    try relay.createTopics()
                     logger.info("topics ready", ["topics": .string(topics.joined(separator: ","))])
                     return
                 } catch {

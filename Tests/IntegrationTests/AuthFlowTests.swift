@@ -1,0 +1,166 @@
+import Foundation
+import XCTest
+
+/// The account lifecycle as a client app drives it.
+final class AuthFlowTests: AuthTestCase {
+    func testSignupLoginMeRefreshLogoutThenTheOldTokenIsRefused() throws {
+        let signup = try api.signup("Alice_01", password: "correct horse battery")
+        XCTAssertEqual(signup.status, 201)
+        let user = signup["user"] as? [String: Any]
+        XCTAssertEqual(user?["username"] as? String, "alice_01", "usernames are case-insensitive and stored lower-case")
+        XCTAssertNil(user?["password"]); XCTAssertNil(user?["passwordHash"])
+        XCTAssertEqual(signup["tokenType"] as? String, "Bearer")
+
+        let login = try api.post("/v1/auth/login", ["email": "ALICE_01@example.com", "password": "correct horse battery"])
+        XCTAssertEqual(login.status, 200)
+        let me = try api.get("/v1/users/me", token: login.accessToken)
+        XCTAssertEqual(me.status, 200)
+        XCTAssertEqual(me["id"] as? String, signup.userId)
+        XCTAssertEqual(me["email"] as? String, "Alice_01@example.com", "the email is kept as given")
+
+        let refreshed = try api.post("/v1/auth/refresh", ["refreshToken": login.refreshToken])
+        XCTAssertEqual(refreshed.status, 200)
+        XCTAssertNotEqual(refreshed.refreshToken, login.refreshToken, "refresh tokens rotate")
+        XCTAssertEqual(try api.get("/v1/users/me", token: refreshed.accessToken).status, 200)
+
+        XCTAssertEqual(try api.post("/v1/auth/logout", token: refreshed.accessToken).status, 204)
+        assertClientError(try api.get("/v1/users/me", token: refreshed.accessToken), 401, code: "unauthenticated")
+        assertClientError(try api.get("/v1/users/me", token: login.accessToken), 401, code: "unauthenticated",
+                          "every access token of the session stops working")
+        assertClientError(try api.post("/v1/auth/refresh", ["refreshToken": refreshed.refreshToken]), 401,
+                          "a logged-out session cannot be refreshed")
+        // The signup session is separate and still works.
+        XCTAssertEqual(try api.get("/v1/users/me", token: signup.accessToken).status, 200)
+    }
+
+    func testReusingARotatedRefreshTokenRevokesTheWholeSession() throws {
+        let signup = try api.signup()
+        let first = try api.post("/v1/auth/refresh", ["refreshToken": signup.refreshToken])
+        XCTAssertEqual(first.status, 200)
+        assertClientError(try api.post("/v1/auth/refresh", ["refreshToken": signup.refreshToken]), 401, code: "unauthenticated")
+        assertClientError(try api.post("/v1/auth/refresh", ["refreshToken": first.refreshToken]), 401,
+                          "the legitimate holder's newer token is dead too")
+        assertClientError(try api.get("/v1/users/me", token: first.accessToken), 401)
+    }
+
+    func testLoginFailuresDoNotTellWhichPartWasWrong() throws {
+        _ = try api.signup("bob_login")
+        let wrongPassword = try api.post("/v1/auth/login", ["username": "bob_login", "password": "not the password"])
+        let wrongUser = try api.post("/v1/auth/login", ["username": "nobody_here", "password": "not the password"])
+        assertClientError(wrongPassword, 401, code: "unauthenticated")
+        assertClientError(wrongUser, 401, code: "unauthenticated")
+        XCTAssertEqual(wrongPassword.json["error"] as? NSDictionary, wrongUser.json["error"] as? NSDictionary)
+        assertClientError(try api.post("/v1/auth/login", ["username": "bob_login", "email": "bob_login@example.com", "password": "x"]), 400,
+                          "username and email together are ambiguous")
+    }
+
+    func testTenFailuresForOneAccountAreRateLimitedEvenWithTheRightPassword() throws {
+        _ = try api.signup("carol_rl", password: "correct horse battery")
+        for _ in 0..<10 {
+            assertClientError(try api.post("/v1/auth/login", ["username": "carol_rl", "password": "wrong guess 123"]), 401)
+        }
+        let limited = try api.post("/v1/auth/login", ["username": "carol_rl", "password": "correct horse battery"])
+        assertClientError(limited, 429, code: "rate_limited")
+        XCTAssertNotNil(Int(limited.headers["retry-after"] ?? ""), "429 carries Retry-After")
+        // The lockout counts the account, whichever identifier is used.
+        assertClientError(try api.post("/v1/auth/login", ["email": "carol_rl@example.com", "password": "correct horse battery"]), 429)
+    }
+
+    func testTenFailuresFromOneClientAreRateLimitedAcrossAccounts() throws {
+        for i in 0..<10 {
+            assertClientError(try api.post("/v1/auth/login", ["username": "ghost\(i)", "password": "wrong guess 123"]), 401)
+        }
+        assertClientError(try api.post("/v1/auth/login", ["username": "ghost99", "password": "wrong guess 123"]), 429)
+    }
+
+    func testDuplicatesConflictCaseInsensitively() throws {
+        XCTAssertEqual(try api.signup("dave_dup").status, 201)
+        let sameName = try api.post("/v1/auth/signup", ["username": "DAVE_DUP", "email": "other@example.com",
+                                                        "password": "correct horse battery", "fullName": "D"])
+        assertClientError(sameName, 409, code: "conflict")
+        XCTAssertEqual(sameName.errorField, "username")
+        let sameEmail = try api.post("/v1/auth/signup", ["username": "dave_other", "email": "Dave_Dup@Example.com",
+                                                         "password": "correct horse battery", "fullName": "D"])
+        assertClientError(sameEmail, 409, code: "conflict")
+        XCTAssertEqual(sameEmail.errorField, "email")
+        XCTAssertEqual(try count("users"), 1)
+    }
+
+    func testProfileUpdateAndItsConflicts() throws {
+        let a = try api.signup("erin_a")
+        _ = try api.signup("erin_b")
+        let avatar = UUID().uuidString.lowercased()
+        let updated = try api.patch("/v1/users/me", ["fullName": "  Erin Example ", "avatarMediaId": avatar], token: a.accessToken)
+        XCTAssertEqual(updated.status, 200)
+        XCTAssertEqual(updated["fullName"] as? String, "Erin Example")
+        XCTAssertEqual(updated["avatarMediaId"] as? String, avatar)
+        let cleared = try api.patch("/v1/users/me", ["avatarMediaId": NSNull()], token: a.accessToken)
+        XCTAssertTrue(cleared["avatarMediaId"] is NSNull, "null clears the avatar")
+        assertClientError(try api.patch("/v1/users/me", ["username": "erin_b"], token: a.accessToken), 409, code: "conflict")
+        assertClientError(try api.patch("/v1/users/me", ["fullName": NSNull()], token: a.accessToken), 400, code: "validation_failed")
+        XCTAssertEqual(try api.get("/v1/users/me", token: a.accessToken)["username"] as? String, "erin_a")
+    }
+
+    func testPasswordChangeEndsOtherSessionsButKeepsThisOne() throws {
+        let signup = try api.signup("frank_pw", password: "correct horse battery")
+        let other = try api.post("/v1/auth/login", ["username": "frank_pw", "password": "correct horse battery"])
+        assertClientError(try api.post("/v1/users/me/password", ["currentPassword": "wrong password!", "newPassword": "new secret phrase"],
+                                       token: signup.accessToken), 403, code: "forbidden")
+        assertClientError(try api.post("/v1/users/me/password", ["currentPassword": "correct horse battery", "newPassword": "short"],
+                                       token: signup.accessToken), 400, code: "validation_failed")
+        let changed = try api.post("/v1/users/me/password", ["currentPassword": "correct horse battery", "newPassword": "new secret phrase"],
+                                   token: signup.accessToken)
+        XCTAssertEqual(changed.status, 204)
+        XCTAssertEqual(try api.get("/v1/users/me", token: signup.accessToken).status, 200)
+        assertClientError(try api.get("/v1/users/me", token: other.accessToken), 401)
+        assertClientError(try api.post("/v1/auth/refresh", ["refreshToken": other.refreshToken]), 401)
+        assertClientError(try api.post("/v1/auth/login", ["username": "frank_pw", "password": "correct horse battery"]), 401)
+        XCTAssertEqual(try api.post("/v1/auth/login", ["username": "frank_pw", "password": "new secret phrase"]).status, 200)
+    }
+
+    func testSignupWithAnIdempotencyKeyCreatesOnce() throws {
+        let body: [String: Any] = ["username": "gina_idem", "email": "gina@example.com", "password": "correct horse battery", "fullName": "Gina"]
+        let first = try api.post("/v1/auth/signup", body, headers: ["Idempotency-Key": "k-123"])
+        let retry = try api.post("/v1/auth/signup", body, headers: ["Idempotency-Key": "k-123"])
+        XCTAssertEqual(first.status, 201)
+        XCTAssertEqual(retry.status, 201)
+        XCTAssertEqual(retry.userId, first.userId)
+        XCTAssertEqual(retry.headers["idempotent-replayed"], "true")
+        XCTAssertEqual(try count("users"), 1)
+        XCTAssertEqual(try count("sessions"), 1)
+        var other = body; other["username"] = "gina_other"
+        assertClientError(try api.post("/v1/auth/signup", other, headers: ["Idempotency-Key": "k-123"]), 409,
+                          "a reused key with another body is refused")
+    }
+
+    func testJWKSPublishesTheKeyThatSignsTokens() throws {
+        let jwks = try api.get("/v1/auth/jwks")
+        XCTAssertEqual(jwks.status, 200)
+        let keys = jwks["keys"] as? [[String: Any]] ?? []
+        XCTAssertEqual(keys.count, 1)
+        XCTAssertEqual(keys.first?["kty"] as? String, "OKP")
+        XCTAssertEqual(keys.first?["crv"] as? String, "Ed25519")
+        let token = try api.signup().accessToken
+        let header = try JSONSerialization.jsonObject(with: Data(base64URL: String(token.split(separator: ".")[0]))!) as? [String: Any]
+        XCTAssertEqual(header?["alg"] as? String, "EdDSA")
+        XCTAssertEqual(header?["kid"] as? String, keys.first?["kid"] as? String)
+    }
+
+    func testTheSigningKeySurvivesARestart() throws {
+        let token = try api.signup().accessToken
+        let before = try api.get("/v1/auth/jwks")["keys"] as? NSArray
+        XCTAssertEqual(auth.stop(), 0, "SIGTERM stops cleanly with status 0")
+        auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
+        api = APIClient(port: auth.port)
+        XCTAssertEqual(try api.get("/v1/auth/jwks")["keys"] as? NSArray, before)
+        XCTAssertEqual(try api.get("/v1/users/me", token: token).status, 200, "tokens issued before the restart still verify")
+    }
+}
+
+extension Data {
+    init?(base64URL text: String) {
+        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while s.count % 4 != 0 { s += "=" }
+        self.init(base64Encoded: s)
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import XCTest
+
+/// Events reach their topics in valid envelopes, keyed by their aggregate.
+final class EventTests: AuthTestCase {
+    func testAccountEventsAppearOnTheirTopicsAndMatchTheirSchemas() throws {
+        let probe = try EventProbe(topics: ["user.registered", "user.updated", "session.revoked"])
+        let signup = try api.signup()
+        let user = signup.userId
+        XCTAssertEqual(try api.patch("/v1/users/me", ["fullName": "New Name"], token: signup.accessToken).status, 200)
+        XCTAssertEqual(try api.post("/v1/auth/logout", token: signup.accessToken).status, 204)
+
+        for type in ["user.registered", "user.updated", "session.revoked"] {
+            guard let event = probe.first({ $0["type"] as? String == type && $0["subject"] as? String == user }) else {
+                XCTFail("no \(type) event for \(user)"); continue
+            }
+            XCTAssertEqual(try SchemaValidator.event(type).validate(event.filter { !$0.key.hasPrefix("_") }), [], type)
+            XCTAssertEqual(event["_key"] as? String, user, "the Kafka key is the aggregate id")
+            XCTAssertEqual(event["_topic"] as? String, type)
+        }
+        XCTAssertEqual(probe.first { $0["type"] as? String == "user.updated" && $0["subject"] as? String == user }?.data("fullName") as? String,
+                       "New Name")
+        XCTAssertEqual(probe.first { $0["type"] as? String == "session.revoked" && $0["subject"] as? String == user }?.data("reason") as? String,
+                       "logout")
+    }
+
+    func testTheSchemaValidatorRejectsWhatTheSchemasForbid() throws {
+        let schema = try SchemaValidator.event("session.revoked")
+        let good: [String: Any] = ["specversion": "1.0", "id": UUID().uuidString.lowercased(), "source": "/auth",
+                                   "type": "session.revoked", "time": "2026-11-30T02:00:00.000Z",
+                                   "subject": UUID().uuidString.lowercased(), "datacontenttype": "application/json",
+                                   "dataschema": "urn:backend:schema:events:session.revoked",
+                                   "data": ["sessionId": UUID().uuidString.lowercased(), "userId": UUID().uuidString.lowercased(),
+                                            "reason": "logout", "revokedAt": "2026-11-30T02:00:00.000Z"]]
+        XCTAssertEqual(schema.validate(good), [])
+        var bad = good
+        bad["data"] = ["sessionId": "nope", "userId": UUID().uuidString.lowercased(), "reason": "bored", "revokedAt": "yesterday", "extra": 1]
+        XCTAssertEqual(schema.validate(bad).count, 4)
+    }
+
+    func testRepublishSendsPastEventsAgainWithTheSameIds() throws {
+        let probe = try EventProbe(topics: ["user.registered"])
+        let start = Date().addingTimeInterval(-1)
+        let user = try api.signup().userId
+        let isMine: ([String: Any]) -> Bool = { $0["subject"] as? String == user }
+        let first = probe.first(isMine)
+        XCTAssertNotNil(first)
+        let command = try ServiceProcess("auth", environment: ["DATABASE_URL": database.url],
+                                         arguments: ["republish", "--since", ISO8601DateFormatter().string(from: start)])
+        command.process.waitUntilExit()
+        XCTAssertEqual(command.process.terminationStatus, 0, command.log)
+        XCTAssertTrue(command.log.contains("\"events\":1"), command.log)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { probe.drain(0.1); return probe.seen.filter(isMine).count >= 2 })
+        let ids = Set(probe.seen.filter(isMine).compactMap { $0["id"] as? String })
+        XCTAssertEqual(ids.count, 1, "consumers de-duplicate by the unchanged event id")
+    }
+}

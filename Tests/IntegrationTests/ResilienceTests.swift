@@ -1,0 +1,119 @@
+import Foundation
+import HTTP
+import XCTest
+
+/// The broker or the database goes away and comes back; instances start together.
+final class ResilienceTests: XCTestCase {
+    var database: TestDatabase!
+    override func setUpWithError() throws { database = try TestDatabase() }
+    override func tearDown() { database?.drop() }
+
+    func testWithTheBrokerDownSignupSucceedsAndItsEventIsDeliveredWhenTheBrokerIsBack() throws {
+        let broker = try PrivateBroker()
+        defer { broker.resume(); broker.stop() }
+        let auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url, "KAFKA_BROKERS": broker.address])
+        defer { auth.stop() }
+        let api = APIClient(port: auth.port)
+
+        broker.pause()
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 15) { (try? api.get("/readyz"))?.status == 503 },
+                      "readiness tells the truth when the broker does not answer")
+        let signup = try api.signup()
+        XCTAssertEqual(signup.status, 201, "a change does not need the broker")
+        XCTAssertEqual(try api.get("/healthz").status, 200)
+
+        broker.resume()
+        let probe = try EventProbe(topics: ["user.registered"], brokers: broker.address)
+        XCTAssertNotNil(probe.first(timeout: 60) { $0["subject"] as? String == signup.userId },
+                        "the outbox delivers the event once the broker is back\n\(auth.log.suffix(3000))")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? api.get("/readyz"))?.status == 200 })
+    }
+
+    func testAfterTheBrokerLosesItsDataNewEventsFlowAndRepublishRestoresOldOnes() throws {
+        let broker = try PrivateBroker()
+        defer { broker.stop() }
+        let environment = ["DATABASE_URL": database.url, "KAFKA_BROKERS": broker.address]
+        let auth = try ServiceProcess.startReady("auth", environment: environment)
+        defer { auth.stop() }
+        let api = APIClient(port: auth.port)
+        let before = try api.signup().userId
+        XCTAssertNotNil(try EventProbe(topics: ["user.registered"], brokers: broker.address).first { $0["subject"] as? String == before })
+
+        broker.stop()
+        try broker.start()  // empty: every topic and offset is gone, the idempotent producer's id is unknown
+        let after = try api.signup().userId
+        let republish = try ServiceProcess("auth", environment: environment, arguments: ["republish", "--since", "2000-01-01T00:00:00Z"])
+        republish.process.waitUntilExit()
+        XCTAssertEqual(republish.process.terminationStatus, 0, republish.log)
+
+        let probe = try EventProbe(topics: ["user.registered"], brokers: broker.address)
+        for user in [after, before] {
+            XCTAssertNotNil(probe.first(timeout: 60) { $0["subject"] as? String == user }, "\(user) missing\n\(auth.log.suffix(3000))")
+        }
+    }
+
+    func testThePoolRecoversFromADatabaseRestartWithoutRestartingTheService() throws {
+        let cluster = try PrivateCluster()
+        defer { cluster.stop() }
+        let auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": cluster.url])
+        defer { auth.stop() }
+        let api = APIClient(port: auth.port)
+        let before = try api.signup()
+        XCTAssertEqual(before.status, 201)
+
+        try cluster.stopServer()
+        let during = try api.get("/v1/users/me", token: before.accessToken)
+        XCTAssertEqual(during.status, 503, "an outage is a 503, not a hang or a crash")
+        XCTAssertNotNil(during.headers["retry-after"])
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5) { (try? api.get("/readyz"))?.status == 503 }, "readiness follows within its 1 s cache")
+
+        try cluster.startServer()
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? api.get("/readyz"))?.status == 200 })
+        XCTAssertEqual(try api.get("/v1/users/me", token: before.accessToken).status, 200)
+        XCTAssertEqual(try api.signup().status, 201)
+        XCTAssertTrue(auth.process.isRunning)
+    }
+
+    func testTwoInstancesStartingTogetherOnAnEmptyDatabaseBothComeUpWithOneKey() throws {
+        let a = try ServiceProcess("auth", environment: ["DATABASE_URL": database.url])
+        let b = try ServiceProcess("auth", environment: ["DATABASE_URL": database.url])
+        defer { a.stop(); b.stop() }
+        try a.waitReady()
+        try b.waitReady()
+        let keysA = try APIClient(port: a.port).get("/v1/auth/jwks")["keys"] as? NSArray
+        let keysB = try APIClient(port: b.port).get("/v1/auth/jwks")["keys"] as? NSArray
+        XCTAssertEqual(keysA?.count, 1)
+        XCTAssertEqual(keysA, keysB)
+        let token = try APIClient(port: a.port).signup().accessToken
+        XCTAssertEqual(try APIClient(port: b.port).get("/v1/users/me", token: token).status, 200)
+    }
+
+    func testAKilledInstanceLosesNoCommittedEvent() throws {
+        let probe = try EventProbe(topics: ["user.registered"])
+        let auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
+        let api = APIClient(port: auth.port)
+        var users: [String] = []
+        for _ in 0..<5 { users.append(try api.signup().userId) }
+        auth.kill9()
+        let again = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
+        defer { again.stop() }
+        for user in users {
+            XCTAssertNotNil(probe.first(timeout: 30) { $0["subject"] as? String == user }, "event of \(user) lost")
+        }
+    }
+
+    func testABadSettingStopsTheProcessWithOneLineNamingIt() throws {
+        for (variable, value) in [("PORT", "eighty"), ("DATABASE_URL", "mysql://x"), ("LOG_LEVEL", "loud"), ("DB_POOL_SIZE", "0"),
+                                  ("KAFKA_BROKERS", "nohost")] {
+            var environment = ["DATABASE_URL": database.url]
+            environment[variable] = value
+            let p = try ServiceProcess("auth", environment: environment)
+            p.process.waitUntilExit()
+            XCTAssertNotEqual(p.process.terminationStatus, 0, variable)
+            let lines = p.log.split(separator: "\n")
+            XCTAssertEqual(lines.count, 1, p.log)
+            XCTAssertTrue(p.log.contains(variable), "the line names \(variable): \(p.log)")
+            XCTAssertTrue(p.log.contains("\"level\":\"error\""), p.log)
+        }
+    }
+}

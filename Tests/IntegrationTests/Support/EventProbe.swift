@@ -1,0 +1,56 @@
+import Foundation
+import Kafka
+
+/// Reads a topic from the beginning (no consumer group) and finds events by a predicate, waiting for them.
+final class EventProbe {
+    private let consumer: Consumer
+    private(set) var seen: [[String: Any]] = []
+
+    init(topics: [String], brokers: String = TestEnvironment.brokers) throws {
+        var config = KafkaConfig(brokers: brokers, clientId: "test-probe")
+        config.log = { _, _ in }
+        consumer = try Consumer(config: config, groupId: "probe-\(UUID().uuidString)")
+        // Create the topics as the services do, so a probe may start before them.
+        try Producer(config: config).createTopics(topics, partitions: 3, replicationFactor: 1)
+        // The topic may be created by the service a moment after it starts.
+        var lastError: Error?
+        for _ in 0..<100 {
+            do { try consumer.assignFromBeginning(topics); return } catch { lastError = error; Thread.sleep(forTimeInterval: 0.1) }
+        }
+        throw lastError!
+    }
+
+    /// Every event (parsed envelope) matching `predicate` that arrived until `timeout`, waiting at least until the first.
+    func events(timeout: TimeInterval = 20, _ predicate: ([String: Any]) -> Bool) -> [[String: Any]] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            drain(0.2)
+            let found = seen.filter(predicate)
+            if !found.isEmpty { return found }
+        }
+        return seen.filter(predicate)
+    }
+
+    /// The first event matching `predicate`, waiting up to `timeout`.
+    func first(timeout: TimeInterval = 20, _ predicate: ([String: Any]) -> Bool) -> [String: Any]? {
+        events(timeout: timeout, predicate).first
+    }
+
+    /// Reads whatever is available for `seconds`.
+    func drain(_ seconds: TimeInterval) {
+        let until = Date().addingTimeInterval(seconds)
+        while Date() < until {
+            guard let m = consumer.poll(timeout: 0.05) else { continue }
+            if var event = (try? JSONSerialization.jsonObject(with: Data(m.value))) as? [String: Any] {
+                event["_key"] = String(decoding: m.key, as: UTF8.self)
+                event["_topic"] = m.topic
+                seen.append(event)
+            }
+        }
+    }
+}
+
+extension Dictionary where Key == String, Value == Any {
+    /// `data.<key>` of an event envelope.
+    func data(_ key: String) -> Any? { (self["data"] as? [String: Any])?[key] }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import HTTP
+import Kafka
+import Postgres
+import XCTest
+
+/// What `deploy/local/stack test` provides: the database server, the broker, the built services.
+enum TestEnvironment {
+    static let env = ProcessInfo.processInfo.environment
+
+    /// The admin database URL (the stack's `backend` database).
+    static var adminDatabaseURL: String { env["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/backend" }
+    /// The shared broker.
+    static var brokers: String { env["KAFKA_BROKERS"] ?? "127.0.0.1:9092" }
+    /// Where the service executables are.
+    static var binDir: String {
+        env["SERVICE_BIN_DIR"] ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/debug").path
+    }
+    /// The repository root.
+    static var root: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+    }
+    /// The Tansu binary (for tests that need a broker of their own to stop and start).
+    static var tansu: String? { env["TANSU_BIN"] }
+    /// PostgreSQL's server binaries.
+    static var pgBin: String? {
+        let dirs = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        return dirs.sorted { $0.compare($1, options: .numeric) == .orderedAscending }.last.map { "/usr/lib/postgresql/\($0)/bin" }
+    }
+
+    /// A free TCP port on 127.0.0.1.
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = 0
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    /// Polls `condition` every 50 ms until it holds or `timeout` passes.
+    @discardableResult
+    static func waitUntil(timeout: TimeInterval, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return try condition()
+    }
+}
+
+/// A fresh database for one test case, dropped afterwards.
+final class TestDatabase {
+    let name: String
+    let url: String
+    private let adminURL: String
+
+    init(adminURL: String = TestEnvironment.adminDatabaseURL) throws {
+        self.adminURL = adminURL
+        name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+        let admin = try Connection(url: adminURL)
+        try admin.execute("CREATE DATABASE \(name)")
+        var components = URLComponents(string: adminURL)!
+        components.path = "/" + name
+        url = components.string!
+    }
+
+    /// A new connection to this database.
+    func connect() throws -> Connection { try Connection(url: url) }
+
+    func drop() {
+        guard let admin = try? Connection(url: adminURL) else { return }
+        _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+    }
+}
+
+/// A service executable running as a child process, with its stderr kept for failures.
+final class ServiceProcess {
+    let name: String
+    let port: Int
+    let process = Process()
+    let logURL: URL
+
+    init(_ name: String, port: Int = TestEnvironment.freePort(), environment: [String: String], arguments: [String] = []) throws {
+        self.name = name
+        self.port = port
+        process.executableURL = URL(fileURLWithPath: TestEnvironment.binDir).appendingPathComponent(name)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env["PORT"] = String(port)
+        env["KAFKA_BROKERS"] = TestEnvironment.brokers
+        env["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
+        env["LOG_LEVEL"] = "info"
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        logURL = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(port)-\(UUID().uuidString.prefix(8)).log")
+        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: logURL)
+        process.standardError = handle
+        process.standardOutput = handle
+        try process.run()
+    }
+
+    /// Starts `name` and waits until its `/readyz` answers 200.
+    static func startReady(_ name: String, environment: [String: String], timeout: TimeInterval = 60) throws -> ServiceProcess {
+        let service = try ServiceProcess(name, environment: environment)
+        try service.waitReady(timeout: timeout)
+        return service
+    }
+
+    func waitReady(timeout: TimeInterval = 60) throws {
+        let client = HTTPClient(port: port, timeout: 2)
+        let ready = TestEnvironment.waitUntil(timeout: timeout) {
+            guard process.isRunning else { return false }
+            return (try? client.request("GET", "/readyz"))?.status == 200
+        }
+        if !ready {
+            throw TestFailure("\(name) did not become ready; log:\n\(log.suffix(3000))")
+        }
+    }
+
+    /// What the process wrote so far.
+    var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+    /// SIGTERM, then wait for the exit; returns the exit status.
+    @discardableResult
+    func stop(timeout: TimeInterval = 20) -> Int32 {
+        guard process.isRunning else { return process.terminationStatus }
+        process.terminate()
+        if !TestEnvironment.waitUntil(timeout: timeout, { !process.isRunning }) {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        return process.terminationStatus
+    }
+
+    /// SIGKILL, as a crash would.
+    func kill9() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Models
+import Postgres
+import ServiceKit
+import XCTest
+
+final class MigrationOrderTests: XCTestCase {
+    func testMigrationsApplyInVersionOrder() throws {
+        let ordered = try Migrator.ordered([Migration(3, "c", ""), Migration(1, "a", ""), Migration(2, "b", "")])
+        XCTAssertEqual(ordered.map(\.version), [1, 2, 3])
+    }
+
+    func testDuplicateOrInvalidVersionsAreRefused() {
+        XCTAssertThrowsError(try Migrator.ordered([Migration(1, "a", ""), Migration(1, "b", "")])) {
+            XCTAssertEqual($0 as? MigrationError, .duplicateVersion(1))
+        }
+        XCTAssertThrowsError(try Migrator.ordered([Migration(0, "a", "")])) { XCTAssertEqual($0 as? MigrationError, .invalidVersion(0)) }
+    }
+}
+
+final class ConfigTests: XCTestCase {
+    func load(_ env: [String: String]) throws -> ServiceConfig {
+        try ServiceConfig.load(service: "auth", defaultPort: 8081, environment: Environment(env))
+    }
+
+    func testDefaultsWorkLocally() throws {
+        let c = try load([:])
+        XCTAssertEqual(c.port, 8081)
+        XCTAssertEqual(c.kafkaBrokers, "127.0.0.1:9092")
+        XCTAssertTrue(c.databaseURL.hasPrefix("postgres://"))
+    }
+
+    func testEachBadSettingIsNamed() {
+        for (name, value) in [("PORT", "0"), ("PORT", "http"), ("HTTP_THREADS", "-3"), ("DB_POOL_SIZE", "many"),
+                              ("DATABASE_URL", "localhost"), ("KAFKA_BROKERS", "a:b"), ("LOG_LEVEL", "chatty"),
+                              ("AUTH_JWKS_URL", "ftp://x")] {
+            XCTAssertThrowsError(try load([name: value])) { error in
+                XCTAssertEqual((error as? ConfigError)?.variable, name)
+                XCTAssertTrue("\(error)".contains(name))
+            }
+        }
+    }
+}
+
+final class TimestampTests: XCTestCase {
+    func testFormatIsRFC3339UTCWithMilliseconds() {
+        XCTAssertEqual(Timestamp.format(Date(timeIntervalSince1970: 1_796_000_000.1234)), "2026-11-30T00:53:20.123Z")
+        XCTAssertEqual(Timestamp.format(Date(timeIntervalSince1970: 0)), "1970-01-01T00:00:00.000Z")
+    }
+
+    func testParseAcceptsOffsetsAndRejectsNonsense() {
+        XCTAssertEqual(Timestamp.parse("2026-11-30T01:53:20+01:00")?.timeIntervalSince1970, 1_796_000_000)
+        XCTAssertEqual(Timestamp.parse("2026-11-30T00:53:20.5Z")?.timeIntervalSince1970, 1_796_000_000.5)
+        for bad in ["", "2026-11-30", "2026-02-31T00:00:00Z", "2026-11-30T25:00:00Z", "2026-11-30T00:00:00", "yesterday",
+                    "2026-11-30T00:00:00Zjunk"] {
+            XCTAssertNil(Timestamp.parse(bad), bad)
+        }
+    }
+
+    func testUUIDv7IsTimeOrderedAndVersioned() {
+        let a = UUID.v7(at: Date(timeIntervalSince1970: 1000))
+        let b = UUID.v7(at: Date(timeIntervalSince1970: 1001))
+        XCTAssertLessThan(a.lowercased, b.lowercased)
+        XCTAssertEqual(Array(a.lowercased)[14], "7")
+        XCTAssertTrue("89ab".contains(Array(a.lowercased)[19]))
+    }
+}
+
+final class MetricsTests: XCTestCase {
+    func testRequestsRenderAsAPrometheusHistogram() {
+        let m = Metrics()
+        m.observeRequest(method: "GET", route: "/v1/users/me", status: 200, seconds: 0.003)
+        m.observeRequest(method: "GET", route: "/v1/users/me", status: 200, seconds: 0.2)
+        m.increment("outbox_published_events_total", by: 2, help: "Events published.")
+        m.addGauges { [("db_pool_connections", "state=\"idle\"", 3)] }
+        let text = m.render()
+        XCTAssertTrue(text.contains(#"http_server_request_duration_seconds_bucket{method="GET",route="/v1/users/me",status="200",le="0.005"} 1"#))
+        XCTAssertTrue(text.contains(#"http_server_request_duration_seconds_count{method="GET",route="/v1/users/me",status="200"} 2"#))
+        XCTAssertTrue(text.contains("outbox_published_events_total 2.0"))
+        XCTAssertTrue(text.contains(#"db_pool_connections{state="idle"} 3.0"#))
+    }
+}
