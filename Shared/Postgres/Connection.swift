@@ -227,6 +227,8 @@ public struct QueryResult: Sendable {
 /// so the `PGconn` is never used concurrently.
 public final class Connection: @unchecked Sendable {
     private let handle: OpaquePointer
+    /// Statements prepared on this connection, by SQL text: each is parsed and planned once, then executed by name.
+    private var prepared: [String: String] = [:]
     /// When the connection was last returned to the pool.
     var idleSince = Date()
 
@@ -268,8 +270,9 @@ public final class Connection: @unchecked Sendable {
         let texts: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0.postgresText) } ?? nil }
         defer { texts.forEach { free($0) } }
         var pointers = texts.map { UnsafePointer<CChar>($0) }
+        let name = try statementName(for: sql, parameterCount: parameters.count)
         let result = pointers.withUnsafeMutableBufferPointer { buffer in
-            PQexecParams(handle, sql, Int32(parameters.count), nil, buffer.baseAddress, nil, nil, 0)
+            PQexecPrepared(handle, name, Int32(parameters.count), buffer.baseAddress, nil, nil, 0)
         }
         guard let result else {
             throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
@@ -305,6 +308,26 @@ public final class Connection: @unchecked Sendable {
         }
         let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
         return QueryResult(rows: rows, affectedRows: affected)
+    }
+
+    /// The name of the prepared statement for `sql`, preparing it on first use.
+    private func statementName(for sql: String, parameterCount: Int) throws -> String {
+        if let name = prepared[sql] { return name }
+        let name = "s\(prepared.count)"
+        guard let result = PQprepare(handle, name, sql, Int32(parameterCount), nil) else {
+            throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
+        }
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_COMMAND_OK else {
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let message = String(cString: PQresultErrorMessage(result))
+            if PQstatus(handle) != CONNECTION_OK || state == nil {
+                throw PostgresError(kind: .unavailable, sqlState: state, serverMessage: message)
+            }
+            throw PostgresError.fromServer(sqlState: state, constraint: nil, message: message)
+        }
+        prepared[sql] = name
+        return name
     }
 
     /// Runs a script of several statements with no parameters (migrations only).
