@@ -27,8 +27,10 @@ public final class EventConsumer: @unchecked Sendable {
     private var stopped = false
     private var assigned = false
 
-    init(name: String, kafka: KafkaConfig, groupId: String, topics: [String], pool: Pool, schema: String,
-         relay: OutboxRelay, logger: Logger, metrics: Metrics, handler: @escaping Handler) {
+    /// A consumer of `topics` in `groupId`; `schema` holds its `processed_events` table; dead letters go out
+    /// through the relay's producer.
+    public init(name: String, kafka: KafkaConfig, groupId: String, topics: [String], pool: Pool, schema: String,
+                relay: OutboxRelay, logger: Logger, metrics: Metrics, handler: @escaping Handler) {
         self.name = name; self.kafka = kafka; self.groupId = groupId; self.topics = topics; self.pool = pool
         self.schema = schema; self.relay = relay; self.logger = logger; self.metrics = metrics; self.handler = handler
     }

@@ -128,7 +128,7 @@ public final class OutboxRelay: @unchecked Sendable {
     private var backoff: TimeInterval = 0
     private var pending = 0
     private var oldestPendingAge = 0.0
-    private let topics: TopicSettings
+    private var topics: TopicSettings
 
     /// The topics a service uses and how to create them.
     public struct TopicSettings: Sendable {
@@ -161,6 +161,11 @@ public final class OutboxRelay: @unchecked Sendable {
         let p = try Producer(config: kafka)
         producer = p
         return p
+    }
+
+    /// Adds topics to create (before `start`), such as consumers' dead-letter topics.
+    public func addTopics(_ names: [String]) {
+        topics.names = Array(Set(topics.names + names)).sorted()
     }
 
     /// Creates the service's topics where they are missing.

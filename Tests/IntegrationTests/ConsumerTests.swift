@@ -1,0 +1,78 @@
+import Foundation
+import Kafka
+import Models
+import Postgres
+import ServiceKit
+import XCTest
+
+/// The kit's consumer against the real broker and database: once-only handling, dead letters, resumption.
+final class ConsumerTests: XCTestCase {
+    var database: TestDatabase!
+    var pool: Pool!
+    override func setUpWithError() throws {
+        database = try TestDatabase()
+        pool = Pool(url: database.url, maxSize: 4)
+        try Migrator.migrate(pool: pool, schema: "kit", migrations: [
+            Platform.migration, Migration(2, "handled", "CREATE TABLE handled (event_id uuid, subject text)")])
+    }
+    override func tearDown() { pool?.close(); database?.drop() }
+
+    func envelope(id: String = UUID.v7().lowercased, subject: String) -> [UInt8] {
+        Array(#"{"specversion":"1.0","id":"\#(id)","source":"/test","type":"test.happened","time":"2026-11-30T00:00:00.000Z","subject":"\#(subject)","datacontenttype":"application/json","dataschema":"urn:test","data":{}}"#.utf8)
+    }
+
+    func testEventsAreHandledOnceAndFailuresGoToTheDeadLetterTopic() throws {
+        var kafka = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "consumer-test")
+        kafka.sessionTimeoutMs = 6000
+        kafka.log = { _, _ in }
+        let topic = "test.happened.\(UUID().uuidString.prefix(8).lowercased())"
+        let producer = try Producer(config: kafka)
+        try producer.createTopics([topic, topic + ".dlq"], partitions: 1, replicationFactor: 1)
+        let logger = Logger(service: "test", minimum: .error)
+        let relay = OutboxRelay(pool: pool, schema: "kit", kafka: kafka, topics: .init(names: [], partitions: 1, replicationFactor: 1),
+                                retentionHours: 1, logger: logger, metrics: Metrics())
+        let calls = LockedBox<Int>()
+        calls.set(0)
+        func consumer() -> EventConsumer {
+            EventConsumer(name: "test", kafka: kafka, groupId: "group-\(topic)", topics: [topic], pool: pool, schema: "kit",
+                          relay: relay, logger: logger, metrics: Metrics()) { event, c in
+                calls.set((calls.get() ?? 0) + 1)
+                if event.subject == "boom" { throw TestFailure("handler failure") }
+                try c.execute("INSERT INTO kit.handled (event_id, subject) VALUES ($1::uuid, $2)", [event.id, event.subject])
+            }
+        }
+        let repeated = UUID.v7().lowercased
+        let results = producer.send([
+            OutgoingMessage(topic: topic, key: "k", value: envelope(id: repeated, subject: "first")),
+            OutgoingMessage(topic: topic, key: "k", value: envelope(id: repeated, subject: "first")),  // a redelivery
+            OutgoingMessage(topic: topic, key: "k", value: envelope(subject: "second")),
+            OutgoingMessage(topic: topic, key: "k", value: Array("not a cloud event".utf8)),
+            OutgoingMessage(topic: topic, key: "k", value: envelope(subject: "boom")),
+        ])
+        XCTAssertEqual(results.compactMap { $0 }.count, 0)
+
+        let dlq = try EventProbe(topics: [topic + ".dlq"])
+        let first = consumer()
+        first.start()
+        // The failing event comes last in the partition: once it is dead-lettered, everything before it is done.
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) {
+            dlq.drain(0.1)
+            return dlq.seen.contains { $0["subject"] as? String == "boom" }
+        }, "the failing event is dead-lettered after its retries")
+        XCTAssertEqual(try handledCount(), 2, "the repeated event id is handled once")
+        first.stop()
+
+        // A new consumer in the same group resumes after the committed offsets.
+        let callsBefore = calls.get() ?? 0
+        XCTAssertNil(producer.send([OutgoingMessage(topic: topic, key: "k", value: envelope(subject: "third"))]).first!)
+        let second = consumer()
+        second.start()
+        defer { second.stop() }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) { (try? self.handledCount()) == 3 })
+        XCTAssertEqual(calls.get(), callsBefore + 1, "nothing already committed is handled again")
+    }
+
+    func handledCount() throws -> Int {
+        try pool.withConnection { try $0.first("SELECT count(*) AS n FROM kit.handled")!["n"] }
+    }
+}
