@@ -67,6 +67,12 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
 public protocol PostgresEncodable: Sendable {
     /// The text form PostgreSQL parses for this value.
     var postgresText: String { get }
+    /// The binary form, for values better sent as raw bytes (`bytea`); nil sends the text form.
+    var postgresBinary: [UInt8]? { get }
+}
+
+extension PostgresEncodable {
+    public var postgresBinary: [UInt8]? { nil }
 }
 
 /// A Swift value that can be read from a result column's text form.
@@ -130,6 +136,7 @@ public struct ByteArray: PostgresEncodable, PostgresDecodable, Equatable {
     /// The bytes.
     public var bytes: [UInt8]
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    public var postgresBinary: [UInt8]? { bytes }
     public var postgresText: String {
         let digits = Array("0123456789abcdef".utf8)
         var out = Array("\\x".utf8)
@@ -267,17 +274,50 @@ public final class Connection: @unchecked Sendable {
     /// Runs one statement with `$1, $2, ...` parameters bound (never interpolated) and returns its rows.
     @discardableResult
     public func query(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) throws -> QueryResult {
-        let texts: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0.postgresText) } ?? nil }
-        defer { texts.forEach { free($0) } }
-        var pointers = texts.map { UnsafePointer<CChar>($0) }
-        let name = try statementName(for: sql, parameterCount: parameters.count)
-        let result = pointers.withUnsafeMutableBufferPointer { buffer in
-            PQexecPrepared(handle, name, Int32(parameters.count), buffer.baseAddress, nil, nil, 0)
+        guard let result = try execute(sql, parameters, binaryResult: false) else {
+            throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
         }
-        guard let result else {
+        return try read(result)
+    }
+
+    /// Runs a query whose first column is `bytea` and returns that column of the first row as raw bytes
+    /// (no hex round trip), or nil when there is no row.
+    public func bytes(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) throws -> [UInt8]? {
+        guard let result = try execute(sql, parameters, binaryResult: true) else {
             throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
         }
         defer { PQclear(result) }
+        try check(result)
+        guard PQntuples(result) > 0, PQgetisnull(result, 0, 0) == 0 else { return nil }
+        let length = Int(PQgetlength(result, 0, 0))
+        return PQgetvalue(result, 0, 0).withMemoryRebound(to: UInt8.self, capacity: length) {
+            Array(UnsafeBufferPointer(start: $0, count: length))
+        }
+    }
+
+    private func execute(_ sql: String, _ parameters: [(any PostgresEncodable)?], binaryResult: Bool) throws -> OpaquePointer? {
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        let buffers: [UnsafeMutablePointer<CChar>?] = parameters.map { parameter in
+            guard let parameter else { lengths.append(0); formats.append(0); return nil }
+            if let raw = parameter.postgresBinary {
+                let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, raw.count))
+                raw.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(buffer), byteCount: raw.count) }
+                lengths.append(Int32(raw.count)); formats.append(1)
+                return buffer
+            }
+            lengths.append(0); formats.append(0)
+            return strdup(parameter.postgresText)
+        }
+        defer { buffers.forEach { $0.map { free($0) } } }
+        var pointers = buffers.map { UnsafePointer<CChar>($0) }
+        let name = try statementName(for: sql, parameterCount: parameters.count)
+        return pointers.withUnsafeMutableBufferPointer { values in
+            PQexecPrepared(handle, name, Int32(parameters.count), values.baseAddress, lengths, formats, binaryResult ? 1 : 0)
+        }
+    }
+
+    private func check(_ result: OpaquePointer) throws {
         let status = PQresultStatus(result)
         guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK else {
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
@@ -288,6 +328,11 @@ public final class Connection: @unchecked Sendable {
             }
             throw PostgresError.fromServer(sqlState: state, constraint: constraint, message: message)
         }
+    }
+
+    private func read(_ result: OpaquePointer) throws -> QueryResult {
+        defer { PQclear(result) }
+        try check(result)
         let rowCount = Int(PQntuples(result))
         let columnCount = Int(PQnfields(result))
         var names = [String: Int]()
@@ -318,14 +363,7 @@ public final class Connection: @unchecked Sendable {
             throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
         }
         defer { PQclear(result) }
-        guard PQresultStatus(result) == PGRES_COMMAND_OK else {
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            let message = String(cString: PQresultErrorMessage(result))
-            if PQstatus(handle) != CONNECTION_OK || state == nil {
-                throw PostgresError(kind: .unavailable, sqlState: state, serverMessage: message)
-            }
-            throw PostgresError.fromServer(sqlState: state, constraint: nil, message: message)
-        }
+        try check(result)
         prepared[sql] = name
         return name
     }

@@ -1,0 +1,80 @@
+import Foundation
+
+/// `group.created`: a group or journal exists. Key: the group id.
+public struct GroupCreated: EventPayload, Equatable {
+    public static let type = "group.created"
+    public var groupId: String
+    /// `group` or `journal`.
+    public var kind: String
+    public var name: String
+    public var createdBy: String
+    public var createdAt: String
+
+    public init(groupId: String, kind: String, name: String, createdBy: String, createdAt: String) {
+        self.groupId = groupId; self.kind = kind; self.name = name; self.createdBy = createdBy; self.createdAt = createdAt
+    }
+}
+
+/// `group.member_joined`: someone joined a group by its invite code. Key: the group id.
+public struct GroupMemberJoined: EventPayload, Equatable {
+    public static let type = "group.member_joined"
+    public var groupId: String
+    public var userId: String
+    /// `admin` or `member`.
+    public var role: String
+    public var joinedAt: String
+
+    public init(groupId: String, userId: String, role: String, joinedAt: String) {
+        self.groupId = groupId; self.userId = userId; self.role = role; self.joinedAt = joinedAt
+    }
+}
+
+/// `group.member_left`: someone left or was removed. Key: the group id.
+public struct GroupMemberLeft: EventPayload, Equatable {
+    public static let type = "group.member_left"
+    public var groupId: String
+    public var userId: String
+    /// `left` or `removed`.
+    public var reason: String
+    /// Who removed them (themself when they left).
+    public var removedBy: String
+    /// The member who became administrator because the last one left, if any.
+    public var newAdminId: String?
+    public var leftAt: String
+
+    public init(groupId: String, userId: String, reason: String, removedBy: String, newAdminId: String?, leftAt: String) {
+        self.groupId = groupId; self.userId = userId; self.reason = reason; self.removedBy = removedBy
+        self.newAdminId = newAdminId; self.leftAt = leftAt
+    }
+}
+
+/// `story.created`: a story was posted to some groups. Key: the story id. The text is not in the event:
+/// consumers that need it read the story through the API with the reader's token.
+public struct StoryCreated: EventPayload, Equatable {
+    public static let type = "story.created"
+    public var storyId: String
+    public var authorId: String
+    public var groupIds: [String]
+    public var mediaCount: Int
+    public var createdAt: String
+
+    public init(storyId: String, authorId: String, groupIds: [String], mediaCount: Int, createdAt: String) {
+        self.storyId = storyId; self.authorId = authorId; self.groupIds = groupIds; self.mediaCount = mediaCount
+        self.createdAt = createdAt
+    }
+}
+
+/// `story.commented`: a comment on a story. Key: the story id.
+public struct StoryCommented: EventPayload, Equatable {
+    public static let type = "story.commented"
+    public var storyId: String
+    public var commentId: String
+    public var authorId: String
+    public var storyAuthorId: String
+    public var createdAt: String
+
+    public init(storyId: String, commentId: String, authorId: String, storyAuthorId: String, createdAt: String) {
+        self.storyId = storyId; self.commentId = commentId; self.authorId = authorId; self.storyAuthorId = storyAuthorId
+        self.createdAt = createdAt
+    }
+}
