@@ -14,6 +14,7 @@ let package = Package(
     name: "Backend",
     products: [
         .executable(name: "auth", targets: ["auth"]),
+        .executable(name: "stories", targets: ["stories"]),
     ],
     targets: [
         // MARK: - C libraries
@@ -37,6 +38,8 @@ let package = Package(
 
         // MARK: - Services
         .executableTarget(name: "auth", dependencies: ["ServiceKit", "Models"], path: "Services/auth",
+                          swiftSettings: settings),
+        .executableTarget(name: "stories", dependencies: ["ServiceKit", "Models"], path: "Services/stories",
                           swiftSettings: settings),
 
         // MARK: - Tests

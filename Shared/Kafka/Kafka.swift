@@ -267,6 +267,8 @@ public final class Consumer: @unchecked Sendable {
             "session.timeout.ms": String(config.sessionTimeoutMs),
             "heartbeat.interval.ms": String(max(100, config.sessionTimeoutMs / 3)),
             "fetch.wait.max.ms": "100", "enable.partition.eof": "false",
+            // Notice topics created after the subscription (or recreated by a broker that lost its data) quickly.
+            "topic.metadata.refresh.interval.ms": "10000",
         ], sink: sink)
         handle = try makeHandle(RD_KAFKA_CONSUMER, conf)
         rd_kafka_poll_set_consumer(handle)

@@ -257,6 +257,8 @@ public final class Connection: @unchecked Sendable {
             PQfinish(conn)
             throw PostgresError(kind: .unavailable, serverMessage: message.trimmingCharacters(in: .whitespacesAndNewlines))
         }
+        // Server notices (e.g. "schema already exists, skipping") would go to stderr as plain text; logs are JSON.
+        PQsetNoticeProcessor(conn, { _, _ in }, nil)
         handle = conn
     }
 

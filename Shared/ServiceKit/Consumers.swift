@@ -25,7 +25,7 @@ public final class EventConsumer: @unchecked Sendable {
     private let lock = NSLock()
     private var running = false
     private var stopped = false
-    private var assigned = false
+    private var assigned = 0
 
     /// A consumer of `topics` in `groupId`; `schema` holds its `processed_events` table; dead letters go out
     /// through the relay's producer.
@@ -35,8 +35,11 @@ public final class EventConsumer: @unchecked Sendable {
         self.schema = schema; self.relay = relay; self.logger = logger; self.metrics = metrics; self.handler = handler
     }
 
-    /// True once the group gave this consumer its partitions.
-    public var isAssigned: Bool { lock.lock(); defer { lock.unlock() }; return assigned }
+    /// How many partitions the group gave this consumer (0 while joining or rebalancing).
+    public var assignedPartitions: Int { lock.lock(); defer { lock.unlock() }; return assigned }
+
+    /// The consumer's name (the group is `<service>-<name>`).
+    public var consumerName: String { name }
 
     /// Starts the polling thread.
     public func start() {
@@ -59,8 +62,11 @@ public final class EventConsumer: @unchecked Sendable {
     private var isRunning: Bool { lock.lock(); defer { lock.unlock() }; return running }
 
     private func run() {
-        defer { lock.lock(); stopped = true; lock.unlock() }
         var consumer: Consumer?
+        defer {
+            consumer = nil  // leaves the group now, so the next instance is not kept waiting for our session to expire
+            lock.lock(); stopped = true; lock.unlock()
+        }
         while isRunning && consumer == nil {
             do {
                 let c = try Consumer(config: kafka, groupId: groupId)
@@ -71,16 +77,18 @@ public final class EventConsumer: @unchecked Sendable {
                 Thread.sleep(forTimeInterval: 2)
             }
         }
-        guard let consumer else { return }
-        while isRunning {
-            guard let message = consumer.poll(timeout: 0.2) else {
-                let a = consumer.assignedPartitions > 0
-                lock.lock(); assigned = a; lock.unlock()
-                continue
+        var partitions = 0
+        while isRunning, let active = consumer {
+            let message = active.poll(timeout: 0.2)
+            let now = active.assignedPartitions
+            if now != partitions {
+                partitions = now
+                logger.info("consumer assignment changed", ["consumer": .string(name), "partitions": .int(now)])
+                lock.lock(); assigned = now; lock.unlock()
             }
-            lock.lock(); assigned = true; lock.unlock()
+            guard let message else { continue }
             guard process(message) else { return }  // stopping mid-retry: not committed, so it comes again
-            do { try consumer.commit(message) } catch {
+            do { try active.commit(message) } catch {
                 logger.warn("offset commit failed (the message may be processed again)",
                             ["consumer": .string(name), "error": .string("\(error)")])
             }

@@ -174,7 +174,8 @@ public final class TokenVerifier: Authenticator, @unchecked Sendable {
         do {
             claims = try JWT.verify(token, keys: currentKeys())
         } catch .unknownKey {
-            lock.lock(); let stale = Date().timeIntervalSince(lastFetch) > 30; lock.unlock()
+            // A new key id is looked up at most every 30 s; while no key is known at all, every second.
+            lock.lock(); let stale = Date().timeIntervalSince(lastFetch) > (keys.isEmpty ? 1 : 30); lock.unlock()
             guard stale, refreshKeys(), let c = try? JWT.verify(token, keys: currentKeys()) else {
                 throw HTTPError.unauthenticated()
             }

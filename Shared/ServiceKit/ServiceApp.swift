@@ -24,6 +24,7 @@ public final class ServiceApp: @unchecked Sendable {
     private let topics: [String]
     private var consumers: [EventConsumer] = []
     private var revocations: SessionRevocations?
+    private var verifier: TokenVerifier?
     private let readiness = ReadinessCache()
 
     /// Loads the configuration (a bad value stops the process with one line naming it), waits for the database,
@@ -43,6 +44,8 @@ public final class ServiceApp: @unchecked Sendable {
         pool = Pool(url: config.databaseURL, maxSize: config.dbPoolSize)
         var kafka = KafkaConfig(brokers: config.kafkaBrokers, clientId: service)
         kafka.sessionTimeoutMs = config.kafkaSessionTimeoutMs
+        // librdkafka's own debug contexts (e.g. `cgrp,topic`), logged at debug level.
+        if let contexts = config.environment.optional("KAFKA_DEBUG") { kafka.extra["debug"] = contexts }
         kafka.log = { level, message in logger.log(level <= 3 ? .error : level == 4 ? .warn : .debug, message) }
         self.kafka = kafka
         self.topics = Array(Set(topics + [SessionRevoked.type])).sorted()
@@ -126,16 +129,24 @@ public final class ServiceApp: @unchecked Sendable {
             return TokenVerifier(keys: ["static": raw], revocations: revocations, logger: logger)
         }
         let verifier = TokenVerifier(jwksURL: config.jwksURL, revocations: revocations, logger: logger)
-        verifier.refreshKeys()
+        self.verifier = verifier
+        if !verifier.refreshKeys() {
+            // Auth may start after us: keep asking; readiness stays false until the keys are in.
+            Thread {
+                while !verifier.refreshKeys() { Thread.sleep(forTimeInterval: 2) }
+            }.start()
+        }
         return verifier
     }
 
     /// Registers a consumer-group consumer whose handler runs in a transaction with de-duplication.
     public func consume(_ name: String, topics: [String], handler: @escaping EventConsumer.Handler) {
         relay.addTopics(topics + topics.map { $0 + ".dlq" })
-        consumers.append(EventConsumer(name: name, kafka: kafka, groupId: "\(config.service)-\(name)", topics: topics,
-                                       pool: pool, schema: config.service, relay: relay, logger: logger,
-                                       metrics: metrics, handler: handler))
+        let consumer = EventConsumer(name: name, kafka: kafka, groupId: "\(config.service)-\(name)", topics: topics,
+                                     pool: pool, schema: config.service, relay: relay, logger: logger,
+                                     metrics: metrics, handler: handler)
+        consumers.append(consumer)
+        metrics.addGauges { [("kafka_consumer_assigned_partitions", "consumer=\"\(name)\"", Double(consumer.assignedPartitions))] }
     }
 
     // MARK: - Running
@@ -146,10 +157,9 @@ public final class ServiceApp: @unchecked Sendable {
         var router = routes
         addStandardRoutes(&router)
         let table = router
-        ensureTopics()
         relay.start()
         revocations?.start()
-        consumers.forEach { $0.start() }
+        ensureTopics()  // then starts the consumers: a subscription to a missing topic would wait for a metadata refresh
         let server = HTTPServer(port: UInt16(config.port), threads: config.httpThreads,
                                 bodyLimit: { table.bodyLimit(method: $0, path: $1) },
                                 respond: { [self] in respond(table, $0) })
@@ -186,6 +196,7 @@ public final class ServiceApp: @unchecked Sendable {
                 do {
                     try relay.createTopics()
                     logger.info("topics ready", ["topics": .string(topics.joined(separator: ","))])
+                    consumers.forEach { $0.start() }
                     return
                 } catch {
                     logger.warn("cannot create topics yet; retrying", ["error": .string("\(error)")])
@@ -203,10 +214,12 @@ public final class ServiceApp: @unchecked Sendable {
         }
         router.add("GET", "/readyz", summary: "Ready: database and broker reachable", authenticated: false) { [self] _ in
             let (database, broker) = readiness.check(pool: pool, relay: relay, revocations: revocations)
-            let ready = database && broker
-            var response = try Response.json(["status": ready ? "ready" : "unavailable",
-                                              "database": database ? "ok" : "unavailable",
-                                              "broker": broker ? "ok" : "unavailable"], status: ready ? 200 : 503)
+            let keys = verifier?.hasKeys ?? true
+            let ready = database && broker && keys
+            var checks = ["status": ready ? "ready" : "unavailable", "database": database ? "ok" : "unavailable",
+                          "broker": broker ? "ok" : "unavailable"]
+            if verifier != nil { checks["signingKeys"] = keys ? "ok" : "unavailable" }
+            var response = try Response.json(checks, status: ready ? 200 : 503)
             if !ready { response.headers.append(("Retry-After", "2")) }
             return response
         }

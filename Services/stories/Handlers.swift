@@ -1,0 +1,390 @@
+import Crypto
+import Foundation
+import HTTP
+import Models
+import Postgres
+import ServiceKit
+
+/// The stories service's handlers: decode, validate, authorize, call storage, emit events, map the result.
+/// Anyone outside a group gets 404 for it and everything in it; a member who may not act gets 403.
+struct StoriesHandlers: Sendable {
+    let pool: Pool
+    let outbox: Outbox
+    let idempotency: Idempotency
+    let storage = StoriesStorage()
+    /// Failed join attempts per user within 15 minutes before joins are refused.
+    static let maxJoinFailures = 10
+    /// Media uploads up to 10 MiB.
+    static let mediaLimit = 10 << 20
+
+    // MARK: Groups
+
+    func createGroup(_ request: Request, _ caller: Caller) throws -> Response {
+        let body = try JSON.decodeBody(request, as: CreateGroupBody.self)
+        let name = try Validate.text(body.name, field: "name", max: 100)
+        let image = try body.imageMediaId.map { try Validate.uuid($0, field: "imageMediaId") }
+        return try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            if let image { try requireOwnMedia(c, [image], caller, field: "imageMediaId") }
+            guard let group = try storage.createGroup(c, kind: "group", name: name, image: image,
+                                                      inviteCode: InviteCode.generate(), creator: caller.userId) else {
+                throw HTTPError.conflict("Could not create the group; try again.")
+            }
+            try emitCreated(c, group)
+            return try .json(GroupView(group, members: try storage.members(c, of: group.id)), status: 201)
+        }
+    }
+
+    func createJournal(_ request: Request, _ caller: Caller) throws -> Response {
+        let body = try JSON.decodeBody(request, as: CreateJournalBody.self)
+        let name = try Validate.text(body.name, field: "name", max: 100)
+        return try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            guard let journal = try storage.createGroup(c, kind: "journal", name: name, image: nil, inviteCode: nil,
+                                                        creator: caller.userId) else {
+                throw HTTPError.conflict("Could not create the journal; try again.")
+            }
+            try emitCreated(c, journal)
+            return try .json(GroupView(journal, members: try storage.members(c, of: journal.id)), status: 201)
+        }
+    }
+
+    func listGroups(_ request: Request, _ caller: Caller) throws -> Response {
+        let page = try Page(request)
+        let after = try page.after.map { values -> UUID in
+            guard values.count == 1, let id = UUID(uuidString: values[0]) else { throw HTTPError.validation("cursor is not valid.", field: "cursor") }
+            return id
+        }
+        let groups = try pool.withConnection { try storage.groups($0, of: caller.userId, after: after, limit: page.limit + 1) }
+        let items = Array(groups.prefix(page.limit))
+        let next = groups.count > page.limit ? items.last.map { Cursor.encode([$0.id.lowercased]) } : nil
+        return try .json(PageResponse(items: items.map { GroupView($0) }, nextCursor: next))
+    }
+
+    func getGroup(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withConnection { c in
+            let group = try requireMember(c, id, caller)
+            return try .json(GroupView(group, members: try storage.members(c, of: id)))
+        }
+    }
+
+    func updateGroup(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let body = try JSON.decodeBody(request, as: UpdateGroupBody.self)
+        if case .null = body.name { throw HTTPError.validation("name cannot be null.", field: "name") }
+        if case .null = body.newsletter { throw HTTPError.validation("newsletter cannot be null.", field: "newsletter") }
+        let name = try body.name.value.map { try Validate.text($0, field: "name", max: 100) }
+        let image = try body.imageMediaId.value.map { try Validate.uuid($0, field: "imageMediaId") }
+        return try pool.withTransaction { c in
+            var group = try requireAdmin(c, id, caller, lock: true)
+            if let name { group.name = name }
+            if body.imageMediaId.isPresent {
+                if let image { try requireOwnMedia(c, [image], caller, field: "imageMediaId") }
+                group.imageMediaId = image
+            }
+            if let newsletter = body.newsletter.value { group.schedule = try Self.schedule(newsletter, over: group.schedule) }
+            try storage.updateGroup(c, group)
+            guard let updated = try storage.group(c, id, reader: caller.userId) else { throw HTTPError.notFound() }
+            return try .json(GroupView(updated, members: try storage.members(c, of: id)))
+        }
+    }
+
+    static func schedule(_ body: NewsletterBody, over current: Schedule) throws -> Schedule {
+        var s = current
+        if let f = body.frequency {
+            guard ["daily", "weekly"].contains(f) else { throw HTTPError.validation("frequency must be daily or weekly.", field: "newsletter.frequency") }
+            s.frequency = f
+        }
+        if let w = body.weekday {
+            guard (1...7).contains(w) else { throw HTTPError.validation("weekday must be 1 (Monday) to 7 (Sunday).", field: "newsletter.weekday") }
+            s.weekday = w
+        }
+        if let h = body.hour {
+            guard (0...23).contains(h) else { throw HTTPError.validation("hour must be 0 to 23.", field: "newsletter.hour") }
+            s.hour = h
+        }
+        if let tz = body.timeZone {
+            guard tz.count <= 64, TimeZone(identifier: tz) != nil, tz.contains("/") || tz == "UTC" else {
+                throw HTTPError.validation("timeZone must be an IANA time zone such as Europe/Berlin.", field: "newsletter.timeZone")
+            }
+            s.timeZone = tz
+        }
+        return s
+    }
+
+    func join(_ request: Request, _ caller: Caller) throws -> Response {
+        let body = try JSON.decodeBody(request, as: JoinBody.self)
+        let recent = try pool.withConnection { try storage.recentJoinFailures($0, user: caller.userId) }
+        if recent.count >= Self.maxJoinFailures { throw HTTPError.rateLimited(retryAfter: recent.retryAfter) }
+        let code = body.inviteCode.count <= 64 ? InviteCode.normalise(body.inviteCode) : nil
+        let result: Response? = try pool.withTransaction { c in
+            guard let code, let group = try storage.groupByInviteCode(c, code, reader: caller.userId) else { return nil }
+            if group.role == nil, let joinedAt = try storage.addMember(c, group: group.id, user: caller.userId) {
+                try outbox.add(GroupMemberJoined(groupId: group.id.lowercased, userId: caller.userId.lowercased, role: "member",
+                                                 joinedAt: Timestamp.format(joinedAt)), subject: group.id.lowercased, on: c)
+            }
+            guard let joined = try storage.group(c, group.id, reader: caller.userId) else { return nil }
+            return try .json(GroupView(joined, members: try storage.members(c, of: group.id)))
+        }
+        guard let result else {
+            try pool.withConnection { try storage.recordJoinFailure($0, user: caller.userId) }
+            throw HTTPError.notFound("No group has that invite code.")
+        }
+        return result
+    }
+
+    func rotateInviteCode(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in
+            var group = try requireAdmin(c, id, caller, lock: true)
+            guard group.kind == "group" else { throw HTTPError.conflict("A journal has no invite code.") }
+            group.inviteCode = InviteCode.generate()
+            try storage.updateGroup(c, group)
+            guard let updated = try storage.group(c, id, reader: caller.userId) else { throw HTTPError.notFound() }
+            return try .json(GroupView(updated, members: try storage.members(c, of: id)))
+        }
+    }
+
+    func removeMember(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let target = try Validate.pathID(request, "userId")
+        return try pool.withTransaction { c in
+            // Lock the group so two leaving administrators cannot both leave it without one.
+            let group = try requireMember(c, id, caller, lock: true)
+            let leaving = target == caller.userId
+            if !leaving && group.role != "admin" { throw HTTPError.forbidden("Only an administrator can remove members.") }
+            if group.kind == "journal" { throw HTTPError.conflict("A journal cannot be left.") }
+            let outcome = try storage.removeMember(c, group: id, user: target)
+            guard outcome.removed else { throw HTTPError.notFound("That person is not a member.") }
+            try outbox.add(GroupMemberLeft(groupId: id.lowercased, userId: target.lowercased, reason: leaving ? "left" : "removed",
+                                           removedBy: caller.userId.lowercased, newAdminId: outcome.newAdmin?.lowercased,
+                                           leftAt: Timestamp.format(Date())), subject: id.lowercased, on: c)
+            return .noContent
+        }
+    }
+
+    // MARK: Media
+
+    func uploadMedia(_ request: Request, _ caller: Caller) throws -> Response {
+        guard !request.body.isEmpty else { throw HTTPError.validation("The body must be the image bytes.") }
+        guard let info = ImageInfo.sniff(request.body) else {
+            throw HTTPError.unsupportedMediaType("Upload a JPEG, PNG, HEIC or WebP image.")
+        }
+        let digest = hexString(sha256(request.body))
+        return try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            let media = try storage.insertMedia(c, owner: caller.userId, type: info.contentType, bytes: request.body,
+                                                width: info.width, height: info.height, sha256: digest)
+            return try .json(MediaView(media), status: 201)
+        }
+    }
+
+    func getMedia(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withConnection { c in
+            guard let media = try storage.visibleMedia(c, id, reader: caller.userId) else { throw HTTPError.notFound() }
+            let etag = "\"\(media.sha256)\""
+            let cache = [("ETag", etag), ("Cache-Control", "private, max-age=86400, immutable")]
+            if let match = request.header("if-none-match"), match.split(separator: ",").contains(where: {
+                $0.trimmingCharacters(in: .whitespaces) == etag }) {
+                return Response(status: 304, headers: cache)
+            }
+            guard let bytes = try storage.mediaBytes(c, id) else { throw HTTPError.notFound() }
+            return Response(status: 200, headers: [("Content-Type", media.contentType)] + cache, body: bytes)
+        }
+    }
+
+    // MARK: Stories
+
+    func createStory(_ request: Request, _ caller: Caller) throws -> Response {
+        let body = try JSON.decodeBody(request, as: CreateStoryBody.self)
+        let text = try Validate.text(body.text, field: "text", min: 0, max: 10_000, multiline: true)
+        let color = try body.backgroundColor.map(Self.color)
+        let groups = try Self.ids(body.groupIds, field: "groupIds", min: 1, max: 50)
+        let media = try Self.ids(body.mediaIds ?? [], field: "mediaIds", min: 0, max: 20)
+        guard !text.isEmpty || !media.isEmpty else { throw HTTPError.validation("A story needs text or media.", field: "text") }
+        return try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            guard try storage.memberGroups(c, groups, user: caller.userId).count == groups.count else {
+                throw HTTPError.notFound("One of the groups does not exist or you are not in it.")
+            }
+            try requireOwnMedia(c, media, caller, field: "mediaIds")
+            let story = try storage.createStory(c, author: caller.userId, text: text, color: color, groups: groups, media: media)
+            try outbox.add(StoryCreated(storyId: story.id.lowercased, authorId: caller.userId.lowercased,
+                                        groupIds: groups.map(\.lowercased), mediaCount: media.count,
+                                        createdAt: Timestamp.format(story.createdAt)), subject: story.id.lowercased, on: c)
+            return try .json(StoryView(story), status: 201)
+        }
+    }
+
+    func getStory(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        guard let story = try pool.withConnection({ try storage.story($0, id, reader: caller.userId) }) else { throw HTTPError.notFound() }
+        return try .json(StoryView(story))
+    }
+
+    func updateStory(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let body = try JSON.decodeBody(request, as: UpdateStoryBody.self)
+        if case .null = body.text { throw HTTPError.validation("text cannot be null.", field: "text") }
+        if case .null = body.mediaIds { throw HTTPError.validation("mediaIds cannot be null.", field: "mediaIds") }
+        let text = try body.text.value.map { try Validate.text($0, field: "text", min: 0, max: 10_000, multiline: true) }
+        let color = try body.backgroundColor.value.map(Self.color)
+        let media = try body.mediaIds.value.map { try Self.ids($0, field: "mediaIds", min: 0, max: 20) }
+        return try pool.withTransaction { c in
+            guard var story = try storage.story(c, id, reader: caller.userId, lock: true) else { throw HTTPError.notFound() }
+            guard story.authorId == caller.userId else { throw HTTPError.forbidden("Only the author can change a story.") }
+            if let text { story.text = text }
+            if body.backgroundColor.isPresent { story.backgroundColor = color }
+            if let media {
+                try requireOwnMedia(c, media, caller, field: "mediaIds")
+                try storage.setStoryMedia(c, id, media)
+                story.mediaIds = media
+            }
+            guard !story.text.isEmpty || !story.mediaIds.isEmpty else {
+                throw HTTPError.validation("A story needs text or media.", field: "text")
+            }
+            story.updatedAt = try storage.updateStory(c, story)
+            return try .json(StoryView(story))
+        }
+    }
+
+    func deleteStory(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in
+            guard let story = try storage.story(c, id, reader: caller.userId, lock: true) else { throw HTTPError.notFound() }
+            guard story.authorId == caller.userId else { throw HTTPError.forbidden("Only the author can delete a story.") }
+            try storage.deleteStory(c, id)
+            return .noContent
+        }
+    }
+
+    func groupStories(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let page = try Page(request)
+        let from = try Self.time(request, "from")
+        let to = try Self.time(request, "to")
+        if let from, let to, from >= to { throw HTTPError.validation("from must be before to.", field: "from") }
+        let after = try Self.timeCursor(page)
+        return try pool.withConnection { c in
+            _ = try requireMember(c, id, caller)
+            let stories = try storage.groupStories(c, group: id, from: from, to: to, after: after, limit: page.limit + 1)
+            let items = Array(stories.prefix(page.limit))
+            let next = stories.count > page.limit ? items.last.map { Cursor.encode([String($0.createdMicros), $0.id.lowercased]) } : nil
+            return try .json(PageResponse(items: items.map(StoryView.init), nextCursor: next))
+        }
+    }
+
+    // MARK: Comments
+
+    func addComment(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let body = try JSON.decodeBody(request, as: CommentBody.self)
+        let text = try Validate.text(body.text, field: "text", max: 2000, multiline: true)
+        return try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            guard let story = try storage.story(c, id, reader: caller.userId) else { throw HTTPError.notFound() }
+            let comment = try storage.addComment(c, story: id, author: caller.userId, text: text)
+            try outbox.add(StoryCommented(storyId: id.lowercased, commentId: comment.id.lowercased, authorId: caller.userId.lowercased,
+                                          storyAuthorId: story.authorId.lowercased, createdAt: Timestamp.format(comment.createdAt)),
+                           subject: id.lowercased, on: c)
+            return try .json(CommentView(comment), status: 201)
+        }
+    }
+
+    func listComments(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let page = try Page(request)
+        let after = try Self.timeCursor(page)
+        return try pool.withConnection { c in
+            guard try storage.story(c, id, reader: caller.userId) != nil else { throw HTTPError.notFound() }
+            let comments = try storage.comments(c, story: id, after: after, limit: page.limit + 1)
+            let items = Array(comments.prefix(page.limit))
+            let next = comments.count > page.limit ? items.last.map { Cursor.encode([String($0.createdMicros), $0.id.lowercased]) } : nil
+            return try .json(PageResponse(items: items.map(CommentView.init), nextCursor: next))
+        }
+    }
+
+    // MARK: Events from auth
+
+    /// `user.registered`: remember the profile and open the user's journal (once, whatever the replays).
+    func userRegistered(_ event: ReceivedEvent, _ c: Connection) throws {
+        let user = try event.decode(UserRegistered.self)
+        guard let id = UUID(uuidString: user.userId) else { return }
+        try storage.upsertProfile(c, user: id, username: user.username, fullName: user.fullName,
+                                  avatar: user.avatarMediaId.flatMap(UUID.init(uuidString:)),
+                                  updatedAt: Timestamp.parse(user.createdAt) ?? Date())
+        if let journal = try storage.createGroup(c, kind: "journal", name: "Journal", image: nil, inviteCode: nil,
+                                                 creator: id, defaultJournal: true) {
+            try emitCreated(c, journal)
+        }
+    }
+
+    /// `user.updated`: the names and avatars members see.
+    func userUpdated(_ event: ReceivedEvent, _ c: Connection) throws {
+        let user = try event.decode(UserUpdated.self)
+        guard let id = UUID(uuidString: user.userId) else { return }
+        try storage.upsertProfile(c, user: id, username: user.username, fullName: user.fullName,
+                                  avatar: user.avatarMediaId.flatMap(UUID.init(uuidString:)),
+                                  updatedAt: Timestamp.parse(user.updatedAt) ?? Date())
+    }
+
+    // MARK: Helpers
+
+    /// The group if the caller is a member; 404 otherwise (outsiders learn nothing).
+    private func requireMember(_ c: Connection, _ id: UUID, _ caller: Caller, lock: Bool = false) throws -> GroupRecord {
+        guard let group = try storage.group(c, id, reader: caller.userId, lock: lock), group.role != nil else { throw HTTPError.notFound() }
+        return group
+    }
+
+    /// The group if the caller administers it; 404 for outsiders, 403 for other members.
+    private func requireAdmin(_ c: Connection, _ id: UUID, _ caller: Caller, lock: Bool = false) throws -> GroupRecord {
+        let group = try requireMember(c, id, caller, lock: lock)
+        guard group.role == "admin" else { throw HTTPError.forbidden("Only an administrator can do this.") }
+        return group
+    }
+
+    private func requireOwnMedia(_ c: Connection, _ ids: [UUID], _ caller: Caller, field: String) throws {
+        guard !ids.isEmpty else { return }
+        guard try storage.ownedMediaCount(c, ids, owner: caller.userId) == ids.count else {
+            throw HTTPError.validation("\(field) must name media you uploaded.", field: field)
+        }
+    }
+
+    private func emitCreated(_ c: Connection, _ g: GroupRecord) throws {
+        try outbox.add(GroupCreated(groupId: g.id.lowercased, kind: g.kind, name: g.name, createdBy: g.createdBy.lowercased,
+                                    createdAt: Timestamp.format(g.createdAt)), subject: g.id.lowercased, on: c)
+    }
+
+    static func color(_ value: String) throws -> String {
+        let upper = value.uppercased()
+        guard upper.count == 7, upper.first == "#", upper.dropFirst().allSatisfy({ $0.isHexDigit }) else {
+            throw HTTPError.validation("backgroundColor must be #RRGGBB.", field: "backgroundColor")
+        }
+        return upper
+    }
+
+    static func ids(_ values: [String], field: String, min: Int, max: Int) throws -> [UUID] {
+        guard values.count >= min else { throw HTTPError.validation("\(field) needs at least \(min) entry.", field: field) }
+        guard values.count <= max else { throw HTTPError.validation("\(field) takes at most \(max) entries.", field: field) }
+        var seen = Set<UUID>()
+        return try values.enumerated().map { i, v in
+            let id = try Validate.uuid(v, field: "\(field)[\(i)]")
+            guard seen.insert(id).inserted else { throw HTTPError.validation("\(field) repeats \(v).", field: "\(field)[\(i)]") }
+            return id
+        }
+    }
+
+    static func time(_ request: Request, _ name: String) throws -> Date? {
+        guard let text = request.query[name], !text.isEmpty else { return nil }
+        guard let date = Timestamp.parse(text) else {
+            throw HTTPError.validation("\(name) must be an RFC 3339 time such as 2026-11-30T00:00:00Z.", field: name)
+        }
+        return date
+    }
+
+    /// A (created microseconds, id) keyset cursor.
+    static func timeCursor(_ page: Page) throws -> (Int64, UUID)? {
+        guard let values = page.after else { return nil }
+        guard values.count == 2, let time = Int64(values[0]), let id = UUID(uuidString: values[1]) else {
+            throw HTTPError.validation("cursor is not valid.", field: "cursor")
+        }
+        return (time, id)
+    }
+}

@@ -1,0 +1,89 @@
+import Postgres
+import ServiceKit
+
+/// The stories schema, in order. Never edit an applied migration: add a new one.
+let migrations: [Migration] = [
+    Platform.migration,
+    Migration(2, "profiles, groups, memberships, media, stories, comments", """
+        CREATE TABLE profiles (
+            user_id uuid PRIMARY KEY,
+            username text NOT NULL,
+            full_name text NOT NULL,
+            avatar_media_id uuid,
+            updated_at timestamptz NOT NULL
+        );
+        CREATE TABLE groups (
+            id uuid PRIMARY KEY,
+            kind text NOT NULL CHECK (kind IN ('group', 'journal')),
+            name text NOT NULL CHECK (length(name) BETWEEN 1 AND 100),
+            image_media_id uuid,
+            invite_code text UNIQUE,
+            created_by uuid NOT NULL,
+            default_journal boolean NOT NULL DEFAULT false,
+            newsletter_frequency text NOT NULL DEFAULT 'weekly' CHECK (newsletter_frequency IN ('daily', 'weekly')),
+            newsletter_weekday int NOT NULL DEFAULT 7 CHECK (newsletter_weekday BETWEEN 1 AND 7),
+            newsletter_hour int NOT NULL DEFAULT 18 CHECK (newsletter_hour BETWEEN 0 AND 23),
+            newsletter_time_zone text NOT NULL DEFAULT 'UTC',
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now(),
+            CHECK ((kind = 'journal') = (invite_code IS NULL))
+        );
+        CREATE UNIQUE INDEX groups_one_default_journal ON groups (created_by) WHERE default_journal;
+        CREATE TABLE memberships (
+            group_id uuid NOT NULL REFERENCES groups (id) ON DELETE CASCADE,
+            user_id uuid NOT NULL,
+            role text NOT NULL CHECK (role IN ('admin', 'member')),
+            joined_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            PRIMARY KEY (group_id, user_id)
+        );
+        CREATE INDEX memberships_by_user ON memberships (user_id, group_id);
+        CREATE TABLE join_failures (
+            user_id uuid NOT NULL,
+            at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX join_failures_by_user ON join_failures (user_id, at);
+        CREATE TABLE media (
+            id uuid PRIMARY KEY,
+            owner_id uuid NOT NULL,
+            content_type text NOT NULL,
+            bytes bytea NOT NULL,
+            size int NOT NULL,
+            width int,
+            height int,
+            sha256 text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX media_by_owner ON media (owner_id);
+        CREATE TABLE stories (
+            id uuid PRIMARY KEY,
+            author_id uuid NOT NULL,
+            text text NOT NULL CHECK (length(text) <= 10000),
+            background_color text CHECK (background_color ~ '^#[0-9A-F]{6}$'),
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX stories_by_author ON stories (author_id, created_at);
+        CREATE TABLE story_groups (
+            story_id uuid NOT NULL REFERENCES stories (id) ON DELETE CASCADE,
+            group_id uuid NOT NULL REFERENCES groups (id) ON DELETE CASCADE,
+            created_at timestamptz NOT NULL,
+            PRIMARY KEY (story_id, group_id)
+        );
+        CREATE INDEX story_groups_by_group ON story_groups (group_id, created_at DESC, story_id DESC);
+        CREATE TABLE story_media (
+            story_id uuid NOT NULL REFERENCES stories (id) ON DELETE CASCADE,
+            position int NOT NULL,
+            media_id uuid NOT NULL REFERENCES media (id),
+            PRIMARY KEY (story_id, position)
+        );
+        CREATE INDEX story_media_by_media ON story_media (media_id);
+        CREATE TABLE comments (
+            id uuid PRIMARY KEY,
+            story_id uuid NOT NULL REFERENCES stories (id) ON DELETE CASCADE,
+            author_id uuid NOT NULL,
+            text text NOT NULL CHECK (length(text) BETWEEN 1 AND 2000),
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX comments_by_story ON comments (story_id, created_at, id);
+        """),
+]

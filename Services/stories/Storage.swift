@@ -1,0 +1,368 @@
+import Foundation
+import HTTP
+import Models
+import Postgres
+
+/// A group or journal row, with the reader's role when read for a member.
+struct GroupRecord {
+    let id: UUID
+    let kind: String
+    var name: String
+    var imageMediaId: UUID?
+    var inviteCode: String?
+    let createdBy: UUID
+    var schedule: Schedule
+    let createdAt: Date
+    var updatedAt: Date
+    var role: String?
+
+    init(_ row: Row) throws {
+        id = try row["id"]; kind = try row["kind"]; name = try row["name"]; imageMediaId = try row.decode("image_media_id")
+        inviteCode = try row.decode("invite_code"); createdBy = try row["created_by"]
+        schedule = Schedule(frequency: try row["newsletter_frequency"], weekday: try row["newsletter_weekday"],
+                            hour: try row["newsletter_hour"], timeZone: try row["newsletter_time_zone"])
+        createdAt = try row["created_at"]; updatedAt = try row["updated_at"]; role = try row.decode("role")
+    }
+
+    static let columns = """
+        g.id, g.kind, g.name, g.image_media_id, g.invite_code, g.created_by, g.newsletter_frequency, g.newsletter_weekday,
+        g.newsletter_hour, g.newsletter_time_zone, g.created_at, g.updated_at
+        """
+}
+
+/// A group's newsletter schedule: when each period closes, in the group's time zone.
+struct Schedule: Equatable {
+    /// `daily` or `weekly`.
+    var frequency: String
+    /// ISO weekday the weekly period closes on (1 Monday … 7 Sunday).
+    var weekday: Int
+    /// Local hour the period closes at.
+    var hour: Int
+    /// IANA time zone.
+    var timeZone: String
+}
+
+struct MemberRecord {
+    let userId: UUID
+    let fullName: String?
+    let avatarMediaId: UUID?
+    let role: String
+    let joinedAt: Date
+
+    init(_ row: Row) throws {
+        userId = try row["user_id"]; fullName = try row.decode("full_name"); avatarMediaId = try row.decode("avatar_media_id")
+        role = try row["role"]; joinedAt = try row["joined_at"]
+    }
+}
+
+struct StoryRecord {
+    let id: UUID
+    let authorId: UUID
+    var text: String
+    var backgroundColor: String?
+    let createdAt: Date
+    var updatedAt: Date
+    /// `created_at` in Unix microseconds, exact, for keyset cursors.
+    let createdMicros: Int64
+    var groupIds: [UUID] = []
+    var mediaIds: [UUID] = []
+    var commentCount = 0
+
+    init(_ row: Row) throws {
+        id = try row["id"]; authorId = try row["author_id"]; text = try row["text"]; createdMicros = try row["created_us"]
+        backgroundColor = try row.decode("background_color"); createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
+        commentCount = try row.decode("comment_count") ?? 0
+    }
+}
+
+struct CommentRecord {
+    let id: UUID
+    let storyId: UUID
+    let authorId: UUID
+    let text: String
+    let createdAt: Date
+    /// `created_at` in Unix microseconds, exact, for keyset cursors.
+    let createdMicros: Int64
+
+    init(_ row: Row) throws {
+        id = try row["id"]; storyId = try row["story_id"]; authorId = try row["author_id"]; text = try row["text"]
+        createdMicros = try row["created_us"]
+        createdAt = try row["created_at"]
+    }
+}
+
+struct MediaRecord {
+    let id: UUID
+    let ownerId: UUID
+    let contentType: String
+    let size: Int
+    let width: Int?
+    let height: Int?
+    let sha256: String
+    let createdAt: Date
+
+    init(_ row: Row) throws {
+        id = try row["id"]; ownerId = try row["owner_id"]; contentType = try row["content_type"]; size = try row["size"]
+        width = try row.decode("width"); height = try row.decode("height"); sha256 = try row["sha256"]; createdAt = try row["created_at"]
+    }
+}
+
+/// The stories schema's SQL. Every method takes the connection of the caller's transaction.
+struct StoriesStorage {
+    // MARK: Profiles (from auth's events)
+
+    func upsertProfile(_ c: Connection, user: UUID, username: String, fullName: String, avatar: UUID?, updatedAt: Date) throws {
+        try c.execute("""
+            INSERT INTO stories.profiles (user_id, username, full_name, avatar_media_id, updated_at) VALUES ($1, $2, $3, $4, $5)
+            ON CONFLICT (user_id) DO UPDATE SET username = EXCLUDED.username, full_name = EXCLUDED.full_name,
+                avatar_media_id = EXCLUDED.avatar_media_id, updated_at = EXCLUDED.updated_at
+            WHERE stories.profiles.updated_at <= EXCLUDED.updated_at
+            """, [user, username, fullName, avatar, updatedAt])
+    }
+
+    // MARK: Groups
+
+    /// Creates a group or journal with its creator as administrator.
+    func createGroup(_ c: Connection, kind: String, name: String, image: UUID?, inviteCode: String?, creator: UUID,
+                     defaultJournal: Bool = false) throws -> GroupRecord? {
+        let id = UUID.v7()
+        let inserted = try c.execute("""
+            INSERT INTO stories.groups (id, kind, name, image_media_id, invite_code, created_by, default_journal)
+            VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING
+            """, [id, kind, name, image, inviteCode, creator, defaultJournal])
+        guard inserted == 1 else { return nil }
+        try c.execute("INSERT INTO stories.memberships (group_id, user_id, role) VALUES ($1, $2, 'admin')", [id, creator])
+        return try group(c, id, reader: creator)
+    }
+
+    /// The group with `reader`'s role (nil role when not a member).
+    func group(_ c: Connection, _ id: UUID, reader: UUID, lock: Bool = false) throws -> GroupRecord? {
+        try c.first("""
+            SELECT \(GroupRecord.columns), m.role FROM stories.groups g
+            LEFT JOIN stories.memberships m ON m.group_id = g.id AND m.user_id = $2
+            WHERE g.id = $1\(lock ? " FOR UPDATE OF g" : "")
+            """, [id, reader]).map(GroupRecord.init)
+    }
+
+    func groupByInviteCode(_ c: Connection, _ code: String, reader: UUID) throws -> GroupRecord? {
+        try c.first("""
+            SELECT \(GroupRecord.columns), m.role FROM stories.groups g
+            LEFT JOIN stories.memberships m ON m.group_id = g.id AND m.user_id = $2
+            WHERE g.invite_code = $1
+            """, [code, reader]).map(GroupRecord.init)
+    }
+
+    /// The reader's groups and journals, newest first, after the keyset position `after` (a group id).
+    func groups(_ c: Connection, of user: UUID, after: UUID?, limit: Int) throws -> [GroupRecord] {
+        try c.rows("""
+            SELECT \(GroupRecord.columns), m.role FROM stories.memberships m JOIN stories.groups g ON g.id = m.group_id
+            WHERE m.user_id = $1 AND ($2::uuid IS NULL OR g.id < $2::uuid)
+            ORDER BY g.id DESC LIMIT $3
+            """, [user, after, limit]).map(GroupRecord.init)
+    }
+
+    func members(_ c: Connection, of group: UUID) throws -> [MemberRecord] {
+        try c.rows("""
+            SELECT m.user_id, m.role, m.joined_at, p.full_name, p.avatar_media_id
+            FROM stories.memberships m LEFT JOIN stories.profiles p ON p.user_id = m.user_id
+            WHERE m.group_id = $1 ORDER BY m.joined_at, m.user_id
+            """, [group]).map(MemberRecord.init)
+    }
+
+    func updateGroup(_ c: Connection, _ g: GroupRecord) throws {
+        try c.execute("""
+            UPDATE stories.groups SET name = $2, image_media_id = $3, newsletter_frequency = $4, newsletter_weekday = $5,
+                newsletter_hour = $6, newsletter_time_zone = $7, invite_code = $8, updated_at = now()
+            WHERE id = $1
+            """, [g.id, g.name, g.imageMediaId, g.schedule.frequency, g.schedule.weekday, g.schedule.hour,
+                  g.schedule.timeZone, g.inviteCode])
+    }
+
+    /// Adds a member; nil when they already are one.
+    func addMember(_ c: Connection, group: UUID, user: UUID) throws -> Date? {
+        try c.first("""
+            INSERT INTO stories.memberships (group_id, user_id, role) VALUES ($1, $2, 'member')
+            ON CONFLICT DO NOTHING RETURNING joined_at
+            """, [group, user])?["joined_at"]
+    }
+
+    /// Removes a member; when no administrator is left, the longest-standing member becomes one (returned);
+    /// when nobody is left, the group is deleted.
+    func removeMember(_ c: Connection, group: UUID, user: UUID) throws -> (removed: Bool, newAdmin: UUID?) {
+        guard try c.execute("DELETE FROM stories.memberships WHERE group_id = $1 AND user_id = $2", [group, user]) == 1 else {
+            return (false, nil)
+        }
+        let promoted: UUID? = try c.first("""
+            UPDATE stories.memberships SET role = 'admin'
+            WHERE group_id = $1 AND NOT EXISTS (SELECT 1 FROM stories.memberships WHERE group_id = $1 AND role = 'admin')
+              AND user_id = (SELECT user_id FROM stories.memberships WHERE group_id = $1 ORDER BY joined_at, user_id LIMIT 1)
+            RETURNING user_id
+            """, [group])?["user_id"]
+        try c.execute("""
+            DELETE FROM stories.groups g WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM stories.memberships WHERE group_id = $1)
+            """, [group])
+        return (true, promoted)
+    }
+
+    func recentJoinFailures(_ c: Connection, user: UUID) throws -> (count: Int, retryAfter: Int) {
+        let row = try c.first("""
+            SELECT count(*) AS n, COALESCE(EXTRACT(EPOCH FROM min(at) + interval '15 minutes' - now()), 0)::int AS retry
+            FROM stories.join_failures WHERE user_id = $1 AND at > now() - interval '15 minutes'
+            """, [user])!
+        return (try row["n"], try row["retry"])
+    }
+
+    func recordJoinFailure(_ c: Connection, user: UUID) throws {
+        try c.execute("INSERT INTO stories.join_failures (user_id) VALUES ($1)", [user])
+    }
+
+    // MARK: Media
+
+    func insertMedia(_ c: Connection, owner: UUID, type: String, bytes: [UInt8], width: Int?, height: Int?, sha256: String) throws -> MediaRecord {
+        try MediaRecord(c.first("""
+            INSERT INTO stories.media (id, owner_id, content_type, bytes, size, width, height, sha256)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            RETURNING id, owner_id, content_type, size, width, height, sha256, created_at
+            """, [UUID.v7(), owner, type, ByteArray(bytes), bytes.count, width, height, sha256])!)
+    }
+
+    /// The media if `reader` may see it: its owner, a member of a group it was shared to (in a story or as the
+    /// group's image), or someone who shares a group with the user whose avatar it is.
+    func visibleMedia(_ c: Connection, _ id: UUID, reader: UUID) throws -> MediaRecord? {
+        try c.first("""
+            SELECT m.id, m.owner_id, m.content_type, m.size, m.width, m.height, m.sha256, m.created_at
+            FROM stories.media m WHERE m.id = $1 AND (
+                m.owner_id = $2
+                OR EXISTS (SELECT 1 FROM stories.story_media sm
+                           JOIN stories.story_groups sg ON sg.story_id = sm.story_id
+                           JOIN stories.memberships ms ON ms.group_id = sg.group_id AND ms.user_id = $2
+                           WHERE sm.media_id = m.id)
+                OR EXISTS (SELECT 1 FROM stories.groups g
+                           JOIN stories.memberships ms ON ms.group_id = g.id AND ms.user_id = $2
+                           WHERE g.image_media_id = m.id)
+                OR EXISTS (SELECT 1 FROM stories.profiles p
+                           JOIN stories.memberships theirs ON theirs.user_id = p.user_id
+                           JOIN stories.memberships mine ON mine.group_id = theirs.group_id AND mine.user_id = $2
+                           WHERE p.avatar_media_id = m.id AND m.owner_id = p.user_id))
+            """, [id, reader]).map(MediaRecord.init)
+    }
+
+    func mediaBytes(_ c: Connection, _ id: UUID) throws -> [UInt8]? {
+        try c.bytes("SELECT bytes FROM stories.media WHERE id = $1", [id])
+    }
+
+    /// How many of `ids` belong to `owner`.
+    func ownedMediaCount(_ c: Connection, _ ids: [UUID], owner: UUID) throws -> Int {
+        try c.first("SELECT count(*) AS n FROM stories.media WHERE id = ANY($1::uuid[]) AND owner_id = $2",
+                    [uuidArray(ids), owner])!["n"]
+    }
+
+    // MARK: Stories
+
+    /// The groups among `ids` that `user` belongs to.
+    func memberGroups(_ c: Connection, _ ids: [UUID], user: UUID) throws -> Set<UUID> {
+        Set(try c.rows("SELECT group_id FROM stories.memberships WHERE group_id = ANY($1::uuid[]) AND user_id = $2",
+                       [uuidArray(ids), user]).map { try $0["group_id"] })
+    }
+
+    func createStory(_ c: Connection, author: UUID, text: String, color: String?, groups: [UUID], media: [UUID]) throws -> StoryRecord {
+        var story = try StoryRecord(c.first("""
+            INSERT INTO stories.stories (id, author_id, text, background_color) VALUES ($1, $2, $3, $4)
+            RETURNING id, author_id, text, background_color, created_at, updated_at, \(micros("created_at")) AS created_us, 0 AS comment_count
+            """, [UUID.v7(), author, text, color])!)
+        try c.execute("""
+            INSERT INTO stories.story_groups (story_id, group_id, created_at) SELECT $1, g, $3 FROM unnest($2::uuid[]) AS g
+            """, [story.id, uuidArray(groups), story.createdAt])
+        try setStoryMedia(c, story.id, media)
+        story.groupIds = groups
+        story.mediaIds = media
+        return story
+    }
+
+    func setStoryMedia(_ c: Connection, _ story: UUID, _ media: [UUID]) throws {
+        try c.execute("DELETE FROM stories.story_media WHERE story_id = $1", [story])
+        try c.execute("""
+            INSERT INTO stories.story_media (story_id, position, media_id)
+            SELECT $1, ordinality, m FROM unnest($2::uuid[]) WITH ORDINALITY AS t(m, ordinality)
+            """, [story, uuidArray(media)])
+    }
+
+    /// The story as `reader` may see it: its author sees all its groups, a member only the groups they share.
+    /// Nil when the reader may not see it at all.
+    func story(_ c: Connection, _ id: UUID, reader: UUID, lock: Bool = false) throws -> StoryRecord? {
+        guard var story = try c.first("""
+            SELECT s.id, s.author_id, s.text, s.background_color, s.created_at, s.updated_at, \(micros("s.created_at")) AS created_us,
+                   (SELECT count(*) FROM stories.comments WHERE story_id = s.id) AS comment_count
+            FROM stories.stories s WHERE s.id = $1\(lock ? " FOR UPDATE" : "")
+            """, [id]).map(StoryRecord.init) else { return nil }
+        story.groupIds = try c.rows("""
+            SELECT sg.group_id FROM stories.story_groups sg
+            WHERE sg.story_id = $1 AND ($2 = $3 OR EXISTS (
+                SELECT 1 FROM stories.memberships m WHERE m.group_id = sg.group_id AND m.user_id = $2))
+            ORDER BY sg.group_id
+            """, [id, reader, story.authorId]).map { try $0["group_id"] }
+        guard story.authorId == reader || !story.groupIds.isEmpty else { return nil }
+        story.mediaIds = try c.rows("SELECT media_id FROM stories.story_media WHERE story_id = $1 ORDER BY position", [id])
+            .map { try $0["media_id"] }
+        return story
+    }
+
+    func updateStory(_ c: Connection, _ s: StoryRecord) throws -> Date {
+        try c.first("""
+            UPDATE stories.stories SET text = $2, background_color = $3, updated_at = now() WHERE id = $1 RETURNING updated_at
+            """, [s.id, s.text, s.backgroundColor])!["updated_at"]
+    }
+
+    func deleteStory(_ c: Connection, _ id: UUID) throws {
+        try c.execute("DELETE FROM stories.stories WHERE id = $1", [id])
+    }
+
+    /// A group's stories in [from, to), newest first, after the keyset position (createdAt, id).
+    func groupStories(_ c: Connection, group: UUID, from: Date?, to: Date?, after: (Int64, UUID)?, limit: Int) throws -> [StoryRecord] {
+        let rows = try c.rows("""
+            SELECT s.id, s.author_id, s.text, s.background_color, s.created_at, s.updated_at, \(micros("s.created_at")) AS created_us,
+                   (SELECT count(*) FROM stories.comments WHERE story_id = s.id) AS comment_count
+            FROM stories.story_groups sg JOIN stories.stories s ON s.id = sg.story_id
+            WHERE sg.group_id = $1 AND ($2::timestamptz IS NULL OR sg.created_at >= $2) AND ($3::timestamptz IS NULL OR sg.created_at < $3)
+              AND ($4::int8 IS NULL OR (sg.created_at, sg.story_id) < (\(fromMicros("$4")), $5::uuid))
+            ORDER BY sg.created_at DESC, sg.story_id DESC LIMIT $6
+            """, [group, from, to, after?.0, after?.1, limit])
+        var stories = try rows.map(StoryRecord.init)
+        let media = try c.rows("""
+            SELECT story_id, media_id FROM stories.story_media WHERE story_id = ANY($1::uuid[]) ORDER BY story_id, position
+            """, [uuidArray(stories.map(\.id))])
+        var byStory: [UUID: [UUID]] = [:]
+        for row in media { byStory[try row["story_id"], default: []].append(try row["media_id"]) }
+        for i in stories.indices {
+            stories[i].groupIds = [group]
+            stories[i].mediaIds = byStory[stories[i].id] ?? []
+        }
+        return stories
+    }
+
+    // MARK: Comments
+
+    func addComment(_ c: Connection, story: UUID, author: UUID, text: String) throws -> CommentRecord {
+        try CommentRecord(c.first("""
+            INSERT INTO stories.comments (id, story_id, author_id, text) VALUES ($1, $2, $3, $4)
+            RETURNING id, story_id, author_id, text, created_at, \(micros("created_at")) AS created_us
+            """, [UUID.v7(), story, author, text])!)
+    }
+
+    /// A story's comments, oldest first, after the keyset position (createdAt, id).
+    func comments(_ c: Connection, story: UUID, after: (Int64, UUID)?, limit: Int) throws -> [CommentRecord] {
+        try c.rows("""
+            SELECT id, story_id, author_id, text, created_at, \(micros("created_at")) AS created_us FROM stories.comments
+            WHERE story_id = $1 AND ($2::int8 IS NULL OR (created_at, id) > (\(fromMicros("$2")), $3::uuid))
+            ORDER BY created_at, id LIMIT $4
+            """, [story, after?.0, after?.1, limit]).map(CommentRecord.init)
+    }
+}
+
+/// SQL for a timestamp as exact Unix microseconds (keyset cursors must not round).
+func micros(_ column: String) -> String { "(EXTRACT(EPOCH FROM \(column)) * 1000000)::int8" }
+/// SQL for the timestamp of a microseconds parameter.
+func fromMicros(_ parameter: String) -> String { "('epoch'::timestamptz + \(parameter)::int8 * interval '1 microsecond')" }
+
+/// A PostgreSQL array literal of UUIDs.
+func uuidArray(_ ids: [UUID]) -> String { "{" + ids.map(\.lowercased).joined(separator: ",") + "}" }

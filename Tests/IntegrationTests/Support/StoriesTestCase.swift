@@ -1,0 +1,84 @@
+import Foundation
+import XCTest
+
+/// A test case with its own database, auth, and stories on the shared broker.
+class StoriesTestCase: XCTestCase {
+    var database: TestDatabase!
+    var auth: ServiceProcess!
+    var stories: ServiceProcess!
+    var accounts: APIClient!
+    var api: APIClient!
+
+    override func setUpWithError() throws {
+        database = try TestDatabase()
+        auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
+        stories = try ServiceProcess.startReady("stories", environment: [
+            "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks"])
+        accounts = APIClient(port: auth.port)
+        api = APIClient(port: stories.port)
+        try waitForConsumers(stories)
+    }
+
+    /// Waits until the service's consumers hold their partitions. Stopping a process while its group join is
+    /// still pending leaves Tansu waiting for that member, and later joins of the group never complete.
+    func waitForConsumers(_ service: ServiceProcess) throws {
+        let client = APIClient(port: service.port)
+        let assigned = TestEnvironment.waitUntil(timeout: 60) {
+            let metrics = (try? client.get("/metrics")).map { String(decoding: $0.body, as: UTF8.self) } ?? ""
+            let lines = metrics.split(separator: "\n").filter { $0.hasPrefix("kafka_consumer_assigned_partitions{") }
+            return !lines.isEmpty && lines.allSatisfy { !$0.hasSuffix(" 0.0") }
+        }
+        if !assigned { throw TestFailure("\(service.name)'s consumers were not assigned partitions:\n\(service.log.suffix(2000))") }
+    }
+
+    override func tearDown() {
+        if let run = testRun, run.failureCount > 0 {
+            for p in [auth, stories].compactMap({ $0 }) { print("--- \(p.name) log ---\n\(p.log.suffix(3000))") }
+        }
+        stories?.stop()
+        auth?.stop()
+        database?.drop()
+    }
+
+    /// A signed-up person: their id and access token.
+    struct Person { let id: String; let token: String }
+
+    func person(_ name: String = "p" + UUID().uuidString.prefix(10).lowercased().replacingOccurrences(of: "-", with: "")) throws -> Person {
+        let r = try accounts.signup(name)
+        XCTAssertEqual(r.status, 201)
+        return Person(id: r.userId, token: r.accessToken)
+    }
+
+    /// Creates a group as `admin` and returns its JSON.
+    func group(_ admin: Person, name: String = "Family") throws -> [String: Any] {
+        let r = try api.post("/v1/groups", ["name": name], token: admin.token)
+        XCTAssertEqual(r.status, 201, String(decoding: r.body, as: UTF8.self))
+        return r.json
+    }
+
+    func join(_ person: Person, _ group: [String: Any]) throws -> APIResponse {
+        try api.post("/v1/groups/join", ["inviteCode": group["inviteCode"] as? String ?? ""], token: person.token)
+    }
+
+    func count(_ table: String, _ condition: String = "true") throws -> Int {
+        try database.connect().first("SELECT count(*) AS n FROM stories.\(table) WHERE \(condition)")!["n"]
+    }
+}
+
+/// Small valid images of each accepted kind.
+enum Images {
+    /// A 3×2 PNG.
+    static let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8)
+        + [0, 0, 0, 3, 0, 0, 0, 2, 8, 2, 0, 0, 0, 0x12, 0x16, 0xF1, 0x4D] + [0, 0, 0, 0] + Array("IEND".utf8) + [0xAE, 0x42, 0x60, 0x82]
+    /// A JPEG header with a 640×480 start-of-frame.
+    static let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10] + Array("JFIF".utf8) + [0, 1, 1, 0, 0, 1, 0, 1, 0, 0]
+        + [0xFF, 0xC0, 0x00, 0x11, 0x08, 0x01, 0xE0, 0x02, 0x80, 0x03, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1] + [0xFF, 0xD9]
+    /// A lossless WebP of 16×9.
+    static let webp: [UInt8] = Array("RIFF".utf8) + [26, 0, 0, 0] + Array("WEBPVP8L".utf8) + [13, 0, 0, 0, 0x2F]
+        + {
+            let bits = (16 - 1) | ((9 - 1) << 14)
+            return [UInt8(bits & 0xFF), UInt8((bits >> 8) & 0xFF), UInt8((bits >> 16) & 0xFF), UInt8((bits >> 24) & 0xFF)]
+        }() + [0, 0, 0, 0, 0, 0, 0, 0]
+    /// An HEIC file type box.
+    static let heic: [UInt8] = [0, 0, 0, 24] + Array("ftypheic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8)
+}
