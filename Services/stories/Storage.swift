@@ -297,7 +297,7 @@ struct StoriesStorage {
             """, [id]).map(StoryRecord.init) else { return nil }
         story.groupIds = try c.rows("""
             SELECT sg.group_id FROM stories.story_groups sg
-            WHERE sg.story_id = $1 AND ($2 = $3 OR EXISTS (
+            WHERE sg.story_id = $1 AND ($2::uuid = $3::uuid OR EXISTS (
                 SELECT 1 FROM stories.memberships m WHERE m.group_id = sg.group_id AND m.user_id = $2))
             ORDER BY sg.group_id
             """, [id, reader, story.authorId]).map { try $0["group_id"] }

@@ -55,3 +55,13 @@ final class EventTests: AuthTestCase {
         XCTAssertEqual(ids.count, 1, "consumers de-duplicate by the unchanged event id")
     }
 }
+
+final class SchemaValidatorTests: XCTestCase {
+    func testNumbersAndBooleansAreToldApart() throws {
+        let parsed = try JSONSerialization.jsonObject(with: Data(#"{"a":0,"b":1,"c":true,"d":false,"e":1.5}"#.utf8)) as! [String: Any]
+        let integer = SchemaValidator(schema: ["type": "integer"]), boolean = SchemaValidator(schema: ["type": "boolean"])
+        for key in ["a", "b"] { XCTAssertEqual(integer.validate(parsed[key]!), [], key); XCTAssertFalse(boolean.validate(parsed[key]!).isEmpty, key) }
+        for key in ["c", "d"] { XCTAssertEqual(boolean.validate(parsed[key]!), [], key); XCTAssertFalse(integer.validate(parsed[key]!).isEmpty, key) }
+        XCTAssertFalse(integer.validate(parsed["e"]!).isEmpty)
+    }
+}

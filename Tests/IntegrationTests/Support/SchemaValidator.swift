@@ -59,13 +59,20 @@ struct SchemaValidator {
         switch type {
         case "null": return value is NSNull
         case "string": return value is String
-        case "boolean": return value is Bool
-        case "integer": if let n = value as? NSNumber, !(value is Bool) { return n.doubleValue == n.doubleValue.rounded() }; return false
-        case "number": return value is NSNumber
+        case "boolean": return isBoolean(value)
+        case "integer": if let n = value as? NSNumber, !isBoolean(value) { return n.doubleValue == n.doubleValue.rounded() }; return false
+        case "number": return value is NSNumber && !isBoolean(value)
         case "object": return value is [String: Any]
         case "array": return value is [Any]
         default: return false
         }
+    }
+
+    /// JSONSerialization gives NSNumbers for both; 0 and 1 also cast to Bool, so ask the number its C type.
+    private func isBoolean(_ value: Any) -> Bool {
+        guard let n = value as? NSNumber else { return false }
+        let type = String(cString: n.objCType)
+        return type == "c" || type == "B"
     }
 
     private func equal(_ a: Any, _ b: Any) -> Bool {

@@ -1,0 +1,234 @@
+import Foundation
+import XCTest
+
+/// Stories, comments and media, and who may see and change them.
+final class StoriesContentTests: StoriesTestCase {
+    func upload(_ bytes: [UInt8], _ who: Person, contentType: String = "image/png") throws -> APIResponse {
+        try api.send("POST", "/v1/media", raw: bytes, token: who.token, headers: ["Content-Type": contentType])
+    }
+
+    func testMediaTypesComeFromTheBytesAndOnlyMembersSeeThem() throws {
+        let ann = try person(), ben = try person(), eve = try person()
+        for (bytes, type, width, height) in [(Images.png, "image/png", 3, 2), (Images.jpeg, "image/jpeg", 640, 480),
+                                             (Images.webp, "image/webp", 16, 9)] {
+            let r = try upload(bytes, ann, contentType: "application/octet-stream")
+            XCTAssertEqual(r.status, 201, type)
+            XCTAssertEqual(r["contentType"] as? String, type)
+            XCTAssertEqual(r["width"] as? Int, width, type)
+            XCTAssertEqual(r["height"] as? Int, height, type)
+        }
+        XCTAssertEqual(try upload(Images.heic, ann)["contentType"] as? String, "image/heic")
+        // Uploads that lie about their type.
+        assertClientError(try upload(Array("<svg onload=alert(1)>".utf8), ann, contentType: "image/png"), 415, code: "unsupported_media_type")
+        assertClientError(try upload(Array("GIF89a......".utf8), ann, contentType: "image/jpeg"), 415)
+        assertClientError(try upload(Array(Images.png.prefix(10)), ann), 415, "a truncated PNG")
+        assertClientError(try upload([], ann), 400)
+        assertClientError(try upload([UInt8](repeating: 0xFF, count: (10 << 20) + 1), ann), 413, code: "payload_too_large")
+        api.http.disconnect()
+
+        let photo = try upload(Images.png, ann)
+        let id = photo["id"] as! String
+        let own = try api.get("/v1/media/\(id)", token: ann.token)
+        XCTAssertEqual(own.status, 200)
+        XCTAssertEqual(own.body, Images.png)
+        XCTAssertEqual(own.headers["content-type"], "image/png")
+        let etag = own.headers["etag"] ?? ""
+        XCTAssertFalse(etag.isEmpty)
+        XCTAssertTrue(own.headers["cache-control"]?.contains("private") == true)
+        XCTAssertEqual(try api.send("GET", "/v1/media/\(id)", token: ann.token, headers: ["If-None-Match": etag]).status, 304)
+        assertClientError(try api.get("/v1/media/\(id)", token: ben.token), 404, "not shared yet")
+
+        let family = try group(ann)
+        XCTAssertEqual(try join(ben, family).status, 200)
+        XCTAssertEqual(try api.post("/v1/stories", ["text": "Look", "groupIds": [family["id"]!], "mediaIds": [id]], token: ann.token).status, 201)
+        XCTAssertEqual(try api.get("/v1/media/\(id)", token: ben.token).body, Images.png, "shared to Ben's group")
+        assertClientError(try api.get("/v1/media/\(id)", token: eve.token), 404, code: "not_found", "outsiders learn nothing")
+        assertClientError(try api.get("/v1/media/\(UUID().uuidString.lowercased())", token: ann.token), 404)
+    }
+
+    func testStoriesGoToChosenGroupsAndOnlyTheirMembersSeeThem() throws {
+        let ann = try person(), ben = try person(), cat = try person()
+        let family = try group(ann, name: "Family"), friends = try group(ann, name: "Friends")
+        XCTAssertEqual(try join(ben, family).status, 200)
+        XCTAssertEqual(try join(cat, friends).status, 200)
+        let probe = try EventProbe(topics: ["story.created", "story.commented"])
+
+        let created = try api.post("/v1/stories", ["text": "A long day\nbut good", "groupIds": [family["id"]!, friends["id"]!],
+                                                   "backgroundColor": "#a1b2c3"], token: ann.token)
+        XCTAssertEqual(created.status, 201)
+        XCTAssertEqual(created["backgroundColor"] as? String, "#A1B2C3")
+        let id = created["id"] as! String
+        XCTAssertEqual(Set(created["groupIds"] as? [String] ?? []), [family["id"] as! String, friends["id"] as! String])
+        // Ben sees it, but only his group: he must not learn that Ann also has a group called Friends.
+        let seenByBen = try api.get("/v1/stories/\(id)", token: ben.token)
+        XCTAssertEqual(seenByBen.status, 200)
+        XCTAssertEqual(seenByBen["groupIds"] as? [String], [family["id"] as! String])
+        XCTAssertEqual(try api.get("/v1/stories/\(id)", token: cat.token)["groupIds"] as? [String], [friends["id"] as! String])
+        let outsider = try person()
+        assertClientError(try api.get("/v1/stories/\(id)", token: outsider.token), 404, code: "not_found")
+        assertClientError(try api.get("/v1/groups/\(family["id"]!)/stories", token: outsider.token), 404)
+
+        // Only the author changes or deletes it.
+        assertClientError(try api.patch("/v1/stories/\(id)", ["text": "hijacked"], token: ben.token), 403, code: "forbidden")
+        assertClientError(try api.send("DELETE", "/v1/stories/\(id)", token: ben.token), 403)
+        assertClientError(try api.patch("/v1/stories/\(id)", ["text": "x"], token: outsider.token), 404)
+        let edited = try api.patch("/v1/stories/\(id)", ["text": "An edited day", "backgroundColor": NSNull()], token: ann.token)
+        XCTAssertEqual(edited.status, 200)
+        XCTAssertEqual(edited["text"] as? String, "An edited day")
+        XCTAssertTrue(edited["backgroundColor"] is NSNull)
+
+        // Comments by members, counted on the story.
+        let comment = try api.post("/v1/stories/\(id)/comments", ["text": "Lovely!"], token: ben.token)
+        XCTAssertEqual(comment.status, 201)
+        assertClientError(try api.post("/v1/stories/\(id)/comments", ["text": "spam"], token: outsider.token), 404)
+        XCTAssertEqual(try api.get("/v1/stories/\(id)", token: ann.token)["commentCount"] as? Int, 1)
+        let comments = try api.get("/v1/stories/\(id)/comments", token: cat.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(comments.map { $0["text"] as? String }, ["Lovely!"])
+
+        for (type, subject) in [("story.created", id), ("story.commented", id)] {
+            guard let event = probe.first(where: type, subject: subject) else { XCTFail("no \(type)"); continue }
+            XCTAssertEqual(try SchemaValidator.event(type).validate(event.envelope), [], type)
+        }
+        XCTAssertNil(probe.first(where: "story.created", subject: id)?.data("text"), "story text stays out of events")
+
+        XCTAssertEqual(try api.send("DELETE", "/v1/stories/\(id)", token: ann.token).status, 204)
+        assertClientError(try api.get("/v1/stories/\(id)", token: ben.token), 404)
+        XCTAssertEqual(try count("comments", "story_id = '\(id)'"), 0)
+    }
+
+    func testARemovedMemberLosesAccessToTheGroupsStoriesAndMedia() throws {
+        let ann = try person(), ben = try person()
+        let family = try group(ann)
+        let gid = family["id"] as! String
+        XCTAssertEqual(try join(ben, family).status, 200)
+        let photo = try upload(Images.jpeg, ann)["id"] as! String
+        let story = try api.post("/v1/stories", ["text": "Hi", "groupIds": [gid], "mediaIds": [photo]], token: ann.token)["id"] as! String
+        let bensOwn = try api.post("/v1/stories", ["text": "Mine", "groupIds": [gid]], token: ben.token)["id"] as! String
+        XCTAssertEqual(try api.get("/v1/stories/\(story)", token: ben.token).status, 200)
+        XCTAssertEqual(try api.send("DELETE", "/v1/groups/\(gid)/members/\(ben.id)", token: ann.token).status, 204)
+        for path in ["/v1/groups/\(gid)", "/v1/groups/\(gid)/stories", "/v1/stories/\(story)", "/v1/stories/\(story)/comments",
+                     "/v1/media/\(photo)"] {
+            assertClientError(try api.get(path, token: ben.token), 404, code: "not_found", path)
+        }
+        assertClientError(try api.post("/v1/stories", ["text": "still here?", "groupIds": [gid]], token: ben.token), 404)
+        XCTAssertEqual(try api.get("/v1/stories/\(bensOwn)", token: ben.token).status, 200, "an author keeps their own story")
+        XCTAssertEqual(try api.get("/v1/stories/\(bensOwn)", token: ann.token).status, 200)
+    }
+
+    func testStoryRulesAreEnforced() throws {
+        let ann = try person(), ben = try person()
+        let family = try group(ann), other = try group(ben)
+        let gid = family["id"] as! String
+        let bensPhoto = try upload(Images.png, ben)["id"] as! String
+        let cases: [([String: Any], Int, String?)] = [
+            (["text": "x", "groupIds": [String]()], 400, "groupIds"),
+            (["text": "x", "groupIds": ["not-a-uuid"]], 400, "groupIds[0]"),
+            (["text": "x", "groupIds": [gid, gid]], 400, "groupIds[1]"),
+            (["text": "x", "groupIds": [other["id"]!]], 404, nil),
+            (["text": "x", "groupIds": [UUID().uuidString.lowercased()]], 404, nil),
+            (["text": String(repeating: "é", count: 10_001), "groupIds": [gid]], 400, "text"),
+            (["text": "x", "groupIds": [gid], "backgroundColor": "red"], 400, "backgroundColor"),
+            (["text": "x", "groupIds": [gid], "backgroundColor": "#12345G"], 400, "backgroundColor"),
+            (["text": "x", "groupIds": [gid], "mediaIds": [bensPhoto]], 400, "mediaIds"),
+            (["text": "   ", "groupIds": [gid]], 400, "text"),
+        ]
+        for (body, status, field) in cases {
+            let r = try api.post("/v1/stories", body, token: ann.token)
+            assertClientError(r, status, String(describing: body).prefix(80).description)
+            if let field { XCTAssertEqual(r.errorField, field) }
+        }
+        XCTAssertEqual(try count("stories"), 0, "nothing half-written")
+        XCTAssertEqual(try api.post("/v1/stories", ["text": String(repeating: "é", count: 10_000), "groupIds": [gid]], token: ann.token).status, 201)
+    }
+
+    func testGroupStoriesPageNewestFirstWithinFromTo() throws {
+        let ann = try person()
+        let gid = try group(ann)["id"] as! String
+        var ids: [String] = []
+        var times: [String] = []
+        for i in 0..<7 {
+            let r = try api.post("/v1/stories", ["text": "day \(i)", "groupIds": [gid]], token: ann.token)
+            ids.append(r["id"] as! String)
+            times.append(r["createdAt"] as! String)
+        }
+        var seen: [String] = []
+        var cursor: String?
+        repeat {
+            let page = try api.get("/v1/groups/\(gid)/stories?limit=3" + (cursor.map { "&cursor=\($0)" } ?? ""), token: ann.token)
+            XCTAssertEqual(page.status, 200)
+            seen += (page["items"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+            cursor = page["nextCursor"] as? String
+            // A story posted while paging does not shift the pages already read.
+            if seen.count == 3 { _ = try api.post("/v1/stories", ["text": "late", "groupIds": [gid]], token: ann.token) }
+        } while cursor != nil
+        XCTAssertEqual(seen, ids.reversed())
+        let window = try api.get("/v1/groups/\(gid)/stories?from=\(times[2])&to=\(times[5])", token: ann.token)
+        XCTAssertEqual((window["items"] as? [[String: Any]])?.compactMap { $0["id"] as? String }, [ids[4], ids[3], ids[2]])
+        assertClientError(try api.get("/v1/groups/\(gid)/stories?from=yesterday", token: ann.token), 400, code: "validation_failed")
+        assertClientError(try api.get("/v1/groups/\(gid)/stories?from=\(times[5])&to=\(times[2])", token: ann.token), 400)
+    }
+
+    func testEveryEndpointRefusesBadInputWithAClearClientError() throws {
+        let ann = try person()
+        let family = try group(ann)
+        let gid = family["id"] as! String
+        let story = try api.post("/v1/stories", ["text": "hello", "groupIds": [gid]], token: ann.token)["id"] as! String
+        let groupsBefore = try count("groups", "kind = 'group'"), storiesBefore = try count("stories"), commentsBefore = try count("comments")
+        let endpoints: [(String, String)] = [("POST", "/v1/groups"), ("PATCH", "/v1/groups/\(gid)"), ("POST", "/v1/groups/join"),
+                                             ("POST", "/v1/journals"), ("POST", "/v1/stories"), ("PATCH", "/v1/stories/\(story)"),
+                                             ("POST", "/v1/stories/\(story)/comments")]
+        let bodies: [[UInt8]] = [[], Array("{".utf8), Array("[1]".utf8), Array(#"{"name": 5, "text": 5, "inviteCode": 5, "groupIds": "x"}"#.utf8),
+                                 Array(#"{"unknownField": true}"#.utf8), [0x7B, 0x22, 0xC3, 0x28, 0x22, 0x3A, 0x31, 0x7D],
+                                 Array(#"{"name": "a\u0000b", "text": "a\u0000b", "inviteCode": "a\u0000b"}"#.utf8)]
+        for (method, path) in endpoints {
+            for body in bodies {
+                let r = try api.send(method, path, raw: body, token: ann.token, headers: ["Content-Type": "application/json"])
+                assertClientError(r, 400, "\(method) \(path) \(String(decoding: body, as: UTF8.self))")
+            }
+            let big = [UInt8](repeating: 0x20, count: 2 << 20)
+            assertClientError(try api.send(method, path, raw: big, token: ann.token, headers: ["Content-Type": "application/json"]), 413)
+            api.http.disconnect()
+            assertClientError(try api.send(method, path, json: [:], token: nil), 401, code: "unauthenticated")
+        }
+        for path in ["/v1/groups/not-a-uuid", "/v1/stories/'; DROP TABLE stories.stories; --", "/v1/media/%00",
+                     "/v1/groups/\(UUID().uuidString.lowercased())/stories"] {
+            assertClientError(try api.get(path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path, token: ann.token), 404, path)
+        }
+        let sql = "Robert'); DROP TABLE stories.groups;--"
+        XCTAssertEqual(try api.post("/v1/groups", ["name": sql], token: ann.token)["name"] as? String, sql)
+        XCTAssertEqual(try count("groups", "kind = 'group'"), groupsBefore + 1)
+        XCTAssertEqual(try count("stories"), storiesBefore)
+        XCTAssertEqual(try count("comments"), commentsBefore)
+    }
+
+    func testTheOpenAPIDocumentListsEveryRoute() throws {
+        let doc = try api.get("/openapi.json").json
+        let paths = doc["paths"] as? [String: [String: Any]] ?? [:]
+        let documented = Set(paths.flatMap { path, ops in ops.keys.map { "\($0.uppercased()) \(path)" } })
+        for op in ["POST /v1/groups", "GET /v1/groups", "GET /v1/groups/{id}", "PATCH /v1/groups/{id}", "POST /v1/groups/join",
+                   "POST /v1/groups/{id}/invite-code", "DELETE /v1/groups/{id}/members/{userId}", "GET /v1/groups/{id}/stories",
+                   "POST /v1/journals", "POST /v1/media", "GET /v1/media/{id}", "POST /v1/stories", "GET /v1/stories/{id}",
+                   "PATCH /v1/stories/{id}", "DELETE /v1/stories/{id}", "POST /v1/stories/{id}/comments",
+                   "GET /v1/stories/{id}/comments", "GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json"] {
+            XCTAssertTrue(documented.contains(op), op)
+        }
+        XCTAssertEqual(documented.count, 21)
+        let ann = try person()
+        let created = try group(ann)
+        let schema = ((((paths["/v1/groups"]?["post"] as? [String: Any])?["responses"] as? [String: Any])?["201"] as? [String: Any])?["content"]
+                      as? [String: Any]).flatMap { ($0["application/json"] as? [String: Any])?["schema"] as? [String: Any] } ?? [:]
+        XCTAssertEqual(SchemaValidator(schema: schema).validate(created), [])
+    }
+}
+
+extension EventProbe {
+    /// The first event of `type` about `subject`.
+    func first(where type: String, subject: String) -> [String: Any]? {
+        first { $0["type"] as? String == type && $0["subject"] as? String == subject }
+    }
+}
+
+extension Dictionary where Key == String, Value == Any {
+    /// The envelope without the probe's own fields.
+    var envelope: [String: Any] { filter { !$0.key.hasPrefix("_") } }
+}
