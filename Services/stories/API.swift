@@ -197,7 +197,7 @@ struct MediaView: Encodable {
 enum Schemas {
     static let uuid = #"{"type":"string","format":"uuid"}"#
     static let time = #"{"type":"string","format":"date-time"}"#
-    static let newsletter = """
+    static let schedule = """
         {"type":"object","required":["frequency","weekday","hour","timeZone"],"properties":{"frequency":{"enum":["daily","weekly"]},
          "weekday":{"type":"integer","minimum":1,"maximum":7},"hour":{"type":"integer","minimum":0,"maximum":23},"timeZone":{"type":"string"}}}
         """
@@ -211,7 +211,7 @@ enum Schemas {
          "additionalProperties":false,
          "properties":{"id":\(uuid),"kind":{"enum":["group","journal"]},"name":{"type":"string"},
          "imageMediaId":{"type":["string","null"],"format":"uuid"},"inviteCode":{"type":["string","null"]},
-         "role":{"enum":["admin","member"]},"newsletter":\(newsletter),"createdAt":\(time),"updatedAt":\(time),
+         "role":{"enum":["admin","member"]},"newsletter":\(schedule),"createdAt":\(time),"updatedAt":\(time),
          "members":{"type":"array","items":\(member)}}}
         """
     static let groupPage = #"{"type":"object","required":["items","nextCursor"],"properties":{"items":{"type":"array","items":"# + group + #"},"nextCursor":{"type":["string","null"]}}}"#
@@ -254,6 +254,24 @@ enum Schemas {
     static let updateStory = """
         {"type":"object","additionalProperties":false,"properties":{"text":{"type":"string","maxLength":10000},
          "backgroundColor":{"type":["string","null"],"pattern":"^#[0-9A-Fa-f]{6}$"},"mediaIds":{"type":"array","maxItems":20,"items":\(uuid)}}}
+        """
+    static let newsletter = """
+        {"type":"object","required":["groupId","groupName","period","storyCount","members"],"properties":{"groupId":\(uuid),
+         "groupName":{"type":"string"},"period":{"type":"object","required":["from","to","timeZone"],"properties":{"from":\(time),
+         "to":\(time),"timeZone":{"type":"string"}}},"storyCount":{"type":"integer"},"members":{"type":"array","items":{"type":"object",
+         "required":["id","isMember","days"],"properties":{"id":\(uuid),"fullName":{"type":["string","null"]},"isMember":{"type":"boolean"},
+         "days":{"type":"array","items":{"type":"object","required":["date","stories"],"properties":{"date":{"type":"string"},
+         "stories":{"type":"array"}}}}}}}}}
+        """
+    static let newsletterPage = """
+        {"type":"object","required":["items","nextCursor"],"properties":{"items":{"type":"array","items":{"type":"object",
+         "required":["id","periodStart","periodEnd","storyCount","createdAt"],"properties":{"id":\(uuid),"periodStart":\(time),
+         "periodEnd":\(time),"storyCount":{"type":"integer"},"createdAt":\(time),"updatedAt":\(time)}}},"nextCursor":{"type":["string","null"]}}}
+        """
+    static let calendar = """
+        {"type":"object","required":["timeZone","from","to","days","currentStreak","longestStreak"],"properties":{"timeZone":{"type":"string"},
+         "from":{"type":"string"},"to":{"type":"string"},"days":{"type":"array","items":{"type":"string"}},
+         "currentStreak":{"type":"integer"},"longestStreak":{"type":"integer"}}}
         """
     static let createComment = #"{"type":"object","required":["text"],"additionalProperties":false,"properties":{"text":{"type":"string","minLength":1,"maxLength":2000}}}"#
 }

@@ -83,6 +83,10 @@ struct StoriesHandlers: Sendable {
             }
             if let newsletter = body.newsletter.value { group.schedule = try Self.schedule(newsletter, over: group.schedule) }
             try storage.updateGroup(c, group)
+            if body.newsletter.isPresent {
+                // The current period now ends by the new schedule.
+                try storage.setNewsletterDue(c, group: id, at: try Self.newsletterSchedule(group).nextClose(after: Date()))
+            }
             guard let updated = try storage.group(c, id, reader: caller.userId) else { throw HTTPError.notFound() }
             return try .json(GroupView(updated, members: try storage.members(c, of: id)))
         }
@@ -328,7 +332,7 @@ struct StoriesHandlers: Sendable {
     // MARK: Helpers
 
     /// The group if the caller is a member; 404 otherwise (outsiders learn nothing).
-    private func requireMember(_ c: Connection, _ id: UUID, _ caller: Caller, lock: Bool = false) throws -> GroupRecord {
+    func requireMember(_ c: Connection, _ id: UUID, _ caller: Caller, lock: Bool = false) throws -> GroupRecord {
         guard let group = try storage.group(c, id, reader: caller.userId, lock: lock), group.role != nil else { throw HTTPError.notFound() }
         return group
     }

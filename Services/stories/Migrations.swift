@@ -86,4 +86,18 @@ let migrations: [Migration] = [
         );
         CREATE INDEX comments_by_story ON comments (story_id, created_at, id);
         """),
+    Migration(3, "newsletters and when each group's period closes", """
+        ALTER TABLE groups ADD COLUMN newsletter_due_at timestamptz;
+        CREATE INDEX groups_newsletter_due ON groups (newsletter_due_at) WHERE kind = 'group';
+        CREATE TABLE newsletters (
+            id uuid PRIMARY KEY,
+            group_id uuid NOT NULL REFERENCES groups (id) ON DELETE CASCADE,
+            period_start timestamptz NOT NULL,
+            period_end timestamptz NOT NULL,
+            story_count int NOT NULL,
+            content text NOT NULL,
+            compiled_at timestamptz NOT NULL DEFAULT now(),
+            UNIQUE (group_id, period_end)
+        );
+        """),
 ]

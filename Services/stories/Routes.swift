@@ -21,6 +21,14 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {
           response: (204, nil), authed(h.removeMember))
     r.add("GET", "/v1/groups/{id}/stories", summary: "A group's stories, newest first, optionally from/to",
           response: (200, Schemas.storyPage), authed(h.groupStories))
+    r.add("GET", "/v1/groups/{id}/newsletter", summary: "The newsletter of a period (default: the current one); ?format=html",
+          response: (200, Schemas.newsletter), authed(h.newsletter))
+    r.add("GET", "/v1/groups/{id}/newsletters", summary: "Compiled newsletters of past periods, newest first",
+          response: (200, Schemas.newsletterPage), authed(h.listNewsletters))
+    r.add("GET", "/v1/groups/{id}/newsletters/{newsletterId}", summary: "One compiled newsletter as stored; ?format=html",
+          response: (200, Schemas.newsletter), authed(h.storedNewsletter))
+    r.add("GET", "/v1/users/me/calendar", summary: "The days I posted and my streaks, in ?timeZone= (IANA)",
+          response: (200, Schemas.calendar), authed(h.calendar))
     r.add("POST", "/v1/journals", summary: "Create another private journal", request: Schemas.journal,
           response: (201, Schemas.group), authed(h.createJournal))
     r.add("POST", "/v1/media", summary: "Upload a JPEG, PNG, HEIC or WebP image (raw body, 10 MiB at most)",

@@ -78,3 +78,36 @@ public struct StoryCommented: EventPayload, Equatable {
         self.createdAt = createdAt
     }
 }
+
+/// `newsletter.compiled`: a group's period closed and its newsletter is stored. Key: the group id.
+public struct NewsletterCompiled: EventPayload, Equatable {
+    public static let type = "newsletter.compiled"
+    public var groupId: String
+    public var newsletterId: String
+    public var periodStart: String
+    public var periodEnd: String
+    public var storyCount: Int
+    public var memberIds: [String]
+    public var compiledAt: String
+
+    public init(groupId: String, newsletterId: String, periodStart: String, periodEnd: String, storyCount: Int,
+                memberIds: [String], compiledAt: String) {
+        self.groupId = groupId; self.newsletterId = newsletterId; self.periodStart = periodStart; self.periodEnd = periodEnd
+        self.storyCount = storyCount; self.memberIds = memberIds; self.compiledAt = compiledAt
+    }
+}
+
+/// `reminder.due`: a member posted nothing in a period that just closed. Key: the user id.
+public struct ReminderDue: EventPayload, Equatable {
+    public static let type = "reminder.due"
+    public var userId: String
+    public var groupId: String
+    /// Always `no_story_in_period` for now.
+    public var reason: String
+    public var periodStart: String
+    public var periodEnd: String
+
+    public init(userId: String, groupId: String, reason: String, periodStart: String, periodEnd: String) {
+        self.userId = userId; self.groupId = groupId; self.reason = reason; self.periodStart = periodStart; self.periodEnd = periodEnd
+    }
+}

@@ -13,7 +13,7 @@ class StoriesTestCase: XCTestCase {
         database = try TestDatabase()
         auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
         stories = try ServiceProcess.startReady("stories", environment: [
-            "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks"])
+            "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks", "NEWSLETTER_SCAN_SECONDS": "1"])
         accounts = APIClient(port: auth.port)
         api = APIClient(port: stories.port)
         try waitForConsumers(stories)

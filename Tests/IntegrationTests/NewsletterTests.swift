@@ -1,0 +1,136 @@
+import Foundation
+import Models
+import XCTest
+
+/// The group newsletter: reading a period, the compile job, and the posting calendar.
+final class NewsletterTests: StoriesTestCase {
+    /// Posts a story and moves it to `at`, as if it had been posted then.
+    func post(_ who: Person, _ text: String, to groups: [String], at: String? = nil) throws -> String {
+        let r = try api.post("/v1/stories", ["text": text, "groupIds": groups], token: who.token)
+        XCTAssertEqual(r.status, 201)
+        let id = r["id"] as! String
+        if let at {
+            let c = try database.connect()
+            try c.execute("UPDATE stories.stories SET created_at = $2::timestamptz WHERE id = $1::uuid", [id, at])
+            try c.execute("UPDATE stories.story_groups SET created_at = $2::timestamptz WHERE story_id = $1::uuid", [id, at])
+        }
+        return id
+    }
+
+    func testTheNewsletterGroupsEveryonesStoriesByMemberAndLocalDay() throws {
+        let ann = try person("ann_nl"), ben = try person("ben_nl"), cat = try person("cat_nl")
+        let family = try group(ann)
+        let gid = family["id"] as! String
+        XCTAssertEqual(try join(ben, family).status, 200)
+        XCTAssertEqual(try join(cat, family).status, 200)
+        XCTAssertEqual(try api.patch("/v1/groups/\(gid)", ["newsletter": ["frequency": "weekly", "weekday": 7, "hour": 18,
+                                                                          "timeZone": "America/New_York"]], token: ann.token).status, 200)
+        // 23:30 New York on Monday the 16th is already Tuesday in UTC: it belongs to Monday.
+        _ = try post(ann, "Monday night <b>news</b>", to: [gid], at: "2026-11-17T04:30:00Z")
+        _ = try post(ann, "Wednesday", to: [gid], at: "2026-11-18T15:00:00Z")
+        _ = try post(ben, "Ben's only one", to: [gid], at: "2026-11-20T15:00:00Z")
+        _ = try post(ben, "Too late: next period", to: [gid], at: "2026-11-22T23:30:00Z")
+        // Ben leaves after posting; his stories stay in the period's newsletter.
+        XCTAssertEqual(try api.send("DELETE", "/v1/groups/\(gid)/members/\(ben.id)", token: ben.token).status, 204)
+
+        let r = try api.get("/v1/groups/\(gid)/newsletter?from=2026-11-15T23:00:00Z&to=2026-11-22T23:00:00Z", token: cat.token)
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r["storyCount"] as? Int, 3)
+        XCTAssertEqual((r["period"] as? [String: Any])?["timeZone"] as? String, "America/New_York")
+        let members = r["members"] as? [[String: Any]] ?? []
+        XCTAssertEqual(members.map { $0["id"] as? String }, [ann.id, cat.id, ben.id], "current members in joining order, then former authors")
+        let annDays = (members[0]["days"] as? [[String: Any]] ?? []).map { $0["date"] as? String }
+        XCTAssertEqual(annDays, ["2026-11-16", "2026-11-18"])
+        XCTAssertEqual((members[1]["days"] as? [Any])?.count, 0, "Cat posted nothing")
+        XCTAssertEqual(members[2]["isMember"] as? Bool, false)
+
+        // The default is the current period, which holds none of these.
+        XCTAssertEqual(try api.get("/v1/groups/\(gid)/newsletter", token: ann.token)["storyCount"] as? Int, 0)
+
+        let html = try api.get("/v1/groups/\(gid)/newsletter?from=2026-11-15T23:00:00Z&to=2026-11-22T23:00:00Z&format=html", token: cat.token)
+        XCTAssertEqual(html.status, 200)
+        XCTAssertEqual(html.headers["content-type"], "text/html; charset=utf-8")
+        let page = String(decoding: html.body, as: UTF8.self)
+        XCTAssertTrue(page.hasPrefix("<!DOCTYPE html>"))
+        XCTAssertTrue(page.contains("Monday night &lt;b&gt;news&lt;/b&gt;"), "story text is escaped")
+        XCTAssertFalse(page.contains("<script"))
+        XCTAssertFalse(page.contains("<link"), "no external stylesheets")
+        XCTAssertTrue(page.contains("Nothing this time."))
+
+        assertClientError(try api.get("/v1/groups/\(gid)/newsletter", token: try person().token), 404, code: "not_found")
+        assertClientError(try api.get("/v1/groups/\(gid)/newsletter", token: ben.token), 404, "a former member is an outsider")
+        assertClientError(try api.get("/v1/groups/\(gid)/newsletter?format=pdf", token: ann.token), 400)
+        assertClientError(try api.get("/v1/groups/\(gid)/newsletter?from=2026-01-01T00:00:00Z&to=2026-12-01T00:00:00Z", token: ann.token), 400)
+    }
+
+    func testAClosedPeriodIsCompiledOnceWithRemindersForSilentMembersEvenWithTwoInstances() throws {
+        let ann = try person(), ben = try person()
+        let family = try group(ann)
+        let gid = family["id"] as! String
+        XCTAssertEqual(try join(ben, family).status, 200)
+        let probe = try EventProbe(topics: ["newsletter.compiled", "reminder.due"])
+        _ = try post(ann, "Something happened", to: [gid], at: "2026-11-20T12:00:00Z")
+        let second = try ServiceProcess.startReady("stories", environment: [
+            "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks", "NEWSLETTER_SCAN_SECONDS": "1"])
+        defer { second.stop() }
+        try waitForConsumers(second)
+        // The weekly UTC period Sunday 2026-11-15 18:00 → Sunday 2026-11-22 18:00 has just closed.
+        try database.connect().execute("UPDATE stories.groups SET newsletter_due_at = '2026-11-22T18:00:00Z' WHERE id = $1::uuid", [gid])
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (try? self.count("newsletters", "group_id = '\(gid)'")) ?? 0 >= 1 })
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) {
+            (try? self.database.connect().first("SELECT newsletter_due_at > now() AS later FROM stories.groups WHERE id = $1::uuid", [gid])?["later", as: Bool.self]) == true
+        }, "every missed period is compiled, then the next close lies ahead")
+        let compiled = probe.events(timeout: 20) { $0["type"] as? String == "newsletter.compiled" && $0["subject"] as? String == gid }
+        let first = compiled.first { $0.data("periodEnd") as? String == "2026-11-22T18:00:00.000Z" }
+        XCTAssertNotNil(first)
+        XCTAssertEqual(first?.data("storyCount") as? Int, 1)
+        XCTAssertEqual(Set(first?.data("memberIds") as? [String] ?? []), [ann.id, ben.id])
+        XCTAssertEqual(try SchemaValidator.event("newsletter.compiled").validate(first?.envelope ?? [:]), [])
+        XCTAssertEqual(try count("newsletters", "group_id = '\(gid)' AND period_end = '2026-11-22T18:00:00Z'"), 1, "compiled once by two instances")
+
+        let reminders = probe.events(timeout: 20) { $0["type"] as? String == "reminder.due" && $0.data("groupId") as? String == gid
+            && $0.data("periodEnd") as? String == "2026-11-22T18:00:00.000Z" }
+        XCTAssertEqual(reminders.map { $0["subject"] as? String }, [ben.id], "only the member who posted nothing")
+        XCTAssertEqual(try SchemaValidator.event("reminder.due").validate(reminders.first?.envelope ?? [:]), [])
+
+        let list = try api.get("/v1/groups/\(gid)/newsletters", token: ben.token)
+        XCTAssertEqual(list.status, 200)
+        let items = list["items"] as? [[String: Any]] ?? []
+        let stored = items.first { $0["periodEnd"] as? String == "2026-11-22T18:00:00.000Z" }
+        XCTAssertEqual(stored?["storyCount"] as? Int, 1)
+        let one = try api.get("/v1/groups/\(gid)/newsletters/\(stored?["id"] as? String ?? "")", token: ann.token)
+        XCTAssertEqual(one["storyCount"] as? Int, 1)
+        XCTAssertEqual(try api.get("/v1/groups/\(gid)/newsletters/\(stored?["id"] as? String ?? "")?format=html", token: ann.token)
+                       .headers["content-type"], "text/html; charset=utf-8")
+        assertClientError(try api.get("/v1/groups/\(gid)/newsletters", token: try person().token), 404)
+
+        // After a restart the stored close time is honoured: nothing is compiled twice.
+        let before = try count("newsletters", "group_id = '\(gid)'")
+        stories.stop()
+        second.stop()
+        stories = try ServiceProcess.startReady("stories", environment: [
+            "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks", "NEWSLETTER_SCAN_SECONDS": "1"])
+        try waitForConsumers(stories)  // several one-second scans have run by now
+        XCTAssertEqual(try count("newsletters", "group_id = '\(gid)' AND period_end = '2026-11-22T18:00:00Z'"), 1)
+        XCTAssertEqual(try count("newsletters", "group_id = '\(gid)'"), before)
+    }
+
+    func testTheCalendarShowsPostingDaysAndStreaksInMyTimeZone() throws {
+        let ann = try person()
+        let journal = try api.post("/v1/journals", ["name": "Diary"], token: ann.token)["id"] as! String
+        let now = Date()
+        func day(_ offset: Int, hour: Int = 12) -> String {
+            Timestamp.format(Calendar(identifier: .gregorian).date(byAdding: .day, value: offset, to: now)!)
+        }
+        for offset in [0, -1, -2, -5, -6, -7, -8] { _ = try post(ann, "entry", to: [journal], at: day(offset)) }
+        let r = try api.get("/v1/users/me/calendar?timeZone=UTC&from=\(String(day(-30).prefix(10)))&to=\(String(day(0).prefix(10)))", token: ann.token)
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r["currentStreak"] as? Int, 3)
+        XCTAssertEqual(r["longestStreak"] as? Int, 4)
+        XCTAssertEqual((r["days"] as? [String])?.count, 7)
+        assertClientError(try api.get("/v1/users/me/calendar?timeZone=Nowhere/Else", token: ann.token), 400, code: "validation_failed")
+        assertClientError(try api.get("/v1/users/me/calendar?from=2026-13-01", token: ann.token), 400)
+        XCTAssertEqual(try api.get("/v1/users/me/calendar", token: try person().token)["longestStreak"] as? Int, 0)
+    }
+}
+
