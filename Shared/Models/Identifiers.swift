@@ -20,17 +20,39 @@ extension UUID {
 
 /// RFC 3339 UTC timestamps with milliseconds (`2026-11-30T02:00:00.123Z`), the one format of the API and events.
 public enum Timestamp {
-    /// Formats `date` as RFC 3339 UTC with milliseconds.
+    /// Formats `date` as RFC 3339 UTC with milliseconds (by hand: `String(format:)` was a hot spot).
     public static func format(_ date: Date) -> String {
         let totalMs = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        let seconds = Int(totalMs.floorDiv(1000))
-        let ms = Int(totalMs - Int64(seconds) * 1000)
-        var t = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                      Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), ms)
+        let seconds = totalMs.floorDiv(1000)
+        let ms = Int(totalMs - seconds * 1000)
+        let days = Int(seconds.floorDiv(86_400))
+        let secondOfDay = Int(seconds - Int64(days) * 86_400)
+        let (y, m, d) = civil(fromDays: days)
+        var out = [UInt8]()
+        out.reserveCapacity(24)
+        func put(_ value: Int, _ width: Int) {
+            var digits = [UInt8](repeating: 48, count: width)
+            var v = value
+            for i in stride(from: width - 1, through: 0, by: -1) { digits[i] = UInt8(48 + v % 10); v /= 10 }
+            out += digits
+        }
+        put(y, 4); out.append(45); put(m, 2); out.append(45); put(d, 2); out.append(84)
+        put(secondOfDay / 3600, 2); out.append(58); put(secondOfDay / 60 % 60, 2); out.append(58); put(secondOfDay % 60, 2)
+        out.append(46); put(ms, 3); out.append(90)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Year, month and day of a count of days since 1970-01-01 (proleptic Gregorian; H. Hinnant's algorithm).
+    public static func civil(fromDays z0: Int) -> (year: Int, month: Int, day: Int) {
+        let z = z0 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
     }
 
     /// Parses RFC 3339 (any offset, optional fraction); nil when malformed.
@@ -83,7 +105,7 @@ public enum Timestamp {
 }
 
 extension Int64 {
-    fileprivate func floorDiv(_ d: Int64) -> Int64 {
+    func floorDiv(_ d: Int64) -> Int64 {
         let q = self / d
         return (self % d != 0 && (self < 0) != (d < 0)) ? q - 1 : q
     }

@@ -55,10 +55,8 @@ public struct NewsletterSchedule: Sendable, Equatable {
 public enum LocalDay {
     /// `YYYY-MM-DD` of `date` in `zone`.
     public static func of(_ date: Date, in zone: TimeZone) -> String {
-        var c = Calendar(identifier: .gregorian)
-        c.timeZone = zone
-        let d = c.dateComponents([.year, .month, .day], from: date)
-        return String(format: "%04d-%02d-%02d", d.year ?? 0, d.month ?? 0, d.day ?? 0)
+        let local = Int64((date.timeIntervalSince1970).rounded(.down)) + Int64(zone.secondsFromGMT(for: date))
+        return String(Timestamp.format(Date(timeIntervalSince1970: Double(local))).prefix(10))
     }
 
     /// Days since 1970-01-01 of a `YYYY-MM-DD` string (a zone-free day count), or nil.

@@ -80,3 +80,17 @@ final class MetricsTests: XCTestCase {
         XCTAssertTrue(text.contains(#"db_pool_connections{state="idle"} 3.0"#))
     }
 }
+
+final class CivilDateTests: XCTestCase {
+    /// From 1583 (Foundation's calendar is Julian before the Gregorian reform; RFC 3339 is proleptic Gregorian) to 9999.
+    func testHandFormattingAgreesWithTheCalendarAcrossCenturiesAndLeapDays() {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        for days in stride(from: -141_000, through: 2_900_000, by: 997) + [0, -1, 11_016, 11_017, 19_417, 20_512] {
+            let date = Date(timeIntervalSince1970: Double(days) * 86_400 + 3723.5)
+            let c = calendar.dateComponents([.year, .month, .day], from: date)
+            let expected = String(format: "%04d-%02d-%02dT01:02:03.500Z", c.year!, c.month!, c.day!)
+            XCTAssertEqual(Timestamp.format(date), expected, "day \(days)")
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import XCTest
+
+/// Every stories endpoint against every kind of caller: outsider, member, administrator, removed member,
+/// author and non-author. Outsiders and removed members learn nothing (404); members who may not act get 403.
+final class AuthorizationMatrixTests: StoriesTestCase {
+    func testEveryEndpointForEveryKindOfCaller() throws {
+        let admin = try person(), member = try person(), removed = try person(), outsider = try person()
+        let family = try group(admin)
+        let gid = family["id"] as! String
+        for p in [member, removed] { XCTAssertEqual(try join(p, family).status, 200) }
+        let photo = try api.send("POST", "/v1/media", raw: Images.png, token: admin.token)["id"] as! String
+        let story = try api.post("/v1/stories", ["text": "by the admin", "groupIds": [gid], "mediaIds": [photo]], token: admin.token)["id"] as! String
+        XCTAssertEqual(try api.send("DELETE", "/v1/groups/\(gid)/members/\(removed.id)", token: admin.token).status, 204)
+
+        enum Caller: String, CaseIterable { case admin, member, removed, outsider, anonymous }
+        let tokens: [Caller: String?] = [.admin: admin.token, .member: member.token, .removed: removed.token,
+                                         .outsider: outsider.token, .anonymous: nil]
+        // (method, path, body, expected status for admin (the author here), member, removed, outsider)
+        let table: [(String, String, [String: Any]?, [Caller: Int])] = [
+            ("GET", "/v1/groups/\(gid)", nil, [.admin: 200, .member: 200, .removed: 404, .outsider: 404]),
+            ("PATCH", "/v1/groups/\(gid)", ["name": "Renamed"], [.admin: 200, .member: 403, .removed: 404, .outsider: 404]),
+            ("GET", "/v1/groups/\(gid)/stories", nil, [.admin: 200, .member: 200, .removed: 404, .outsider: 404]),
+            ("GET", "/v1/groups/\(gid)/newsletter", nil, [.admin: 200, .member: 200, .removed: 404, .outsider: 404]),
+            ("GET", "/v1/groups/\(gid)/newsletters", nil, [.admin: 200, .member: 200, .removed: 404, .outsider: 404]),
+            ("GET", "/v1/media/\(photo)", nil, [.admin: 200, .member: 200, .removed: 404, .outsider: 404]),
+            ("GET", "/v1/stories/\(story)", nil, [.admin: 200, .member: 200, .removed: 404, .outsider: 404]),
+            ("GET", "/v1/stories/\(story)/comments", nil, [.admin: 200, .member: 200, .removed: 404, .outsider: 404]),
+            ("POST", "/v1/stories/\(story)/comments", ["text": "hi"], [.admin: 201, .member: 201, .removed: 404, .outsider: 404]),
+            ("PATCH", "/v1/stories/\(story)", ["text": "edited"], [.admin: 200, .member: 403, .removed: 404, .outsider: 404]),
+            ("POST", "/v1/stories", ["text": "x", "groupIds": [gid]], [.admin: 201, .member: 201, .removed: 404, .outsider: 404]),
+            ("POST", "/v1/groups/\(gid)/invite-code", [:], [.admin: 200, .member: 403, .removed: 404, .outsider: 404]),
+            ("DELETE", "/v1/groups/\(gid)/members/\(admin.id)", nil, [.member: 403, .removed: 404, .outsider: 404]),
+        ]
+        for (method, path, body, expected) in table {
+            for caller in Caller.allCases {
+                let status = caller == .anonymous ? 401 : expected[caller]
+                guard let status else { continue }
+                let r = try api.send(method, path, json: body ?? (method == "GET" ? nil : [String: Any]()), token: tokens[caller]!)
+                XCTAssertEqual(r.status, status, "\(caller.rawValue) \(method) \(path): \(String(decoding: r.body.prefix(200), as: UTF8.self))")
+                if status == 404 { XCTAssertEqual(r.errorCode, "not_found", "\(caller.rawValue) \(method) \(path)") }
+            }
+        }
+        // Destructive ones last: a non-author cannot delete, the author can.
+        assertClientError(try api.send("DELETE", "/v1/stories/\(story)", token: member.token), 403)
+        assertClientError(try api.send("DELETE", "/v1/stories/\(story)", token: outsider.token), 404)
+        XCTAssertEqual(try api.send("DELETE", "/v1/stories/\(story)", token: admin.token).status, 204)
+        // A removed member rejoins only with the current code, and then sees the group again.
+        assertClientError(try join(removed, family), 404, "the code was rotated above")
+        XCTAssertEqual(try api.get("/v1/users/me/calendar", token: outsider.token).status, 200, "everyone has a calendar of their own")
+    }
+}
+
+/// The journey from the issue, end to end: sign up, group, join by code, stories with photos, the week's newsletter.
+final class TapestryJourneyTests: StoriesTestCase {
+    func testTwoPeopleShareAWeekAndReadItsNewsletter() throws {
+        let ann = try person("ann_journey"), ben = try person("ben_journey")
+        let family = try group(ann, name: "Journey family")
+        XCTAssertEqual(try api.post("/v1/groups/join", ["inviteCode": family["inviteCode"]!], token: ben.token).status, 200)
+        var photos: [String] = []
+        for (who, image) in [(ann, Images.jpeg), (ben, Images.png)] {
+            let photo = try api.send("POST", "/v1/media", raw: image, token: who.token)
+            XCTAssertEqual(photo.status, 201)
+            photos.append(photo["id"] as! String)
+            let story = try api.post("/v1/stories", ["text": "My day", "groupIds": [family["id"]!], "mediaIds": [photo["id"]!],
+                                                     "backgroundColor": "#FFEEDD"], token: who.token)
+            XCTAssertEqual(story.status, 201)
+        }
+        let week = try api.get("/v1/groups/\(family["id"]!)/newsletter", token: ben.token)
+        XCTAssertEqual(week.status, 200)
+        XCTAssertEqual(week["storyCount"] as? Int, 2)
+        let urls = (week["members"] as? [[String: Any]] ?? []).flatMap { ($0["days"] as? [[String: Any]] ?? []) }
+            .flatMap { $0["stories"] as? [[String: Any]] ?? [] }.flatMap { $0["media"] as? [[String: Any]] ?? [] }.compactMap { $0["url"] as? String }
+        XCTAssertEqual(Set(urls), Set(photos.map { "/v1/media/\($0)" }))
+        for url in urls { XCTAssertEqual(try api.get(url, token: ann.token).status, 200, "both see both photos") }
+        let html = try api.get("/v1/groups/\(family["id"]!)/newsletter?format=html", token: ann.token)
+        XCTAssertEqual(html.status, 200)
+        for url in urls { XCTAssertTrue(String(decoding: html.body, as: UTF8.self).contains(url)) }
+    }
+}
