@@ -54,9 +54,7 @@ struct StoriesHandlers: Sendable {
             return id
         }
         let groups = try pool.withConnection { try storage.groups($0, of: caller.userId, after: after, limit: page.limit + 1) }
-        let items = Array(groups.prefix(page.limit))
-        let next = groups.count > page.limit ? items.last.map { Cursor.encode([$0.id.lowercased]) } : nil
-        return try .json(PageResponse(items: items.map { GroupView($0) }, nextCursor: next))
+        return try .json(PageResponse(groups, page, item: { GroupView($0) }, cursor: { [$0.id.lowercased] }))
     }
 
     func getGroup(_ request: Request, _ caller: Caller) throws -> Response {
@@ -270,9 +268,7 @@ struct StoriesHandlers: Sendable {
         return try pool.withConnection { c in
             _ = try requireMember(c, id, caller)
             let stories = try storage.groupStories(c, group: id, from: from, to: to, after: after, limit: page.limit + 1)
-            let items = Array(stories.prefix(page.limit))
-            let next = stories.count > page.limit ? items.last.map { Cursor.encode([String($0.createdMicros), $0.id.lowercased]) } : nil
-            return try .json(PageResponse(items: items.map(StoryView.init), nextCursor: next))
+            return try .json(PageResponse(stories, page, item: StoryView.init, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
         }
     }
 
@@ -299,9 +295,7 @@ struct StoriesHandlers: Sendable {
         return try pool.withConnection { c in
             guard try storage.story(c, id, reader: caller.userId) != nil else { throw HTTPError.notFound() }
             let comments = try storage.comments(c, story: id, after: after, limit: page.limit + 1)
-            let items = Array(comments.prefix(page.limit))
-            let next = comments.count > page.limit ? items.last.map { Cursor.encode([String($0.createdMicros), $0.id.lowercased]) } : nil
-            return try .json(PageResponse(items: items.map(CommentView.init), nextCursor: next))
+            return try .json(PageResponse(comments, page, item: CommentView.init, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
         }
     }
 

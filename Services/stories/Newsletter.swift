@@ -219,13 +219,11 @@ extension StoriesHandlers {
         return try pool.withConnection { c in
             _ = try requireMember(c, id, caller)
             let rows = try storage.newsletters(c, group: id, before: before, limit: page.limit + 1)
-            let items = try rows.prefix(page.limit).map { row in
+            return try .json(PageResponse(rows, page, item: { row in
                 Summary(id: (try row["id", as: UUID.self]).lowercased, periodStart: Timestamp.format(try row["period_start"]),
                         periodEnd: Timestamp.format(try row["period_end"]), storyCount: try row["story_count"],
                         createdAt: Timestamp.format(try row["compiled_at"]), updatedAt: Timestamp.format(try row["compiled_at"]))
-            }
-            let next = rows.count > page.limit ? try String(rows[page.limit - 1]["end_us", as: Int64.self]) : nil
-            return try .json(PageResponse(items: items, nextCursor: next.map { Cursor.encode([$0]) }))
+            }, cursor: { [String(try $0["end_us", as: Int64.self])] }))
         }
     }
 

@@ -172,6 +172,14 @@ public struct PageResponse<Item: Encodable>: Encodable {
     public let nextCursor: String?
     public init(items: [Item], nextCursor: String?) { self.items = items; self.nextCursor = nextCursor }
 
+    /// A page from up to `page.limit + 1` fetched rows: the first `limit` become items, and when there were more,
+    /// the cursor points after the last item shown.
+    public init<Row>(_ rows: [Row], _ page: Page, item: (Row) throws -> Item, cursor: (Row) throws -> [String]) rethrows {
+        let shown = rows.prefix(page.limit)
+        items = try shown.map(item)
+        nextCursor = try rows.count > page.limit ? shown.last.map { Cursor.encode(try cursor($0)) } : nil
+    }
+
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: Keys.self)
         try c.encode(items, forKey: .items)
