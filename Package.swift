@@ -32,6 +32,7 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL", "CArgon2"], path: "Shared/Crypto", swiftSettings: settings),
 
         // MARK: - Platform
+        .target(name: "Geo", path: "Shared/Geo", swiftSettings: settings),
         .target(name: "Models", path: "Shared/Models", exclude: ["Schemas"], swiftSettings: settings),
         .target(name: "ServiceKit", dependencies: ["Postgres", "Kafka", "HTTP", "Crypto", "Models"],
                 path: "Shared/ServiceKit", swiftSettings: settings),
@@ -43,7 +44,7 @@ let package = Package(
                           swiftSettings: settings),
 
         // MARK: - Tests
-        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "HTTP", "Crypto", "Postgres", "Models"],
+        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "HTTP", "Crypto", "Postgres", "Models", "Geo"],
                     path: "Tests/ServiceKitTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "HTTP", "Kafka", "Postgres", "Models"],
                     path: "Tests/IntegrationTests", swiftSettings: settings),
