@@ -1,0 +1,123 @@
+import Foundation
+
+/// Where a parcel is in its life. `awaiting_courier → offered → assigned → picked_up → in_transit → delivered →
+/// received`, or `cancelled` / `failed`; a declined or expired offer returns it to `awaiting_courier`.
+public enum ParcelStatus: String, Codable, Sendable, CaseIterable {
+    case awaitingCourier = "awaiting_courier", offered, assigned, pickedUp = "picked_up", inTransit = "in_transit",
+         delivered, received, cancelled, failed
+}
+
+/// Who does something to a parcel.
+public enum ParcelActor: String, Codable, Sendable {
+    case sender, recipient, courier, system
+}
+
+/// What can happen to a parcel, each done by one kind of actor.
+public enum ParcelAction: String, Codable, Sendable, CaseIterable {
+    /// The matching engine offers the parcel to a courier.
+    case offer
+    /// The offered courier takes it.
+    case accept
+    /// The offered courier refuses it.
+    case decline
+    /// Nobody answered the offer in time.
+    case expire
+    /// The assigned courier has it.
+    case pickup
+    /// The courier's first fix more than 50 m from the pickup after picking up.
+    case depart
+    /// The courier handed it over (with a photo).
+    case deliver
+    /// The courier could not deliver it.
+    case fail
+    /// The recipient confirms receipt (with a photo).
+    case confirm
+    /// The sender calls it off before pickup.
+    case cancel
+
+    /// The only kind of actor allowed to do this.
+    public var actor: ParcelActor {
+        switch self {
+        case .offer, .expire, .depart: return .system
+        case .accept, .decline, .pickup, .deliver, .fail: return .courier
+        case .confirm: return .recipient
+        case .cancel: return .sender
+        }
+    }
+}
+
+/// The parcel status machine: the one place that says which transitions exist.
+public enum ParcelLifecycle {
+    /// The status after `action` from `status`, or nil when the transition is not allowed (a 409).
+    public static func next(from status: ParcelStatus, on action: ParcelAction) -> ParcelStatus? {
+        switch (status, action) {
+        case (.awaitingCourier, .offer): return .offered
+        case (.offered, .accept): return .assigned
+        case (.offered, .decline), (.offered, .expire): return .awaitingCourier
+        case (.assigned, .pickup): return .pickedUp
+        case (.pickedUp, .depart): return .inTransit
+        case (.pickedUp, .deliver), (.inTransit, .deliver): return .delivered
+        case (.assigned, .fail), (.pickedUp, .fail), (.inTransit, .fail): return .failed
+        case (.delivered, .confirm): return .received
+        case (.awaitingCourier, .cancel), (.offered, .cancel), (.assigned, .cancel): return .cancelled
+        default: return nil
+        }
+    }
+
+    /// Whether a status is final.
+    public static func isFinal(_ status: ParcelStatus) -> Bool {
+        [.received, .cancelled, .failed].contains(status)
+    }
+
+    /// Distance from the pickup beyond which a picked-up parcel counts as in transit.
+    public static let departureMeters = 50.0
+}
+
+/// How a parcel travels.
+public enum ParcelService: String, Codable, Sendable, CaseIterable {
+    case express, standard
+}
+
+/// A price and an estimated time of arrival.
+public struct Quote: Codable, Sendable, Equatable {
+    /// ISO 4217.
+    public var currency: String
+    /// The price in minor units (cents).
+    public var amountMinor: Int
+    /// Estimated seconds from booking to delivery.
+    public var etaSeconds: Int
+    /// The great-circle distance from pickup to drop-off, in metres.
+    public var distanceMeters: Int
+
+    public init(currency: String, amountMinor: Int, etaSeconds: Int, distanceMeters: Int) {
+        self.currency = currency; self.amountMinor = amountMinor; self.etaSeconds = etaSeconds; self.distanceMeters = distanceMeters
+    }
+}
+
+/// The tariff: a base fare and a rate per kilometre, express costing half as much again and dispatched sooner,
+/// insurance a flat fee. Prices round up to whole cents.
+public struct Tariff: Sendable {
+    public var currency = "EUR"
+    public var baseMinor = 300
+    public var perKmMinor = 80
+    public var expressFactor = 1.5
+    public var insuranceMinor = 150
+    /// Average courier speed in town, metres per second.
+    public var speedMps = 6.0
+    /// Time to get a courier to the pickup.
+    public var dispatchSeconds: [ParcelService: Int] = [.express: 600, .standard: 1800]
+
+    public init() {}
+
+    /// The quote for `meters` of great-circle distance.
+    public func quote(meters: Double, service: ParcelService, insured: Bool) -> Quote {
+        let km = max(0, meters) / 1000
+        var amount = Double(baseMinor) + km * Double(perKmMinor)
+        if service == .express { amount *= expressFactor }
+        if insured { amount += Double(insuranceMinor) }
+        // Streets are longer than the great circle: about 1.3 times in a city.
+        let travel = Int((max(0, meters) * 1.3 / speedMps).rounded(.up))
+        return Quote(currency: currency, amountMinor: Int(amount.rounded(.up)),
+                     etaSeconds: (dispatchSeconds[service] ?? 1800) + travel, distanceMeters: Int(meters.rounded()))
+    }
+}
