@@ -171,9 +171,10 @@ struct StoriesHandlers: Sendable {
         guard let info = ImageInfo.sniff(request.body) else {
             throw HTTPError.unsupportedMediaType("Upload a JPEG, PNG, HEIC or WebP image.")
         }
-        let digest = hexString(sha256(request.body))
+        let bytes = LocationScrubber.scrub(request.body, contentType: info.contentType)
+        let digest = hexString(sha256(bytes))
         return try idempotency.run(request, caller: caller.userId.lowercased) { c in
-            let media = try storage.insertMedia(c, owner: caller.userId, type: info.contentType, bytes: request.body,
+            let media = try storage.insertMedia(c, owner: caller.userId, type: info.contentType, bytes: bytes,
                                                 width: info.width, height: info.height, sha256: digest)
             return try .json(MediaView(media), status: 201)
         }

@@ -46,6 +46,25 @@ final class StoriesContentTests: StoriesTestCase {
         assertClientError(try api.get("/v1/media/\(UUID().uuidString.lowercased())", token: ann.token), 404)
     }
 
+    func testWherePhotosWereTakenIsRemovedBeforeTheyAreStored() throws {
+        let ann = try person()
+        let jpeg = try upload(Images.jpegWithLocation, ann)
+        XCTAssertEqual(jpeg.status, 201)
+        XCTAssertEqual(jpeg["width"] as? Int, 640)
+        let stored = try api.get("/v1/media/\(jpeg["id"]!)", token: ann.token).body
+        let text = String(decoding: stored, as: UTF8.self)
+        XCTAssertFalse(text.contains("GPSLatitude"), "the XMP packet is gone")
+        XCTAssertFalse(stored.contains(subsequence: [0, 0, 0x04, 0xD2, 0, 0, 0, 100]), "the latitude's seconds are gone")
+        XCTAssertFalse(stored.contains(subsequence: [0, 0, 0, 44, 0, 0, 0, 1]), "the latitude's degrees are gone")
+        XCTAssertTrue(stored.contains(subsequence: Array("Exif".utf8)), "the rest of the Exif data (orientation) stays")
+        XCTAssertEqual(Array(stored.suffix(2)), [0xFF, 0xD9], "the image data is intact")
+
+        let png = try upload(Images.pngWithText, ann)
+        let storedPNG = try api.get("/v1/media/\(png["id"]!)", token: ann.token).body
+        XCTAssertFalse(String(decoding: storedPNG, as: UTF8.self).contains("Bucharest"))
+        XCTAssertEqual(storedPNG, Images.png, "only the text chunk was removed")
+    }
+
     func testStoriesGoToChosenGroupsAndOnlyTheirMembersSeeThem() throws {
         let ann = try person(), ben = try person(), cat = try person()
         let family = try group(ann, name: "Family"), friends = try group(ann, name: "Friends")
@@ -219,6 +238,13 @@ final class StoriesContentTests: StoriesTestCase {
         let schema = ((((paths["/v1/groups"]?["post"] as? [String: Any])?["responses"] as? [String: Any])?["201"] as? [String: Any])?["content"]
                       as? [String: Any]).flatMap { ($0["application/json"] as? [String: Any])?["schema"] as? [String: Any] } ?? [:]
         XCTAssertEqual(SchemaValidator(schema: schema).validate(created), [])
+    }
+}
+
+extension Array where Element == UInt8 {
+    func contains(subsequence: [UInt8]) -> Bool {
+        guard subsequence.count <= count else { return false }
+        return (0...(count - subsequence.count)).contains { Array(self[$0..<($0 + subsequence.count)]) == subsequence }
     }
 }
 

@@ -79,6 +79,28 @@ enum Images {
             let bits = (16 - 1) | ((9 - 1) << 14)
             return [UInt8(bits & 0xFF), UInt8((bits >> 8) & 0xFF), UInt8((bits >> 16) & 0xFF), UInt8((bits >> 24) & 0xFF)]
         }() + [0, 0, 0, 0, 0, 0, 0, 0]
+    /// A JPEG whose Exif data holds a GPS position (latitude 44/1, 25/1, 1234/100 N) and an XMP packet that
+    /// repeats it, before a 640×480 frame.
+    static let jpegWithLocation: [UInt8] = {
+        // TIFF, big-endian: IFD0 with one entry (GPSInfo → GPS IFD), GPS IFD with LatitudeRef "N" and Latitude.
+        var tiff: [UInt8] = Array("MM".utf8) + [0, 42, 0, 0, 0, 8]
+        tiff += [0, 1] + [0x88, 0x25, 0, 4, 0, 0, 0, 1, 0, 0, 0, 26] + [0, 0, 0, 0]           // IFD0 at 8, GPS IFD at 26
+        tiff += [0, 2] + [0, 1, 0, 2, 0, 0, 0, 2] + Array("N\0".utf8) + [0, 0]                 // GPSLatitudeRef
+        tiff += [0, 2, 0, 5, 0, 0, 0, 3, 0, 0, 0, 56] + [0, 0, 0, 0]                          // GPSLatitude → 56
+        tiff += [0, 0, 0, 44, 0, 0, 0, 1, 0, 0, 0, 25, 0, 0, 0, 1, 0, 0, 0x04, 0xD2, 0, 0, 0, 100]  // 44/1 25/1 1234/100
+        let exif = Array("Exif\0\0".utf8) + tiff
+        let xmp = Array("http://ns.adobe.com/xap/1.0/\0<x:xmpmeta><exif:GPSLatitude>44,25.2N</exif:GPSLatitude></x:xmpmeta>".utf8)
+        func segment(_ marker: UInt8, _ payload: [UInt8]) -> [UInt8] {
+            let n = payload.count + 2
+            return [0xFF, marker, UInt8(n >> 8), UInt8(n & 0xFF)] + payload
+        }
+        return [0xFF, 0xD8] + segment(0xE1, exif) + segment(0xE1, xmp)
+            + [0xFF, 0xC0, 0x00, 0x11, 0x08, 0x01, 0xE0, 0x02, 0x80, 0x03, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1] + [0xFF, 0xDA, 0, 2, 7, 7, 0xFF, 0xD9]
+    }()
+
+    /// A PNG with a text chunk naming a place.
+    static let pngWithText: [UInt8] = Array(png.prefix(33)) + [0, 0, 0, 18] + Array("tEXtLocation\0Bucharest".utf8) + [1, 2, 3, 4] + Array(png.suffix(12))
+
     /// An HEIC file type box.
     static let heic: [UInt8] = [0, 0, 0, 24] + Array("ftypheic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8)
 }
