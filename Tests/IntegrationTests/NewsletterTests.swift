@@ -30,18 +30,22 @@ final class NewsletterTests: StoriesTestCase {
         _ = try post(ann, "Wednesday", to: [gid], at: "2026-11-18T15:00:00Z")
         _ = try post(ben, "Ben's only one", to: [gid], at: "2026-11-20T15:00:00Z")
         _ = try post(ben, "Too late: next period", to: [gid], at: "2026-11-22T23:30:00Z")
+        _ = try post(cat, "Exactly at the start", to: [gid], at: "2026-11-15T23:00:00Z")  // Sunday 18:00 in New York: included
+        _ = try post(cat, "Exactly at the end", to: [gid], at: "2026-11-22T23:00:00Z")    // the next period's first moment
         // Ben leaves after posting; his stories stay in the period's newsletter.
         XCTAssertEqual(try api.send("DELETE", "/v1/groups/\(gid)/members/\(ben.id)", token: ben.token).status, 204)
 
         let r = try api.get("/v1/groups/\(gid)/newsletter?from=2026-11-15T23:00:00Z&to=2026-11-22T23:00:00Z", token: cat.token)
         XCTAssertEqual(r.status, 200)
-        XCTAssertEqual(r["storyCount"] as? Int, 3)
+        XCTAssertEqual(r["storyCount"] as? Int, 4, "from is inclusive, to exclusive")
         XCTAssertEqual((r["period"] as? [String: Any])?["timeZone"] as? String, "America/New_York")
         let members = r["members"] as? [[String: Any]] ?? []
         XCTAssertEqual(members.map { $0["id"] as? String }, [ann.id, cat.id, ben.id], "current members in joining order, then former authors")
         let annDays = (members[0]["days"] as? [[String: Any]] ?? []).map { $0["date"] as? String }
         XCTAssertEqual(annDays, ["2026-11-16", "2026-11-18"])
-        XCTAssertEqual((members[1]["days"] as? [Any])?.count, 0, "Cat posted nothing")
+        let catDays = members[1]["days"] as? [[String: Any]] ?? []
+        XCTAssertEqual(catDays.map { $0["date"] as? String }, ["2026-11-15"])
+        XCTAssertEqual((catDays.first?["stories"] as? [[String: Any]])?.map { $0["text"] as? String }, ["Exactly at the start"])
         XCTAssertEqual(members[2]["isMember"] as? Bool, false)
 
         // The default is the current period, which holds none of these.
@@ -55,7 +59,9 @@ final class NewsletterTests: StoriesTestCase {
         XCTAssertTrue(page.contains("Monday night &lt;b&gt;news&lt;/b&gt;"), "story text is escaped")
         XCTAssertFalse(page.contains("<script"))
         XCTAssertFalse(page.contains("<link"), "no external stylesheets")
-        XCTAssertTrue(page.contains("Nothing this time."))
+        XCTAssertFalse(page.contains("Exactly at the end"))
+        let empty = String(decoding: try api.get("/v1/groups/\(gid)/newsletter?format=html", token: ann.token).body, as: UTF8.self)
+        XCTAssertTrue(empty.contains("Nothing this time."), "an empty period says so for each member")
 
         assertClientError(try api.get("/v1/groups/\(gid)/newsletter", token: try person().token), 404, code: "not_found")
         assertClientError(try api.get("/v1/groups/\(gid)/newsletter", token: ben.token), 404, "a former member is an outsider")
