@@ -216,6 +216,10 @@ struct StoriesStorage {
         try c.execute("INSERT INTO stories.join_failures (user_id) VALUES ($1)", [user])
     }
 
+    func deleteOldJoinFailures(_ c: Connection) throws {
+        try c.execute("DELETE FROM stories.join_failures WHERE at < now() - interval '1 day'")
+    }
+
     // MARK: Media
 
     func insertMedia(_ c: Connection, owner: UUID, type: String, bytes: [UInt8], width: Int?, height: Int?, sha256: String) throws -> MediaRecord {

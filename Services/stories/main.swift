@@ -20,4 +20,5 @@ do { scanSeconds = try app.config.environment.int("NEWSLETTER_SCAN_SECONDS", def
     exit(78)
 }
 app.every(seconds: Double(scanSeconds), "compile newsletters") { try handlers.compileDueNewsletters() }
+app.every(seconds: 3600, "delete old join failures") { try app.pool.withConnection { try StoriesStorage().deleteOldJoinFailures($0) } }
 app.run(routes: makeRoutes(handlers, app.makeTokenVerifier()))

@@ -38,9 +38,6 @@ public final class EventConsumer: @unchecked Sendable {
     /// How many partitions the group gave this consumer (0 while joining or rebalancing).
     public var assignedPartitions: Int { lock.lock(); defer { lock.unlock() }; return assigned }
 
-    /// The consumer's name (the group is `<service>-<name>`).
-    public var consumerName: String { name }
-
     /// Starts the polling thread.
     public func start() {
         lock.lock(); running = true; lock.unlock()
@@ -51,7 +48,11 @@ public final class EventConsumer: @unchecked Sendable {
 
     /// Stops after the message in hand and leaves the group.
     public func stop() {
-        lock.lock(); running = false; lock.unlock()
+        lock.lock()
+        let started = running
+        running = false
+        lock.unlock()
+        guard started else { return }  // never started (its topics were never created): nothing to wait for
         for _ in 0..<100 {
             lock.lock(); let done = stopped; lock.unlock()
             if done { return }
