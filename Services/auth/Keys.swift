@@ -23,10 +23,11 @@ struct SigningKeys: Sendable {
 struct SessionAuthenticator: Authenticator {
     let keys: SigningKeys
     let pool: Pool
+    let verified = VerifiedTokens()
 
     func authenticate(_ request: Request) throws -> Caller {
         let token = try bearerToken(request)
-        guard let claims = try? JWT.verify(token, keys: [keys.kid: keys.key.publicKey]),
+        guard let claims = try? verified.verify(token, keys: [keys.kid: keys.key.publicKey]),
               let user = UUID(uuidString: claims.sub), let session = UUID(uuidString: claims.sid) else {
             throw HTTPError.unauthenticated()
         }

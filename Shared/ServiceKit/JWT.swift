@@ -64,13 +64,49 @@ public enum JWT {
         let signed = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
         guard ed25519Verify(publicKey: key, message: signed, signature: signature) else { throw .badSignature }
         guard let claims = try? JSONDecoder().decode(AccessClaims.self, from: Data(payloadBytes)) else { throw .malformed }
+        try check(claims, now: now)
+        return claims
+    }
+
+    /// The checks on claims that depend on the time, repeated for tokens whose signature was verified before.
+    public static func check(_ claims: AccessClaims, now: Date = Date()) throws(JWTError) {
         let t = Int(now.timeIntervalSince1970)
         guard claims.iss == "auth" else { throw .wrongIssuer }
         guard claims.exp > t - leeway else { throw .expired }
         guard claims.iat <= t + leeway else { throw .notYetValid }
         guard claims.exp - claims.iat <= maxLifetime else { throw .lifetimeTooLong }
-        return claims
     }
+}
+
+/// Remembers tokens whose signature verified, so a client's next request with the same token skips the Ed25519
+/// verification (a third of the CPU of an authenticated request). The times are still checked on every use;
+/// changing keys empties it.
+///
+/// `@unchecked Sendable`: guarded by `lock`.
+public final class VerifiedTokens: @unchecked Sendable {
+    private let lock = NSLock()
+    private var claims: [String: AccessClaims] = [:]
+    private let capacity: Int
+
+    public init(capacity: Int = 50_000) { self.capacity = capacity }
+
+    /// `JWT.verify`, from memory when this exact token verified before.
+    public func verify(_ token: String, keys: [String: [UInt8]], now: Date = Date()) throws(JWTError) -> AccessClaims {
+        lock.lock(); let known = claims[token]; lock.unlock()
+        if let known {
+            try JWT.check(known, now: now)
+            return known
+        }
+        let verified = try JWT.verify(token, keys: keys, now: now)
+        lock.lock()
+        if claims.count >= capacity { claims.removeAll(keepingCapacity: true) }
+        claims[token] = verified
+        lock.unlock()
+        return verified
+    }
+
+    /// Forgets everything (after the keys changed).
+    public func removeAll() { lock.lock(); claims.removeAll(); lock.unlock() }
 }
 
 // MARK: - JWKs
@@ -139,6 +175,7 @@ public final class TokenVerifier: Authenticator, @unchecked Sendable {
     private let jwksURL: String?
     private let revocations: SessionRevocations?
     private let logger: Logger
+    private let verified = VerifiedTokens()
 
     /// A verifier with fixed keys (from `JWT_PUBLIC_KEY`, or tests).
     public init(keys: [String: [UInt8]], revocations: SessionRevocations?, logger: Logger) {
@@ -161,7 +198,8 @@ public final class TokenVerifier: Authenticator, @unchecked Sendable {
             logger.warn("could not fetch the JWK set", ["url": .string(jwksURL)])
             return false
         }
-        lock.lock(); keys = set.publicKeys; lock.unlock()
+        lock.lock(); let changed = keys != set.publicKeys; keys = set.publicKeys; lock.unlock()
+        if changed { verified.removeAll() }
         return true
     }
 
@@ -172,7 +210,7 @@ public final class TokenVerifier: Authenticator, @unchecked Sendable {
         let token = try bearerToken(request)
         let claims: AccessClaims
         do {
-            claims = try JWT.verify(token, keys: currentKeys())
+            claims = try verified.verify(token, keys: currentKeys())
         } catch .unknownKey {
             // A new key id is looked up at most every 30 s; while no key is known at all, every second.
             lock.lock(); let stale = Date().timeIntervalSince(lastFetch) > (keys.isEmpty ? 1 : 30); lock.unlock()

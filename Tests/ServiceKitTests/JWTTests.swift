@@ -73,6 +73,21 @@ final class JWTTests: XCTestCase {
         }
     }
 
+    func testVerifiedTokensSkipTheSignatureButNotTheClock() throws {
+        let cache = VerifiedTokens(capacity: 2)
+        let c = claims()
+        let token = try JWT.sign(c, key: key, kid: "k1")
+        XCTAssertEqual(try cache.verify(token, keys: keys, now: now), c)
+        XCTAssertEqual(try cache.verify(token, keys: [:], now: now), c, "a known token needs no key")
+        XCTAssertThrowsError(try cache.verify(token, keys: keys, now: now.addingTimeInterval(3600))) {
+            XCTAssertEqual($0 as? JWTError, .expired, "but it still expires")
+        }
+        let forged = String(token.dropLast(2)) + (token.hasSuffix("AA") ? "BA" : "AA")
+        XCTAssertThrowsError(try cache.verify(forged, keys: keys, now: now)) { XCTAssertEqual($0 as? JWTError, .badSignature) }
+        for _ in 0..<3 { _ = try cache.verify(try JWT.sign(claims(), key: key, kid: "k1"), keys: keys, now: now) }
+        XCTAssertThrowsError(try cache.verify(token, keys: [:], now: now), "evicted at capacity, so verified again")
+    }
+
     func testJWKSetRoundTripsTheRawKey() throws {
         let set = JWKSet(keys: [JWK(kid: "k1", publicKey: key.publicKey)])
         let decoded = try JSONDecoder().decode(JWKSet.self, from: try JSONEncoder().encode(set))
