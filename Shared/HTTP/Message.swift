@@ -43,6 +43,8 @@ public struct Response: Sendable {
     public var headers: [(String, String)]
     /// The body.
     public var body: [UInt8]
+    /// For a Server-Sent Events response: where the body comes from, instead of `body`.
+    public var stream: EventStream?
 
     public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
         self.status = status; self.headers = headers; self.body = body

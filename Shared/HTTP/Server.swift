@@ -19,10 +19,13 @@ public final class HTTPServer: @unchecked Sendable {
     private var daemon: OpaquePointer?
     private let condition = NSCondition()
     private var inFlight = 0
+    private var streams: [ObjectIdentifier: EventStream] = [:]
+    private let keepAlive: TimeInterval
 
     /// Creates a server; `bodyLimit(method, path)` is asked before a body is read.
     public init(port: UInt16, threads: Int, bodyLimit: @escaping @Sendable (String, String) -> Int,
-                respond: @escaping Respond) {
+                keepAlive: TimeInterval = 15, respond: @escaping Respond) {
+        self.keepAlive = keepAlive
         self.port = port
         self.threads = max(1, threads)
         self.bodyLimit = bodyLimit
@@ -35,6 +38,29 @@ public final class HTTPServer: @unchecked Sendable {
         let context = Unmanaged.passUnretained(self).toOpaque()
         daemon = shim_mhd_start(port, UInt32(threads), 60, serverAccessHandler, context, serverCompletedHandler, context)
         if daemon == nil { throw HTTPServerError.cannotListen(port: port) }
+        // A suspended stream does not notice a client that went away: a comment now and then finds out.
+        let pinger = Thread { [weak self] in
+            while let self, self.daemon != nil {
+                Thread.sleep(forTimeInterval: self.keepAlive)
+                self.openStreams().forEach { $0.comment("keep-alive") }
+            }
+        }
+        pinger.name = "sse-keepalive"
+        pinger.start()
+    }
+
+    /// The event streams still open.
+    public func openStreams() -> [EventStream] {
+        condition.lock(); defer { condition.unlock() }
+        return Array(streams.values)
+    }
+
+    fileprivate func track(_ stream: EventStream) {
+        condition.lock(); streams[ObjectIdentifier(stream)] = stream; condition.unlock()
+        stream.onClose { [weak self, weak stream] in
+            guard let self, let stream else { return }
+            self.condition.lock(); self.streams[ObjectIdentifier(stream)] = nil; self.condition.unlock()
+        }
     }
 
     /// Stops accepting, lets in-flight requests finish (up to `grace` seconds), then stops the daemon.
@@ -42,6 +68,8 @@ public final class HTTPServer: @unchecked Sendable {
         guard let daemon else { return }
         let listener = MHD_quiesce_daemon(daemon)
         if listener >= 0 { close(listener) }
+        // Event streams never finish by themselves; end them (libmicrohttpd must not stop with suspended connections).
+        openStreams().forEach { $0.close() }
         // A connection accepted just before the quiesce may still be delivering its headers, and a request
         // counts as in flight only once they are parsed: wait for a quiet 250 ms, not just for zero.
         let deadline = Date().addingTimeInterval(grace)
@@ -118,7 +146,23 @@ private func collect(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowerca
     return collector.pairs
 }
 
-private func queue(_ response: Response, on connection: OpaquePointer) -> MHD_Result {
+private func queue(_ response: Response, on connection: OpaquePointer, server: HTTPServer? = nil) -> MHD_Result {
+    if let stream = response.stream {
+        stream.attach(connection)
+        server?.track(stream)
+        // The response holds a retain on the stream, given back in the free callback.
+        guard let mhdResponse = MHD_create_response_from_callback(UInt64.max, 4096, { cls, _, buffer, max in
+            guard let cls, let buffer else { return -2 }
+            return Unmanaged<EventStream>.fromOpaque(cls).takeUnretainedValue().read(into: buffer, max: max)
+        }, Unmanaged.passRetained(stream).toOpaque(), { cls in
+            guard let cls else { return }
+            let stream = Unmanaged<EventStream>.fromOpaque(cls).takeRetainedValue()
+            stream.release()
+        }) else { return mhdNo }
+        defer { MHD_destroy_response(mhdResponse) }
+        for (name, value) in response.headers { _ = MHD_add_response_header(mhdResponse, name, value) }
+        return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    }
     var body = response.body
     if body.isEmpty { body = [0] }
     let length = response.body.count
@@ -179,7 +223,7 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, 
                           body: pending.body, remoteAddress: remote)
     request.headers = collect(connection, headerKind, lowercase: true)
     pending.body = []
-    return queue(server.handle(request), on: connection)
+    return queue(server.handle(request), on: connection, server: server)
 }
 
 private let serverCompletedHandler: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
