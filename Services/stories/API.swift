@@ -177,21 +177,6 @@ struct CommentView: Encodable {
     }
 }
 
-struct MediaView: Encodable {
-    let id: String
-    let url: String
-    let contentType: String
-    let size: Int
-    let width: Int?
-    let height: Int?
-    let createdAt: String
-    let updatedAt: String
-    init(_ m: MediaRecord) {
-        id = m.id.lowercased; url = "/v1/media/\(m.id.lowercased)"; contentType = m.contentType; size = m.size
-        width = m.width; height = m.height; createdAt = Timestamp.format(m.createdAt); updatedAt = createdAt
-    }
-}
-
 // MARK: - Schemas for the OpenAPI document
 
 enum Schemas {

@@ -12,10 +12,9 @@ struct StoriesHandlers: Sendable {
     let outbox: Outbox
     let idempotency: Idempotency
     let storage = StoriesStorage()
+    let media = MediaStore(schema: "stories")
     /// Failed join attempts per user within 15 minutes before joins are refused.
     static let maxJoinFailures = 10
-    /// Media uploads up to 10 MiB.
-    static let mediaLimit = 10 << 20
 
     // MARK: Groups
 
@@ -167,31 +166,14 @@ struct StoriesHandlers: Sendable {
     // MARK: Media
 
     func uploadMedia(_ request: Request, _ caller: Caller) throws -> Response {
-        guard !request.body.isEmpty else { throw HTTPError.validation("The body must be the image bytes.") }
-        guard let info = ImageInfo.sniff(request.body) else {
-            throw HTTPError.unsupportedMediaType("Upload a JPEG, PNG, HEIC or WebP image.")
-        }
-        let bytes = LocationScrubber.scrub(request.body, contentType: info.contentType)
-        let digest = hexString(sha256(bytes))
-        return try idempotency.run(request, caller: caller.userId.lowercased) { c in
-            let media = try storage.insertMedia(c, owner: caller.userId, type: info.contentType, bytes: bytes,
-                                                width: info.width, height: info.height, sha256: digest)
-            return try .json(MediaView(media), status: 201)
-        }
+        try media.upload(request, owner: caller.userId, idempotency: idempotency)
     }
 
     func getMedia(_ request: Request, _ caller: Caller) throws -> Response {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
-            guard let media = try storage.visibleMedia(c, id, reader: caller.userId) else { throw HTTPError.notFound() }
-            let etag = "\"\(media.sha256)\""
-            let cache = [("ETag", etag), ("Cache-Control", "private, max-age=86400, immutable")]
-            if let match = request.header("if-none-match"), match.split(separator: ",").contains(where: {
-                $0.trimmingCharacters(in: .whitespaces) == etag }) {
-                return Response(status: 304, headers: cache)
-            }
-            guard let bytes = try storage.mediaBytes(c, id) else { throw HTTPError.notFound() }
-            return Response(status: 200, headers: [("Content-Type", media.contentType)] + cache, body: bytes)
+            guard let found = try storage.visibleMedia(c, id, reader: caller.userId) else { throw HTTPError.notFound() }
+            return try media.serve(request, found, on: c)
         }
     }
 
@@ -340,10 +322,7 @@ struct StoriesHandlers: Sendable {
     }
 
     private func requireOwnMedia(_ c: Connection, _ ids: [UUID], _ caller: Caller, field: String) throws {
-        guard !ids.isEmpty else { return }
-        guard try storage.ownedMediaCount(c, ids, owner: caller.userId) == ids.count else {
-            throw HTTPError.validation("\(field) must name media you uploaded.", field: field)
-        }
+        try media.requireOwned(ids, by: caller.userId, field: field, on: c)
     }
 
     private func emitCreated(_ c: Connection, _ g: GroupRecord) throws {

@@ -32,7 +32,7 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {
     r.add("POST", "/v1/journals", summary: "Create another private journal", request: Schemas.journal,
           response: (201, Schemas.group), authed(h.createJournal))
     r.add("POST", "/v1/media", summary: "Upload a JPEG, PNG, HEIC or WebP image (raw body, 10 MiB at most)",
-          bodyLimit: StoriesHandlers.mediaLimit, response: (201, Schemas.media), authed(h.uploadMedia))
+          bodyLimit: MediaStore.limit, response: (201, Schemas.media), authed(h.uploadMedia))
     r.add("GET", "/v1/media/{id}", summary: "The image bytes, for its owner and the members it was shared with",
           authed(h.getMedia))
     r.add("POST", "/v1/stories", summary: "Post a story to some of my groups", request: Schemas.createStory,

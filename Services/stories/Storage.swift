@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import Models
 import Postgres
+import ServiceKit
 
 /// A group or journal row, with the reader's role when read for a member.
 struct GroupRecord {
@@ -88,22 +89,6 @@ struct CommentRecord {
         id = try row["id"]; storyId = try row["story_id"]; authorId = try row["author_id"]; text = try row["text"]
         createdMicros = try row["created_us"]
         createdAt = try row["created_at"]
-    }
-}
-
-struct MediaRecord {
-    let id: UUID
-    let ownerId: UUID
-    let contentType: String
-    let size: Int
-    let width: Int?
-    let height: Int?
-    let sha256: String
-    let createdAt: Date
-
-    init(_ row: Row) throws {
-        id = try row["id"]; ownerId = try row["owner_id"]; contentType = try row["content_type"]; size = try row["size"]
-        width = try row.decode("width"); height = try row.decode("height"); sha256 = try row["sha256"]; createdAt = try row["created_at"]
     }
 }
 
@@ -222,20 +207,11 @@ struct StoriesStorage {
 
     // MARK: Media
 
-    func insertMedia(_ c: Connection, owner: UUID, type: String, bytes: [UInt8], width: Int?, height: Int?, sha256: String) throws -> MediaRecord {
-        try MediaRecord(c.first("""
-            INSERT INTO stories.media (id, owner_id, content_type, bytes, size, width, height, sha256)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-            RETURNING id, owner_id, content_type, size, width, height, sha256, created_at
-            """, [UUID.v7(), owner, type, ByteArray(bytes), bytes.count, width, height, sha256])!)
-    }
-
     /// The media if `reader` may see it: its owner, a member of a group it was shared to (in a story or as the
     /// group's image), or someone who shares a group with the user whose avatar it is.
     func visibleMedia(_ c: Connection, _ id: UUID, reader: UUID) throws -> MediaRecord? {
         try c.first("""
-            SELECT m.id, m.owner_id, m.content_type, m.size, m.width, m.height, m.sha256, m.created_at
-            FROM stories.media m WHERE m.id = $1 AND (
+            SELECT \(MediaRecord.columns) FROM stories.media m WHERE m.id = $1 AND (
                 m.owner_id = $2
                 OR EXISTS (SELECT 1 FROM stories.story_media sm
                            JOIN stories.story_groups sg ON sg.story_id = sm.story_id
@@ -249,16 +225,6 @@ struct StoriesStorage {
                            JOIN stories.memberships mine ON mine.group_id = theirs.group_id AND mine.user_id = $2
                            WHERE p.avatar_media_id = m.id AND m.owner_id = p.user_id))
             """, [id, reader]).map(MediaRecord.init)
-    }
-
-    func mediaBytes(_ c: Connection, _ id: UUID) throws -> [UInt8]? {
-        try c.bytes("SELECT bytes FROM stories.media WHERE id = $1", [id])
-    }
-
-    /// How many of `ids` belong to `owner`.
-    func ownedMediaCount(_ c: Connection, _ ids: [UUID], owner: UUID) throws -> Int {
-        try c.first("SELECT count(*) AS n FROM stories.media WHERE id = ANY($1::uuid[]) AND owner_id = $2",
-                    [uuidArray(ids), owner])!["n"]
     }
 
     // MARK: Stories

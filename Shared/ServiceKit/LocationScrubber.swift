@@ -1,8 +1,9 @@
 /// Removes where a photo was taken before it is stored: the GPS block of a JPEG's Exif data is blanked, XMP
 /// packets (which may repeat it) and PNG text and Exif chunks are dropped. Orientation and colour data stay,
 /// so photos still display the right way up. WebP and HEIC are stored as uploaded (see the README).
-enum LocationScrubber {
-    static func scrub(_ bytes: [UInt8], contentType: String) -> [UInt8] {
+public enum LocationScrubber {
+    /// The image without its location data; other types come back unchanged.
+    public static func scrub(_ bytes: [UInt8], contentType: String) -> [UInt8] {
         switch contentType {
         case "image/jpeg": return jpeg(bytes)
         case "image/png": return png(bytes)

@@ -1,0 +1,158 @@
+import Crypto
+import Foundation
+import HTTP
+import Models
+import Postgres
+
+/// What the bytes of an upload say they are: the type comes from the content, never from the header.
+public struct ImageInfo: Equatable, Sendable {
+    public let contentType: String
+    public let width: Int?
+    public let height: Int?
+
+    /// Recognises JPEG, PNG, WebP and HEIC; nil for anything else.
+    public static func sniff(_ b: [UInt8]) -> ImageInfo? {
+        func be16(_ i: Int) -> Int { Int(b[i]) << 8 | Int(b[i + 1]) }
+        func be32(_ i: Int) -> Int { be16(i) << 16 | be16(i + 2) }
+        func le16(_ i: Int) -> Int { Int(b[i]) | Int(b[i + 1]) << 8 }
+        func le24(_ i: Int) -> Int { le16(i) | Int(b[i + 2]) << 16 }
+        func ascii(_ i: Int, _ s: String) -> Bool { i + s.utf8.count <= b.count && Array(b[i..<(i + s.utf8.count)]) == Array(s.utf8) }
+
+        if b.count >= 24, b[0..<8] == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], ascii(12, "IHDR") {
+            return ImageInfo(contentType: "image/png", width: be32(16), height: be32(20))
+        }
+        if b.count >= 4, b[0] == 0xFF, b[1] == 0xD8, b[2] == 0xFF {
+            // Walk the segments to the first start-of-frame for the dimensions.
+            var i = 2
+            while i + 9 < b.count, b[i] == 0xFF {
+                let marker = b[i + 1]
+                if (0xC0...0xCF).contains(marker) && ![0xC4, 0xC8, 0xCC].contains(marker) {
+                    return ImageInfo(contentType: "image/jpeg", width: be16(i + 7), height: be16(i + 5))
+                }
+                if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) { i += 2; continue }
+                i += 2 + be16(i + 2)
+            }
+            return ImageInfo(contentType: "image/jpeg", width: nil, height: nil)
+        }
+        if b.count >= 30, ascii(0, "RIFF"), ascii(8, "WEBP") {
+            if ascii(12, "VP8X") { return ImageInfo(contentType: "image/webp", width: le24(24) + 1, height: le24(27) + 1) }
+            if ascii(12, "VP8 "), b[23] == 0x9D, b[24] == 0x01, b[25] == 0x2A {
+                return ImageInfo(contentType: "image/webp", width: le16(26) & 0x3FFF, height: le16(28) & 0x3FFF)
+            }
+            if ascii(12, "VP8L"), b[20] == 0x2F {
+                let bits = Int(b[21]) | Int(b[22]) << 8 | Int(b[23]) << 16 | Int(b[24]) << 24
+                return ImageInfo(contentType: "image/webp", width: (bits & 0x3FFF) + 1, height: ((bits >> 14) & 0x3FFF) + 1)
+            }
+            return nil
+        }
+        if b.count >= 12, ascii(4, "ftyp"), ["heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "msf1"].contains(where: { ascii(8, $0) }) {
+            return ImageInfo(contentType: "image/heic", width: nil, height: nil)
+        }
+        return nil
+    }
+}
+
+
+/// A stored image's metadata.
+public struct MediaRecord: Sendable {
+    public let id: UUID
+    public let ownerId: UUID
+    public let contentType: String
+    public let size: Int
+    public let width: Int?
+    public let height: Int?
+    public let sha256: String
+    public let createdAt: Date
+
+    public init(_ row: Row) throws {
+        id = try row["id"]; ownerId = try row["owner_id"]; contentType = try row["content_type"]; size = try row["size"]
+        width = try row.decode("width"); height = try row.decode("height"); sha256 = try row["sha256"]; createdAt = try row["created_at"]
+    }
+
+    /// The columns `init` reads, for queries aliasing the media table as `m`.
+    public static let columns = "m.id, m.owner_id, m.content_type, m.size, m.width, m.height, m.sha256, m.created_at"
+}
+
+/// The JSON of a stored image.
+public struct MediaView: Encodable {
+    let id: String
+    let url: String
+    let contentType: String
+    let size: Int
+    let width: Int?
+    let height: Int?
+    let createdAt: String
+    let updatedAt: String
+
+    public init(_ m: MediaRecord) {
+        id = m.id.lowercased; url = "/v1/media/\(m.id.lowercased)"; contentType = m.contentType; size = m.size
+        width = m.width; height = m.height; createdAt = Timestamp.format(m.createdAt); updatedAt = createdAt
+    }
+}
+
+/// Images uploaded to a service, in its schema's `media` table: the type comes from the bytes (JPEG, PNG, HEIC,
+/// WebP; 415 otherwise), the place a photo was taken is removed before storing, and reads carry an ETag.
+/// Who may read an image is the service's own rule.
+public struct MediaStore: Sendable {
+    /// The service's schema.
+    public let schema: String
+    /// Uploads up to 10 MiB.
+    public static let limit = 10 << 20
+
+    public init(schema: String) { self.schema = schema }
+
+    /// The table, for a service's migrations.
+    public static let tableSQL = """
+        CREATE TABLE media (
+            id uuid PRIMARY KEY,
+            owner_id uuid NOT NULL,
+            content_type text NOT NULL,
+            bytes bytea NOT NULL,
+            size int NOT NULL,
+            width int,
+            height int,
+            sha256 text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX media_by_owner ON media (owner_id);
+        """
+
+    /// `POST /v1/media`: stores the raw body as an image owned by `owner` → 201 with its JSON.
+    public func upload(_ request: Request, owner: UUID, idempotency: Idempotency) throws -> Response {
+        guard !request.body.isEmpty else { throw HTTPError.validation("The body must be the image bytes.") }
+        guard let info = ImageInfo.sniff(request.body) else {
+            throw HTTPError.unsupportedMediaType("Upload a JPEG, PNG, HEIC or WebP image.")
+        }
+        let bytes = LocationScrubber.scrub(request.body, contentType: info.contentType)
+        return try idempotency.run(request, caller: owner.lowercased) { c in
+            let media = try MediaRecord(c.first("""
+                INSERT INTO \(schema).media AS m (id, owner_id, content_type, bytes, size, width, height, sha256)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING \(MediaRecord.columns)
+                """, [UUID.v7(), owner, info.contentType, ByteArray(bytes), bytes.count, info.width, info.height,
+                      hexString(sha256(bytes))])!)
+            return try .json(MediaView(media), status: 201)
+        }
+    }
+
+    /// The image's bytes as a response for a reader already allowed to see `media`, or 304 for a matching ETag.
+    public func serve(_ request: Request, _ media: MediaRecord, on c: Connection) throws -> Response {
+        let etag = "\"\(media.sha256)\""
+        let cache = [("ETag", etag), ("Cache-Control", "private, max-age=86400, immutable")]
+        if let match = request.header("if-none-match"),
+           match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag }) {
+            return Response(status: 304, headers: cache)
+        }
+        guard let bytes = try c.bytes("SELECT bytes FROM \(schema).media WHERE id = $1", [media.id]) else {
+            throw HTTPError.notFound()
+        }
+        return Response(status: 200, headers: [("Content-Type", media.contentType)] + cache, body: bytes)
+    }
+
+    /// Throws a 400 naming `field` unless every id names an image `owner` uploaded.
+    public func requireOwned(_ ids: [UUID], by owner: UUID, field: String, on c: Connection) throws {
+        guard !ids.isEmpty else { return }
+        let owned: Int = try c.first("SELECT count(*) AS n FROM \(schema).media WHERE id = ANY($1::uuid[]) AND owner_id = $2",
+                                     ["{" + ids.map(\.lowercased).joined(separator: ",") + "}", owner])!["n"]
+        guard owned == ids.count else { throw HTTPError.validation("\(field) must name images you uploaded.", field: field) }
+    }
+}
