@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .executable(name: "auth", targets: ["auth"]),
         .executable(name: "stories", targets: ["stories"]),
+        .executable(name: "dispatch", targets: ["dispatch"]),
     ],
     targets: [
         // MARK: - C libraries
@@ -41,6 +42,8 @@ let package = Package(
         .executableTarget(name: "auth", dependencies: ["ServiceKit", "Models"], path: "Services/auth",
                           swiftSettings: settings),
         .executableTarget(name: "stories", dependencies: ["ServiceKit", "Models"], path: "Services/stories",
+                          swiftSettings: settings),
+        .executableTarget(name: "dispatch", dependencies: ["ServiceKit", "Models", "Geo"], path: "Services/dispatch",
                           swiftSettings: settings),
 
         // MARK: - Tests

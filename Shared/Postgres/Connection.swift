@@ -110,15 +110,17 @@ extension UUID: PostgresEncodable, PostgresDecodable {
 extension Date: PostgresEncodable, PostgresDecodable {
     /// Sent as Unix seconds through `to_timestamp` semantics is awkward; ISO 8601 with microseconds is exact enough.
     public var postgresText: String {
-        let micros = (timeIntervalSince1970 * 1_000_000).rounded()
-        let seconds = Int((micros / 1_000_000).rounded(.down))
-        let fraction = Int(micros - Double(seconds) * 1_000_000)
+        // Whole microseconds in integers, so the fraction is always 0...999999 (also before 1970).
+        let micros = Int64((timeIntervalSince1970 * 1_000_000).rounded())
+        var seconds = micros / 1_000_000
+        var fraction = micros % 1_000_000
+        if fraction < 0 { fraction += 1_000_000; seconds -= 1 }
         var t = time_t(seconds)
         var parts = tm()
         gmtime_r(&t, &parts)
         return String(format: "%04d-%02d-%02d %02d:%02d:%02d.%06d+00",
                       Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), fraction)
+                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(fraction))
     }
     /// Reads `timestamptz` as the session sends it (the pool fixes `TimeZone=UTC` and ISO dates).
     public init?(postgresText: String) {

@@ -1,0 +1,249 @@
+import Foundation
+import Geo
+import HTTP
+import Models
+import Postgres
+import ServiceKit
+
+/// The dispatch service's handlers. Only a parcel's sender, recipient and courier (or the courier it is offered to)
+/// see it; anyone else gets 404. A participant doing another role's action gets 403, a transition the status
+/// machine does not have gets 409.
+struct DispatchHandlers: Sendable {
+    let pool: Pool
+    let outbox: Outbox
+    let idempotency: Idempotency
+    let matcher: Matcher
+    let storage = DispatchStorage()
+    let media = MediaStore(schema: "dispatch")
+    let tariff = Tariff()
+
+    // MARK: Couriers
+
+    func registerCourier(_ request: Request, _ caller: Caller) throws -> Response {
+        let body = try JSON.decodeBody(request, as: RegisterCourierBody.self)
+        guard ["foot", "bike", "scooter", "car"].contains(body.vehicle) else {
+            throw HTTPError.validation("vehicle must be foot, bike, scooter or car.", field: "vehicle")
+        }
+        guard (1...50).contains(body.capacity) else { throw HTTPError.validation("capacity must be 1 to 50.", field: "capacity") }
+        let courier = try pool.withTransaction { try storage.registerCourier($0, user: caller.userId, vehicle: body.vehicle, capacity: body.capacity) }
+        return try .json(CourierView(courier), status: 201)
+    }
+
+    func setStatus(_ request: Request, _ caller: Caller) throws -> Response {
+        let body = try JSON.decodeBody(request, as: CourierStatusBody.self)
+        guard let courier = try pool.withTransaction({ try storage.setOnline($0, user: caller.userId, online: body.online) }) else {
+            throw HTTPError.notFound("Register as a courier first.")
+        }
+        matcher.update(courier)
+        return try .json(CourierView(courier))
+    }
+
+    func location(_ request: Request, _ caller: Caller) throws -> Response {
+        let body = try JSON.decodeBody(request, as: LocationBody.self)
+        let point = try Self.point(body.lat, body.lon, field: "")
+        if let h = body.heading, !(h.isFinite && (0...360).contains(h)) { throw HTTPError.validation("heading must be 0 to 360.", field: "heading") }
+        if let s = body.speedMps, !(s.isFinite && (0...100).contains(s)) { throw HTTPError.validation("speedMps must be 0 to 100.", field: "speedMps") }
+        let now = Date()
+        var time = now
+        if let at = body.at {
+            guard let t = Timestamp.parse(at) else { throw HTTPError.validation("at must be an RFC 3339 time.", field: "at") }
+            guard t <= now.addingTimeInterval(30) else { throw HTTPError.validation("at is in the future.", field: "at") }
+            time = t
+        }
+        let applied: Bool = try pool.withTransaction { c in
+            guard let courier = try storage.recordFix(c, user: caller.userId, at: point, heading: body.heading, speed: body.speedMps, time: time) else {
+                guard try storage.courier(c, caller.userId) != nil else { throw HTTPError.notFound("Register as a courier first.") }
+                return false  // stale or out of order: ignored
+            }
+            matcher.update(courier)
+            // The first fix more than 50 m from the pickup after picking up puts the parcel in transit.
+            for id in try storage.pickedUp(c, courier: caller.userId) {
+                guard let parcel = try storage.parcel(c, id, lock: true),
+                      greatCircleMeters(parcel.pickup, point) > ParcelLifecycle.departureMeters else { continue }
+                _ = try apply(c, parcel, .depart, actor: .system, actorId: nil, place: point)
+            }
+            return true
+        }
+        return try .json(["applied": applied])
+    }
+
+    // MARK: Quotes and parcels
+
+    func quote(_ request: Request, _ caller: Caller) throws -> Response {
+        let body = try JSON.decodeBody(request, as: QuoteBody.self)
+        let pickup = try Self.point(body.pickup.lat, body.pickup.lon, field: "pickup")
+        let dropoff = try Self.point(body.dropoff.lat, body.dropoff.lon, field: "dropoff")
+        let service = try Self.service(body.service)
+        return try .json(tariff.quote(meters: greatCircleMeters(pickup, dropoff), service: service, insured: body.insured ?? false))
+    }
+
+    func createParcel(_ request: Request, _ caller: Caller) throws -> Response {
+        let body = try JSON.decodeBody(request, as: CreateParcelBody.self)
+        let pickup = try Self.point(body.pickup.lat, body.pickup.lon, field: "pickup")
+        let dropoff = try Self.point(body.dropoff.lat, body.dropoff.lon, field: "dropoff")
+        _ = try Validate.text(body.pickup.address, field: "pickup.address", max: 300)
+        _ = try Validate.text(body.dropoff.address, field: "dropoff.address", max: 300)
+        _ = try Validate.text(body.recipient.name, field: "recipient.name", max: 100)
+        if let phone = body.recipient.phone { _ = try Validate.text(phone, field: "recipient.phone", max: 32) }
+        if let d = body.description { _ = try Validate.text(d, field: "description", min: 0, max: 1000, multiline: true) }
+        let recipient = try body.recipient.userId.map { try Validate.uuid($0, field: "recipient.userId") }
+        let photo = try Validate.uuid(body.documentPhotoMediaId, field: "documentPhotoMediaId")
+        let service = try Self.service(body.service)
+        guard ["card", "cash", "wallet"].contains(body.paymentMethod) else {
+            throw HTTPError.validation("paymentMethod must be card, cash or wallet.", field: "paymentMethod")
+        }
+        let quote = tariff.quote(meters: greatCircleMeters(pickup, dropoff), service: service, insured: body.insured ?? false)
+        let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            try media.requireOwned([photo], by: caller.userId, field: "documentPhotoMediaId", on: c)
+            let parcel = try storage.insertParcel(c, id: UUID.v7(), sender: caller.userId, body: body, recipientUserId: recipient,
+                                                  photo: photo, quote: quote)
+            let at = try storage.addHistory(c, parcel: parcel.id, from: nil, to: .awaitingCourier, actor: .sender,
+                                            actorId: caller.userId, place: pickup)
+            try outbox.add(ParcelCreated(parcelId: parcel.id.lowercased, senderId: caller.userId.lowercased,
+                                         recipientUserId: recipient?.lowercased, service: service.rawValue,
+                                         pickup: Place(lat: pickup.lat, lon: pickup.lon), dropoff: Place(lat: dropoff.lat, lon: dropoff.lon),
+                                         amountMinor: quote.amountMinor, currency: quote.currency, createdAt: Timestamp.format(at)),
+                           subject: parcel.id.lowercased, on: c)
+            return try .json(ParcelView(parcel, history: try storage.history(c, parcel: parcel.id)), status: 201)
+        }
+        matcher.wake()
+        return response
+    }
+
+    func getParcel(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withConnection { c in
+            guard let parcel = try storage.parcel(c, id), parcel.involves(caller.userId) else { throw HTTPError.notFound() }
+            let position = try parcel.courierId.flatMap { try storage.courier(c, $0)?.position }
+            return try .json(ParcelView(parcel, history: try storage.history(c, parcel: id), courierPosition: position))
+        }
+    }
+
+    func listParcels(_ request: Request, _ caller: Caller) throws -> Response {
+        let page = try Page(request)
+        let role = request.query["role"] ?? "sender"
+        guard ["sender", "recipient", "courier"].contains(role) else {
+            throw HTTPError.validation("role must be sender, recipient or courier.", field: "role")
+        }
+        let status = request.query["status"]
+        if let status, ParcelStatus(rawValue: status) == nil { throw HTTPError.validation("status is not a parcel status.", field: "status") }
+        let after = try page.after.map { values -> UUID in
+            guard values.count == 1, let id = UUID(uuidString: values[0]) else { throw HTTPError.validation("cursor is not valid.", field: "cursor") }
+            return id
+        }
+        let parcels = try pool.withConnection { try storage.list($0, user: caller.userId, role: role, status: status, after: after, limit: page.limit + 1) }
+        return try .json(PageResponse(parcels, page, item: { ParcelView($0) }, cursor: { [$0.id.lowercased] }))
+    }
+
+    // MARK: Actions
+
+    func accept(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .accept) }
+    func decline(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .decline) }
+    func pickup(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .pickup) }
+    func cancel(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .cancel) }
+
+    func deliver(_ request: Request, _ caller: Caller) throws -> Response {
+        let photo = try Validate.uuid(JSON.decodeBody(request, as: PhotoBody.self).photoMediaId, field: "photoMediaId")
+        return try act(request, caller, .deliver) { c, p in
+            try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
+            p.deliveryPhotoMediaId = photo
+        }
+    }
+
+    func confirm(_ request: Request, _ caller: Caller) throws -> Response {
+        let photo = try Validate.uuid(JSON.decodeBody(request, as: PhotoBody.self).photoMediaId, field: "photoMediaId")
+        return try act(request, caller, .confirm) { c, p in
+            try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
+            p.receiptPhotoMediaId = photo
+        }
+    }
+
+    func fail(_ request: Request, _ caller: Caller) throws -> Response {
+        let reason = try Validate.text(JSON.decodeBody(request, as: FailBody.self).reason, field: "reason", max: 500)
+        return try act(request, caller, .fail) { _, p in p.failureReason = reason }
+    }
+
+    /// One participant's action: find, authorize, transition, record, emit.
+    private func act(_ request: Request, _ caller: Caller, _ action: ParcelAction,
+                     _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
+        let id = try Validate.pathID(request)
+        let response = try pool.withTransaction { c -> Response in
+            guard var parcel = try storage.parcel(c, id, lock: true), parcel.involves(caller.userId) else { throw HTTPError.notFound() }
+            let allowed: Bool
+            switch action.actor {
+            case .sender: allowed = parcel.senderId == caller.userId
+            case .recipient: allowed = parcel.recipientUserId == caller.userId
+            case .courier: allowed = [.accept, .decline].contains(action) ? parcel.offeredTo == caller.userId && parcel.status == .offered
+                                                                           : parcel.courierId == caller.userId
+            case .system: allowed = false
+            }
+            guard allowed else { throw HTTPError.forbidden("Only the \(action.actor.rawValue) may \(action.rawValue) this parcel.") }
+            try change?(c, &parcel)
+            let position = try storage.courier(c, caller.userId)?.position
+            let updated = try apply(c, parcel, action, actor: action.actor, actorId: caller.userId, place: position)
+            return try .json(ParcelView(updated, history: try storage.history(c, parcel: id)))
+        }
+        if action == .decline || action == .cancel { matcher.wake() }
+        return response
+    }
+
+    /// Applies `action` to a locked parcel: the status machine, the courier's load, history and the event.
+    func apply(_ c: Connection, _ parcel: ParcelRecord, _ action: ParcelAction, actor: ParcelActor, actorId: UUID?,
+               place: GeoPoint?) throws -> ParcelRecord {
+        guard let next = ParcelLifecycle.next(from: parcel.status, on: action) else {
+            throw HTTPError.conflict("A parcel that is \(parcel.status.rawValue) cannot be \(action.rawValue)ed.")
+        }
+        var p = parcel
+        let from = p.status
+        switch action {
+        case .accept:
+            guard let courier = p.offeredTo, try storage.changeLoad(c, courier: courier, by: 1) else {
+                throw HTTPError.conflict("You are carrying as many parcels as you can.")
+            }
+            p.courierId = courier
+            p.offeredTo = nil
+            p.offerExpiresAt = nil
+        case .decline, .expire:
+            if let courier = p.offeredTo { try storage.decline(c, parcel: p.id, courier: courier) }
+            p.offeredTo = nil
+            p.offerExpiresAt = nil
+        case .cancel:
+            if from == .assigned, let courier = p.courierId { _ = try storage.changeLoad(c, courier: courier, by: -1) }
+            p.offeredTo = nil
+            p.offerExpiresAt = nil
+        case .deliver, .fail:
+            if let courier = p.courierId { _ = try storage.changeLoad(c, courier: courier, by: -1) }
+        default: break
+        }
+        p.status = next
+        try storage.save(c, p)
+        let at = try storage.addHistory(c, parcel: p.id, from: from, to: next, actor: actor, actorId: actorId, place: place)
+        try outbox.add(ParcelStatusChanged(parcelId: p.id.lowercased, from: from.rawValue, to: next.rawValue, actor: actor.rawValue,
+                                           actorId: actorId?.lowercased, courierId: (p.courierId ?? parcel.offeredTo)?.lowercased,
+                                           place: place.map { Place(lat: $0.lat, lon: $0.lon) }, at: Timestamp.format(at)),
+                       subject: p.id.lowercased, on: c)
+        return p
+    }
+
+    // MARK: Media
+
+    func uploadMedia(_ request: Request, _ caller: Caller) throws -> Response {
+        try media.upload(request, owner: caller.userId, idempotency: idempotency)
+    }
+
+    // MARK: Checks
+
+    static func point(_ lat: Double, _ lon: Double, field: String) throws -> GeoPoint {
+        let p = GeoPoint(lat: lat, lon: lon)
+        guard p.isValid else {
+            throw HTTPError.validation("\(field.isEmpty ? "" : field + ": ")lat must be -90 to 90 and lon -180 to 180.",
+                                       field: field.isEmpty ? "lat" : field)
+        }
+        return p
+    }
+
+    static func service(_ text: String) throws -> ParcelService {
+        guard let s = ParcelService(rawValue: text) else { throw HTTPError.validation("service must be express or standard.", field: "service") }
+        return s
+    }
+}

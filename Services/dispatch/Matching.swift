@@ -1,0 +1,91 @@
+import Foundation
+import Geo
+import Models
+import Postgres
+import ServiceKit
+
+/// The live positions of online couriers, in memory: rebuilt from PostgreSQL at start and kept current from the
+/// fixes this instance receives and, every tick, from the rows other instances changed. PostgreSQL stays the
+/// source of truth for offers and assignments.
+///
+/// `@unchecked Sendable`: `since` and `woken` are guarded by `condition`; the index locks itself.
+final class Matcher: @unchecked Sendable {
+    let index = GeoIndex<UUID>()
+    private let condition = NSCondition()
+    private var woken = false
+    private var since = Date(timeIntervalSince1970: 0)
+
+    /// Puts an online courier with a position in the index, or takes it out.
+    func update(_ courier: CourierRecord) {
+        if courier.online, let position = courier.position { index.upsert(courier.userId, at: position) } else { index.remove(courier.userId) }
+    }
+
+    /// Couriers to offer a parcel at `pickup` to, nearest first, within `maxMeters`, minus `excluded`.
+    func candidates(near pickup: GeoPoint, excluding excluded: Set<UUID>, maxMeters: Double) -> [UUID] {
+        index.nearest(to: pickup, k: 10, maxMeters: maxMeters, where: { !excluded.contains($0) }).map(\.id)
+    }
+
+    /// Reads the couriers changed since the last refresh.
+    func refresh(_ pool: Pool) throws {
+        condition.lock(); let from = since; condition.unlock()
+        let changed = try pool.withConnection { try DispatchStorage().couriersChanged($0, since: from) }
+        for (courier, _) in changed { update(courier) }
+        if let last = changed.last?.1 { condition.lock(); since = last; condition.unlock() }
+    }
+
+    /// Asks the loop to run now (a parcel was created, declined or cancelled).
+    func wake() { condition.lock(); woken = true; condition.signal(); condition.unlock() }
+
+    /// Runs `tick` every `interval`, or sooner when woken.
+    func start(interval: TimeInterval, logger: Logger, tick: @escaping @Sendable () throws -> Void) {
+        let thread = Thread { [self] in
+            while true {
+                condition.lock()
+                if !woken { _ = condition.wait(until: Date().addingTimeInterval(interval)) }
+                woken = false
+                condition.unlock()
+                do { try tick() } catch { logger.warn("matching failed", ["error": .string("\(error)")]) }
+            }
+        }
+        thread.name = "matcher"
+        thread.start()
+    }
+}
+
+extension DispatchHandlers {
+    /// One round of the engine: expire unanswered offers, then offer waiting parcels (express first, oldest first).
+    func dispatchTick(offerTimeout: TimeInterval, maxMeters: Double) throws {
+        try matcher.refresh(pool)
+        try pool.withTransaction { c in
+            for id in try storage.expiredOffers(c, limit: 100) {
+                guard let p = try storage.parcel(c, id, lock: true, skipLocked: true), p.status == .offered,
+                      (p.offerExpiresAt ?? .distantFuture) < Date() else { continue }
+                _ = try apply(c, p, .expire, actor: .system, actorId: nil, place: nil)
+            }
+        }
+        for id in try pool.withConnection({ try storage.awaiting($0, limit: 100) }) {
+            try pool.withTransaction { c in _ = try offer(c, id, timeout: offerTimeout, maxMeters: maxMeters) }
+        }
+    }
+
+    /// Offers a waiting parcel to the nearest courier who is online, has room, has no other offer open and has not
+    /// declined it. Row locks and a unique index (one open offer per courier) keep two instances from colliding.
+    func offer(_ c: Connection, _ id: UUID, timeout: TimeInterval, maxMeters: Double) throws -> Bool {
+        guard var parcel = try storage.parcel(c, id, lock: true, skipLocked: true), parcel.status == .awaitingCourier else { return false }
+        let declined = try storage.declined(c, parcel: id)
+        for courier in matcher.candidates(near: parcel.pickup, excluding: declined, maxMeters: maxMeters) {
+            guard try storage.canBeOffered(c, courier: courier) else { continue }
+            parcel.offeredTo = courier
+            parcel.offerExpiresAt = Date().addingTimeInterval(timeout)
+            try c.execute("SAVEPOINT offer")
+            do {
+                _ = try apply(c, parcel, .offer, actor: .system, actorId: nil, place: nil)
+                try c.execute("RELEASE SAVEPOINT offer")
+                return true
+            } catch let error as PostgresError where error.kind == .uniqueViolation {
+                try c.execute("ROLLBACK TO SAVEPOINT offer")  // that courier got another offer meanwhile
+            }
+        }
+        return false
+    }
+}

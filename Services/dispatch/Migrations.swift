@@ -1,0 +1,71 @@
+import Postgres
+import ServiceKit
+
+/// The dispatch schema, in order. Never edit an applied migration: add a new one.
+let migrations: [Migration] = [
+    Platform.migration,
+    Migration(2, "media", MediaStore.tableSQL),
+    Migration(3, "couriers, parcels, their history and declined offers", """
+        CREATE TABLE couriers (
+            user_id uuid PRIMARY KEY,
+            vehicle text NOT NULL CHECK (vehicle IN ('foot', 'bike', 'scooter', 'car')),
+            capacity int NOT NULL CHECK (capacity BETWEEN 1 AND 50),
+            active int NOT NULL DEFAULT 0,
+            online boolean NOT NULL DEFAULT false,
+            lat float8, lon float8, heading float8, speed_mps float8, fix_at timestamptz,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            CHECK (active >= 0 AND active <= capacity)
+        );
+        CREATE INDEX couriers_by_update ON couriers (updated_at);
+        CREATE TABLE parcels (
+            id uuid PRIMARY KEY,
+            sender_id uuid NOT NULL,
+            recipient_user_id uuid,
+            recipient_name text NOT NULL,
+            recipient_phone text,
+            pickup_lat float8 NOT NULL, pickup_lon float8 NOT NULL, pickup_address text NOT NULL,
+            dropoff_lat float8 NOT NULL, dropoff_lon float8 NOT NULL, dropoff_address text NOT NULL,
+            service text NOT NULL CHECK (service IN ('express', 'standard')),
+            payment_method text NOT NULL CHECK (payment_method IN ('card', 'cash', 'wallet')),
+            insured boolean NOT NULL,
+            description text,
+            document_photo_media_id uuid NOT NULL,
+            delivery_photo_media_id uuid,
+            receipt_photo_media_id uuid,
+            failure_reason text,
+            amount_minor int NOT NULL,
+            currency text NOT NULL,
+            eta_seconds int NOT NULL,
+            distance_m int NOT NULL,
+            status text NOT NULL,
+            courier_id uuid,
+            offered_to uuid,
+            offer_expires_at timestamptz,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX parcels_awaiting ON parcels (created_at) WHERE status = 'awaiting_courier';
+        CREATE INDEX parcels_offers ON parcels (offer_expires_at) WHERE status = 'offered';
+        CREATE UNIQUE INDEX parcels_one_offer_per_courier ON parcels (offered_to) WHERE status = 'offered';
+        CREATE INDEX parcels_by_sender ON parcels (sender_id, id DESC);
+        CREATE INDEX parcels_by_recipient ON parcels (recipient_user_id, id DESC);
+        CREATE INDEX parcels_by_courier ON parcels (courier_id, id DESC);
+        CREATE TABLE parcel_history (
+            id bigserial PRIMARY KEY,
+            parcel_id uuid NOT NULL REFERENCES parcels (id) ON DELETE CASCADE,
+            at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            from_status text,
+            to_status text NOT NULL,
+            actor text NOT NULL,
+            actor_id uuid,
+            lat float8, lon float8
+        );
+        CREATE INDEX parcel_history_by_parcel ON parcel_history (parcel_id, id);
+        CREATE TABLE parcel_declines (
+            parcel_id uuid NOT NULL REFERENCES parcels (id) ON DELETE CASCADE,
+            courier_id uuid NOT NULL,
+            PRIMARY KEY (parcel_id, courier_id)
+        );
+        """),
+]

@@ -1,0 +1,37 @@
+import HTTP
+import ServiceKit
+
+/// The dispatch API: the table of routes, nothing else. Every route needs a bearer token.
+func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator) -> Router {
+    var r = Router()
+    func authed(_ handler: @escaping @Sendable (Request, Caller) throws -> Response) -> Handler {
+        { request in try handler(request, try auth.authenticate(request)) }
+    }
+    r.add("POST", "/v1/couriers/me", summary: "Register (or update) the caller as a courier", request: Schemas.registerCourier,
+          response: (201, Schemas.courier), authed(h.registerCourier))
+    r.add("PUT", "/v1/couriers/me/status", summary: "Go online or offline", request: Schemas.courierStatus,
+          response: (200, Schemas.courier), authed(h.setStatus))
+    r.add("PUT", "/v1/couriers/me/location", summary: "A location fix; stale or out-of-order fixes are ignored",
+          request: Schemas.location, response: (200, Schemas.applied), authed(h.location))
+    r.add("POST", "/v1/quotes", summary: "Price and ETA for a delivery", request: Schemas.quoteRequest,
+          response: (200, Schemas.quote), authed(h.quote))
+    r.add("POST", "/v1/parcels", summary: "Send a parcel; the nearest available courier is offered it", request: Schemas.createParcel,
+          response: (201, Schemas.parcel), authed(h.createParcel))
+    r.add("GET", "/v1/parcels", summary: "My parcels as sender, recipient or courier (?role=&status=)",
+          response: (200, Schemas.parcelPage), authed(h.listParcels))
+    r.add("GET", "/v1/parcels/{id}", summary: "A parcel with its history and the courier's position",
+          response: (200, Schemas.parcel), authed(h.getParcel))
+    r.add("POST", "/v1/parcels/{id}/accept", summary: "The offered courier takes the parcel", response: (200, Schemas.parcel), authed(h.accept))
+    r.add("POST", "/v1/parcels/{id}/decline", summary: "The offered courier refuses it", response: (200, Schemas.parcel), authed(h.decline))
+    r.add("POST", "/v1/parcels/{id}/pickup", summary: "The courier has it", response: (200, Schemas.parcel), authed(h.pickup))
+    r.add("POST", "/v1/parcels/{id}/deliver", summary: "The courier handed it over, with a photo", request: Schemas.photo,
+          response: (200, Schemas.parcel), authed(h.deliver))
+    r.add("POST", "/v1/parcels/{id}/fail", summary: "The courier could not deliver it", request: Schemas.fail,
+          response: (200, Schemas.parcel), authed(h.fail))
+    r.add("POST", "/v1/parcels/{id}/confirm", summary: "The recipient confirms receipt, with a photo", request: Schemas.photo,
+          response: (200, Schemas.parcel), authed(h.confirm))
+    r.add("POST", "/v1/parcels/{id}/cancel", summary: "The sender cancels before pickup", response: (200, Schemas.parcel), authed(h.cancel))
+    r.add("POST", "/v1/media", summary: "Upload a photo (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)", bodyLimit: MediaStore.limit,
+          response: (201, Schemas.media), authed(h.uploadMedia))
+    return r
+}

@@ -1,0 +1,216 @@
+import Foundation
+import Geo
+import Models
+import Postgres
+
+/// A parcel row.
+struct ParcelRecord {
+    let id: UUID
+    let senderId: UUID
+    let recipientUserId: UUID?
+    let recipientName: String
+    let recipientPhone: String?
+    let pickup: GeoPoint
+    let pickupAddress: String
+    let dropoff: GeoPoint
+    let dropoffAddress: String
+    let service: ParcelService
+    let paymentMethod: String
+    let insured: Bool
+    let description: String?
+    let documentPhotoMediaId: UUID
+    var deliveryPhotoMediaId: UUID?
+    var receiptPhotoMediaId: UUID?
+    var failureReason: String?
+    let quote: Quote
+    var status: ParcelStatus
+    var courierId: UUID?
+    var offeredTo: UUID?
+    var offerExpiresAt: Date?
+    let createdAt: Date
+    var updatedAt: Date
+
+    init(_ r: Row) throws {
+        id = try r["id"]; senderId = try r["sender_id"]; recipientUserId = try r.decode("recipient_user_id")
+        recipientName = try r["recipient_name"]; recipientPhone = try r.decode("recipient_phone")
+        pickup = GeoPoint(lat: try r["pickup_lat"], lon: try r["pickup_lon"]); pickupAddress = try r["pickup_address"]
+        dropoff = GeoPoint(lat: try r["dropoff_lat"], lon: try r["dropoff_lon"]); dropoffAddress = try r["dropoff_address"]
+        service = ParcelService(rawValue: try r["service"]) ?? .standard; paymentMethod = try r["payment_method"]
+        insured = try r["insured"]; description = try r.decode("description"); documentPhotoMediaId = try r["document_photo_media_id"]
+        deliveryPhotoMediaId = try r.decode("delivery_photo_media_id"); receiptPhotoMediaId = try r.decode("receipt_photo_media_id")
+        failureReason = try r.decode("failure_reason")
+        quote = Quote(currency: try r["currency"], amountMinor: try r["amount_minor"], etaSeconds: try r["eta_seconds"],
+                      distanceMeters: try r["distance_m"])
+        status = ParcelStatus(rawValue: try r["status"]) ?? .failed
+        courierId = try r.decode("courier_id"); offeredTo = try r.decode("offered_to"); offerExpiresAt = try r.decode("offer_expires_at")
+        createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
+    }
+
+    /// Whether `user` takes part in the parcel (and so may see it).
+    func involves(_ user: UUID) -> Bool {
+        user == senderId || user == recipientUserId || user == courierId || (status == .offered && user == offeredTo)
+    }
+}
+
+struct HistoryEntry {
+    let at: Date
+    let from: String?
+    let to: String
+    let actor: String
+    let actorId: UUID?
+    let place: GeoPoint?
+
+    init(_ r: Row) throws {
+        at = try r["at"]; from = try r.decode("from_status"); to = try r["to_status"]; actor = try r["actor"]
+        actorId = try r.decode("actor_id")
+        let lat: Double? = try r.decode("lat"), lon: Double? = try r.decode("lon")
+        place = lat.flatMap { la in lon.map { GeoPoint(lat: la, lon: $0) } }
+    }
+}
+
+struct CourierRecord {
+    let userId: UUID
+    let vehicle: String
+    let capacity: Int
+    let active: Int
+    let online: Bool
+    let position: GeoPoint?
+    let fixAt: Date?
+
+    init(_ r: Row) throws {
+        userId = try r["user_id"]; vehicle = try r["vehicle"]; capacity = try r["capacity"]; active = try r["active"]
+        online = try r["online"]; fixAt = try r.decode("fix_at")
+        let lat: Double? = try r.decode("lat"), lon: Double? = try r.decode("lon")
+        position = lat.flatMap { la in lon.map { GeoPoint(lat: la, lon: $0) } }
+    }
+}
+
+/// The dispatch schema's SQL.
+struct DispatchStorage {
+    // MARK: Couriers
+
+    func registerCourier(_ c: Connection, user: UUID, vehicle: String, capacity: Int) throws -> CourierRecord {
+        try CourierRecord(c.first("""
+            INSERT INTO dispatch.couriers (user_id, vehicle, capacity) VALUES ($1, $2, $3)
+            ON CONFLICT (user_id) DO UPDATE SET vehicle = EXCLUDED.vehicle, capacity = GREATEST(EXCLUDED.capacity, dispatch.couriers.active),
+                updated_at = clock_timestamp()
+            RETURNING *
+            """, [user, vehicle, capacity])!)
+    }
+
+    func courier(_ c: Connection, _ user: UUID) throws -> CourierRecord? {
+        try c.first("SELECT * FROM dispatch.couriers WHERE user_id = $1", [user]).map(CourierRecord.init)
+    }
+
+    func setOnline(_ c: Connection, user: UUID, online: Bool) throws -> CourierRecord? {
+        try c.first("UPDATE dispatch.couriers SET online = $2, updated_at = clock_timestamp() WHERE user_id = $1 RETURNING *",
+                    [user, online]).map(CourierRecord.init)
+    }
+
+    /// Records a fix unless an equal or newer one is known; nil when it was ignored (or there is no such courier).
+    func recordFix(_ c: Connection, user: UUID, at point: GeoPoint, heading: Double?, speed: Double?, time: Date) throws -> CourierRecord? {
+        try c.first("""
+            UPDATE dispatch.couriers SET lat = $2, lon = $3, heading = $4, speed_mps = $5, fix_at = $6, updated_at = clock_timestamp()
+            WHERE user_id = $1 AND (fix_at IS NULL OR fix_at < $6) RETURNING *
+            """, [user, point.lat, point.lon, heading, speed, time]).map(CourierRecord.init)
+    }
+
+    /// Couriers changed since `since` (online or not), for the in-memory index.
+    func couriersChanged(_ c: Connection, since: Date) throws -> [(CourierRecord, Date)] {
+        try c.rows("SELECT *, updated_at AS changed FROM dispatch.couriers WHERE updated_at > $1 ORDER BY updated_at", [since])
+            .map { (try CourierRecord($0), try $0["changed"]) }
+    }
+
+    /// Whether the courier can take an offer now: online, with spare capacity. Locks the courier's row, so an
+    /// accept committing meanwhile is seen (the check is re-evaluated on the row it waited for).
+    func canBeOffered(_ c: Connection, courier: UUID) throws -> Bool {
+        try c.first("SELECT 1 AS ok FROM dispatch.couriers WHERE user_id = $1 AND online AND active < capacity FOR UPDATE",
+                    [courier]) != nil
+    }
+
+    func changeLoad(_ c: Connection, courier: UUID, by delta: Int) throws -> Bool {
+        try c.execute("""
+            UPDATE dispatch.couriers SET active = active + $2 WHERE user_id = $1 AND active + $2 >= 0 AND active + $2 <= capacity
+            """, [courier, delta]) == 1
+    }
+
+    // MARK: Parcels
+
+    func insertParcel(_ c: Connection, id: UUID, sender: UUID, body: CreateParcelBody, recipientUserId: UUID?,
+                      photo: UUID, quote: Quote) throws -> ParcelRecord {
+        try ParcelRecord(c.first("""
+            INSERT INTO dispatch.parcels (id, sender_id, recipient_user_id, recipient_name, recipient_phone,
+                pickup_lat, pickup_lon, pickup_address, dropoff_lat, dropoff_lon, dropoff_address, service, payment_method,
+                insured, description, document_photo_media_id, amount_minor, currency, eta_seconds, distance_m, status)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, 'awaiting_courier')
+            RETURNING *
+            """, [id, sender, recipientUserId, body.recipient.name, body.recipient.phone, body.pickup.lat, body.pickup.lon,
+                  body.pickup.address, body.dropoff.lat, body.dropoff.lon, body.dropoff.address, body.service, body.paymentMethod,
+                  body.insured ?? false, body.description, photo, quote.amountMinor, quote.currency, quote.etaSeconds,
+                  quote.distanceMeters])!)
+    }
+
+    func parcel(_ c: Connection, _ id: UUID, lock: Bool = false, skipLocked: Bool = false) throws -> ParcelRecord? {
+        let suffix = lock ? (skipLocked ? " FOR UPDATE SKIP LOCKED" : " FOR UPDATE") : ""
+        return try c.first("SELECT * FROM dispatch.parcels WHERE id = $1\(suffix)", [id]).map(ParcelRecord.init)
+    }
+
+    func save(_ c: Connection, _ p: ParcelRecord) throws {
+        try c.execute("""
+            UPDATE dispatch.parcels SET status = $2, courier_id = $3, offered_to = $4, offer_expires_at = $5,
+                delivery_photo_media_id = $6, receipt_photo_media_id = $7, failure_reason = $8, updated_at = now()
+            WHERE id = $1
+            """, [p.id, p.status.rawValue, p.courierId, p.offeredTo, p.offerExpiresAt, p.deliveryPhotoMediaId,
+                  p.receiptPhotoMediaId, p.failureReason])
+    }
+
+    func addHistory(_ c: Connection, parcel: UUID, from: ParcelStatus?, to: ParcelStatus, actor: ParcelActor, actorId: UUID?,
+                    place: GeoPoint?) throws -> Date {
+        try c.first("""
+            INSERT INTO dispatch.parcel_history (parcel_id, from_status, to_status, actor, actor_id, lat, lon)
+            VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING at
+            """, [parcel, from?.rawValue, to.rawValue, actor.rawValue, actorId, place?.lat, place?.lon])!["at"]
+    }
+
+    func history(_ c: Connection, parcel: UUID) throws -> [HistoryEntry] {
+        try c.rows("SELECT * FROM dispatch.parcel_history WHERE parcel_id = $1 ORDER BY id", [parcel]).map(HistoryEntry.init)
+    }
+
+    func decline(_ c: Connection, parcel: UUID, courier: UUID) throws {
+        try c.execute("INSERT INTO dispatch.parcel_declines (parcel_id, courier_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                      [parcel, courier])
+    }
+
+    func declined(_ c: Connection, parcel: UUID) throws -> Set<UUID> {
+        Set(try c.rows("SELECT courier_id FROM dispatch.parcel_declines WHERE parcel_id = $1", [parcel]).map { try $0["courier_id"] })
+    }
+
+    /// Parcels waiting for a courier: express first, oldest first within a class.
+    func awaiting(_ c: Connection, limit: Int) throws -> [UUID] {
+        try c.rows("""
+            SELECT id FROM dispatch.parcels WHERE status = 'awaiting_courier'
+            ORDER BY (service = 'express') DESC, created_at LIMIT $1
+            """, [limit]).map { try $0["id"] }
+    }
+
+    func expiredOffers(_ c: Connection, limit: Int) throws -> [UUID] {
+        try c.rows("""
+            SELECT id FROM dispatch.parcels WHERE status = 'offered' AND offer_expires_at < now()
+            ORDER BY offer_expires_at LIMIT $1
+            """, [limit]).map { try $0["id"] }
+    }
+
+    /// Parcels the courier has picked up and not yet moved off with.
+    func pickedUp(_ c: Connection, courier: UUID) throws -> [UUID] {
+        try c.rows("SELECT id FROM dispatch.parcels WHERE courier_id = $1 AND status = 'picked_up'", [courier]).map { try $0["id"] }
+    }
+
+    func list(_ c: Connection, user: UUID, role: String, status: String?, after: UUID?, limit: Int) throws -> [ParcelRecord] {
+        let column = role == "sender" ? "sender_id" : role == "recipient" ? "recipient_user_id" : "courier_id"
+        let offered = role == "courier" ? " OR (offered_to = $1 AND status = 'offered')" : ""
+        return try c.rows("""
+            SELECT * FROM dispatch.parcels WHERE (\(column) = $1\(offered)) AND ($2::text IS NULL OR status = $2)
+              AND ($3::uuid IS NULL OR id < $3::uuid) ORDER BY id DESC LIMIT $4
+            """, [user, status, after, limit]).map(ParcelRecord.init)
+    }
+}

@@ -1,0 +1,22 @@
+import Foundation
+import Models
+import ServiceKit
+
+// dispatch: couriers, parcels and the matching engine (port 8084, schema `dispatch`).
+let app = ServiceApp(service: "dispatch", defaultPort: 8084, migrations: migrations,
+                     topics: [ParcelCreated.type, ParcelStatusChanged.type])
+let offerTimeout: Int, maxMeters: Int, tickMs: Int
+do {
+    offerTimeout = try app.config.environment.int("OFFER_TIMEOUT_SECONDS", default: 30, range: 1...3600)
+    maxMeters = try app.config.environment.int("MATCH_MAX_METERS", default: 10_000, range: 100...1_000_000)
+    tickMs = try app.config.environment.int("DISPATCH_TICK_MS", default: 500, range: 50...60_000)
+} catch {
+    app.logger.error("\(error)")
+    exit(78)
+}
+let matcher = Matcher()
+let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency, matcher: matcher)
+matcher.start(interval: Double(tickMs) / 1000, logger: app.logger) {
+    try handlers.dispatchTick(offerTimeout: Double(offerTimeout), maxMeters: Double(maxMeters))
+}
+app.run(routes: makeRoutes(handlers, app.makeTokenVerifier()))

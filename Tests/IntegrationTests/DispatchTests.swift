@@ -1,0 +1,217 @@
+import Foundation
+import Models
+import XCTest
+
+/// Dispatch as Mesajem uses it: couriers online, parcels offered to the nearest, the status machine over HTTP.
+class DispatchTestCase: XCTestCase {
+    var database: TestDatabase!
+    var auth: ServiceProcess!
+    var dispatch: ServiceProcess!
+    var accounts: APIClient!
+    var api: APIClient!
+
+    override func setUpWithError() throws {
+        database = try TestDatabase()
+        auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
+        dispatch = try ServiceProcess.startReady("dispatch", environment: [
+            "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks",
+            "OFFER_TIMEOUT_SECONDS": "2", "DISPATCH_TICK_MS": "100"])
+        accounts = APIClient(port: auth.port)
+        api = APIClient(port: dispatch.port)
+    }
+
+    override func tearDown() {
+        if let run = testRun, run.failureCount > 0 {
+            for p in [auth, dispatch].compactMap({ $0 }) { print("--- \(p.name) log ---\n\(p.log.suffix(3000))") }
+        }
+        dispatch?.stop()
+        auth?.stop()
+        database?.drop()
+    }
+
+    struct Person { let id: String; let token: String }
+
+    func person() throws -> Person {
+        let r = try accounts.signup()
+        XCTAssertEqual(r.status, 201)
+        return Person(id: r.userId, token: r.accessToken)
+    }
+
+    /// A courier online at (lat, lon).
+    func courier(lat: Double, lon: Double, capacity: Int = 2) throws -> Person {
+        let p = try person()
+        XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": capacity], token: p.token).status, 201)
+        XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/status", json: ["online": true], token: p.token).status, 200)
+        XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": lat, "lon": lon], token: p.token)["applied"] as? Bool, true)
+        return p
+    }
+
+    func photo(_ who: Person) throws -> String {
+        let r = try api.send("POST", "/v1/media", raw: Images.jpeg, token: who.token, headers: ["Content-Type": "image/jpeg"])
+        XCTAssertEqual(r.status, 201)
+        return r["id"] as? String ?? ""
+    }
+
+    func send(_ sender: Person, to recipient: Person?, from: (Double, Double) = (44.4268, 26.1025),
+              service: String = "standard") throws -> APIResponse {
+        var recipientBody: [String: Any] = ["name": "Rita Recipient", "phone": "+40 700 000 000"]
+        if let recipient { recipientBody["userId"] = recipient.id }
+        return try api.post("/v1/parcels", [
+            "pickup": ["lat": from.0, "lon": from.1, "address": "Piața Universității 1"],
+            "dropoff": ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"],
+            "recipient": recipientBody, "service": service, "paymentMethod": "card",
+            "documentPhotoMediaId": try photo(sender)], token: sender.token)
+    }
+
+    /// Waits until the parcel, seen by `who`, has `status`; returns it.
+    @discardableResult
+    func wait(_ parcel: String, as who: Person, for status: String, timeout: TimeInterval = 20) -> [String: Any]? {
+        var last: [String: Any]?
+        let ok = TestEnvironment.waitUntil(timeout: timeout) {
+            last = (try? self.api.get("/v1/parcels/\(parcel)", token: who.token))?.json
+            return last?["status"] as? String == status
+        }
+        return ok ? last : nil
+    }
+}
+
+final class DispatchFlowTests: DispatchTestCase {
+    func testAParcelTravelsFromBookingToConfirmedReceipt() throws {
+        let sender = try person(), recipient = try person()
+        let near = try courier(lat: 44.4270, lon: 26.1030), far = try courier(lat: 44.4700, lon: 26.1500)
+        let probe = try EventProbe(topics: ["parcel.created", "parcel.status"])
+        let created = try send(sender, to: recipient)
+        XCTAssertEqual(created.status, 201, String(decoding: created.body, as: UTF8.self))
+        let id = created["id"] as! String
+        XCTAssertGreaterThan((created["quote"] as? [String: Any])?["amountMinor"] as? Int ?? 0, 300)
+
+        let offered = wait(id, as: near, for: "offered")
+        XCTAssertEqual(offered?["offeredTo"] as? String, near.id, "the nearest courier is offered it")
+        assertClientError(try api.get("/v1/parcels/\(id)", token: far.id == near.id ? sender.token : far.token), 404, "others see nothing")
+        assertClientError(try api.post("/v1/parcels/\(id)/accept", token: sender.token), 403, code: "forbidden")
+        XCTAssertEqual(try api.post("/v1/parcels/\(id)/accept", token: near.token)["status"] as? String, "assigned")
+        assertClientError(try api.post("/v1/parcels/\(id)/deliver", ["photoMediaId": try photo(near)], token: near.token), 409,
+                          code: "conflict", "not picked up yet")
+        XCTAssertEqual(try api.post("/v1/parcels/\(id)/pickup", token: near.token)["status"] as? String, "picked_up")
+        assertClientError(try api.post("/v1/parcels/\(id)/cancel", token: sender.token), 409, "too late to cancel")
+
+        _ = try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.42682, "lon": 26.10252], token: near.token)
+        XCTAssertEqual(try api.get("/v1/parcels/\(id)", token: sender.token)["status"] as? String, "picked_up", "within 50 m")
+        _ = try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4300, "lon": 26.1000], token: near.token)
+        let moving = try api.get("/v1/parcels/\(id)", token: recipient.token)
+        XCTAssertEqual(moving["status"] as? String, "in_transit", "the first fix beyond 50 m")
+        XCTAssertEqual((moving["courierPosition"] as? [String: Any])?["lat"] as? Double, 44.43)
+
+        assertClientError(try api.post("/v1/parcels/\(id)/deliver", ["photoMediaId": try photo(sender)], token: near.token), 400,
+                          "the photo must be the courier's own")
+        XCTAssertEqual(try api.post("/v1/parcels/\(id)/deliver", ["photoMediaId": try photo(near)], token: near.token)["status"] as? String,
+                       "delivered")
+        assertClientError(try api.post("/v1/parcels/\(id)/confirm", ["photoMediaId": try photo(sender)], token: sender.token), 403)
+        let received = try api.post("/v1/parcels/\(id)/confirm", ["photoMediaId": try photo(recipient)], token: recipient.token)
+        XCTAssertEqual(received["status"] as? String, "received")
+        let history = (received["history"] as? [[String: Any]] ?? []).compactMap { $0["to"] as? String }
+        XCTAssertEqual(history, ["awaiting_courier", "offered", "assigned", "picked_up", "in_transit", "delivered", "received"])
+
+        let transitions = probe.events(timeout: 20) { $0["type"] as? String == "parcel.status" && $0["subject"] as? String == id }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            probe.drain(0.1)
+            return probe.seen.filter { $0["type"] as? String == "parcel.status" && $0["subject"] as? String == id }.count == 6
+        })
+        let ordered = probe.seen.filter { $0["type"] as? String == "parcel.status" && $0["subject"] as? String == id }
+        XCTAssertEqual(ordered.compactMap { $0.data("to") as? String }, Array(history.dropFirst()), "in order, on one key")
+        for event in ordered + transitions.prefix(1) {
+            XCTAssertEqual(try SchemaValidator.event("parcel.status").validate(event.envelope), [])
+        }
+        let createdEvent = probe.first(where: "parcel.created", subject: id)
+        XCTAssertEqual(try SchemaValidator.event("parcel.created").validate(createdEvent?.envelope ?? [:]), [])
+        // The courier's load went back down: they can take the next one.
+        XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": 2], token: near.token)["activeParcels"] as? Int, 0)
+    }
+
+    func testADeclinedOrUnansweredOfferGoesToTheNextNearestCourier() throws {
+        let sender = try person()
+        let first = try courier(lat: 44.4269, lon: 26.1026), second = try courier(lat: 44.4290, lon: 26.1060),
+            third = try courier(lat: 44.4400, lon: 26.1200)
+        let id = try send(sender, to: nil)["id"] as! String
+        XCTAssertEqual(wait(id, as: first, for: "offered")?["offeredTo"] as? String, first.id)
+        XCTAssertEqual(try api.post("/v1/parcels/\(id)/decline", token: first.token)["status"] as? String, "awaiting_courier")
+        XCTAssertEqual(wait(id, as: second, for: "offered")?["offeredTo"] as? String, second.id)
+        // Nobody answers for two seconds: the offer expires and moves on.
+        XCTAssertEqual(wait(id, as: third, for: "offered", timeout: 30)?["offeredTo"] as? String, third.id)
+        assertClientError(try api.get("/v1/parcels/\(id)", token: first.token), 404, "a courier who declined is out of it")
+        let history = (try api.get("/v1/parcels/\(id)", token: sender.token)["history"] as? [[String: Any]] ?? [])
+        XCTAssertEqual(history.compactMap { $0["actor"] as? String }.suffix(5), ["system", "courier", "system", "system", "system"])
+    }
+
+    func testACourierIsNeverOfferedMoreThanTheyCanCarry() throws {
+        let sender = try person()
+        let only = try courier(lat: 44.4269, lon: 26.1026, capacity: 1)
+        let a = try send(sender, to: nil)["id"] as! String
+        let b = try send(sender, to: nil)["id"] as! String
+        let firstOffered = TestEnvironment.waitUntil(timeout: 20) {
+            [a, b].contains { (try? self.api.get("/v1/parcels/\($0)", token: only.token))?["status"] as? String == "offered" }
+        }
+        XCTAssertTrue(firstOffered)
+        let mine = [a, b].first { (try? api.get("/v1/parcels/\($0)", token: only.token))?["status"] as? String == "offered" }!
+        let other = mine == a ? b : a
+        XCTAssertEqual(try api.post("/v1/parcels/\(mine)/accept", token: only.token).status, 200)
+        // The other parcel waits: the courier is full.
+        XCTAssertFalse(TestEnvironment.waitUntil(timeout: 2) { (try? self.api.get("/v1/parcels/\(other)", token: only.token))?.status == 200 })
+        XCTAssertEqual(try api.get("/v1/parcels/\(other)", token: sender.token)["status"] as? String, "awaiting_courier")
+        XCTAssertEqual(try api.post("/v1/parcels/\(other)/cancel", token: sender.token)["status"] as? String, "cancelled")
+        assertClientError(try api.post("/v1/parcels/\(other)/cancel", token: sender.token), 409)
+    }
+
+    func testQuotesAndBadInput() throws {
+        let someone = try person()
+        let quote = try api.post("/v1/quotes", ["pickup": ["lat": 44.4268, "lon": 26.1025], "dropoff": ["lat": 44.45, "lon": 26.09],
+                                                "service": "express", "insured": true], token: someone.token)
+        XCTAssertEqual(quote.status, 200)
+        XCTAssertEqual(quote["currency"] as? String, "EUR")
+        XCTAssertGreaterThan(quote["etaSeconds"] as? Int ?? 0, 600)
+        for bad: [String: Any] in [["lat": 91, "lon": 0], ["lat": 0, "lon": 180.5], ["lat": "NaN", "lon": 0], ["lat": 1e400, "lon": 0],
+                                   ["lat": 0], ["lat": 0, "lon": 0, "heading": 400], ["lat": 0, "lon": 0, "at": "2999-01-01T00:00:00Z"]] {
+            let r = (try? api.send("PUT", "/v1/couriers/me/location", json: bad, token: someone.token))
+            if let r { assertClientError(r, 400, String(describing: bad)) }
+        }
+        assertClientError(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 1, "lon": 1], token: someone.token), 404,
+                          "not a courier yet")
+        let c = try courier(lat: 44.4, lon: 26.1)
+        // A flood of fixes, some out of order: the newest wins, the stale ones are ignored.
+        let now = Date()
+        for i in 0..<100 {
+            let at = Timestamp.format(now.addingTimeInterval(Double(i) / 10))
+            XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4 + Double(i) / 10_000, "lon": 26.1, "at": at],
+                                        token: c.token).status, 200)
+        }
+        let stale = try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 10, "lon": 10, "at": Timestamp.format(now.addingTimeInterval(-500))],
+                                 token: c.token)
+        XCTAssertEqual(stale["applied"] as? Bool, false)
+        let me = try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": 2], token: c.token)
+        XCTAssertEqual((me["position"] as? [String: Any])?["lat"] as? Double ?? 0, 44.4099, accuracy: 1e-9)
+        for body: [String: Any] in [["vehicle": "rocket", "capacity": 1], ["vehicle": "bike", "capacity": 0], ["vehicle": "bike"]] {
+            assertClientError(try api.post("/v1/couriers/me", body, token: c.token), 400)
+        }
+        let sender = try person()
+        var parcel: [String: Any] = ["pickup": ["lat": 44.4, "lon": 26.1, "address": "A"], "dropoff": ["lat": 44.5, "lon": 26.1, "address": "B"],
+                                     "recipient": ["name": "R"], "service": "standard", "paymentMethod": "card",
+                                     "documentPhotoMediaId": UUID().uuidString.lowercased()]
+        assertClientError(try api.post("/v1/parcels", parcel, token: sender.token), 400, "the photo must be the sender's")
+        parcel["documentPhotoMediaId"] = try photo(sender)
+        for (key, value) in [("service", "teleport" as Any), ("paymentMethod", "barter"), ("pickup", ["lat": 99, "lon": 0, "address": "x"]),
+                             ("recipient", ["name": ""]), ("extra", true)] {
+            var bad = parcel; bad[key] = value
+            assertClientError(try api.post("/v1/parcels", bad, token: sender.token), 400, key)
+        }
+        XCTAssertEqual(try count("parcels"), 0, "nothing half-written")
+        assertClientError(try api.get("/v1/parcels/\(UUID().uuidString.lowercased())", token: sender.token), 404)
+        assertClientError(try api.get("/v1/parcels?role=boss", token: sender.token), 400)
+        assertClientError(try api.get("/v1/parcels", token: nil), 401)
+    }
+
+    func count(_ table: String) throws -> Int {
+        try database.connect().first("SELECT count(*) AS n FROM dispatch.\(table)")!["n"]
+    }
+}
+
+
