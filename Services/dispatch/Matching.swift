@@ -15,9 +15,13 @@ final class Matcher: @unchecked Sendable {
     private var woken = false
     private var since = Date(timeIntervalSince1970: 0)
 
-    /// Puts an online courier with a position in the index, or takes it out.
+    /// Keeps in the index exactly the couriers who could take a parcel: online, placed, with room.
     func update(_ courier: CourierRecord) {
-        if courier.online, let position = courier.position { index.upsert(courier.userId, at: position) } else { index.remove(courier.userId) }
+        if courier.online, courier.active < courier.capacity, let position = courier.position {
+            index.upsert(courier.userId, at: position)
+        } else {
+            index.remove(courier.userId)
+        }
     }
 
     /// Couriers to offer a parcel at `pickup` to, nearest first, within `maxMeters`, minus `excluded`.
@@ -25,9 +29,10 @@ final class Matcher: @unchecked Sendable {
         index.nearest(to: pickup, k: 10, maxMeters: maxMeters, where: { !excluded.contains($0) }).map(\.id)
     }
 
-    /// Reads the couriers changed since the last refresh.
+    /// Reads the couriers changed since the last refresh. Rows commit in another order than their timestamps, so
+    /// the last five seconds are read again each time rather than trusting the newest timestamp seen.
     func refresh(_ pool: Pool) throws {
-        condition.lock(); let from = since; condition.unlock()
+        condition.lock(); let from = since.addingTimeInterval(-5); condition.unlock()
         let changed = try pool.withConnection { try DispatchStorage().couriersChanged($0, since: from) }
         for (courier, _) in changed { update(courier) }
         if let last = changed.last?.1 { condition.lock(); since = last; condition.unlock() }

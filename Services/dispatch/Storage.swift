@@ -130,7 +130,8 @@ struct DispatchStorage {
 
     func changeLoad(_ c: Connection, courier: UUID, by delta: Int) throws -> Bool {
         try c.execute("""
-            UPDATE dispatch.couriers SET active = active + $2 WHERE user_id = $1 AND active + $2 >= 0 AND active + $2 <= capacity
+            UPDATE dispatch.couriers SET active = active + $2, updated_at = clock_timestamp()
+            WHERE user_id = $1 AND active + $2 >= 0 AND active + $2 <= capacity
             """, [courier, delta]) == 1
     }
 

@@ -63,6 +63,10 @@ class DispatchTestCase: XCTestCase {
             "documentPhotoMediaId": try photo(sender)], token: sender.token)
     }
 
+    func count(_ table: String, _ condition: String = "true") throws -> Int {
+        try database.connect().first("SELECT count(*) AS n FROM dispatch.\(table) WHERE \(condition)")!["n"]
+    }
+
     /// Waits until the parcel, seen by `who`, has `status`; returns it.
     @discardableResult
     func wait(_ parcel: String, as who: Person, for status: String, timeout: TimeInterval = 20) -> [String: Any]? {
@@ -207,10 +211,6 @@ final class DispatchFlowTests: DispatchTestCase {
         assertClientError(try api.get("/v1/parcels/\(UUID().uuidString.lowercased())", token: sender.token), 404)
         assertClientError(try api.get("/v1/parcels?role=boss", token: sender.token), 400)
         assertClientError(try api.get("/v1/parcels", token: nil), 401)
-    }
-
-    func count(_ table: String) throws -> Int {
-        try database.connect().first("SELECT count(*) AS n FROM dispatch.\(table)")!["n"]
     }
 }
 
