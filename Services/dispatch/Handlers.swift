@@ -13,6 +13,7 @@ struct DispatchHandlers: Sendable {
     let outbox: Outbox
     let idempotency: Idempotency
     let matcher: Matcher
+    let tracking: ParcelTracking
     let storage = DispatchStorage()
     let media = MediaStore(schema: "dispatch")
     let tariff = Tariff()
@@ -56,6 +57,10 @@ struct DispatchHandlers: Sendable {
                 return false  // stale or out of order: ignored
             }
             matcher.update(courier)
+            if courier.active > 0 {
+                tracking.publishPosition(CourierLocation(courierId: caller.userId.lowercased, lat: point.lat, lon: point.lon,
+                                                         heading: body.heading, speedMps: body.speedMps, at: Timestamp.format(time)))
+            }
             // The first fix more than 50 m from the pickup after picking up puts the parcel in transit.
             for id in try storage.pickedUp(c, courier: caller.userId) {
                 guard let parcel = try storage.parcel(c, id, lock: true),

@@ -21,6 +21,8 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator) -> Router {
           response: (200, Schemas.parcelPage), authed(h.listParcels))
     r.add("GET", "/v1/parcels/{id}", summary: "A parcel with its history and the courier's position",
           response: (200, Schemas.parcel), authed(h.getParcel))
+    r.add("GET", "/v1/parcels/{id}/events", summary: "Server-Sent Events: a snapshot, then every transition and courier position",
+          authed(h.events))
     r.add("POST", "/v1/parcels/{id}/accept", summary: "The offered courier takes the parcel", response: (200, Schemas.parcel), authed(h.accept))
     r.add("POST", "/v1/parcels/{id}/decline", summary: "The offered courier refuses it", response: (200, Schemas.parcel), authed(h.decline))
     r.add("POST", "/v1/parcels/{id}/pickup", summary: "The courier has it", response: (200, Schemas.parcel), authed(h.pickup))

@@ -4,7 +4,7 @@ import ServiceKit
 
 // dispatch: couriers, parcels and the matching engine (port 8084, schema `dispatch`).
 let app = ServiceApp(service: "dispatch", defaultPort: 8084, migrations: migrations,
-                     topics: [ParcelCreated.type, ParcelStatusChanged.type])
+                     topics: [ParcelCreated.type, ParcelStatusChanged.type, CourierLocation.type])
 let offerTimeout: Int, maxMeters: Int, tickMs: Int
 do {
     offerTimeout = try app.config.environment.int("OFFER_TIMEOUT_SECONDS", default: 30, range: 1...3600)
@@ -15,7 +15,11 @@ do {
     exit(78)
 }
 let matcher = Matcher()
-let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency, matcher: matcher)
+let tracking = ParcelTracking(kafka: app.kafka, logger: app.logger) { [relay = app.relay] message in
+    _ = try? relay.currentProducer().sendWithoutWaiting(message)
+}
+let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency, matcher: matcher, tracking: tracking)
+tracking.start()
 matcher.start(interval: Double(tickMs) / 1000, logger: app.logger) {
     try handlers.dispatchTick(offerTimeout: Double(offerTimeout), maxMeters: Double(maxMeters))
 }

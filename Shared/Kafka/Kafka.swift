@@ -124,6 +124,7 @@ public final class Producer: @unchecked Sendable {
             guard let rk, let message, let opaque = rd_kafka_opaque(rk) else { return }
             let sink = Unmanaged<CallbackSink>.fromOpaque(opaque).takeUnretainedValue()
             let token = Int(bitPattern: message.pointee._private)
+            guard token != 0 else { return }  // fire-and-forget: nobody waits for this report
             let err = message.pointee.err
             var fatal = false
             if err == RD_KAFKA_RESP_ERR__FATAL { fatal = true }
@@ -182,6 +183,20 @@ public final class Producer: @unchecked Sendable {
             sink.lock.lock(); sink.results[token] = nil; sink.lock.unlock()
         }
         return outcome
+    }
+
+    /// Queues a message without waiting for its delivery (for ephemeral data such as positions; the outbox is
+    /// the way for anything that must not be lost). Returns false when librdkafka refused it at once.
+    @discardableResult
+    public func sendWithoutWaiting(_ m: OutgoingMessage) -> Bool {
+        let err = m.key.withUnsafeBytes { key in
+            m.value.withUnsafeBytes { value in
+                shim_kafka_produce(handle, m.topic, key.baseAddress, key.count, value.baseAddress, value.count,
+                                   m.header?.0, m.header?.1, nil)
+            }
+        }
+        rd_kafka_poll(handle, 0)
+        return err == RD_KAFKA_RESP_ERR_NO_ERROR
     }
 
     /// Waits for queued messages (at shutdown).
@@ -290,11 +305,20 @@ public final class Consumer: @unchecked Sendable {
 
     /// Reads every partition of `topics` from the beginning, without joining a group.
     public func assignFromBeginning(_ topics: [String], timeout: TimeInterval = 10) throws {
+        try assign(topics, offset: Int64(RD_KAFKA_OFFSET_BEGINNING), timeout: timeout)
+    }
+
+    /// Reads every partition of `topics` from now on, without joining a group.
+    public func assignFromEnd(_ topics: [String], timeout: TimeInterval = 10) throws {
+        try assign(topics, offset: Int64(RD_KAFKA_OFFSET_END), timeout: timeout)
+    }
+
+    private func assign(_ topics: [String], offset: Int64, timeout: TimeInterval) throws {
         let list = rd_kafka_topic_partition_list_new(8)
         defer { rd_kafka_topic_partition_list_destroy(list) }
         for name in topics {
             let count = try partitionCount(name, timeout: timeout)
-            for p in 0..<count { rd_kafka_topic_partition_list_add(list, name, p)?.pointee.offset = Int64(RD_KAFKA_OFFSET_BEGINNING) }
+            for p in 0..<count { rd_kafka_topic_partition_list_add(list, name, p)?.pointee.offset = offset }
         }
         let err = rd_kafka_assign(handle, list)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: err) }

@@ -45,3 +45,19 @@ public struct ParcelStatusChanged: EventPayload, Equatable {
         self.courierId = courierId; self.place = place; self.at = at
     }
 }
+
+/// `courier.location`: a courier's fix, while they carry parcels (and from a fleet gateway). Key: the courier id.
+/// Positions are ephemeral: they are published without the outbox, and a lost one is replaced by the next.
+public struct CourierLocation: EventPayload, Equatable {
+    public static let type = "courier.location"
+    public var courierId: String
+    public var lat: Double
+    public var lon: Double
+    public var heading: Double?
+    public var speedMps: Double?
+    public var at: String
+
+    public init(courierId: String, lat: Double, lon: Double, heading: Double?, speedMps: Double?, at: String) {
+        self.courierId = courierId; self.lat = lat; self.lon = lon; self.heading = heading; self.speedMps = speedMps; self.at = at
+    }
+}

@@ -20,6 +20,11 @@ public struct CloudEvent<Payload: Codable & Sendable>: Codable, Sendable {
     /// Names the JSON Schema in `schemas/events/` that `data` follows.
     public var dataschema: String
     public var data: Payload
+
+    public init(id: String, source: String, type: String, time: String, subject: String, dataschema: String, data: Payload) {
+        self.id = id; self.source = source; self.type = type; self.time = time; self.subject = subject
+        self.dataschema = dataschema; self.data = data
+    }
 }
 
 /// Where each event type's schema is published.

@@ -15,7 +15,7 @@ class DispatchTestCase: XCTestCase {
         auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
         dispatch = try ServiceProcess.startReady("dispatch", environment: [
             "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks",
-            "OFFER_TIMEOUT_SECONDS": "2", "DISPATCH_TICK_MS": "100"])
+            "OFFER_TIMEOUT_SECONDS": "4", "DISPATCH_TICK_MS": "100"])
         accounts = APIClient(port: auth.port)
         api = APIClient(port: dispatch.port)
     }
@@ -132,6 +132,32 @@ final class DispatchFlowTests: DispatchTestCase {
         XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": 2], token: near.token)["activeParcels"] as? Int, 0)
     }
 
+    func testTheSenderWatchesEveryTransitionAndTheCourierMoveLive() throws {
+        let sender = try person(), recipient = try person()
+        let c = try courier(lat: 44.4270, lon: 26.1030)
+        let id = try send(sender, to: recipient)["id"] as! String
+        let stream = try SSEReader(port: api.port, path: "/v1/parcels/\(id)/events", token: sender.token)
+        XCTAssertEqual(stream.status, 200)
+        let snapshot = stream.next()
+        XCTAssertEqual(snapshot?.event, "snapshot")
+        XCTAssertNotNil(wait(id, as: c, for: "offered"))
+        XCTAssertEqual(try api.post("/v1/parcels/\(id)/accept", token: c.token).status, 200)
+        XCTAssertEqual(try api.post("/v1/parcels/\(id)/pickup", token: c.token).status, 200)
+        _ = try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4300, "lon": 26.1000], token: c.token)
+        var statuses: [String] = []
+        var positions = 0
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, !(statuses.last == "in_transit" && positions > 0), let e = stream.next(timeout: 5) {
+            let data = (try? JSONSerialization.jsonObject(with: Data(e.data.utf8))) as? [String: Any] ?? [:]
+            if e.event == "status", let to = data["to"] as? String { statuses.append(to) }
+            if e.event == "position" { positions += 1; XCTAssertEqual(data["lat"] as? Double, 44.43) }
+        }
+        // The offer may have been made before the stream opened; everything after it arrives, in order.
+        XCTAssertEqual(statuses.drop { $0 == "offered" }, ["assigned", "picked_up", "in_transit"])
+        XCTAssertGreaterThan(positions, 0, "the courier's position reaches the watcher")
+        assertClientError(try api.get("/v1/parcels/\(id)/events", token: try person().token), 404)
+    }
+
     func testADeclinedOrUnansweredOfferGoesToTheNextNearestCourier() throws {
         let sender = try person()
         let first = try courier(lat: 44.4269, lon: 26.1026), second = try courier(lat: 44.4290, lon: 26.1060),
@@ -140,11 +166,12 @@ final class DispatchFlowTests: DispatchTestCase {
         XCTAssertEqual(wait(id, as: first, for: "offered")?["offeredTo"] as? String, first.id)
         XCTAssertEqual(try api.post("/v1/parcels/\(id)/decline", token: first.token)["status"] as? String, "awaiting_courier")
         XCTAssertEqual(wait(id, as: second, for: "offered")?["offeredTo"] as? String, second.id)
-        // Nobody answers for two seconds: the offer expires and moves on.
+        // Nobody answers in time: the offer expires and moves on.
         XCTAssertEqual(wait(id, as: third, for: "offered", timeout: 30)?["offeredTo"] as? String, third.id)
         assertClientError(try api.get("/v1/parcels/\(id)", token: first.token), 404, "a courier who declined is out of it")
         let history = (try api.get("/v1/parcels/\(id)", token: sender.token)["history"] as? [[String: Any]] ?? [])
-        XCTAssertEqual(history.compactMap { $0["actor"] as? String }.suffix(5), ["system", "courier", "system", "system", "system"])
+        XCTAssertEqual(Array(history.compactMap { $0["actor"] as? String }.prefix(6)), ["sender", "system", "courier", "system", "system", "system"],
+                       "booked, offered, declined, offered, expired, offered")
     }
 
     func testACourierIsNeverOfferedMoreThanTheyCanCarry() throws {
@@ -152,13 +179,13 @@ final class DispatchFlowTests: DispatchTestCase {
         let only = try courier(lat: 44.4269, lon: 26.1026, capacity: 1)
         let a = try send(sender, to: nil)["id"] as! String
         let b = try send(sender, to: nil)["id"] as! String
-        let firstOffered = TestEnvironment.waitUntil(timeout: 20) {
-            [a, b].contains { (try? self.api.get("/v1/parcels/\($0)", token: only.token))?["status"] as? String == "offered" }
-        }
-        XCTAssertTrue(firstOffered)
-        let mine = [a, b].first { (try? api.get("/v1/parcels/\($0)", token: only.token))?["status"] as? String == "offered" }!
+        // Accept whichever of the two is offered first (retrying if an offer lapses meanwhile).
+        var mine: String?
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) {
+            for id in [a, b] where (try? self.api.post("/v1/parcels/\(id)/accept", token: only.token))?.status == 200 { mine = id; return true }
+            return false
+        })
         let other = mine == a ? b : a
-        XCTAssertEqual(try api.post("/v1/parcels/\(mine)/accept", token: only.token).status, 200)
         // The other parcel waits: the courier is full.
         XCTAssertFalse(TestEnvironment.waitUntil(timeout: 2) { (try? self.api.get("/v1/parcels/\(other)", token: only.token))?.status == 200 })
         XCTAssertEqual(try api.get("/v1/parcels/\(other)", token: sender.token)["status"] as? String, "awaiting_courier")
