@@ -242,3 +242,48 @@ final class DispatchFlowTests: DispatchTestCase {
 }
 
 
+
+final class DispatchInputTests: DispatchTestCase {
+    func testEveryEndpointRefusesBadInputWithAClearClientError() throws {
+        let sender = try person()
+        let c = try courier(lat: 44.4269, lon: 26.1026)
+        let id = try send(sender, to: nil)["id"] as! String
+        let before = try count("parcels"), history = try count("parcel_history", "actor <> 'system'")
+        let endpoints: [(String, String, String)] = [
+            ("POST", "/v1/couriers/me", c.token), ("PUT", "/v1/couriers/me/status", c.token), ("PUT", "/v1/couriers/me/location", c.token),
+            ("POST", "/v1/quotes", sender.token), ("POST", "/v1/parcels", sender.token),
+            ("POST", "/v1/parcels/\(id)/deliver", c.token), ("POST", "/v1/parcels/\(id)/fail", c.token),
+            ("POST", "/v1/parcels/\(id)/confirm", sender.token)]
+        let bodies: [[UInt8]] = [[], Array("{".utf8), Array("[]".utf8), Array(#"{"unknown": 1}"#.utf8),
+                                 Array(#"{"lat": "x", "lon": [], "online": "yes", "vehicle": 7, "reason": 5, "photoMediaId": 5}"#.utf8),
+                                 [0x7B, 0x22, 0xC3, 0x28, 0x22, 0x3A, 0x31, 0x7D]]
+        for (method, path, token) in endpoints {
+            for body in bodies {
+                let r = try api.send(method, path, raw: body, token: token, headers: ["Content-Type": "application/json"])
+                assertClientError(r, nil, "\(method) \(path) \(String(decoding: body, as: UTF8.self))")
+                XCTAssertNotEqual(r.status, 500)
+            }
+            assertClientError(try api.send(method, path, raw: [UInt8](repeating: 0x20, count: 2 << 20), token: token,
+                                           headers: ["Content-Type": "application/json"]), 413)
+            api.http.disconnect()
+            assertClientError(try api.send(method, path, json: [:], token: nil), 401, code: "unauthenticated")
+        }
+        for path in ["/v1/parcels/not-a-uuid", "/v1/parcels/\(UUID().uuidString.lowercased())/events"] {
+            assertClientError(try api.get(path, token: sender.token), 404, path)
+        }
+        XCTAssertEqual(try count("parcels"), before)
+        XCTAssertEqual(try count("parcel_history", "actor <> 'system'"), history, "no refused request changed a parcel")
+    }
+
+    func testTheOpenAPIDocumentListsEveryRoute() throws {
+        let paths = try api.get("/openapi.json")["paths"] as? [String: [String: Any]] ?? [:]
+        let documented = Set(paths.flatMap { path, ops in ops.keys.map { "\($0.uppercased()) \(path)" } })
+        for op in ["POST /v1/couriers/me", "PUT /v1/couriers/me/status", "PUT /v1/couriers/me/location", "POST /v1/quotes",
+                   "POST /v1/parcels", "GET /v1/parcels", "GET /v1/parcels/{id}", "GET /v1/parcels/{id}/events",
+                   "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
+                   "POST /v1/parcels/{id}/deliver", "POST /v1/parcels/{id}/fail", "POST /v1/parcels/{id}/confirm",
+                   "POST /v1/parcels/{id}/cancel", "POST /v1/media"] {
+            XCTAssertTrue(documented.contains(op), op)
+        }
+    }
+}
