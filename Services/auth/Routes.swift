@@ -4,9 +4,7 @@ import ServiceKit
 /// The auth API: the table of routes, nothing else.
 func makeRoutes(_ h: AuthHandlers, _ auth: any Authenticator) -> Router {
     var r = Router()
-    func authed(_ handler: @escaping @Sendable (Request, Caller) throws -> Response) -> Handler {
-        { request in try handler(request, try auth.authenticate(request)) }
-    }
+    func authed(_ handler: @escaping @Sendable (Request, Caller) throws -> Response) -> Handler { authenticated(auth, handler) }
     r.add("POST", "/v1/auth/signup", summary: "Create an account and a session", authenticated: false,
           request: Schemas.signup, response: (201, Schemas.session), h.signup)
     r.add("POST", "/v1/auth/login", summary: "Open a session with username or email and password", authenticated: false,

@@ -4,9 +4,7 @@ import ServiceKit
 /// The dispatch API: the table of routes, nothing else. Every route needs a bearer token.
 func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator) -> Router {
     var r = Router()
-    func authed(_ handler: @escaping @Sendable (Request, Caller) throws -> Response) -> Handler {
-        { request in try handler(request, try auth.authenticate(request)) }
-    }
+    func authed(_ handler: @escaping @Sendable (Request, Caller) throws -> Response) -> Handler { authenticated(auth, handler) }
     r.add("POST", "/v1/couriers/me", summary: "Register (or update) the caller as a courier", request: Schemas.registerCourier,
           response: (201, Schemas.courier), authed(h.registerCourier))
     r.add("PUT", "/v1/couriers/me/status", summary: "Go online or offline", request: Schemas.courierStatus,

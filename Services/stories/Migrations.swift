@@ -42,18 +42,7 @@ let migrations: [Migration] = [
             at timestamptz NOT NULL DEFAULT now()
         );
         CREATE INDEX join_failures_by_user ON join_failures (user_id, at);
-        CREATE TABLE media (
-            id uuid PRIMARY KEY,
-            owner_id uuid NOT NULL,
-            content_type text NOT NULL,
-            bytes bytea NOT NULL,
-            size int NOT NULL,
-            width int,
-            height int,
-            sha256 text NOT NULL,
-            created_at timestamptz NOT NULL DEFAULT now()
-        );
-        CREATE INDEX media_by_owner ON media (owner_id);
+        \(MediaStore.tableSQL)
         CREATE TABLE stories (
             id uuid PRIMARY KEY,
             author_id uuid NOT NULL,

@@ -4,9 +4,7 @@ import ServiceKit
 /// The stories API: the table of routes, nothing else. Every route needs a bearer token.
 func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {
     var r = Router()
-    func authed(_ handler: @escaping @Sendable (Request, Caller) throws -> Response) -> Handler {
-        { request in try handler(request, try auth.authenticate(request)) }
-    }
+    func authed(_ handler: @escaping @Sendable (Request, Caller) throws -> Response) -> Handler { authenticated(auth, handler) }
     r.add("POST", "/v1/groups", summary: "Create a group; the creator is its administrator", request: Schemas.createGroup,
           response: (201, Schemas.group), authed(h.createGroup))
     r.add("GET", "/v1/groups", summary: "My groups and journals, newest first", response: (200, Schemas.groupPage), authed(h.listGroups))

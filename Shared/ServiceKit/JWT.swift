@@ -154,6 +154,11 @@ public protocol Authenticator: Sendable {
     func authenticate(_ request: Request) throws -> Caller
 }
 
+/// A handler that first authenticates the request's bearer token (401 without a valid one).
+public func authenticated(_ auth: any Authenticator, _ handler: @escaping @Sendable (Request, Caller) throws -> Response) -> Handler {
+    { request in try handler(request, try auth.authenticate(request)) }
+}
+
 /// The bearer token of a request, or a 401.
 public func bearerToken(_ request: Request) throws -> String {
     guard let header = request.header("authorization") else { throw HTTPError.unauthenticated() }
