@@ -94,7 +94,7 @@ struct CourierView: Encodable {
     init(_ c: CourierRecord) {
         id = c.userId.lowercased; vehicle = c.vehicle; capacity = c.capacity; activeParcels = c.active; online = c.online
         position = c.position.map { PlaceView(lat: $0.lat, lon: $0.lon, address: nil) }
-        createdAt = Timestamp.format(c.fixAt ?? Date()); updatedAt = createdAt
+        createdAt = Timestamp.format(c.createdAt); updatedAt = Timestamp.format(c.updatedAt)
     }
 }
 

@@ -184,7 +184,8 @@ struct DispatchHandlers: Sendable {
             }
             guard allowed else { throw HTTPError.forbidden("Only the \(action.actor.rawValue) may \(action.rawValue) this parcel.") }
             try change?(c, &parcel)
-            let position = try storage.courier(c, caller.userId)?.position
+            // Where it happened: the courier's last fix (senders and recipients send none).
+            let position = action.actor == .courier ? try storage.courier(c, caller.userId)?.position : nil
             let updated = try apply(c, parcel, action, actor: action.actor, actorId: caller.userId, place: position)
             return try .json(ParcelView(updated, history: try storage.history(c, parcel: id)))
         }

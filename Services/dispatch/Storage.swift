@@ -76,10 +76,12 @@ struct CourierRecord {
     let online: Bool
     let position: GeoPoint?
     let fixAt: Date?
+    let createdAt: Date
+    let updatedAt: Date
 
     init(_ r: Row) throws {
         userId = try r["user_id"]; vehicle = try r["vehicle"]; capacity = try r["capacity"]; active = try r["active"]
-        online = try r["online"]; fixAt = try r.decode("fix_at")
+        online = try r["online"]; fixAt = try r.decode("fix_at"); createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
         let lat: Double? = try r.decode("lat"), lon: Double? = try r.decode("lon")
         position = lat.flatMap { la in lon.map { GeoPoint(lat: la, lon: $0) } }
     }

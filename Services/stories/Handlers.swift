@@ -23,7 +23,7 @@ struct StoriesHandlers: Sendable {
         let name = try Validate.text(body.name, field: "name", max: 100)
         let image = try body.imageMediaId.map { try Validate.uuid($0, field: "imageMediaId") }
         return try idempotency.run(request, caller: caller.userId.lowercased) { c in
-            if let image { try requireOwnMedia(c, [image], caller, field: "imageMediaId") }
+            if let image { try media.requireOwned([image], by: caller.userId, field: "imageMediaId", on: c) }
             guard let group = try storage.createGroup(c, kind: "group", name: name, image: image,
                                                       inviteCode: InviteCode.generate(), creator: caller.userId) else {
                 throw HTTPError.conflict("Could not create the group; try again.")
@@ -75,7 +75,7 @@ struct StoriesHandlers: Sendable {
             var group = try requireAdmin(c, id, caller, lock: true)
             if let name { group.name = name }
             if body.imageMediaId.isPresent {
-                if let image { try requireOwnMedia(c, [image], caller, field: "imageMediaId") }
+                if let image { try media.requireOwned([image], by: caller.userId, field: "imageMediaId", on: c) }
                 group.imageMediaId = image
             }
             if let newsletter = body.newsletter.value { group.schedule = try Self.schedule(newsletter, over: group.schedule) }
@@ -190,7 +190,7 @@ struct StoriesHandlers: Sendable {
             guard try storage.memberGroups(c, groups, user: caller.userId).count == groups.count else {
                 throw HTTPError.notFound("One of the groups does not exist or you are not in it.")
             }
-            try requireOwnMedia(c, media, caller, field: "mediaIds")
+            try self.media.requireOwned(media, by: caller.userId, field: "mediaIds", on: c)
             let story = try storage.createStory(c, author: caller.userId, text: text, color: color, groups: groups, media: media)
             try outbox.add(StoryCreated(storyId: story.id.lowercased, authorId: caller.userId.lowercased,
                                         groupIds: groups.map(\.lowercased), mediaCount: media.count,
@@ -219,7 +219,7 @@ struct StoriesHandlers: Sendable {
             if let text { story.text = text }
             if body.backgroundColor.isPresent { story.backgroundColor = color }
             if let media {
-                try requireOwnMedia(c, media, caller, field: "mediaIds")
+                try self.media.requireOwned(media, by: caller.userId, field: "mediaIds", on: c)
                 try storage.setStoryMedia(c, id, media)
                 story.mediaIds = media
             }
@@ -319,10 +319,6 @@ struct StoriesHandlers: Sendable {
         let group = try requireMember(c, id, caller, lock: lock)
         guard group.role == "admin" else { throw HTTPError.forbidden("Only an administrator can do this.") }
         return group
-    }
-
-    private func requireOwnMedia(_ c: Connection, _ ids: [UUID], _ caller: Caller, field: String) throws {
-        try media.requireOwned(ids, by: caller.userId, field: field, on: c)
     }
 
     private func emitCreated(_ c: Connection, _ g: GroupRecord) throws {
