@@ -6,11 +6,9 @@ import XCTest
 /// couriers, no courier carries more than its capacity, and every parcel ends assigned or waiting.
 final class DispatchConcurrencyTests: DispatchTestCase {
     func testTwoInstancesFiftyCouriersFiveHundredParcels() throws {
-        let second = try ServiceProcess.startReady("dispatch", environment: [
-            "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks",
-            "OFFER_TIMEOUT_SECONDS": "2", "DISPATCH_TICK_MS": "100"])
+        let second = try startInstance()
         defer { second.stop() }
-        let ports = [dispatch.port, second.port]
+        let ports = [service.port, second.port]
 
         // 50 couriers in a 4 km square, capacity 2: room for 100 of the 500 parcels.
         var couriers: [Person] = []

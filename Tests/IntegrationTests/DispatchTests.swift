@@ -3,39 +3,9 @@ import Models
 import XCTest
 
 /// Dispatch as Mesajem uses it: couriers online, parcels offered to the nearest, the status machine over HTTP.
-class DispatchTestCase: XCTestCase {
-    var database: TestDatabase!
-    var auth: ServiceProcess!
-    var dispatch: ServiceProcess!
-    var accounts: APIClient!
-    var api: APIClient!
-
-    override func setUpWithError() throws {
-        database = try TestDatabase()
-        auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
-        dispatch = try ServiceProcess.startReady("dispatch", environment: [
-            "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks",
-            "OFFER_TIMEOUT_SECONDS": "4", "DISPATCH_TICK_MS": "100"])
-        accounts = APIClient(port: auth.port)
-        api = APIClient(port: dispatch.port)
-    }
-
-    override func tearDown() {
-        if let run = testRun, run.failureCount > 0 {
-            for p in [auth, dispatch].compactMap({ $0 }) { print("--- \(p.name) log ---\n\(p.log.suffix(3000))") }
-        }
-        dispatch?.stop()
-        auth?.stop()
-        database?.drop()
-    }
-
-    struct Person { let id: String; let token: String }
-
-    func person() throws -> Person {
-        let r = try accounts.signup()
-        XCTAssertEqual(r.status, 201)
-        return Person(id: r.userId, token: r.accessToken)
-    }
+class DispatchTestCase: ServiceTestCase {
+    override var serviceName: String { "dispatch" }
+    override var serviceSettings: [String: String] { ["OFFER_TIMEOUT_SECONDS": "4", "DISPATCH_TICK_MS": "100"] }
 
     /// A courier online at (lat, lon).
     func courier(lat: Double, lon: Double, capacity: Int = 2) throws -> Person {
@@ -63,9 +33,6 @@ class DispatchTestCase: XCTestCase {
             "documentPhotoMediaId": try photo(sender)], token: sender.token)
     }
 
-    func count(_ table: String, _ condition: String = "true") throws -> Int {
-        try database.connect().first("SELECT count(*) AS n FROM dispatch.\(table) WHERE \(condition)")!["n"]
-    }
 
     /// Waits until the parcel, seen by `who`, has `status`; returns it.
     @discardableResult

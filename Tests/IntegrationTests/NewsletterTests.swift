@@ -76,8 +76,7 @@ final class NewsletterTests: StoriesTestCase {
         XCTAssertEqual(try join(ben, family).status, 200)
         let probe = try EventProbe(topics: ["newsletter.compiled", "reminder.due"])
         _ = try post(ann, "Something happened", to: [gid], at: "2026-11-20T12:00:00Z")
-        let second = try ServiceProcess.startReady("stories", environment: [
-            "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks", "NEWSLETTER_SCAN_SECONDS": "1"])
+        let second = try startInstance()
         defer { second.stop() }
         try waitForConsumers(second)
         // The weekly UTC period Sunday 2026-11-15 18:00 → Sunday 2026-11-22 18:00 has just closed.
@@ -114,8 +113,7 @@ final class NewsletterTests: StoriesTestCase {
         let before = try count("newsletters", "group_id = '\(gid)'")
         stories.stop()
         second.stop()
-        stories = try ServiceProcess.startReady("stories", environment: [
-            "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks", "NEWSLETTER_SCAN_SECONDS": "1"])
+        stories = try startInstance()
         try waitForConsumers(stories)  // several one-second scans have run by now
         XCTAssertEqual(try count("newsletters", "group_id = '\(gid)' AND period_end = '2026-11-22T18:00:00Z'"), 1)
         XCTAssertEqual(try count("newsletters", "group_id = '\(gid)'"), before)

@@ -2,20 +2,18 @@ import Foundation
 import XCTest
 
 /// A test case with its own database, auth, and stories on the shared broker.
-class StoriesTestCase: XCTestCase {
-    var database: TestDatabase!
-    var auth: ServiceProcess!
-    var stories: ServiceProcess!
-    var accounts: APIClient!
-    var api: APIClient!
+class StoriesTestCase: ServiceTestCase {
+    override var serviceName: String { "stories" }
+    override var serviceSettings: [String: String] { ["NEWSLETTER_SCAN_SECONDS": "1"] }
+
+    /// The stories process under test.
+    var stories: ServiceProcess! {
+        get { service }
+        set { service = newValue }
+    }
 
     override func setUpWithError() throws {
-        database = try TestDatabase()
-        auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
-        stories = try ServiceProcess.startReady("stories", environment: [
-            "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks", "NEWSLETTER_SCAN_SECONDS": "1"])
-        accounts = APIClient(port: auth.port)
-        api = APIClient(port: stories.port)
+        try super.setUpWithError()
         try waitForConsumers(stories)
     }
 
@@ -31,24 +29,6 @@ class StoriesTestCase: XCTestCase {
         if !assigned { throw TestFailure("\(service.name)'s consumers were not assigned partitions:\n\(service.log.suffix(2000))") }
     }
 
-    override func tearDown() {
-        if let run = testRun, run.failureCount > 0 {
-            for p in [auth, stories].compactMap({ $0 }) { print("--- \(p.name) log ---\n\(p.log.suffix(3000))") }
-        }
-        stories?.stop()
-        auth?.stop()
-        database?.drop()
-    }
-
-    /// A signed-up person: their id and access token.
-    struct Person { let id: String; let token: String }
-
-    func person(_ name: String = "p" + UUID().uuidString.prefix(10).lowercased().replacingOccurrences(of: "-", with: "")) throws -> Person {
-        let r = try accounts.signup(name)
-        XCTAssertEqual(r.status, 201)
-        return Person(id: r.userId, token: r.accessToken)
-    }
-
     /// Creates a group as `admin` and returns its JSON.
     func group(_ admin: Person, name: String = "Family") throws -> [String: Any] {
         let r = try api.post("/v1/groups", ["name": name], token: admin.token)
@@ -60,9 +40,6 @@ class StoriesTestCase: XCTestCase {
         try api.post("/v1/groups/join", ["inviteCode": group["inviteCode"] as? String ?? ""], token: person.token)
     }
 
-    func count(_ table: String, _ condition: String = "true") throws -> Int {
-        try database.connect().first("SELECT count(*) AS n FROM stories.\(table) WHERE \(condition)")!["n"]
-    }
 }
 
 /// Small valid images of each accepted kind.

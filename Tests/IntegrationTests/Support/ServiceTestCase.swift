@@ -1,0 +1,56 @@
+import Foundation
+import XCTest
+
+/// A test case with its own database, auth, and one more service on the shared broker. Subclasses name the
+/// service and its extra settings; `startInstance()` starts further instances of it on the same database.
+class ServiceTestCase: XCTestCase {
+    var database: TestDatabase!
+    var auth: ServiceProcess!
+    var service: ServiceProcess!
+    var accounts: APIClient!
+    var api: APIClient!
+
+    /// The executable under test.
+    var serviceName: String { fatalError("override serviceName") }
+    /// Settings beyond the database and the key set.
+    var serviceSettings: [String: String] { [:] }
+
+    override func setUpWithError() throws {
+        database = try TestDatabase()
+        auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
+        accounts = APIClient(port: auth.port)
+        service = try startInstance()
+        api = APIClient(port: service.port)
+    }
+
+    override func tearDown() {
+        if let run = testRun, run.failureCount > 0 {
+            for p in [auth, service].compactMap({ $0 }) { print("--- \(p.name) log ---\n\(p.log.suffix(3000))") }
+        }
+        service?.stop()
+        auth?.stop()
+        database?.drop()
+    }
+
+    /// Starts an instance of the service on this test's database and waits until it is ready.
+    func startInstance() throws -> ServiceProcess {
+        var environment = serviceSettings
+        environment["DATABASE_URL"] = database.url
+        environment["AUTH_JWKS_URL"] = "http://127.0.0.1:\(auth.port)/v1/auth/jwks"
+        return try ServiceProcess.startReady(serviceName, environment: environment)
+    }
+
+    /// A signed-up person: their id and access token.
+    struct Person { let id: String; let token: String }
+
+    func person(_ name: String = "p" + UUID().uuidString.prefix(10).lowercased().replacingOccurrences(of: "-", with: "")) throws -> Person {
+        let r = try accounts.signup(name)
+        XCTAssertEqual(r.status, 201)
+        return Person(id: r.userId, token: r.accessToken)
+    }
+
+    /// Rows of a table in the service's schema matching `condition`.
+    func count(_ table: String, _ condition: String = "true") throws -> Int {
+        try database.connect().first("SELECT count(*) AS n FROM \(serviceName).\(table) WHERE \(condition)")!["n"]
+    }
+}
