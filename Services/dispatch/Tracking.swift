@@ -22,6 +22,11 @@ final class ParcelTracking: @unchecked Sendable {
         self.kafka = kafka; self.logger = logger; self.publish = publish
     }
 
+    private var reading = false
+
+    /// Whether the topics are being read (from where they ended when reading began).
+    var isReading: Bool { lock.lock(); defer { lock.unlock() }; return reading }
+
     /// Starts reading the topics.
     func start() {
         let thread = Thread { [self] in run() }
@@ -59,6 +64,7 @@ final class ParcelTracking: @unchecked Sendable {
                 let c = try Consumer(config: kafka, groupId: "tracking-\(UUID().uuidString.lowercased())")
                 try c.assignFromEnd([ParcelStatusChanged.type, CourierLocation.type])
                 consumer = c
+                lock.lock(); reading = true; lock.unlock()
             } catch {
                 logger.warn("cannot read parcel events yet; retrying", ["error": .string("\(error)")])
                 Thread.sleep(forTimeInterval: 1)

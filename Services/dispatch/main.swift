@@ -19,7 +19,7 @@ let tracking = ParcelTracking(kafka: app.kafka, logger: app.logger) { [relay = a
     _ = try? relay.currentProducer().sendWithoutWaiting(message)
 }
 let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency, matcher: matcher, tracking: tracking)
-tracking.start()
+app.whenTopicsExist(tracking.start, ready: { tracking.isReading })
 matcher.start(interval: Double(tickMs) / 1000, logger: app.logger) {
     try handlers.dispatchTick(offerTimeout: Double(offerTimeout), maxMeters: Double(maxMeters))
 }

@@ -308,17 +308,27 @@ public final class Consumer: @unchecked Sendable {
         try assign(topics, offset: Int64(RD_KAFKA_OFFSET_BEGINNING), timeout: timeout)
     }
 
-    /// Reads every partition of `topics` from now on, without joining a group.
+    /// Reads every partition of `topics` from now on, without joining a group. The end of each partition is asked
+    /// for here, so every message written after this returns is read (a broker that reports its end early makes
+    /// the reader see a few earlier messages again: callers de-duplicate).
     public func assignFromEnd(_ topics: [String], timeout: TimeInterval = 10) throws {
-        try assign(topics, offset: Int64(RD_KAFKA_OFFSET_END), timeout: timeout)
+        try assign(topics, offset: nil, timeout: timeout)
     }
 
-    private func assign(_ topics: [String], offset: Int64, timeout: TimeInterval) throws {
+    /// `offset` nil: each partition's current end.
+    private func assign(_ topics: [String], offset: Int64?, timeout: TimeInterval) throws {
         let list = rd_kafka_topic_partition_list_new(8)
         defer { rd_kafka_topic_partition_list_destroy(list) }
         for name in topics {
             let count = try partitionCount(name, timeout: timeout)
-            for p in 0..<count { rd_kafka_topic_partition_list_add(list, name, p)?.pointee.offset = offset }
+            for p in 0..<count {
+                var low: Int64 = 0, high: Int64 = 0
+                if offset == nil {
+                    let err = rd_kafka_query_watermark_offsets(handle, name, p, &low, &high, Int32(timeout * 1000))
+                    if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: err) }
+                }
+                rd_kafka_topic_partition_list_add(list, name, p)?.pointee.offset = offset ?? high
+            }
         }
         let err = rd_kafka_assign(handle, list)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: err) }

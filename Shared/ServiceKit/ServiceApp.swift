@@ -23,6 +23,8 @@ public final class ServiceApp: @unchecked Sendable {
     public let idempotency: Idempotency
     private let topics: [String]
     private var consumers: [EventConsumer] = []
+    private var topicHooks: [@Sendable () -> Void] = []
+    private var brokerChecks: [@Sendable () -> Bool] = []
     private var revocations: SessionRevocations?
     private var verifier: TokenVerifier?
     private let readiness = ReadinessCache()
@@ -149,6 +151,13 @@ public final class ServiceApp: @unchecked Sendable {
         metrics.addGauges { [("kafka_consumer_assigned_partitions", "consumer=\"\(name)\"", Double(consumer.assignedPartitions))] }
     }
 
+    /// Runs `start` once the service's topics exist (for readers that are not consumer groups), and keeps the
+    /// service unready until `isReading` says they read.
+    public func whenTopicsExist(_ start: @escaping @Sendable () -> Void, ready isReading: @escaping @Sendable () -> Bool) {
+        topicHooks.append(start)
+        brokerChecks.append(isReading)
+    }
+
     // MARK: - Running
 
     /// Adds the standard routes, starts everything, serves until SIGTERM or SIGINT, stops gracefully, exits 0.
@@ -197,6 +206,7 @@ public final class ServiceApp: @unchecked Sendable {
                     try relay.createTopics()
                     logger.info("topics ready", ["topics": .string(topics.joined(separator: ","))])
                     consumers.forEach { $0.start() }
+                    topicHooks.forEach { $0() }
                     return
                 } catch {
                     logger.warn("cannot create topics yet; retrying", ["error": .string("\(error)")])
@@ -213,7 +223,7 @@ public final class ServiceApp: @unchecked Sendable {
             try .json(["status": "ok"])
         }
         router.add("GET", "/readyz", summary: "Ready: database and broker reachable", authenticated: false) { [self] _ in
-            let (database, broker) = readiness.check(pool: pool, relay: relay, revocations: revocations)
+            let (database, broker) = readiness.check(pool: pool, relay: relay, revocations: revocations, extra: brokerChecks)
             let keys = verifier?.hasKeys ?? true
             let ready = database && broker && keys
             var checks = ["status": ready ? "ready" : "unavailable", "database": database ? "ok" : "unavailable",
@@ -294,13 +304,13 @@ final class ReadinessCache: @unchecked Sendable {
     private let lock = NSLock()
     private var last: (at: Date, database: Bool, broker: Bool)?
 
-    func check(pool: Pool, relay: OutboxRelay, revocations: SessionRevocations?) -> (Bool, Bool) {
+    func check(pool: Pool, relay: OutboxRelay, revocations: SessionRevocations?, extra: [@Sendable () -> Bool]) -> (Bool, Bool) {
         lock.lock()
         if let last, Date().timeIntervalSince(last.at) < 1 { lock.unlock(); return (last.database, last.broker) }
         lock.unlock()
         let database = (try? pool.withConnection { try $0.execute("SELECT 1") }) != nil
         let broker = ((try? relay.currentProducer().isBrokerReachable(timeout: 1)) ?? false)
-            && (revocations?.isReady ?? true)
+            && (revocations?.isReady ?? true) && extra.allSatisfy { $0() }
         lock.lock(); last = (Date(), database, broker); lock.unlock()
         return (database, broker)
     }
