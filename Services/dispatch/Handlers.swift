@@ -41,33 +41,11 @@ struct DispatchHandlers: Sendable {
 
     func location(_ request: Request, _ caller: Caller) throws -> Response {
         let body = try JSON.decodeBody(request, as: LocationBody.self)
-        let point = try Self.point(body.lat, body.lon, field: "")
-        if let h = body.heading, !(h.isFinite && (0...360).contains(h)) { throw HTTPError.validation("heading must be 0 to 360.", field: "heading") }
-        if let s = body.speedMps, !(s.isFinite && (0...100).contains(s)) { throw HTTPError.validation("speedMps must be 0 to 100.", field: "speedMps") }
-        let now = Date()
-        var time = now
-        if let at = body.at {
-            guard let t = Timestamp.parse(at) else { throw HTTPError.validation("at must be an RFC 3339 time.", field: "at") }
-            guard t <= now.addingTimeInterval(30) else { throw HTTPError.validation("at is in the future.", field: "at") }
-            time = t
-        }
-        let applied: Bool = try pool.withTransaction { c in
-            guard let courier = try storage.recordFix(c, user: caller.userId, at: point, heading: body.heading, speed: body.speedMps, time: time) else {
-                guard try storage.courier(c, caller.userId) != nil else { throw HTTPError.notFound("Register as a courier first.") }
-                return false  // stale or out of order: ignored
-            }
-            matcher.update(courier)
-            if courier.active > 0 {
-                tracking.publishPosition(CourierLocation(courierId: caller.userId.lowercased, lat: point.lat, lon: point.lon,
-                                                         heading: body.heading, speedMps: body.speedMps, at: Timestamp.format(time)))
-            }
-            // The first fix more than 50 m from the pickup after picking up puts the parcel in transit.
-            for id in try storage.pickedUp(c, courier: caller.userId) {
-                guard let parcel = try storage.parcel(c, id, lock: true),
-                      greatCircleMeters(parcel.pickup, point) > ParcelLifecycle.departureMeters else { continue }
-                _ = try apply(c, parcel, .depart, actor: .system, actorId: nil, place: point)
-            }
-            return true
+        let fix = try Fix(courier: caller.userId, lat: body.lat, lon: body.lon, heading: body.heading, speedMps: body.speedMps, at: body.at)
+        let applied = try pool.withTransaction { c in
+            let applied = try record(c, [fix])
+            if applied.isEmpty, try storage.courier(c, caller.userId) == nil { throw HTTPError.notFound("Register as a courier first.") }
+            return !applied.isEmpty  // false: stale or out of order, ignored
         }
         return try .json(["applied": applied])
     }
@@ -168,25 +146,29 @@ struct DispatchHandlers: Sendable {
         return try act(request, caller, .fail) { _, p in p.failureReason = reason }
     }
 
-    /// One participant's action: find, authorize, transition, record, emit.
     private func act(_ request: Request, _ caller: Caller, _ action: ParcelAction,
                      _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
-        let id = try Validate.pathID(request)
+        try perform(try Validate.pathID(request), by: caller.userId, action, change)
+    }
+
+    /// One participant's action: find, authorize, transition, record, emit.
+    func perform(_ id: UUID, by user: UUID, _ action: ParcelAction,
+                 _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
         let response = try pool.withTransaction { c -> Response in
-            guard var parcel = try storage.parcel(c, id, lock: true), parcel.involves(caller.userId) else { throw HTTPError.notFound() }
+            guard var parcel = try storage.parcel(c, id, lock: true), parcel.involves(user) else { throw HTTPError.notFound() }
             let allowed: Bool
             switch action.actor {
-            case .sender: allowed = parcel.senderId == caller.userId
-            case .recipient: allowed = parcel.recipientUserId == caller.userId
-            case .courier: allowed = [.accept, .decline].contains(action) ? parcel.offeredTo == caller.userId && parcel.status == .offered
-                                                                           : parcel.courierId == caller.userId
+            case .sender: allowed = parcel.senderId == user
+            case .recipient: allowed = parcel.recipientUserId == user
+            case .courier: allowed = [.accept, .decline].contains(action) ? parcel.offeredTo == user && parcel.status == .offered
+                                                                           : parcel.courierId == user
             case .system: allowed = false
             }
             guard allowed else { throw HTTPError.forbidden("Only the \(action.actor.rawValue) may \(action.rawValue) this parcel.") }
             try change?(c, &parcel)
             // Where it happened: the courier's last fix (senders and recipients send none).
-            let position = action.actor == .courier ? try storage.courier(c, caller.userId)?.position : nil
-            let updated = try apply(c, parcel, action, actor: action.actor, actorId: caller.userId, place: position)
+            let position = action.actor == .courier ? try storage.courier(c, user)?.position : nil
+            let updated = try apply(c, parcel, action, actor: action.actor, actorId: user, place: position)
             return try .json(ParcelView(updated, history: try storage.history(c, parcel: id)))
         }
         if action == .decline || action == .cancel { matcher.wake() }

@@ -1,8 +1,9 @@
 import HTTP
 import ServiceKit
 
-/// The dispatch API: the table of routes, nothing else. Every route needs a bearer token.
-func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator) -> Router {
+/// The dispatch API: the table of routes, nothing else. Every route needs a bearer token: a user's, or on
+/// `/v1/operator/...` the operator's.
+func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, fleet: OperatorCredential) -> Router {
     var r = Router()
     func authed(_ handler: @escaping @Sendable (Request, Caller) throws -> Response) -> Handler { authenticated(auth, handler) }
     r.add("POST", "/v1/couriers/me", summary: "Register (or update) the caller as a courier", request: Schemas.registerCourier,
@@ -33,5 +34,13 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator) -> Router {
     r.add("POST", "/v1/parcels/{id}/cancel", summary: "The sender cancels before pickup", response: (200, Schemas.parcel), authed(h.cancel))
     r.add("POST", "/v1/media", summary: "Upload a photo (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)", bodyLimit: MediaStore.limit,
           response: (201, Schemas.media), authed(h.uploadMedia))
+    r.add("POST", "/v1/operator/couriers", summary: "Operator: create or update up to 1,000 couriers without sign-ups",
+          request: Schemas.seedCouriers, response: (200, nil), fleet.guarded(h.seedCouriers))
+    r.add("POST", "/v1/operator/locations", summary: "Operator: up to 1,000 location fixes from a fleet gateway",
+          request: Schemas.fleetFixes, response: (200, nil), fleet.guarded(h.fleetLocations))
+    r.add("GET", "/v1/operator/offers", summary: "Operator: the offers open now, the oldest first (?limit=)", response: (200, nil),
+          fleet.guarded(h.openOffers))
+    r.add("POST", "/v1/operator/parcels/{id}/accept", summary: "Operator: accept an offer for the courier it was made to",
+          request: Schemas.operatorAccept, response: (200, Schemas.parcel), fleet.guarded(h.operatorAccept))
     return r
 }

@@ -109,12 +109,39 @@ struct DispatchStorage {
                     [user, online]).map(CourierRecord.init)
     }
 
-    /// Records a fix unless an equal or newer one is known; nil when it was ignored (or there is no such courier).
-    func recordFix(_ c: Connection, user: UUID, at point: GeoPoint, heading: Double?, speed: Double?, time: Date) throws -> CourierRecord? {
-        try c.first("""
-            UPDATE dispatch.couriers SET lat = $2, lon = $3, heading = $4, speed_mps = $5, fix_at = $6, updated_at = clock_timestamp()
-            WHERE user_id = $1 AND (fix_at IS NULL OR fix_at < $6) RETURNING *
-            """, [user, point.lat, point.lon, heading, speed, time]).map(CourierRecord.init)
+    /// Records fixes (at most one per courier) unless an equal or newer one is known; returns the couriers whose fix
+    /// was applied.
+    func recordFixes(_ c: Connection, _ fixes: [Fix]) throws -> [CourierRecord] {
+        try c.rows("""
+            UPDATE dispatch.couriers c SET lat = f.lat, lon = f.lon, heading = f.heading, speed_mps = f.speed, fix_at = f.at,
+                updated_at = clock_timestamp()
+            FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::float8[], $5::float8[], $6::timestamptz[])
+                AS f (id, lat, lon, heading, speed, at)
+            WHERE c.user_id = f.id AND (c.fix_at IS NULL OR c.fix_at < f.at) RETURNING c.*
+            """, [PostgresArray(fixes.map(\.courier)), PostgresArray(fixes.map(\.point.lat)), PostgresArray(fixes.map(\.point.lon)),
+                  PostgresArray(fixes.map(\.heading)), PostgresArray(fixes.map(\.speed)), PostgresArray(fixes.map(\.time))])
+            .map(CourierRecord.init)
+    }
+
+    /// Creates or updates couriers that have no account of their own here (a fleet's, a load test's).
+    func seedCouriers(_ c: Connection, _ couriers: [SeededCourier]) throws -> Int {
+        try c.execute("""
+            INSERT INTO dispatch.couriers (user_id, vehicle, capacity, online, lat, lon, fix_at)
+            SELECT id, vehicle, capacity, online, lat, lon, CASE WHEN lat IS NULL THEN NULL ELSE clock_timestamp() END
+            FROM unnest($1::uuid[], $2::text[], $3::int[], $4::bool[], $5::float8[], $6::float8[]) AS s (id, vehicle, capacity, online, lat, lon)
+            ON CONFLICT (user_id) DO UPDATE SET vehicle = EXCLUDED.vehicle, online = EXCLUDED.online,
+                capacity = GREATEST(EXCLUDED.capacity, dispatch.couriers.active),
+                lat = COALESCE(EXCLUDED.lat, dispatch.couriers.lat), lon = COALESCE(EXCLUDED.lon, dispatch.couriers.lon),
+                fix_at = COALESCE(EXCLUDED.fix_at, dispatch.couriers.fix_at), updated_at = clock_timestamp()
+            """, [PostgresArray(couriers.map(\.id)), PostgresArray(couriers.map(\.vehicle)), PostgresArray(couriers.map(\.capacity)),
+                  PostgresArray(couriers.map(\.online)), PostgresArray(couriers.map(\.position?.lat)),
+                  PostgresArray(couriers.map(\.position?.lon))])
+    }
+
+    /// Offers open now, the oldest first.
+    func openOffers(_ c: Connection, limit: Int) throws -> [ParcelRecord] {
+        try c.rows("SELECT * FROM dispatch.parcels WHERE status = 'offered' ORDER BY offer_expires_at LIMIT $1", [limit])
+            .map(ParcelRecord.init)
     }
 
     /// Couriers changed since `since` (online or not), for the in-memory index.

@@ -5,8 +5,10 @@ import ServiceKit
 // dispatch: couriers, parcels and the matching engine (port 8084, schema `dispatch`).
 let app = ServiceApp(service: "dispatch", defaultPort: 8084, migrations: migrations,
                      topics: [ParcelCreated.type, ParcelStatusChanged.type, CourierLocation.type])
-let offerTimeout: Int, maxMeters: Int, tickMs: Int
+let offerTimeout: Int, maxMeters: Int, tickMs: Int, fleetFeed: Bool, operatorCredential: OperatorCredential
 do {
+    fleetFeed = try app.config.environment.choice("FLEET_FEED", default: "on", ["on", "off"]) == "on"
+    operatorCredential = try OperatorCredential(app.config.environment)
     offerTimeout = try app.config.environment.int("OFFER_TIMEOUT_SECONDS", default: 30, range: 1...3600)
     maxMeters = try app.config.environment.int("MATCH_MAX_METERS", default: 10_000, range: 100...1_000_000)
     tickMs = try app.config.environment.int("DISPATCH_TICK_MS", default: 500, range: 50...60_000)
@@ -23,4 +25,5 @@ app.whenTopicsExist(tracking.start, ready: { tracking.isReading })
 matcher.start(interval: Double(tickMs) / 1000, logger: app.logger) {
     try handlers.dispatchTick(offerTimeout: Double(offerTimeout), maxMeters: Double(maxMeters))
 }
-app.run(routes: makeRoutes(handlers, app.makeTokenVerifier()))
+if fleetFeed { app.consume("fleet", topics: [CourierLocation.type], handler: handlers.fleetFix) }
+app.run(routes: makeRoutes(handlers, app.makeTokenVerifier(), fleet: operatorCredential))

@@ -134,6 +134,19 @@ extension Date: PostgresEncodable, PostgresDecodable {
 }
 
 /// Raw bytes, sent and read as `bytea` in hex form.
+/// A one-dimensional array parameter (`$1::uuid[]`, `$2::float8[]`, ...), sent in PostgreSQL's text form; nil
+/// elements are NULL. For statements that take a whole batch at once through `unnest`.
+public struct PostgresArray: PostgresEncodable {
+    public let postgresText: String
+    public init(_ elements: [(any PostgresEncodable)?]) {
+        postgresText = "{" + elements.map { element in
+            guard let element else { return "NULL" }
+            let text = element.postgresText.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            return "\"" + text + "\""
+        }.joined(separator: ",") + "}"
+    }
+}
+
 public struct ByteArray: PostgresEncodable, PostgresDecodable, Equatable {
     /// The bytes.
     public var bytes: [UInt8]

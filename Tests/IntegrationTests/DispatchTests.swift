@@ -238,6 +238,9 @@ final class DispatchInputTests: DispatchTestCase {
         for path in ["/v1/parcels/not-a-uuid", "/v1/parcels/\(UUID().uuidString.lowercased())/events"] {
             assertClientError(try api.get(path, token: sender.token), 404, path)
         }
+        // Without an operator token configured, the operator's routes do not exist.
+        assertClientError(try api.post("/v1/operator/couriers", ["couriers": []], token: sender.token), 404)
+        assertClientError(try api.get("/v1/operator/offers", token: "anything"), 404)
         XCTAssertEqual(try count("parcels"), before)
         XCTAssertEqual(try count("parcel_history", "actor <> 'system'"), history, "no refused request changed a parcel")
     }
@@ -249,7 +252,8 @@ final class DispatchInputTests: DispatchTestCase {
                    "POST /v1/parcels", "GET /v1/parcels", "GET /v1/parcels/{id}", "GET /v1/parcels/{id}/events",
                    "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
                    "POST /v1/parcels/{id}/deliver", "POST /v1/parcels/{id}/fail", "POST /v1/parcels/{id}/confirm",
-                   "POST /v1/parcels/{id}/cancel", "POST /v1/media"] {
+                   "POST /v1/parcels/{id}/cancel", "POST /v1/media", "POST /v1/operator/couriers", "POST /v1/operator/locations",
+                   "GET /v1/operator/offers", "POST /v1/operator/parcels/{id}/accept"] {
             XCTAssertTrue(documented.contains(op), op)
         }
     }

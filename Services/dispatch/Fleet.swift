@@ -1,0 +1,179 @@
+import Foundation
+import Geo
+import HTTP
+import Models
+import Postgres
+import ServiceKit
+
+/// A location fix, validated.
+struct Fix {
+    let courier: UUID
+    let point: GeoPoint
+    let heading: Double?
+    let speed: Double?
+    let time: Date
+
+    /// Checks a fix's ranges; `field` prefixes the names in errors (`fixes[3].`).
+    init(courier: UUID, lat: Double, lon: Double, heading: Double?, speedMps: Double?, at: String?, field: String = "",
+         now: Date = Date()) throws {
+        self.courier = courier
+        point = GeoPoint(lat: lat, lon: lon)
+        guard point.isValid else { throw HTTPError.validation("lat must be -90 to 90 and lon -180 to 180.", field: field + "lat") }
+        if let heading, !(heading.isFinite && (0...360).contains(heading)) {
+            throw HTTPError.validation("heading must be 0 to 360.", field: field + "heading")
+        }
+        if let speedMps, !(speedMps.isFinite && (0...100).contains(speedMps)) {
+            throw HTTPError.validation("speedMps must be 0 to 100.", field: field + "speedMps")
+        }
+        self.heading = heading
+        speed = speedMps
+        guard let at else { time = now; return }
+        guard let t = Timestamp.parse(at) else { throw HTTPError.validation("at must be an RFC 3339 time.", field: field + "at") }
+        guard t <= now.addingTimeInterval(30) else { throw HTTPError.validation("at is in the future.", field: field + "at") }
+        time = t
+    }
+
+    /// The newest fix of each courier (a batch may carry several).
+    static func newestPerCourier(_ fixes: [Fix]) -> [Fix] {
+        var newest: [UUID: Fix] = [:]
+        for f in fixes where (newest[f.courier]?.time ?? .distantPast) < f.time { newest[f.courier] = f }
+        return Array(newest.values)
+    }
+}
+
+/// A courier seeded by an operator.
+struct SeededCourier {
+    let id: UUID
+    let vehicle: String
+    let capacity: Int
+    let online: Bool
+    let position: GeoPoint?
+}
+
+struct SeedCouriersBody: RequestBody {
+    static let fields: Set<String> = ["couriers"]
+    struct Item: Decodable { let id: String; let vehicle: String; let capacity: Int; let online: Bool?; let lat: Double?; let lon: Double? }
+    let couriers: [Item]
+}
+
+struct FleetFixesBody: RequestBody {
+    static let fields: Set<String> = ["fixes"]
+    struct Item: Decodable {
+        let courierId: String; let lat: Double; let lon: Double; let heading: Double?; let speedMps: Double?; let at: String?
+    }
+    let fixes: [Item]
+}
+
+struct OperatorAcceptBody: RequestBody {
+    static let fields: Set<String> = ["courierId"]
+    let courierId: String
+}
+
+struct OfferView: Encodable {
+    let parcelId: String
+    let courierId: String
+    let pickup: PlaceView
+    let service: String
+    let expiresAt: String
+}
+
+/// The operator's bulk path, for a trusted fleet gateway or a load tester: couriers without sign-ups, location
+/// fixes in batches (or on the `courier.location` topic), and answers to the offers its couriers get.
+extension DispatchHandlers {
+    static let batchLimit = 1000
+
+    /// `POST /v1/operator/couriers`: creates or updates up to 1,000 couriers.
+    func seedCouriers(_ request: Request) throws -> Response {
+        let body = try JSON.decodeBody(request, as: SeedCouriersBody.self)
+        try Self.checkBatch(body.couriers.count, field: "couriers")
+        var seen = Set<UUID>()
+        let couriers = try body.couriers.enumerated().map { i, item -> SeededCourier in
+            let field = "couriers[\(i)]."
+            let id = try Validate.uuid(item.id, field: field + "id")
+            guard seen.insert(id).inserted else { throw HTTPError.validation("A courier appears twice.", field: field + "id") }
+            guard ["foot", "bike", "scooter", "car"].contains(item.vehicle) else {
+                throw HTTPError.validation("vehicle must be foot, bike, scooter or car.", field: field + "vehicle")
+            }
+            guard (1...50).contains(item.capacity) else { throw HTTPError.validation("capacity must be 1 to 50.", field: field + "capacity") }
+            var position: GeoPoint?
+            switch (item.lat, item.lon) {
+            case (nil, nil): position = nil
+            case (let lat?, let lon?):
+                position = GeoPoint(lat: lat, lon: lon)
+                guard position!.isValid else { throw HTTPError.validation("lat must be -90 to 90 and lon -180 to 180.", field: field + "lat") }
+            default: throw HTTPError.validation("Give both lat and lon, or neither.", field: field + "lat")
+            }
+            return SeededCourier(id: id, vehicle: item.vehicle, capacity: item.capacity, online: item.online ?? true, position: position)
+        }
+        let count = try pool.withTransaction { try storage.seedCouriers($0, couriers) }
+        matcher.wake()  // the next tick reads them into the index
+        return try .json(["seeded": count])
+    }
+
+    /// `POST /v1/operator/locations`: up to 1,000 fixes for any couriers.
+    func fleetLocations(_ request: Request) throws -> Response {
+        let body = try JSON.decodeBody(request, as: FleetFixesBody.self)
+        try Self.checkBatch(body.fixes.count, field: "fixes")
+        let now = Date()
+        let fixes = try body.fixes.enumerated().map { i, f in
+            try Fix(courier: Validate.uuid(f.courierId, field: "fixes[\(i)].courierId"), lat: f.lat, lon: f.lon, heading: f.heading,
+                    speedMps: f.speedMps, at: f.at, field: "fixes[\(i)].", now: now)
+        }
+        let applied = try pool.withTransaction { try record($0, fixes) }
+        return try .json(["received": fixes.count, "applied": applied.count])
+    }
+
+    /// `GET /v1/operator/offers`: the offers open now, the oldest first (`?limit=`, at most 1,000).
+    func openOffers(_ request: Request) throws -> Response {
+        let limit = try Page(request).limit
+        let offers = try pool.withConnection { try storage.openOffers($0, limit: limit) }
+        return try .json(["items": offers.compactMap { p in
+            p.offeredTo.map { OfferView(parcelId: p.id.lowercased, courierId: $0.lowercased,
+                                        pickup: PlaceView(lat: p.pickup.lat, lon: p.pickup.lon, address: nil),
+                                        service: p.service.rawValue, expiresAt: Timestamp.format(p.offerExpiresAt ?? p.updatedAt)) }
+        }])
+    }
+
+    /// `POST /v1/operator/parcels/{id}/accept`: a fleet accepts an offer for the courier it was made to.
+    func operatorAccept(_ request: Request) throws -> Response {
+        let id = try Validate.pathID(request)
+        let courier = try Validate.uuid(JSON.decodeBody(request, as: OperatorAcceptBody.self).courierId, field: "courierId")
+        return try perform(id, by: courier, .accept)
+    }
+
+    /// A fix from a fleet gateway on `courier.location` (the service's own position events are skipped).
+    func fleetFix(_ event: ReceivedEvent, _ c: Connection) throws {
+        guard event.source != "/dispatch", let fix = try? event.decode(CourierLocation.self), let courier = UUID(uuidString: fix.courierId),
+              let valid = try? Fix(courier: courier, lat: fix.lat, lon: fix.lon, heading: fix.heading, speedMps: fix.speedMps, at: fix.at)
+        else { return }  // malformed fixes are dropped, not retried
+        _ = try record(c, [valid], publish: false)  // watchers already see the gateway's event
+    }
+
+    /// Records fixes (the newest per courier; stale ones ignored), keeps the index current, shows the positions of
+    /// couriers carrying parcels to their watchers, and puts parcels in transit on the first fix 50 m from their
+    /// pickup. Returns the couriers whose fix was applied.
+    func record(_ c: Connection, _ fixes: [Fix], publish: Bool = true) throws -> [CourierRecord] {
+        let byCourier = Dictionary(uniqueKeysWithValues: Fix.newestPerCourier(fixes).map { ($0.courier, $0) })
+        let applied = try storage.recordFixes(c, Array(byCourier.values))
+        for courier in applied {
+            matcher.update(courier)
+            guard courier.active > 0, let fix = byCourier[courier.userId] else { continue }
+            if publish {
+                tracking.publishPosition(CourierLocation(courierId: courier.userId.lowercased, lat: fix.point.lat, lon: fix.point.lon,
+                                                         heading: fix.heading, speedMps: fix.speed, at: Timestamp.format(fix.time)))
+            }
+            for id in try storage.pickedUp(c, courier: courier.userId) {
+                guard let parcel = try storage.parcel(c, id, lock: true),
+                      greatCircleMeters(parcel.pickup, fix.point) > ParcelLifecycle.departureMeters else { continue }
+                _ = try apply(c, parcel, .depart, actor: .system, actorId: nil, place: fix.point)
+            }
+        }
+        return applied
+    }
+
+    private static func checkBatch(_ count: Int, field: String) throws {
+        guard (1...batchLimit).contains(count) else {
+            throw HTTPError.validation("Send 1 to \(batchLimit) \(field) at a time.", field: field)
+        }
+    }
+}

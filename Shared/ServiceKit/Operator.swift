@@ -1,0 +1,30 @@
+import Crypto
+import HTTP
+
+/// The operator credential: a shared secret (`OPERATOR_TOKEN`, at least 32 characters) that trusted tools (a fleet
+/// gateway, a load tester) present as a bearer token on `/v1/operator/...` routes. Unset, those routes do not exist
+/// (404); a wrong or missing token gets 401. Only its digest is kept, and it is compared in constant time.
+public struct OperatorCredential: Sendable {
+    private let digest: [UInt8]?
+
+    public init(_ environment: Environment) throws {
+        guard let token = environment.optional("OPERATOR_TOKEN") else { digest = nil; return }
+        guard token.count >= 32 else {
+            throw ConfigError(variable: "OPERATOR_TOKEN", problem: "must be at least 32 characters (got \(token.count))")
+        }
+        digest = sha256(Array(token.utf8))
+    }
+
+    /// Whether operator routes are enabled.
+    public var isEnabled: Bool { digest != nil }
+
+    /// A handler that runs only for a request carrying the operator token.
+    public func guarded(_ handler: @escaping @Sendable (Request) throws -> Response) -> Handler {
+        { [digest] request in
+            guard let digest else { throw HTTPError.notFound() }
+            let given = sha256(Array(try bearerToken(request).utf8))
+            guard constantTimeEquals(given, digest) else { throw HTTPError.unauthenticated("A valid operator token is required.") }
+            return try handler(request)
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Kafka
+import XCTest
+
+/// The operator's bulk path: couriers seeded without sign-ups, fixes in batches over HTTP or on `courier.location`,
+/// and offers answered for seeded couriers, all behind the operator token.
+final class DispatchFleetTests: DispatchTestCase {
+    let operatorToken = "op-" + UUID().uuidString + UUID().uuidString
+    override var serviceSettings: [String: String] {
+        super.serviceSettings.merging(["OPERATOR_TOKEN": operatorToken, "FLEET_FEED": "on"]) { $1 }
+    }
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try waitForConsumers(service)
+    }
+
+    func seed(_ couriers: [[String: Any]]) throws -> APIResponse {
+        try api.post("/v1/operator/couriers", ["couriers": couriers], token: operatorToken)
+    }
+
+    func testOperatorRoutesNeedTheOperatorToken() throws {
+        let someone = try person()
+        let body: [String: Any] = ["couriers": [["id": UUID().uuidString, "vehicle": "bike", "capacity": 1]]]
+        for token in [nil, someone.token, "op-wrong-" + UUID().uuidString + UUID().uuidString] {
+            assertClientError(try api.post("/v1/operator/couriers", body, token: token), 401)
+            assertClientError(try api.get("/v1/operator/offers", token: token), 401)
+        }
+        XCTAssertEqual(try count("couriers"), 0)
+        let bodies: [[UInt8]] = [[], Array("{".utf8), Array("[]".utf8), Array(#"{"unknown": 1}"#.utf8),
+                                 Array(#"{"couriers": [{"id": 5}], "fixes": [{"lat": "x"}], "courierId": []}"#.utf8),
+                                 [0x7B, 0x22, 0xC3, 0x28, 0x22, 0x3A, 0x31, 0x7D]]
+        for path in ["/v1/operator/couriers", "/v1/operator/locations", "/v1/operator/parcels/\(UUID().uuidString)/accept"] {
+            for body in bodies {
+                let r = try api.send("POST", path, raw: body, token: operatorToken, headers: ["Content-Type": "application/json"])
+                assertClientError(r, nil, "\(path) \(String(decoding: body, as: UTF8.self))")
+            }
+        }
+        XCTAssertEqual(try count("couriers"), 0)
+    }
+
+    func testSeededCouriersAreOfferedParcelsAndTheFleetAnswersForThem() throws {
+        let near = UUID().uuidString.lowercased(), far = UUID().uuidString.lowercased()
+        XCTAssertEqual(try seed([["id": near, "vehicle": "scooter", "capacity": 3, "lat": 44.4270, "lon": 26.1030],
+                                 ["id": far, "vehicle": "car", "capacity": 3, "lat": 44.4500, "lon": 26.1500]])["seeded"] as? Int, 2)
+        let sender = try person()
+        let id = try send(sender, to: nil)["id"] as! String
+        var offer: [String: Any]?
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            offer = ((try? self.api.get("/v1/operator/offers", token: self.operatorToken))?["items"] as? [[String: Any]])?
+                .first { $0["parcelId"] as? String == id }
+            return offer != nil
+        })
+        XCTAssertEqual(offer?["courierId"] as? String, near, "the nearest seeded courier")
+        assertClientError(try api.post("/v1/operator/parcels/\(id)/accept", ["courierId": far], token: operatorToken), 404,
+                          "an offer accepts only for the courier it was made to")
+        let accepted = try api.post("/v1/operator/parcels/\(id)/accept", ["courierId": near], token: operatorToken)
+        XCTAssertEqual(accepted["status"] as? String, "assigned")
+        XCTAssertEqual(try api.get("/v1/parcels/\(id)", token: sender.token)["courierId"] as? String, near)
+        XCTAssertEqual(try count("couriers", "user_id = '\(near)' AND active = 1"), 1)
+    }
+
+    func testBatchedFixesApplyTheNewestAndRefuseABadBatchWhole() throws {
+        let a = UUID().uuidString.lowercased(), b = UUID().uuidString.lowercased()
+        XCTAssertEqual(try seed([["id": a, "vehicle": "bike", "capacity": 1], ["id": b, "vehicle": "bike", "capacity": 1]]).status, 200)
+        let now = Date()
+        func at(_ s: Double) -> String { ISO8601DateFormatter().string(from: now.addingTimeInterval(s)) }
+        let r = try api.post("/v1/operator/locations", ["fixes": [
+            ["courierId": a, "lat": 44.40, "lon": 26.10, "at": at(-20)],
+            ["courierId": a, "lat": 44.41, "lon": 26.11, "at": at(-10)],  // the newer of the two wins
+            ["courierId": b, "lat": 44.42, "lon": 26.12],
+            ["courierId": UUID().uuidString, "lat": 44.0, "lon": 26.0],  // nobody: not applied
+        ]], token: operatorToken)
+        XCTAssertEqual(r["received"] as? Int, 4)
+        XCTAssertEqual(r["applied"] as? Int, 2)
+        XCTAssertEqual(try count("couriers", "user_id = '\(a)' AND lat = 44.41"), 1)
+        // Older than what is known: ignored.
+        XCTAssertEqual(try api.post("/v1/operator/locations", ["fixes": [["courierId": a, "lat": 1, "lon": 1, "at": at(-15)]]],
+                                    token: operatorToken)["applied"] as? Int, 0)
+        // One bad fix refuses the batch, naming it; nothing of it is written.
+        let bad = try api.post("/v1/operator/locations", ["fixes": [["courierId": b, "lat": 45, "lon": 26],
+                                                                    ["courierId": a, "lat": 91, "lon": 26]]], token: operatorToken)
+        assertClientError(bad, 400)
+        XCTAssertEqual(bad.errorField, "fixes[1].lat")
+        XCTAssertEqual(try count("couriers", "user_id = '\(b)' AND lat = 44.42"), 1)
+        for body: [String: Any] in [["fixes": []], ["fixes": Array(repeating: ["courierId": a, "lat": 1, "lon": 1], count: 1001)],
+                                    ["fixes": [["courierId": "nope", "lat": 1, "lon": 1]]], ["fixes": "x"], ["other": 1]] {
+            assertClientError(try api.post("/v1/operator/locations", body, token: operatorToken), 400)
+        }
+        for body: [[String: Any]] in [[["id": a, "vehicle": "boat", "capacity": 1]], [["id": a, "vehicle": "bike", "capacity": 0]],
+                                      [["id": a, "vehicle": "bike", "capacity": 1], ["id": a, "vehicle": "car", "capacity": 1]],
+                                      [["id": a, "vehicle": "bike", "capacity": 1, "lat": 44.0]]] {
+            assertClientError(try seed(body), 400, String(describing: body))
+        }
+    }
+
+    func testFixesFromAFleetGatewayOnTheTopicMoveCouriers() throws {
+        let a = UUID().uuidString.lowercased()
+        XCTAssertEqual(try seed([["id": a, "vehicle": "bike", "capacity": 1]]).status, 200)
+        var kafka = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "fleet-gateway"); kafka.log = { _, _ in }
+        func event(_ lat: Double, _ source: String = "/fleet-gateway") throws -> OutgoingMessage {
+            let envelope: [String: Any] = ["specversion": "1.0", "id": UUID().uuidString.lowercased(), "source": source,
+                                           "type": "courier.location", "subject": a, "time": ISO8601DateFormatter().string(from: Date()),
+                                           "datacontenttype": "application/json",
+                                           "data": ["courierId": a, "lat": lat, "lon": 26.1, "at": ISO8601DateFormatter().string(from: Date())]]
+            return OutgoingMessage(topic: "courier.location", key: a, value: Array(try JSONSerialization.data(withJSONObject: envelope)))
+        }
+        // A malformed fix is dropped; the gateway's next one is applied.
+        let broken = OutgoingMessage(topic: "courier.location", key: a, value: Array("{not json".utf8))
+        XCTAssertEqual(try Producer(config: kafka).send([broken, try event(91), try event(44.43)]).compactMap { $0 }.count, 0)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (try? self.count("couriers", "user_id = '\(a)' AND lat = 44.43")) == 1 })
+    }
+}
