@@ -46,6 +46,10 @@ let package = Package(
         .executableTarget(name: "dispatch", dependencies: ["ServiceKit", "Models", "Geo"], path: "Services/dispatch",
                           swiftSettings: settings),
 
+        // MARK: - Benchmarks
+        .executableTarget(name: "dispatch-load", dependencies: ["HTTP", "Postgres", "Models"], path: "bench/dispatch-load",
+                          swiftSettings: settings),
+
         // MARK: - Tests
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "HTTP", "Crypto", "Postgres", "Models", "Geo"],
                     path: "Tests/ServiceKitTests", swiftSettings: settings),

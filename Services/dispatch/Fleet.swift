@@ -125,7 +125,12 @@ extension DispatchHandlers {
 
     /// `GET /v1/operator/offers`: the offers open now, the oldest first (`?limit=`, at most 1,000).
     func openOffers(_ request: Request) throws -> Response {
-        let limit = try Page(request).limit
+        let limit = try request.query["limit"].map { text -> Int in
+            guard let n = Int(text), (1...Self.batchLimit).contains(n) else {
+                throw HTTPError.validation("limit must be a whole number from 1 to \(Self.batchLimit).", field: "limit")
+            }
+            return n
+        } ?? 100
         let offers = try pool.withConnection { try storage.openOffers($0, limit: limit) }
         return try .json(["items": offers.compactMap { p in
             p.offeredTo.map { OfferView(parcelId: p.id.lowercased, courierId: $0.lowercased,

@@ -98,6 +98,7 @@ final class ServiceProcess {
         env["KAFKA_BROKERS"] = TestEnvironment.brokers
         env["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
         env["LOG_LEVEL"] = "info"
+        env["OPERATOR_TOKEN"] = nil  // a test that wants the operator routes sets its own
         for (k, v) in environment { env[k] = v }
         process.environment = env
         logURL = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(port)-\(UUID().uuidString.prefix(8)).log")

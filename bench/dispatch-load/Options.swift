@@ -1,0 +1,130 @@
+import Foundation
+
+/// The command line. Every option has a default that gives a run of about a minute against `deploy/local/stack up`.
+struct Options: Sendable {
+    var dispatch = "http://127.0.0.1:8084"
+    var auth = "http://127.0.0.1:8081"
+    var operatorToken = ProcessInfo.processInfo.environment["OPERATOR_TOKEN"] ?? ""
+    var databaseURL = ProcessInfo.processInfo.environment["DATABASE_URL"] ?? ""
+    var couriers = 2_000
+    var actingCouriers = 10
+    var senders = 10
+    var capacity = 3
+    var fixRate = 500.0
+    var parcelRate = 10.0
+    var duration = 60.0
+    var parcels = 0
+    var areaKm = 20.0
+    var center = (lat: 44.4268, lon: 26.1025)
+    var expressShare = 0.3
+    var threads = 4
+    var out = "dispatch-load-report"
+    var quiet = false
+
+    static let help = """
+        dispatch-load: load-test the dispatch path of a running dispatch service, over HTTP.
+
+        It signs up senders and a few couriers who act for themselves, seeds the other couriers through the operator
+        path (no sign-ups), moves every courier around a square area sending location fixes, creates parcels at a
+        steady rate, accepts every offer (the seeded couriers' through the operator, the others' with their own
+        tokens), then checks the invariants from the API and, given a database URL, from PostgreSQL.
+
+        Usage: dispatch-load [options]
+
+        Targets
+          --dispatch URL          dispatch service (default http://127.0.0.1:8084)
+          --auth URL              auth service, for sign-ups (default http://127.0.0.1:8081)
+          --operator-token TOKEN  the dispatch service's OPERATOR_TOKEN (default: $OPERATOR_TOKEN)
+          --database-url URL      dispatch's PostgreSQL, for the invariant checks (default: $DATABASE_URL; without
+                                  it only the API checks run)
+        Fleet
+          --couriers N            couriers online, in all (default 2000)
+          --acting-couriers N     of those, couriers signed up who send their own fixes and accept their own
+                                  offers (default 10)
+          --capacity N            parcels each courier can carry, 1 to 50 (default 3)
+          --fix-rate R            location fixes per second, in all (default 500)
+          --area-km K             side of the square the couriers and pickups are in (default 20)
+          --center LAT,LON        its centre (default 44.4268,26.1025, Bucharest)
+        Parcels
+          --senders N             people sending parcels (default 10)
+          --parcel-rate R         parcels created per second (default 10)
+          --express-share F       fraction sent express, 0 to 1 (default 0.3)
+          --duration S            seconds to create parcels for (default 60)
+          --parcels N             stop after N parcels instead (default: no limit)
+        Output
+          --threads N             client threads creating parcels and sending fixes (default 4)
+          --out PATH              report files PATH.json and PATH.html (default dispatch-load-report)
+          --quiet                 no progress lines
+          --help                  this text
+
+        Latencies are measured on the service's own clock from each parcel's history (created → offered,
+        created → assigned); location-update latency is the round trip of each fix request.
+        """
+
+    static func parse(_ arguments: [String]) throws -> Options {
+        var o = Options()
+        var rest = arguments[...]
+        func value(_ name: String) throws -> String {
+            guard let v = rest.popFirst() else { throw UsageError("\(name) needs a value") }
+            return v
+        }
+        func number(_ name: String, _ range: ClosedRange<Double>) throws -> Double {
+            let text = try value(name)
+            guard let v = Double(text), v.isFinite, range.contains(v) else {
+                throw UsageError("\(name) must be a number from \(range.lowerBound) to \(range.upperBound) (got \"\(text)\")")
+            }
+            return v
+        }
+        func whole(_ name: String, _ range: ClosedRange<Int>) throws -> Int {
+            let text = try value(name)
+            guard let v = Int(text), range.contains(v) else {
+                throw UsageError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound) (got \"\(text)\")")
+            }
+            return v
+        }
+        while let arg = rest.popFirst() {
+            switch arg {
+            case "--help", "-h": throw UsageError.help
+            case "--dispatch": o.dispatch = try value(arg)
+            case "--auth": o.auth = try value(arg)
+            case "--operator-token": o.operatorToken = try value(arg)
+            case "--database-url": o.databaseURL = try value(arg)
+            case "--couriers": o.couriers = try whole(arg, 1...1_000_000)
+            case "--acting-couriers": o.actingCouriers = try whole(arg, 0...1_000)
+            case "--capacity": o.capacity = try whole(arg, 1...50)
+            case "--fix-rate": o.fixRate = try number(arg, 0...1_000_000)
+            case "--area-km": o.areaKm = try number(arg, 0.1...2_000)
+            case "--center":
+                let text = try value(arg)
+                let parts = text.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+                guard parts.count == 2, (-80...80).contains(parts[0]), (-180...180).contains(parts[1]) else {
+                    throw UsageError("--center must be LAT,LON with LAT from -80 to 80 (got \"\(text)\")")
+                }
+                o.center = (parts[0], parts[1])
+            case "--senders": o.senders = try whole(arg, 1...1_000)
+            case "--parcel-rate": o.parcelRate = try number(arg, 0.01...100_000)
+            case "--express-share": o.expressShare = try number(arg, 0...1)
+            case "--duration": o.duration = try number(arg, 1...86_400)
+            case "--parcels": o.parcels = try whole(arg, 1...10_000_000)
+            case "--threads": o.threads = try whole(arg, 1...256)
+            case "--out": o.out = try value(arg)
+            case "--quiet": o.quiet = true
+            default: throw UsageError("unknown option \(arg)")
+            }
+        }
+        guard o.actingCouriers <= o.couriers else { throw UsageError("--acting-couriers cannot exceed --couriers") }
+        if o.couriers > o.actingCouriers && o.operatorToken.isEmpty {
+            throw UsageError("seeding couriers needs the operator token: --operator-token or OPERATOR_TOKEN")
+        }
+        for (name, url) in [("--dispatch", o.dispatch), ("--auth", o.auth)] where URL(string: url)?.host == nil {
+            throw UsageError("\(name) must be a URL such as http://127.0.0.1:8084 (got \"\(url)\")")
+        }
+        return o
+    }
+}
+
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ text: String) { description = text }
+    static let help = UsageError("")
+}

@@ -1,0 +1,337 @@
+import Foundation
+import Models
+import Postgres
+
+/// One load run: set up the people and the fleet, drive the service, then check what it did.
+///
+/// `@unchecked Sendable`: the people are written by `setUp` before any thread starts and only read after; the
+/// rest is `Stats` (locked), `Fleet` (disjoint slices) and flags.
+final class Run: @unchecked Sendable {
+    let o: Options
+    let area: Area
+    let stats = Stats()
+    let fleet: Fleet
+    private var seeded: Set<String> = []
+    private(set) var senders: [(id: String, token: String, photo: String)] = []
+    private(set) var acting: [(id: String, token: String)] = []
+    private let creating = Flag(), stopping = Flag()
+    private let reservedLock = NSLock()
+    private var reserved = 0
+    private(set) var setupSeconds = 0.0
+    private(set) var driveSeconds = 0.0
+    private(set) var createSeconds = 0.0
+    static let photo: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10] + Array("JFIF".utf8) + [0, 1, 1, 0, 0, 1, 0, 1, 0, 0]
+        + [0xFF, 0xC0, 0x00, 0x11, 0x08, 0x01, 0xE0, 0x02, 0x80, 0x03, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1] + [0xFF, 0xD9]
+
+    init(_ options: Options) {
+        o = options
+        area = Area(center: options.center, sideKm: options.areaKm)
+        fleet = Fleet(count: options.couriers - options.actingCouriers, area: area)
+        seeded = Set(fleet.ids)
+    }
+
+    func log(_ line: String) { if !o.quiet { FileHandle.standardError.write(Data((line + "\n").utf8)) } }
+
+    /// Runs `body(i)` for i in 0..<count on `threads` threads and waits; the first error is rethrown.
+    func parallel(_ count: Int, threads: Int, _ body: @escaping @Sendable (API, API, Int) throws -> Void) throws {
+        let next = Counter(), failure = ErrorBox()
+        let group = DispatchGroup()
+        for _ in 0..<min(threads, max(count, 1)) {
+            group.enter()
+            Thread { [o] in
+                let dispatch = API(o.dispatch), auth = API(o.auth)
+                while failure.error == nil, case let i = next.increment(), i < count {
+                    do { try body(dispatch, auth, i) } catch { failure.set(error) }
+                }
+                group.leave()
+            }.start()
+        }
+        group.wait()
+        if let error = failure.error { throw error }
+    }
+
+    // MARK: - Setting up
+
+    func setUp() throws {
+        let start = Date()
+        for (name, url) in [("dispatch", o.dispatch), ("auth", o.auth)] {
+            let ready = try? API(url).call("GET", "/readyz")
+            guard ready?.status == 200 else {
+                throw RunError("\(name) at \(url) is not ready (\(ready.map { "status \($0.status)" } ?? "no answer")); start the stack with deploy/local/stack up")
+            }
+        }
+        log("signing up \(o.senders) senders and \(o.actingCouriers) couriers")
+        let people = PeopleBox(count: o.senders + o.actingCouriers)
+        try parallel(o.senders + o.actingCouriers, threads: o.threads) { [self] dispatch, auth, i in
+            let name = "load_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+            let r = try auth.call("POST", "/v1/auth/signup", json: ["username": name, "email": "\(name)@load.test",
+                                                                    "password": UUID().uuidString, "fullName": "Load \(i)"])
+            guard r.status == 201, let token = r["accessToken"] as? String, let id = (r["user"] as? [String: Any])?["id"] as? String else {
+                throw RunError("sign-up failed: \(r.status) \(r.json)")
+            }
+            if i < o.senders {
+                let m = try dispatch.call("POST", "/v1/media", raw: Self.photo, token: token, headers: ["Content-Type": "image/jpeg"])
+                guard m.status == 201, let photo = m["id"] as? String else { throw RunError("photo upload failed: \(m.status) \(m.json)") }
+                people.set(i, (id, token, photo))
+            } else {
+                let p = area.random()
+                for (method, path, body) in [("POST", "/v1/couriers/me", ["vehicle": "bike", "capacity": o.capacity] as [String: Any]),
+                                             ("PUT", "/v1/couriers/me/status", ["online": true]),
+                                             ("PUT", "/v1/couriers/me/location", ["lat": p.lat, "lon": p.lon])] {
+                    let r = try dispatch.call(method, path, json: body, token: token)
+                    guard (200...201).contains(r.status) else { throw RunError("\(method) \(path) failed: \(r.status) \(r.json)") }
+                }
+                people.set(i, (id, token, ""))
+            }
+        }
+        let all = people.values
+        senders = Array(all.prefix(o.senders))
+        acting = all.dropFirst(o.senders).map { ($0.id, $0.token) }
+
+        let batches = (fleet.ids.count + 999) / 1000
+        let done = Counter()
+        try parallel(batches, threads: o.threads) { [self] dispatch, _, b in
+            let range = (b * 1000)..<min(fleet.ids.count, (b + 1) * 1000)
+            let couriers: [[String: Any]] = range.map {
+                ["id": fleet.ids[$0], "vehicle": ["foot", "bike", "scooter", "car"][$0 % 4], "capacity": o.capacity, "online": true,
+                 "lat": fleet.lat[$0], "lon": fleet.lon[$0]]
+            }
+            let r = try dispatch.call("POST", "/v1/operator/couriers", json: ["couriers": couriers], token: o.operatorToken)
+            guard r.status == 200 else { throw RunError("seeding couriers failed: \(r.status) \(r.json)") }
+            let n = done.increment() + 1
+            if n % 10 == 0 || n == batches { log("seeded couriers \(min(n * 1000, fleet.ids.count))/\(fleet.ids.count)") }
+        }
+        setupSeconds = Date().timeIntervalSince(start)
+        log(String(format: "set up in %.1f s", setupSeconds))
+    }
+
+    // MARK: - Driving
+
+    func drive() {
+        let start = Date()
+        var threads: [Thread] = []
+        let running = Counter()
+        func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
+            _ = running.increment()
+            let t = Thread { body(); _ = running.decrement() }
+            t.name = name
+            threads.append(t)
+        }
+        let offers = AcceptQueue()
+        for t in 0..<o.threads {
+            spawn("create-\(t)") { [self] in createParcels(thread: t, start: start) }
+            spawn("fix-\(t)") { [self] in sendFixes(thread: t) }
+            spawn("accept-\(t)") { [self] in acceptSeeded(offers) }
+        }
+        spawn("offers") { [self] in watchOffers(offers) }
+        for (i, courier) in acting.enumerated() { spawn("courier-\(i)") { [self] in actAsCourier(courier) } }
+        threads.forEach { $0.start() }
+
+        // Progress, until the parcels are all created, then until the offers settle.
+        var lastLine = Date.distantPast
+        var settledSince: Date?
+        var lastAccepted = -1
+        while true {
+            Thread.sleep(forTimeInterval: 0.25)
+            let elapsed = Date().timeIntervalSince(start)
+            if !creating.isSet, elapsed >= o.duration, o.parcels == 0 { creating.set() }
+            if creating.isSet, createSeconds == 0 { createSeconds = elapsed }
+            let created = stats.parcelCount, accepted = stats.acceptedCount
+            if Date().timeIntervalSince(lastLine) >= 2 {
+                lastLine = Date()
+                log(String(format: "[%5.0fs] parcels %d (%.1f/s)  assigned %d  fixes %d (%.0f/s)  errors %d%@", elapsed, created,
+                           Double(created) / max(elapsed, 0.001), accepted, stats.fixCount, Double(stats.fixCount) / max(elapsed, 0.001),
+                           stats.errorCount, creating.isSet ? "  (settling)" : ""))
+            }
+            guard creating.isSet else { continue }
+            // Settled: everything assigned, or nothing new assigned for 5 seconds (couriers full, or none in reach).
+            if accepted != lastAccepted { lastAccepted = accepted; settledSince = Date() }
+            if accepted >= created || Date().timeIntervalSince(settledSince ?? Date()) > 5 { break }
+        }
+        stopping.set()
+        while running.value > 0 { Thread.sleep(forTimeInterval: 0.05) }
+        driveSeconds = Date().timeIntervalSince(start)
+    }
+
+    /// Whether another parcel may be created (the `--parcels` limit).
+    private func reserve() -> Bool {
+        reservedLock.lock(); defer { reservedLock.unlock() }
+        if o.parcels > 0 && reserved >= o.parcels { creating.set(); return false }
+        reserved += 1
+        return true
+    }
+
+    private func createParcels(thread: Int, start: Date) {
+        let api = API(o.dispatch)
+        let interval = Double(o.threads) / o.parcelRate
+        var due = start.addingTimeInterval(interval * Double(thread) / Double(o.threads))
+        while !creating.isSet {
+            let wait = due.timeIntervalSinceNow
+            if wait > 0 { Thread.sleep(forTimeInterval: min(wait, 0.25)); continue }
+            due = due.addingTimeInterval(interval)
+            guard reserve() else { return }
+            let sender = Int.random(in: 0..<senders.count)
+            let pickup = area.random(), dropoff = area.random()
+            let express = Double.random(in: 0..<1) < o.expressShare
+            let body: [String: Any] = [
+                "pickup": ["lat": pickup.lat, "lon": pickup.lon, "address": "Pickup, load test"],
+                "dropoff": ["lat": dropoff.lat, "lon": dropoff.lon, "address": "Drop-off, load test"],
+                "recipient": ["name": "Load Test Recipient"], "service": express ? "express" : "standard",
+                "paymentMethod": ["card", "cash", "wallet"][thread % 3], "documentPhotoMediaId": senders[sender].photo]
+            do {
+                let r = try api.call("POST", "/v1/parcels", json: body, token: senders[sender].token,
+                                     headers: ["Idempotency-Key": UUID().uuidString])
+                if r.status == 201, let id = r["id"] as? String {
+                    stats.created(.init(id: id, sender: sender, pickup: pickup, express: express), ms: r.ms)
+                } else {
+                    stats.error(r.kind("POST", "/v1/parcels"))
+                }
+            } catch {
+                stats.error("POST /v1/parcels transport: \(error)")
+            }
+        }
+    }
+
+    /// Moves this thread's slice of the seeded couriers and sends their fixes in batches, at its share of the rate.
+    private func sendFixes(thread: Int) {
+        let api = API(o.dispatch)
+        let count = fleet.ids.count
+        let lo = count * thread / o.threads, hi = count * (thread + 1) / o.threads
+        guard hi > lo else { return }
+        let rate = max(0, o.fixRate - Double(acting.count)) / Double(o.threads)
+        var cursor = lo
+        var owed = 0.0
+        var last = Date()
+        while !stopping.isSet {
+            Thread.sleep(forTimeInterval: 0.1)
+            let now = Date()
+            owed += rate * now.timeIntervalSince(last)
+            last = now
+            while owed >= 1 && !stopping.isSet {
+                let n = min(Int(owed), 1000)
+                owed -= Double(n)
+                var fixes: [[String: Any]] = []
+                for _ in 0..<n {
+                    let p = area.step((fleet.lat[cursor], fleet.lon[cursor]), heading: &fleet.heading[cursor], meters: .random(in: 5...60))
+                    fleet.lat[cursor] = p.lat; fleet.lon[cursor] = p.lon
+                    fixes.append(["courierId": fleet.ids[cursor], "lat": p.lat, "lon": p.lon, "heading": fleet.heading[cursor]])
+                    cursor = cursor + 1 == hi ? lo : cursor + 1
+                }
+                do {
+                    let r = try api.call("POST", "/v1/operator/locations", json: ["fixes": fixes], token: o.operatorToken)
+                    if r.status == 200 { stats.batch(ms: r.ms, sent: n, applied: r["applied"] as? Int ?? 0) }
+                    else { stats.error(r.kind("POST", "/v1/operator/locations")) }
+                } catch {
+                    stats.error("POST /v1/operator/locations transport: \(error)")
+                }
+            }
+        }
+    }
+
+    /// Lists open offers for the seeded couriers and queues them to be accepted.
+    private func watchOffers(_ queue: AcceptQueue) {
+        let api = API(o.dispatch)
+        var queued: Set<String> = []
+        while !stopping.isSet {
+            do {
+                let r = try api.call("GET", "/v1/operator/offers?limit=1000", token: o.operatorToken)
+                guard r.status == 200 else { stats.error(r.kind("GET", "/v1/operator/offers")); Thread.sleep(forTimeInterval: 0.5); continue }
+                for item in r["items"] as? [[String: Any]] ?? [] {
+                    guard let parcel = item["parcelId"] as? String, let courier = item["courierId"] as? String, seeded.contains(courier),
+                          queued.insert(parcel + courier).inserted else { continue }
+                    queue.push((parcel, courier))
+                }
+            } catch {
+                stats.error("GET /v1/operator/offers transport: \(error)")
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        queue.close()
+    }
+
+    private func acceptSeeded(_ queue: AcceptQueue) {
+        let api = API(o.dispatch)
+        while let (parcel, courier) = queue.pop() {
+            do {
+                let r = try api.call("POST", "/v1/operator/parcels/\(parcel)/accept", json: ["courierId": courier], token: o.operatorToken)
+                if r.status == 200 { stats.accept(parcel, by: courier, ms: r.ms) }
+                else { stats.error(r.kind("POST", "/v1/operator/parcels/{id}/accept")) }
+            } catch {
+                stats.error("POST /v1/operator/parcels/{id}/accept transport: \(error)")
+            }
+        }
+    }
+
+    /// A signed-up courier: a fix a second with their own token, and their own offers accepted.
+    private func actAsCourier(_ me: (id: String, token: String)) {
+        let api = API(o.dispatch)
+        var position = area.random(), heading = Double.random(in: 0..<360)
+        var nextFix = Date()
+        while !stopping.isSet {
+            do {
+                if Date() >= nextFix {
+                    nextFix = nextFix.addingTimeInterval(1)
+                    position = area.step(position, heading: &heading, meters: .random(in: 5...60))
+                    let r = try api.call("PUT", "/v1/couriers/me/location", json: ["lat": position.lat, "lon": position.lon, "heading": heading],
+                                         token: me.token)
+                    if r.status == 200 { stats.fix(ms: r.ms, applied: r["applied"] as? Bool == true) }
+                    else { stats.error(r.kind("PUT", "/v1/couriers/me/location")) }
+                }
+                let offers = try api.call("GET", "/v1/parcels?role=courier&status=offered&limit=100", token: me.token)
+                for item in offers["items"] as? [[String: Any]] ?? [] {
+                    guard let id = item["id"] as? String else { continue }
+                    let r = try api.call("POST", "/v1/parcels/\(id)/accept", token: me.token)
+                    if r.status == 200 { stats.accept(id, by: me.id, ms: r.ms) } else { stats.error(r.kind("POST", "/v1/parcels/{id}/accept")) }
+                }
+            } catch {
+                stats.error("courier transport: \(error)")
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+    }
+}
+
+// MARK: - Small thread-safe helpers
+
+/// `@unchecked Sendable`: guarded by `lock`.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    /// Returns the value before adding one.
+    func increment() -> Int { lock.lock(); defer { n += 1; lock.unlock() }; return n }
+    func decrement() -> Int { lock.lock(); defer { lock.unlock() }; n -= 1; return n }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
+}
+
+/// `@unchecked Sendable`: guarded by `lock`.
+final class ErrorBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var first: Error?
+    var error: Error? { lock.lock(); defer { lock.unlock() }; return first }
+    func set(_ e: Error) { lock.lock(); if first == nil { first = e }; lock.unlock() }
+}
+
+/// `@unchecked Sendable`: guarded by `lock`.
+final class PeopleBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [(id: String, token: String, photo: String)]
+    init(count: Int) { items = Array(repeating: ("", "", ""), count: count) }
+    func set(_ i: Int, _ v: (String, String, String)) { lock.lock(); items[i] = v; lock.unlock() }
+    var values: [(id: String, token: String, photo: String)] { lock.lock(); defer { lock.unlock() }; return items }
+}
+
+/// Offers waiting to be accepted.
+///
+/// `@unchecked Sendable`: guarded by `condition`.
+final class AcceptQueue: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var items: [(String, String)] = []
+    private var closed = false
+    func push(_ item: (String, String)) { condition.lock(); items.append(item); condition.signal(); condition.unlock() }
+    func close() { condition.lock(); closed = true; condition.broadcast(); condition.unlock() }
+    func pop() -> (String, String)? {
+        condition.lock(); defer { condition.unlock() }
+        while items.isEmpty && !closed { condition.wait() }
+        return items.isEmpty ? nil : items.removeFirst()
+    }
+}

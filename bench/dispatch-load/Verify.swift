@@ -1,0 +1,115 @@
+import Foundation
+import Models
+import Postgres
+
+extension Run {
+    /// Reads every parcel back as its sender, measures the dispatch latencies on the service's clock, and checks
+    /// the invariants from the API and (given its URL) the database.
+    func verify() throws -> Report {
+        let parcels = stats.with { $0.parcels }
+        let accepted = stats.with { $0.accepted }
+        log("checking \(parcels.count) parcels through the API")
+        let views = ViewBox(count: parcels.count)
+        try parallel(parcels.count, threads: o.threads) { [self] dispatch, _, i in
+            let r = try dispatch.call("GET", "/v1/parcels/\(parcels[i].id)", token: senders[parcels[i].sender].token)
+            views.set(i, r.status == 200 ? r.json : nil)
+        }
+        let all = views.values
+        var offeredMs: [Double] = [], assignedMs: [Double] = []
+        var statuses: [String: Int] = [:]
+        var unreadable = 0, twice = 0, wrongCourier = 0
+        var rows: [Report.ParcelRow] = []
+        for (i, p) in parcels.enumerated() {
+            guard let view = all[i] else { unreadable += 1; continue }
+            let status = view["status"] as? String ?? "?"
+            statuses[status, default: 0] += 1
+            let history = view["history"] as? [[String: Any]] ?? []
+            func at(_ to: String) -> Date? { (history.first { $0["to"] as? String == to }?["at"] as? String).flatMap(Timestamp.parse) }
+            let created = at("awaiting_courier")
+            let offered = at("offered").flatMap { o in created.map { o.timeIntervalSince($0) * 1000 } }
+            let assigned = at("assigned").flatMap { a in created.map { a.timeIntervalSince($0) * 1000 } }
+            if let offered { offeredMs.append(offered) }
+            if let assigned { assignedMs.append(assigned) }
+            let assignments = history.filter { $0["to"] as? String == "assigned" }.count
+            let acceptors = accepted[p.id] ?? []
+            if assignments > 1 || acceptors.count > 1 { twice += 1 }
+            if status == "assigned" || !acceptors.isEmpty {
+                if acceptors.count != 1 || view["courierId"] as? String != acceptors.first || status != "assigned" { wrongCourier += 1 }
+            }
+            rows.append(.init(id: p.id, lat: p.pickup.lat, lon: p.pickup.lon, express: p.express, status: status,
+                              offeredMs: offered, assignedMs: assigned))
+        }
+        let allowed: Set<String> = ["awaiting_courier", "offered", "assigned"]
+        let odd = statuses.filter { !allowed.contains($0.key) }.values.reduce(0, +)
+        let statusText = statuses.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+        var invariants: [Report.Invariant] = [
+            .init(name: "every parcel accounted for (API)", ok: unreadable == 0 && odd == 0,
+                  detail: "\(parcels.count) created; \(parcels.count - unreadable) read back by their senders: \(statusText.isEmpty ? "none" : statusText)"),
+            .init(name: "no parcel assigned twice (API)", ok: twice == 0, detail: "\(twice) parcels with more than one assignment"),
+            .init(name: "assigned parcels held by the courier who accepted them (API)", ok: wrongCourier == 0,
+                  detail: "\(wrongCourier) mismatches among \(accepted.count) accepted"),
+        ]
+        if o.databaseURL.isEmpty {
+            invariants.append(.init(name: "database checks", ok: true, detail: "skipped: no --database-url"))
+        } else {
+            log("checking the database")
+            invariants += try databaseChecks(created: parcels.count)
+        }
+        let sample = stride(from: 0, to: fleet.ids.count, by: max(1, fleet.ids.count / 3000)).map { [fleet.lat[$0], fleet.lon[$0]] }
+        let elapsed = max(createSeconds, 0.001)
+        return Report(
+            startedAt: Timestamp.format(Date().addingTimeInterval(-driveSeconds)),
+            settings: ["dispatch": o.dispatch, "couriers": "\(o.couriers)", "actingCouriers": "\(o.actingCouriers)",
+                       "capacity": "\(o.capacity)", "fixRate": "\(o.fixRate)", "parcelRate": "\(o.parcelRate)",
+                       "duration": "\(o.duration)", "parcels": "\(o.parcels)", "areaKm": "\(o.areaKm)",
+                       "center": "\(o.center.lat),\(o.center.lon)", "senders": "\(o.senders)", "threads": "\(o.threads)"],
+            setupSeconds: setupSeconds, createSeconds: createSeconds, driveSeconds: driveSeconds,
+            parcelsCreated: parcels.count, parcelsAssigned: statuses["assigned"] ?? 0,
+            parcelsPerSecond: Double(parcels.count) / elapsed, assignedPerSecond: Double(assignedMs.count) / elapsed,
+            fixesSent: stats.with { $0.fixesSent }, fixesApplied: stats.with { $0.fixesApplied },
+            fixesPerSecond: Double(stats.fixCount) / max(driveSeconds, 0.001),
+            dispatchOfferedMs: Distribution(offeredMs), dispatchAssignedMs: Distribution(assignedMs),
+            createMs: Distribution(stats.with { $0.createMs }), courierFixMs: Distribution(stats.with { $0.fixMs }),
+            fleetBatchMs: Distribution(stats.with { $0.batchMs }), acceptMs: Distribution(stats.with { $0.acceptMs }),
+            errors: stats.with { $0.errors }, invariants: invariants, parcels: rows, couriersSample: sample)
+    }
+
+    private func databaseChecks(created: Int) throws -> [Report.Invariant] {
+        let c = try Connection(url: o.databaseURL)
+        func count(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) throws -> Int {
+            try c.first(sql, parameters)?["n"] ?? -1
+        }
+        let over = try count("SELECT count(*) AS n FROM dispatch.couriers WHERE active > capacity")
+        let loads = try count("""
+            SELECT count(*) AS n FROM dispatch.couriers c WHERE active <> (SELECT count(*) FROM dispatch.parcels p
+                WHERE p.courier_id = c.user_id AND p.status IN ('assigned', 'picked_up', 'in_transit'))
+            """)
+        let offers = try count("""
+            SELECT count(*) AS n FROM (SELECT offered_to FROM dispatch.parcels WHERE status = 'offered'
+                GROUP BY offered_to HAVING count(*) > 1) x
+            """)
+        let stored = try count("SELECT count(*) AS n FROM dispatch.parcels WHERE sender_id = ANY($1::uuid[])",
+                               [PostgresArray(senders.map(\.id))])
+        let doubly = try count("""
+            SELECT count(*) AS n FROM (SELECT parcel_id FROM dispatch.parcel_history h JOIN dispatch.parcels p ON p.id = h.parcel_id
+                WHERE h.to_status = 'assigned' AND p.sender_id = ANY($1::uuid[]) GROUP BY parcel_id HAVING count(*) > 1) x
+            """, [PostgresArray(senders.map(\.id))])
+        return [
+            .init(name: "no courier over capacity (database)", ok: over == 0, detail: "\(over) couriers carry more than they can"),
+            .init(name: "couriers' loads match the parcels they hold (database)", ok: loads == 0, detail: "\(loads) couriers differ"),
+            .init(name: "at most one open offer per courier (database)", ok: offers == 0, detail: "\(offers) couriers with several"),
+            .init(name: "no parcel assigned twice (database history)", ok: doubly == 0, detail: "\(doubly) parcels"),
+            .init(name: "every parcel accounted for (database)", ok: stored == created,
+                  detail: "\(stored) stored for this run's senders, \(created) created"),
+        ]
+    }
+}
+
+/// `@unchecked Sendable`: guarded by `lock`.
+final class ViewBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [[String: Any]?]
+    init(count: Int) { items = Array(repeating: nil, count: count) }
+    func set(_ i: Int, _ v: [String: Any]?) { lock.lock(); items[i] = v; lock.unlock() }
+    var values: [[String: Any]?] { lock.lock(); defer { lock.unlock() }; return items }
+}
