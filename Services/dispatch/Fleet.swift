@@ -105,9 +105,10 @@ extension DispatchHandlers {
             }
             return SeededCourier(id: id, vehicle: item.vehicle, capacity: item.capacity, online: item.online ?? true, position: position)
         }
-        let count = try pool.withTransaction { try storage.seedCouriers($0, couriers) }
-        matcher.wake()  // the next tick reads them into the index
-        return try .json(["seeded": count])
+        let seeded = try pool.withTransaction { try storage.seedCouriers($0, couriers) }
+        seeded.forEach(matcher.update)
+        matcher.wake()
+        return try .json(["seeded": seeded.count])
     }
 
     /// `POST /v1/operator/locations`: up to 1,000 fixes for any couriers.

@@ -5,14 +5,15 @@ import Postgres
 import ServiceKit
 
 /// The live positions of online couriers, in memory: rebuilt from PostgreSQL at start and kept current from the
-/// fixes this instance receives and, every tick, from the rows other instances changed. PostgreSQL stays the
+/// fixes this instance receives and, on its own thread, from the rows other instances changed. PostgreSQL stays the
 /// source of truth for offers and assignments.
 ///
-/// `@unchecked Sendable`: `since` and `woken` are guarded by `condition`; the index locks itself.
+/// `@unchecked Sendable`: `since`, `loaded` and `woken` are guarded by `condition`; the index locks itself.
 final class Matcher: @unchecked Sendable {
     let index = GeoIndex<UUID>()
     private let condition = NSCondition()
     private var woken = false
+    private var loaded = false
     private var since = Date(timeIntervalSince1970: 0)
 
     /// Keeps in the index exactly the couriers who could take a parcel: online, placed, with room.
@@ -30,20 +31,35 @@ final class Matcher: @unchecked Sendable {
     }
 
     /// Reads the couriers changed since the last refresh. Rows commit in another order than their timestamps, so
-    /// the last five seconds are read again each time rather than trusting the newest timestamp seen.
+    /// the last two seconds are read again each time rather than trusting the newest timestamp seen.
     func refresh(_ pool: Pool) throws {
-        condition.lock(); let from = since.addingTimeInterval(-5); condition.unlock()
+        condition.lock(); let from = since.addingTimeInterval(-2); condition.unlock()
         let changed = try pool.withConnection { try DispatchStorage().couriersChanged($0, since: from) }
         for (courier, _) in changed { update(courier) }
-        if let last = changed.last?.1 { condition.lock(); since = last; condition.unlock() }
+        condition.lock()
+        if let last = changed.last?.1 { since = last }
+        if !loaded { loaded = true; condition.broadcast() }
+        condition.unlock()
     }
 
-    /// Asks the loop to run now (a parcel was created, declined or cancelled).
+    /// Asks the matching loop to run now (a parcel was created, declined or cancelled).
     func wake() { condition.lock(); woken = true; condition.signal(); condition.unlock() }
 
-    /// Runs `tick` every `interval`, or sooner when woken.
-    func start(interval: TimeInterval, logger: Logger, tick: @escaping @Sendable () throws -> Void) {
-        let thread = Thread { [self] in
+    /// Refreshes the index every `interval` on one thread, and on another runs `tick` every `interval` or sooner
+    /// when woken, once the index was first loaded. Refreshing apart keeps its cost out of dispatch latency.
+    func start(interval: TimeInterval, pool: Pool, logger: Logger, tick: @escaping @Sendable () throws -> Void) {
+        let refresher = Thread { [self] in
+            while true {
+                do { try refresh(pool) } catch { logger.warn("reading courier positions failed", ["error": .string("\(error)")]) }
+                Thread.sleep(forTimeInterval: interval)
+            }
+        }
+        refresher.name = "matcher-refresh"
+        refresher.start()
+        let matcher = Thread { [self] in
+            condition.lock()
+            while !loaded { condition.wait() }
+            condition.unlock()
             while true {
                 condition.lock()
                 if !woken { _ = condition.wait(until: Date().addingTimeInterval(interval)) }
@@ -52,15 +68,14 @@ final class Matcher: @unchecked Sendable {
                 do { try tick() } catch { logger.warn("matching failed", ["error": .string("\(error)")]) }
             }
         }
-        thread.name = "matcher"
-        thread.start()
+        matcher.name = "matcher"
+        matcher.start()
     }
 }
 
 extension DispatchHandlers {
     /// One round of the engine: expire unanswered offers, then offer waiting parcels (express first, oldest first).
     func dispatchTick(offerTimeout: TimeInterval, maxMeters: Double) throws {
-        try matcher.refresh(pool)
         try pool.withTransaction { c in
             for id in try storage.expiredOffers(c, limit: 100) {
                 guard let p = try storage.parcel(c, id, lock: true, skipLocked: true), p.status == .offered,

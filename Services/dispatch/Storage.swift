@@ -124,8 +124,8 @@ struct DispatchStorage {
     }
 
     /// Creates or updates couriers that have no account of their own here (a fleet's, a load test's).
-    func seedCouriers(_ c: Connection, _ couriers: [SeededCourier]) throws -> Int {
-        try c.execute("""
+    func seedCouriers(_ c: Connection, _ couriers: [SeededCourier]) throws -> [CourierRecord] {
+        try c.rows("""
             INSERT INTO dispatch.couriers (user_id, vehicle, capacity, online, lat, lon, fix_at)
             SELECT id, vehicle, capacity, online, lat, lon, CASE WHEN lat IS NULL THEN NULL ELSE clock_timestamp() END
             FROM unnest($1::uuid[], $2::text[], $3::int[], $4::bool[], $5::float8[], $6::float8[]) AS s (id, vehicle, capacity, online, lat, lon)
@@ -133,9 +133,10 @@ struct DispatchStorage {
                 capacity = GREATEST(EXCLUDED.capacity, dispatch.couriers.active),
                 lat = COALESCE(EXCLUDED.lat, dispatch.couriers.lat), lon = COALESCE(EXCLUDED.lon, dispatch.couriers.lon),
                 fix_at = COALESCE(EXCLUDED.fix_at, dispatch.couriers.fix_at), updated_at = clock_timestamp()
+            RETURNING *
             """, [PostgresArray(couriers.map(\.id)), PostgresArray(couriers.map(\.vehicle)), PostgresArray(couriers.map(\.capacity)),
                   PostgresArray(couriers.map(\.online)), PostgresArray(couriers.map(\.position?.lat)),
-                  PostgresArray(couriers.map(\.position?.lon))])
+                  PostgresArray(couriers.map(\.position?.lon))]).map(CourierRecord.init)
     }
 
     /// Offers open now, the oldest first.

@@ -22,7 +22,7 @@ let tracking = ParcelTracking(kafka: app.kafka, logger: app.logger) { [relay = a
 }
 let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency, matcher: matcher, tracking: tracking)
 app.whenTopicsExist(tracking.start, ready: { tracking.isReading })
-matcher.start(interval: Double(tickMs) / 1000, logger: app.logger) {
+matcher.start(interval: Double(tickMs) / 1000, pool: app.pool, logger: app.logger) {
     try handlers.dispatchTick(offerTimeout: Double(offerTimeout), maxMeters: Double(maxMeters))
 }
 if fleetFeed { app.consume("fleet", topics: [CourierLocation.type], handler: handlers.fleetFix) }

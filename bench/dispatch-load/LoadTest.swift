@@ -74,6 +74,7 @@ enum LoadTest {
             try run.setUp()
             run.drive()
             let report = try run.verify()
+            run.tearDown()
             try report.write(to: options.out)
             print(report.summary(options))
             print("Reports: \(options.out).json, \(options.out).html")

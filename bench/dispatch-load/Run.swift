@@ -105,6 +105,22 @@ final class Run: @unchecked Sendable {
         log(String(format: "set up in %.1f s", setupSeconds))
     }
 
+    /// Takes this run's couriers offline, so a later run's parcels are not offered to couriers nobody plays.
+    func tearDown() {
+        log("taking the run's couriers offline")
+        let batches = (fleet.ids.count + 999) / 1000
+        try? parallel(batches + acting.count, threads: o.threads) { [self] dispatch, _, b in
+            if b >= batches {
+                _ = try dispatch.call("PUT", "/v1/couriers/me/status", json: ["online": false], token: acting[b - batches].token)
+                return
+            }
+            let couriers: [[String: Any]] = ((b * 1000)..<min(fleet.ids.count, (b + 1) * 1000)).map {
+                ["id": fleet.ids[$0], "vehicle": ["foot", "bike", "scooter", "car"][$0 % 4], "capacity": o.capacity, "online": false]
+            }
+            _ = try dispatch.call("POST", "/v1/operator/couriers", json: ["couriers": couriers], token: o.operatorToken)
+        }
+    }
+
     // MARK: - Driving
 
     func drive() {
