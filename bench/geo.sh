@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The nearest-available-courier query on dispatch's in-memory index, beside Redis GEOSEARCH and PostGIS KNN
+# (ORDER BY geog <-> point LIMIT k, GiST index) on the same points, in the same run, with the same threads.
+# Prints queries/s (median of RUNS runs) and the index's ratio to each.
+#   bench/geo.sh              COURIERS="10000 100000" SECONDS_PER_RUN=3 RUNS=3 THREADS=2
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+COURIERS="${COURIERS:-10000 100000}"; SECONDS_PER_RUN="${SECONDS_PER_RUN:-3}"; RUNS="${RUNS:-3}"; THREADS="${THREADS:-2}"
+STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
+REDIS_PORT="${REDIS_PORT:-6390}"
+
+"$ROOT/deploy/local/stack" up >&2   # PostgreSQL (and the rest) as the stack runs it
+PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)"
+PG_MAJOR="$(psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d backend -qtAc 'SHOW server_version_num' | cut -c1-2)"
+missing=()
+command -v redis-server >/dev/null || missing+=(redis-server)
+dpkg-query -W -f='${Status}' "postgresql-$PG_MAJOR-postgis-3" 2>/dev/null | grep -q "install ok installed" || missing+=("postgresql-$PG_MAJOR-postgis-3")
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "==> installing ${missing[*]}" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+echo "==> starting Redis on :$REDIS_PORT (no persistence)" >&2
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
+    --pidfile "$STATE/bench-redis.pid" --logfile "$STATE/logs/bench-redis.log" >/dev/null
+trap 'kill "$(cat "$STATE/bench-redis.pid")" 2>/dev/null || true' EXIT
+for _ in $(seq 1 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+(cd "$ROOT" && swift build -c release --product geo-bench >&2)
+bin="$(cd "$ROOT" && swift build -c release --show-bin-path)"
+for n in $COURIERS; do
+    "$bin/geo-bench" --couriers "$n" --seconds "$SECONDS_PER_RUN" --runs "$RUNS" --threads "$THREADS" \
+        --redis-port "$REDIS_PORT" --database-url "postgres://postgres@127.0.0.1:$PG_PORT/backend"
+done
