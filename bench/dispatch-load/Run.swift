@@ -34,20 +34,20 @@ final class Run: @unchecked Sendable {
 
     /// Runs `body(i)` for i in 0..<count on `threads` threads and waits; the first error is rethrown.
     func parallel(_ count: Int, threads: Int, _ body: @escaping @Sendable (API, API, Int) throws -> Void) throws {
-        let next = Counter(), failure = ErrorBox()
+        let next = Locked(0), failure = Locked<Error?>(nil)
         let group = DispatchGroup()
         for _ in 0..<min(threads, max(count, 1)) {
             group.enter()
             Thread { [o] in
                 let dispatch = API(o.dispatch), auth = API(o.auth)
-                while failure.error == nil, case let i = next.increment(), i < count {
-                    do { try body(dispatch, auth, i) } catch { failure.set(error) }
+                while failure.current == nil, case let i = next.increment(), i < count {
+                    do { try body(dispatch, auth, i) } catch { failure.with { $0 = $0 ?? error } }
                 }
                 group.leave()
             }.start()
         }
         group.wait()
-        if let error = failure.error { throw error }
+        if let error = failure.current { throw error }
     }
 
     // MARK: - Setting up
@@ -61,7 +61,7 @@ final class Run: @unchecked Sendable {
             }
         }
         log("signing up \(o.senders) senders and \(o.actingCouriers) couriers")
-        let people = PeopleBox(count: o.senders + o.actingCouriers)
+        let people = Locked(Array(repeating: (id: "", token: "", photo: ""), count: o.senders + o.actingCouriers))
         try parallel(o.senders + o.actingCouriers, threads: o.threads) { [self] dispatch, auth, i in
             let name = "load_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
             let r = try auth.call("POST", "/v1/auth/signup", json: ["username": name, "email": "\(name)@load.test",
@@ -72,7 +72,7 @@ final class Run: @unchecked Sendable {
             if i < o.senders {
                 let m = try dispatch.call("POST", "/v1/media", raw: Self.photo, token: token, headers: ["Content-Type": "image/jpeg"])
                 guard m.status == 201, let photo = m["id"] as? String else { throw RunError("photo upload failed: \(m.status) \(m.json)") }
-                people.set(i, (id, token, photo))
+                people.with { $0[i] = (id, token, photo) }
             } else {
                 let p = area.random()
                 for (method, path, body) in [("POST", "/v1/couriers/me", ["vehicle": "bike", "capacity": o.capacity] as [String: Any]),
@@ -81,15 +81,15 @@ final class Run: @unchecked Sendable {
                     let r = try dispatch.call(method, path, json: body, token: token)
                     guard (200...201).contains(r.status) else { throw RunError("\(method) \(path) failed: \(r.status) \(r.json)") }
                 }
-                people.set(i, (id, token, ""))
+                people.with { $0[i] = (id, token, "") }
             }
         }
-        let all = people.values
+        let all = people.current
         senders = Array(all.prefix(o.senders))
         acting = all.dropFirst(o.senders).map { ($0.id, $0.token) }
 
         let batches = (fleet.ids.count + 999) / 1000
-        let done = Counter()
+        let done = Locked(0)
         try parallel(batches, threads: o.threads) { [self] dispatch, _, b in
             let range = (b * 1000)..<min(fleet.ids.count, (b + 1) * 1000)
             let couriers: [[String: Any]] = range.map {
@@ -126,10 +126,10 @@ final class Run: @unchecked Sendable {
     func drive() {
         let start = Date()
         var threads: [Thread] = []
-        let running = Counter()
+        let running = Locked(0)
         func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
             _ = running.increment()
-            let t = Thread { body(); _ = running.decrement() }
+            let t = Thread { body(); running.decrement() }
             t.name = name
             threads.append(t)
         }
@@ -165,7 +165,7 @@ final class Run: @unchecked Sendable {
             if accepted >= created || Date().timeIntervalSince(settledSince ?? Date()) > 5 { break }
         }
         stopping.set()
-        while running.value > 0 { Thread.sleep(forTimeInterval: 0.05) }
+        while running.current > 0 { Thread.sleep(forTimeInterval: 0.05) }
         driveSeconds = Date().timeIntervalSince(start)
     }
 
@@ -309,31 +309,21 @@ final class Run: @unchecked Sendable {
 
 // MARK: - Small thread-safe helpers
 
+/// A value shared by threads.
+///
 /// `@unchecked Sendable`: guarded by `lock`.
-final class Counter: @unchecked Sendable {
+final class Locked<Value>: @unchecked Sendable {
     private let lock = NSLock()
-    private var n = 0
-    /// Returns the value before adding one.
-    func increment() -> Int { lock.lock(); defer { n += 1; lock.unlock() }; return n }
-    func decrement() -> Int { lock.lock(); defer { lock.unlock() }; n -= 1; return n }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func with<R>(_ body: (inout Value) -> R) -> R { lock.lock(); defer { lock.unlock() }; return body(&value) }
+    var current: Value { with { $0 } }
 }
 
-/// `@unchecked Sendable`: guarded by `lock`.
-final class ErrorBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var first: Error?
-    var error: Error? { lock.lock(); defer { lock.unlock() }; return first }
-    func set(_ e: Error) { lock.lock(); if first == nil { first = e }; lock.unlock() }
-}
-
-/// `@unchecked Sendable`: guarded by `lock`.
-final class PeopleBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [(id: String, token: String, photo: String)]
-    init(count: Int) { items = Array(repeating: ("", "", ""), count: count) }
-    func set(_ i: Int, _ v: (String, String, String)) { lock.lock(); items[i] = v; lock.unlock() }
-    var values: [(id: String, token: String, photo: String)] { lock.lock(); defer { lock.unlock() }; return items }
+extension Locked where Value == Int {
+    /// Adds one; returns the value before.
+    func increment() -> Int { with { n in defer { n += 1 }; return n } }
+    func decrement() { with { $0 -= 1 } }
 }
 
 /// Offers waiting to be accepted.

@@ -10,12 +10,13 @@ extension Run {
         let ids = Set(parcels.map(\.id))
         let accepted = stats.with { $0.accepted }.filter { ids.contains($0.key) }  // older runs' parcels may be offered too
         log("checking \(parcels.count) parcels through the API")
-        let views = ViewBox(count: parcels.count)
+        let views = Locked([[String: Any]?](repeating: nil, count: parcels.count))
         try parallel(parcels.count, threads: o.threads) { [self] dispatch, _, i in
             let r = try dispatch.call("GET", "/v1/parcels/\(parcels[i].id)", token: senders[parcels[i].sender].token)
-            views.set(i, r.status == 200 ? r.json : nil)
+            let view = r.status == 200 ? r.json : nil
+            views.with { $0[i] = view }
         }
-        let all = views.values
+        let all = views.current
         var offeredMs: [Double] = [], assignedMs: [Double] = []
         var statuses: [String: Int] = [:]
         var unreadable = 0, twice = 0, wrongCourier = 0
@@ -104,13 +105,4 @@ extension Run {
                   detail: "\(stored) stored for this run's senders, \(created) created"),
         ]
     }
-}
-
-/// `@unchecked Sendable`: guarded by `lock`.
-final class ViewBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [[String: Any]?]
-    init(count: Int) { items = Array(repeating: nil, count: count) }
-    func set(_ i: Int, _ v: [String: Any]?) { lock.lock(); items[i] = v; lock.unlock() }
-    var values: [[String: Any]?] { lock.lock(); defer { lock.unlock() }; return items }
 }
