@@ -110,4 +110,39 @@ final class DispatchFleetTests: DispatchTestCase {
         XCTAssertEqual(try Producer(config: kafka).send([broken, try event(91), try event(44.43)]).compactMap { $0 }.count, 0)
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (try? self.count("couriers", "user_id = '\(a)' AND lat = 44.43")) == 1 })
     }
+
+    func testDispatchLoadDrivesTheServiceAndFindsEveryInvariantHolding() throws {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("dispatch-load-\(UUID().uuidString.prefix(8))").path
+        let load = try ServiceProcess("dispatch-load", environment: [:], arguments: [
+            "--dispatch", "http://127.0.0.1:\(service.port)", "--auth", "http://127.0.0.1:\(auth.port)",
+            "--operator-token", operatorToken, "--database-url", database.url, "--couriers", "300", "--acting-couriers", "3",
+            "--senders", "2", "--fix-rate", "200", "--parcel-rate", "8", "--duration", "3", "--threads", "2", "--out", out])
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 120) { !load.process.isRunning }, load.log)
+        XCTAssertEqual(load.process.terminationStatus, 0, load.log)
+        XCTAssertTrue(load.log.contains("[    0s] parcels") || load.log.contains("s] parcels"), "progress is shown")
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + ".json"))) as? [String: Any] ?? [:]
+        let created = report["parcelsCreated"] as? Int ?? 0
+        XCTAssertGreaterThan(created, 10)
+        XCTAssertEqual(try count("parcels"), created, "every parcel it reports is in the database")
+        XCTAssertEqual((report["dispatchOfferedMs"] as? [String: Any])?["count"] as? Int, created)
+        let invariants = report["invariants"] as? [[String: Any]] ?? []
+        XCTAssertGreaterThanOrEqual(invariants.count, 8)
+        XCTAssertTrue(invariants.allSatisfy { $0["ok"] as? Bool == true }, "\(invariants)")
+        let html = try String(contentsOfFile: out + ".html", encoding: .utf8)
+        XCTAssertTrue(html.contains("<svg") && html.contains("<circle") && html.contains("<rect"), "its histogram and map")
+        for external in ["src=", "href=", "<link", "url("] { XCTAssertFalse(html.contains(external), "self-contained: \(external)") }
+        XCTAssertEqual(try count("couriers", "online"), 0, "it takes its couriers offline at the end")
+
+        let help = try ServiceProcess("dispatch-load", environment: [:], arguments: ["--help"])
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { !help.process.isRunning })
+        for option in ["--dispatch", "--auth", "--operator-token", "--database-url", "--couriers", "--acting-couriers", "--capacity",
+                       "--fix-rate", "--area-km", "--center", "--senders", "--parcel-rate", "--express-share", "--duration",
+                       "--parcels", "--threads", "--out", "--quiet"] {
+            XCTAssertTrue(help.log.contains(option), option)
+        }
+        let bad = try ServiceProcess("dispatch-load", environment: [:], arguments: ["--couriers", "lots"])
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { !bad.process.isRunning })
+        XCTAssertEqual(bad.process.terminationStatus, 64)
+        XCTAssertTrue(bad.log.contains("--couriers must be a whole number"), bad.log)
+    }
 }
