@@ -8,11 +8,11 @@ import ServiceKit
 /// fixes this instance receives and, on its own thread, from the rows other instances changed. PostgreSQL stays the
 /// source of truth for offers and assignments.
 ///
-/// `@unchecked Sendable`: `since`, `loaded` and `woken` are guarded by `condition`; the index locks itself.
+/// `@unchecked Sendable`: `since`, `loaded` and `generation` are guarded by `condition`; the index locks itself.
 final class Matcher: @unchecked Sendable {
     let index = GeoIndex<UUID>()
     private let condition = NSCondition()
-    private var woken = false
+    private var generation = 0  // bumped by `wake`
     private var loaded = false
     private var since = Date(timeIntervalSince1970: 0)
 
@@ -42,12 +42,13 @@ final class Matcher: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Asks the matching loop to run now (a parcel was created, declined or cancelled).
-    func wake() { condition.lock(); woken = true; condition.signal(); condition.unlock() }
+    /// Asks the matching loops to run now (a parcel was created, declined or cancelled).
+    func wake() { condition.lock(); generation += 1; condition.broadcast(); condition.unlock() }
 
-    /// Refreshes the index every `interval` on one thread, and on another runs `tick` every `interval` or sooner
-    /// when woken, once the index was first loaded. Refreshing apart keeps its cost out of dispatch latency.
-    func start(interval: TimeInterval, pool: Pool, logger: Logger, tick: @escaping @Sendable () throws -> Void) {
+    /// Refreshes the index every `interval` on one thread, and on each of `workers` others runs `tick(worker)` every
+    /// `interval` or sooner when woken, once the index was first loaded. Refreshing apart keeps its cost out of
+    /// dispatch latency; several workers keep offering while others wait on the database.
+    func start(interval: TimeInterval, workers: Int, pool: Pool, logger: Logger, tick: @escaping @Sendable (Int) throws -> Void) {
         let refresher = Thread { [self] in
             while true {
                 do { try refresh(pool) } catch { logger.warn("reading courier positions failed", ["error": .string("\(error)")]) }
@@ -56,49 +57,61 @@ final class Matcher: @unchecked Sendable {
         }
         refresher.name = "matcher-refresh"
         refresher.start()
-        let matcher = Thread { [self] in
-            condition.lock()
-            while !loaded { condition.wait() }
-            condition.unlock()
-            while true {
+        for worker in 0..<workers {
+            let thread = Thread { [self] in
                 condition.lock()
-                if !woken { _ = condition.wait(until: Date().addingTimeInterval(interval)) }
-                woken = false
+                while !loaded { condition.wait() }
+                var seen = generation
                 condition.unlock()
-                do { try tick() } catch { logger.warn("matching failed", ["error": .string("\(error)")]) }
+                while true {
+                    condition.lock()
+                    if generation == seen { _ = condition.wait(until: Date().addingTimeInterval(interval)) }
+                    seen = generation
+                    condition.unlock()
+                    do { try tick(worker) } catch { logger.warn("matching failed", ["error": .string("\(error)")]) }
+                }
             }
+            thread.name = "matcher-\(worker)"
+            thread.start()
         }
-        matcher.name = "matcher"
-        matcher.start()
     }
 }
 
 extension DispatchHandlers {
-    /// One round of the engine: expire unanswered offers, then offer waiting parcels (express first, oldest first).
-    func dispatchTick(offerTimeout: TimeInterval, maxMeters: Double) throws {
-        try pool.withTransaction { c in
-            for id in try storage.expiredOffers(c, limit: 100) {
-                guard let p = try storage.parcel(c, id, lock: true, skipLocked: true), p.status == .offered,
-                      (p.offerExpiresAt ?? .distantFuture) < Date() else { continue }
-                _ = try apply(c, p, .expire, actor: .system, actorId: nil, place: nil)
+    /// One round of a matching worker: the first expires unanswered offers; each offers its share of the waiting
+    /// parcels (express first, oldest first). Shares split by parcel id; across instances row locks keep them apart.
+    func dispatchTick(worker: Int, workers: Int, offerTimeout: TimeInterval, maxMeters: Double) throws {
+        if worker == 0 {
+            try pool.withTransaction { c in
+                for id in try storage.expiredOffers(c, limit: 100) {
+                    guard let p = try storage.parcel(c, id, lock: true, skipLocked: true), p.status == .offered,
+                          (p.offerExpiresAt ?? .distantFuture) < Date() else { continue }
+                    _ = try apply(c, p, .expire, actor: .system, actorId: nil, place: nil)
+                }
             }
         }
-        for id in try pool.withConnection({ try storage.awaiting($0, limit: 100) }) {
+        let waiting = try pool.withConnection { try storage.awaiting($0, limit: 100 * workers) }
+        for id in waiting where Int(id.uuid.15) % workers == worker {
             try pool.withTransaction { c in _ = try offer(c, id, timeout: offerTimeout, maxMeters: maxMeters) }
         }
     }
 
     /// Offers a waiting parcel to the nearest courier who is online, has room, has no other offer open and has not
-    /// declined it. Row locks and a unique index (one open offer per courier) keep two instances from colliding.
+    /// declined it. Row locks and a unique index (one open offer per courier) keep workers and instances from
+    /// colliding: a courier whose row another transaction holds is passed over this round rather than waited for
+    /// (waiting made workers deadlock on each other's couriers), and a failed attempt gives its lock back.
     func offer(_ c: Connection, _ id: UUID, timeout: TimeInterval, maxMeters: Double) throws -> Bool {
         guard var parcel = try storage.parcel(c, id, lock: true, skipLocked: true), parcel.status == .awaitingCourier else { return false }
         let declined = try storage.declined(c, parcel: id)
         for courier in matcher.candidates(near: parcel.pickup, excluding: declined, maxMeters: maxMeters) {
-            guard try storage.canBeOffered(c, courier: courier) else { continue }
-            parcel.offeredTo = courier
-            parcel.offerExpiresAt = Date().addingTimeInterval(timeout)
             try c.execute("SAVEPOINT offer")
             do {
+                guard try storage.canBeOffered(c, courier: courier) else {
+                    try c.execute("ROLLBACK TO SAVEPOINT offer")
+                    continue
+                }
+                parcel.offeredTo = courier
+                parcel.offerExpiresAt = Date().addingTimeInterval(timeout)
                 _ = try apply(c, parcel, .offer, actor: .system, actorId: nil, place: nil)
                 try c.execute("RELEASE SAVEPOINT offer")
                 return true

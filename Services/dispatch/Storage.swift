@@ -151,11 +151,12 @@ struct DispatchStorage {
             .map { (try CourierRecord($0), try $0["changed"]) }
     }
 
-    /// Whether the courier can take an offer now: online, with spare capacity. Locks the courier's row, so an
-    /// accept committing meanwhile is seen (the check is re-evaluated on the row it waited for).
+    /// Whether the courier can take an offer now: online, with spare capacity, and their row not held by another
+    /// transaction (an accept or another offer in flight: they are passed over this round). Locks the row.
     func canBeOffered(_ c: Connection, courier: UUID) throws -> Bool {
-        try c.first("SELECT 1 AS ok FROM dispatch.couriers WHERE user_id = $1 AND online AND active < capacity FOR UPDATE",
-                    [courier]) != nil
+        try c.first("""
+            SELECT 1 AS ok FROM dispatch.couriers WHERE user_id = $1 AND online AND active < capacity FOR UPDATE SKIP LOCKED
+            """, [courier]) != nil
     }
 
     func changeLoad(_ c: Connection, courier: UUID, by delta: Int) throws -> Bool {
