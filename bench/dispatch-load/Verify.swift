@@ -19,7 +19,7 @@ extension Run {
         let all = views.current
         var offeredMs: [Double] = [], assignedMs: [Double] = []
         var statuses: [String: Int] = [:]
-        var unreadable = 0, twice = 0, wrongCourier = 0
+        var unreadable = 0, twice = 0, wrongCourier = 0, elsewhere = 0
         var rows: [Report.ParcelRow] = []
         for (i, p) in parcels.enumerated() {
             guard let view = all[i] else { unreadable += 1; continue }
@@ -35,9 +35,10 @@ extension Run {
             let assignments = history.filter { $0["to"] as? String == "assigned" }.count
             let acceptors = accepted[p.id] ?? []
             if assignments > 1 || acceptors.count > 1 { twice += 1 }
-            if status == "assigned" || !acceptors.isEmpty {
-                if acceptors.count != 1 || view["courierId"] as? String != acceptors.first || status != "assigned" { wrongCourier += 1 }
+            if !acceptors.isEmpty, acceptors.count != 1 || view["courierId"] as? String != acceptors.first || status != "assigned" {
+                wrongCourier += 1
             }
+            if acceptors.isEmpty && status == "assigned" { elsewhere += 1 }  // another client's courier took it
             rows.append(.init(id: p.id, lat: p.pickup.lat, lon: p.pickup.lon, express: p.express, status: status,
                               offeredMs: offered, assignedMs: assigned))
         }
@@ -49,7 +50,8 @@ extension Run {
                   detail: "\(parcels.count) created; \(parcels.count - unreadable) read back by their senders: \(statusText.isEmpty ? "none" : statusText)"),
             .init(name: "no parcel assigned twice (API)", ok: twice == 0, detail: "\(twice) parcels with more than one assignment"),
             .init(name: "assigned parcels held by the courier who accepted them (API)", ok: wrongCourier == 0,
-                  detail: "\(wrongCourier) mismatches among \(accepted.count) accepted"),
+                  detail: "\(wrongCourier) mismatches among \(accepted.count) accepted"
+                    + (elsewhere > 0 ? "; \(elsewhere) taken by couriers outside this run (another client?)" : "")),
         ]
         if o.databaseURL.isEmpty {
             invariants.append(.init(name: "database checks", ok: true, detail: "skipped: no --database-url"))
