@@ -121,7 +121,7 @@ extension DispatchHandlers {
                     speedMps: f.speedMps, at: f.at, field: "fixes[\(i)].", now: now)
         }
         let applied = try pool.withTransaction { try record($0, fixes) }
-        return try .json(["received": fixes.count, "applied": applied.count])
+        return try .json(["received": fixes.count, "applied": applied])
     }
 
     /// `GET /v1/operator/offers`: the offers open now, the oldest first (`?limit=`, at most 1,000).
@@ -152,29 +152,31 @@ extension DispatchHandlers {
         guard event.source != "/dispatch", let fix = try? event.decode(CourierLocation.self), let courier = UUID(uuidString: fix.courierId),
               let valid = try? Fix(courier: courier, lat: fix.lat, lon: fix.lon, heading: fix.heading, speedMps: fix.speedMps, at: fix.at)
         else { return }  // malformed fixes are dropped, not retried
-        _ = try record(c, [valid], publish: false)  // watchers already see the gateway's event
+        try record(c, [valid], publish: false)  // watchers already see the gateway's event
     }
 
     /// Records fixes (the newest per courier; stale ones ignored), keeps the index current, shows the positions of
     /// couriers carrying parcels to their watchers, and puts parcels in transit on the first fix 50 m from their
-    /// pickup. Returns the couriers whose fix was applied.
-    func record(_ c: Connection, _ fixes: [Fix], publish: Bool = true) throws -> [CourierRecord] {
+    /// pickup. Returns how many fixes were applied.
+    @discardableResult
+    func record(_ c: Connection, _ fixes: [Fix], publish: Bool = true) throws -> Int {
         let byCourier = Dictionary(uniqueKeysWithValues: Fix.newestPerCourier(fixes).map { ($0.courier, $0) })
         let applied = try storage.recordFixes(c, Array(byCourier.values))
         for courier in applied {
-            matcher.update(courier)
-            guard courier.active > 0, let fix = byCourier[courier.userId] else { continue }
+            guard let fix = byCourier[courier.id] else { continue }
+            matcher.update(courier.id, available: courier.available ? fix.point : nil)
+            guard courier.active > 0 else { continue }
             if publish {
-                tracking.publishPosition(CourierLocation(courierId: courier.userId.lowercased, lat: fix.point.lat, lon: fix.point.lon,
+                tracking.publishPosition(CourierLocation(courierId: courier.id.lowercased, lat: fix.point.lat, lon: fix.point.lon,
                                                          heading: fix.heading, speedMps: fix.speed, at: Timestamp.format(fix.time)))
             }
-            for id in try storage.pickedUp(c, courier: courier.userId) {
+            for id in try storage.pickedUp(c, courier: courier.id) {
                 guard let parcel = try storage.parcel(c, id, lock: true),
                       greatCircleMeters(parcel.pickup, fix.point) > ParcelLifecycle.departureMeters else { continue }
                 _ = try apply(c, parcel, .depart, actor: .system, actorId: nil, place: fix.point)
             }
         }
-        return applied
+        return applied.count
     }
 
     private static func checkBatch(_ count: Int, field: String) throws {

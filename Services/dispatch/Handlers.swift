@@ -43,9 +43,9 @@ struct DispatchHandlers: Sendable {
         let body = try JSON.decodeBody(request, as: LocationBody.self)
         let fix = try Fix(courier: caller.userId, lat: body.lat, lon: body.lon, heading: body.heading, speedMps: body.speedMps, at: body.at)
         let applied = try pool.withTransaction { c in
-            let applied = try record(c, [fix])
-            if applied.isEmpty, try storage.courier(c, caller.userId) == nil { throw HTTPError.notFound("Register as a courier first.") }
-            return !applied.isEmpty  // false: stale or out of order, ignored
+            let applied = try record(c, [fix]) == 1
+            if !applied, try storage.courier(c, caller.userId) == nil { throw HTTPError.notFound("Register as a courier first.") }
+            return applied  // false: stale or out of order, ignored
         }
         return try .json(["applied": applied])
     }

@@ -18,11 +18,12 @@ final class Matcher: @unchecked Sendable {
 
     /// Keeps in the index exactly the couriers who could take a parcel: online, placed, with room.
     func update(_ courier: CourierRecord) {
-        if courier.online, courier.active < courier.capacity, let position = courier.position {
-            index.upsert(courier.userId, at: position)
-        } else {
-            index.remove(courier.userId)
-        }
+        update(courier.userId, available: courier.online && courier.active < courier.capacity ? courier.position : nil)
+    }
+
+    /// Places a courier who could take a parcel at `position`; nil takes them out.
+    func update(_ id: UUID, available position: GeoPoint?) {
+        if let position { index.upsert(id, at: position) } else { index.remove(id) }
     }
 
     /// Couriers to offer a parcel at `pickup` to, nearest first, within `maxMeters`, minus `excluded`.
@@ -35,9 +36,9 @@ final class Matcher: @unchecked Sendable {
     func refresh(_ pool: Pool) throws {
         condition.lock(); let from = since.addingTimeInterval(-2); condition.unlock()
         let changed = try pool.withConnection { try DispatchStorage().couriersChanged($0, since: from) }
-        for (courier, _) in changed { update(courier) }
+        for courier in changed.couriers { update(courier.id, available: courier.position) }
         condition.lock()
-        if let last = changed.last?.1 { since = last }
+        if let newest = changed.newest { since = newest }
         if !loaded { loaded = true; condition.broadcast() }
         condition.unlock()
     }
