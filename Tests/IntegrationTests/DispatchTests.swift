@@ -125,6 +125,10 @@ final class DispatchFlowTests: DispatchTestCase {
         XCTAssertEqual(statuses.drop { $0 == "offered" }, ["assigned", "picked_up", "in_transit"])
         XCTAssertGreaterThan(positions, 0, "the courier's position reaches the watcher")
         assertClientError(try api.get("/v1/parcels/\(id)/events", token: try person().token), 404)
+        // The position went out as a `courier.location` event, valid against its schema.
+        let location = try EventProbe(topics: ["courier.location"]).first(where: "courier.location", subject: c.id)
+        XCTAssertNotNil(location)
+        XCTAssertEqual(try SchemaValidator.event("courier.location").validate(location?.envelope ?? [:]), [])
     }
 
     func testADeclinedOrUnansweredOfferGoesToTheNextNearestCourier() throws {
