@@ -71,6 +71,15 @@ enum LoadTest {
         }
         do {
             let run = Run(options)
+            // The first Ctrl-C ends the run early but still reports and takes the couriers offline; a second one quits.
+            signal(SIGINT, SIG_IGN)
+            let interruption = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+            interruption.setEventHandler {
+                run.interrupt()
+                interruption.cancel()
+                signal(SIGINT, SIG_DFL)
+            }
+            interruption.resume()
             try run.setUp()
             run.drive()
             let report = try run.verify()

@@ -14,7 +14,7 @@ final class Run: @unchecked Sendable {
     private var seeded: Set<String> = []
     private(set) var senders: [(id: String, token: String, photo: String)] = []
     private(set) var acting: [(id: String, token: String)] = []
-    private let creating = Flag(), stopping = Flag()
+    private let creating = Flag(), stopping = Flag(), interrupted = Flag()
     private let reservedLock = NSLock()
     private var reserved = 0
     private(set) var setupSeconds = 0.0
@@ -159,6 +159,7 @@ final class Run: @unchecked Sendable {
                            Double(created) / max(elapsed, 0.001), accepted, stats.fixCount, Double(stats.fixCount) / max(elapsed, 0.001),
                            stats.errorCount, creating.isSet ? "  (settling)" : ""))
             }
+            if interrupted.isSet { log("interrupted: checking what was done, then taking the couriers offline"); break }
             guard creating.isSet else { continue }
             // Settled: everything assigned, or nothing new assigned for 5 seconds (couriers full, or none in reach).
             if accepted != lastAccepted { lastAccepted = accepted; settledSince = Date() }
@@ -167,6 +168,12 @@ final class Run: @unchecked Sendable {
         stopping.set()
         while running.current > 0 { Thread.sleep(forTimeInterval: 0.05) }
         driveSeconds = Date().timeIntervalSince(start)
+    }
+
+    /// Ctrl-C: stop creating and moving now, then check, report and tidy up as after a full run.
+    func interrupt() {
+        interrupted.set()
+        creating.set()
     }
 
     /// Whether another parcel may be created (the `--parcels` limit).
