@@ -47,16 +47,6 @@ final class Fleet: @unchecked Sendable {
     }
 }
 
-/// A flag the threads poll.
-///
-/// `@unchecked Sendable`: guarded by `lock`.
-final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
-    func set() { lock.lock(); value = true; lock.unlock() }
-}
-
 enum LoadTest {
     static func main() {
         let options: Options

@@ -14,7 +14,7 @@ final class Run: @unchecked Sendable {
     private var seeded: Set<String> = []
     private(set) var senders: [(id: String, token: String, photo: String)] = []
     private(set) var acting: [(id: String, token: String)] = []
-    private let creating = Flag(), stopping = Flag(), interrupted = Flag()
+    private let creating = Locked(false), stopping = Locked(false), interrupted = Locked(false)
     private let reservedLock = NSLock()
     private var reserved = 0
     private(set) var setupSeconds = 0.0
@@ -325,6 +325,12 @@ final class Locked<Value>: @unchecked Sendable {
     init(_ value: Value) { self.value = value }
     func with<R>(_ body: (inout Value) -> R) -> R { lock.lock(); defer { lock.unlock() }; return body(&value) }
     var current: Value { with { $0 } }
+}
+
+extension Locked where Value == Bool {
+    /// A flag the threads poll.
+    var isSet: Bool { current }
+    func set() { with { $0 = true } }
 }
 
 extension Locked where Value == Int {
