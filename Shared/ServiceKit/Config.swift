@@ -58,6 +58,9 @@ public struct ServiceConfig: Sendable {
     public var kafkaBrokers: String
     /// `KAFKA_SESSION_TIMEOUT_MS` (default 10000; 6000 is a good local value with Tansu).
     public var kafkaSessionTimeoutMs: Int
+    /// `KAFKA_GROUP_PREFIX`: put before every consumer group id (`<prefix><service>-<name>`), so environments sharing
+    /// one Kafka cluster keep their groups apart (default none).
+    public var kafkaGroupPrefix: String
     /// `KAFKA_TOPIC_PARTITIONS` for topics this service creates (default 3).
     public var kafkaPartitions: Int
     /// `KAFKA_REPLICATION_FACTOR` for topics this service creates (default 1).
@@ -97,12 +100,17 @@ public struct ServiceConfig: Sendable {
         guard jwks.hasPrefix("http://") else {
             throw ConfigError(variable: "AUTH_JWKS_URL", problem: "must be an http:// URL")
         }
+        let groupPrefix = env.string("KAFKA_GROUP_PREFIX", default: "")
+        guard groupPrefix.count <= 100, groupPrefix.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
+            throw ConfigError(variable: "KAFKA_GROUP_PREFIX", problem: "must be at most 100 of A-Z a-z 0-9 . _ -")
+        }
         return ServiceConfig(
             service: service,
             port: try env.int("PORT", default: defaultPort, range: 1...65535),
             databaseURL: databaseURL,
             kafkaBrokers: brokers,
             kafkaSessionTimeoutMs: try env.int("KAFKA_SESSION_TIMEOUT_MS", default: 10000, range: 1000...300_000),
+            kafkaGroupPrefix: groupPrefix,
             kafkaPartitions: try env.int("KAFKA_TOPIC_PARTITIONS", default: 3, range: 1...1000),
             kafkaReplicationFactor: try env.int("KAFKA_REPLICATION_FACTOR", default: 1, range: 1...10),
             logLevel: LogLevel(rawValue: level) ?? .info,

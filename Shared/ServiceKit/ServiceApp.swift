@@ -144,7 +144,7 @@ public final class ServiceApp: @unchecked Sendable {
     /// Registers a consumer-group consumer whose handler runs in a transaction with de-duplication.
     public func consume(_ name: String, topics: [String], handler: @escaping EventConsumer.Handler) {
         relay.addTopics(topics + topics.map { $0 + ".dlq" })
-        let consumer = EventConsumer(name: name, kafka: kafka, groupId: "\(config.service)-\(name)", topics: topics,
+        let consumer = EventConsumer(name: name, kafka: kafka, groupId: "\(config.kafkaGroupPrefix)\(config.service)-\(name)", topics: topics,
                                      pool: pool, schema: config.service, relay: relay, logger: logger,
                                      metrics: metrics, handler: handler)
         consumers.append(consumer)

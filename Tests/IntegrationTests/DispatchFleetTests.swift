@@ -12,7 +12,7 @@ final class DispatchFleetTests: DispatchTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        try waitForConsumers(service)
+        try waitForServiceConsumers()
     }
 
     func seed(_ couriers: [[String: Any]]) throws -> APIResponse {

@@ -14,7 +14,7 @@ class StoriesTestCase: ServiceTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        try waitForConsumers(stories)
+        try waitForServiceConsumers()
     }
 
     /// Creates a group as `admin` and returns its JSON.
