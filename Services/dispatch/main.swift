@@ -17,6 +17,7 @@ do {
     app.logger.error("\(error)")
     exit(78)
 }
+app.logger.info(operatorCredential.isEnabled ? "operator routes enabled" : "operator routes off: OPERATOR_TOKEN is not set")
 let matcher = Matcher()
 let tracking = ParcelTracking(kafka: app.kafka, logger: app.logger) { [relay = app.relay] message in
     _ = try? relay.currentProducer().sendWithoutWaiting(message)
