@@ -91,10 +91,7 @@ extension DispatchHandlers {
             let field = "couriers[\(i)]."
             let id = try Validate.uuid(item.id, field: field + "id")
             guard seen.insert(id).inserted else { throw HTTPError.validation("A courier appears twice.", field: field + "id") }
-            guard ["foot", "bike", "scooter", "car"].contains(item.vehicle) else {
-                throw HTTPError.validation("vehicle must be foot, bike, scooter or car.", field: field + "vehicle")
-            }
-            guard (1...50).contains(item.capacity) else { throw HTTPError.validation("capacity must be 1 to 50.", field: field + "capacity") }
+            try Self.checkCourier(vehicle: item.vehicle, capacity: item.capacity, field: field)
             var position: GeoPoint?
             switch (item.lat, item.lon) {
             case (nil, nil): position = nil
@@ -126,12 +123,7 @@ extension DispatchHandlers {
 
     /// `GET /v1/operator/offers`: the offers open now, the oldest first (`?limit=`, at most 1,000).
     func openOffers(_ request: Request) throws -> Response {
-        let limit = try request.query["limit"].map { text -> Int in
-            guard let n = Int(text), (1...Self.batchLimit).contains(n) else {
-                throw HTTPError.validation("limit must be a whole number from 1 to \(Self.batchLimit).", field: "limit")
-            }
-            return n
-        } ?? 100
+        let limit = try Page(request, maxLimit: Self.batchLimit, defaultLimit: 100).limit
         let offers = try pool.withConnection { try storage.openOffers($0, limit: limit) }
         return try .json(["items": offers.compactMap { p in
             p.offeredTo.map { OfferView(parcelId: p.id.lowercased, courierId: $0.lowercased,

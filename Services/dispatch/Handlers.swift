@@ -22,10 +22,7 @@ struct DispatchHandlers: Sendable {
 
     func registerCourier(_ request: Request, _ caller: Caller) throws -> Response {
         let body = try JSON.decodeBody(request, as: RegisterCourierBody.self)
-        guard ["foot", "bike", "scooter", "car"].contains(body.vehicle) else {
-            throw HTTPError.validation("vehicle must be foot, bike, scooter or car.", field: "vehicle")
-        }
-        guard (1...50).contains(body.capacity) else { throw HTTPError.validation("capacity must be 1 to 50.", field: "capacity") }
+        try Self.checkCourier(vehicle: body.vehicle, capacity: body.capacity)
         let courier = try pool.withTransaction { try storage.registerCourier($0, user: caller.userId, vehicle: body.vehicle, capacity: body.capacity) }
         return try .json(CourierView(courier), status: 201)
     }
@@ -228,6 +225,14 @@ struct DispatchHandlers: Sendable {
                                        field: field.isEmpty ? "lat" : field)
         }
         return p
+    }
+
+    /// A courier's vehicle and capacity; `field` prefixes the names in errors (`couriers[3].`).
+    static func checkCourier(vehicle: String, capacity: Int, field: String = "") throws {
+        guard ["foot", "bike", "scooter", "car"].contains(vehicle) else {
+            throw HTTPError.validation("vehicle must be foot, bike, scooter or car.", field: field + "vehicle")
+        }
+        guard (1...50).contains(capacity) else { throw HTTPError.validation("capacity must be 1 to 50.", field: field + "capacity") }
     }
 
     static func service(_ text: String) throws -> ParcelService {

@@ -140,20 +140,20 @@ extension HTTPError {
 
 /// `?limit=` and `?cursor=` of a list request; cursors are opaque base64url JSON arrays of keyset values.
 public struct Page: Sendable {
-    /// 1...100, default 20.
+    /// 1...100, default 20 (unless the route sets other bounds).
     public let limit: Int
     /// The decoded keyset position, or nil for the first page.
     public let after: [String]?
 
-    /// Reads and validates `limit` and `cursor`.
-    public init(_ request: Request) throws {
+    /// Reads and validates `limit` (1...`maxLimit`, default `defaultLimit`) and `cursor`.
+    public init(_ request: Request, maxLimit: Int = 100, defaultLimit: Int = 20) throws {
         if let text = request.query["limit"] {
-            guard let n = Int(text), (1...100).contains(n) else {
-                throw HTTPError.validation("limit must be a whole number from 1 to 100.", field: "limit")
+            guard let n = Int(text), (1...maxLimit).contains(n) else {
+                throw HTTPError.validation("limit must be a whole number from 1 to \(maxLimit).", field: "limit")
             }
             limit = n
         } else {
-            limit = 20
+            limit = defaultLimit
         }
         if let cursor = request.query["cursor"], !cursor.isEmpty {
             guard let values = Cursor.decode(cursor) else {

@@ -91,12 +91,7 @@ final class Run: @unchecked Sendable {
         let batches = (fleet.ids.count + 999) / 1000
         let done = Locked(0)
         try parallel(batches, threads: o.threads) { [self] dispatch, _, b in
-            let range = (b * 1000)..<min(fleet.ids.count, (b + 1) * 1000)
-            let couriers: [[String: Any]] = range.map {
-                ["id": fleet.ids[$0], "vehicle": ["foot", "bike", "scooter", "car"][$0 % 4], "capacity": o.capacity, "online": true,
-                 "lat": fleet.lat[$0], "lon": fleet.lon[$0]]
-            }
-            let r = try dispatch.call("POST", "/v1/operator/couriers", json: ["couriers": couriers], token: o.operatorToken)
+            let r = try seed(batch: b, online: true, on: dispatch)
             guard r.status == 200 else { throw RunError("seeding couriers failed: \(r.status) \(r.json)") }
             let n = done.increment() + 1
             if n % 10 == 0 || n == batches { log("seeded couriers \(min(n * 1000, fleet.ids.count))/\(fleet.ids.count)") }
@@ -114,11 +109,17 @@ final class Run: @unchecked Sendable {
                 _ = try dispatch.call("PUT", "/v1/couriers/me/status", json: ["online": false], token: acting[b - batches].token)
                 return
             }
-            let couriers: [[String: Any]] = ((b * 1000)..<min(fleet.ids.count, (b + 1) * 1000)).map {
-                ["id": fleet.ids[$0], "vehicle": ["foot", "bike", "scooter", "car"][$0 % 4], "capacity": o.capacity, "online": false]
-            }
-            _ = try dispatch.call("POST", "/v1/operator/couriers", json: ["couriers": couriers], token: o.operatorToken)
+            _ = try seed(batch: b, online: false, on: dispatch)
         }
+    }
+
+    /// Creates or updates the `batch`th thousand of the seeded fleet, where they are now.
+    private func seed(batch b: Int, online: Bool, on dispatch: API) throws -> API.Reply {
+        let couriers: [[String: Any]] = ((b * 1000)..<min(fleet.ids.count, (b + 1) * 1000)).map {
+            ["id": fleet.ids[$0], "vehicle": ["foot", "bike", "scooter", "car"][$0 % 4], "capacity": o.capacity, "online": online,
+             "lat": fleet.lat[$0], "lon": fleet.lon[$0]]
+        }
+        return try dispatch.call("POST", "/v1/operator/couriers", json: ["couriers": couriers], token: o.operatorToken)
     }
 
     // MARK: - Driving
