@@ -6,6 +6,9 @@ import PackageDescription
 /// One list of Swift settings for every target (Swift 6 mode implies complete concurrency checking).
 let settings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
+/// What a service core builds on: the kit and the wrappers it may call directly.
+let kit: [Target.Dependency] = ["ServiceKit", "Models", "HTTP", "Postgres", "Crypto"]
+
 func system(_ name: String, _ pkg: String, _ apt: String) -> Target {
     .systemLibrary(name: name, path: "Shared/\(name)", pkgConfig: pkg, providers: [.apt([apt])])
 }
@@ -38,12 +41,15 @@ let package = Package(
         .target(name: "ServiceKit", dependencies: ["Postgres", "Kafka", "HTTP", "Crypto", "Models"],
                 path: "Shared/ServiceKit", swiftSettings: settings),
 
-        // MARK: - Services
-        .executableTarget(name: "auth", dependencies: ["ServiceKit", "Models"], path: "Services/auth",
+        // MARK: - Services: a core library each (routes, handlers, domain, storage, migrations, settings), started by
+        // a thin executable, so a test can run a service in-process
+        .target(name: "AuthCore", dependencies: kit, path: "Services/auth/Core", swiftSettings: settings),
+        .executableTarget(name: "auth", dependencies: ["AuthCore", "ServiceKit"], path: "Services/auth/Main", swiftSettings: settings),
+        .target(name: "StoriesCore", dependencies: kit, path: "Services/stories/Core", swiftSettings: settings),
+        .executableTarget(name: "stories", dependencies: ["StoriesCore", "ServiceKit"], path: "Services/stories/Main",
                           swiftSettings: settings),
-        .executableTarget(name: "stories", dependencies: ["ServiceKit", "Models"], path: "Services/stories",
-                          swiftSettings: settings),
-        .executableTarget(name: "dispatch", dependencies: ["ServiceKit", "Models", "Geo"], path: "Services/dispatch",
+        .target(name: "DispatchCore", dependencies: kit + ["Geo"], path: "Services/dispatch/Core", swiftSettings: settings),
+        .executableTarget(name: "dispatch", dependencies: ["DispatchCore", "ServiceKit"], path: "Services/dispatch/Main",
                           swiftSettings: settings),
 
         // MARK: - Benchmarks
@@ -54,7 +60,10 @@ let package = Package(
         // MARK: - Tests
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "HTTP", "Crypto", "Postgres", "Models", "Geo"],
                     path: "Tests/ServiceKitTests", swiftSettings: settings),
-        .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "HTTP", "Kafka", "Postgres", "Models"],
+        .testTarget(name: "StoriesCoreTests", dependencies: ["StoriesCore", "Models"], path: "Tests/StoriesCoreTests", swiftSettings: settings),
+        .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore"], path: "Tests/DispatchCoreTests", swiftSettings: settings),
+        .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "HTTP", "Kafka", "Postgres", "Models",
+                                                             "AuthCore", "StoriesCore", "DispatchCore"],
                     path: "Tests/IntegrationTests", swiftSettings: settings),
     ]
 )

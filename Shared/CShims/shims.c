@@ -16,6 +16,11 @@ struct MHD_Daemon *shim_mhd_start(uint16_t port, unsigned int threads,
                             MHD_OPTION_END);
 }
 
+uint16_t shim_mhd_bound_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? 0 : info->port;
+}
+
 int shim_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t length) {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);

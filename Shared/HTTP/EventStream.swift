@@ -1,31 +1,48 @@
 import CMicroHTTPD
 import Foundation
+import Synchronization
 
 /// A Server-Sent Events stream. A handler returns `Response.eventStream(stream)` and keeps `stream` to send on from
 /// any thread; the connection is suspended while there is nothing to send, so an idle stream costs no server thread.
-///
-/// `@unchecked Sendable`: all state is guarded by `lock`; libmicrohttpd calls `read` on its thread.
-public final class EventStream: @unchecked Sendable {
-    private let lock = NSLock()
-    private var pending: [UInt8] = []
-    private var closed = false
-    private var suspended = false
-    private var released = false
-    private var connection: OpaquePointer?
-    private var closeHandlers: [@Sendable () -> Void] = []
+/// A client that falls more than `maxPending` bytes behind is cut off: its stream ends rather than grow memory.
+public final class EventStream: Sendable {
+    /// How far a client may fall behind (bytes queued and not yet taken by the connection) before it is cut off.
+    public static let maxPending = 1 << 20
+
+    private struct State {
+        var pending: [UInt8] = []
+        var closed = false
+        var suspended = false
+        var released = false
+        /// Owned by libmicrohttpd; valid from `attach` until `release`.
+        nonisolated(unsafe) var connection: OpaquePointer?
+        var closeHandlers: [@Sendable () -> Void] = []
+
+        /// Resumes a suspended connection.
+        mutating func wake() {
+            if suspended, let connection {
+                suspended = false
+                MHD_resume_connection(connection)
+            }
+        }
+    }
+
+    private let state = Mutex(State())
 
     public init() {}
 
     /// Whether the stream ended (closed here, or the client went away).
-    public var isClosed: Bool { lock.lock(); defer { lock.unlock() }; return closed || released }
+    public var isClosed: Bool { state.withLock { $0.closed || $0.released } }
 
-    /// Sends one event. Multi-line data is split into `data:` lines as the format requires.
-    public func send(event: String? = nil, id: String? = nil, data: String) {
+    /// Sends one event. Multi-line data is split into `data:` lines as the format requires. Returns false when the
+    /// client had fallen too far behind and this send ended the stream.
+    @discardableResult
+    public func send(event: String? = nil, id: String? = nil, data: String) -> Bool {
         var text = ""
         if let id { text += "id: \(Self.oneLine(id))\n" }
         if let event { text += "event: \(Self.oneLine(event))\n" }
         for line in data.split(separator: "\n", omittingEmptySubsequences: false) { text += "data: \(line)\n" }
-        append(Array((text + "\n").utf8))
+        return append(Array((text + "\n").utf8))
     }
 
     /// Sends a comment line (ignored by clients; keeps proxies and the connection alive).
@@ -33,71 +50,73 @@ public final class EventStream: @unchecked Sendable {
 
     /// Ends the stream after what is queued.
     public func close() {
-        lock.lock()
-        closed = true
-        wake()
-        lock.unlock()
+        state.withLock { s in
+            s.closed = true
+            s.wake()
+        }
     }
 
     /// Runs `handler` once when the stream ends, however it ends.
     public func onClose(_ handler: @escaping @Sendable () -> Void) {
-        lock.lock()
-        if released { lock.unlock(); handler(); return }
-        closeHandlers.append(handler)
-        lock.unlock()
+        let released = state.withLock { s in
+            if !s.released { s.closeHandlers.append(handler) }
+            return s.released
+        }
+        if released { handler() }
     }
 
     private static func oneLine(_ s: String) -> String { s.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\r", with: " ") }
 
-    private func append(_ bytes: [UInt8]) {
-        lock.lock()
-        if !closed && !released {
-            pending += bytes
-            wake()
-        }
-        lock.unlock()
-    }
-
-    /// Resumes a suspended connection; the caller holds `lock`.
-    private func wake() {
-        if suspended, let connection {
-            suspended = false
-            MHD_resume_connection(connection)
+    /// Queues `bytes`; false when that overflowed the client's allowance and ended the stream.
+    @discardableResult
+    private func append(_ bytes: [UInt8]) -> Bool {
+        state.withLock { s in
+            guard !s.closed && !s.released else { return true }
+            if s.pending.count + bytes.count > Self.maxPending {
+                s.pending = []
+                s.closed = true
+                s.wake()
+                return false
+            }
+            s.pending += bytes
+            s.wake()
+            return true
         }
     }
 
     // MARK: Called by the server
 
     func attach(_ connection: OpaquePointer) {
-        lock.lock(); self.connection = connection; lock.unlock()
+        state.withLock { $0.connection = connection }
     }
 
     /// Copies what is pending into `buffer`; -1 at the end; 0 after suspending the connection until there is more.
     func read(into buffer: UnsafeMutablePointer<CChar>, max: Int) -> Int {
-        lock.lock(); defer { lock.unlock() }
-        if !pending.isEmpty {
-            let n = min(max, pending.count)
-            pending.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress!, byteCount: n) }
-            pending.removeFirst(n)
-            return n
+        state.withLock { s in
+            if !s.pending.isEmpty {
+                let n = min(max, s.pending.count)
+                s.pending.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress!, byteCount: n) }
+                s.pending.removeFirst(n)
+                return n
+            }
+            if s.closed { return -1 }
+            if let connection = s.connection {
+                s.suspended = true
+                // Allowed here: libmicrohttpd documents the content reader callback as a safe place to suspend.
+                MHD_suspend_connection(connection)
+            }
+            return 0
         }
-        if closed { return -1 }
-        if let connection {
-            suspended = true
-            // Allowed here: libmicrohttpd documents the content reader callback as a safe place to suspend.
-            MHD_suspend_connection(connection)
-        }
-        return 0
     }
 
     /// The response is finished or the client went away: nothing more will be read.
     func release() {
-        lock.lock()
-        released = true
-        connection = nil
-        let handlers = closeHandlers
-        closeHandlers = []
-        lock.unlock()
+        let handlers = state.withLock { s in
+            s.released = true
+            s.connection = nil
+            defer { s.closeHandlers = [] }
+            return s.closeHandlers
+        }
         handlers.forEach { $0() }
     }
 }

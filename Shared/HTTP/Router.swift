@@ -14,8 +14,9 @@ public struct Route: Sendable {
     public let bodyLimit: Int
     /// What the route does, for the OpenAPI document.
     public let summary: String
-    /// Whether a bearer token is required (for the OpenAPI document).
-    public let authenticated: Bool
+    /// The security scheme that guards it (`bearer`, `operator`), nil when public; set by the wrapper that
+    /// enforces it, and listed in the OpenAPI document.
+    public let security: String?
     /// The JSON Schema of the request body, as JSON text, if it takes one.
     public let requestSchema: String?
     /// The success status and the JSON Schema of its body, as JSON text.
@@ -34,6 +35,12 @@ public enum RouteMatch: Sendable {
     case found(Route, [String: String])
     case methodNotAllowed([String])
     case notFound
+
+    /// The largest body the request may carry (the route's own limit; the default when nothing matched).
+    public var bodyLimit: Int {
+        if case .found(let route, _) = self { return route.bodyLimit }
+        return defaultBodyLimit
+    }
 }
 
 /// A table of routes with `{name}` path parameters. Literal segments win over parameters.
@@ -43,8 +50,8 @@ public struct Router: Sendable {
 
     public init() {}
 
-    /// Adds a route.
-    public mutating func add(_ method: String, _ pattern: String, summary: String = "", authenticated: Bool = true,
+    /// Adds a route; `security` names the scheme `handler` enforces (the kit's `add(..., auth:)` sets it).
+    public mutating func add(_ method: String, _ pattern: String, summary: String = "", security: String? = nil,
                              bodyLimit: Int = defaultBodyLimit, request: String? = nil,
                              response: (Int, String?) = (200, nil), _ handler: @escaping Handler) {
         let segments = Self.split(pattern).map { part -> Route.Segment in
@@ -52,7 +59,7 @@ public struct Router: Sendable {
             return .literal(String(part))
         }
         routes.append(Route(method: method, pattern: pattern, bodyLimit: bodyLimit, summary: summary,
-                            authenticated: authenticated, requestSchema: request,
+                            security: security, requestSchema: request,
                             response: (response.0, response.1), handler: handler, segments: segments))
     }
 
@@ -83,12 +90,6 @@ public struct Router: Sendable {
         }
         if let best { return .found(best.route, best.params) }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
-    }
-
-    /// The body limit for a request before its body is read.
-    public func bodyLimit(method: String, path: String) -> Int {
-        if case .found(let route, _) = match(method: method, path: path) { return route.bodyLimit }
-        return defaultBodyLimit
     }
 
     static func split<S: StringProtocol>(_ path: S) -> [Substring] {

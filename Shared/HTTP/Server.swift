@@ -5,30 +5,34 @@ import Foundation
 /// An HTTP/1.1 server on libmicrohttpd (epoll, thread pool). The engine stays behind `Request`/`Response`,
 /// so it can be replaced without touching services.
 ///
+/// The routing of a request happens once, when its headers have arrived: `route(method, path)` gives the match, whose
+/// body limit bounds the body, and the same match is handed to `respond` with the request.
+///
 /// `@unchecked Sendable`: the daemon pointer is written only by `start`/`stop` on the owning thread;
-/// the in-flight count is guarded by `condition`.
+/// the in-flight count and the streams are guarded by `condition`.
 public final class HTTPServer: @unchecked Sendable {
+    /// Finds the route of a method and path (once per request).
+    public typealias Route = @Sendable (String, String) -> RouteMatch
     /// Answers a request; must not throw (the kit turns errors into responses before this point).
-    public typealias Respond = @Sendable (Request) -> Response
+    public typealias Respond = @Sendable (Request, RouteMatch) -> Response
 
-    /// The port it listens on.
+    /// The port asked for (0: any free port; see `boundPort`).
     public let port: UInt16
+    /// The port it listens on, once started.
+    public private(set) var boundPort: UInt16 = 0
     private let threads: Int
+    private let route: Route
     private let respond: Respond
-    private let bodyLimit: @Sendable (String, String) -> Int
     private var daemon: OpaquePointer?
     private let condition = NSCondition()
     private var inFlight = 0
     private var streams: [ObjectIdentifier: EventStream] = [:]
-    private let keepAlive: TimeInterval
 
-    /// Creates a server; `bodyLimit(method, path)` is asked before a body is read.
-    public init(port: UInt16, threads: Int, bodyLimit: @escaping @Sendable (String, String) -> Int,
-                keepAlive: TimeInterval = 15, respond: @escaping Respond) {
-        self.keepAlive = keepAlive
+    /// Creates a server.
+    public init(port: UInt16, threads: Int, route: @escaping Route, respond: @escaping Respond) {
         self.port = port
         self.threads = max(1, threads)
-        self.bodyLimit = bodyLimit
+        self.route = route
         self.respond = respond
     }
 
@@ -37,16 +41,15 @@ public final class HTTPServer: @unchecked Sendable {
         // The daemon holds an unretained pointer to self: `stop()` stops the daemon before self can go away.
         let context = Unmanaged.passUnretained(self).toOpaque()
         daemon = shim_mhd_start(port, UInt32(threads), 60, serverAccessHandler, context, serverCompletedHandler, context)
-        if daemon == nil { throw HTTPServerError.cannotListen(port: port) }
-        // A suspended stream does not notice a client that went away: a comment now and then finds out.
-        let pinger = Thread { [weak self] in
-            while let self, self.daemon != nil {
-                Thread.sleep(forTimeInterval: self.keepAlive)
-                self.openStreams().forEach { $0.comment("keep-alive") }
-            }
-        }
-        pinger.name = "sse-keepalive"
-        pinger.start()
+        guard let daemon else { throw HTTPServerError.cannotListen(port: port) }
+        boundPort = shim_mhd_bound_port(daemon)
+        if boundPort == 0 { boundPort = port }
+    }
+
+    /// Sends a comment on every open stream: a suspended stream does not notice a client that went away until it
+    /// writes. The owner calls it now and then (every 15 s or so).
+    public func pingStreams() {
+        openStreams().forEach { $0.comment("keep-alive") }
     }
 
     /// The event streams still open.
@@ -100,9 +103,9 @@ public final class HTTPServer: @unchecked Sendable {
         condition.lock(); inFlight -= 1; condition.broadcast(); condition.unlock()
     }
 
-    fileprivate func limit(method: String, path: String) -> Int { bodyLimit(method, path) }
+    fileprivate func match(method: String, path: String) -> RouteMatch { route(method, path) }
 
-    fileprivate func handle(_ request: Request) -> Response { respond(request) }
+    fileprivate func handle(_ request: Request, _ match: RouteMatch) -> Response { respond(request, match) }
 }
 
 /// Server start-up failures.
@@ -116,11 +119,12 @@ public enum HTTPServerError: Error, CustomStringConvertible {
 /// The state of one request between libmicrohttpd's calls: retained in `*con_cls` on the first call,
 /// released by the completion callback.
 private final class PendingRequest {
+    let match: RouteMatch
     let limit: Int
     var body: [UInt8] = []
     var tooLarge = false
     var answered = false
-    init(limit: Int) { self.limit = limit }
+    init(match: RouteMatch) { self.match = match; limit = match.bodyLimit }
 }
 
 /// Collects key/value pairs from `MHD_get_connection_values`.
@@ -185,8 +189,8 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, 
 
     guard let existing = conCls.pointee else {
         // First call: only the headers have arrived.
-        let limit = server.limit(method: methodText, path: path)
-        let pending = PendingRequest(limit: limit)
+        let pending = PendingRequest(match: server.match(method: methodText, path: path))
+        let limit = pending.limit
         conCls.pointee = Unmanaged.passRetained(pending).toOpaque()
         server.begin()
         if let length = MHD_lookup_connection_value(connection, headerKind, "Content-Length"),
@@ -223,7 +227,7 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, 
                           body: pending.body, remoteAddress: remote)
     request.headers = collect(connection, headerKind, lowercase: true)
     pending.body = []
-    return queue(server.handle(request), on: connection, server: server)
+    return queue(server.handle(request, pending.match), on: connection, server: server)
 }
 
 private let serverCompletedHandler: MHD_RequestCompletedCallback = { cls, _, conCls, _ in

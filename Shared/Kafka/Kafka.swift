@@ -1,6 +1,7 @@
 import CRdKafka
 import CShims
 import Foundation
+import Synchronization
 
 // MARK: - Configuration and errors
 
@@ -48,10 +49,9 @@ public struct KafkaError: Error, CustomStringConvertible, Sendable {
 ///
 /// Retain: the owning Producer/Consumer keeps a strong reference and passes it to librdkafka
 /// unretained as the conf opaque; the handle is destroyed before the owner releases the sink.
-/// `@unchecked Sendable`: mutable state is guarded by `lock`.
-final class CallbackSink: @unchecked Sendable {
-    let lock = NSLock()
-    var results: [Int: KafkaError?] = [:]
+final class CallbackSink: Sendable {
+    /// Delivery reports by token, and the next token to hand out.
+    let reports = Mutex<(results: [Int: KafkaError?], nextToken: Int)>(([:], 1))
     let log: (@Sendable (Int, String) -> Void)?
     init(log: (@Sendable (Int, String) -> Void)?) { self.log = log }
 }
@@ -107,11 +107,10 @@ public struct OutgoingMessage: Sendable {
 
 /// An idempotent producer (`acks=all`). `send` blocks until every message is acknowledged or failed.
 ///
-/// `@unchecked Sendable`: librdkafka handles are thread-safe; the token counter is guarded by the sink's lock.
+/// `@unchecked Sendable`: librdkafka handles are thread-safe; the token counter lives in the sink's `Mutex`.
 public final class Producer: @unchecked Sendable {
     private let handle: OpaquePointer
     private let sink: CallbackSink
-    private var nextToken = 1
 
     /// Creates the producer; it connects lazily.
     public init(config: KafkaConfig) throws {
@@ -128,9 +127,8 @@ public final class Producer: @unchecked Sendable {
             let err = message.pointee.err
             var fatal = false
             if err == RD_KAFKA_RESP_ERR__FATAL { fatal = true }
-            sink.lock.lock()
-            sink.results[token] = err == RD_KAFKA_RESP_ERR_NO_ERROR ? .some(nil) : .some(KafkaError(code: err, fatal: fatal))
-            sink.lock.unlock()
+            let result: KafkaError? = err == RD_KAFKA_RESP_ERR_NO_ERROR ? nil : KafkaError(code: err, fatal: fatal)
+            sink.reports.withLock { $0.results[token] = .some(result) }
         }
         handle = try makeHandle(RD_KAFKA_PRODUCER, conf)
     }
@@ -150,7 +148,7 @@ public final class Producer: @unchecked Sendable {
         var outcome = [KafkaError?](repeating: nil, count: messages.count)
         var pending: [Int: Int] = [:] // token -> index
         for (index, m) in messages.enumerated() {
-            sink.lock.lock(); let token = nextToken; nextToken += 1; sink.lock.unlock()
+            let token = sink.reports.withLock { r in defer { r.nextToken += 1 }; return r.nextToken }
             let err = m.key.withUnsafeBytes { key in
                 m.value.withUnsafeBytes { value in
                     shim_kafka_produce(handle, m.topic, key.baseAddress, key.count, value.baseAddress, value.count,
@@ -167,20 +165,20 @@ public final class Producer: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         while !pending.isEmpty {
             rd_kafka_poll(handle, 50)
-            sink.lock.lock()
-            for (token, index) in pending {
-                if let result = sink.results.removeValue(forKey: token) {
-                    outcome[index] = result
-                    pending[token] = nil
+            sink.reports.withLock { r in
+                for (token, index) in pending {
+                    if let result = r.results.removeValue(forKey: token) {
+                        outcome[index] = result
+                        pending[token] = nil
+                    }
                 }
             }
-            sink.lock.unlock()
             if Date() > deadline { break }
         }
         for (token, index) in pending {
             // Not reported in time: count as failed; a late report is dropped with the token.
             outcome[index] = KafkaError(message: "delivery timed out")
-            sink.lock.lock(); sink.results[token] = nil; sink.lock.unlock()
+            sink.reports.withLock { _ = $0.results.removeValue(forKey: token) }
         }
         return outcome
     }
@@ -270,6 +268,9 @@ public struct IncomingMessage: Sendable {
 /// A consumer: either in a group (`subscribe`, offsets committed by the caller after processing)
 /// or group-less (`assignFromBeginning`, for broadcast topics every instance must read in full).
 /// Not thread-safe: one thread polls it.
+///
+/// `@unchecked Sendable`: it may be created on one thread and handed to the one that polls it; it is never used
+/// from two threads at once.
 public final class Consumer: @unchecked Sendable {
     private let handle: OpaquePointer
     private let sink: CallbackSink

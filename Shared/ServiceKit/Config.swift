@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import Kafka
 
 /// A setting that is missing or malformed; the process stops at start with one line naming it.
 public struct ConfigError: Error, CustomStringConvertible {
@@ -50,7 +52,7 @@ public struct Environment: Sendable {
 public struct ServiceConfig: Sendable {
     /// The service name (`auth`, `stories`, ...), also its schema and event source.
     public var service: String
-    /// `PORT`.
+    /// `PORT` (0: a free port the system chooses, as tests do).
     public var port: Int
     /// `DATABASE_URL` (libpq URI).
     public var databaseURL: String
@@ -71,12 +73,17 @@ public struct ServiceConfig: Sendable {
     public var httpThreads: Int
     /// `DB_POOL_SIZE`.
     public var dbPoolSize: Int
-    /// `OUTBOX_RETENTION_HOURS`: how long sent events stay available for `republish`.
+    /// `OUTBOX_RETENTION_HOURS`: how long sent events stay available for `republish` (at most 720, the 30 days for
+    /// which consumers remember the event ids they processed, so a replay is always de-duplicated).
     public var outboxRetentionHours: Int
     /// `AUTH_JWKS_URL`: where other services fetch auth's public keys.
     public var jwksURL: String
-    /// `JWT_PUBLIC_KEY`: a base64url Ed25519 public key, used instead of the JWKS URL when set.
-    public var jwtPublicKey: String?
+    /// `JWT_PUBLIC_KEY`: a base64url Ed25519 public key (32 bytes), used instead of the JWKS URL when set.
+    public var jwtPublicKey: [UInt8]?
+    /// `SHUTDOWN_TIMEOUT_SECONDS`: how long a stop may take in all (default 15).
+    public var shutdownTimeoutSeconds: Int
+    /// `KAFKA_DEBUG`: librdkafka's own debug contexts (e.g. `cgrp,topic`), logged at debug level.
+    public var kafkaDebug: String?
     /// All variables, for service-specific settings.
     public var environment: Environment
 
@@ -100,13 +107,20 @@ public struct ServiceConfig: Sendable {
         guard jwks.hasPrefix("http://") else {
             throw ConfigError(variable: "AUTH_JWKS_URL", problem: "must be an http:// URL")
         }
+        var publicKey: [UInt8]?
+        if let text = env.optional("JWT_PUBLIC_KEY") {
+            guard let raw = Crypto.Base64URL.decode(text), raw.count == 32 else {
+                throw ConfigError(variable: "JWT_PUBLIC_KEY", problem: "must be a base64url Ed25519 public key (32 bytes)")
+            }
+            publicKey = raw
+        }
         let groupPrefix = env.string("KAFKA_GROUP_PREFIX", default: "")
         guard groupPrefix.count <= 100, groupPrefix.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
             throw ConfigError(variable: "KAFKA_GROUP_PREFIX", problem: "must be at most 100 of A-Z a-z 0-9 . _ -")
         }
         return ServiceConfig(
             service: service,
-            port: try env.int("PORT", default: defaultPort, range: 1...65535),
+            port: try env.int("PORT", default: defaultPort, range: 0...65535),
             databaseURL: databaseURL,
             kafkaBrokers: brokers,
             kafkaSessionTimeoutMs: try env.int("KAFKA_SESSION_TIMEOUT_MS", default: 10000, range: 1000...300_000),
@@ -116,9 +130,20 @@ public struct ServiceConfig: Sendable {
             logLevel: LogLevel(rawValue: level) ?? .info,
             httpThreads: try env.int("HTTP_THREADS", default: 16, range: 1...1024),
             dbPoolSize: try env.int("DB_POOL_SIZE", default: 10, range: 1...500),
-            outboxRetentionHours: try env.int("OUTBOX_RETENTION_HOURS", default: 168, range: 1...87_600),
+            outboxRetentionHours: try env.int("OUTBOX_RETENTION_HOURS", default: 168, range: 1...720),
             jwksURL: jwks,
-            jwtPublicKey: env.optional("JWT_PUBLIC_KEY"),
+            jwtPublicKey: publicKey,
+            shutdownTimeoutSeconds: try env.int("SHUTDOWN_TIMEOUT_SECONDS", default: 15, range: 1...3600),
+            kafkaDebug: env.optional("KAFKA_DEBUG"),
             environment: env)
+    }
+
+    /// The Kafka settings of this service: the one place they are made from the environment's.
+    public func kafka(logger: Logger) -> KafkaConfig {
+        var kafka = KafkaConfig(brokers: kafkaBrokers, clientId: service)
+        kafka.sessionTimeoutMs = kafkaSessionTimeoutMs
+        if let kafkaDebug { kafka.extra["debug"] = kafkaDebug }
+        kafka.log = { level, message in logger.log(level <= 3 ? .error : level == 4 ? .warn : .debug, message) }
+        return kafka
     }
 }

@@ -1,110 +1,86 @@
 import Foundation
 import Kafka
-import Postgres
 import Models
+import Postgres
+import Synchronization
 
 /// Consumes topics in a consumer group and hands each event to a handler, inside a database transaction that
 /// also records the event id, so a replayed event is skipped. Offsets are committed only after processing.
 /// A handler that keeps failing (not for an outage) sends the message to `<topic>.dlq` instead of blocking forever.
-///
-/// `@unchecked Sendable`: `running` is guarded by `lock`; the Kafka consumer is used by its own thread only.
-public final class EventConsumer: @unchecked Sendable {
+public final class EventConsumer: BackgroundService {
     /// Processes one event in the given transaction.
     public typealias Handler = @Sendable (ReceivedEvent, Connection) throws -> Void
 
-    private let name: String
+    public var name: String { "consumer-\(consumerName)" }
+    private let consumerName: String
     private let kafka: KafkaConfig
     private let groupId: String
     private let topics: [String]
     private let pool: Pool
     private let schema: String
     private let relay: OutboxRelay
+    private let topicsReady: Gate
     private let logger: Logger
     private let metrics: Metrics
     private let handler: Handler
-    private let lock = NSLock()
-    private var running = false
-    private var stopped = false
-    private var assigned = 0
+    private let assigned = Atomic<Int>(0)
 
-    /// A consumer of `topics` in `groupId`; `schema` holds its `processed_events` table; dead letters go out
-    /// through the relay's producer.
+    /// A consumer of `topics` in `groupId`, once `topicsReady` opens; `schema` holds its `processed_events` table;
+    /// dead letters go out through the relay's producer.
     public init(name: String, kafka: KafkaConfig, groupId: String, topics: [String], pool: Pool, schema: String,
-                relay: OutboxRelay, logger: Logger, metrics: Metrics, handler: @escaping Handler) {
-        self.name = name; self.kafka = kafka; self.groupId = groupId; self.topics = topics; self.pool = pool
-        self.schema = schema; self.relay = relay; self.logger = logger; self.metrics = metrics; self.handler = handler
+                relay: OutboxRelay, topicsReady: Gate, logger: Logger, metrics: Metrics, handler: @escaping Handler) {
+        self.consumerName = name; self.kafka = kafka; self.groupId = groupId; self.topics = topics; self.pool = pool
+        self.schema = schema; self.relay = relay; self.topicsReady = topicsReady; self.logger = logger
+        self.metrics = metrics; self.handler = handler
     }
 
     /// How many partitions the group gave this consumer (0 while joining or rebalancing).
-    public var assignedPartitions: Int { lock.lock(); defer { lock.unlock() }; return assigned }
+    public var assignedPartitions: Int { assigned.load(ordering: .relaxed) }
 
-    /// Starts the polling thread.
-    public func start() {
-        lock.lock(); running = true; lock.unlock()
-        let thread = Thread { [self] in run() }
-        thread.name = "consumer-\(name)"
-        thread.start()
-    }
-
-    /// Stops after the message in hand and leaves the group.
-    public func stop() {
-        lock.lock()
-        let started = running
-        running = false
-        lock.unlock()
-        guard started else { return }  // never started (its topics were never created): nothing to wait for
-        for _ in 0..<100 {
-            lock.lock(); let done = stopped; lock.unlock()
-            if done { return }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-    }
-
-    private var isRunning: Bool { lock.lock(); defer { lock.unlock() }; return running }
-
-    private func run() {
+    /// Polls until stopped, then leaves the group (so the next instance is not kept waiting for our session to
+    /// expire). The message in hand when the stop comes is finished, or left uncommitted to come again.
+    public func run(until cancellation: Cancellation) {
+        // A subscription to a missing topic would wait for a metadata refresh.
+        guard topicsReady.wait(cancellation) else { return }
         var consumer: Consumer?
-        defer {
-            consumer = nil  // leaves the group now, so the next instance is not kept waiting for our session to expire
-            lock.lock(); stopped = true; lock.unlock()
-        }
-        while isRunning && consumer == nil {
+        while !cancellation.isCancelled && consumer == nil {
             do {
                 let c = try Consumer(config: kafka, groupId: groupId)
                 try c.subscribe(topics)
                 consumer = c
             } catch {
-                logger.warn("consumer cannot subscribe; retrying", ["consumer": .string(name), "error": .string("\(error)")])
-                Thread.sleep(forTimeInterval: 2)
+                logger.warn("consumer cannot subscribe; retrying", ["consumer": .string(consumerName), "error": .string("\(error)")])
+                cancellation.sleep(2)
             }
         }
         var partitions = 0
-        while isRunning, let active = consumer {
+        while !cancellation.isCancelled, let active = consumer {
             let message = active.poll(timeout: 0.2)
             let now = active.assignedPartitions
             if now != partitions {
                 partitions = now
-                logger.info("consumer assignment changed", ["consumer": .string(name), "partitions": .int(now)])
-                lock.lock(); assigned = now; lock.unlock()
+                logger.info("consumer assignment changed", ["consumer": .string(consumerName), "partitions": .int(now)])
+                assigned.store(now, ordering: .relaxed)
             }
             guard let message else { continue }
-            guard process(message) else { return }  // stopping mid-retry: not committed, so it comes again
+            guard process(message, cancellation) else { break }  // stopping mid-retry: not committed, so it comes again
             do { try active.commit(message) } catch {
                 logger.warn("offset commit failed (the message may be processed again)",
-                            ["consumer": .string(name), "error": .string("\(error)")])
+                            ["consumer": .string(consumerName), "error": .string("\(error)")])
             }
         }
+        consumer = nil  // closes the consumer: leaves the group now
     }
 
     /// Handles one message until it is done or dead-lettered; false when asked to stop first.
-    private func process(_ message: IncomingMessage) -> Bool {
+    private func process(_ message: IncomingMessage, _ cancellation: Cancellation) -> Bool {
         guard let event = ReceivedEvent(message.value) else {
             logger.warn("not a CloudEvent; dead-lettering", ["topic": .string(message.topic), "offset": .int(Int(message.offset))])
-            return deadLetter(message, reason: "not a CloudEvent")
+            return deadLetter(message, reason: "not a CloudEvent", cancellation)
         }
         var failures = 0
         var delay: TimeInterval = 0.2
-        while isRunning {
+        while !cancellation.isCancelled {
             do {
                 try pool.withTransaction { connection in
                     let fresh = try connection.execute("""
@@ -116,21 +92,21 @@ public final class EventConsumer: @unchecked Sendable {
                 return true
             } catch let error as PostgresError where error.kind == .unavailable {
                 // An outage: wait and retry; dead-lettering would lose good events.
-                logger.warn("database unavailable while consuming; retrying", ["consumer": .string(name)])
+                logger.warn("database unavailable while consuming; retrying", ["consumer": .string(consumerName)])
             } catch {
                 failures += 1
-                logger.warn("event handler failed", ["consumer": .string(name), "eventId": .string(event.id),
+                logger.warn("event handler failed", ["consumer": .string(consumerName), "eventId": .string(event.id),
                                                      "attempt": .int(failures), "error": .string("\(error)")])
-                if failures >= 5 { return deadLetter(message, reason: "\(error)") }
+                if failures >= 5 { return deadLetter(message, reason: "\(error)", cancellation) }
             }
-            Thread.sleep(forTimeInterval: delay)
+            cancellation.sleep(delay)
             delay = min(delay * 2, 10)
         }
         return false
     }
 
-    private func deadLetter(_ message: IncomingMessage, reason: String) -> Bool {
-        while isRunning {
+    private func deadLetter(_ message: IncomingMessage, reason: String, _ cancellation: Cancellation) -> Bool {
+        while !cancellation.isCancelled {
             let out = OutgoingMessage(topic: message.topic + ".dlq", key: String(decoding: message.key, as: UTF8.self),
                                       value: message.value, header: ("dlq_reason", String(reason.prefix(200))))
             if let producer = try? relay.currentProducer(), producer.send([out]).first! == nil {
@@ -138,80 +114,49 @@ public final class EventConsumer: @unchecked Sendable {
                                   help: "Events sent to a dead-letter topic.")
                 return true
             }
-            Thread.sleep(forTimeInterval: 1)
+            cancellation.sleep(1)
         }
         return false
     }
 }
 
-/// Every instance reads all of `session.revoked` (no consumer group, so no join delay) and remembers the
-/// sessions revoked within the access-token lifetime; `TokenVerifier` refuses their tokens.
-///
-/// `@unchecked Sendable`: the set is guarded by `lock`.
-public final class SessionRevocations: @unchecked Sendable {
-    private let lock = NSLock()
-    private var revoked: [UUID: Date] = [:]
-    private var running = false
-    private var ready = false
-    private let kafka: KafkaConfig
-    private let logger: Logger
+/// Every instance reads all of `session.revoked` (a `LiveFeed` from the beginning) and remembers the sessions
+/// revoked within the access-token lifetime; `TokenVerifier` refuses their tokens. The app runs `feed` and `pruner`.
+public final class SessionRevocations: Sendable {
+    private final class Sessions: Sendable {
+        let revoked = Mutex<[UUID: Date]>([:])
+    }
 
-    public init(kafka: KafkaConfig, logger: Logger) {
-        self.kafka = kafka; self.logger = logger
+    private let sessions: Sessions
+    /// Reads the topic.
+    public let feed: LiveFeed
+    /// Forgets, every minute, the revocations older than any token still alive.
+    public let pruner: Job
+
+    public init(kafka: KafkaConfig, topicsReady: Gate, logger: Logger) {
+        let sessions = Sessions()
+        self.sessions = sessions
+        feed = LiveFeed(name: "revocations", topics: [SessionRevoked.type], start: .beginning, kafka: kafka,
+                        topicsReady: topicsReady, logger: logger) { event in
+            if let payload = try? event.decode(SessionRevoked.self), let session = UUID(uuidString: payload.sessionId) {
+                sessions.revoked.withLock { $0[session] = event.time ?? Date() }
+            }
+            return nil
+        }
+        pruner = Job("revocations-prune") { cancellation in
+            while cancellation.sleep(60) {
+                let horizon = Date().addingTimeInterval(-Double(JWT.maxLifetime + 120))
+                sessions.revoked.withLock { $0 = $0.filter { $0.value > horizon } }
+            }
+        }
     }
 
     /// True once the listener reads the topic.
-    public var isReady: Bool { lock.lock(); defer { lock.unlock() }; return ready }
+    public var isReady: Bool { feed.isReading }
 
     /// Whether `session` was revoked.
-    public func isRevoked(_ session: UUID) -> Bool {
-        lock.lock(); defer { lock.unlock() }; return revoked[session] != nil
-    }
+    public func isRevoked(_ session: UUID) -> Bool { sessions.revoked.withLock { $0[session] != nil } }
 
     /// Records a revocation (also used by the owner of sessions itself).
-    public func revoke(_ session: UUID, at time: Date = Date()) {
-        lock.lock(); revoked[session] = time; lock.unlock()
-    }
-
-    /// Starts the listening thread.
-    public func start() {
-        lock.lock(); running = true; lock.unlock()
-        let thread = Thread { [self] in run() }
-        thread.name = "session-revocations"
-        thread.start()
-    }
-
-    /// Stops listening.
-    public func stop() { lock.lock(); running = false; lock.unlock() }
-
-    private var isRunning: Bool { lock.lock(); defer { lock.unlock() }; return running }
-
-    private func run() {
-        var consumer: Consumer?
-        while isRunning && consumer == nil {
-            do {
-                let c = try Consumer(config: kafka, groupId: "revocations-\(UUID().uuidString.lowercased())")
-                try c.assignFromBeginning([SessionRevoked.type])
-                consumer = c
-            } catch {
-                logger.warn("cannot read session.revoked yet; retrying", ["error": .string("\(error)")])
-                Thread.sleep(forTimeInterval: 1)
-            }
-        }
-        lock.lock(); ready = consumer != nil; lock.unlock()
-        var lastPrune = Date()
-        while isRunning, let consumer {
-            if let message = consumer.poll(timeout: 0.2),
-               let event = ReceivedEvent(message.value),
-               let payload = try? event.decode(SessionRevoked.self),
-               let session = UUID(uuidString: payload.sessionId) {
-                revoke(session, at: event.time ?? Date())
-            }
-            if Date().timeIntervalSince(lastPrune) > 60 {
-                lastPrune = Date()
-                let horizon = Date().addingTimeInterval(-Double(JWT.maxLifetime + 120))
-                lock.lock(); revoked = revoked.filter { $0.value > horizon }; lock.unlock()
-            }
-        }
-    }
+    public func revoke(_ session: UUID, at time: Date = Date()) { sessions.revoked.withLock { $0[session] = time } }
 }

@@ -56,6 +56,13 @@ public struct ReceivedEvent: Sendable {
     }
 
     private struct Envelope<P: Decodable>: Decodable { var data: P }
+
+    /// The `data` member as compact JSON text (what live streams send), or nil when there is none.
+    public var dataText: String? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(raw)) as? [String: Any], let data = object["data"],
+              let bytes = try? JSONSerialization.data(withJSONObject: data, options: [.sortedKeys, .fragmentsAllowed]) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
 }
 
 // MARK: - Outbox
@@ -120,8 +127,9 @@ public struct Outbox: Sendable {
 /// One relay works at a time per schema (a transaction-level advisory lock), which keeps per-key order across
 /// instances; failures retry with exponential backoff; a producer with a fatal error is recreated.
 ///
-/// `@unchecked Sendable`: mutable state is guarded by `condition`.
-public final class OutboxRelay: @unchecked Sendable {
+/// `@unchecked Sendable`: mutable state is guarded by `condition`; `topics` changes only before the group starts.
+public final class OutboxRelay: BackgroundService, @unchecked Sendable {
+    public var name: String { "outbox-relay" }
     private let pool: Pool
     private let schema: String
     private let kafka: KafkaConfig
@@ -131,9 +139,6 @@ public final class OutboxRelay: @unchecked Sendable {
     private let condition = NSCondition()
     private var producer: Producer?
     private var woken = false
-    private var running = false
-    private var finished = false
-    private var backoff: TimeInterval = 0
     private var pending = 0
     private var oldestPendingAge = 0.0
     private var topics: TopicSettings
@@ -181,46 +186,30 @@ public final class OutboxRelay: @unchecked Sendable {
         try currentProducer().createTopics(topics.names, partitions: topics.partitions, replicationFactor: topics.replicationFactor)
     }
 
+    /// Publishes an ephemeral event (a position, a typing notice) without the outbox and without waiting for its
+    /// delivery: it may be lost, which is why anything that must not be lost goes through `Outbox.add`.
+    public func publishEphemeral<P: EventPayload>(_ payload: P, subject: String, source: String, at time: String) {
+        let event = CloudEvent(id: UUID.v7().lowercased, source: source, type: P.type, time: time,
+                               subject: subject, dataschema: dataSchemaURI(for: P.type), data: payload)
+        guard let value = try? JSON.encode(event) else { return }
+        _ = try? currentProducer().sendWithoutWaiting(OutgoingMessage(topic: P.type, key: subject, value: value,
+                                                                      header: ("ce_type", P.type)))
+    }
+
     /// Asks the relay to look for new rows now.
     public func wake() {
         condition.lock(); woken = true; condition.signal(); condition.unlock()
     }
 
-    /// Starts the relay thread.
-    public func start() {
-        condition.lock(); running = true; condition.unlock()
-        let thread = Thread { [self] in loop() }
-        thread.name = "outbox-relay"
-        thread.start()
-    }
-
-    /// Stops after the current batch, then tries once more to publish what is pending (bounded by `timeout`).
-    public func stop(timeout: TimeInterval = 5) {
-        condition.lock()
-        running = false
-        condition.signal()
-        let deadline = Date().addingTimeInterval(timeout + 15)
-        while !finished && condition.wait(until: deadline) {}
-        condition.unlock()
-        _ = try? publishBatch()
-        producer?.flush(timeout: timeout)
-    }
-
-    private func loop() {
+    /// Publishes until stopped; then drains what is pending until the stop's deadline (less a second for the
+    /// services stopped after it).
+    public func run(until cancellation: Cancellation) {
+        cancellation.onCancel { [weak self] in self?.wake() }
         var lastCleanup = Date.distantPast
-        while true {
-            condition.lock()
-            if !running { finished = true; condition.broadcast(); condition.unlock(); return }
-            if !woken {
-                _ = condition.wait(until: Date().addingTimeInterval(backoff > 0 ? backoff : 0.5))
-            }
-            woken = false
-            let keepGoing = running
-            condition.unlock()
-            guard keepGoing else { continue }
+        var backoff: TimeInterval = 0
+        while !cancellation.isCancelled {
             do {
-                var published = 0
-                repeat { published = try publishBatch() } while published > 0
+                while try publishBatch() > 0 && !cancellation.isCancelled {}
                 backoff = 0
             } catch {
                 backoff = min(max(backoff * 2, 0.5), 30)
@@ -233,12 +222,39 @@ public final class OutboxRelay: @unchecked Sendable {
                 lastCleanup = Date()
                 cleanup()
             }
+            condition.lock()
+            if !woken && !cancellation.isCancelled {
+                _ = condition.wait(until: Date().addingTimeInterval(backoff > 0 ? backoff : 0.5))
+            }
+            woken = false
+            condition.unlock()
         }
+        drain(by: cancellation.deadline.addingTimeInterval(-1))
     }
 
-    /// Publishes up to 500 unsent rows; returns how many were published.
+    /// Publishes every pending event, batch after batch, until none is left or `deadline` passes.
+    private func drain(by deadline: Date) {
+        var drained = 0
+        while Date() < deadline {
+            do {
+                let n = try publishBatch(timeout: max(0.5, deadline.timeIntervalSinceNow))
+                drained += n
+                if n == 0 { break }
+            } catch {
+                logger.warn("outbox drain failed; retrying until the deadline", ["error": .string(String(describing: error))])
+                Thread.sleep(forTimeInterval: min(0.5, max(0, deadline.timeIntervalSinceNow)))
+            }
+        }
+        let left = (try? pool.withConnection { c in
+            try c.first("SELECT count(*) AS n FROM \(schema).outbox WHERE sent_at IS NULL")?["n", as: Int.self]
+        }) ?? nil
+        logger.info("outbox drained", ["published": .int(drained), "pending": .int(left ?? -1)])
+    }
+
+    /// Publishes up to 500 unsent rows, waiting up to `timeout` for their delivery reports; returns how many were
+    /// published.
     @discardableResult
-    public func publishBatch() throws -> Int {
+    public func publishBatch(timeout: TimeInterval = 15) throws -> Int {
         try pool.withTransaction { connection -> Int in
             let locked: Bool = try connection.first("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked",
                                                     ["outbox-relay:" + schema])?["locked"] ?? false
@@ -261,7 +277,7 @@ public final class OutboxRelay: @unchecked Sendable {
                 return OutgoingMessage(topic: topic, key: try row["key"], value: Array(try row["payload", as: String.self].utf8),
                                        header: ("ce_type", topic))
             }
-            let results = try currentProducer().send(messages)
+            let results = try currentProducer().send(messages, timeout: timeout)
             var sent: [Int64] = []
             var failed: [Int64] = []
             var firstError: KafkaError?
@@ -299,6 +315,7 @@ public final class OutboxRelay: @unchecked Sendable {
                 try c.execute("DELETE FROM \(schema).outbox WHERE sent_at < now() - make_interval(secs => $1)", [retention])
                     + c.execute("DELETE FROM \(schema).idempotency_keys WHERE created_at < now() - interval '24 hours'")
                     + c.execute("DELETE FROM \(schema).processed_events WHERE processed_at < now() - interval '30 days'")
+                // 30 days: at least OUTBOX_RETENTION_HOURS (at most 720), so a republished event is still recognised.
             }
             if removed > 0 { logger.info("removed expired outbox, idempotency and dedup rows", ["rows": .int(removed)]) }
         } catch {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HTTP
+import Synchronization
 
 /// The claims of an access token (conventions: `sub`, `sid`, `iat`, `exp`, `iss: "auth"`).
 public struct AccessClaims: Codable, Sendable, Equatable {
@@ -82,31 +83,28 @@ public enum JWT {
 /// verification (a third of the CPU of an authenticated request). The times are still checked on every use;
 /// changing keys empties it.
 ///
-/// `@unchecked Sendable`: guarded by `lock`.
-public final class VerifiedTokens: @unchecked Sendable {
-    private let lock = NSLock()
-    private var claims: [String: AccessClaims] = [:]
+public final class VerifiedTokens: Sendable {
+    private let claims = Mutex<[String: AccessClaims]>([:])
     private let capacity: Int
 
     public init(capacity: Int = 50_000) { self.capacity = capacity }
 
     /// `JWT.verify`, from memory when this exact token verified before.
     public func verify(_ token: String, keys: [String: [UInt8]], now: Date = Date()) throws(JWTError) -> AccessClaims {
-        lock.lock(); let known = claims[token]; lock.unlock()
-        if let known {
+        if let known = claims.withLock({ $0[token] }) {
             try JWT.check(known, now: now)
             return known
         }
         let verified = try JWT.verify(token, keys: keys, now: now)
-        lock.lock()
-        if claims.count >= capacity { claims.removeAll(keepingCapacity: true) }
-        claims[token] = verified
-        lock.unlock()
+        claims.withLock { claims in
+            if claims.count >= capacity { claims.removeAll(keepingCapacity: true) }
+            claims[token] = verified
+        }
         return verified
     }
 
     /// Forgets everything (after the keys changed).
-    public func removeAll() { lock.lock(); claims.removeAll(); lock.unlock() }
+    public func removeAll() { claims.withLock { $0.removeAll() } }
 }
 
 // MARK: - JWKs
@@ -154,9 +152,27 @@ public protocol Authenticator: Sendable {
     func authenticate(_ request: Request) throws -> Caller
 }
 
-/// A handler that first authenticates the request's bearer token (401 without a valid one).
-public func authenticated(_ auth: any Authenticator, _ handler: @escaping @Sendable (Request, Caller) throws -> Response) -> Handler {
-    { request in try handler(request, try auth.authenticate(request)) }
+extension Router {
+    /// Adds a route for callers with a user's access token: `auth` checks it (401 without a valid one) and the
+    /// route is listed under the `bearer` scheme.
+    public mutating func add(_ method: String, _ pattern: String, summary: String = "", bodyLimit: Int = defaultBodyLimit,
+                             request: String? = nil, response: (Int, String?) = (200, nil), auth: any Authenticator,
+                             _ handler: @escaping @Sendable (Request, Caller) throws -> Response) {
+        add(method, pattern, summary: summary, security: "bearer", bodyLimit: bodyLimit, request: request, response: response) {
+            try handler($0, try auth.authenticate($0))
+        }
+    }
+
+    /// Adds a route for trusted tools holding the operator token (401 without it), listed under the `operator`
+    /// scheme. The caller adds operator routes only when the credential is enabled.
+    public mutating func add(_ method: String, _ pattern: String, summary: String = "", bodyLimit: Int = defaultBodyLimit,
+                             request: String? = nil, response: (Int, String?) = (200, nil), operator credential: OperatorCredential,
+                             _ handler: @escaping @Sendable (Request) throws -> Response) {
+        add(method, pattern, summary: summary, security: "operator", bodyLimit: bodyLimit, request: request, response: response) {
+            try credential.check($0)
+            return try handler($0)
+        }
+    }
 }
 
 /// The bearer token of a request, or a 401.
@@ -172,11 +188,8 @@ public func bearerToken(_ request: Request) throws -> String {
 /// Verifies tokens offline with auth's public keys (fetched from the JWKS URL, refetched on an unknown key id
 /// at most every 30 seconds), and refuses tokens of sessions revoked through `session.revoked`.
 ///
-/// `@unchecked Sendable`: the key map is guarded by `lock`.
-public final class TokenVerifier: Authenticator, @unchecked Sendable {
-    private let lock = NSLock()
-    private var keys: [String: [UInt8]]
-    private var lastFetch = Date.distantPast
+public final class TokenVerifier: Authenticator, Sendable {
+    private let keys: Mutex<(current: [String: [UInt8]], lastFetch: Date)>
     private let jwksURL: String?
     private let revocations: SessionRevocations?
     private let logger: Logger
@@ -184,12 +197,12 @@ public final class TokenVerifier: Authenticator, @unchecked Sendable {
 
     /// A verifier with fixed keys (from `JWT_PUBLIC_KEY`, or tests).
     public init(keys: [String: [UInt8]], revocations: SessionRevocations?, logger: Logger) {
-        self.keys = keys; self.jwksURL = nil; self.revocations = revocations; self.logger = logger
+        self.keys = Mutex((keys, .distantPast)); self.jwksURL = nil; self.revocations = revocations; self.logger = logger
     }
 
     /// A verifier that fetches keys from `jwksURL`.
     public init(jwksURL: String, revocations: SessionRevocations?, logger: Logger) {
-        self.keys = [:]; self.jwksURL = jwksURL; self.revocations = revocations; self.logger = logger
+        self.keys = Mutex(([:], .distantPast)); self.jwksURL = jwksURL; self.revocations = revocations; self.logger = logger
     }
 
     /// Fetches the key set now; false when auth could not be reached.
@@ -197,19 +210,22 @@ public final class TokenVerifier: Authenticator, @unchecked Sendable {
     public func refreshKeys() -> Bool {
         guard let jwksURL, let client = HTTPClient(url: jwksURL, timeout: 3),
               let path = URLComponents(string: jwksURL)?.path else { return false }
-        lock.lock(); lastFetch = Date(); lock.unlock()
+        keys.withLock { $0.lastFetch = Date() }
         guard let response = try? client.request("GET", path), response.status == 200,
               let set = try? JSONDecoder().decode(JWKSet.self, from: Data(response.body)) else {
             logger.warn("could not fetch the JWK set", ["url": .string(jwksURL)])
             return false
         }
-        lock.lock(); let changed = keys != set.publicKeys; keys = set.publicKeys; lock.unlock()
+        let changed = keys.withLock { keys in
+            defer { keys.current = set.publicKeys }
+            return keys.current != set.publicKeys
+        }
         if changed { verified.removeAll() }
         return true
     }
 
     /// Whether keys are loaded.
-    public var hasKeys: Bool { lock.lock(); defer { lock.unlock() }; return !keys.isEmpty }
+    public var hasKeys: Bool { keys.withLock { !$0.current.isEmpty } }
 
     public func authenticate(_ request: Request) throws -> Caller {
         let token = try bearerToken(request)
@@ -218,7 +234,7 @@ public final class TokenVerifier: Authenticator, @unchecked Sendable {
             claims = try verified.verify(token, keys: currentKeys())
         } catch .unknownKey {
             // A new key id is looked up at most every 30 s; while no key is known at all, every second.
-            lock.lock(); let stale = Date().timeIntervalSince(lastFetch) > (keys.isEmpty ? 1 : 30); lock.unlock()
+            let stale = keys.withLock { Date().timeIntervalSince($0.lastFetch) > ($0.current.isEmpty ? 1 : 30) }
             guard stale, refreshKeys(), let c = try? JWT.verify(token, keys: currentKeys()) else {
                 throw HTTPError.unauthenticated()
             }
@@ -233,7 +249,5 @@ public final class TokenVerifier: Authenticator, @unchecked Sendable {
         return Caller(userId: user, sessionId: session)
     }
 
-    private func currentKeys() -> [String: [UInt8]] {
-        lock.lock(); defer { lock.unlock() }; return keys
-    }
+    private func currentKeys() -> [String: [UInt8]] { keys.withLock { $0.current } }
 }

@@ -1,9 +1,9 @@
 import Foundation
+import Synchronization
 
 /// Prometheus metrics: request duration histograms by route and status, counters, and gauges read at scrape time.
 ///
-/// `@unchecked Sendable`: all state is guarded by `lock`.
-public final class Metrics: @unchecked Sendable {
+public final class Metrics: Sendable {
     /// Histogram bucket bounds in seconds.
     public static let buckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
@@ -13,47 +13,44 @@ public final class Metrics: @unchecked Sendable {
         var count = 0
     }
 
-    private let lock = NSLock()
-    private var histograms: [String: Histogram] = [:]
-    private var counters: [String: [String: Double]] = [:]
-    private var help: [String: String] = [:]
-    private var gauges: [@Sendable () -> [(name: String, labels: String, value: Double)]] = []
+    private struct State {
+        var histograms: [String: Histogram] = [:]
+        var counters: [String: [String: Double]] = [:]
+        var help: [String: String] = [:]
+        var gauges: [@Sendable () -> [(name: String, labels: String, value: Double)]] = []
+    }
+    private let state = Mutex(State())
 
     public init() {}
 
     /// Records one served request (`http_server_request_duration_seconds`, whose `_count` is the request count).
     public func observeRequest(method: String, route: String, status: Int, seconds: Double) {
         let labels = "method=\"\(method)\",route=\"\(Self.escape(route))\",status=\"\(status)\""
-        lock.lock()
-        var h = histograms[labels] ?? Histogram()
-        for (i, bound) in Self.buckets.enumerated() where seconds <= bound { h.counts[i] += 1 }
-        h.sum += seconds
-        h.count += 1
-        histograms[labels] = h
-        lock.unlock()
+        state.withLock { s in
+            var h = s.histograms[labels] ?? Histogram()
+            for (i, bound) in Self.buckets.enumerated() where seconds <= bound { h.counts[i] += 1 }
+            h.sum += seconds
+            h.count += 1
+            s.histograms[labels] = h
+        }
     }
 
     /// Adds to a counter; `labels` is Prometheus label text such as `topic="user.registered"`.
     public func increment(_ name: String, labels: String = "", by value: Double = 1, help text: String = "") {
-        lock.lock()
-        counters[name, default: [:]][labels, default: 0] += value
-        if !text.isEmpty { help[name] = text }
-        lock.unlock()
+        state.withLock { s in
+            s.counters[name, default: [:]][labels, default: 0] += value
+            if !text.isEmpty { s.help[name] = text }
+        }
     }
 
     /// Registers a gauge source read at every scrape.
     public func addGauges(_ source: @escaping @Sendable () -> [(name: String, labels: String, value: Double)]) {
-        lock.lock(); gauges.append(source); lock.unlock()
+        state.withLock { $0.gauges.append(source) }
     }
 
     /// The Prometheus text exposition.
     public func render() -> String {
-        lock.lock()
-        let histograms = self.histograms
-        let counters = self.counters
-        let help = self.help
-        let gauges = self.gauges
-        lock.unlock()
+        let (histograms, counters, help, gauges) = state.withLock { ($0.histograms, $0.counters, $0.help, $0.gauges) }
         var out = "# HELP http_server_request_duration_seconds Duration of HTTP requests by route and status.\n"
         out += "# TYPE http_server_request_duration_seconds histogram\n"
         for labels in histograms.keys.sorted() {

@@ -15,7 +15,7 @@ public enum OpenAPI {
                 ["name": String(p.dropFirst().dropLast()), "in": "path", "required": true, "schema": ["type": "string"]]
             }
             if !params.isEmpty { op["parameters"] = params }
-            op["security"] = route.authenticated ? [["bearer": [String]()]] : [[String: [String]]]()
+            op["security"] = route.security.map { [[$0: [String]()]] } ?? [[String: [String]]]()
             if let schema = route.requestSchema.flatMap(parse) {
                 op["requestBody"] = ["required": true, "content": ["application/json": ["schema": schema]]]
             }
@@ -34,7 +34,7 @@ public enum OpenAPI {
             "info": ["title": "\(service) service", "version": version],
             "paths": paths,
             "components": [
-                "securitySchemes": ["bearer": ["type": "http", "scheme": "bearer", "bearerFormat": "JWT (EdDSA)"]],
+                "securitySchemes": securitySchemes.filter { name, _ in routes.contains { $0.security == name } },
                 "schemas": ["Error": parse(errorSchema)!],
             ],
         ]
@@ -57,6 +57,14 @@ public enum OpenAPI {
                 .replacingOccurrences(of: "-", with: "")
         }.joined()
     }
+
+    /// Every scheme a route may name; a document lists those its routes use.
+    static var securitySchemes: [String: Any] { [
+        "bearer": ["type": "http", "scheme": "bearer", "bearerFormat": "JWT (EdDSA)",
+                   "description": "A user's access token from auth."],
+        "operator": ["type": "http", "scheme": "bearer",
+                     "description": "The operator token (OPERATOR_TOKEN) of trusted tools such as a fleet gateway."],
+    ] }
 
     /// The conventions' error body.
     public static let errorSchema = """

@@ -4,13 +4,24 @@ import HTTP
 import Kafka
 import Models
 import Postgres
+import Synchronization
 
-/// One service process: configuration, logger, metrics, database pool, outbox relay, consumers and the HTTP
-/// server, started in that order and stopped in reverse on SIGTERM. A service's `main` creates one, adds its
-/// routes and consumers, and calls `run`.
+/// One service process: configuration, logger, metrics, database pool, outbox relay, consumers, live feeds, jobs
+/// and the HTTP server.
 ///
-/// `@unchecked Sendable`: fields are set during start-up on the main thread, before any other thread reads them.
+/// `init` only reads and checks the configuration (it throws a `ConfigError` naming a bad setting, and touches no
+/// database). `run` opens the HTTP port at once (`/healthz` answers from the first second; `/readyz` says 503 until
+/// everything is ready), waits for the database and migrates it, calls the service's `setup` to wire its routes and
+/// background services, starts them as a group, serves until `stop`, then stops them in reverse order by one
+/// deadline (`SHUTDOWN_TIMEOUT_SECONDS`) and returns. A test runs a service in-process this way; an executable
+/// calls `ServiceApp.main`, which adds signal handling and the operator commands.
+///
+/// `@unchecked Sendable`: `services` and `checks` are written only by `setup`, on the thread of `run`, before the group
+/// starts and before `serving` is set; everything else is immutable or synchronised itself.
 public final class ServiceApp: @unchecked Sendable {
+    /// Builds the service once the database is ready: returns its routes, and adds its background services.
+    public typealias Setup = (ServiceApp) throws -> Router
+
     public let config: ServiceConfig
     public let logger: Logger
     public let metrics = Metrics()
@@ -21,39 +32,35 @@ public final class ServiceApp: @unchecked Sendable {
     public let outbox: Outbox
     /// Stores first responses of creating POSTs by `Idempotency-Key`.
     public let idempotency: Idempotency
-    private let topics: [String]
-    private var consumers: [EventConsumer] = []
-    private var topicHooks: [@Sendable () -> Void] = []
-    private var brokerChecks: [@Sendable () -> Bool] = []
-    private var revocations: SessionRevocations?
-    private var verifier: TokenVerifier?
-    private let readiness = ReadinessCache()
+    /// Opens once the service's topics exist; readers that are not consumer groups wait for it.
+    public let topicsReady = Gate()
 
-    /// Loads the configuration (a bad value stops the process with one line naming it), waits for the database,
-    /// applies migrations, and handles the operator commands (`migrate`, `republish --since <RFC 3339 time>`).
-    /// `topics` are the topics this service produces or consumes; they are created when missing.
-    public init(service: String, defaultPort: Int, migrations: [Migration], topics: [String]) {
-        let config: ServiceConfig
-        do {
-            config = try ServiceConfig.load(service: service, defaultPort: defaultPort)
-        } catch {
-            Logger(service: service).error("\(error)")
-            exit(78)
-        }
+    private let migrations: [Migration]
+    private let setup: Setup
+    private let stopping = Cancellation()
+    private let serving = Atomic<Bool>(false)
+    private let router = Mutex(Router())
+    private let bound = Atomic<Int>(0)
+    private let readiness = ReadinessCache()
+    private var services: [any BackgroundService] = []
+    private var checks: [(name: String, isReady: @Sendable () -> Bool)] = []
+
+    /// Reads and checks the configuration; throws a `ConfigError` naming the first bad setting. `topics` are those
+    /// the service produces or consumes (created when missing); `setup` runs in `run` once the database is migrated.
+    public init(service: String, defaultPort: Int, environment: Environment = Environment(), migrations: [Migration],
+                topics: [String], setup: @escaping Setup) throws {
+        let config = try ServiceConfig.load(service: service, defaultPort: defaultPort, environment: environment)
         self.config = config
         let logger = Logger(service: service, minimum: config.logLevel)
         self.logger = logger
+        self.migrations = migrations
+        self.setup = setup
         pool = Pool(url: config.databaseURL, maxSize: config.dbPoolSize)
-        var kafka = KafkaConfig(brokers: config.kafkaBrokers, clientId: service)
-        kafka.sessionTimeoutMs = config.kafkaSessionTimeoutMs
-        // librdkafka's own debug contexts (e.g. `cgrp,topic`), logged at debug level.
-        if let contexts = config.environment.optional("KAFKA_DEBUG") { kafka.extra["debug"] = contexts }
-        kafka.log = { level, message in logger.log(level <= 3 ? .error : level == 4 ? .warn : .debug, message) }
+        let kafka = config.kafka(logger: logger)
         self.kafka = kafka
-        self.topics = Array(Set(topics + [SessionRevoked.type])).sorted()
         relay = OutboxRelay(pool: pool, schema: service, kafka: kafka,
-                            topics: .init(names: self.topics, partitions: config.kafkaPartitions,
-                                          replicationFactor: config.kafkaReplicationFactor),
+                            topics: .init(names: Array(Set(topics + [SessionRevoked.type])).sorted(),
+                                          partitions: config.kafkaPartitions, replicationFactor: config.kafkaReplicationFactor),
                             retentionHours: config.outboxRetentionHours, logger: logger, metrics: metrics)
         outbox = Outbox(schema: service, source: "/\(service)", wake: { [relay] in relay.wake() })
         idempotency = Idempotency(pool: pool, schema: service)
@@ -64,189 +71,236 @@ public final class ServiceApp: @unchecked Sendable {
                     ("db_pool_connections", "state=\"idle\"", Double(s.open - s.inUse)),
                     ("db_pool_max_connections", "", Double(s.max))]
         }
-        migrate(migrations)
-        runCommand()
     }
 
-    private func migrate(_ migrations: [Migration]) {
+    // MARK: - Wiring (from `setup`)
+
+    /// Adds a background service; the group starts them in the order added, after the relay and the consumers'
+    /// topics, and stops them in reverse.
+    public func add(_ service: any BackgroundService) { services.append(service) }
+
+    /// Adds a check that must hold before `/readyz` says ready (`name` is its key in the answer; checks named
+    /// `broker` fold into the broker's).
+    public func addReadinessCheck(_ name: String, _ isReady: @escaping @Sendable () -> Bool) {
+        checks.append((name, isReady))
+    }
+
+    /// Adds a consumer-group consumer whose handler runs in a transaction with de-duplication.
+    public func consume(_ name: String, topics: [String], handler: @escaping EventConsumer.Handler) {
+        relay.addTopics(topics + topics.map { $0 + ".dlq" })
+        let consumer = EventConsumer(name: name, kafka: kafka, groupId: "\(config.kafkaGroupPrefix)\(config.service)-\(name)",
+                                     topics: topics, pool: pool, schema: config.service, relay: relay, topicsReady: topicsReady,
+                                     logger: logger, metrics: metrics, handler: handler)
+        add(consumer)
+        metrics.addGauges { [("kafka_consumer_assigned_partitions", "consumer=\"\(name)\"", Double(consumer.assignedPartitions))] }
+    }
+
+    /// A token verifier for services other than auth: keys from `AUTH_JWKS_URL` (or `JWT_PUBLIC_KEY`, checked at
+    /// start), revocations from `session.revoked`. Adds what keeps it current: the revocation feed, and while auth
+    /// has not answered yet, a job that asks for the keys (readiness waits for both).
+    public func makeTokenVerifier() -> TokenVerifier {
+        let revocations = SessionRevocations(kafka: kafka, topicsReady: topicsReady, logger: logger)
+        add(revocations.feed)
+        add(revocations.pruner)
+        addReadinessCheck("broker") { revocations.isReady }
+        if let key = config.jwtPublicKey {
+            return TokenVerifier(keys: ["static": key], revocations: revocations, logger: logger)
+        }
+        let verifier = TokenVerifier(jwksURL: config.jwksURL, revocations: revocations, logger: logger)
+        addReadinessCheck("signingKeys") { verifier.hasKeys }
+        if !verifier.refreshKeys() {
+            // Auth may start after us: keep asking until it answers.
+            add(Job("signing-keys") { cancellation in
+                while !verifier.refreshKeys() && cancellation.sleep(2) {}
+            })
+        }
+        return verifier
+    }
+
+    // MARK: - Running
+
+    /// The port the HTTP server listens on (the chosen one when `PORT=0`), once `run` has opened it.
+    public var port: Int { bound.load(ordering: .acquiring) }
+
+    /// Whether the service serves its routes (setup done, background services started).
+    public var isServing: Bool { serving.load(ordering: .acquiring) }
+
+    /// Asks `run` to stop, as SIGTERM does. Safe from any thread, at any time, also before `run`.
+    public func stop() { stopping.cancel() }
+
+    /// Serves until `stop`, then stops gracefully and returns. Throws `StartupError` when the port cannot be bound,
+    /// the database cannot be reached within a minute or migrations fail, and whatever `setup` throws.
+    public func run() throws {
+        signal(SIGPIPE, SIG_IGN)
+        let server = HTTPServer(port: UInt16(config.port), threads: config.httpThreads,
+                                route: { [unowned self] method, path in router.withLock { $0 }.match(method: method, path: path) },
+                                respond: { [unowned self] request, match in respond(request, match) })
+        var standard = Router()
+        addHealthRoutes(&standard)
+        router.withLock { $0 = standard }
+        do { try server.start() } catch { throw StartupError.cannotListen(port: config.port) }
+        bound.store(Int(server.boundPort), ordering: .releasing)
+        logger.info("listening", ["port": .int(port)])
+
+        let group = ServiceGroup(logger: logger) { [weak self] _, _ in self?.stop() }
+        do {
+            guard try prepareDatabase() else {
+                server.stop(grace: 0)
+                logger.info("stopped before the database was ready")
+                return
+            }
+            var routes = try setup(self)
+            addHealthRoutes(&routes)
+            addDocumentRoute(&routes)
+            router.withLock { $0 = routes }
+        } catch {
+            server.stop(grace: 0)
+            throw error
+        }
+        group.start(relay)
+        group.start(Job("topics") { [relay, topicsReady, logger] cancellation in
+            var delay = 1.0
+            while !cancellation.isCancelled {
+                do {
+                    try relay.createTopics()
+                    logger.info("topics ready")
+                    topicsReady.open()
+                    return
+                } catch {
+                    logger.warn("cannot create topics yet; retrying", ["error": .string("\(error)")])
+                    cancellation.sleep(delay)
+                    delay = min(delay * 2, 30)
+                }
+            }
+        })
+        services.forEach(group.start)
+        group.start(HTTPService(server: server))  // the last started, so the first stopped: no new work after it
+        serving.store(true, ordering: .releasing)
+
+        stopping.wait()
+        let deadline = Date().addingTimeInterval(Double(config.shutdownTimeoutSeconds))
+        logger.info("stopping", ["deadlineSeconds": .int(config.shutdownTimeoutSeconds)])
+        serving.store(false, ordering: .releasing)
+        let late = group.stop(deadline: deadline)
+        pool.close()
+        logger.info("stopped", late.isEmpty ? [:] : ["late": .string(late.joined(separator: ","))])
+    }
+
+    /// Waits for the database (up to a minute) and applies migrations; false when stopped while waiting.
+    private func prepareDatabase() throws -> Bool {
         let deadline = Date().addingTimeInterval(60)
         var warned = false
         while true {
             do {
                 let applied = try Migrator.migrate(pool: pool, schema: config.service, migrations: migrations)
                 if !applied.isEmpty { logger.info("applied migrations", ["versions": .string(applied.map(String.init).joined(separator: ","))]) }
-                return
-            } catch let error as PostgresError where error.kind == .unavailable && Date() < deadline {
-                if !warned { logger.warn("waiting for the database (DATABASE_URL)", ["error": .string(error.serverMessage)]); warned = true }
-                Thread.sleep(forTimeInterval: 1)
+                return true
             } catch let error as PostgresError where error.kind == .unavailable {
-                logger.error("cannot reach the database named by DATABASE_URL: \(error.serverMessage)")
-                exit(69)
+                guard Date() < deadline else { throw StartupError.databaseUnreachable(error.serverMessage) }
+                if !warned { logger.warn("waiting for the database (DATABASE_URL)", ["error": .string(error.serverMessage)]); warned = true }
+                if !stopping.sleep(1) { return false }
             } catch {
-                logger.error("migrations failed", ["error": .string("\(error)")])
-                exit(70)
+                throw StartupError.migrationsFailed("\(error)")
             }
         }
     }
 
-    private func runCommand() {
-        let args = CommandLine.arguments.dropFirst()
-        guard let command = args.first else { return }
-        switch command {
-        case "migrate":
-            logger.info("migrations are up to date")
+    // MARK: - Entry point and commands
+
+    /// The whole of an executable's `main`: signal handling first (as PID 1 in a container a process ignores
+    /// SIGTERM unless it handles it), then the configuration, then `run` or an operator command (`migrate`,
+    /// `republish --since <time>`). Exits 0 after a graceful stop, 64 on a bad command, 78 on a bad setting, 69 when
+    /// the database cannot be reached, 70 when migrations fail, 71 when the port is taken.
+    public static func main(service: String, _ make: (Environment) throws -> ServiceApp) -> Never {
+        let signals = SignalTrap()
+        let app: ServiceApp
+        do { app = try make(Environment()) } catch {
+            Logger(service: service).error("\(error)")
+            exit(78)
+        }
+        signals.onSignal { app.stop() }
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            if !arguments.isEmpty { exit(try app.runCommand(arguments)) }
+            try app.run()
             exit(0)
+        } catch let error as StartupError {
+            app.logger.error(error.description)
+            exit(error.exitCode)
+        } catch {
+            app.logger.error("start-up failed", ["error": .string("\(error)")])
+            exit(1)
+        }
+    }
+
+    /// Runs an operator command; returns its exit status.
+    func runCommand(_ arguments: [String]) throws -> Int32 {
+        switch arguments[0] {
+        case "migrate":
+            guard try prepareDatabase() else { return 0 }
+            logger.info("migrations are up to date")
+            return 0
         case "republish":
-            guard args.count == 3, args[args.startIndex + 1] == "--since", let since = Timestamp.parse(args[args.startIndex + 2]) else {
+            guard arguments.count == 3, arguments[1] == "--since", let since = Timestamp.parse(arguments[2]) else {
                 logger.error("usage: \(config.service) republish --since <RFC 3339 time, e.g. 2026-11-30T00:00:00Z>")
-                exit(64)
+                return 64
             }
-            do {
-                let n = try OutboxRelay.republish(pool: pool, schema: config.service, since: since)
-                logger.info("marked events for re-publication; the running service publishes them",
-                            ["events": .int(n), "since": .string(Timestamp.format(since))])
-                exit(0)
-            } catch {
-                logger.error("republish failed", ["error": .string("\(error)")])
-                exit(1)
-            }
+            guard try prepareDatabase() else { return 0 }
+            let n = try OutboxRelay.republish(pool: pool, schema: config.service, since: since)
+            logger.info("marked events for re-publication; the running service publishes them",
+                        ["events": .int(n), "since": .string(Timestamp.format(since))])
+            return 0
         default:
-            logger.error("unknown command \"\(command)\"; commands: migrate, republish --since <time>")
-            exit(64)
+            logger.error("unknown command \"\(arguments[0])\"; commands: migrate, republish --since <time>")
+            return 64
         }
     }
 
-    // MARK: - Wiring
+    // MARK: - Standard routes and the request pipeline
 
-    /// A token verifier for services other than auth: keys from `AUTH_JWKS_URL` (or `JWT_PUBLIC_KEY`) and
-    /// revocations from `session.revoked`.
-    public func makeTokenVerifier() -> TokenVerifier {
-        let revocations = SessionRevocations(kafka: kafka, logger: logger)
-        self.revocations = revocations
-        if let key = config.jwtPublicKey {
-            guard let raw = Crypto.Base64URL.decode(key), raw.count == 32 else {
-                logger.error("invalid configuration: JWT_PUBLIC_KEY must be a base64url Ed25519 public key (32 bytes)")
-                exit(78)
-            }
-            return TokenVerifier(keys: ["static": raw], revocations: revocations, logger: logger)
-        }
-        let verifier = TokenVerifier(jwksURL: config.jwksURL, revocations: revocations, logger: logger)
-        self.verifier = verifier
-        if !verifier.refreshKeys() {
-            // Auth may start after us: keep asking; readiness stays false until the keys are in.
-            Thread {
-                while !verifier.refreshKeys() { Thread.sleep(forTimeInterval: 2) }
-            }.start()
-        }
-        return verifier
-    }
-
-    /// Registers a consumer-group consumer whose handler runs in a transaction with de-duplication.
-    public func consume(_ name: String, topics: [String], handler: @escaping EventConsumer.Handler) {
-        relay.addTopics(topics + topics.map { $0 + ".dlq" })
-        let consumer = EventConsumer(name: name, kafka: kafka, groupId: "\(config.kafkaGroupPrefix)\(config.service)-\(name)", topics: topics,
-                                     pool: pool, schema: config.service, relay: relay, logger: logger,
-                                     metrics: metrics, handler: handler)
-        consumers.append(consumer)
-        metrics.addGauges { [("kafka_consumer_assigned_partitions", "consumer=\"\(name)\"", Double(consumer.assignedPartitions))] }
-    }
-
-    /// Runs `start` once the service's topics exist (for readers that are not consumer groups), and keeps the
-    /// service unready until `isReading` says they read.
-    public func whenTopicsExist(_ start: @escaping @Sendable () -> Void, ready isReading: @escaping @Sendable () -> Bool) {
-        topicHooks.append(start)
-        brokerChecks.append(isReading)
-    }
-
-    // MARK: - Running
-
-    /// Adds the standard routes, starts everything, serves until SIGTERM or SIGINT, stops gracefully, exits 0.
-    public func run(routes: Router) -> Never {
-        signal(SIGPIPE, SIG_IGN)
-        var router = routes
-        addStandardRoutes(&router)
-        let table = router
-        relay.start()
-        revocations?.start()
-        ensureTopics()  // then starts the consumers: a subscription to a missing topic would wait for a metadata refresh
-        let server = HTTPServer(port: UInt16(config.port), threads: config.httpThreads,
-                                bodyLimit: { table.bodyLimit(method: $0, path: $1) },
-                                respond: { [self] in respond(table, $0) })
-        do { try server.start() } catch {
-            logger.error("\(error) (PORT=\(config.port))")
-            exit(71)
-        }
-        logger.info("listening", ["port": .int(config.port)])
-
-        let stop = DispatchSemaphore(value: 0)
-        var sources: [DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { stop.signal() }
-            source.resume()
-            sources.append(source)
-        }
-        stop.wait()
-        logger.info("stopping: finishing in-flight requests")
-        server.stop(grace: 10)
-        consumers.forEach { $0.stop() }
-        revocations?.stop()
-        relay.stop(timeout: 5)
-        pool.close()
-        logger.info("stopped")
-        exit(0)
-    }
-
-    private func ensureTopics() {
-        let thread = Thread { [self] in
-            var delay = 1.0
-            while true {
-                do {
-                    try relay.createTopics()
-                    logger.info("topics ready", ["topics": .string(topics.joined(separator: ","))])
-                    consumers.forEach { $0.start() }
-                    topicHooks.forEach { $0() }
-                    return
-                } catch {
-                    logger.warn("cannot create topics yet; retrying", ["error": .string("\(error)")])
-                    Thread.sleep(forTimeInterval: delay)
-                    delay = min(delay * 2, 30)
+    private func addHealthRoutes(_ router: inout Router) {
+        router.add("GET", "/healthz", summary: "Alive") { _ in try .json(["status": "ok"]) }
+        router.add("GET", "/readyz", summary: "Ready: database, broker and the service's own checks") { [unowned self] _ in
+            var answer: [String: String] = [:]
+            var ready = isServing
+            if ready {
+                let (database, broker) = readiness.check(pool: pool, relay: relay)
+                answer["database"] = database ? "ok" : "unavailable"
+                var brokerOK = broker
+                for check in checks {
+                    let ok = check.isReady()
+                    if check.name == "broker" { brokerOK = brokerOK && ok } else { answer[check.name] = ok ? "ok" : "unavailable" }
+                    ready = ready && ok
                 }
+                answer["broker"] = brokerOK ? "ok" : "unavailable"
+                ready = ready && database && broker
+            } else {
+                answer["database"] = "starting"
+                answer["broker"] = "starting"
             }
-        }
-        thread.start()
-    }
-
-    private func addStandardRoutes(_ router: inout Router) {
-        router.add("GET", "/healthz", summary: "Alive", authenticated: false) { _ in
-            try .json(["status": "ok"])
-        }
-        router.add("GET", "/readyz", summary: "Ready: database and broker reachable", authenticated: false) { [self] _ in
-            let (database, broker) = readiness.check(pool: pool, relay: relay, revocations: revocations, extra: brokerChecks)
-            let keys = verifier?.hasKeys ?? true
-            let ready = database && broker && keys
-            var checks = ["status": ready ? "ready" : "unavailable", "database": database ? "ok" : "unavailable",
-                          "broker": broker ? "ok" : "unavailable"]
-            if verifier != nil { checks["signingKeys"] = keys ? "ok" : "unavailable" }
-            var response = try Response.json(checks, status: ready ? 200 : 503)
+            answer["status"] = ready ? "ready" : "unavailable"
+            var response = try Response.json(answer, status: ready ? 200 : 503)
             if !ready { response.headers.append(("Retry-After", "2")) }
             return response
         }
-        router.add("GET", "/metrics", summary: "Prometheus metrics", authenticated: false) { [metrics] _ in
+        router.add("GET", "/metrics", summary: "Prometheus metrics") { [metrics] _ in
             .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
+    }
+
+    private func addDocumentRoute(_ router: inout Router) {
         let spec = OpenAPI.json(service: config.service, routes: router.routes + [
             Route.documentation("GET", "/openapi.json", "This document")])
-        router.add("GET", "/openapi.json", summary: "This document", authenticated: false) { _ in
+        router.add("GET", "/openapi.json", summary: "This document") { _ in
             Response(status: 200, headers: [("Content-Type", "application/json")], body: spec)
         }
     }
 
     private static let requestIdCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")
 
-    /// The request pipeline: request id, routing, the handler, error mapping, metrics and the access log.
-    func respond(_ router: Router, _ incoming: Request) -> Response {
+    /// The request pipeline: request id, the handler of the route found once by the server, error mapping,
+    /// metrics and the access log. Before the service serves, anything but the health routes is a 503.
+    func respond(_ incoming: Request, _ match: RouteMatch) -> Response {
         let start = DispatchTime.now().uptimeNanoseconds
         var request = incoming
         if let id = request.header("x-request-id"), (1...128).contains(id.count), id.allSatisfy(Self.requestIdCharacters.contains) {
@@ -255,7 +309,7 @@ public final class ServiceApp: @unchecked Sendable {
             request.requestId = UUID.v7().lowercased
         }
         var response: Response
-        switch router.match(method: request.method, path: request.path) {
+        switch match {
         case .found(let route, let params):
             request.route = route.pattern
             request.pathParameters = params
@@ -275,7 +329,7 @@ public final class ServiceApp: @unchecked Sendable {
                                  headers: [("Allow", allowed.joined(separator: ", "))]).response
         case .notFound:
             request.route = "unmatched"
-            response = HTTPError.notFound().response
+            response = isServing ? HTTPError.notFound().response : HTTPError.unavailable(retryAfter: 2).response
         }
         response.headers.append(("X-Request-Id", request.requestId))
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
@@ -288,45 +342,83 @@ public final class ServiceApp: @unchecked Sendable {
     }
 }
 
+/// Why a service could not start; each has its own exit status.
+public enum StartupError: Error, CustomStringConvertible {
+    case cannotListen(port: Int)
+    case databaseUnreachable(String)
+    case migrationsFailed(String)
+
+    public var description: String {
+        switch self {
+        case .cannotListen(let port): return "cannot listen on port \(port) (in use?) (PORT)"
+        case .databaseUnreachable(let message): return "cannot reach the database named by DATABASE_URL: \(message)"
+        case .migrationsFailed(let message): return "migrations failed: \(message)"
+        }
+    }
+
+    var exitCode: Int32 {
+        switch self {
+        case .cannotListen: return 71
+        case .databaseUnreachable: return 69
+        case .migrationsFailed: return 70
+        }
+    }
+}
+
+/// The HTTP server as a background service: pings open event streams now and then, and on stop lets in-flight
+/// requests finish until the deadline.
+struct HTTPService: BackgroundService {
+    let server: HTTPServer
+    var name: String { "http-server" }
+
+    func run(until cancellation: Cancellation) {
+        while cancellation.sleep(15) { server.pingStreams() }
+        server.stop(grace: max(0.5, cancellation.deadline.timeIntervalSinceNow - 1))
+    }
+}
+
+/// SIGTERM and SIGINT, handled from the first line of `main`: until a handler is set, a signal ends the process
+/// at once with status 0 (nothing has started that could be cut off).
+///
+/// `@unchecked Sendable`: `sources` is only kept alive after `init`; the handler is behind a `Mutex`.
+final class SignalTrap: @unchecked Sendable {
+    private let handler = Mutex<(@Sendable () -> Void)?>(nil)
+    private var sources: [any DispatchSourceSignal] = []
+
+    init() {
+        sources = [SIGTERM, SIGINT].map { sig in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [unowned self] in
+                guard let h = handler.withLock({ $0 }) else { exit(0) }
+                h()
+            }
+            source.resume()
+            return source
+        }
+    }
+
+    func onSignal(_ h: @escaping @Sendable () -> Void) { handler.withLock { $0 = h } }
+}
+
 extension Route {
     /// A route that exists only to be listed in the OpenAPI document.
     static func documentation(_ method: String, _ pattern: String, _ summary: String) -> Route {
         var r = Router()
-        r.add(method, pattern, summary: summary, authenticated: false) { _ in Response(status: 200) }
+        r.add(method, pattern, summary: summary) { _ in Response(status: 200) }
         return r.routes[0]
     }
 }
 
 /// Caches the readiness checks for a second, so frequent probes do not load the database or broker.
-///
-/// `@unchecked Sendable`: guarded by `lock`.
-final class ReadinessCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var last: (at: Date, database: Bool, broker: Bool)?
+final class ReadinessCache: Sendable {
+    private let last = Mutex<(at: Date, database: Bool, broker: Bool)?>(nil)
 
-    func check(pool: Pool, relay: OutboxRelay, revocations: SessionRevocations?, extra: [@Sendable () -> Bool]) -> (Bool, Bool) {
-        lock.lock()
-        if let last, Date().timeIntervalSince(last.at) < 1 { lock.unlock(); return (last.database, last.broker) }
-        lock.unlock()
+    func check(pool: Pool, relay: OutboxRelay) -> (Bool, Bool) {
+        if let last = last.withLock({ $0 }), Date().timeIntervalSince(last.at) < 1 { return (last.database, last.broker) }
         let database = (try? pool.withConnection { try $0.execute("SELECT 1") }) != nil
-        let broker = ((try? relay.currentProducer().isBrokerReachable(timeout: 1)) ?? false)
-            && (revocations?.isReady ?? true) && extra.allSatisfy { $0() }
-        lock.lock(); last = (Date(), database, broker); lock.unlock()
+        let broker = (try? relay.currentProducer().isBrokerReachable(timeout: 1)) ?? false
+        last.withLock { $0 = (Date(), database, broker) }
         return (database, broker)
-    }
-}
-
-extension ServiceApp {
-    /// Runs `job` on its own thread every `seconds`, logging failures.
-    public func every(seconds: TimeInterval, _ name: String, _ job: @escaping @Sendable () throws -> Void) {
-        let logger = self.logger
-        let thread = Thread {
-            while true {
-                Thread.sleep(forTimeInterval: seconds)
-                do { try job() } catch { logger.warn("periodic job failed", ["job": .string(name), "error": .string("\(error)")]) }
-            }
-        }
-        thread.name = name
-        thread.start()
     }
 }

@@ -31,12 +31,14 @@ final class ConsumerTests: XCTestCase {
         let logger = Logger(service: "test", minimum: .error)
         let relay = OutboxRelay(pool: pool, schema: "kit", kafka: kafka, topics: .init(names: [], partitions: 1, replicationFactor: 1),
                                 retentionHours: 1, logger: logger, metrics: Metrics())
+        let topicsReady = Gate()
+        topicsReady.open()
         let calls = LockedBox<Int>()
         calls.set(0)
         func consumer() -> EventConsumer {
             EventConsumer(name: "test", kafka: kafka, groupId: "group-\(topic)", topics: [topic], pool: pool, schema: "kit",
-                          relay: relay, logger: logger, metrics: Metrics()) { event, c in
-                calls.set((calls.get() ?? 0) + 1)
+                          relay: relay, topicsReady: topicsReady, logger: logger, metrics: Metrics()) { event, c in
+                calls.update { $0 = ($0 ?? 0) + 1 }
                 if event.subject == "boom" { throw TestFailure("handler failure") }
                 try c.execute("INSERT INTO kit.handled (event_id, subject) VALUES ($1::uuid, $2)", [event.id, event.subject])
             }
@@ -52,22 +54,22 @@ final class ConsumerTests: XCTestCase {
         XCTAssertEqual(results.compactMap { $0 }.count, 0)
 
         let dlq = try EventProbe(topics: [topic + ".dlq"])
-        let first = consumer()
-        first.start()
+        let first = ServiceGroup(logger: logger) { _, _ in }
+        first.start(consumer())
         // The failing event comes last in the partition: once it is dead-lettered, everything before it is done.
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) {
             dlq.drain(0.1)
             return dlq.seen.contains { $0["subject"] as? String == "boom" }
         }, "the failing event is dead-lettered after its retries")
         XCTAssertEqual(try handledCount(), 2, "the repeated event id is handled once")
-        first.stop()
+        first.stop(deadline: Date().addingTimeInterval(10))
 
         // A new consumer in the same group resumes after the committed offsets.
         let callsBefore = calls.get() ?? 0
         XCTAssertNil(producer.send([OutgoingMessage(topic: topic, key: "k", value: envelope(subject: "third"))]).first!)
-        let second = consumer()
-        second.start()
-        defer { second.stop() }
+        let second = ServiceGroup(logger: logger) { _, _ in }
+        second.start(consumer())
+        defer { second.stop(deadline: Date().addingTimeInterval(10)) }
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) { (try? self.handledCount()) == 3 })
         XCTAssertEqual(calls.get(), callsBefore + 1, "nothing already committed is handled again")
     }

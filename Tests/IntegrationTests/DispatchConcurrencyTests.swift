@@ -29,7 +29,7 @@ final class DispatchConcurrencyTests: DispatchTestCase {
                     guard let page = try? client.get("/v1/parcels?role=courier&status=offered", token: c.token) else { continue }
                     for item in page["items"] as? [[String: Any]] ?? [] {
                         if let id = item["id"] as? String, (try? client.post("/v1/parcels/\(id)/accept", token: c.token))?.status == 200 {
-                            accepted.set((accepted.get() ?? 0) + 1)
+                            accepted.update { $0 = ($0 ?? 0) + 1 }
                         }
                     }
                     Thread.sleep(forTimeInterval: 0.05)
@@ -49,7 +49,7 @@ final class DispatchConcurrencyTests: DispatchTestCase {
                         "dropoff": ["lat": 44.45, "lon": 26.10, "address": "D"], "recipient": ["name": "R"],
                         "service": i % 3 == 0 ? "express" : "standard", "paymentMethod": "cash", "documentPhotoMediaId": photos[s]]
                     if (try? client.post("/v1/parcels", body, token: senders[s].token))?.status == 201 {
-                        created.set((created.get() ?? 0) + 1)
+                        created.update { $0 = ($0 ?? 0) + 1 }
                     }
                 }
             }

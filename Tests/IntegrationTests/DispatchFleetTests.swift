@@ -19,6 +19,21 @@ final class DispatchFleetTests: DispatchTestCase {
         try api.post("/v1/operator/couriers", ["couriers": couriers], token: operatorToken)
     }
 
+    func testOperatorRoutesAreListedUnderTheOperatorScheme() throws {
+        let doc = try api.get("/openapi.json").json
+        let paths = doc["paths"] as? [String: [String: Any]] ?? [:]
+        for (method, path) in [("post", "/v1/operator/couriers"), ("post", "/v1/operator/locations"), ("get", "/v1/operator/offers"),
+                               ("post", "/v1/operator/parcels/{id}/accept")] {
+            let op = paths[path]?[method] as? [String: Any]
+            XCTAssertNotNil(op, "\(method) \(path)")
+            XCTAssertEqual((op?["security"] as? [[String: Any]])?.first?.keys.first, "operator", "\(method) \(path)")
+        }
+        let user = (paths["/v1/parcels"]?["post"] as? [String: Any])?["security"] as? [[String: Any]]
+        XCTAssertEqual(user?.first?.keys.first, "bearer")
+        let schemes = (doc["components"] as? [String: Any])?["securitySchemes"] as? [String: Any] ?? [:]
+        XCTAssertEqual(Set(schemes.keys), ["bearer", "operator"])
+    }
+
     func testOperatorRoutesNeedTheOperatorToken() throws {
         let someone = try person()
         let body: [String: Any] = ["couriers": [["id": UUID().uuidString, "vehicle": "bike", "capacity": 1]]]

@@ -11,9 +11,12 @@ final class PlatformTests: AuthTestCase {
         var kafka = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "test-verifier")
         kafka.log = { _, _ in }
         let logger = Logger(service: "test", minimum: .error)
-        let revocations = SessionRevocations(kafka: kafka, logger: logger)
-        revocations.start()
-        defer { revocations.stop() }
+        let topicsReady = Gate()
+        topicsReady.open()
+        let revocations = SessionRevocations(kafka: kafka, topicsReady: topicsReady, logger: logger)
+        let group = ServiceGroup(logger: logger) { _, _ in }
+        group.start(revocations.feed)
+        defer { group.stop(deadline: Date().addingTimeInterval(10)) }
         let verifier = TokenVerifier(jwksURL: "http://127.0.0.1:\(auth.port)/v1/auth/jwks", revocations: revocations, logger: logger)
         XCTAssertTrue(verifier.refreshKeys())
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { revocations.isReady })
@@ -126,4 +129,6 @@ final class LockedBox<T>: @unchecked Sendable {
     private var value: T?
     func set(_ v: T) { lock.lock(); value = v; lock.unlock() }
     func get() -> T? { lock.lock(); defer { lock.unlock() }; return value }
+    /// Changes the value in one step (a `set` of what `get` returned would lose updates made in between).
+    func update(_ change: (inout T?) -> Void) { lock.lock(); change(&value); lock.unlock() }
 }

@@ -44,9 +44,9 @@ final class RouterTests: XCTestCase {
     }
 
     func testBodyLimitsComeFromTheRoute() {
-        XCTAssertEqual(router().bodyLimit(method: "POST", path: "/v1/media"), 10 << 20)
-        XCTAssertEqual(router().bodyLimit(method: "POST", path: "/v1/groups/join"), 1 << 20)
-        XCTAssertEqual(router().bodyLimit(method: "POST", path: "/unknown"), 1 << 20)
+        XCTAssertEqual(router().match(method: "POST", path: "/v1/media").bodyLimit, 10 << 20)
+        XCTAssertEqual(router().match(method: "POST", path: "/v1/groups/join").bodyLimit, 1 << 20)
+        XCTAssertEqual(router().match(method: "POST", path: "/unknown").bodyLimit, 1 << 20)
     }
 }
 

@@ -1,5 +1,5 @@
 // Thin C helpers for the two C APIs that Swift cannot call directly
-// because they are variadic (MHD_start_daemon, MHD_get_connection_info,
+// because they are variadic (MHD_start_daemon, MHD_get_connection_info, MHD_get_daemon_info,
 // rd_kafka_producev). Nothing else belongs here.
 #ifndef CSHIMS_H
 #define CSHIMS_H
@@ -16,6 +16,9 @@ struct MHD_Daemon *shim_mhd_start(uint16_t port, unsigned int threads,
                                   unsigned int connection_timeout_seconds,
                                   MHD_AccessHandlerCallback handler, void *handler_cls,
                                   MHD_RequestCompletedCallback completed, void *completed_cls);
+
+/// The port the daemon listens on (the one the system chose when started on port 0); 0 when unknown.
+uint16_t shim_mhd_bound_port(struct MHD_Daemon *daemon);
 
 /// Writes the numeric client address of `connection` into `buffer`; returns 0 on success.
 int shim_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t length);

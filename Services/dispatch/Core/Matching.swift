@@ -46,34 +46,32 @@ final class Matcher: @unchecked Sendable {
     /// Asks the matching loops to run now (a parcel was created, declined or cancelled).
     func wake() { condition.lock(); generation += 1; condition.broadcast(); condition.unlock() }
 
-    /// Refreshes the index every `interval` on one thread, and on each of `workers` others runs `tick(worker)` every
-    /// `interval` or sooner when woken, once the index was first loaded. Refreshing apart keeps its cost out of
-    /// dispatch latency; several workers keep offering while others wait on the database.
-    func start(interval: TimeInterval, workers: Int, pool: Pool, logger: Logger, tick: @escaping @Sendable (Int) throws -> Void) {
-        let refresher = Thread { [self] in
-            while true {
+    /// The background work of matching: one job refreshes the index every `interval`; each of `workers` others runs
+    /// `tick(worker)` every `interval`, or sooner when woken, once the index was first loaded. Refreshing apart keeps
+    /// its cost out of dispatch latency; several workers keep offering while others wait on the database.
+    func services(interval: TimeInterval, workers: Int, pool: Pool, logger: Logger,
+                  tick: @escaping @Sendable (Int) throws -> Void) -> [any BackgroundService] {
+        let refresher = Job("matcher-refresh") { [self] cancellation in
+            repeat {
                 do { try refresh(pool) } catch { logger.warn("reading courier positions failed", ["error": .string("\(error)")]) }
-                Thread.sleep(forTimeInterval: interval)
-            }
+            } while cancellation.sleep(interval)
         }
-        refresher.name = "matcher-refresh"
-        refresher.start()
-        for worker in 0..<workers {
-            let thread = Thread { [self] in
+        return [refresher] + (0..<workers).map { worker in
+            Job("matcher-\(worker)") { [self] cancellation in
+                cancellation.onCancel { [weak self] in self?.wake() }
                 condition.lock()
-                while !loaded { condition.wait() }
+                while !loaded && !cancellation.isCancelled { condition.wait() }
                 var seen = generation
                 condition.unlock()
-                while true {
+                while !cancellation.isCancelled {
                     condition.lock()
                     if generation == seen { _ = condition.wait(until: Date().addingTimeInterval(interval)) }
                     seen = generation
                     condition.unlock()
+                    if cancellation.isCancelled { break }
                     do { try tick(worker) } catch { logger.warn("matching failed", ["error": .string("\(error)")]) }
                 }
             }
-            thread.name = "matcher-\(worker)"
-            thread.start()
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Models
+@testable import StoriesCore
 import XCTest
 
 final class NewsletterScheduleTests: XCTestCase {

@@ -1,5 +1,5 @@
 import Foundation
-import Models
+@testable import DispatchCore
 import XCTest
 
 final class ParcelLifecycleTests: XCTestCase {

@@ -4,44 +4,43 @@ import ServiceKit
 /// The stories API: the table of routes, nothing else. Every route needs a bearer token.
 func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {
     var r = Router()
-    func authed(_ handler: @escaping @Sendable (Request, Caller) throws -> Response) -> Handler { authenticated(auth, handler) }
     r.add("POST", "/v1/groups", summary: "Create a group; the creator is its administrator", request: Schemas.createGroup,
-          response: (201, Schemas.group), authed(h.createGroup))
-    r.add("GET", "/v1/groups", summary: "My groups and journals, newest first", response: (200, Schemas.groupPage), authed(h.listGroups))
-    r.add("GET", "/v1/groups/{id}", summary: "A group with its members", response: (200, Schemas.group), authed(h.getGroup))
+          response: (201, Schemas.group), auth: auth, h.createGroup)
+    r.add("GET", "/v1/groups", summary: "My groups and journals, newest first", response: (200, Schemas.groupPage), auth: auth, h.listGroups)
+    r.add("GET", "/v1/groups/{id}", summary: "A group with its members", response: (200, Schemas.group), auth: auth, h.getGroup)
     r.add("PATCH", "/v1/groups/{id}", summary: "Rename, set the image or the newsletter schedule (administrator)",
-          request: Schemas.updateGroup, response: (200, Schemas.group), authed(h.updateGroup))
+          request: Schemas.updateGroup, response: (200, Schemas.group), auth: auth, h.updateGroup)
     r.add("POST", "/v1/groups/join", summary: "Join a group by its invite code", request: Schemas.join,
-          response: (200, Schemas.group), authed(h.join))
+          response: (200, Schemas.group), auth: auth, h.join)
     r.add("POST", "/v1/groups/{id}/invite-code", summary: "Replace the invite code (administrator)",
-          response: (200, Schemas.group), authed(h.rotateInviteCode))
+          response: (200, Schemas.group), auth: auth, h.rotateInviteCode)
     r.add("DELETE", "/v1/groups/{id}/members/{userId}", summary: "Remove a member (administrator) or leave",
-          response: (204, nil), authed(h.removeMember))
+          response: (204, nil), auth: auth, h.removeMember)
     r.add("GET", "/v1/groups/{id}/stories", summary: "A group's stories, newest first, optionally from/to",
-          response: (200, Schemas.storyPage), authed(h.groupStories))
+          response: (200, Schemas.storyPage), auth: auth, h.groupStories)
     r.add("GET", "/v1/groups/{id}/newsletter", summary: "The newsletter of a period (default: the current one); ?format=html",
-          response: (200, Schemas.newsletter), authed(h.newsletter))
+          response: (200, Schemas.newsletter), auth: auth, h.newsletter)
     r.add("GET", "/v1/groups/{id}/newsletters", summary: "Compiled newsletters of past periods, newest first",
-          response: (200, Schemas.newsletterPage), authed(h.listNewsletters))
+          response: (200, Schemas.newsletterPage), auth: auth, h.listNewsletters)
     r.add("GET", "/v1/groups/{id}/newsletters/{newsletterId}", summary: "One compiled newsletter as stored; ?format=html",
-          response: (200, Schemas.newsletter), authed(h.storedNewsletter))
+          response: (200, Schemas.newsletter), auth: auth, h.storedNewsletter)
     r.add("GET", "/v1/users/me/calendar", summary: "The days I posted and my streaks, in ?timeZone= (IANA)",
-          response: (200, Schemas.calendar), authed(h.calendar))
+          response: (200, Schemas.calendar), auth: auth, h.calendar)
     r.add("POST", "/v1/journals", summary: "Create another private journal", request: Schemas.journal,
-          response: (201, Schemas.group), authed(h.createJournal))
+          response: (201, Schemas.group), auth: auth, h.createJournal)
     r.add("POST", "/v1/media", summary: "Upload a JPEG, PNG, HEIC or WebP image (raw body, 10 MiB at most)",
-          bodyLimit: MediaStore.limit, response: (201, Schemas.media), authed(h.uploadMedia))
+          bodyLimit: MediaStore.limit, response: (201, Schemas.media), auth: auth, h.uploadMedia)
     r.add("GET", "/v1/media/{id}", summary: "The image bytes, for its owner and the members it was shared with",
-          authed(h.getMedia))
+          auth: auth, h.getMedia)
     r.add("POST", "/v1/stories", summary: "Post a story to some of my groups", request: Schemas.createStory,
-          response: (201, Schemas.story), authed(h.createStory))
-    r.add("GET", "/v1/stories/{id}", summary: "A story", response: (200, Schemas.story), authed(h.getStory))
+          response: (201, Schemas.story), auth: auth, h.createStory)
+    r.add("GET", "/v1/stories/{id}", summary: "A story", response: (200, Schemas.story), auth: auth, h.getStory)
     r.add("PATCH", "/v1/stories/{id}", summary: "Change a story (author)", request: Schemas.updateStory,
-          response: (200, Schemas.story), authed(h.updateStory))
-    r.add("DELETE", "/v1/stories/{id}", summary: "Delete a story (author)", response: (204, nil), authed(h.deleteStory))
+          response: (200, Schemas.story), auth: auth, h.updateStory)
+    r.add("DELETE", "/v1/stories/{id}", summary: "Delete a story (author)", response: (204, nil), auth: auth, h.deleteStory)
     r.add("POST", "/v1/stories/{id}/comments", summary: "Comment on a story", request: Schemas.createComment,
-          response: (201, Schemas.comment), authed(h.addComment))
+          response: (201, Schemas.comment), auth: auth, h.addComment)
     r.add("GET", "/v1/stories/{id}/comments", summary: "A story's comments, oldest first",
-          response: (200, Schemas.commentPage), authed(h.listComments))
+          response: (200, Schemas.commentPage), auth: auth, h.listComments)
     return r
 }

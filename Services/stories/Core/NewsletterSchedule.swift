@@ -1,4 +1,5 @@
 import Foundation
+import Models
 
 /// When a group's newsletter periods close: every day, or every week on one weekday, at a local hour in an
 /// IANA time zone. A period runs from one close to the next, so its length follows daylight-saving changes.

@@ -1,0 +1,4 @@
+import AuthCore
+import ServiceKit
+
+ServiceApp.main(service: "auth") { try AuthService.makeApp(environment: $0) }

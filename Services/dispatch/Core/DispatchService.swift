@@ -1,0 +1,53 @@
+import Foundation
+import Models
+import ServiceKit
+
+/// The dispatch service: couriers, parcels and the matching engine (port 8084, schema `dispatch`).
+public enum DispatchService {
+    /// Dispatch's own settings, read and checked before anything starts.
+    struct Settings {
+        /// `FLEET_FEED` (on, off): apply fixes a fleet gateway sends on `courier.location`.
+        let fleetFeed: Bool
+        /// `OPERATOR_TOKEN`: enables the operator routes.
+        let operatorCredential: OperatorCredential
+        /// `OFFER_TIMEOUT_SECONDS` (default 30): how long a courier has to answer an offer.
+        let offerTimeout: Int
+        /// `MATCH_MAX_METERS` (default 10,000): the farthest a courier may be from a pickup.
+        let maxMeters: Int
+        /// `DISPATCH_TICK_MS` (default 500): the matching round when nothing wakes it sooner.
+        let tickMs: Int
+        /// `MATCH_WORKERS` (default 4): matching loops side by side.
+        let workers: Int
+
+        init(_ environment: Environment) throws {
+            fleetFeed = try environment.choice("FLEET_FEED", default: "on", ["on", "off"]) == "on"
+            operatorCredential = try OperatorCredential(environment)
+            offerTimeout = try environment.int("OFFER_TIMEOUT_SECONDS", default: 30, range: 1...3600)
+            maxMeters = try environment.int("MATCH_MAX_METERS", default: 10_000, range: 100...1_000_000)
+            tickMs = try environment.int("DISPATCH_TICK_MS", default: 500, range: 50...60_000)
+            workers = try environment.int("MATCH_WORKERS", default: 4, range: 1...64)
+        }
+    }
+
+    /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
+    public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
+        let settings = try Settings(environment)
+        return try ServiceApp(service: "dispatch", defaultPort: 8084, environment: environment, migrations: migrations,
+                              topics: [ParcelCreated.type, ParcelStatusChanged.type, CourierLocation.type]) { app in
+            app.logger.info(settings.operatorCredential.isEnabled ? "operator routes enabled"
+                                                                  : "operator routes off: OPERATOR_TOKEN is not set")
+            let matcher = Matcher()
+            let tracking = ParcelTracking(app)
+            let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency,
+                                            matcher: matcher, tracking: tracking)
+            app.add(tracking.feed)
+            app.addReadinessCheck("broker") { tracking.isReading }
+            let (workers, offerTimeout, maxMeters) = (settings.workers, Double(settings.offerTimeout), Double(settings.maxMeters))
+            matcher.services(interval: Double(settings.tickMs) / 1000, workers: workers, pool: app.pool, logger: app.logger) {
+                try handlers.dispatchTick(worker: $0, workers: workers, offerTimeout: offerTimeout, maxMeters: maxMeters)
+            }.forEach(app.add)
+            if settings.fleetFeed { app.consume("fleet", topics: [CourierLocation.type], handler: handlers.fleetFix) }
+            return makeRoutes(handlers, app.makeTokenVerifier(), fleet: settings.operatorCredential)
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import HTTP
+import Models
+import ServiceKit
+import Synchronization
+
+/// Live tracking: every instance reads `parcel.status` and `courier.location` from now on (a kit `LiveFeed`) and
+/// forwards them to the event streams its clients hold, so a watcher sees every transition whichever instance
+/// made it, and the positions of the parcel's courier. Feed keys are parcel ids; a position goes to the parcels
+/// watched here whose courier sent it, found through a dictionary.
+final class ParcelTracking: Sendable {
+    /// Which courier carries each parcel watched on this instance, and the reverse.
+    private final class Carriers: Sendable {
+        private struct State {
+            var watchers: [String: Int] = [:]       // parcel → open streams
+            var courierOf: [String: String] = [:]   // parcel → courier
+            var parcelsOf: [String: Set<String>] = [:]  // courier → parcels
+        }
+        private let state = Mutex(State())
+
+        func watch(_ parcel: String, courier: String?) {
+            state.withLock { s in
+                s.watchers[parcel, default: 0] += 1
+                if let courier { Self.assign(&s, parcel, courier) }
+            }
+        }
+
+        func unwatch(_ parcel: String) {
+            state.withLock { s in
+                s.watchers[parcel, default: 1] -= 1
+                guard s.watchers[parcel] == 0 else { return }
+                s.watchers[parcel] = nil
+                if let courier = s.courierOf.removeValue(forKey: parcel) { Self.drop(&s, parcel, from: courier) }
+            }
+        }
+
+        /// A transition named the parcel's courier: remembered only while someone here watches the parcel.
+        func carried(_ parcel: String, by courier: String) {
+            state.withLock { s in if s.watchers[parcel] != nil { Self.assign(&s, parcel, courier) } }
+        }
+
+        func parcels(of courier: String) -> [String] { state.withLock { Array($0.parcelsOf[courier] ?? []) } }
+
+        private static func assign(_ s: inout State, _ parcel: String, _ courier: String) {
+            if let old = s.courierOf[parcel], old != courier { drop(&s, parcel, from: old) }
+            s.courierOf[parcel] = courier
+            s.parcelsOf[courier, default: []].insert(parcel)
+        }
+
+        private static func drop(_ s: inout State, _ parcel: String, from courier: String) {
+            s.parcelsOf[courier]?.remove(parcel)
+            if s.parcelsOf[courier]?.isEmpty == true { s.parcelsOf[courier] = nil }
+        }
+    }
+
+    private let carriers: Carriers
+    private let relay: OutboxRelay
+    /// The feed the app runs.
+    let feed: LiveFeed
+
+    /// Reads through `app`'s Kafka settings once its topics exist; publishes positions through its relay's producer.
+    init(_ app: ServiceApp) {
+        let carriers = Carriers()
+        self.carriers = carriers
+        relay = app.relay
+        feed = LiveFeed(name: "parcel-tracking", topics: [ParcelStatusChanged.type, CourierLocation.type], start: .end,
+                        kafka: app.kafka, topicsReady: app.topicsReady, logger: app.logger) { event in
+            switch event.type {
+            case ParcelStatusChanged.type:
+                guard let change = try? event.decode(ParcelStatusChanged.self) else { return nil }
+                if let courier = change.courierId { carriers.carried(change.parcelId, by: courier) }
+                return .init(keys: [change.parcelId], event: "status")
+            case CourierLocation.type:
+                guard let fix = try? event.decode(CourierLocation.self) else { return nil }
+                return .init(keys: carriers.parcels(of: fix.courierId), event: "position")
+            default:
+                return nil
+            }
+        }
+    }
+
+    /// Whether the topics are being read (from where they ended when reading began).
+    var isReading: Bool { feed.isReading }
+
+    /// Publishes a courier's fix for the watchers of their parcels (not through the outbox: positions are ephemeral).
+    func publishPosition(_ location: CourierLocation) {
+        relay.publishEphemeral(location, subject: location.courierId, source: "/dispatch", at: location.at)
+    }
+
+    /// Streams a parcel's transitions (from now on) and its courier's positions to `stream`.
+    func watch(parcel: String, courier: String?, stream: EventStream) {
+        carriers.watch(parcel, courier: courier)
+        feed.watch(parcel, stream: stream)
+        stream.onClose { [carriers] in carriers.unwatch(parcel) }
+    }
+}
+
+extension DispatchHandlers {
+    /// `GET /v1/parcels/{id}/events`: the parcel as it is now, then every transition and courier position, live.
+    func events(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let parcel: ParcelRecord = try pool.withConnection { c in
+            guard let p = try storage.parcel(c, id), p.involves(caller.userId) else { throw HTTPError.notFound() }
+            return p
+        }
+        let stream = EventStream()
+        tracking.watch(parcel: id.lowercased, courier: parcel.courierId?.lowercased, stream: stream)
+        let snapshot = (try? JSON.encode(ParcelView(parcel))).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        stream.send(event: "snapshot", data: snapshot)
+        return .eventStream(stream)
+    }
+}

@@ -1,0 +1,4 @@
+import DispatchCore
+import ServiceKit
+
+ServiceApp.main(service: "dispatch") { try DispatchService.makeApp(environment: $0) }

@@ -1,0 +1,40 @@
+import Models
+import ServiceKit
+
+/// The stories service: groups, memberships, stories, media and newsletters (port 8082, schema `stories`).
+public enum StoriesService {
+    /// Stories' own settings, read and checked before anything starts.
+    struct Settings {
+        /// `NEWSLETTER_SCAN_SECONDS`: how often due newsletters are compiled (default 30).
+        let newsletterScanSeconds: Int
+
+        init(_ environment: Environment) throws {
+            newsletterScanSeconds = try environment.int("NEWSLETTER_SCAN_SECONDS", default: 30, range: 1...3600)
+        }
+    }
+
+    /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
+    public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
+        let settings = try Settings(environment)
+        return try ServiceApp(service: "stories", defaultPort: 8082, environment: environment, migrations: migrations,
+                              topics: [GroupCreated.type, GroupMemberJoined.type, GroupMemberLeft.type, StoryCreated.type,
+                                       StoryCommented.type, NewsletterCompiled.type, ReminderDue.type, UserRegistered.type,
+                                       UserUpdated.type]) { app in
+            let pool = app.pool
+            let handlers = StoriesHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency)
+            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type]) { event, connection in
+                switch event.type {
+                case UserRegistered.type: try handlers.userRegistered(event, connection)
+                default: try handlers.userUpdated(event, connection)
+                }
+            }
+            app.add(Job.every(Double(settings.newsletterScanSeconds), "compile-newsletters", logger: app.logger) {
+                try handlers.compileDueNewsletters()
+            })
+            app.add(Job.every(3600, "delete-old-join-failures", logger: app.logger) {
+                try pool.withConnection { try StoriesStorage().deleteOldJoinFailures($0) }
+            })
+            return makeRoutes(handlers, app.makeTokenVerifier())
+        }
+    }
+}

@@ -1,0 +1,4 @@
+import ServiceKit
+import StoriesCore
+
+ServiceApp.main(service: "stories") { try StoriesService.makeApp(environment: $0) }

@@ -1,0 +1,106 @@
+import Foundation
+import HTTP
+import Kafka
+import Synchronization
+
+/// Reads topics on every instance without a consumer group (so no join delay, and every instance sees every
+/// event), decodes each event once, and delivers it to the event streams watching its keys, through a dictionary.
+/// Used for live views (parcel tracking, chat rooms) and for broadcast state (session revocations).
+///
+/// A stream that does not keep up is ended with a logged reason rather than allowed to grow memory: see
+/// `EventStream.maxPending`.
+public final class LiveFeed: BackgroundService {
+    /// Where reading starts: the partitions' current ends (live views), or their beginnings (state rebuilt from
+    /// the whole topic).
+    public enum Start: Sendable { case beginning, end }
+
+    /// What one event becomes: the keys whose watchers get it and the SSE event name. Nil delivers nothing.
+    public struct Delivery: Sendable {
+        public var keys: [String]
+        public var event: String
+        public init(keys: [String], event: String) { self.keys = keys; self.event = event }
+    }
+
+    private struct Watcher: Sendable {
+        let stream: EventStream
+        let since: Date
+    }
+
+    public let name: String
+    private let topics: [String]
+    private let start: Start
+    private let kafka: KafkaConfig
+    private let topicsReady: Gate
+    private let logger: Logger
+    private let route: @Sendable (ReceivedEvent) -> Delivery?
+    private let watchers = Mutex<[String: [ObjectIdentifier: Watcher]]>([:])
+    private let reading = Atomic<Bool>(false)
+
+    /// A feed of `topics`, read from `start` once `topicsReady` opens; `route` tells where each event goes (and may
+    /// record what it says, as revocations do).
+    public init(name: String, topics: [String], start: Start, kafka: KafkaConfig, topicsReady: Gate, logger: Logger,
+                route: @escaping @Sendable (ReceivedEvent) -> Delivery?) {
+        self.name = name; self.topics = topics; self.start = start; self.kafka = kafka
+        self.topicsReady = topicsReady; self.logger = logger; self.route = route
+    }
+
+    /// Whether the topics are being read (everything written from now on will be delivered).
+    public var isReading: Bool { reading.load(ordering: .acquiring) }
+
+    /// Delivers the events for `key` from now on to `stream`, until it closes.
+    public func watch(_ key: String, stream: EventStream) {
+        let id = ObjectIdentifier(stream)
+        // A second back: the broker's clock and ours differ a little, and an event of this very moment counts.
+        watchers.withLock { $0[key, default: [:]][id] = Watcher(stream: stream, since: Date().addingTimeInterval(-1)) }
+        stream.onClose { [weak self] in
+            self?.watchers.withLock { all in
+                all[key]?[id] = nil
+                if all[key]?.isEmpty == true { all[key] = nil }
+            }
+        }
+    }
+
+    /// Whether anyone watches `key` on this instance.
+    public func isWatched(_ key: String) -> Bool { watchers.withLock { $0[key] != nil } }
+
+    public func run(until cancellation: Cancellation) {
+        guard topicsReady.wait(cancellation) else { return }
+        var consumer: Consumer?
+        while consumer == nil && !cancellation.isCancelled {
+            do {
+                let c = try Consumer(config: kafka, groupId: "\(name)-\(UUID().uuidString.lowercased())")
+                switch start {
+                case .beginning: try c.assignFromBeginning(topics)
+                case .end: try c.assignFromEnd(topics)
+                }
+                consumer = c
+            } catch {
+                logger.warn("cannot read the feed's topics yet; retrying", ["feed": .string(name), "error": .string("\(error)")])
+                cancellation.sleep(1)
+            }
+        }
+        guard let consumer else { return }
+        reading.store(true, ordering: .releasing)
+        var seen = Set<String>()  // Tansu may hand back its last batch again
+        while !cancellation.isCancelled {
+            guard let message = consumer.poll(timeout: 0.2), let event = ReceivedEvent(message.value) else { continue }
+            guard seen.insert(event.id).inserted else { continue }
+            if seen.count > 100_000 { seen = [event.id] }
+            guard let delivery = route(event) else { continue }
+            deliver(event, delivery)
+        }
+        reading.store(false, ordering: .releasing)
+    }
+
+    private func deliver(_ event: ReceivedEvent, _ delivery: Delivery) {
+        let targets = watchers.withLock { all in delivery.keys.flatMap { all[$0].map { Array($0.values) } ?? [] } }
+        guard !targets.isEmpty, let data = event.dataText else { return }
+        let time = event.time ?? Date()
+        for watcher in targets where time >= watcher.since {
+            if !watcher.stream.send(event: delivery.event, id: event.id, data: data) {
+                logger.warn("ended a live stream that did not keep up", ["feed": .string(name),
+                                                                        "limitBytes": .int(EventStream.maxPending)])
+            }
+        }
+    }
+}

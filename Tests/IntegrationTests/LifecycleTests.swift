@@ -1,0 +1,139 @@
+import AuthCore
+import DispatchCore
+import Foundation
+import HTTP
+import ServiceKit
+import StoriesCore
+import XCTest
+
+/// Every service runs in-process from its core library, and stops gracefully.
+final class InProcessTests: XCTestCase {
+    func testAuthStoriesAndDispatchRunInProcessAndStopWhenAsked() throws {
+        let database = try TestDatabase()
+        defer { database.drop() }
+        let prefix = "t" + UUID().uuidString.prefix(8).lowercased() + "-"
+        let started = Date()
+        let auth = try InProcessService(AuthService.makeApp, settings: ["DATABASE_URL": database.url])
+        let common = ["DATABASE_URL": database.url, "KAFKA_GROUP_PREFIX": prefix,
+                      "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks"]
+        let stories = try InProcessService(StoriesService.makeApp, settings: common)
+        let dispatch = try InProcessService(DispatchService.makeApp, settings: common.merging(["FLEET_FEED": "off"]) { $1 })
+        print("three services ready in-process in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+
+        let person = try APIClient(port: auth.port).signup()
+        XCTAssertEqual(person.status, 201)
+        let group = try APIClient(port: stories.port).post("/v1/groups", ["name": "In process"], token: person.accessToken)
+        XCTAssertEqual(group.status, 201, String(decoding: group.body, as: UTF8.self))
+        let courier = try APIClient(port: dispatch.port).post("/v1/couriers/me", ["vehicle": "bike", "capacity": 1],
+                                                              token: person.accessToken)
+        XCTAssertEqual(courier.status, 201, String(decoding: courier.body, as: UTF8.self))
+
+        for service in [dispatch, stories, auth] {
+            let port = service.port
+            XCTAssertTrue(service.stop(), "\(service.app.config.service) returns from run when stopped")
+            XCTAssertThrowsError(try HTTPClient(port: port, timeout: 1).request("GET", "/healthz"), "its port is closed")
+        }
+    }
+}
+
+/// SIGTERM, as an orchestrator sends it: under load, and while the database is not up yet.
+final class ShutdownTests: StoriesTestCase {
+    func testSIGTERMUnderLoadCutsOffNoRequestAndLeavesTheOutboxEmpty() throws {
+        let admin = try person()
+        let groupId = try group(admin)["id"] as? String ?? ""
+        let port = stories.port
+        let token = admin.token
+        let outcomes = LockedBox<[(text: String, status: Int?, error: HTTPClientError?)]>()
+        outcomes.set([])
+        let writing = Gate()
+        let writers = (0..<8).map { w in
+            Thread {
+                var n = 0
+                while true {
+                    n += 1
+                    let text = "shutdown \(w)-\(n)"
+                    let body = Array((try? JSONSerialization.data(withJSONObject: ["text": text, "groupIds": [groupId]])) ?? Data())
+                    do {
+                        // A connection of its own per request: no keep-alive retry can hide a cut-off.
+                        let r = try HTTPClient(port: port, timeout: 30).request("POST", "/v1/stories", headers: [
+                            "Authorization": "Bearer \(token)", "Content-Type": "application/json"], body: body)
+                        outcomes.update { $0 = ($0 ?? []) + [(text, r.status, nil)] }
+                        if n == 20 { writing.open() }
+                    } catch let error as HTTPClientError {
+                        if case .cannotConnect = error { return }  // the listener is gone: the writer is done
+                        outcomes.update { $0 = ($0 ?? []) + [(text, nil, error)] }
+                    } catch {
+                        return
+                    }
+                }
+            }
+        }
+        writers.forEach { $0.start() }
+        XCTAssertTrue(writing.wait(until: Date().addingTimeInterval(30)), "the writers are writing")
+        let stopping = Date()
+        XCTAssertEqual(stories.stop(timeout: 20), 0, "exit status 0")
+        let took = Date().timeIntervalSince(stopping)
+        print("stopped under load in \(Int(took * 1000)) ms")
+        XCTAssertLessThan(took, 15 + 1, "within SHUTDOWN_TIMEOUT_SECONDS (15)")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { writers.allSatisfy(\.isFinished) })
+
+        let all = outcomes.get() ?? []
+        let acknowledged = all.filter { $0.status == 201 }
+        XCTAssertGreaterThan(acknowledged.count, 20)
+        XCTAssertEqual(all.filter { $0.status != nil && $0.status != 201 }.map(\.status), [], "no request was refused or failed")
+        let db = try database.connect()
+        let stored = Set(try db.rows("SELECT text FROM stories.stories").map { try $0["text", as: String.self] })
+        for a in acknowledged { XCTAssertTrue(stored.contains(a.text), "acknowledged \(a.text) is stored") }
+        for cut in all where cut.error != nil {
+            XCTAssertFalse(stored.contains(cut.text), "\(cut.text) got no answer (\(cut.error!)), so it must not have been written")
+        }
+        XCTAssertEqual(try count("outbox", "sent_at IS NULL"), 0, "the relay drained the outbox before exiting")
+        XCTAssertEqual(try count("outbox", "topic = 'story.created'"), stored.count, "one event per stored story")
+        XCTAssertTrue(stories.log.contains("\"msg\":\"outbox drained\""), stories.log.suffix(2000).description)
+    }
+}
+
+final class StartupTests: XCTestCase {
+    func testSIGTERMWhileWaitingForTheDatabaseEndsTheProcessAtOnce() throws {
+        let nowhere = TestEnvironment.freePort()
+        let service = try ServiceProcess("stories", environment: [
+            "DATABASE_URL": "postgres://postgres@127.0.0.1:\(nowhere)/backend",
+            "AUTH_JWKS_URL": "http://127.0.0.1:\(TestEnvironment.freePort())/v1/auth/jwks"])
+        let api = APIClient(port: service.port)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { (try? api.get("/healthz"))?.status == 200 },
+                      "alive while the database is not up:\n\(service.log)")
+        let ready = try api.get("/readyz")
+        XCTAssertEqual(ready.status, 503)
+        XCTAssertEqual(ready.headers["retry-after"], "2")
+        let early = try api.get("/v1/groups")
+        XCTAssertEqual(early.status, 503, "the API waits for readiness")
+        XCTAssertEqual(early.errorCode, "unavailable")
+        XCTAssertTrue(service.log.contains("waiting for the database"))
+
+        let signalled = Date()
+        XCTAssertEqual(service.stop(timeout: 5), 0)
+        let took = Date().timeIntervalSince(signalled)
+        print("stopped during the database wait in \(Int(took * 1000)) ms")
+        XCTAssertLessThan(took, 1.0)
+    }
+
+    func testABadSettingStopsTheProcessAtOnceWithOneLineNamingIt() throws {
+        for (service, variable, value) in [("dispatch", "OFFER_TIMEOUT_SECONDS", "soon"), ("stories", "JWT_PUBLIC_KEY", "not-a-key"),
+                                           ("auth", "SHUTDOWN_TIMEOUT_SECONDS", "0"), ("stories", "NEWSLETTER_SCAN_SECONDS", "-1")] {
+            let started = Date()
+            // An unreachable database: the check must come before any wait for it.
+            let process = try ServiceProcess(service, environment: [
+                "DATABASE_URL": "postgres://postgres@127.0.0.1:\(TestEnvironment.freePort())/backend", variable: value])
+            process.process.waitUntilExit()
+            let took = Date().timeIntervalSince(started)
+            print("\(service) refused \(variable) in \(Int(took * 1000)) ms")
+            XCTAssertEqual(process.process.terminationStatus, 78, "\(service) \(variable)")
+            XCTAssertLessThan(took, 1.0)
+            let lines = process.log.split(separator: "\n")
+            XCTAssertEqual(lines.count, 1, process.log)
+            let line = (try? JSONSerialization.jsonObject(with: Data((lines.first ?? "").utf8))) as? [String: Any]
+            XCTAssertEqual(line?["level"] as? String, "error")
+            XCTAssertTrue((line?["msg"] as? String ?? "").contains(variable), process.log)
+        }
+    }
+}

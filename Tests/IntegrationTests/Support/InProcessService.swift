@@ -1,0 +1,43 @@
+import AuthCore
+import Foundation
+import ServiceKit
+import XCTest
+
+/// A service run in this test process, as its executable would run it, on a port the system chooses.
+final class InProcessService {
+    let app: ServiceApp
+    private let finished = Gate()
+    private let failure = LockedBox<String>()
+
+    /// Makes the service from `settings` (plus the broker and quiet logs) and runs it on a thread of its own until
+    /// it answers `/readyz` with 200.
+    init(_ make: (Environment) throws -> ServiceApp, settings: [String: String], timeout: TimeInterval = 60) throws {
+        var values = ["PORT": "0", "KAFKA_BROKERS": TestEnvironment.brokers, "KAFKA_SESSION_TIMEOUT_MS": "6000", "LOG_LEVEL": "warn"]
+        for (k, v) in settings { values[k] = v }
+        let app = try make(Environment(values))
+        self.app = app
+        let (finished, failure) = (self.finished, self.failure)
+        let thread = Thread {
+            do { try app.run() } catch { failure.set("\(error)") }
+            finished.open()
+        }
+        thread.start()
+        let ready = TestEnvironment.waitUntil(timeout: timeout) {
+            guard app.port != 0, !finished.isOpen else { return finished.isOpen }
+            return (try? APIClient(port: app.port).get("/readyz"))?.status == 200
+        }
+        if !ready || finished.isOpen {
+            app.stop()
+            throw TestFailure("\(app.config.service) did not become ready in-process: \(failure.get() ?? "no error")")
+        }
+    }
+
+    var port: Int { app.port }
+
+    /// Asks it to stop as SIGTERM would; true when `run` returned within `timeout`.
+    @discardableResult
+    func stop(timeout: TimeInterval = 20) -> Bool {
+        app.stop()
+        return finished.wait(until: Date().addingTimeInterval(timeout))
+    }
+}
