@@ -3,12 +3,6 @@ import HTTP
 import Postgres
 import Crypto
 
-/// A request body type: `fields` lists the top-level names it accepts; any other name is a 400.
-public protocol RequestBody: Decodable {
-    /// Accepted top-level field names.
-    static var fields: Set<String> { get }
-}
-
 /// The JSON coders of the API: camelCase as declared, no escaped slashes.
 public enum JSON {
     /// Encodes a response or event value.
@@ -16,54 +10,6 @@ public enum JSON {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
         return Array(try encoder.encode(value))
-    }
-
-    /// Decodes and validates a request body: JSON content type, an object, known fields only,
-    /// no NUL characters, every value of the declared type. Every failure is a clear 400 or 415.
-    public static func decodeBody<T: RequestBody>(_ request: Request, as type: T.Type = T.self) throws -> T {
-        if let contentType = request.header("content-type") {
-            let media = contentType.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-            guard media == "application/json" || media.hasSuffix("+json") else {
-                throw HTTPError.unsupportedMediaType("Send the body as application/json.")
-            }
-        }
-        guard !request.body.isEmpty else { throw HTTPError.invalidJSON("A JSON body is required.") }
-        let object: Any
-        do {
-            object = try JSONSerialization.jsonObject(with: Data(request.body), options: [.fragmentsAllowed])
-        } catch {
-            throw HTTPError.invalidJSON()
-        }
-        guard let dictionary = object as? [String: Any] else {
-            throw HTTPError.validation("The body must be a JSON object.")
-        }
-        for key in dictionary.keys.sorted() where !T.fields.contains(key) {
-            throw HTTPError.validation("Unknown field \"\(key.prefix(64))\".", field: String(key.prefix(64)))
-        }
-        if let path = findNUL(object, path: "") {
-            throw HTTPError.validation("Text must not contain NUL characters.", field: path)
-        }
-        do {
-            return try JSONDecoder().decode(T.self, from: Data(request.body))
-        } catch let error as DecodingError {
-            throw describe(error)
-        } catch {
-            throw HTTPError.invalidJSON()
-        }
-    }
-
-    private static func findNUL(_ value: Any, path: String) -> String? {
-        if let s = value as? String { return s.contains("\u{0}") ? (path.isEmpty ? "body" : path) : nil }
-        if let d = value as? [String: Any] {
-            for (k, v) in d {
-                if k.contains("\u{0}") { return path.isEmpty ? "body" : path }
-                if let p = findNUL(v, path: path.isEmpty ? k : "\(path).\(k)") { return p }
-            }
-        }
-        if let a = value as? [Any] {
-            for (i, v) in a.enumerated() { if let p = findNUL(v, path: "\(path)[\(i)]") { return p } }
-        }
-        return nil
     }
 
     private static func pathText(_ path: [CodingKey]) -> String {
@@ -74,7 +20,7 @@ public enum JSON {
         return out
     }
 
-    private static func describe(_ error: DecodingError) -> HTTPError {
+    static func describe(_ error: DecodingError) -> HTTPError {
         switch error {
         case .keyNotFound(let key, let context):
             let field = pathText(context.codingPath + [key])

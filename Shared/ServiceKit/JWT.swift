@@ -152,29 +152,6 @@ public protocol Authenticator: Sendable {
     func authenticate(_ request: Request) throws -> Caller
 }
 
-extension Router {
-    /// Adds a route for callers with a user's access token: `auth` checks it (401 without a valid one) and the
-    /// route is listed under the `bearer` scheme.
-    public mutating func add(_ method: String, _ pattern: String, summary: String = "", bodyLimit: Int = defaultBodyLimit,
-                             request: String? = nil, response: (Int, String?) = (200, nil), auth: any Authenticator,
-                             _ handler: @escaping @Sendable (Request, Caller) throws -> Response) {
-        add(method, pattern, summary: summary, security: "bearer", bodyLimit: bodyLimit, request: request, response: response) {
-            try handler($0, try auth.authenticate($0))
-        }
-    }
-
-    /// Adds a route for trusted tools holding the operator token (401 without it), listed under the `operator`
-    /// scheme. The caller adds operator routes only when the credential is enabled.
-    public mutating func add(_ method: String, _ pattern: String, summary: String = "", bodyLimit: Int = defaultBodyLimit,
-                             request: String? = nil, response: (Int, String?) = (200, nil), operator credential: OperatorCredential,
-                             _ handler: @escaping @Sendable (Request) throws -> Response) {
-        add(method, pattern, summary: summary, security: "operator", bodyLimit: bodyLimit, request: request, response: response) {
-            try credential.check($0)
-            return try handler($0)
-        }
-    }
-}
-
 /// The bearer token of a request, or a 401.
 public func bearerToken(_ request: Request) throws -> String {
     guard let header = request.header("authorization") else { throw HTTPError.unauthenticated() }

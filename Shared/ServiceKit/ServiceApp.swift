@@ -259,8 +259,12 @@ public final class ServiceApp: @unchecked Sendable {
     // MARK: - Standard routes and the request pipeline
 
     private func addHealthRoutes(_ router: inout Router) {
-        router.add("GET", "/healthz", summary: "Alive") { _ in try .json(["status": "ok"]) }
-        router.add("GET", "/readyz", summary: "Ready: database, broker and the service's own checks") { [unowned self] _ in
+        router.add("GET", "/healthz", summary: "Alive", response: (200, #"{"type":"object","required":["status"],"properties":{"status":{"const":"ok"}}}"#)) { _ in
+            try .json(["status": "ok"])
+        }
+        let readySchema = #"{"type":"object","required":["status","database","broker"],"additionalProperties":{"type":"string"},"properties":{"status":{"enum":["ready","unavailable"]}}}"#
+        router.add("GET", "/readyz", summary: "Ready: database, broker and the service's own checks",
+                   response: (200, readySchema)) { [unowned self] _ in
             var answer: [String: String] = [:]
             var ready = isServing
             if ready {
@@ -290,8 +294,8 @@ public final class ServiceApp: @unchecked Sendable {
 
     private func addDocumentRoute(_ router: inout Router) {
         let spec = OpenAPI.json(service: config.service, routes: router.routes + [
-            Route.documentation("GET", "/openapi.json", "This document")])
-        router.add("GET", "/openapi.json", summary: "This document") { _ in
+            Route.documentation("GET", "/openapi.json", "This document", response: #"{"type":"object","required":["openapi","paths"]}"#)])
+        router.add("GET", "/openapi.json", summary: "This document", response: (200, #"{"type":"object","required":["openapi","paths"]}"#)) { _ in
             Response(status: 200, headers: [("Content-Type", "application/json")], body: spec)
         }
     }
@@ -403,9 +407,9 @@ final class SignalTrap: @unchecked Sendable {
 
 extension Route {
     /// A route that exists only to be listed in the OpenAPI document.
-    static func documentation(_ method: String, _ pattern: String, _ summary: String) -> Route {
+    static func documentation(_ method: String, _ pattern: String, _ summary: String, response: String) -> Route {
         var r = Router()
-        r.add(method, pattern, summary: summary) { _ in Response(status: 200) }
+        r.add(method, pattern, summary: summary, response: (200, response)) { _ in Response(status: 200) }
         return r.routes[0]
     }
 }

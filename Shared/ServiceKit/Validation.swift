@@ -1,30 +1,8 @@
 import Foundation
 import HTTP
 
-/// Checks shared by every service's handlers; each failure is a 400 naming the field.
+/// Checks of what a path carries (bodies are checked by their `RequestBody.schema`).
 public enum Validate {
-    /// Trimmed text of `min...max` characters without control characters (newlines allowed when `multiline`).
-    public static func text(_ value: String, field: String, min: Int = 1, max: Int, multiline: Bool = false) throws -> String {
-        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard trimmed.count >= min else {
-            throw HTTPError.validation(min <= 1 ? "\(field) must not be empty." : "\(field) must be at least \(min) characters.", field: field)
-        }
-        guard trimmed.count <= max else { throw HTTPError.validation("\(field) must be at most \(max) characters.", field: field) }
-        for scalar in trimmed.unicodeScalars where scalar.properties.generalCategory == .control {
-            if multiline && (scalar == "\n" || scalar == "\t" || scalar == "\r") { continue }
-            throw HTTPError.validation("\(field) must not contain control characters.", field: field)
-        }
-        return trimmed
-    }
-
-    /// A UUID in canonical text form.
-    public static func uuid(_ value: String, field: String) throws -> UUID {
-        guard value.count == 36, let id = UUID(uuidString: value) else {
-            throw HTTPError.validation("\(field) must be a UUID.", field: field)
-        }
-        return id
-    }
-
     /// A path parameter that must be a UUID; anything else is a 404 (it cannot name a resource).
     public static func pathID(_ request: Request, _ name: String = "id") throws -> UUID {
         guard let id = UUID(uuidString: request.parameter(name)) else { throw HTTPError.notFound() }
@@ -48,6 +26,8 @@ public enum Patch<Value: Decodable>: Decodable {
     /// Whether the field was present at all.
     public var isPresent: Bool { if case .absent = self { return false }; return true }
 }
+
+extension Patch: Sendable where Value: Sendable {}
 
 extension KeyedDecodingContainer {
     /// Decodes a PATCH field, telling absent from null.

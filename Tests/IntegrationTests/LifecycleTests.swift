@@ -17,7 +17,8 @@ final class InProcessTests: XCTestCase {
         let common = ["DATABASE_URL": database.url, "KAFKA_GROUP_PREFIX": prefix,
                       "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks"]
         let stories = try InProcessService(StoriesService.makeApp, settings: common)
-        let dispatch = try InProcessService(DispatchService.makeApp, settings: common.merging(["FLEET_FEED": "off"]) { $1 })
+        let dispatch = try InProcessService(DispatchService.makeApp, settings: common.merging([
+            "FLEET_FEED": "off", "OPERATOR_TOKEN": "op-" + UUID().uuidString + UUID().uuidString]) { $1 })
         print("three services ready in-process in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
 
         let person = try APIClient(port: auth.port).signup()
@@ -28,10 +29,48 @@ final class InProcessTests: XCTestCase {
                                                               token: person.accessToken)
         XCTAssertEqual(courier.status, 201, String(decoding: courier.body, as: UTF8.self))
 
+        // Every route documents what it takes and what it answers, and the scheme that guards it.
+        for service in [auth, stories, dispatch] {
+            try assertEveryRouteIsDescribed(service)
+        }
+
         for service in [dispatch, stories, auth] {
             let port = service.port
             XCTAssertTrue(service.stop(), "\(service.app.config.service) returns from run when stopped")
             XCTAssertThrowsError(try HTTPClient(port: port, timeout: 1).request("GET", "/healthz"), "its port is closed")
+        }
+    }
+}
+
+/// Fails on any operation of `service`'s OpenAPI document whose success response has no schema (a body that is not
+/// JSON is named here), on a body-taking method without a schema where the route reads one, and on a route whose
+/// security is not the scheme it enforces.
+func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString = #filePath, line: UInt = #line) throws {
+    let notJSON: Set<String> = ["GET /metrics", "GET /v1/media/{id}", "GET /v1/parcels/{id}/events"]
+    let noBody: Set<String> = ["POST /v1/auth/logout", "POST /v1/groups/{id}/invite-code", "POST /v1/media",
+                               "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
+                               "POST /v1/parcels/{id}/cancel"]
+    let publicRoutes: Set<String> = ["GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "GET /v1/auth/jwks",
+                                     "POST /v1/auth/signup", "POST /v1/auth/login", "POST /v1/auth/refresh"]
+    let api = APIClient(port: service.port)
+    let doc = try api.get("/openapi.json").json
+    let paths = doc["paths"] as? [String: [String: Any]] ?? [:]
+    XCTAssertFalse(paths.isEmpty, file: file, line: line)
+    for (path, operations) in paths {
+        for (method, value) in operations {
+            let op = value as? [String: Any] ?? [:]
+            let name = "\(method.uppercased()) \(path)"
+            let responses = op["responses"] as? [String: [String: Any]] ?? [:]
+            for (status, response) in responses where status.hasPrefix("2") && status != "204" && !notJSON.contains(name) {
+                let schema = ((response["content"] as? [String: Any])?["application/json"] as? [String: Any])?["schema"]
+                XCTAssertNotNil(schema, "\(service.app.config.service): \(name) \(status) has no response schema", file: file, line: line)
+            }
+            if ["POST", "PUT", "PATCH"].contains(method.uppercased()) && !noBody.contains(name) {
+                XCTAssertNotNil(op["requestBody"], "\(service.app.config.service): \(name) has no body schema", file: file, line: line)
+            }
+            let scheme = (op["security"] as? [[String: Any]])?.first?.keys.first
+            let expected = publicRoutes.contains(name) ? nil : path.hasPrefix("/v1/operator/") ? "operator" : "bearer"
+            XCTAssertEqual(scheme, expected, "\(service.app.config.service): \(name)", file: file, line: line)
         }
     }
 }

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import HTTP
 import Postgres
-import ServiceKit
+@testable import ServiceKit
 import XCTest
 
 final class RouterTests: XCTestCase {
@@ -89,10 +89,59 @@ enum PostgresErrorFixture {
 
 final class JSONBodyTests: XCTestCase {
     struct Body: RequestBody {
-        static let fields: Set<String> = ["name", "count", "tags"]
+        static let schema = Schema.object([
+            "name": .required(.string()), "count": .optional(.integer(0...100)), "tags": .optional(.array(.string(), count: 0...3)),
+        ])
         let name: String
         let count: Int?
         let tags: [String]?
+    }
+
+    /// A body with every kind of shape, nested.
+    struct Rich: RequestBody {
+        struct Place: RequestBody {
+            static let schema = Schema.object(["lat": .required(.number(-90...90)), "note": .optional(.text(max: 5))])
+            let lat: Double
+            let note: String?
+        }
+        static let schema = Schema.object([
+            "title": .required(.text(max: 10)), "kind": .required(.oneOf(["a", "b"])), "id": .optional(.uuid),
+            "at": .optional(.dateTime), "place": .absentOrValue(Place.schema), "code": .optional(.string(min: 2, max: 4, pattern: "^[a-z]+$")),
+        ])
+        let title: String
+        let kind: String
+        let id: UUID?
+        let at: String?
+        let place: Place?
+        let code: String?
+    }
+
+    func rich(_ text: String) throws -> Rich {
+        try JSON.decodeBody(Request(method: "POST", path: "/", body: Array(text.utf8)), as: Rich.self)
+    }
+
+    func testOneDescriptionValidatesNormalisesDecodesAndDocuments() throws {
+        let r = try rich(#"{"title":"  hi  ","kind":"a","id":"01a22a37-615f-717a-9e7f-201651a464c1","place":{"lat":1.5,"note":" n "}}"#)
+        XCTAssertEqual(r.title, "hi", "text arrives trimmed")
+        XCTAssertEqual(r.place?.note, "n")
+        XCTAssertEqual(r.id?.uuidString.lowercased(), "01a22a37-615f-717a-9e7f-201651a464c1")
+        for (body, field) in [(#"{"title":"   ","kind":"a"}"#, "title"), (#"{"title":"12345678901","kind":"a"}"#, "title"),
+                              (#"{"title":"bell\u0007","kind":"a"}"#, "title"), (#"{"title":"x","kind":"c"}"#, "kind"),
+                              (#"{"title":"x","kind":"a","id":"nope"}"#, "id"), (#"{"title":"x","kind":"a","at":"yesterday"}"#, "at"),
+                              (#"{"title":"x","kind":"a","place":{"lat":91}}"#, "place.lat"),
+                              (#"{"title":"x","kind":"a","place":{"lat":1,"extra":1}}"#, "place.extra"),
+                              (#"{"title":"x","kind":"a","place":null}"#, "place"), (#"{"title":"x","kind":"a","code":"ABC"}"#, "code"),
+                              (#"{"title":"x","kind":"a","code":"abcde"}"#, "code"), (#"{"title":"x","kind":true}"#, "kind")] {
+            XCTAssertThrowsError(try rich(body), body) { XCTAssertEqual(($0 as? HTTPError)?.field, field, body) }
+        }
+        let doc = Rich.schema.jsonSchema
+        XCTAssertEqual(doc["additionalProperties"] as? Bool, false)
+        XCTAssertEqual(Set(doc["required"] as? [String] ?? []), ["title", "kind"])
+        let properties = doc["properties"] as? [String: [String: Any]] ?? [:]
+        XCTAssertEqual(properties["kind"]?["enum"] as? [String], ["a", "b"])
+        XCTAssertEqual(properties["id"]?["type"] as? [String], ["string", "null"], "optional members may be null")
+        XCTAssertEqual(properties["place"]?["type"] as? String, "object", "absent-or-value members may not")
+        XCTAssertEqual(properties["title"]?["maxLength"] as? Int, 10)
     }
 
     func decode(_ text: String, contentType: String? = "application/json") throws -> Body {
@@ -128,6 +177,8 @@ final class JSONBodyTests: XCTestCase {
         rejects(#"{"name":"x","count":"2"}"#, "validation_failed", field: "count")
         rejects(#"{"name":"x","count":1.5}"#, "validation_failed")
         rejects(#"{"name":"x","tags":[1]}"#, "validation_failed", field: "tags[0]")
+        rejects(#"{"name":"x","tags":["a","b","c","d"]}"#, "validation_failed", field: "tags")
+        rejects(#"{"name":"x","count":101}"#, "validation_failed", field: "count")
         rejects(#"{"name":"x","admin":true}"#, "validation_failed", field: "admin")
         rejects(#"{"name":"a\u0000b"}"#, "validation_failed", field: "name")
         rejects(#"{"name":"x"}"#, "unsupported_media_type", contentType: "text/plain")

@@ -23,6 +23,10 @@ final class ConfigTests: XCTestCase {
         try ServiceConfig.load(service: "auth", defaultPort: 8081, environment: Environment(env))
     }
 
+    func testPortZeroAsksForAnyFreePort() throws {
+        XCTAssertEqual(try load(["PORT": "0"]).port, 0, "in-process tests and tools bind where the system says")
+    }
+
     func testDefaultsWorkLocally() throws {
         let c = try load([:])
         XCTAssertEqual(c.port, 8081)
@@ -31,9 +35,10 @@ final class ConfigTests: XCTestCase {
     }
 
     func testEachBadSettingIsNamed() {
-        for (name, value) in [("PORT", "0"), ("PORT", "http"), ("HTTP_THREADS", "-3"), ("DB_POOL_SIZE", "many"),
+        for (name, value) in [("PORT", "65536"), ("PORT", "http"), ("HTTP_THREADS", "-3"), ("DB_POOL_SIZE", "many"),
                               ("DATABASE_URL", "localhost"), ("KAFKA_BROKERS", "a:b"), ("LOG_LEVEL", "chatty"),
-                              ("AUTH_JWKS_URL", "ftp://x")] {
+                              ("AUTH_JWKS_URL", "ftp://x"), ("JWT_PUBLIC_KEY", "short"), ("SHUTDOWN_TIMEOUT_SECONDS", "0"),
+                              ("OUTBOX_RETENTION_HOURS", "721")] {
             XCTAssertThrowsError(try load([name: value])) { error in
                 XCTAssertEqual((error as? ConfigError)?.variable, name)
                 XCTAssertTrue("\(error)".contains(name))

@@ -5,7 +5,10 @@ import ServiceKit
 // MARK: - Request bodies
 
 struct SignupBody: RequestBody {
-    static let fields: Set<String> = ["username", "email", "password", "fullName"]
+    static let schema = Schema.object([
+        "username": .required(Check.usernameSchema), "email": .required(Check.emailSchema),
+        "password": .required(Check.passwordSchema), "fullName": .required(.text(max: 100)),
+    ])
     let username: String
     let email: String
     let password: String
@@ -13,36 +16,42 @@ struct SignupBody: RequestBody {
 }
 
 struct LoginBody: RequestBody {
-    static let fields: Set<String> = ["username", "email", "password"]
+    /// Lengths are not checked here: a login with an impossible name or password is a 401, like any failed login.
+    static let schema = Schema.object([
+        "username": .absentOrValue(.string()), "email": .absentOrValue(.string()), "password": .required(.string()),
+    ])
     let username: String?
     let email: String?
     let password: String
 }
 
 struct RefreshBody: RequestBody {
-    static let fields: Set<String> = ["refreshToken"]
+    static let schema = Schema.object(["refreshToken": .required(.string())])
     let refreshToken: String
 }
 
 struct UpdateMeBody: RequestBody {
-    static let fields: Set<String> = ["fullName", "email", "username", "avatarMediaId"]
-    let fullName: Patch<String>
-    let email: Patch<String>
-    let username: Patch<String>
-    let avatarMediaId: Patch<String>
+    static let schema = Schema.object([
+        "fullName": .absentOrValue(.text(max: 100)), "email": .absentOrValue(Check.emailSchema),
+        "username": .absentOrValue(Check.usernameSchema), "avatarMediaId": .optional(.uuid),
+    ])
+    let fullName: String?
+    let email: String?
+    let username: String?
+    let avatarMediaId: Patch<UUID>
 
     enum CodingKeys: String, CodingKey { case fullName, email, username, avatarMediaId }
     init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        fullName = try c.decode(Patch<String>.self, forKey: .fullName)
-        email = try c.decode(Patch<String>.self, forKey: .email)
-        username = try c.decode(Patch<String>.self, forKey: .username)
-        avatarMediaId = try c.decode(Patch<String>.self, forKey: .avatarMediaId)
+        fullName = try c.decodeIfPresent(String.self, forKey: .fullName)
+        email = try c.decodeIfPresent(String.self, forKey: .email)
+        username = try c.decodeIfPresent(String.self, forKey: .username)
+        avatarMediaId = try c.decode(Patch<UUID>.self, forKey: .avatarMediaId)
     }
 }
 
 struct ChangePasswordBody: RequestBody {
-    static let fields: Set<String> = ["currentPassword", "newPassword"]
+    static let schema = Schema.object(["currentPassword": .required(.string()), "newPassword": .required(Check.passwordSchema)])
     let currentPassword: String
     let newPassword: String
 }
@@ -96,28 +105,6 @@ enum Schemas {
         {"type":"object","required":["user","accessToken","refreshToken","tokenType","expiresIn"],"additionalProperties":false,
          "properties":{"user":\(user),"accessToken":{"type":"string"},"refreshToken":{"type":"string"},
          "tokenType":{"const":"Bearer"},"expiresIn":{"type":"integer"}}}
-        """
-    static let signup = """
-        {"type":"object","required":["username","email","password","fullName"],"additionalProperties":false,
-         "properties":{"username":{"type":"string","pattern":"^[A-Za-z0-9_.]{3,32}$"},"email":{"type":"string","format":"email","maxLength":254},
-         "password":{"type":"string","minLength":10,"maxLength":1024},"fullName":{"type":"string","minLength":1,"maxLength":100}}}
-        """
-    static let login = """
-        {"type":"object","required":["password"],"additionalProperties":false,
-         "properties":{"username":{"type":"string"},"email":{"type":"string"},"password":{"type":"string"}},
-         "oneOf":[{"required":["username"]},{"required":["email"]}]}
-        """
-    static let refresh = """
-        {"type":"object","required":["refreshToken"],"additionalProperties":false,"properties":{"refreshToken":{"type":"string"}}}
-        """
-    static let updateMe = """
-        {"type":"object","additionalProperties":false,
-         "properties":{"fullName":{"type":"string","minLength":1,"maxLength":100},"email":{"type":"string","format":"email"},
-         "username":{"type":"string","pattern":"^[A-Za-z0-9_.]{3,32}$"},"avatarMediaId":{"type":["string","null"],"format":"uuid"}}}
-        """
-    static let changePassword = """
-        {"type":"object","required":["currentPassword","newPassword"],"additionalProperties":false,
-         "properties":{"currentPassword":{"type":"string"},"newPassword":{"type":"string","minLength":10,"maxLength":1024}}}
         """
     static let jwks = """
         {"type":"object","required":["keys"],"properties":{"keys":{"type":"array","items":{"type":"object",

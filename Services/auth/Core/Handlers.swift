@@ -19,12 +19,11 @@ struct AuthHandlers: Sendable {
 
     // MARK: Sign-up, login, refresh, logout
 
-    func signup(_ request: Request) throws -> Response {
-        let body = try JSON.decodeBody(request, as: SignupBody.self)
-        let username = try Check.username(body.username)
+    func signup(_ request: Request, _ body: SignupBody) throws -> Response {
+        let username = body.username.lowercased()
         let email = try Check.email(body.email)
-        let fullName = try Validate.text(body.fullName, field: "fullName", max: 100)
-        let hash = try PasswordHasher.hash(try Check.password(body.password, field: "password"))
+        let fullName = body.fullName
+        let hash = try PasswordHasher.hash(body.password)
         return try idempotency.run(request, caller: "anonymous") { c in
             let user = try storage.insertUser(c, username: username, email: email, fullName: fullName, passwordHash: hash)
             try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email,
@@ -35,8 +34,7 @@ struct AuthHandlers: Sendable {
         }
     }
 
-    func login(_ request: Request) throws -> Response {
-        let body = try JSON.decodeBody(request, as: LoginBody.self)
+    func login(_ request: Request, _ body: LoginBody) throws -> Response {
         guard (body.username == nil) != (body.email == nil) else {
             throw HTTPError.validation("Give either username or email.", field: body.username == nil ? "username" : "email")
         }
@@ -59,8 +57,7 @@ struct AuthHandlers: Sendable {
 
     static let loginFailed = "The username, email or password is not correct."
 
-    func refresh(_ request: Request) throws -> Response {
-        let body = try JSON.decodeBody(request, as: RefreshBody.self)
+    func refresh(_ request: Request, _ body: RefreshBody) throws -> Response {
         guard body.refreshToken.utf8.count <= 256 else { throw HTTPError.unauthenticated("The refresh token is not valid.") }
         let response: Response? = try pool.withTransaction { c in
             switch try storage.useRefreshToken(c, body.refreshToken) {
@@ -99,15 +96,11 @@ struct AuthHandlers: Sendable {
         return try .json(UserView(user))
     }
 
-    func updateMe(_ request: Request, _ caller: Caller) throws -> Response {
-        let body = try JSON.decodeBody(request, as: UpdateMeBody.self)
-        for (field, patch) in [("fullName", body.fullName), ("email", body.email), ("username", body.username)] {
-            if case .null = patch { throw HTTPError.validation("\(field) cannot be null.", field: field) }
-        }
-        let fullName = try body.fullName.value.map { try Validate.text($0, field: "fullName", max: 100) }
-        let email = try body.email.value.map(Check.email)
-        let username = try body.username.value.map(Check.username)
-        let avatar = try body.avatarMediaId.value.map { try Validate.uuid($0, field: "avatarMediaId") }
+    func updateMe(_ request: Request, _ caller: Caller, _ body: UpdateMeBody) throws -> Response {
+        let fullName = body.fullName
+        let email = try body.email.map(Check.email)
+        let username = body.username?.lowercased()
+        let avatar = body.avatarMediaId.value
         return try pool.withTransaction { c in
             guard var user = try storage.user(c, id: caller.userId) else { throw HTTPError.notFound() }
             let before = (user.username, user.email, user.fullName, user.avatarMediaId)
@@ -125,9 +118,8 @@ struct AuthHandlers: Sendable {
         }
     }
 
-    func changePassword(_ request: Request, _ caller: Caller) throws -> Response {
-        let body = try JSON.decodeBody(request, as: ChangePasswordBody.self)
-        let newPassword = try Check.password(body.newPassword, field: "newPassword")
+    func changePassword(_ request: Request, _ caller: Caller, _ body: ChangePasswordBody) throws -> Response {
+        let newPassword = body.newPassword
         let account = "user:" + caller.userId.lowercased
         let client = "ip:" + request.remoteAddress
         let recent = try pool.withConnection { try storage.recentFailures($0, account: account, client: client) }
@@ -172,14 +164,15 @@ struct AuthHandlers: Sendable {
 
 /// Auth's own field rules.
 enum Check {
-    static func username(_ value: String) throws -> String {
-        let name = value.lowercased()
-        guard (3...32).contains(name.count),
-              name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "." })
-        else { throw HTTPError.validation("username must be 3 to 32 of a-z, 0-9, _ and .", field: "username") }
-        return name
-    }
+    /// Usernames: 3 to 32 of a-z, 0-9, _ and . (upper case is accepted and stored lower-cased).
+    static let usernameSchema = Schema.string(min: 3, max: 32, pattern: "^[A-Za-z0-9_.]+$",
+                                              rule: "username must be 3 to 32 of a-z, 0-9, _ and .")
+    /// Email addresses: at most 254 bytes here; `email` checks the rest.
+    static let emailSchema = Schema.string(max: 254, bytes: true, rule: "email must be a valid email address.")
+    /// Passwords: at least 10 characters, at most 1024 bytes.
+    static let passwordSchema = Schema.string(min: 10, max: 1024, bytes: true)
 
+    /// A syntactically valid address, trimmed; else a 400 naming `email`.
     static func email(_ value: String) throws -> String {
         let email = value.trimmingCharacters(in: .whitespaces)
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
@@ -192,11 +185,5 @@ enum Check {
             }
         guard valid else { throw HTTPError.validation("email must be a valid email address.", field: "email") }
         return email
-    }
-
-    static func password(_ value: String, field: String) throws -> String {
-        guard value.count >= 10 else { throw HTTPError.validation("\(field) must be at least 10 characters.", field: field) }
-        guard value.utf8.count <= 1024 else { throw HTTPError.validation("\(field) must be at most 1024 bytes.", field: field) }
-        return value
     }
 }

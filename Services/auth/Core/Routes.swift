@@ -5,18 +5,18 @@ import ServiceKit
 func makeRoutes(_ h: AuthHandlers, _ auth: any Authenticator) -> Router {
     var r = Router()
     r.add("POST", "/v1/auth/signup", summary: "Create an account and a session",
-          request: Schemas.signup, response: (201, Schemas.session), h.signup)
+          body: SignupBody.self, response: (201, Schemas.session), h.signup)
     r.add("POST", "/v1/auth/login", summary: "Open a session with username or email and password",
-          request: Schemas.login, response: (200, Schemas.session), h.login)
+          body: LoginBody.self, response: (200, Schemas.session), h.login)
     r.add("POST", "/v1/auth/refresh", summary: "Rotate a refresh token for a new token pair",
-          request: Schemas.refresh, response: (200, Schemas.session), h.refresh)
+          body: RefreshBody.self, response: (200, Schemas.session), h.refresh)
     r.add("POST", "/v1/auth/logout", summary: "Revoke the current session", response: (204, nil), auth: auth, h.logout)
     r.add("GET", "/v1/auth/jwks", summary: "The public keys that verify access tokens",
           response: (200, Schemas.jwks), h.jwks)
     r.add("GET", "/v1/users/me", summary: "The current user", response: (200, Schemas.user), auth: auth, h.me)
-    r.add("PATCH", "/v1/users/me", summary: "Change the current user's profile", request: Schemas.updateMe,
+    r.add("PATCH", "/v1/users/me", summary: "Change the current user's profile", body: UpdateMeBody.self,
           response: (200, Schemas.user), auth: auth, h.updateMe)
     r.add("POST", "/v1/users/me/password", summary: "Change the password; ends every other session",
-          request: Schemas.changePassword, response: (204, nil), auth: auth, h.changePassword)
+          body: ChangePasswordBody.self, response: (204, nil), auth: auth, h.changePassword)
     return r
 }

@@ -5,19 +5,34 @@ import ServiceKit
 
 // MARK: - Request bodies
 
+/// The shapes dispatch's bodies share.
+enum Shapes {
+    static let lat = Schema.number(-90...90)
+    static let lon = Schema.number(-180...180)
+    static let vehicle = Schema.oneOf(["foot", "bike", "scooter", "car"])
+    static let capacity = Schema.integer(1...50)
+    static let service = Schema.oneOf(ParcelService.allCases.map(\.rawValue))
+    /// A fix's optional parts.
+    static let heading = Schema.number(0...360)
+    static let speedMps = Schema.number(0...100)
+}
+
 struct RegisterCourierBody: RequestBody {
-    static let fields: Set<String> = ["vehicle", "capacity"]
+    static let schema = Schema.object(["vehicle": .required(Shapes.vehicle), "capacity": .required(Shapes.capacity)])
     let vehicle: String
     let capacity: Int
 }
 
 struct CourierStatusBody: RequestBody {
-    static let fields: Set<String> = ["online"]
+    static let schema = Schema.object(["online": .required(.boolean)])
     let online: Bool
 }
 
 struct LocationBody: RequestBody {
-    static let fields: Set<String> = ["lat", "lon", "heading", "speedMps", "at"]
+    static let schema = Schema.object([
+        "lat": .required(Shapes.lat), "lon": .required(Shapes.lon), "heading": .optional(Shapes.heading),
+        "speedMps": .optional(Shapes.speedMps), "at": .optional(.dateTime),
+    ])
     let lat: Double
     let lon: Double
     let heading: Double?
@@ -25,51 +40,63 @@ struct LocationBody: RequestBody {
     let at: String?
 }
 
-struct PointBody: Decodable {
+struct PointBody: RequestBody {
+    static let schema = Schema.object(["lat": .required(Shapes.lat), "lon": .required(Shapes.lon)])
     let lat: Double
     let lon: Double
+    var point: GeoPoint { GeoPoint(lat: lat, lon: lon) }
 }
 
 struct QuoteBody: RequestBody {
-    static let fields: Set<String> = ["pickup", "dropoff", "service", "insured"]
+    static let schema = Schema.object([
+        "pickup": .required(PointBody.schema), "dropoff": .required(PointBody.schema), "service": .required(Shapes.service),
+        "insured": .optional(.boolean),
+    ])
     let pickup: PointBody
     let dropoff: PointBody
-    let service: String
+    let service: ParcelService
     let insured: Bool?
 }
 
-struct AddressBody: Decodable {
+struct AddressBody: RequestBody {
+    static let schema = Schema.object(["lat": .required(Shapes.lat), "lon": .required(Shapes.lon), "address": .required(.text(max: 300))])
     let lat: Double
     let lon: Double
     let address: String
+    var point: GeoPoint { GeoPoint(lat: lat, lon: lon) }
 }
 
-struct RecipientBody: Decodable {
-    let userId: String?
+struct RecipientBody: RequestBody {
+    static let schema = Schema.object(["userId": .optional(.uuid), "name": .required(.text(max: 100)), "phone": .optional(.text(max: 32))])
+    let userId: UUID?
     let name: String
     let phone: String?
 }
 
 struct CreateParcelBody: RequestBody {
-    static let fields: Set<String> = ["pickup", "dropoff", "recipient", "service", "paymentMethod", "insured", "description",
-                                      "documentPhotoMediaId"]
+    static let schema = Schema.object([
+        "pickup": .required(AddressBody.schema), "dropoff": .required(AddressBody.schema), "recipient": .required(RecipientBody.schema),
+        "service": .required(Shapes.service), "paymentMethod": .required(.oneOf(["card", "cash", "wallet"])),
+        "insured": .optional(.boolean), "description": .optional(.text(min: 0, max: 1000, multiline: true)),
+        "documentPhotoMediaId": .required(.uuid),
+    ])
     let pickup: AddressBody
     let dropoff: AddressBody
     let recipient: RecipientBody
-    let service: String
+    let service: ParcelService
     let paymentMethod: String
     let insured: Bool?
     let description: String?
-    let documentPhotoMediaId: String
+    let documentPhotoMediaId: UUID
 }
 
 struct PhotoBody: RequestBody {
-    static let fields: Set<String> = ["photoMediaId"]
-    let photoMediaId: String
+    static let schema = Schema.object(["photoMediaId": .required(.uuid)])
+    let photoMediaId: UUID
 }
 
 struct FailBody: RequestBody {
-    static let fields: Set<String> = ["reason"]
+    static let schema = Schema.object(["reason": .required(.text(max: 500))])
     let reason: String
 }
 
@@ -153,22 +180,13 @@ struct ParcelView: Encodable {
 // MARK: - Schemas for the OpenAPI document
 
 enum Schemas {
-    static let point = #"{"type":"object","required":["lat","lon"],"properties":{"lat":{"type":"number","minimum":-90,"maximum":90},"lon":{"type":"number","minimum":-180,"maximum":180}}}"#
-    static let address = #"{"type":"object","required":["lat","lon","address"],"properties":{"lat":{"type":"number","minimum":-90,"maximum":90},"lon":{"type":"number","minimum":-180,"maximum":180},"address":{"type":"string","minLength":1,"maxLength":300}}}"#
     static let courier = #"{"type":"object","required":["id","vehicle","capacity","activeParcels","online"]}"#
-    static let registerCourier = #"{"type":"object","required":["vehicle","capacity"],"additionalProperties":false,"properties":{"vehicle":{"enum":["foot","bike","scooter","car"]},"capacity":{"type":"integer","minimum":1,"maximum":50}}}"#
-    static let courierStatus = #"{"type":"object","required":["online"],"additionalProperties":false,"properties":{"online":{"type":"boolean"}}}"#
-    static let location = #"{"type":"object","required":["lat","lon"],"additionalProperties":false,"properties":{"lat":{"type":"number","minimum":-90,"maximum":90},"lon":{"type":"number","minimum":-180,"maximum":180},"heading":{"type":"number","minimum":0,"maximum":360},"speedMps":{"type":"number","minimum":0,"maximum":100},"at":{"type":"string","format":"date-time"}}}"#
     static let applied = #"{"type":"object","required":["applied"],"properties":{"applied":{"type":"boolean"}}}"#
-    static let quoteRequest = #"{"type":"object","required":["pickup","dropoff","service"],"additionalProperties":false,"properties":{"pickup":"# + point + #","dropoff":"# + point + #","service":{"enum":["express","standard"]},"insured":{"type":"boolean"}}}"#
     static let quote = #"{"type":"object","required":["currency","amountMinor","etaSeconds","distanceMeters"],"properties":{"currency":{"type":"string"},"amountMinor":{"type":"integer"},"etaSeconds":{"type":"integer"},"distanceMeters":{"type":"integer"}}}"#
-    static let createParcel = #"{"type":"object","required":["pickup","dropoff","recipient","service","paymentMethod","documentPhotoMediaId"],"additionalProperties":false,"properties":{"pickup":"# + address + #","dropoff":"# + address + #","recipient":{"type":"object","required":["name"],"properties":{"userId":{"type":"string","format":"uuid"},"name":{"type":"string","minLength":1,"maxLength":100},"phone":{"type":"string","maxLength":32}}},"service":{"enum":["express","standard"]},"paymentMethod":{"enum":["card","cash","wallet"]},"insured":{"type":"boolean"},"description":{"type":"string","maxLength":1000},"documentPhotoMediaId":{"type":"string","format":"uuid"}}}"#
     static let parcel = #"{"type":"object","required":["id","status","senderId","pickup","dropoff","service","quote","createdAt","updatedAt"],"properties":{"id":{"type":"string","format":"uuid"},"status":{"enum":["awaiting_courier","offered","assigned","picked_up","in_transit","delivered","received","cancelled","failed"]},"quote":"# + quote + #"}}"#
     static let parcelPage = #"{"type":"object","required":["items","nextCursor"],"properties":{"items":{"type":"array","items":"# + parcel + #"},"nextCursor":{"type":["string","null"]}}}"#
-    static let photo = #"{"type":"object","required":["photoMediaId"],"additionalProperties":false,"properties":{"photoMediaId":{"type":"string","format":"uuid"}}}"#
-    static let fail = #"{"type":"object","required":["reason"],"additionalProperties":false,"properties":{"reason":{"type":"string","minLength":1,"maxLength":500}}}"#
-    static let seedCouriers = #"{"type":"object","required":["couriers"],"additionalProperties":false,"properties":{"couriers":{"type":"array","minItems":1,"maxItems":1000,"items":{"type":"object","required":["id","vehicle","capacity"],"properties":{"id":{"type":"string","format":"uuid"},"vehicle":{"enum":["foot","bike","scooter","car"]},"capacity":{"type":"integer","minimum":1,"maximum":50},"online":{"type":"boolean"},"lat":{"type":"number"},"lon":{"type":"number"}}}}}}"#
-    static let fleetFixes = #"{"type":"object","required":["fixes"],"additionalProperties":false,"properties":{"fixes":{"type":"array","minItems":1,"maxItems":1000,"items":{"type":"object","required":["courierId","lat","lon"],"properties":{"courierId":{"type":"string","format":"uuid"},"lat":{"type":"number","minimum":-90,"maximum":90},"lon":{"type":"number","minimum":-180,"maximum":180},"heading":{"type":"number"},"speedMps":{"type":"number"},"at":{"type":"string","format":"date-time"}}}}}}"#
-    static let operatorAccept = #"{"type":"object","required":["courierId"],"additionalProperties":false,"properties":{"courierId":{"type":"string","format":"uuid"}}}"#
     static let media = #"{"type":"object","required":["id","url","contentType","size"]}"#
+    static let seeded = #"{"type":"object","required":["seeded"],"properties":{"seeded":{"type":"integer"}}}"#
+    static let fixesApplied = #"{"type":"object","required":["received","applied"],"properties":{"received":{"type":"integer"},"applied":{"type":"integer"}}}"#
+    static let offers = #"{"type":"object","required":["items"],"properties":{"items":{"type":"array","items":{"type":"object","required":["parcelId","courierId","pickup","service","expiresAt"],"properties":{"parcelId":{"type":"string","format":"uuid"},"courierId":{"type":"string","format":"uuid"},"pickup":{"type":"object"},"service":{"enum":["express","standard"]},"expiresAt":{"type":"string","format":"date-time"}}}}}}"#
 }

@@ -51,22 +51,33 @@ struct SeededCourier {
 }
 
 struct SeedCouriersBody: RequestBody {
-    static let fields: Set<String> = ["couriers"]
-    struct Item: Decodable { let id: String; let vehicle: String; let capacity: Int; let online: Bool?; let lat: Double?; let lon: Double? }
+    struct Item: RequestBody {
+        /// A position is both `lat` and `lon`, or neither.
+        static let schema = Schema.object([
+            "id": .required(.uuid), "vehicle": .required(Shapes.vehicle), "capacity": .required(Shapes.capacity),
+            "online": .optional(.boolean), "lat": .optional(Shapes.lat), "lon": .optional(Shapes.lon),
+        ])
+        let id: UUID; let vehicle: String; let capacity: Int; let online: Bool?; let lat: Double?; let lon: Double?
+    }
+    static let schema = Schema.object(["couriers": .required(.array(Item.schema, count: 1...DispatchHandlers.batchLimit))])
     let couriers: [Item]
 }
 
 struct FleetFixesBody: RequestBody {
-    static let fields: Set<String> = ["fixes"]
-    struct Item: Decodable {
-        let courierId: String; let lat: Double; let lon: Double; let heading: Double?; let speedMps: Double?; let at: String?
+    struct Item: RequestBody {
+        static let schema = Schema.object([
+            "courierId": .required(.uuid), "lat": .required(Shapes.lat), "lon": .required(Shapes.lon),
+            "heading": .optional(Shapes.heading), "speedMps": .optional(Shapes.speedMps), "at": .optional(.dateTime),
+        ])
+        let courierId: UUID; let lat: Double; let lon: Double; let heading: Double?; let speedMps: Double?; let at: String?
     }
+    static let schema = Schema.object(["fixes": .required(.array(Item.schema, count: 1...DispatchHandlers.batchLimit))])
     let fixes: [Item]
 }
 
 struct OperatorAcceptBody: RequestBody {
-    static let fields: Set<String> = ["courierId"]
-    let courierId: String
+    static let schema = Schema.object(["courierId": .required(.uuid)])
+    let courierId: UUID
 }
 
 struct OfferView: Encodable {
@@ -83,24 +94,18 @@ extension DispatchHandlers {
     static let batchLimit = 1000
 
     /// `POST /v1/operator/couriers`: creates or updates up to 1,000 couriers.
-    func seedCouriers(_ request: Request) throws -> Response {
-        let body = try JSON.decodeBody(request, as: SeedCouriersBody.self)
-        try Self.checkBatch(body.couriers.count, field: "couriers")
+    func seedCouriers(_ request: Request, _ body: SeedCouriersBody) throws -> Response {
         var seen = Set<UUID>()
         let couriers = try body.couriers.enumerated().map { i, item -> SeededCourier in
             let field = "couriers[\(i)]."
-            let id = try Validate.uuid(item.id, field: field + "id")
-            guard seen.insert(id).inserted else { throw HTTPError.validation("A courier appears twice.", field: field + "id") }
-            try Self.checkCourier(vehicle: item.vehicle, capacity: item.capacity, field: field)
+            guard seen.insert(item.id).inserted else { throw HTTPError.validation("A courier appears twice.", field: field + "id") }
             var position: GeoPoint?
             switch (item.lat, item.lon) {
             case (nil, nil): position = nil
-            case (let lat?, let lon?):
-                position = GeoPoint(lat: lat, lon: lon)
-                guard position!.isValid else { throw HTTPError.validation("lat must be -90 to 90 and lon -180 to 180.", field: field + "lat") }
+            case (let lat?, let lon?): position = GeoPoint(lat: lat, lon: lon)
             default: throw HTTPError.validation("Give both lat and lon, or neither.", field: field + "lat")
             }
-            return SeededCourier(id: id, vehicle: item.vehicle, capacity: item.capacity, online: item.online ?? true, position: position)
+            return SeededCourier(id: item.id, vehicle: item.vehicle, capacity: item.capacity, online: item.online ?? true, position: position)
         }
         let seeded = try pool.withTransaction { try storage.seedCouriers($0, couriers) }
         seeded.forEach(matcher.update)
@@ -109,13 +114,11 @@ extension DispatchHandlers {
     }
 
     /// `POST /v1/operator/locations`: up to 1,000 fixes for any couriers.
-    func fleetLocations(_ request: Request) throws -> Response {
-        let body = try JSON.decodeBody(request, as: FleetFixesBody.self)
-        try Self.checkBatch(body.fixes.count, field: "fixes")
+    func fleetLocations(_ request: Request, _ body: FleetFixesBody) throws -> Response {
         let now = Date()
         let fixes = try body.fixes.enumerated().map { i, f in
-            try Fix(courier: Validate.uuid(f.courierId, field: "fixes[\(i)].courierId"), lat: f.lat, lon: f.lon, heading: f.heading,
-                    speedMps: f.speedMps, at: f.at, field: "fixes[\(i)].", now: now)
+            try Fix(courier: f.courierId, lat: f.lat, lon: f.lon, heading: f.heading, speedMps: f.speedMps, at: f.at,
+                    field: "fixes[\(i)].", now: now)
         }
         let applied = try pool.withTransaction { try record($0, fixes) }
         return try .json(["received": fixes.count, "applied": applied])
@@ -133,10 +136,8 @@ extension DispatchHandlers {
     }
 
     /// `POST /v1/operator/parcels/{id}/accept`: a fleet accepts an offer for the courier it was made to.
-    func operatorAccept(_ request: Request) throws -> Response {
-        let id = try Validate.pathID(request)
-        let courier = try Validate.uuid(JSON.decodeBody(request, as: OperatorAcceptBody.self).courierId, field: "courierId")
-        return try perform(id, by: courier, .accept)
+    func operatorAccept(_ request: Request, _ body: OperatorAcceptBody) throws -> Response {
+        try perform(try Validate.pathID(request), by: body.courierId, .accept)
     }
 
     /// A fix from a fleet gateway on `courier.location` (the service's own position events are skipped).
@@ -171,9 +172,4 @@ extension DispatchHandlers {
         return applied.count
     }
 
-    private static func checkBatch(_ count: Int, field: String) throws {
-        guard (1...batchLimit).contains(count) else {
-            throw HTTPError.validation("Send 1 to \(batchLimit) \(field) at a time.", field: field)
-        }
-    }
 }

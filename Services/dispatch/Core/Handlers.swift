@@ -20,15 +20,12 @@ struct DispatchHandlers: Sendable {
 
     // MARK: Couriers
 
-    func registerCourier(_ request: Request, _ caller: Caller) throws -> Response {
-        let body = try JSON.decodeBody(request, as: RegisterCourierBody.self)
-        try Self.checkCourier(vehicle: body.vehicle, capacity: body.capacity)
+    func registerCourier(_ request: Request, _ caller: Caller, _ body: RegisterCourierBody) throws -> Response {
         let courier = try pool.withTransaction { try storage.registerCourier($0, user: caller.userId, vehicle: body.vehicle, capacity: body.capacity) }
         return try .json(CourierView(courier), status: 201)
     }
 
-    func setStatus(_ request: Request, _ caller: Caller) throws -> Response {
-        let body = try JSON.decodeBody(request, as: CourierStatusBody.self)
+    func setStatus(_ request: Request, _ caller: Caller, _ body: CourierStatusBody) throws -> Response {
         guard let courier = try pool.withTransaction({ try storage.setOnline($0, user: caller.userId, online: body.online) }) else {
             throw HTTPError.notFound("Register as a courier first.")
         }
@@ -36,8 +33,7 @@ struct DispatchHandlers: Sendable {
         return try .json(CourierView(courier))
     }
 
-    func location(_ request: Request, _ caller: Caller) throws -> Response {
-        let body = try JSON.decodeBody(request, as: LocationBody.self)
+    func location(_ request: Request, _ caller: Caller, _ body: LocationBody) throws -> Response {
         let fix = try Fix(courier: caller.userId, lat: body.lat, lon: body.lon, heading: body.heading, speedMps: body.speedMps, at: body.at)
         let applied = try pool.withTransaction { c in
             let applied = try record(c, [fix]) == 1
@@ -49,29 +45,14 @@ struct DispatchHandlers: Sendable {
 
     // MARK: Quotes and parcels
 
-    func quote(_ request: Request, _ caller: Caller) throws -> Response {
-        let body = try JSON.decodeBody(request, as: QuoteBody.self)
-        let pickup = try Self.point(body.pickup.lat, body.pickup.lon, field: "pickup")
-        let dropoff = try Self.point(body.dropoff.lat, body.dropoff.lon, field: "dropoff")
-        let service = try Self.service(body.service)
-        return try .json(tariff.quote(meters: greatCircleMeters(pickup, dropoff), service: service, insured: body.insured ?? false))
+    func quote(_ request: Request, _ caller: Caller, _ body: QuoteBody) throws -> Response {
+        let meters = greatCircleMeters(body.pickup.point, body.dropoff.point)
+        return try .json(tariff.quote(meters: meters, service: body.service, insured: body.insured ?? false))
     }
 
-    func createParcel(_ request: Request, _ caller: Caller) throws -> Response {
-        let body = try JSON.decodeBody(request, as: CreateParcelBody.self)
-        let pickup = try Self.point(body.pickup.lat, body.pickup.lon, field: "pickup")
-        let dropoff = try Self.point(body.dropoff.lat, body.dropoff.lon, field: "dropoff")
-        _ = try Validate.text(body.pickup.address, field: "pickup.address", max: 300)
-        _ = try Validate.text(body.dropoff.address, field: "dropoff.address", max: 300)
-        _ = try Validate.text(body.recipient.name, field: "recipient.name", max: 100)
-        if let phone = body.recipient.phone { _ = try Validate.text(phone, field: "recipient.phone", max: 32) }
-        if let d = body.description { _ = try Validate.text(d, field: "description", min: 0, max: 1000, multiline: true) }
-        let recipient = try body.recipient.userId.map { try Validate.uuid($0, field: "recipient.userId") }
-        let photo = try Validate.uuid(body.documentPhotoMediaId, field: "documentPhotoMediaId")
-        let service = try Self.service(body.service)
-        guard ["card", "cash", "wallet"].contains(body.paymentMethod) else {
-            throw HTTPError.validation("paymentMethod must be card, cash or wallet.", field: "paymentMethod")
-        }
+    func createParcel(_ request: Request, _ caller: Caller, _ body: CreateParcelBody) throws -> Response {
+        let (pickup, dropoff, service) = (body.pickup.point, body.dropoff.point, body.service)
+        let (recipient, photo) = (body.recipient.userId, body.documentPhotoMediaId)
         let quote = tariff.quote(meters: greatCircleMeters(pickup, dropoff), service: service, insured: body.insured ?? false)
         let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
             try media.requireOwned([photo], by: caller.userId, field: "documentPhotoMediaId", on: c)
@@ -122,24 +103,24 @@ struct DispatchHandlers: Sendable {
     func pickup(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .pickup) }
     func cancel(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .cancel) }
 
-    func deliver(_ request: Request, _ caller: Caller) throws -> Response {
-        let photo = try Validate.uuid(JSON.decodeBody(request, as: PhotoBody.self).photoMediaId, field: "photoMediaId")
+    func deliver(_ request: Request, _ caller: Caller, _ body: PhotoBody) throws -> Response {
+        let photo = body.photoMediaId
         return try act(request, caller, .deliver) { c, p in
             try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
             p.deliveryPhotoMediaId = photo
         }
     }
 
-    func confirm(_ request: Request, _ caller: Caller) throws -> Response {
-        let photo = try Validate.uuid(JSON.decodeBody(request, as: PhotoBody.self).photoMediaId, field: "photoMediaId")
+    func confirm(_ request: Request, _ caller: Caller, _ body: PhotoBody) throws -> Response {
+        let photo = body.photoMediaId
         return try act(request, caller, .confirm) { c, p in
             try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
             p.receiptPhotoMediaId = photo
         }
     }
 
-    func fail(_ request: Request, _ caller: Caller) throws -> Response {
-        let reason = try Validate.text(JSON.decodeBody(request, as: FailBody.self).reason, field: "reason", max: 500)
+    func fail(_ request: Request, _ caller: Caller, _ body: FailBody) throws -> Response {
+        let reason = body.reason
         return try act(request, caller, .fail) { _, p in p.failureReason = reason }
     }
 
@@ -218,25 +199,4 @@ struct DispatchHandlers: Sendable {
 
     // MARK: Checks
 
-    static func point(_ lat: Double, _ lon: Double, field: String) throws -> GeoPoint {
-        let p = GeoPoint(lat: lat, lon: lon)
-        guard p.isValid else {
-            throw HTTPError.validation("\(field.isEmpty ? "" : field + ": ")lat must be -90 to 90 and lon -180 to 180.",
-                                       field: field.isEmpty ? "lat" : field)
-        }
-        return p
-    }
-
-    /// A courier's vehicle and capacity; `field` prefixes the names in errors (`couriers[3].`).
-    static func checkCourier(vehicle: String, capacity: Int, field: String = "") throws {
-        guard ["foot", "bike", "scooter", "car"].contains(vehicle) else {
-            throw HTTPError.validation("vehicle must be foot, bike, scooter or car.", field: field + "vehicle")
-        }
-        guard (1...50).contains(capacity) else { throw HTTPError.validation("capacity must be 1 to 50.", field: field + "capacity") }
-    }
-
-    static func service(_ text: String) throws -> ParcelService {
-        guard let s = ParcelService(rawValue: text) else { throw HTTPError.validation("service must be express or standard.", field: "service") }
-        return s
-    }
 }

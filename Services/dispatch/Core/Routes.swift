@@ -5,15 +5,15 @@ import ServiceKit
 /// `/v1/operator/...` the operator's.
 func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, fleet: OperatorCredential) -> Router {
     var r = Router()
-    r.add("POST", "/v1/couriers/me", summary: "Register (or update) the caller as a courier", request: Schemas.registerCourier,
+    r.add("POST", "/v1/couriers/me", summary: "Register (or update) the caller as a courier", body: RegisterCourierBody.self,
           response: (201, Schemas.courier), auth: auth, h.registerCourier)
-    r.add("PUT", "/v1/couriers/me/status", summary: "Go online or offline", request: Schemas.courierStatus,
+    r.add("PUT", "/v1/couriers/me/status", summary: "Go online or offline", body: CourierStatusBody.self,
           response: (200, Schemas.courier), auth: auth, h.setStatus)
     r.add("PUT", "/v1/couriers/me/location", summary: "A location fix; stale or out-of-order fixes are ignored",
-          request: Schemas.location, response: (200, Schemas.applied), auth: auth, h.location)
-    r.add("POST", "/v1/quotes", summary: "Price and ETA for a delivery", request: Schemas.quoteRequest,
+          body: LocationBody.self, response: (200, Schemas.applied), auth: auth, h.location)
+    r.add("POST", "/v1/quotes", summary: "Price and ETA for a delivery", body: QuoteBody.self,
           response: (200, Schemas.quote), auth: auth, h.quote)
-    r.add("POST", "/v1/parcels", summary: "Send a parcel; the nearest available courier is offered it", request: Schemas.createParcel,
+    r.add("POST", "/v1/parcels", summary: "Send a parcel; the nearest available courier is offered it", body: CreateParcelBody.self,
           response: (201, Schemas.parcel), auth: auth, h.createParcel)
     r.add("GET", "/v1/parcels", summary: "My parcels as sender, recipient or courier (?role=&status=)",
           response: (200, Schemas.parcelPage), auth: auth, h.listParcels)
@@ -24,11 +24,11 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, fleet: Operato
     r.add("POST", "/v1/parcels/{id}/accept", summary: "The offered courier takes the parcel", response: (200, Schemas.parcel), auth: auth, h.accept)
     r.add("POST", "/v1/parcels/{id}/decline", summary: "The offered courier refuses it", response: (200, Schemas.parcel), auth: auth, h.decline)
     r.add("POST", "/v1/parcels/{id}/pickup", summary: "The courier has it", response: (200, Schemas.parcel), auth: auth, h.pickup)
-    r.add("POST", "/v1/parcels/{id}/deliver", summary: "The courier handed it over, with a photo", request: Schemas.photo,
+    r.add("POST", "/v1/parcels/{id}/deliver", summary: "The courier handed it over, with a photo", body: PhotoBody.self,
           response: (200, Schemas.parcel), auth: auth, h.deliver)
-    r.add("POST", "/v1/parcels/{id}/fail", summary: "The courier could not deliver it", request: Schemas.fail,
+    r.add("POST", "/v1/parcels/{id}/fail", summary: "The courier could not deliver it", body: FailBody.self,
           response: (200, Schemas.parcel), auth: auth, h.fail)
-    r.add("POST", "/v1/parcels/{id}/confirm", summary: "The recipient confirms receipt, with a photo", request: Schemas.photo,
+    r.add("POST", "/v1/parcels/{id}/confirm", summary: "The recipient confirms receipt, with a photo", body: PhotoBody.self,
           response: (200, Schemas.parcel), auth: auth, h.confirm)
     r.add("POST", "/v1/parcels/{id}/cancel", summary: "The sender cancels before pickup", response: (200, Schemas.parcel), auth: auth, h.cancel)
     r.add("POST", "/v1/media", summary: "Upload a photo (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)", bodyLimit: MediaStore.limit,
@@ -36,13 +36,13 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, fleet: Operato
     // Without OPERATOR_TOKEN the operator routes do not exist: 404, and absent from /openapi.json.
     if fleet.isEnabled {
         r.add("POST", "/v1/operator/couriers", summary: "Operator: create or update up to 1,000 couriers without sign-ups",
-              request: Schemas.seedCouriers, response: (200, nil), operator: fleet, h.seedCouriers)
+              body: SeedCouriersBody.self, response: (200, Schemas.seeded), operator: fleet, h.seedCouriers)
         r.add("POST", "/v1/operator/locations", summary: "Operator: up to 1,000 location fixes from a fleet gateway",
-              request: Schemas.fleetFixes, response: (200, nil), operator: fleet, h.fleetLocations)
-        r.add("GET", "/v1/operator/offers", summary: "Operator: the offers open now, the oldest first (?limit=)", response: (200, nil),
+              body: FleetFixesBody.self, response: (200, Schemas.fixesApplied), operator: fleet, h.fleetLocations)
+        r.add("GET", "/v1/operator/offers", summary: "Operator: the offers open now, the oldest first (?limit=)", response: (200, Schemas.offers),
               operator: fleet, h.openOffers)
         r.add("POST", "/v1/operator/parcels/{id}/accept", summary: "Operator: accept an offer for the courier it was made to",
-              request: Schemas.operatorAccept, response: (200, Schemas.parcel), operator: fleet, h.operatorAccept)
+              body: OperatorAcceptBody.self, response: (200, Schemas.parcel), operator: fleet, h.operatorAccept)
     }
     return r
 }

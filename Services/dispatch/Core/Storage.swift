@@ -186,7 +186,7 @@ struct DispatchStorage {
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, 'awaiting_courier')
             RETURNING *
             """, [id, sender, recipientUserId, body.recipient.name, body.recipient.phone, body.pickup.lat, body.pickup.lon,
-                  body.pickup.address, body.dropoff.lat, body.dropoff.lon, body.dropoff.address, body.service, body.paymentMethod,
+                  body.pickup.address, body.dropoff.lat, body.dropoff.lon, body.dropoff.address, body.service.rawValue, body.paymentMethod,
                   body.insured ?? false, body.description, photo, quote.amountMinor, quote.currency, quote.etaSeconds,
                   quote.distanceMeters])!)
     }

@@ -5,12 +5,17 @@ import ServiceKit
 // MARK: - Request bodies
 
 struct CreateGroupBody: RequestBody {
-    static let fields: Set<String> = ["name", "imageMediaId"]
+    static let schema = Schema.object(["name": .required(.text(max: 100)), "imageMediaId": .optional(.uuid)])
     let name: String
-    let imageMediaId: String?
+    let imageMediaId: UUID?
 }
 
-struct NewsletterBody: Decodable {
+struct NewsletterBody: RequestBody {
+    /// Only the fields given change; `timeZone` is an IANA name (checked by the handler).
+    static let schema = Schema.object([
+        "frequency": .optional(.oneOf(["daily", "weekly"])), "weekday": .optional(.integer(1...7)),
+        "hour": .optional(.integer(0...23)), "timeZone": .optional(.string(max: 64)),
+    ])
     let frequency: String?
     let weekday: Int?
     let hour: Int?
@@ -18,55 +23,69 @@ struct NewsletterBody: Decodable {
 }
 
 struct UpdateGroupBody: RequestBody {
-    static let fields: Set<String> = ["name", "imageMediaId", "newsletter"]
-    let name: Patch<String>
-    let imageMediaId: Patch<String>
-    let newsletter: Patch<NewsletterBody>
+    static let schema = Schema.object([
+        "name": .absentOrValue(.text(max: 100)), "imageMediaId": .optional(.uuid), "newsletter": .absentOrValue(NewsletterBody.schema),
+    ])
+    let name: String?
+    let imageMediaId: Patch<UUID>
+    let newsletter: NewsletterBody?
 
     enum CodingKeys: String, CodingKey { case name, imageMediaId, newsletter }
     init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        name = try c.decode(Patch<String>.self, forKey: .name)
-        imageMediaId = try c.decode(Patch<String>.self, forKey: .imageMediaId)
-        newsletter = try c.decode(Patch<NewsletterBody>.self, forKey: .newsletter)
+        name = try c.decodeIfPresent(String.self, forKey: .name)
+        imageMediaId = try c.decode(Patch<UUID>.self, forKey: .imageMediaId)
+        newsletter = try c.decodeIfPresent(NewsletterBody.self, forKey: .newsletter)
     }
 }
 
 struct JoinBody: RequestBody {
-    static let fields: Set<String> = ["inviteCode"]
+    /// Any string: a code that cannot be one counts as a failed attempt, like a wrong one.
+    static let schema = Schema.object(["inviteCode": .required(.string())])
     let inviteCode: String
 }
 
 struct CreateJournalBody: RequestBody {
-    static let fields: Set<String> = ["name"]
+    static let schema = Schema.object(["name": .required(.text(max: 100))])
     let name: String
 }
 
+/// A story's colour, `#RRGGBB` (stored upper-cased).
+let colorSchema = Schema.string(max: 7, pattern: "^#[0-9A-Fa-f]{6}$", rule: "backgroundColor must be #RRGGBB.")
+/// A story's text: may be empty when the story has media.
+let storyTextSchema = Schema.text(min: 0, max: 10_000, multiline: true)
+
 struct CreateStoryBody: RequestBody {
-    static let fields: Set<String> = ["text", "groupIds", "backgroundColor", "mediaIds"]
+    static let schema = Schema.object([
+        "text": .required(storyTextSchema), "groupIds": .required(.array(.uuid, count: 1...50)),
+        "backgroundColor": .optional(colorSchema), "mediaIds": .optional(.array(.uuid, count: 0...20)),
+    ])
     let text: String
-    let groupIds: [String]
+    let groupIds: [UUID]
     let backgroundColor: String?
-    let mediaIds: [String]?
+    let mediaIds: [UUID]?
 }
 
 struct UpdateStoryBody: RequestBody {
-    static let fields: Set<String> = ["text", "backgroundColor", "mediaIds"]
-    let text: Patch<String>
+    static let schema = Schema.object([
+        "text": .absentOrValue(storyTextSchema), "backgroundColor": .optional(colorSchema),
+        "mediaIds": .absentOrValue(.array(.uuid, count: 0...20)),
+    ])
+    let text: String?
     let backgroundColor: Patch<String>
-    let mediaIds: Patch<[String]>
+    let mediaIds: [UUID]?
 
     enum CodingKeys: String, CodingKey { case text, backgroundColor, mediaIds }
     init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        text = try c.decode(Patch<String>.self, forKey: .text)
+        text = try c.decodeIfPresent(String.self, forKey: .text)
         backgroundColor = try c.decode(Patch<String>.self, forKey: .backgroundColor)
-        mediaIds = try c.decode(Patch<[String]>.self, forKey: .mediaIds)
+        mediaIds = try c.decodeIfPresent([UUID].self, forKey: .mediaIds)
     }
 }
 
 struct CommentBody: RequestBody {
-    static let fields: Set<String> = ["text"]
+    static let schema = Schema.object(["text": .required(.text(max: 2000, multiline: true))])
     let text: String
 }
 
@@ -219,27 +238,6 @@ enum Schemas {
          "properties":{"id":\(uuid),"url":{"type":"string"},"contentType":{"enum":["image/jpeg","image/png","image/webp","image/heic"]},
          "size":{"type":"integer"},"width":{"type":"integer"},"height":{"type":"integer"},"createdAt":\(time),"updatedAt":\(time)}}
         """
-    static let createGroup = """
-        {"type":"object","required":["name"],"additionalProperties":false,
-         "properties":{"name":{"type":"string","minLength":1,"maxLength":100},"imageMediaId":\(uuid)}}
-        """
-    static let updateGroup = """
-        {"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100},
-         "imageMediaId":{"type":["string","null"],"format":"uuid"},"newsletter":{"type":"object","additionalProperties":false,
-         "properties":{"frequency":{"enum":["daily","weekly"]},"weekday":{"type":"integer","minimum":1,"maximum":7},
-         "hour":{"type":"integer","minimum":0,"maximum":23},"timeZone":{"type":"string","description":"IANA time zone"}}}}}
-        """
-    static let join = #"{"type":"object","required":["inviteCode"],"additionalProperties":false,"properties":{"inviteCode":{"type":"string"}}}"#
-    static let journal = #"{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100}}}"#
-    static let createStory = """
-        {"type":"object","required":["text","groupIds"],"additionalProperties":false,
-         "properties":{"text":{"type":"string","maxLength":10000},"groupIds":{"type":"array","minItems":1,"maxItems":50,"items":\(uuid)},
-         "backgroundColor":{"type":"string","pattern":"^#[0-9A-Fa-f]{6}$"},"mediaIds":{"type":"array","maxItems":20,"items":\(uuid)}}}
-        """
-    static let updateStory = """
-        {"type":"object","additionalProperties":false,"properties":{"text":{"type":"string","maxLength":10000},
-         "backgroundColor":{"type":["string","null"],"pattern":"^#[0-9A-Fa-f]{6}$"},"mediaIds":{"type":"array","maxItems":20,"items":\(uuid)}}}
-        """
     static let newsletter = """
         {"type":"object","required":["groupId","groupName","period","storyCount","members"],"properties":{"groupId":\(uuid),
          "groupName":{"type":"string"},"period":{"type":"object","required":["from","to","timeZone"],"properties":{"from":\(time),
@@ -258,5 +256,4 @@ enum Schemas {
          "from":{"type":"string"},"to":{"type":"string"},"days":{"type":"array","items":{"type":"string"}},
          "currentStreak":{"type":"integer"},"longestStreak":{"type":"integer"}}}
         """
-    static let createComment = #"{"type":"object","required":["text"],"additionalProperties":false,"properties":{"text":{"type":"string","minLength":1,"maxLength":2000}}}"#
 }

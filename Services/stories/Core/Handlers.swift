@@ -18,10 +18,8 @@ struct StoriesHandlers: Sendable {
 
     // MARK: Groups
 
-    func createGroup(_ request: Request, _ caller: Caller) throws -> Response {
-        let body = try JSON.decodeBody(request, as: CreateGroupBody.self)
-        let name = try Validate.text(body.name, field: "name", max: 100)
-        let image = try body.imageMediaId.map { try Validate.uuid($0, field: "imageMediaId") }
+    func createGroup(_ request: Request, _ caller: Caller, _ body: CreateGroupBody) throws -> Response {
+        let (name, image) = (body.name, body.imageMediaId)
         return try idempotency.run(request, caller: caller.userId.lowercased) { c in
             if let image { try media.requireOwned([image], by: caller.userId, field: "imageMediaId", on: c) }
             guard let group = try storage.createGroup(c, kind: "group", name: name, image: image,
@@ -33,9 +31,8 @@ struct StoriesHandlers: Sendable {
         }
     }
 
-    func createJournal(_ request: Request, _ caller: Caller) throws -> Response {
-        let body = try JSON.decodeBody(request, as: CreateJournalBody.self)
-        let name = try Validate.text(body.name, field: "name", max: 100)
+    func createJournal(_ request: Request, _ caller: Caller, _ body: CreateJournalBody) throws -> Response {
+        let name = body.name
         return try idempotency.run(request, caller: caller.userId.lowercased) { c in
             guard let journal = try storage.createGroup(c, kind: "journal", name: name, image: nil, inviteCode: nil,
                                                         creator: caller.userId) else {
@@ -64,13 +61,9 @@ struct StoriesHandlers: Sendable {
         }
     }
 
-    func updateGroup(_ request: Request, _ caller: Caller) throws -> Response {
+    func updateGroup(_ request: Request, _ caller: Caller, _ body: UpdateGroupBody) throws -> Response {
         let id = try Validate.pathID(request)
-        let body = try JSON.decodeBody(request, as: UpdateGroupBody.self)
-        if case .null = body.name { throw HTTPError.validation("name cannot be null.", field: "name") }
-        if case .null = body.newsletter { throw HTTPError.validation("newsletter cannot be null.", field: "newsletter") }
-        let name = try body.name.value.map { try Validate.text($0, field: "name", max: 100) }
-        let image = try body.imageMediaId.value.map { try Validate.uuid($0, field: "imageMediaId") }
+        let (name, image) = (body.name, body.imageMediaId.value)
         return try pool.withTransaction { c in
             var group = try requireAdmin(c, id, caller, lock: true)
             if let name { group.name = name }
@@ -78,9 +71,9 @@ struct StoriesHandlers: Sendable {
                 if let image { try media.requireOwned([image], by: caller.userId, field: "imageMediaId", on: c) }
                 group.imageMediaId = image
             }
-            if let newsletter = body.newsletter.value { group.schedule = try Self.schedule(newsletter, over: group.schedule) }
+            if let newsletter = body.newsletter { group.schedule = try Self.schedule(newsletter, over: group.schedule) }
             try storage.updateGroup(c, group)
-            if body.newsletter.isPresent {
+            if body.newsletter != nil {
                 // The current period now ends by the new schedule.
                 try storage.setNewsletterDue(c, group: id, at: try Self.newsletterSchedule(group).nextClose(after: Date()))
             }
@@ -91,20 +84,11 @@ struct StoriesHandlers: Sendable {
 
     static func schedule(_ body: NewsletterBody, over current: Schedule) throws -> Schedule {
         var s = current
-        if let f = body.frequency {
-            guard ["daily", "weekly"].contains(f) else { throw HTTPError.validation("frequency must be daily or weekly.", field: "newsletter.frequency") }
-            s.frequency = f
-        }
-        if let w = body.weekday {
-            guard (1...7).contains(w) else { throw HTTPError.validation("weekday must be 1 (Monday) to 7 (Sunday).", field: "newsletter.weekday") }
-            s.weekday = w
-        }
-        if let h = body.hour {
-            guard (0...23).contains(h) else { throw HTTPError.validation("hour must be 0 to 23.", field: "newsletter.hour") }
-            s.hour = h
-        }
+        if let f = body.frequency { s.frequency = f }
+        if let w = body.weekday { s.weekday = w }
+        if let h = body.hour { s.hour = h }
         if let tz = body.timeZone {
-            guard tz.count <= 64, TimeZone(identifier: tz) != nil, tz.contains("/") || tz == "UTC" else {
+            guard TimeZone(identifier: tz) != nil, tz.contains("/") || tz == "UTC" else {
                 throw HTTPError.validation("timeZone must be an IANA time zone such as Europe/Berlin.", field: "newsletter.timeZone")
             }
             s.timeZone = tz
@@ -112,8 +96,7 @@ struct StoriesHandlers: Sendable {
         return s
     }
 
-    func join(_ request: Request, _ caller: Caller) throws -> Response {
-        let body = try JSON.decodeBody(request, as: JoinBody.self)
+    func join(_ request: Request, _ caller: Caller, _ body: JoinBody) throws -> Response {
         let recent = try pool.withConnection { try storage.recentJoinFailures($0, user: caller.userId) }
         if recent.count >= Self.maxJoinFailures { throw HTTPError.rateLimited(retryAfter: recent.retryAfter) }
         let code = body.inviteCode.count <= 64 ? InviteCode.normalise(body.inviteCode) : nil
@@ -179,12 +162,11 @@ struct StoriesHandlers: Sendable {
 
     // MARK: Stories
 
-    func createStory(_ request: Request, _ caller: Caller) throws -> Response {
-        let body = try JSON.decodeBody(request, as: CreateStoryBody.self)
-        let text = try Validate.text(body.text, field: "text", min: 0, max: 10_000, multiline: true)
-        let color = try body.backgroundColor.map(Self.color)
-        let groups = try Self.ids(body.groupIds, field: "groupIds", min: 1, max: 50)
-        let media = try Self.ids(body.mediaIds ?? [], field: "mediaIds", min: 0, max: 20)
+    func createStory(_ request: Request, _ caller: Caller, _ body: CreateStoryBody) throws -> Response {
+        let text = body.text
+        let color = body.backgroundColor?.uppercased()
+        let groups = try Self.unique(body.groupIds, field: "groupIds")
+        let media = try Self.unique(body.mediaIds ?? [], field: "mediaIds")
         guard !text.isEmpty || !media.isEmpty else { throw HTTPError.validation("A story needs text or media.", field: "text") }
         return try idempotency.run(request, caller: caller.userId.lowercased) { c in
             guard try storage.memberGroups(c, groups, user: caller.userId).count == groups.count else {
@@ -205,14 +187,11 @@ struct StoriesHandlers: Sendable {
         return try .json(StoryView(story))
     }
 
-    func updateStory(_ request: Request, _ caller: Caller) throws -> Response {
+    func updateStory(_ request: Request, _ caller: Caller, _ body: UpdateStoryBody) throws -> Response {
         let id = try Validate.pathID(request)
-        let body = try JSON.decodeBody(request, as: UpdateStoryBody.self)
-        if case .null = body.text { throw HTTPError.validation("text cannot be null.", field: "text") }
-        if case .null = body.mediaIds { throw HTTPError.validation("mediaIds cannot be null.", field: "mediaIds") }
-        let text = try body.text.value.map { try Validate.text($0, field: "text", min: 0, max: 10_000, multiline: true) }
-        let color = try body.backgroundColor.value.map(Self.color)
-        let media = try body.mediaIds.value.map { try Self.ids($0, field: "mediaIds", min: 0, max: 20) }
+        let text = body.text
+        let color = body.backgroundColor.value?.uppercased()
+        let media = try body.mediaIds.map { try Self.unique($0, field: "mediaIds") }
         return try pool.withTransaction { c in
             guard var story = try storage.story(c, id, reader: caller.userId, lock: true) else { throw HTTPError.notFound() }
             guard story.authorId == caller.userId else { throw HTTPError.forbidden("Only the author can change a story.") }
@@ -257,10 +236,9 @@ struct StoriesHandlers: Sendable {
 
     // MARK: Comments
 
-    func addComment(_ request: Request, _ caller: Caller) throws -> Response {
+    func addComment(_ request: Request, _ caller: Caller, _ body: CommentBody) throws -> Response {
         let id = try Validate.pathID(request)
-        let body = try JSON.decodeBody(request, as: CommentBody.self)
-        let text = try Validate.text(body.text, field: "text", max: 2000, multiline: true)
+        let text = body.text
         return try idempotency.run(request, caller: caller.userId.lowercased) { c in
             guard let story = try storage.story(c, id, reader: caller.userId) else { throw HTTPError.notFound() }
             let comment = try storage.addComment(c, story: id, author: caller.userId, text: text)
@@ -326,23 +304,13 @@ struct StoriesHandlers: Sendable {
                                     createdAt: Timestamp.format(g.createdAt)), subject: g.id.lowercased, on: c)
     }
 
-    static func color(_ value: String) throws -> String {
-        let upper = value.uppercased()
-        guard upper.count == 7, upper.first == "#", upper.dropFirst().allSatisfy({ $0.isHexDigit }) else {
-            throw HTTPError.validation("backgroundColor must be #RRGGBB.", field: "backgroundColor")
-        }
-        return upper
-    }
-
-    static func ids(_ values: [String], field: String, min: Int, max: Int) throws -> [UUID] {
-        guard values.count >= min else { throw HTTPError.validation("\(field) needs at least \(min) entry.", field: field) }
-        guard values.count <= max else { throw HTTPError.validation("\(field) takes at most \(max) entries.", field: field) }
+    /// `ids` with none repeated; else a 400 naming the first repetition.
+    static func unique(_ ids: [UUID], field: String) throws -> [UUID] {
         var seen = Set<UUID>()
-        return try values.enumerated().map { i, v in
-            let id = try Validate.uuid(v, field: "\(field)[\(i)]")
-            guard seen.insert(id).inserted else { throw HTTPError.validation("\(field) repeats \(v).", field: "\(field)[\(i)]") }
-            return id
+        for (i, id) in ids.enumerated() where !seen.insert(id).inserted {
+            throw HTTPError.validation("\(field) repeats \(id.lowercased).", field: "\(field)[\(i)]")
         }
+        return ids
     }
 
     static func time(_ request: Request, _ name: String) throws -> Date? {

@@ -4,13 +4,13 @@ import ServiceKit
 /// The stories API: the table of routes, nothing else. Every route needs a bearer token.
 func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {
     var r = Router()
-    r.add("POST", "/v1/groups", summary: "Create a group; the creator is its administrator", request: Schemas.createGroup,
+    r.add("POST", "/v1/groups", summary: "Create a group; the creator is its administrator", body: CreateGroupBody.self,
           response: (201, Schemas.group), auth: auth, h.createGroup)
     r.add("GET", "/v1/groups", summary: "My groups and journals, newest first", response: (200, Schemas.groupPage), auth: auth, h.listGroups)
     r.add("GET", "/v1/groups/{id}", summary: "A group with its members", response: (200, Schemas.group), auth: auth, h.getGroup)
     r.add("PATCH", "/v1/groups/{id}", summary: "Rename, set the image or the newsletter schedule (administrator)",
-          request: Schemas.updateGroup, response: (200, Schemas.group), auth: auth, h.updateGroup)
-    r.add("POST", "/v1/groups/join", summary: "Join a group by its invite code", request: Schemas.join,
+          body: UpdateGroupBody.self, response: (200, Schemas.group), auth: auth, h.updateGroup)
+    r.add("POST", "/v1/groups/join", summary: "Join a group by its invite code", body: JoinBody.self,
           response: (200, Schemas.group), auth: auth, h.join)
     r.add("POST", "/v1/groups/{id}/invite-code", summary: "Replace the invite code (administrator)",
           response: (200, Schemas.group), auth: auth, h.rotateInviteCode)
@@ -26,19 +26,19 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {
           response: (200, Schemas.newsletter), auth: auth, h.storedNewsletter)
     r.add("GET", "/v1/users/me/calendar", summary: "The days I posted and my streaks, in ?timeZone= (IANA)",
           response: (200, Schemas.calendar), auth: auth, h.calendar)
-    r.add("POST", "/v1/journals", summary: "Create another private journal", request: Schemas.journal,
+    r.add("POST", "/v1/journals", summary: "Create another private journal", body: CreateJournalBody.self,
           response: (201, Schemas.group), auth: auth, h.createJournal)
     r.add("POST", "/v1/media", summary: "Upload a JPEG, PNG, HEIC or WebP image (raw body, 10 MiB at most)",
           bodyLimit: MediaStore.limit, response: (201, Schemas.media), auth: auth, h.uploadMedia)
     r.add("GET", "/v1/media/{id}", summary: "The image bytes, for its owner and the members it was shared with",
           auth: auth, h.getMedia)
-    r.add("POST", "/v1/stories", summary: "Post a story to some of my groups", request: Schemas.createStory,
+    r.add("POST", "/v1/stories", summary: "Post a story to some of my groups", body: CreateStoryBody.self,
           response: (201, Schemas.story), auth: auth, h.createStory)
     r.add("GET", "/v1/stories/{id}", summary: "A story", response: (200, Schemas.story), auth: auth, h.getStory)
-    r.add("PATCH", "/v1/stories/{id}", summary: "Change a story (author)", request: Schemas.updateStory,
+    r.add("PATCH", "/v1/stories/{id}", summary: "Change a story (author)", body: UpdateStoryBody.self,
           response: (200, Schemas.story), auth: auth, h.updateStory)
     r.add("DELETE", "/v1/stories/{id}", summary: "Delete a story (author)", response: (204, nil), auth: auth, h.deleteStory)
-    r.add("POST", "/v1/stories/{id}/comments", summary: "Comment on a story", request: Schemas.createComment,
+    r.add("POST", "/v1/stories/{id}/comments", summary: "Comment on a story", body: CommentBody.self,
           response: (201, Schemas.comment), auth: auth, h.addComment)
     r.add("GET", "/v1/stories/{id}/comments", summary: "A story's comments, oldest first",
           response: (200, Schemas.commentPage), auth: auth, h.listComments)
