@@ -413,4 +413,18 @@ public final class Connection: @unchecked Sendable {
     public func execute(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) throws -> Int {
         try query(sql, parameters).affectedRows
     }
+
+    /// Runs `body` inside a savepoint of the open transaction: when it throws, what it did is undone and the error
+    /// rethrown, while the transaction itself goes on (for trying one candidate after another).
+    public func withSavepoint<T>(_ body: () throws -> T) throws -> T {
+        try execute("SAVEPOINT attempt")
+        do {
+            let value = try body()
+            try execute("RELEASE SAVEPOINT attempt")
+            return value
+        } catch {
+            try execute("ROLLBACK TO SAVEPOINT attempt")
+            throw error
+        }
+    }
 }

@@ -42,6 +42,7 @@ public final class ServiceApp: @unchecked Sendable {
     private let router = Mutex(Router())
     private let bound = Atomic<Int>(0)
     private let readiness = ReadinessCache()
+    private let middleware: [any Middleware]
     private var services: [any BackgroundService] = []
     private var checks: [(name: String, isReady: @Sendable () -> Bool)] = []
 
@@ -55,6 +56,7 @@ public final class ServiceApp: @unchecked Sendable {
         self.logger = logger
         self.migrations = migrations
         self.setup = setup
+        middleware = [RequestIDMiddleware(), AccessLogMiddleware(logger: logger, metrics: metrics), ErrorMiddleware(logger: logger)]
         pool = Pool(url: config.databaseURL, maxSize: config.dbPoolSize)
         let kafka = config.kafka(logger: logger)
         self.kafka = kafka
@@ -300,49 +302,28 @@ public final class ServiceApp: @unchecked Sendable {
         }
     }
 
-    private static let requestIdCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")
-
-    /// The request pipeline: request id, the handler of the route found once by the server, error mapping,
-    /// metrics and the access log. Before the service serves, anything but the health routes is a 503.
+    /// The request pipeline: the route found once by the server, then the middleware (request id, access log and
+    /// metrics, errors) around its handler. Before the service serves, anything but the health routes is a 503.
     func respond(_ incoming: Request, _ match: RouteMatch) -> Response {
-        let start = DispatchTime.now().uptimeNanoseconds
         var request = incoming
-        if let id = request.header("x-request-id"), (1...128).contains(id.count), id.allSatisfy(Self.requestIdCharacters.contains) {
-            request.requestId = id
-        } else {
-            request.requestId = UUID.v7().lowercased
-        }
-        var response: Response
+        request.route = "unmatched"
+        let handler: (Request) throws -> Response
         switch match {
         case .found(let route, let params):
             request.route = route.pattern
             request.pathParameters = params
-            do {
-                response = try Router.invoke(route, request)
-            } catch {
-                let http = HTTPError.from(error)
-                if http.status >= 500 {
-                    logger.error("request failed", ["requestId": .string(request.requestId), "route": .string(route.pattern),
-                                                    "error": .string(String(describing: error))])
-                }
-                response = http.response
-            }
+            handler = { try Router.invoke(route, $0) }
         case .methodNotAllowed(let allowed):
-            request.route = "unmatched"
-            response = HTTPError(405, "method_not_allowed", "This path does not support \(request.method.prefix(16)).",
-                                 headers: [("Allow", allowed.joined(separator: ", "))]).response
+            handler = { request in
+                throw HTTPError(405, "method_not_allowed", "This path does not support \(request.method.prefix(16)).",
+                                headers: [("Allow", allowed.joined(separator: ", "))])
+            }
         case .notFound:
-            request.route = "unmatched"
-            response = isServing ? HTTPError.notFound().response : HTTPError.unavailable(retryAfter: 2).response
+            let serving = isServing
+            handler = { _ in throw serving ? HTTPError.notFound() : HTTPError.unavailable(retryAfter: 2) }
         }
-        response.headers.append(("X-Request-Id", request.requestId))
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        metrics.observeRequest(method: request.method, route: request.route, status: response.status, seconds: seconds)
-        let quiet = request.route == "/healthz" || request.route == "/readyz" || request.route == "/metrics"
-        logger.log(quiet ? .debug : .info, "request", [
-            "method": .string(request.method), "route": .string(request.route), "status": .int(response.status),
-            "durationMs": .double(seconds * 1000), "requestId": .string(request.requestId)])
-        return response
+        // The error step answers every throw, so the pipeline itself never throws.
+        return (try? middleware.run(request, handler)) ?? HTTPError.internalError.response
     }
 }
 

@@ -1,0 +1,128 @@
+import Foundation
+import HTTP
+import Models
+
+/// One step of the request pipeline: it does its part around `next`, which runs the rest of the pipeline and the
+/// route's handler. The kit's pipeline is request id → access log and metrics → errors → the route. Authentication
+/// is not a pipeline step but the guard a route is added with (`add(..., auth:)`), because it hands the handler its
+/// `Caller` and names the route's OpenAPI security.
+public protocol Middleware: Sendable {
+    func handle(_ request: Request, next: (Request) throws -> Response) throws -> Response
+}
+
+extension Array where Element == any Middleware {
+    /// Runs `request` through every step, then `handler`.
+    func run(_ request: Request, _ handler: (Request) throws -> Response) throws -> Response {
+        func step(_ i: Int, _ request: Request) throws -> Response {
+            guard i < count else { return try handler(request) }
+            return try self[i].handle(request) { try step(i + 1, $0) }
+        }
+        return try step(0, request)
+    }
+}
+
+/// Takes the request id from `X-Request-Id` when it is safe to log (1–128 of `[A-Za-z0-9-_.:]`), else makes one, and
+/// echoes it in the response.
+public struct RequestIDMiddleware: Middleware {
+    private static let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")
+
+    public init() {}
+
+    public func handle(_ request: Request, next: (Request) throws -> Response) throws -> Response {
+        var request = request
+        if let id = request.header("x-request-id"), (1...128).contains(id.count), id.allSatisfy(Self.allowed.contains) {
+            request.requestId = id
+        } else {
+            request.requestId = UUID.v7().lowercased
+        }
+        var response = try next(request)
+        response.headers.append(("X-Request-Id", request.requestId))
+        return response
+    }
+}
+
+/// Records each request's duration by route and status, and writes the access log line (health probes at debug).
+public struct AccessLogMiddleware: Middleware {
+    let logger: Logger
+    let metrics: Metrics
+
+    public init(logger: Logger, metrics: Metrics) { self.logger = logger; self.metrics = metrics }
+
+    public func handle(_ request: Request, next: (Request) throws -> Response) throws -> Response {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let response = try next(request)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        metrics.observeRequest(method: request.method, route: request.route, status: response.status, seconds: seconds)
+        let quiet = request.route == "/healthz" || request.route == "/readyz" || request.route == "/metrics"
+        logger.log(quiet ? .debug : .info, "request", [
+            "method": .string(request.method), "route": .string(request.route), "status": .int(response.status),
+            "durationMs": .double(seconds * 1000), "requestId": .string(request.requestId)])
+        return response
+    }
+}
+
+/// Turns whatever a handler throws into the conventions' error response (`HTTPError.from`), logging the 5xx with
+/// their cause (which never reaches the client).
+public struct ErrorMiddleware: Middleware {
+    let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
+    public func handle(_ request: Request, next: (Request) throws -> Response) throws -> Response {
+        do {
+            return try next(request)
+        } catch {
+            let http = HTTPError.from(error)
+            if http.status >= 500 {
+                logger.error("request failed", ["requestId": .string(request.requestId), "route": .string(request.route),
+                                                "error": .string(String(describing: error))])
+            }
+            return http.response
+        }
+    }
+}
+
+// MARK: - Domain errors
+
+/// What a service's domain refused, in its own terms: no HTTP in it. The kit turns it into a response in one place
+/// (`HTTPError.from`), so the same rule gives the same answer from a handler, and a consumer or job can tell a
+/// refusal from an outage.
+public protocol DomainError: Error, Sendable {
+    /// The kind of refusal.
+    var refusal: Refusal { get }
+    /// A sentence safe to show to the client.
+    var message: String { get }
+    /// The field it concerns, when there is one.
+    var field: String? { get }
+}
+
+extension DomainError {
+    public var field: String? { nil }
+}
+
+/// The kinds of refusal a domain knows, each with its status and code from the conventions.
+public enum Refusal: Sendable, Equatable {
+    /// The input breaks a rule (400 `validation_failed`).
+    case invalid
+    /// It does not exist, or the caller may not know it does (404).
+    case notFound
+    /// The caller is known but may not do this (403).
+    case forbidden
+    /// The state does not allow it now (409).
+    case conflict
+    /// Too many attempts (429 with `Retry-After`).
+    case rateLimited(retryAfter: Int)
+}
+
+extension HTTPError {
+    /// The response for a domain's refusal.
+    init(_ error: any DomainError) {
+        switch error.refusal {
+        case .invalid: self = .validation(error.message, field: error.field)
+        case .notFound: self = .notFound(error.message)
+        case .forbidden: self = HTTPError(403, "forbidden", error.message, field: error.field)
+        case .conflict: self = .conflict(error.message, field: error.field)
+        case .rateLimited(let seconds): self = .rateLimited(retryAfter: seconds)
+        }
+    }
+}
