@@ -42,9 +42,11 @@ public enum DispatchService {
                                             matcher: matcher, tracking: tracking)
             app.add(tracking.feed)
             app.addReadinessCheck("broker") { tracking.isReading }
-            let (workers, offerTimeout, maxMeters) = (settings.workers, Double(settings.offerTimeout), Double(settings.maxMeters))
+            let round = MatchingRound(pool: app.pool, parcels: handlers.parcels, matcher: matcher,
+                                      offerTimeout: Double(settings.offerTimeout), maxMeters: Double(settings.maxMeters))
+            let workers = settings.workers
             matcher.services(interval: Double(settings.tickMs) / 1000, workers: workers, pool: app.pool, logger: app.logger) {
-                try handlers.dispatchTick(worker: $0, workers: workers, offerTimeout: offerTimeout, maxMeters: maxMeters)
+                try round.run(worker: $0, of: workers)
             }.forEach(app.add)
             if settings.fleetFeed { app.consume("fleet", topics: [CourierLocation.type], handler: handlers.fleetFix) }
             return makeRoutes(handlers, app.makeTokenVerifier(), fleet: settings.operatorCredential)

@@ -24,12 +24,12 @@ public enum StoriesService {
             let handlers = StoriesHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency)
             app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type]) { event, connection in
                 switch event.type {
-                case UserRegistered.type: try handlers.userRegistered(event, connection)
-                default: try handlers.userUpdated(event, connection)
+                case UserRegistered.type: try handlers.groups.userRegistered(event, connection)
+                default: try handlers.groups.userUpdated(event, connection)
                 }
             }
             app.add(Job.every(Double(settings.newsletterScanSeconds), "compile-newsletters", logger: app.logger) {
-                try handlers.compileDueNewsletters()
+                try handlers.newsletters.compileDueNewsletters()
             })
             app.add(Job.every(3600, "delete-old-join-failures", logger: app.logger) {
                 try pool.withConnection { try StoriesStorage().deleteOldJoinFailures($0) }

@@ -1,5 +1,4 @@
 import Foundation
-import HTTP
 import Models
 import Postgres
 import ServiceKit

@@ -3,14 +3,20 @@ import Geo
 import Models
 import Postgres
 import ServiceKit
+import Synchronization
 
 /// The live positions of online couriers, in memory: rebuilt from PostgreSQL at start and kept current from the
 /// fixes this instance receives and, on its own thread, from the rows other instances changed. PostgreSQL stays the
 /// source of truth for offers and assignments.
 ///
-/// `@unchecked Sendable`: `since`, `loaded` and `generation` are guarded by `condition`; the index locks itself.
+/// Each courier's entry carries the time of the row it came from (`updated_at`), and an older row never replaces a
+/// newer one: the refresh may read a row just before a fix commits, after the fix already placed the courier.
+///
+/// `@unchecked Sendable`: `since`, `loaded` and `generation` are guarded by `condition`; `versions` is a `Mutex`
+/// held around each index change, so a check and its change are one step; the index locks itself.
 final class Matcher: @unchecked Sendable {
     let index = GeoIndex<UUID>()
+    private let versions = Mutex<[UUID: Date]>([:])
     private let condition = NSCondition()
     private var generation = 0  // bumped by `wake`
     private var loaded = false
@@ -18,12 +24,18 @@ final class Matcher: @unchecked Sendable {
 
     /// Keeps in the index exactly the couriers who could take a parcel: online, placed, with room.
     func update(_ courier: CourierRecord) {
-        update(courier.userId, available: courier.online && courier.active < courier.capacity ? courier.position : nil)
+        update(courier.userId, available: courier.online && courier.active < courier.capacity ? courier.position : nil,
+               asOf: courier.updatedAt)
     }
 
-    /// Places a courier who could take a parcel at `position`; nil takes them out.
-    func update(_ id: UUID, available position: GeoPoint?) {
-        if let position { index.upsert(id, at: position) } else { index.remove(id) }
+    /// Places a courier who could take a parcel at `position` (nil takes them out), as their row was at `asOf`;
+    /// nothing changes when the index already holds a newer state of them.
+    func update(_ id: UUID, available position: GeoPoint?, asOf: Date) {
+        versions.withLock { versions in
+            if let known = versions[id], known > asOf { return }
+            versions[id] = asOf
+            if let position { index.upsert(id, at: position) } else { index.remove(id) }
+        }
     }
 
     /// Couriers to offer a parcel at `pickup` to, nearest first, within `maxMeters`, minus `excluded`.
@@ -36,7 +48,7 @@ final class Matcher: @unchecked Sendable {
     func refresh(_ pool: Pool) throws {
         condition.lock(); let from = since.addingTimeInterval(-2); condition.unlock()
         let changed = try pool.withConnection { try DispatchStorage().couriersChanged($0, since: from) }
-        for courier in changed.couriers { update(courier.id, available: courier.position) }
+        for courier in changed.couriers { update(courier.id, available: courier.position, asOf: courier.updatedAt) }
         condition.lock()
         if let newest = changed.newest { since = newest }
         if !loaded { loaded = true; condition.broadcast() }
@@ -76,48 +88,25 @@ final class Matcher: @unchecked Sendable {
     }
 }
 
-extension DispatchHandlers {
-    /// One round of a matching worker: the first expires unanswered offers; each offers its share of the waiting
-    /// parcels (express first, oldest first). Shares split by parcel id; across instances row locks keep them apart.
-    func dispatchTick(worker: Int, workers: Int, offerTimeout: TimeInterval, maxMeters: Double) throws {
-        if worker == 0 {
-            try pool.withTransaction { c in
-                for id in try storage.expiredOffers(c, limit: 100) {
-                    guard let p = try storage.parcel(c, id, lock: true, skipLocked: true), p.status == .offered,
-                          (p.offerExpiresAt ?? .distantFuture) < Date() else { continue }
-                    _ = try apply(c, p, .expire, actor: .system, actorId: nil, place: nil)
-                }
-            }
-        }
-        let waiting = try pool.withConnection { try storage.awaiting($0, limit: 100 * workers) }
-        for id in waiting where Int(id.uuid.15) % workers == worker {
-            try pool.withTransaction { c in _ = try offer(c, id, timeout: offerTimeout, maxMeters: maxMeters) }
-        }
-    }
+/// One round of a matching worker, over the parcel rules.
+struct MatchingRound: Sendable {
+    let pool: Pool
+    let parcels: Parcels
+    let matcher: Matcher
+    let offerTimeout: TimeInterval
+    let maxMeters: Double
 
-    /// Offers a waiting parcel to the nearest courier who is online, has room, has no other offer open and has not
-    /// declined it. Row locks and a unique index (one open offer per courier) keep workers and instances from
-    /// colliding: a courier whose row another transaction holds is passed over this round rather than waited for
-    /// (waiting made workers deadlock on each other's couriers), and a failed attempt gives its lock back.
-    func offer(_ c: Connection, _ id: UUID, timeout: TimeInterval, maxMeters: Double) throws -> Bool {
-        guard var parcel = try storage.parcel(c, id, lock: true, skipLocked: true), parcel.status == .awaitingCourier else { return false }
-        let declined = try storage.declined(c, parcel: id)
-        for courier in matcher.candidates(near: parcel.pickup, excluding: declined, maxMeters: maxMeters) {
-            try c.execute("SAVEPOINT offer")
-            do {
-                guard try storage.canBeOffered(c, courier: courier) else {
-                    try c.execute("ROLLBACK TO SAVEPOINT offer")
-                    continue
+    /// The first worker expires unanswered offers; each offers its share of the waiting parcels (express first,
+    /// oldest first). Shares split by parcel id; across instances row locks keep them apart.
+    func run(worker: Int, of workers: Int) throws {
+        if worker == 0 { try pool.withTransaction { try parcels.expireOffers($0) } }
+        let waiting = try pool.withConnection { try parcels.storage.awaiting($0, limit: 100 * workers) }
+        for id in waiting where Int(id.uuid.15) % workers == worker {
+            try pool.withTransaction { c in
+                _ = try parcels.offer(c, id, timeout: offerTimeout) { pickup, declined in
+                    matcher.candidates(near: pickup, excluding: declined, maxMeters: maxMeters)
                 }
-                parcel.offeredTo = courier
-                parcel.offerExpiresAt = Date().addingTimeInterval(timeout)
-                _ = try apply(c, parcel, .offer, actor: .system, actorId: nil, place: nil)
-                try c.execute("RELEASE SAVEPOINT offer")
-                return true
-            } catch let error as PostgresError where error.kind == .uniqueViolation {
-                try c.execute("ROLLBACK TO SAVEPOINT offer")  // that courier got another offer meanwhile
             }
         }
-        return false
     }
 }

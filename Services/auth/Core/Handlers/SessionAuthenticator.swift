@@ -1,23 +1,7 @@
-import Crypto
 import Foundation
 import HTTP
 import Postgres
 import ServiceKit
-
-/// Auth's signing key (kept in the database, so it survives restarts) and its token issuing and checking.
-struct SigningKeys: Sendable {
-    /// Access-token lifetime in seconds (the conventions' maximum, 15 minutes).
-    static let accessLifetime = 900
-    let kid: String
-    let key: Ed25519PrivateKey
-
-    /// Signs an access token for the session.
-    func accessToken(user: UUID, session: UUID, now: Date = Date()) throws -> String {
-        let iat = Int(now.timeIntervalSince1970)
-        return try JWT.sign(AccessClaims(sub: user.lowercased, sid: session.lowercased, iat: iat,
-                                         exp: iat + Self.accessLifetime), key: key, kid: kid)
-    }
-}
 
 /// Auth checks its tokens against its own key and its own sessions table, so a logout takes effect at once here.
 struct SessionAuthenticator: Authenticator {

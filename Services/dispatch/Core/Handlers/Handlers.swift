@@ -5,9 +5,9 @@ import Models
 import Postgres
 import ServiceKit
 
-/// The dispatch service's handlers. Only a parcel's sender, recipient and courier (or the courier it is offered to)
-/// see it; anyone else gets 404. A participant doing another role's action gets 403, a transition the status
-/// machine does not have gets 409.
+/// The dispatch service's handlers: they take the decoded request, run the domain (`Parcels`, `Couriers`) in a
+/// transaction and map the result to its view. The rules and their refusals (404 for anyone not a party, 403 for
+/// another party's action, 409 for a transition the status machine does not have) live in the domain.
 struct DispatchHandlers: Sendable {
     let pool: Pool
     let outbox: Outbox
@@ -17,6 +17,8 @@ struct DispatchHandlers: Sendable {
     let storage = DispatchStorage()
     let media = MediaStore(schema: "dispatch")
     let tariff = Tariff()
+    var parcels: Parcels { Parcels(storage: storage, outbox: outbox) }
+    var couriers: Couriers { Couriers(storage: storage, parcels: parcels, matcher: matcher, tracking: tracking) }
 
     // MARK: Couriers
 
@@ -36,7 +38,7 @@ struct DispatchHandlers: Sendable {
     func location(_ request: Request, _ caller: Caller, _ body: LocationBody) throws -> Response {
         let fix = try Fix(courier: caller.userId, lat: body.lat, lon: body.lon, heading: body.heading, speedMps: body.speedMps, at: body.at)
         let applied = try pool.withTransaction { c in
-            let applied = try record(c, [fix]) == 1
+            let applied = try couriers.record(c, [fix]) == 1
             if !applied, try storage.courier(c, caller.userId) == nil { throw HTTPError.notFound("Register as a courier first.") }
             return applied  // false: stale or out of order, ignored
         }
@@ -74,7 +76,7 @@ struct DispatchHandlers: Sendable {
     func getParcel(_ request: Request, _ caller: Caller) throws -> Response {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
-            guard let parcel = try storage.parcel(c, id), parcel.involves(caller.userId) else { throw HTTPError.notFound() }
+            guard let parcel = try storage.parcel(c, id), parcel.involves(caller.userId) else { throw ParcelError.notFound }
             let position = try parcel.courierId.flatMap { try storage.courier(c, $0)?.position }
             return try .json(ParcelView(parcel, history: try storage.history(c, parcel: id), courierPosition: position))
         }
@@ -129,66 +131,15 @@ struct DispatchHandlers: Sendable {
         try perform(try Validate.pathID(request), by: caller.userId, action, change)
     }
 
-    /// One participant's action: find, authorize, transition, record, emit.
+    /// One party's action, in a transaction; the matcher looks again when a parcel may need another courier.
     func perform(_ id: UUID, by user: UUID, _ action: ParcelAction,
                  _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
         let response = try pool.withTransaction { c -> Response in
-            guard var parcel = try storage.parcel(c, id, lock: true), parcel.involves(user) else { throw HTTPError.notFound() }
-            let allowed: Bool
-            switch action.actor {
-            case .sender: allowed = parcel.senderId == user
-            case .recipient: allowed = parcel.recipientUserId == user
-            case .courier: allowed = [.accept, .decline].contains(action) ? parcel.offeredTo == user && parcel.status == .offered
-                                                                           : parcel.courierId == user
-            case .system: allowed = false
-            }
-            guard allowed else { throw HTTPError.forbidden("Only the \(action.actor.rawValue) may \(action.rawValue) this parcel.") }
-            try change?(c, &parcel)
-            // Where it happened: the courier's last fix (senders and recipients send none).
-            let position = action.actor == .courier ? try storage.courier(c, user)?.position : nil
-            let updated = try apply(c, parcel, action, actor: action.actor, actorId: user, place: position)
+            let updated = try parcels.perform(c, id, by: user, action) { try change?(c, &$0) }
             return try .json(ParcelView(updated, history: try storage.history(c, parcel: id)))
         }
         if action == .decline || action == .cancel { matcher.wake() }
         return response
-    }
-
-    /// Applies `action` to a locked parcel: the status machine, the courier's load, history and the event.
-    func apply(_ c: Connection, _ parcel: ParcelRecord, _ action: ParcelAction, actor: ParcelActor, actorId: UUID?,
-               place: GeoPoint?) throws -> ParcelRecord {
-        guard let next = ParcelLifecycle.next(from: parcel.status, on: action) else {
-            throw HTTPError.conflict("A parcel that is \(parcel.status.rawValue) cannot be \(action.rawValue)ed.")
-        }
-        var p = parcel
-        let from = p.status
-        switch action {
-        case .accept:
-            guard let courier = p.offeredTo, try storage.changeLoad(c, courier: courier, by: 1) else {
-                throw HTTPError.conflict("You are carrying as many parcels as you can.")
-            }
-            p.courierId = courier
-            p.offeredTo = nil
-            p.offerExpiresAt = nil
-        case .decline, .expire:
-            if let courier = p.offeredTo { try storage.decline(c, parcel: p.id, courier: courier) }
-            p.offeredTo = nil
-            p.offerExpiresAt = nil
-        case .cancel:
-            if from == .assigned, let courier = p.courierId { _ = try storage.changeLoad(c, courier: courier, by: -1) }
-            p.offeredTo = nil
-            p.offerExpiresAt = nil
-        case .deliver, .fail:
-            if let courier = p.courierId { _ = try storage.changeLoad(c, courier: courier, by: -1) }
-        default: break
-        }
-        p.status = next
-        try storage.save(c, p)
-        let at = try storage.addHistory(c, parcel: p.id, from: from, to: next, actor: actor, actorId: actorId, place: place)
-        try outbox.add(ParcelStatusChanged(parcelId: p.id.lowercased, from: from.rawValue, to: next.rawValue, actor: actor.rawValue,
-                                           actorId: actorId?.lowercased, courierId: (p.courierId ?? parcel.offeredTo)?.lowercased,
-                                           place: place.map { Place(lat: $0.lat, lon: $0.lon) }, at: Timestamp.format(at)),
-                       subject: p.id.lowercased, on: c)
-        return p
     }
 
     // MARK: Media
@@ -196,7 +147,5 @@ struct DispatchHandlers: Sendable {
     func uploadMedia(_ request: Request, _ caller: Caller) throws -> Response {
         try media.upload(request, owner: caller.userId, idempotency: idempotency)
     }
-
-    // MARK: Checks
 
 }

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import HTTP
 import Models
 import Postgres
 import ServiceKit
@@ -50,10 +49,8 @@ struct AuthStorage {
         }
     }
 
-    static func duplicate(_ error: PostgresError) -> HTTPError {
-        error.constraint == "users_email_unique"
-            ? .conflict("That email address is already registered.", field: "email")
-            : .conflict("That username is taken.", field: "username")
+    static func duplicate(_ error: PostgresError) -> AccountError {
+        error.constraint == "users_email_unique" ? .emailTaken : .usernameTaken
     }
 
     func user(_ c: Connection, id: UUID) throws -> UserRecord? {
@@ -79,7 +76,7 @@ struct AuthStorage {
                 UPDATE auth.users SET username = $2, email = $3, full_name = $4, avatar_media_id = $5, updated_at = now()
                 WHERE id = $1 RETURNING \(UserRecord.columns)
                 """, [user.id, user.username, user.email, user.fullName, user.avatarMediaId])
-            guard let row else { throw HTTPError.notFound() }
+            guard let row else { throw AccountError.notFound }
             return try UserRecord(row)
         } catch let error as PostgresError where error.kind == .uniqueViolation {
             throw Self.duplicate(error)

@@ -5,42 +5,6 @@ import Models
 import Postgres
 import ServiceKit
 
-/// A location fix, validated.
-struct Fix {
-    let courier: UUID
-    let point: GeoPoint
-    let heading: Double?
-    let speed: Double?
-    let time: Date
-
-    /// Checks a fix's ranges; `field` prefixes the names in errors (`fixes[3].`).
-    init(courier: UUID, lat: Double, lon: Double, heading: Double?, speedMps: Double?, at: String?, field: String = "",
-         now: Date = Date()) throws {
-        self.courier = courier
-        point = GeoPoint(lat: lat, lon: lon)
-        guard point.isValid else { throw HTTPError.validation("lat must be -90 to 90 and lon -180 to 180.", field: field + "lat") }
-        if let heading, !(heading.isFinite && (0...360).contains(heading)) {
-            throw HTTPError.validation("heading must be 0 to 360.", field: field + "heading")
-        }
-        if let speedMps, !(speedMps.isFinite && (0...100).contains(speedMps)) {
-            throw HTTPError.validation("speedMps must be 0 to 100.", field: field + "speedMps")
-        }
-        self.heading = heading
-        speed = speedMps
-        guard let at else { time = now; return }
-        guard let t = Timestamp.parse(at) else { throw HTTPError.validation("at must be an RFC 3339 time.", field: field + "at") }
-        guard t <= now.addingTimeInterval(30) else { throw HTTPError.validation("at is in the future.", field: field + "at") }
-        time = t
-    }
-
-    /// The newest fix of each courier (a batch may carry several).
-    static func newestPerCourier(_ fixes: [Fix]) -> [Fix] {
-        var newest: [UUID: Fix] = [:]
-        for f in fixes where (newest[f.courier]?.time ?? .distantPast) < f.time { newest[f.courier] = f }
-        return Array(newest.values)
-    }
-}
-
 /// A courier seeded by an operator.
 struct SeededCourier {
     let id: UUID
@@ -120,7 +84,7 @@ extension DispatchHandlers {
             try Fix(courier: f.courierId, lat: f.lat, lon: f.lon, heading: f.heading, speedMps: f.speedMps, at: f.at,
                     field: "fixes[\(i)].", now: now)
         }
-        let applied = try pool.withTransaction { try record($0, fixes) }
+        let applied = try pool.withTransaction { try couriers.record($0, fixes) }
         return try .json(["received": fixes.count, "applied": applied])
     }
 
@@ -145,31 +109,8 @@ extension DispatchHandlers {
         guard event.source != "/dispatch", let fix = try? event.decode(CourierLocation.self), let courier = UUID(uuidString: fix.courierId),
               let valid = try? Fix(courier: courier, lat: fix.lat, lon: fix.lon, heading: fix.heading, speedMps: fix.speedMps, at: fix.at)
         else { return }  // malformed fixes are dropped, not retried
-        try record(c, [valid], publish: false)  // watchers already see the gateway's event
+        try couriers.record(c, [valid], publish: false)  // watchers already see the gateway's event
     }
 
-    /// Records fixes (the newest per courier; stale ones ignored), keeps the index current, shows the positions of
-    /// couriers carrying parcels to their watchers, and puts parcels in transit on the first fix 50 m from their
-    /// pickup. Returns how many fixes were applied.
-    @discardableResult
-    func record(_ c: Connection, _ fixes: [Fix], publish: Bool = true) throws -> Int {
-        let byCourier = Dictionary(uniqueKeysWithValues: Fix.newestPerCourier(fixes).map { ($0.courier, $0) })
-        let applied = try storage.recordFixes(c, Array(byCourier.values))
-        for courier in applied {
-            guard let fix = byCourier[courier.id] else { continue }
-            matcher.update(courier.id, available: courier.available ? fix.point : nil)
-            guard courier.active > 0 else { continue }
-            if publish {
-                tracking.publishPosition(CourierLocation(courierId: courier.id.lowercased, lat: fix.point.lat, lon: fix.point.lon,
-                                                         heading: fix.heading, speedMps: fix.speed, at: Timestamp.format(fix.time)))
-            }
-            for id in try storage.pickedUp(c, courier: courier.id) {
-                guard let parcel = try storage.parcel(c, id, lock: true),
-                      greatCircleMeters(parcel.pickup, fix.point) > ParcelLifecycle.departureMeters else { continue }
-                _ = try apply(c, parcel, .depart, actor: .system, actorId: nil, place: fix.point)
-            }
-        }
-        return applied.count
-    }
 
 }

@@ -100,7 +100,7 @@ extension DispatchHandlers {
     func events(_ request: Request, _ caller: Caller) throws -> Response {
         let id = try Validate.pathID(request)
         let parcel: ParcelRecord = try pool.withConnection { c in
-            guard let p = try storage.parcel(c, id), p.involves(caller.userId) else { throw HTTPError.notFound() }
+            guard let p = try storage.parcel(c, id), p.involves(caller.userId) else { throw ParcelError.notFound }
             return p
         }
         let stream = EventStream()

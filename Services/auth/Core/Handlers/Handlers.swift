@@ -161,29 +161,3 @@ struct AuthHandlers: Sendable {
                        subject: user.lowercased, on: c)
     }
 }
-
-/// Auth's own field rules.
-enum Check {
-    /// Usernames: 3 to 32 of a-z, 0-9, _ and . (upper case is accepted and stored lower-cased).
-    static let usernameSchema = Schema.string(min: 3, max: 32, pattern: "^[A-Za-z0-9_.]+$",
-                                              rule: "username must be 3 to 32 of a-z, 0-9, _ and .")
-    /// Email addresses: at most 254 bytes here; `email` checks the rest.
-    static let emailSchema = Schema.string(max: 254, bytes: true, rule: "email must be a valid email address.")
-    /// Passwords: at least 10 characters, at most 1024 bytes.
-    static let passwordSchema = Schema.string(min: 10, max: 1024, bytes: true)
-
-    /// A syntactically valid address, trimmed; else a 400 naming `email`.
-    static func email(_ value: String) throws -> String {
-        let email = value.trimmingCharacters(in: .whitespaces)
-        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
-        let valid = email.utf8.count <= 254 && parts.count == 2 && (1...64).contains(parts[0].utf8.count)
-            && parts[0].unicodeScalars.allSatisfy { $0.isASCII && $0.value > 0x20 && $0 != "(" && $0 != ")" && $0 != "," && $0 != ";" && $0 != "<" && $0 != ">" && $0 != "\"" && $0 != "\\" && $0 != "[" && $0 != "]" }
-            && parts[1].split(separator: ".", omittingEmptySubsequences: false).count >= 2
-            && parts[1].split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
-                !label.isEmpty && label.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
-                    && label.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }
-            }
-        guard valid else { throw HTTPError.validation("email must be a valid email address.", field: "email") }
-        return email
-    }
-}

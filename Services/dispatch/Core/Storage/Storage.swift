@@ -111,17 +111,17 @@ struct DispatchStorage {
 
     /// Records fixes (at most one per courier) unless an equal or newer one is known; returns the couriers whose fix
     /// was applied: how many parcels they carry, and whether they could take another (online, with room).
-    func recordFixes(_ c: Connection, _ fixes: [Fix]) throws -> [(id: UUID, active: Int, available: Bool)] {
+    func recordFixes(_ c: Connection, _ fixes: [Fix]) throws -> [(id: UUID, active: Int, available: Bool, updatedAt: Date)] {
         try c.rows("""
             UPDATE dispatch.couriers c SET lat = f.lat, lon = f.lon, heading = f.heading, speed_mps = f.speed, fix_at = f.at,
                 updated_at = clock_timestamp()
             FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::float8[], $5::float8[], $6::timestamptz[])
                 AS f (id, lat, lon, heading, speed, at)
             WHERE c.user_id = f.id AND (c.fix_at IS NULL OR c.fix_at < f.at)
-            RETURNING c.user_id, c.active, c.online AND c.active < c.capacity AS available
+            RETURNING c.user_id, c.active, c.online AND c.active < c.capacity AS available, c.updated_at
             """, [PostgresArray(fixes.map(\.courier)), PostgresArray(fixes.map(\.point.lat)), PostgresArray(fixes.map(\.point.lon)),
                   PostgresArray(fixes.map(\.heading)), PostgresArray(fixes.map(\.speed)), PostgresArray(fixes.map(\.time))])
-            .map { row in (try row["user_id"], try row["active"], try row["available"]) }
+            .map { row in (try row["user_id"], try row["active"], try row["available"], try row["updated_at"]) }
     }
 
     /// Creates or updates couriers that have no account of their own here (a fleet's, a load test's).
@@ -148,14 +148,14 @@ struct DispatchStorage {
 
     /// Couriers changed since `since` (online or not), as the in-memory index needs them, and the newest change.
     /// Only that is read and parsed: at thousands of fixes a second this runs over thousands of rows.
-    func couriersChanged(_ c: Connection, since: Date) throws -> (couriers: [(id: UUID, position: GeoPoint?)], newest: Date?) {
+    func couriersChanged(_ c: Connection, since: Date) throws -> (couriers: [(id: UUID, position: GeoPoint?, updatedAt: Date)], newest: Date?) {
         let rows = try c.rows("""
             SELECT user_id, CASE WHEN online AND active < capacity THEN lat END AS lat, lon, updated_at
             FROM dispatch.couriers WHERE updated_at > $1 ORDER BY updated_at
             """, [since])
-        let couriers = try rows.map { row -> (id: UUID, position: GeoPoint?) in
+        let couriers = try rows.map { row -> (id: UUID, position: GeoPoint?, updatedAt: Date) in
             let lat: Double? = try row.decode("lat"), lon: Double? = try row.decode("lon")
-            return (try row["user_id"], lat.flatMap { la in lon.map { GeoPoint(lat: la, lon: $0) } })
+            return (try row["user_id"], lat.flatMap { la in lon.map { GeoPoint(lat: la, lon: $0) } }, try row["updated_at"])
         }
         return (couriers, try rows.last.map { try $0["updated_at"] })
     }

@@ -1,0 +1,134 @@
+import Foundation
+import Geo
+import Models
+import Postgres
+import ServiceKit
+
+/// What the parcel rules refuse.
+enum ParcelError: DomainError, Equatable {
+    /// No such parcel, or the caller is not one of its parties.
+    case notFound
+    /// A party doing another party's action (a sender accepting, a courier it was not offered to).
+    case notYourRole(ParcelAction)
+    /// The status machine has no such transition from where the parcel is.
+    case invalidTransition(from: ParcelStatus, action: ParcelAction)
+    /// The courier carries as many parcels as their capacity allows.
+    case courierFull
+
+    var refusal: Refusal {
+        switch self {
+        case .notFound: return .notFound
+        case .notYourRole: return .forbidden
+        case .invalidTransition, .courierFull: return .conflict
+        }
+    }
+
+    var message: String {
+        switch self {
+        case .notFound: return "Not found."
+        case .notYourRole(let action): return "Only the \(action.actor.rawValue) may \(action.rawValue) this parcel."
+        case .invalidTransition(let from, let action): return "A parcel that is \(from.rawValue) cannot be \(action.rawValue)ed."
+        case .courierFull: return "You are carrying as many parcels as you can."
+        }
+    }
+}
+
+/// The parcel rules applied in a transaction: who may do what, the status machine, the courier's load, the history
+/// and the `parcel.status` event. Handlers, the matcher and the fleet consumer all change parcels through here.
+struct Parcels: Sendable {
+    let storage: DispatchStorage
+    let outbox: Outbox
+
+    /// One party's action on a parcel: found and locked (`notFound` for anyone not a party), authorized, changed by
+    /// `change` (say, its delivery photo), then moved on by the status machine.
+    func perform(_ c: Connection, _ id: UUID, by user: UUID, _ action: ParcelAction,
+                 _ change: ((inout ParcelRecord) throws -> Void)? = nil) throws -> ParcelRecord {
+        guard var parcel = try storage.parcel(c, id, lock: true), parcel.involves(user) else { throw ParcelError.notFound }
+        let allowed: Bool
+        switch action.actor {
+        case .sender: allowed = parcel.senderId == user
+        case .recipient: allowed = parcel.recipientUserId == user
+        case .courier: allowed = [.accept, .decline].contains(action) ? parcel.offeredTo == user && parcel.status == .offered
+                                                                       : parcel.courierId == user
+        case .system: allowed = false
+        }
+        guard allowed else { throw ParcelError.notYourRole(action) }
+        try change?(&parcel)
+        // Where it happened: the courier's last fix (senders and recipients send none).
+        let position = action.actor == .courier ? try storage.courier(c, user)?.position : nil
+        return try apply(c, parcel, action, actor: action.actor, actorId: user, place: position)
+    }
+
+    /// Moves a locked parcel on by `action`: the status machine, the courier's load, history and the event.
+    func apply(_ c: Connection, _ parcel: ParcelRecord, _ action: ParcelAction, actor: ParcelActor, actorId: UUID?,
+               place: GeoPoint?) throws -> ParcelRecord {
+        guard let next = ParcelLifecycle.next(from: parcel.status, on: action) else {
+            throw ParcelError.invalidTransition(from: parcel.status, action: action)
+        }
+        var p = parcel
+        let from = p.status
+        switch action {
+        case .accept:
+            guard let courier = p.offeredTo, try storage.changeLoad(c, courier: courier, by: 1) else { throw ParcelError.courierFull }
+            p.courierId = courier
+            p.offeredTo = nil
+            p.offerExpiresAt = nil
+        case .decline, .expire:
+            if let courier = p.offeredTo { try storage.decline(c, parcel: p.id, courier: courier) }
+            p.offeredTo = nil
+            p.offerExpiresAt = nil
+        case .cancel:
+            if from == .assigned, let courier = p.courierId { _ = try storage.changeLoad(c, courier: courier, by: -1) }
+            p.offeredTo = nil
+            p.offerExpiresAt = nil
+        case .deliver, .fail:
+            if let courier = p.courierId { _ = try storage.changeLoad(c, courier: courier, by: -1) }
+        default: break
+        }
+        p.status = next
+        try storage.save(c, p)
+        let at = try storage.addHistory(c, parcel: p.id, from: from, to: next, actor: actor, actorId: actorId, place: place)
+        try outbox.add(ParcelStatusChanged(parcelId: p.id.lowercased, from: from.rawValue, to: next.rawValue, actor: actor.rawValue,
+                                           actorId: actorId?.lowercased, courierId: (p.courierId ?? parcel.offeredTo)?.lowercased,
+                                           place: place.map { Place(lat: $0.lat, lon: $0.lon) }, at: Timestamp.format(at)),
+                       subject: p.id.lowercased, on: c)
+        return p
+    }
+
+    /// Sends back to waiting up to 100 offers nobody answered in time (another instance's are skipped).
+    func expireOffers(_ c: Connection, now: Date = Date()) throws {
+        for id in try storage.expiredOffers(c, limit: 100) {
+            guard let p = try storage.parcel(c, id, lock: true, skipLocked: true), p.status == .offered,
+                  (p.offerExpiresAt ?? .distantFuture) < now else { continue }
+            _ = try apply(c, p, .expire, actor: .system, actorId: nil, place: nil)
+        }
+    }
+
+    /// Offers a waiting parcel to the first of `candidates(pickup, declined)` (nearest first) who is online, has room,
+    /// has no other offer open and has not declined it. Row locks and a unique index (one open offer per courier)
+    /// keep workers and instances from colliding: a courier whose row another transaction holds is passed over this
+    /// round rather than waited for, and a failed attempt is undone on its own. True when an offer was made.
+    func offer(_ c: Connection, _ id: UUID, timeout: TimeInterval,
+               candidates: (GeoPoint, Set<UUID>) -> [UUID]) throws -> Bool {
+        guard var parcel = try storage.parcel(c, id, lock: true, skipLocked: true), parcel.status == .awaitingCourier else { return false }
+        for courier in candidates(parcel.pickup, try storage.declined(c, parcel: id)) {
+            do {
+                try c.withSavepoint {
+                    // Undone when they cannot take it, which gives back the courier's row lock.
+                    guard try storage.canBeOffered(c, courier: courier) else { throw PassedOver() }
+                    parcel.offeredTo = courier
+                    parcel.offerExpiresAt = Date().addingTimeInterval(timeout)
+                    _ = try apply(c, parcel, .offer, actor: .system, actorId: nil, place: nil)
+                }
+                return true
+            } catch is PassedOver {
+                continue
+            } catch let error as PostgresError where error.kind == .uniqueViolation {
+                continue  // that courier got another offer meanwhile
+            }
+        }
+        return false
+    }
+
+    private struct PassedOver: Error {}
+}

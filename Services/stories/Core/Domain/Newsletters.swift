@@ -1,0 +1,123 @@
+import Foundation
+import Models
+import Postgres
+import ServiceKit
+
+// MARK: - The newsletter document
+
+/// A group's newsletter for one period: every member's stories, grouped by member and local day.
+struct NewsletterDocument: Codable {
+    struct Period: Codable { let from: String; let to: String; let timeZone: String }
+    struct Story: Codable {
+        let id: String
+        let text: String
+        let backgroundColor: String?
+        let media: [Media]
+        let commentCount: Int
+        let createdAt: String
+    }
+    struct Media: Codable { let id: String; let url: String }
+    struct Day: Codable { let date: String; let stories: [Story] }
+    struct Member: Codable {
+        let id: String
+        let fullName: String?
+        let avatarMediaId: String?
+        /// False for someone who posted in the period and has left since.
+        let isMember: Bool
+        let days: [Day]
+    }
+    let groupId: String
+    let groupName: String
+    let period: Period
+    let storyCount: Int
+    let members: [Member]
+}
+
+/// The newsletter rules: what a period's document holds, and compiling each closed period once.
+struct Newsletters: Sendable {
+    let pool: Pool
+    let storage: StoriesStorage
+    let outbox: Outbox
+
+    /// The newsletter of `group` for [from, to): current members (in joining order, even with nothing posted) and
+    /// anyone else who posted in the period.
+    func document(_ c: Connection, group: GroupRecord, from: Date, to: Date) throws -> NewsletterDocument {
+        let zone = TimeZone(identifier: group.schedule.timeZone) ?? TimeZone(identifier: "UTC")!
+        let (stories, media) = try storage.storiesInPeriod(c, group: group.id, from: from, to: to)
+        let current = try storage.members(c, of: group.id)
+        let memberIds = Set(current.map(\.userId))
+        let formerAuthors = Array(Set(stories.map(\.authorId)).subtracting(memberIds)).sorted { $0.uuidString < $1.uuidString }
+        let profiles = try storage.profiles(c, formerAuthors)
+        let byAuthor = Dictionary(grouping: stories, by: \.authorId)
+        func days(_ author: UUID) -> [NewsletterDocument.Day] {
+            let mine = byAuthor[author] ?? []
+            var order: [String] = []
+            var grouped: [String: [NewsletterDocument.Story]] = [:]
+            for s in mine {
+                let day = LocalDay.of(s.createdAt, in: zone)
+                if grouped[day] == nil { order.append(day) }
+                grouped[day, default: []].append(NewsletterDocument.Story(
+                    id: s.id.lowercased, text: s.text, backgroundColor: s.backgroundColor,
+                    media: (media[s.id] ?? []).map { .init(id: $0.lowercased, url: "/v1/media/\($0.lowercased)") },
+                    commentCount: s.commentCount, createdAt: Timestamp.format(s.createdAt)))
+            }
+            return order.map { .init(date: $0, stories: grouped[$0]!) }
+        }
+        let people = current.map {
+            NewsletterDocument.Member(id: $0.userId.lowercased, fullName: $0.fullName, avatarMediaId: $0.avatarMediaId?.lowercased,
+                                      isMember: true, days: days($0.userId))
+        } + formerAuthors.map {
+            NewsletterDocument.Member(id: $0.lowercased, fullName: profiles[$0]?.fullName, avatarMediaId: profiles[$0]?.avatar?.lowercased,
+                                      isMember: false, days: days($0))
+        }
+        return NewsletterDocument(groupId: group.id.lowercased, groupName: group.name,
+                                  period: .init(from: Timestamp.format(from), to: Timestamp.format(to), timeZone: zone.identifier),
+                                  storyCount: stories.count, members: people)
+    }
+
+    /// The schedule of a group's newsletter.
+    static func schedule(_ g: GroupRecord) throws -> NewsletterSchedule {
+        NewsletterSchedule(frequency: g.schedule.frequency, weekday: g.schedule.weekday, hour: g.schedule.hour,
+                           timeZone: TimeZone(identifier: g.schedule.timeZone) ?? TimeZone(identifier: "UTC")!)
+    }
+
+    /// Compiles the newsletters of every period that has closed: once per group and period, whatever the number of
+    /// instances (row locks and a unique period) and restarts (the close time is stored). Emits `newsletter.compiled`
+    /// and `reminder.due` for members who posted nothing. Returns how many it compiled.
+    @discardableResult
+    func compileDueNewsletters(now: Date = Date()) throws -> Int {
+        var compiled = 0
+        while true {
+            let batch: Int = try pool.withTransaction { c in
+                let due = try storage.dueGroups(c, limit: 20)
+                for (group, closesAt) in due {
+                    let schedule = try Self.schedule(group)
+                    guard let end = closesAt else {
+                        try storage.setNewsletterDue(c, group: group.id, at: schedule.nextClose(after: now))
+                        continue
+                    }
+                    let start = schedule.previousClose(atOrBefore: end.addingTimeInterval(-1))
+                    let doc = try document(c, group: group, from: start, to: end)
+                    let content = String(decoding: try JSON.encode(doc), as: UTF8.self)
+                    if let (id, at) = try storage.storeNewsletter(c, group: group.id, from: start, to: end,
+                                                                   storyCount: doc.storyCount, content: content) {
+                        let members = doc.members.filter(\.isMember)
+                        try outbox.add(NewsletterCompiled(groupId: group.id.lowercased, newsletterId: id.lowercased,
+                                                          periodStart: doc.period.from, periodEnd: doc.period.to,
+                                                          storyCount: doc.storyCount, memberIds: members.map(\.id),
+                                                          compiledAt: Timestamp.format(at)), subject: group.id.lowercased, on: c)
+                        for member in members where member.days.isEmpty {
+                            try outbox.add(ReminderDue(userId: member.id, groupId: group.id.lowercased, reason: "no_story_in_period",
+                                                       periodStart: doc.period.from, periodEnd: doc.period.to),
+                                           subject: member.id, on: c)
+                        }
+                        compiled += 1
+                    }
+                    try storage.setNewsletterDue(c, group: group.id, at: schedule.nextClose(after: end))
+                }
+                return due.count
+            }
+            if batch == 0 { return compiled }
+        }
+    }
+}

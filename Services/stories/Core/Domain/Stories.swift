@@ -1,0 +1,66 @@
+import Foundation
+import Models
+import Postgres
+import ServiceKit
+
+/// The story rules: a story goes to groups its author is in, carries text or media (the author's own images), is
+/// changed or deleted only by its author, and is seen and commented on by the members of its groups.
+struct Stories: Sendable {
+    let storage: StoriesStorage
+    let outbox: Outbox
+    let media: MediaStore
+
+    /// The story if `reader` may see it; `notFound` otherwise.
+    func visible(_ c: Connection, _ id: UUID, to reader: UUID, lock: Bool = false) throws -> StoryRecord {
+        guard let story = try storage.story(c, id, reader: reader, lock: lock) else { throw StoriesError.notFound }
+        return story
+    }
+
+    /// Posts a story to `groups` (each once, all the author's) with `text` and the author's `images`.
+    func create(_ c: Connection, by author: UUID, text: String, color: String?, groups: [UUID], images: [UUID]) throws -> StoryRecord {
+        let groups = try unique(groups, field: "groupIds")
+        let images = try unique(images, field: "mediaIds")
+        guard !text.isEmpty || !images.isEmpty else { throw StoriesError.emptyStory }
+        guard try storage.memberGroups(c, groups, user: author).count == groups.count else { throw StoriesError.notInGroups }
+        try media.requireOwned(images, by: author, field: "mediaIds", on: c)
+        let story = try storage.createStory(c, author: author, text: text, color: color, groups: groups, media: images)
+        try outbox.add(StoryCreated(storyId: story.id.lowercased, authorId: author.lowercased, groupIds: groups.map(\.lowercased),
+                                    mediaCount: images.count, createdAt: Timestamp.format(story.createdAt)),
+                       subject: story.id.lowercased, on: c)
+        return story
+    }
+
+    /// Changes what is given of a story, by its author; it must still carry text or media.
+    func update(_ c: Connection, _ id: UUID, by user: UUID, text: String?, color: Patch<String>, images: [UUID]?) throws -> StoryRecord {
+        var story = try visible(c, id, to: user, lock: true)
+        guard story.authorId == user else { throw StoriesError.notAuthor(verb: "change") }
+        if let text { story.text = text }
+        if color.isPresent { story.backgroundColor = color.value }
+        if let images {
+            let images = try unique(images, field: "mediaIds")
+            try media.requireOwned(images, by: user, field: "mediaIds", on: c)
+            try storage.setStoryMedia(c, id, images)
+            story.mediaIds = images
+        }
+        guard !story.text.isEmpty || !story.mediaIds.isEmpty else { throw StoriesError.emptyStory }
+        story.updatedAt = try storage.updateStory(c, story)
+        return story
+    }
+
+    /// Deletes a story, by its author.
+    func delete(_ c: Connection, _ id: UUID, by user: UUID) throws {
+        let story = try visible(c, id, to: user, lock: true)
+        guard story.authorId == user else { throw StoriesError.notAuthor(verb: "delete") }
+        try storage.deleteStory(c, id)
+    }
+
+    /// A comment on a story `author` can see.
+    func comment(_ c: Connection, on id: UUID, by author: UUID, text: String) throws -> CommentRecord {
+        let story = try visible(c, id, to: author)
+        let comment = try storage.addComment(c, story: id, author: author, text: text)
+        try outbox.add(StoryCommented(storyId: id.lowercased, commentId: comment.id.lowercased, authorId: author.lowercased,
+                                      storyAuthorId: story.authorId.lowercased, createdAt: Timestamp.format(comment.createdAt)),
+                       subject: id.lowercased, on: c)
+        return comment
+    }
+}

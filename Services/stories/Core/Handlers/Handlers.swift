@@ -1,0 +1,215 @@
+import Foundation
+import HTTP
+import Models
+import Postgres
+import ServiceKit
+
+/// The stories service's handlers: they take the decoded request, run the domain (`Groups`, `Stories`,
+/// `Newsletters`) in a transaction and map the result to its view. Anyone outside a group gets 404 for it and
+/// everything in it; a member who may not act gets 403: the domain says which.
+struct StoriesHandlers: Sendable {
+    let pool: Pool
+    let outbox: Outbox
+    let idempotency: Idempotency
+    let storage = StoriesStorage()
+    let media = MediaStore(schema: "stories")
+    var groups: Groups { Groups(storage: storage, outbox: outbox) }
+    var stories: Stories { Stories(storage: storage, outbox: outbox, media: media) }
+    var newsletters: Newsletters { Newsletters(pool: pool, storage: storage, outbox: outbox) }
+    /// Failed join attempts per user within 15 minutes before joins are refused.
+    static let maxJoinFailures = 10
+
+    // MARK: Groups
+
+    func createGroup(_ request: Request, _ caller: Caller, _ body: CreateGroupBody) throws -> Response {
+        try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            if let image = body.imageMediaId { try media.requireOwned([image], by: caller.userId, field: "imageMediaId", on: c) }
+            let group = try groups.create(c, kind: "group", name: body.name, image: body.imageMediaId, creator: caller.userId)
+            return try .json(GroupView(group, members: try storage.members(c, of: group.id)), status: 201)
+        }
+    }
+
+    func createJournal(_ request: Request, _ caller: Caller, _ body: CreateJournalBody) throws -> Response {
+        try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            let journal = try groups.create(c, kind: "journal", name: body.name, image: nil, creator: caller.userId)
+            return try .json(GroupView(journal, members: try storage.members(c, of: journal.id)), status: 201)
+        }
+    }
+
+    func listGroups(_ request: Request, _ caller: Caller) throws -> Response {
+        let page = try Page(request)
+        let after = try page.after.map { values -> UUID in
+            guard values.count == 1, let id = UUID(uuidString: values[0]) else { throw HTTPError.validation("cursor is not valid.", field: "cursor") }
+            return id
+        }
+        let list = try pool.withConnection { try storage.groups($0, of: caller.userId, after: after, limit: page.limit + 1) }
+        return try .json(PageResponse(list, page, item: { GroupView($0) }, cursor: { [$0.id.lowercased] }))
+    }
+
+    func getGroup(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withConnection { c in
+            let group = try groups.member(c, id, caller.userId)
+            return try .json(GroupView(group, members: try storage.members(c, of: id)))
+        }
+    }
+
+    func updateGroup(_ request: Request, _ caller: Caller, _ body: UpdateGroupBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in
+            var group = try groups.admin(c, id, caller.userId, lock: true)
+            if let name = body.name { group.name = name }
+            if body.imageMediaId.isPresent {
+                if let image = body.imageMediaId.value { try media.requireOwned([image], by: caller.userId, field: "imageMediaId", on: c) }
+                group.imageMediaId = body.imageMediaId.value
+            }
+            if let newsletter = body.newsletter { group.schedule = try Self.schedule(newsletter, over: group.schedule) }
+            try storage.updateGroup(c, group)
+            if body.newsletter != nil {
+                // The current period now ends by the new schedule.
+                try storage.setNewsletterDue(c, group: id, at: try Newsletters.schedule(group).nextClose(after: Date()))
+            }
+            guard let updated = try storage.group(c, id, reader: caller.userId) else { throw StoriesError.notFound }
+            return try .json(GroupView(updated, members: try storage.members(c, of: id)))
+        }
+    }
+
+    static func schedule(_ body: NewsletterBody, over current: Schedule) throws -> Schedule {
+        var s = current
+        if let f = body.frequency { s.frequency = f }
+        if let w = body.weekday { s.weekday = w }
+        if let h = body.hour { s.hour = h }
+        if let tz = body.timeZone {
+            guard TimeZone(identifier: tz) != nil, tz.contains("/") || tz == "UTC" else {
+                throw HTTPError.validation("timeZone must be an IANA time zone such as Europe/Berlin.", field: "newsletter.timeZone")
+            }
+            s.timeZone = tz
+        }
+        return s
+    }
+
+    func join(_ request: Request, _ caller: Caller, _ body: JoinBody) throws -> Response {
+        let recent = try pool.withConnection { try storage.recentJoinFailures($0, user: caller.userId) }
+        if recent.count >= Self.maxJoinFailures { throw HTTPError.rateLimited(retryAfter: recent.retryAfter) }
+        do {
+            return try pool.withTransaction { c in
+                let joined = try groups.join(c, code: body.inviteCode, user: caller.userId)
+                return try .json(GroupView(joined, members: try storage.members(c, of: joined.id)))
+            }
+        } catch StoriesError.unknownInviteCode {
+            try pool.withConnection { try storage.recordJoinFailure($0, user: caller.userId) }
+            throw StoriesError.unknownInviteCode
+        }
+    }
+
+    func rotateInviteCode(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in
+            let group = try groups.rotateInviteCode(c, id, by: caller.userId)
+            return try .json(GroupView(group, members: try storage.members(c, of: id)))
+        }
+    }
+
+    func removeMember(_ request: Request, _ caller: Caller) throws -> Response {
+        let (id, target) = (try Validate.pathID(request), try Validate.pathID(request, "userId"))
+        try pool.withTransaction { try groups.remove($0, id, member: target, by: caller.userId) }
+        return .noContent
+    }
+
+    // MARK: Media
+
+    func uploadMedia(_ request: Request, _ caller: Caller) throws -> Response {
+        try media.upload(request, owner: caller.userId, idempotency: idempotency)
+    }
+
+    func getMedia(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withConnection { c in
+            guard let found = try storage.visibleMedia(c, id, reader: caller.userId) else { throw StoriesError.notFound }
+            return try media.serve(request, found, on: c)
+        }
+    }
+
+    // MARK: Stories
+
+    func createStory(_ request: Request, _ caller: Caller, _ body: CreateStoryBody) throws -> Response {
+        try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            let story = try stories.create(c, by: caller.userId, text: body.text, color: body.backgroundColor?.uppercased(),
+                                           groups: body.groupIds, images: body.mediaIds ?? [])
+            return try .json(StoryView(story), status: 201)
+        }
+    }
+
+    func getStory(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try .json(StoryView(try pool.withConnection { try stories.visible($0, id, to: caller.userId) }))
+    }
+
+    func updateStory(_ request: Request, _ caller: Caller, _ body: UpdateStoryBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        let color: Patch<String> = body.backgroundColor.value.map { .value($0.uppercased()) } ?? body.backgroundColor
+        let story = try pool.withTransaction { c in
+            try stories.update(c, id, by: caller.userId, text: body.text, color: color, images: body.mediaIds)
+        }
+        return try .json(StoryView(story))
+    }
+
+    func deleteStory(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        try pool.withTransaction { try stories.delete($0, id, by: caller.userId) }
+        return .noContent
+    }
+
+    func groupStories(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let page = try Page(request)
+        let from = try Self.time(request, "from")
+        let to = try Self.time(request, "to")
+        if let from, let to, from >= to { throw HTTPError.validation("from must be before to.", field: "from") }
+        let after = try Self.timeCursor(page)
+        return try pool.withConnection { c in
+            _ = try groups.member(c, id, caller.userId)
+            let list = try storage.groupStories(c, group: id, from: from, to: to, after: after, limit: page.limit + 1)
+            return try .json(PageResponse(list, page, item: StoryView.init, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
+        }
+    }
+
+    // MARK: Comments
+
+    func addComment(_ request: Request, _ caller: Caller, _ body: CommentBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            try .json(CommentView(try stories.comment(c, on: id, by: caller.userId, text: body.text)), status: 201)
+        }
+    }
+
+    func listComments(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let page = try Page(request)
+        let after = try Self.timeCursor(page)
+        return try pool.withConnection { c in
+            _ = try stories.visible(c, id, to: caller.userId)
+            let comments = try storage.comments(c, story: id, after: after, limit: page.limit + 1)
+            return try .json(PageResponse(comments, page, item: CommentView.init, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
+        }
+    }
+
+    // MARK: Query parameters
+
+    static func time(_ request: Request, _ name: String) throws -> Date? {
+        guard let text = request.query[name], !text.isEmpty else { return nil }
+        guard let date = Timestamp.parse(text) else {
+            throw HTTPError.validation("\(name) must be an RFC 3339 time such as 2026-11-30T00:00:00Z.", field: name)
+        }
+        return date
+    }
+
+    /// A (created microseconds, id) keyset cursor.
+    static func timeCursor(_ page: Page) throws -> (Int64, UUID)? {
+        guard let values = page.after else { return nil }
+        guard values.count == 2, let time = Int64(values[0]), let id = UUID(uuidString: values[1]) else {
+            throw HTTPError.validation("cursor is not valid.", field: "cursor")
+        }
+        return (time, id)
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+
+enum NewsletterHTML {
+    /// A self-contained page (inline styles, no scripts, no external resources but the story photos' own URLs).
+    static func render(_ doc: NewsletterDocument) -> String {
+        func esc(_ s: String) -> String {
+            var out = ""
+            for ch in s.unicodeScalars {
+                switch ch {
+                case "&": out += "&amp;"; case "<": out += "&lt;"; case ">": out += "&gt;"
+                case "\"": out += "&quot;"; case "'": out += "&#39;"; case "\n": out += "<br>"
+                default: out.unicodeScalars.append(ch)
+                }
+            }
+            return out
+        }
+        var html = """
+            <!DOCTYPE html>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+            <title>\(esc(doc.groupName)) newsletter</title></head>
+            <body style="margin:0;padding:24px;background:#f6f4f0;font-family:Georgia,serif;color:#222">
+            <div style="max-width:640px;margin:0 auto;background:#fff;padding:24px;border-radius:8px">
+            <h1 style="margin:0 0 4px;font-size:26px">\(esc(doc.groupName))</h1>
+            <p style="margin:0 0 24px;color:#777;font-size:14px">\(esc(String(doc.period.from.prefix(10)))) to \(esc(String(doc.period.to.prefix(10)))) · \(esc(doc.period.timeZone)) · \(doc.storyCount) \(doc.storyCount == 1 ? "story" : "stories")</p>
+
+            """
+        for member in doc.members {
+            html += "<h2 style=\"font-size:20px;border-bottom:1px solid #eee;padding-bottom:4px\">\(esc(member.fullName ?? "A member"))</h2>\n"
+            if member.days.isEmpty {
+                html += "<p style=\"color:#999;font-style:italic\">Nothing this time.</p>\n"
+            }
+            for day in member.days {
+                html += "<h3 style=\"font-size:15px;color:#555;margin:16px 0 8px\">\(esc(day.date))</h3>\n"
+                for story in day.stories {
+                    let background = story.backgroundColor ?? "#FAFAFA"
+                    html += "<div style=\"background:\(esc(background));padding:12px 16px;border-radius:6px;margin:0 0 12px\">"
+                    html += "<p style=\"margin:0;font-size:16px;line-height:1.5\">\(esc(story.text))</p>"
+                    for m in story.media {
+                        html += "<img src=\"\(esc(m.url))\" alt=\"\" style=\"max-width:100%;margin-top:8px;border-radius:4px\">"
+                    }
+                    if story.commentCount > 0 {
+                        html += "<p style=\"margin:8px 0 0;font-size:12px;color:#666\">\(story.commentCount) comment\(story.commentCount == 1 ? "" : "s")</p>"
+                    }
+                    html += "</div>\n"
+                }
+            }
+        }
+        html += "</div></body></html>\n"
+        return html
+    }
+}
+

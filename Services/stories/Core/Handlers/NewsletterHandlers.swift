@@ -1,0 +1,81 @@
+import Foundation
+import HTTP
+import Models
+import Postgres
+import ServiceKit
+
+extension StoriesHandlers {
+    func newsletter(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let from = try Self.time(request, "from"), to = try Self.time(request, "to")
+        let format = request.query["format"] ?? "json"
+        guard format == "json" || format == "html" else { throw HTTPError.validation("format must be json or html.", field: "format") }
+        return try pool.withConnection { c in
+            let group = try groups.member(c, id, caller.userId)
+            let schedule = try Newsletters.schedule(group)
+            let current = schedule.period(containing: Date())
+            let start = from ?? (to.map { schedule.period(containing: $0.addingTimeInterval(-1)).start } ?? current.start)
+            let end = to ?? (from.map { schedule.nextClose(after: $0) } ?? current.end)
+            guard start < end else { throw HTTPError.validation("from must be before to.", field: "from") }
+            guard end.timeIntervalSince(start) <= 93 * 86_400 else {
+                throw HTTPError.validation("A newsletter covers at most 93 days.", field: "to")
+            }
+            let doc = try newsletters.document(c, group: group, from: start, to: end)
+            if format == "html" { return .text(NewsletterHTML.render(doc), contentType: "text/html; charset=utf-8") }
+            return try .json(doc)
+        }
+    }
+
+    func listNewsletters(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let page = try Page(request)
+        let before = try page.after.map { values -> Int64 in
+            guard values.count == 1, let v = Int64(values[0]) else { throw HTTPError.validation("cursor is not valid.", field: "cursor") }
+            return v
+        }
+        struct Summary: Encodable {
+            let id: String; let periodStart: String; let periodEnd: String; let storyCount: Int; let createdAt: String; let updatedAt: String
+        }
+        return try pool.withConnection { c in
+            _ = try groups.member(c, id, caller.userId)
+            let rows = try storage.newsletters(c, group: id, before: before, limit: page.limit + 1)
+            return try .json(PageResponse(rows, page, item: { row in
+                Summary(id: (try row["id", as: UUID.self]).lowercased, periodStart: Timestamp.format(try row["period_start"]),
+                        periodEnd: Timestamp.format(try row["period_end"]), storyCount: try row["story_count"],
+                        createdAt: Timestamp.format(try row["compiled_at"]), updatedAt: Timestamp.format(try row["compiled_at"]))
+            }, cursor: { [String(try $0["end_us", as: Int64.self])] }))
+        }
+    }
+
+    func storedNewsletter(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let newsletterId = try Validate.pathID(request, "newsletterId")
+        return try pool.withConnection { c in
+            _ = try groups.member(c, id, caller.userId)
+            guard let content = try storage.storedNewsletter(c, group: id, id: newsletterId) else { throw StoriesError.notFound }
+            if request.query["format"] == "html", let doc = try? JSONDecoder().decode(NewsletterDocument.self, from: Data(content.utf8)) {
+                return .text(NewsletterHTML.render(doc), contentType: "text/html; charset=utf-8")
+            }
+            return Response(status: 200, headers: [("Content-Type", "application/json")], body: Array(content.utf8))
+        }
+    }
+
+    func calendar(_ request: Request, _ caller: Caller) throws -> Response {
+        let zoneName = request.query["timeZone"] ?? "UTC"
+        guard zoneName.count <= 64, let zone = TimeZone(identifier: zoneName), zoneName.contains("/") || zoneName == "UTC" else {
+            throw HTTPError.validation("timeZone must be an IANA time zone such as Europe/Berlin.", field: "timeZone")
+        }
+        let today = LocalDay.of(Date(), in: zone)
+        let from = request.query["from"] ?? String(today.prefix(8)) + "01"
+        let to = request.query["to"] ?? today
+        guard let f = LocalDay.ordinal(from), from.count == 10 else { throw HTTPError.validation("from must be a date YYYY-MM-DD.", field: "from") }
+        guard let t = LocalDay.ordinal(to), to.count == 10 else { throw HTTPError.validation("to must be a date YYYY-MM-DD.", field: "to") }
+        guard f <= t, t - f <= 366 else { throw HTTPError.validation("from must be before to, at most a year apart.", field: "from") }
+        let days = try pool.withConnection { try storage.postingDays($0, user: caller.userId, zone: zone.identifier) }
+        let streaks = LocalDay.streaks(days: days, today: today)
+        struct Calendar: Encodable { let timeZone: String; let from: String; let to: String; let days: [String]; let currentStreak: Int; let longestStreak: Int }
+        return try .json(Calendar(timeZone: zone.identifier, from: from, to: to,
+                                  days: days.filter { (LocalDay.ordinal($0) ?? -1) >= f && (LocalDay.ordinal($0) ?? Int.max) <= t },
+                                  currentStreak: streaks.current, longestStreak: streaks.longest))
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import Models
+import Postgres
+
+// MARK: - Newsletters
+
+extension StoriesStorage {
+    /// The stories posted to `group` in [from, to), oldest first (at most 10,000), with their media in order.
+    func storiesInPeriod(_ c: Connection, group: UUID, from: Date, to: Date) throws -> (stories: [StoryRecord], media: [UUID: [UUID]]) {
+        let stories = try c.rows("""
+            SELECT s.id, s.author_id, s.text, s.background_color, s.created_at, s.updated_at, \(micros("s.created_at")) AS created_us,
+                   (SELECT count(*) FROM stories.comments WHERE story_id = s.id) AS comment_count
+            FROM stories.story_groups sg JOIN stories.stories s ON s.id = sg.story_id
+            WHERE sg.group_id = $1 AND sg.created_at >= $2 AND sg.created_at < $3
+            ORDER BY sg.created_at, sg.story_id LIMIT 10000
+            """, [group, from, to]).map(StoryRecord.init)
+        var media: [UUID: [UUID]] = [:]
+        for row in try c.rows("""
+            SELECT story_id, media_id FROM stories.story_media WHERE story_id = ANY($1::uuid[]) ORDER BY story_id, position
+            """, [uuidArray(stories.map(\.id))]) {
+            media[try row["story_id"], default: []].append(try row["media_id"])
+        }
+        return (stories, media)
+    }
+
+    /// The names and avatars of `users` as stories last heard them.
+    func profiles(_ c: Connection, _ users: [UUID]) throws -> [UUID: (fullName: String?, avatar: UUID?)] {
+        var profiles: [UUID: (fullName: String?, avatar: UUID?)] = [:]
+        for row in try c.rows("SELECT user_id, full_name, avatar_media_id FROM stories.profiles WHERE user_id = ANY($1::uuid[])",
+                              [uuidArray(users)]) {
+            profiles[try row["user_id"]] = (try row.decode("full_name"), try row.decode("avatar_media_id"))
+        }
+        return profiles
+    }
+
+    /// Groups whose period has closed (or that have no close time yet), locked for this instance alone.
+    func dueGroups(_ c: Connection, limit: Int) throws -> [(GroupRecord, Date?)] {
+        try c.rows("""
+            SELECT \(GroupRecord.columns), NULL AS role, g.newsletter_due_at FROM stories.groups g
+            WHERE g.kind = 'group' AND (g.newsletter_due_at IS NULL OR g.newsletter_due_at <= now())
+            ORDER BY g.newsletter_due_at NULLS FIRST LIMIT $1 FOR UPDATE SKIP LOCKED
+            """, [limit]).map { (try GroupRecord($0), try $0.decode("newsletter_due_at")) }
+    }
+
+    func setNewsletterDue(_ c: Connection, group: UUID, at: Date) throws {
+        try c.execute("UPDATE stories.groups SET newsletter_due_at = $2 WHERE id = $1", [group, at])
+    }
+
+    /// Stores a compiled newsletter; nil when that period was compiled already.
+    func storeNewsletter(_ c: Connection, group: UUID, from: Date, to: Date, storyCount: Int, content: String) throws -> (UUID, Date)? {
+        guard let row = try c.first("""
+            INSERT INTO stories.newsletters (id, group_id, period_start, period_end, story_count, content)
+            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (group_id, period_end) DO NOTHING RETURNING id, compiled_at
+            """, [UUID.v7(), group, from, to, storyCount, content]) else { return nil }
+        return (try row["id"], try row["compiled_at"])
+    }
+
+    func newsletters(_ c: Connection, group: UUID, before: Int64?, limit: Int) throws -> [Row] {
+        try c.rows("""
+            SELECT id, period_start, period_end, story_count, compiled_at, \(micros("period_end")) AS end_us
+            FROM stories.newsletters WHERE group_id = $1 AND ($2::int8 IS NULL OR period_end < \(fromMicros("$2")))
+            ORDER BY period_end DESC LIMIT $3
+            """, [group, before, limit])
+    }
+
+    func storedNewsletter(_ c: Connection, group: UUID, id: UUID) throws -> String? {
+        try c.first("SELECT content FROM stories.newsletters WHERE group_id = $1 AND id = $2", [group, id])?["content"]
+    }
+
+    /// Every local day on which `user` posted, in `zone`.
+    func postingDays(_ c: Connection, user: UUID, zone: String) throws -> [String] {
+        try c.rows("""
+            SELECT DISTINCT to_char(created_at AT TIME ZONE $2, 'YYYY-MM-DD') AS day FROM stories.stories
+            WHERE author_id = $1 ORDER BY day
+            """, [user, zone]).map { try $0["day"] }
+    }
+}
+
