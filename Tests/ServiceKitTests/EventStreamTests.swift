@@ -71,6 +71,18 @@ final class EventStreamTests: XCTestCase {
         XCTAssertTrue(box.all.allSatisfy(\.isClosed))
     }
 
+    func testAClientThatFallsTooFarBehindIsCutOffNotBuffered() {
+        let stream = EventStream()  // nobody reads it: as a client that stopped reading
+        let closed = ResultBox()
+        stream.onClose { closed.set(1) }
+        let event = String(repeating: "x", count: 1000)
+        var sent = 0
+        while stream.send(event: "e", data: event) { sent += 1 }
+        XCTAssertEqual(sent, EventStream.maxPending / "event: e\ndata: \(event)\n\n".utf8.count, "1 MiB is held for a slow client")
+        XCTAssertTrue(stream.isClosed, "then the stream ends instead of growing")
+        XCTAssertTrue(stream.send(data: "later"), "sends after the end are dropped quietly")
+    }
+
     func testAClientThatGoesAwayIsNoticed() throws {
         let box = Box()
         let server = try server(box)
