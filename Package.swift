@@ -18,6 +18,7 @@ let package = Package(
     products: [
         .executable(name: "auth", targets: ["auth"]),
         .executable(name: "stories", targets: ["stories"]),
+        .executable(name: "chat", targets: ["chat"]),
         .executable(name: "dispatch", targets: ["dispatch"]),
     ],
     targets: [
@@ -48,6 +49,8 @@ let package = Package(
         .target(name: "StoriesCore", dependencies: kit, path: "Services/stories/Core", swiftSettings: settings),
         .executableTarget(name: "stories", dependencies: ["StoriesCore", "ServiceKit"], path: "Services/stories/Main",
                           swiftSettings: settings),
+        .target(name: "ChatCore", dependencies: kit, path: "Services/chat/Core", swiftSettings: settings),
+        .executableTarget(name: "chat", dependencies: ["ChatCore", "ServiceKit"], path: "Services/chat/Main", swiftSettings: settings),
         .target(name: "DispatchCore", dependencies: kit + ["Geo"], path: "Services/dispatch/Core", swiftSettings: settings),
         .executableTarget(name: "dispatch", dependencies: ["DispatchCore", "ServiceKit"], path: "Services/dispatch/Main",
                           swiftSettings: settings),
@@ -63,7 +66,7 @@ let package = Package(
         .testTarget(name: "StoriesCoreTests", dependencies: ["StoriesCore", "Models"], path: "Tests/StoriesCoreTests", swiftSettings: settings),
         .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore"], path: "Tests/DispatchCoreTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "HTTP", "Kafka", "Postgres", "Models",
-                                                             "AuthCore", "StoriesCore", "DispatchCore"],
+                                                             "AuthCore", "StoriesCore", "ChatCore", "DispatchCore"],
                     path: "Tests/IntegrationTests", swiftSettings: settings),
     ]
 )

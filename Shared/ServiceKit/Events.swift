@@ -51,7 +51,7 @@ public struct ReceivedEvent: Sendable {
 
     /// Decodes `data` as `P`.
     /// The payload (`data`); the envelope's other members were read by `init`.
-    public func decode<P: EventPayload>(_ type: P.Type = P.self) throws -> P {
+    public func decode<P: Decodable>(_ type: P.Type = P.self) throws -> P {
         try JSONDecoder().decode(Envelope<P>.self, from: Data(raw)).data
     }
 

@@ -14,15 +14,29 @@ public final class LiveFeed: BackgroundService {
     /// the whole topic).
     public enum Start: Sendable { case beginning, end }
 
-    /// What one event becomes: the keys whose watchers get it and the SSE event name. Nil delivers nothing.
+    /// What one event becomes: the keys whose watchers get it, the SSE event name, and optionally its SSE id (the
+    /// event id by default) and how to load its data when someone here watches (its `data` by default). Nil
+    /// delivers nothing.
     public struct Delivery: Sendable {
         public var keys: [String]
         public var event: String
-        public init(keys: [String], event: String) { self.keys = keys; self.event = event }
+        public var id: String?
+        public var load: (@Sendable () -> String?)?
+        public init(keys: [String], event: String, id: String? = nil, load: (@Sendable () -> String?)? = nil) {
+            self.keys = keys; self.event = event; self.id = id; self.load = load
+        }
+    }
+
+    /// One delivered event, as a watcher receives it.
+    public struct Item: Sendable {
+        public let id: String
+        public let event: String
+        public let data: String
+        public let time: Date
     }
 
     private struct Watcher: Sendable {
-        let stream: EventStream
+        let deliver: @Sendable (Item) -> Void
         let since: Date
     }
 
@@ -47,11 +61,22 @@ public final class LiveFeed: BackgroundService {
     /// Whether the topics are being read (everything written from now on will be delivered).
     public var isReading: Bool { reading.load(ordering: .acquiring) }
 
-    /// Delivers the events for `key` from now on to `stream`, until it closes.
+    /// Sends the events for `key` from now on to `stream`, until it closes.
     public func watch(_ key: String, stream: EventStream) {
+        let (logger, name) = (self.logger, self.name)
+        watch(key, until: stream) { item in
+            if !stream.send(event: item.event, id: item.id, data: item.data) {
+                logger.warn("ended a live stream that did not keep up", ["feed": .string(name), "limitBytes": .int(EventStream.maxPending)])
+            }
+        }
+    }
+
+    /// Hands the events for `key` from now on to `deliver` (on the feed's thread: it must not block for long), until
+    /// `stream` closes. For watchers that do more than send, such as filling a gap from the database.
+    public func watch(_ key: String, until stream: EventStream, deliver: @escaping @Sendable (Item) -> Void) {
         let id = ObjectIdentifier(stream)
         // A second back: the broker's clock and ours differ a little, and an event of this very moment counts.
-        watchers.withLock { $0[key, default: [:]][id] = Watcher(stream: stream, since: Date().addingTimeInterval(-1)) }
+        watchers.withLock { $0[key, default: [:]][id] = Watcher(deliver: deliver, since: Date().addingTimeInterval(-1)) }
         stream.onClose { [weak self] in
             self?.watchers.withLock { all in
                 all[key]?[id] = nil
@@ -94,13 +119,8 @@ public final class LiveFeed: BackgroundService {
 
     private func deliver(_ event: ReceivedEvent, _ delivery: Delivery) {
         let targets = watchers.withLock { all in delivery.keys.flatMap { all[$0].map { Array($0.values) } ?? [] } }
-        guard !targets.isEmpty, let data = event.dataText else { return }
-        let time = event.time ?? Date()
-        for watcher in targets where time >= watcher.since {
-            if !watcher.stream.send(event: delivery.event, id: event.id, data: data) {
-                logger.warn("ended a live stream that did not keep up", ["feed": .string(name),
-                                                                        "limitBytes": .int(EventStream.maxPending)])
-            }
-        }
+        guard !targets.isEmpty, let data = delivery.load.map({ $0() }) ?? event.dataText else { return }
+        let item = Item(id: delivery.id ?? event.id, event: delivery.event, data: data, time: event.time ?? Date())
+        for watcher in targets where item.time >= watcher.since { watcher.deliver(item) }
     }
 }

@@ -1,4 +1,5 @@
 import AuthCore
+import ChatCore
 import DispatchCore
 import Foundation
 import HTTP
@@ -8,7 +9,7 @@ import XCTest
 
 /// Every service runs in-process from its core library, and stops gracefully.
 final class InProcessTests: XCTestCase {
-    func testAuthStoriesAndDispatchRunInProcessAndStopWhenAsked() throws {
+    func testEveryServiceRunsInProcessAndStopsWhenAsked() throws {
         let database = try TestDatabase()
         defer { database.drop() }
         let prefix = "t" + UUID().uuidString.prefix(8).lowercased() + "-"
@@ -17,9 +18,10 @@ final class InProcessTests: XCTestCase {
         let common = ["DATABASE_URL": database.url, "KAFKA_GROUP_PREFIX": prefix,
                       "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks"]
         let stories = try InProcessService(StoriesService.makeApp, settings: common)
+        let chat = try InProcessService(ChatService.makeApp, settings: common)
         let dispatch = try InProcessService(DispatchService.makeApp, settings: common.merging([
             "FLEET_FEED": "off", "OPERATOR_TOKEN": "op-" + UUID().uuidString + UUID().uuidString]) { $1 })
-        print("three services ready in-process in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+        print("four services ready in-process in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
 
         let person = try APIClient(port: auth.port).signup()
         XCTAssertEqual(person.status, 201)
@@ -30,11 +32,11 @@ final class InProcessTests: XCTestCase {
         XCTAssertEqual(courier.status, 201, String(decoding: courier.body, as: UTF8.self))
 
         // Every route documents what it takes and what it answers, and the scheme that guards it.
-        for service in [auth, stories, dispatch] {
+        for service in [auth, stories, chat, dispatch] {
             try assertEveryRouteIsDescribed(service)
         }
 
-        for service in [dispatch, stories, auth] {
+        for service in [dispatch, chat, stories, auth] {
             let port = service.port
             XCTAssertTrue(service.stop(), "\(service.app.config.service) returns from run when stopped")
             XCTAssertThrowsError(try HTTPClient(port: port, timeout: 1).request("GET", "/healthz"), "its port is closed")
@@ -46,8 +48,9 @@ final class InProcessTests: XCTestCase {
 /// JSON is named here), on a body-taking method without a schema where the route reads one, and on a route whose
 /// security is not the scheme it enforces.
 func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString = #filePath, line: UInt = #line) throws {
-    let notJSON: Set<String> = ["GET /metrics", "GET /v1/media/{id}", "GET /v1/parcels/{id}/events"]
+    let notJSON: Set<String> = ["GET /metrics", "GET /v1/media/{id}", "GET /v1/parcels/{id}/events", "GET /v1/rooms/{id}/events"]
     let noBody: Set<String> = ["POST /v1/auth/logout", "POST /v1/groups/{id}/invite-code", "POST /v1/media",
+                               "POST /v1/rooms/{id}/invite-code", "POST /v1/rooms/{id}/typing",
                                "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
                                "POST /v1/parcels/{id}/cancel"]
     let publicRoutes: Set<String> = ["GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "GET /v1/auth/jwks",

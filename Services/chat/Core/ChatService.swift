@@ -1,0 +1,39 @@
+import Foundation
+import Models
+import ServiceKit
+
+/// The chat service: team rooms with a shared todo list, direct messages and parcel conversations, live
+/// (port 8083, schema `chat`).
+public enum ChatService {
+    /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
+    public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
+        let produced = [ChatRoomCreated.type, ChatRoomUpdated.type, ChatMemberJoined.type, ChatMemberLeft.type,
+                        ChatMessageCreated.type, ChatMessageEdited.type, ChatMessageDeleted.type, TodoCreated.type,
+                        TodoUpdated.type, TodoDeleted.type, ChatTyping.type]
+        let consumed = [UserRegistered.type, UserUpdated.type, GroupCreated.type, GroupMemberJoined.type, GroupMemberLeft.type,
+                        ParcelCreated.type, ParcelStatusChanged.type]
+        return try ServiceApp(service: "chat", defaultPort: 8083, environment: environment, migrations: migrations,
+                              topics: produced + consumed) { app in
+            let storage = ChatStorage()
+            let live = RoomFeed(app, storage: storage)
+            app.add(live.feed)
+            app.addReadinessCheck("broker") { live.feed.isReading }
+            let handlers = ChatHandlers(pool: app.pool, outbox: app.outbox, relay: app.relay, idempotency: app.idempotency, live: live)
+            // What chat learns from other services, in one consumer group: names, who shares a group, parcels.
+            app.consume("directory", topics: consumed) { event, connection in
+                let rooms = handlers.rooms
+                switch event.type {
+                case UserRegistered.type, UserUpdated.type: try rooms.profile(event, connection)
+                case ParcelCreated.type: try rooms.parcelCreated(event, connection)
+                case ParcelStatusChanged.type: try rooms.parcelStatus(event, connection)
+                default: try rooms.groupMembership(event, connection)
+                }
+            }
+            let pool = app.pool
+            app.add(Job.every(3600, "delete-old-join-failures", logger: app.logger) {
+                try pool.withConnection { try storage.deleteOldJoinFailures($0) }
+            })
+            return makeRoutes(handlers, app.makeTokenVerifier())
+        }
+    }
+}

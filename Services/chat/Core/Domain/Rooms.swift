@@ -1,0 +1,275 @@
+import Foundation
+import Models
+import Postgres
+import ServiceKit
+
+/// What the chat rules refuse.
+enum ChatError: DomainError, Equatable {
+    /// No such room, message or item, or the caller is not in its room (outsiders learn nothing).
+    case notFound
+    /// A member doing what only the owner, or the author, may.
+    case forbidden(String)
+    /// The room does not allow it (read-only, not a team room, a direct room with a stranger).
+    case conflict(String)
+    /// No room has the invite code.
+    case unknownInviteCode
+    /// A value that names something that is not there (an assignee who is not a member, a reply to another room).
+    case invalid(String, field: String)
+
+    var refusal: Refusal {
+        switch self {
+        case .notFound, .unknownInviteCode: return .notFound
+        case .forbidden: return .forbidden
+        case .conflict: return .conflict
+        case .invalid: return .invalid
+        }
+    }
+
+    var message: String {
+        switch self {
+        case .notFound: return "Not found."
+        case .forbidden(let m), .conflict(let m), .invalid(let m, _): return m
+        case .unknownInviteCode: return "No room has that invite code."
+        }
+    }
+
+    var field: String? { if case .invalid(_, let field) = self { return field }; return nil }
+}
+
+/// Writes a room's changes: each takes the room's next sequence (the row lock keeps them gap-free and in commit
+/// order), is stored with the JSON a stream sends for it, and goes out as its event through the outbox.
+struct RoomLog: Sendable {
+    let storage: ChatStorage
+    let outbox: Outbox
+
+    /// Stores change `seq` of `room` as SSE `event` with `view` as its data.
+    func record<V: Encodable>(_ c: Connection, room: UUID, seq: Int64, event: String, view: V, message: UUID? = nil) throws {
+        try storage.addChange(c, room: room, seq: seq, event: event, body: String(decoding: try JSON.encode(view), as: UTF8.self),
+                              message: message)
+    }
+
+    /// A member joined: the change and its event.
+    func joined(_ c: Connection, room: UUID, user: UUID, role: String, at: Date) throws {
+        let seq = try storage.nextSeq(c, room).change
+        let person = try storage.members(c, of: room).first { $0.person.id == user }?.person ?? PersonRecord(id: user, name: nil, avatarMediaId: nil)
+        try record(c, room: room, seq: seq, event: "member_joined",
+                   view: MembershipView(roomId: room.lowercased, user: PersonView(person), role: role, reason: nil, at: Timestamp.format(at)))
+        try outbox.add(ChatMemberJoined(roomId: room.lowercased, userId: user.lowercased, role: role, seq: seq, joinedAt: Timestamp.format(at)),
+                       subject: room.lowercased, on: c)
+    }
+}
+
+/// The room rules: who is in a room and who owns it; team rooms with invite codes, the one direct room of a pair
+/// of people who know each other, and the conversation of a parcel's sender, courier and recipient.
+struct Rooms: Sendable {
+    let storage: ChatStorage
+    let log: RoomLog
+
+    /// The room if `user` is a member; `notFound` otherwise.
+    func member(_ c: Connection, _ id: UUID, _ user: UUID, lock: Bool = false) throws -> RoomRecord {
+        guard let room = try storage.room(c, id, reader: user, lock: lock), room.role != nil else { throw ChatError.notFound }
+        return room
+    }
+
+    /// The room if `user` owns it; `notFound` for outsiders, `forbidden` for other members.
+    func owner(_ c: Connection, _ id: UUID, _ user: UUID, lock: Bool = false) throws -> RoomRecord {
+        let room = try member(c, id, user, lock: lock)
+        guard room.role == "owner" else { throw ChatError.forbidden("Only the room's owner can do this.") }
+        return room
+    }
+
+    /// A room `user` may write in: a member, and the room not closed.
+    func writable(_ c: Connection, _ id: UUID, _ user: UUID) throws -> RoomRecord {
+        let room = try member(c, id, user)
+        guard !room.readOnly else { throw ChatError.conflict("This conversation is closed.") }
+        return room
+    }
+
+    /// A new team room; its creator owns it.
+    func createTeam(_ c: Connection, name: String, topic: String?, by user: UUID) throws -> RoomRecord {
+        let id = UUID.v7()
+        guard try storage.insertRoom(c, id: id, kind: "team", name: name, topic: topic, inviteCode: InviteCode.generate(),
+                                     directKey: nil, parcel: nil, createdBy: user) else {
+            throw ChatError.conflict("Could not create the room; try again.")
+        }
+        try opened(c, id, kind: "team", by: user, parcel: nil, members: [(user, "owner")])
+        return try member(c, id, user)
+    }
+
+    /// The one direct room of `user` and `other` (made on first use, whatever the concurrency), for two people who
+    /// share a stories group or a parcel.
+    func direct(_ c: Connection, _ user: UUID, with other: UUID) throws -> RoomRecord {
+        guard other != user else { throw ChatError.invalid("A direct room needs someone else.", field: "userId") }
+        guard try storage.know(c, user, other) else {
+            throw ChatError.conflict("You can message someone you share a group or a parcel with.")
+        }
+        let key = [user, other].map(\.lowercased).sorted().joined(separator: ":")
+        let id = UUID.v7()
+        if try storage.insertRoom(c, id: id, kind: "direct", name: "", topic: nil, inviteCode: nil, directKey: key, parcel: nil,
+                                  createdBy: user) {
+            try opened(c, id, kind: "direct", by: user, parcel: nil, members: [(user, "member"), (other, "member")])
+            return try member(c, id, user)
+        }
+        // The pair's room exists (perhaps made this instant by the other): both are in it again.
+        guard let existing = try storage.roomId(c, directKey: key) else { throw ChatError.conflict("Try again.") }
+        for person in [user, other] {
+            if let at = try storage.addMember(c, room: existing, user: person, role: "member") {
+                try log.joined(c, room: existing, user: person, role: "member", at: at)
+            }
+        }
+        return try member(c, existing, user)
+    }
+
+    /// Records a new room's first changes: the room itself, then each first member.
+    private func opened(_ c: Connection, _ id: UUID, kind: String, by user: UUID?, parcel: UUID?, members: [(UUID, String)]) throws {
+        let seq = try storage.nextSeq(c, id).change
+        let room = try storage.room(c, id, reader: user ?? UUID())!
+        try log.record(c, room: id, seq: seq, event: "room_created", view: RoomView(room))
+        try log.outbox.add(ChatRoomCreated(roomId: id.lowercased, kind: kind, createdBy: user?.lowercased, parcelId: parcel?.lowercased,
+                                           seq: seq, createdAt: Timestamp.format(room.createdAt)), subject: id.lowercased, on: c)
+        for (member, role) in members {
+            if let at = try storage.addMember(c, room: id, user: member, role: role) {
+                try log.joined(c, room: id, user: member, role: role, at: at)
+            }
+        }
+    }
+
+    /// Joins the team room with `code`; nothing changes for a member.
+    func join(_ c: Connection, code: String, user: UUID) throws -> RoomRecord {
+        guard let code = code.count <= 64 ? InviteCode.normalise(code) : nil, let id = try storage.roomId(c, inviteCode: code) else {
+            throw ChatError.unknownInviteCode
+        }
+        if let at = try storage.addMember(c, room: id, user: user, role: "member") {
+            try log.joined(c, room: id, user: user, role: "member", at: at)
+        }
+        return try member(c, id, user)
+    }
+
+    /// Renames a team room or changes its topic, by its owner.
+    func update(_ c: Connection, _ id: UUID, by user: UUID, name: String?, topic: Patch<String>) throws -> RoomRecord {
+        var room = try owner(c, id, user, lock: true)
+        guard room.kind == "team" else { throw ChatError.conflict("Only a team room has a name and a topic.") }
+        if let name { room.name = name }
+        if topic.isPresent { room.topic = topic.value.flatMap { $0.isEmpty ? nil : $0 } }
+        try storage.updateRoom(c, room)
+        try changed(c, id, by: user)
+        return try member(c, id, user)
+    }
+
+    /// A new invite code for a team room (the old one stops working), by its owner.
+    func rotateInviteCode(_ c: Connection, _ id: UUID, by user: UUID) throws -> RoomRecord {
+        var room = try owner(c, id, user, lock: true)
+        guard room.kind == "team" else { throw ChatError.conflict("Only a team room has an invite code.") }
+        room.inviteCode = InviteCode.generate()
+        try storage.updateRoom(c, room)
+        return try member(c, id, user)
+    }
+
+    /// `target` leaves (when it is `user`) or is removed by the owner; their streams of the room end.
+    func remove(_ c: Connection, _ id: UUID, member target: UUID, by user: UUID) throws {
+        let room = try member(c, id, user, lock: true)
+        let leaving = target == user
+        if !leaving && room.role != "owner" { throw ChatError.forbidden("Only the room's owner can remove members.") }
+        if room.kind == "parcel" { throw ChatError.conflict("A parcel's conversation cannot be left.") }
+        let person = try storage.members(c, of: id).first { $0.person.id == target }?.person
+        guard let person, try storage.removeMember(c, room: id, user: target) else { throw ChatError.invalid("That person is not a member.", field: "userId") }
+        let seq = try storage.nextSeq(c, id).change
+        let reason = leaving ? "left" : "removed"
+        let now = Date()
+        try log.record(c, room: id, seq: seq, event: "member_left",
+                       view: MembershipView(roomId: id.lowercased, user: PersonView(person), role: nil, reason: reason, at: Timestamp.format(now)))
+        try log.outbox.add(ChatMemberLeft(roomId: id.lowercased, userId: target.lowercased, reason: reason, removedBy: user.lowercased,
+                                          seq: seq, leftAt: Timestamp.format(now)), subject: id.lowercased, on: c)
+    }
+
+    /// Records that a room's name, topic or state changed.
+    private func changed(_ c: Connection, _ id: UUID, by user: UUID?) throws {
+        let seq = try storage.nextSeq(c, id).change
+        guard let room = try storage.room(c, id, reader: user ?? UUID()) else { return }
+        try log.record(c, room: id, seq: seq, event: "room_updated", view: RoomView(room))
+        try log.outbox.add(ChatRoomUpdated(roomId: id.lowercased, updatedBy: user?.lowercased, readOnly: room.readOnly, seq: seq,
+                                           updatedAt: Timestamp.format(room.updatedAt)), subject: id.lowercased, on: c)
+    }
+
+    // MARK: Parcel conversations, from dispatch's events
+
+    /// `parcel.created`: its sender and recipient are parties (and members of its conversation, if it is open).
+    func parcelCreated(_ event: ReceivedEvent, _ c: Connection) throws {
+        let parcel = try event.decode(ParcelCreated.self)
+        guard let id = UUID(uuidString: parcel.parcelId), let sender = UUID(uuidString: parcel.senderId) else { return }
+        try storage.addParcelParty(c, parcel: id, user: sender, role: "sender")
+        if let recipient = parcel.recipientUserId.flatMap(UUID.init(uuidString:)) {
+            try storage.addParcelParty(c, parcel: id, user: recipient, role: "recipient")
+        }
+        try admitParties(c, parcel: id)
+    }
+
+    /// `parcel.status`: on assignment the courier is a party and the conversation opens; when the parcel is
+    /// received, cancelled or failed it becomes read-only.
+    func parcelStatus(_ event: ReceivedEvent, _ c: Connection) throws {
+        let change = try event.decode(ParcelStatusChanged.self)
+        guard let id = UUID(uuidString: change.parcelId) else { return }
+        switch change.to {
+        case "assigned":
+            guard let courier = change.courierId.flatMap(UUID.init(uuidString:)) else { return }
+            try storage.addParcelParty(c, parcel: id, user: courier, role: "courier")
+            if try storage.roomId(c, parcel: id) == nil {
+                let room = UUID.v7()
+                if try storage.insertRoom(c, id: room, kind: "parcel", name: "Parcel", topic: nil, inviteCode: nil, directKey: nil,
+                                          parcel: id, createdBy: nil) {
+                    try opened(c, room, kind: "parcel", by: nil, parcel: id, members: [])
+                }
+            }
+            try admitParties(c, parcel: id)
+        case "received", "cancelled", "failed":
+            if let room = try storage.roomId(c, parcel: id), try storage.setReadOnly(c, room) { try changed(c, room, by: nil) }
+        default:
+            return
+        }
+    }
+
+    /// Makes every known party of a parcel a member of its conversation, once it exists.
+    private func admitParties(_ c: Connection, parcel: UUID) throws {
+        guard let room = try storage.roomId(c, parcel: parcel) else { return }
+        for party in try storage.parcelParties(c, parcel: parcel) {
+            if let at = try storage.addMember(c, room: room, user: party.user, role: "member") {
+                try log.joined(c, room: room, user: party.user, role: "member", at: at)
+            }
+        }
+    }
+
+    // MARK: What chat learns from auth and stories
+
+    func profile(_ event: ReceivedEvent, _ c: Connection) throws {
+        switch event.type {
+        case UserRegistered.type:
+            let u = try event.decode(UserRegistered.self)
+            guard let id = UUID(uuidString: u.userId) else { return }
+            try storage.upsertProfile(c, user: id, username: u.username, fullName: u.fullName,
+                                      avatar: u.avatarMediaId.flatMap(UUID.init(uuidString:)), updatedAt: Timestamp.parse(u.createdAt) ?? Date())
+        default:
+            let u = try event.decode(UserUpdated.self)
+            guard let id = UUID(uuidString: u.userId) else { return }
+            try storage.upsertProfile(c, user: id, username: u.username, fullName: u.fullName,
+                                      avatar: u.avatarMediaId.flatMap(UUID.init(uuidString:)), updatedAt: Timestamp.parse(u.updatedAt) ?? Date())
+        }
+    }
+
+    /// `group.created`, `group.member_joined`, `group.member_left`: who shares a stories group with whom.
+    func groupMembership(_ event: ReceivedEvent, _ c: Connection) throws {
+        switch event.type {
+        case GroupCreated.type:
+            let g = try event.decode(GroupCreated.self)
+            guard g.kind == "group", let group = UUID(uuidString: g.groupId), let user = UUID(uuidString: g.createdBy) else { return }
+            try storage.addGroupMember(c, group: group, user: user)
+        case GroupMemberJoined.type:
+            let g = try event.decode(GroupMemberJoined.self)
+            guard let group = UUID(uuidString: g.groupId), let user = UUID(uuidString: g.userId) else { return }
+            try storage.addGroupMember(c, group: group, user: user)
+        default:
+            let g = try event.decode(GroupMemberLeft.self)
+            guard let group = UUID(uuidString: g.groupId), let user = UUID(uuidString: g.userId) else { return }
+            try storage.removeGroupMember(c, group: group, user: user)
+        }
+    }
+}

@@ -1,0 +1,268 @@
+import Foundation
+import HTTP
+import Models
+import Postgres
+import ServiceKit
+
+/// The chat service's handlers: they take the decoded request, run the domain (`Rooms`, `Messages`, `Todos`) in a
+/// transaction and map the result to its view. Anyone outside a room gets 404 for it and everything in it; a member
+/// who may not act gets 403: the domain says which.
+struct ChatHandlers: Sendable {
+    let pool: Pool
+    let outbox: Outbox
+    let relay: OutboxRelay
+    let idempotency: Idempotency
+    let live: RoomFeed
+    let storage = ChatStorage()
+    let media = MediaStore(schema: "chat")
+    var log: RoomLog { RoomLog(storage: storage, outbox: outbox) }
+    var rooms: Rooms { Rooms(storage: storage, log: log) }
+    var messages: Messages { Messages(storage: storage, log: log, rooms: rooms, media: media) }
+    var todos: Todos { Todos(storage: storage, log: log, rooms: rooms) }
+    /// Failed join attempts per user within 15 minutes before joins are refused.
+    static let maxJoinFailures = 10
+
+    // MARK: Rooms
+
+    func createRoom(_ request: Request, _ caller: Caller, _ body: CreateRoomBody) throws -> Response {
+        try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            let room = try rooms.createTeam(c, name: body.name, topic: body.topic.flatMap { $0.isEmpty ? nil : $0 }, by: caller.userId)
+            return try .json(RoomView(room, members: try storage.members(c, of: room.id)), status: 201)
+        }
+    }
+
+    func listRooms(_ request: Request, _ caller: Caller) throws -> Response {
+        let page = try Page(request)
+        let parcel = try request.query["parcelId"].map { text -> UUID in
+            guard let id = UUID(uuidString: text) else { throw HTTPError.validation("parcelId must be a UUID.", field: "parcelId") }
+            return id
+        }
+        let after = try page.after.map { values -> (Int64, UUID) in
+            guard values.count == 2, let at = Int64(values[0]), let id = UUID(uuidString: values[1]) else {
+                throw HTTPError.validation("cursor is not valid.", field: "cursor")
+            }
+            return (at, id)
+        }
+        let list = try pool.withConnection { try storage.rooms($0, of: caller.userId, parcel: parcel, after: after, limit: page.limit + 1) }
+        return try .json(PageResponse(list, page, item: { RoomView($0.room, unread: $0.unread, last: $0.last) },
+                                      cursor: { [String($0.activityMicros), $0.room.id.lowercased] }))
+    }
+
+    func getRoom(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withConnection { c in
+            let room = try rooms.member(c, id, caller.userId)
+            return try .json(RoomView(room, members: try storage.members(c, of: id)))
+        }
+    }
+
+    func updateRoom(_ request: Request, _ caller: Caller, _ body: UpdateRoomBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in
+            let room = try rooms.update(c, id, by: caller.userId, name: body.name, topic: body.topic)
+            return try .json(RoomView(room, members: try storage.members(c, of: id)))
+        }
+    }
+
+    func join(_ request: Request, _ caller: Caller, _ body: JoinRoomBody) throws -> Response {
+        let recent = try pool.withConnection { try storage.recentJoinFailures($0, user: caller.userId) }
+        if recent.count >= Self.maxJoinFailures { throw HTTPError.rateLimited(retryAfter: recent.retryAfter) }
+        do {
+            return try pool.withTransaction { c in
+                let room = try rooms.join(c, code: body.inviteCode, user: caller.userId)
+                return try .json(RoomView(room, members: try storage.members(c, of: room.id)))
+            }
+        } catch ChatError.unknownInviteCode {
+            try pool.withConnection { try storage.recordJoinFailure($0, user: caller.userId) }
+            throw ChatError.unknownInviteCode
+        }
+    }
+
+    func rotateInviteCode(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in
+            let room = try rooms.rotateInviteCode(c, id, by: caller.userId)
+            return try .json(RoomView(room, members: try storage.members(c, of: id)))
+        }
+    }
+
+    func removeMember(_ request: Request, _ caller: Caller) throws -> Response {
+        let (id, target) = (try Validate.pathID(request), try Validate.pathID(request, "userId"))
+        try pool.withTransaction { try rooms.remove($0, id, member: target, by: caller.userId) }
+        return .noContent
+    }
+
+    func direct(_ request: Request, _ caller: Caller, _ body: DirectRoomBody) throws -> Response {
+        try pool.withTransaction { c in
+            let room = try rooms.direct(c, caller.userId, with: body.userId)
+            return try .json(RoomView(room, members: try storage.members(c, of: room.id)))
+        }
+    }
+
+    func markRead(_ request: Request, _ caller: Caller, _ body: ReadBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in
+            _ = try rooms.member(c, id, caller.userId)
+            try storage.markRead(c, room: id, user: caller.userId, seq: body.seq)
+            return try .json(RoomView(try rooms.member(c, id, caller.userId)))
+        }
+    }
+
+    // MARK: Messages
+
+    func postMessage(_ request: Request, _ caller: Caller, _ body: PostMessageBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        do {
+            let (message, created) = try pool.withTransaction { c in
+                try messages.post(c, room: id, by: caller.userId, text: body.text, clientId: body.clientId, images: body.mediaIds ?? [],
+                                  replyTo: body.replyTo)
+            }
+            return try .json(MessageView(message), status: created ? 201 : 200)
+        } catch let replay as Messages.Replayed {
+            return try .json(MessageView(replay.message), status: 200)
+        }
+    }
+
+    func listMessages(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let limit = try Page(request).limit
+        let before = try Self.sequence(request, "before"), after = try Self.sequence(request, "after")
+        guard before == nil || after == nil else { throw HTTPError.validation("Give before or after, not both.", field: "after") }
+        return try pool.withConnection { c in
+            _ = try rooms.member(c, id, caller.userId)
+            let page = try storage.messages(c, room: id, before: before, after: after, limit: limit + 1)
+            // One more than asked tells whether there is more in the direction read.
+            let items = after != nil ? Array(page.prefix(limit)) : Array(page.suffix(limit))
+            let more = page.count > limit
+            let next = more ? (after != nil ? items.last.map { Cursor.encode(["after", String($0.seq)]) }
+                                            : items.first.map { Cursor.encode(["before", String($0.seq)]) }) : nil
+            return try .json(PageResponse(items: items.map(MessageView.init), nextCursor: next))
+        }
+    }
+
+    func editMessage(_ request: Request, _ caller: Caller, _ body: EditMessageBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try .json(MessageView(try pool.withTransaction { try messages.edit($0, id, by: caller.userId, text: body.text) }))
+    }
+
+    func deleteMessage(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        try pool.withTransaction { try messages.delete($0, id, by: caller.userId) }
+        return .noContent
+    }
+
+    func search(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let page = try Page(request)
+        guard let q = request.query["q"]?.trimmingCharacters(in: .whitespacesAndNewlines), (1...200).contains(q.count),
+              !q.contains("\u{0}") else {
+            throw HTTPError.validation("q must be 1 to 200 characters.", field: "q")
+        }
+        let before = try page.after.map { values -> Int64 in
+            guard values.count == 1, let seq = Int64(values[0]) else { throw HTTPError.validation("cursor is not valid.", field: "cursor") }
+            return seq
+        }
+        return try pool.withConnection { c in
+            _ = try rooms.member(c, id, caller.userId)
+            let found = try storage.search(c, room: id, query: q, before: before, limit: page.limit + 1)
+            return try .json(PageResponse(found, page, item: MessageView.init, cursor: { [String($0.seq)] }))
+        }
+    }
+
+    // MARK: Live
+
+    /// `GET /v1/rooms/{id}/events`: Server-Sent Events of the room's changes, each with its sequence as the SSE id.
+    /// With `Last-Event-ID` (or `?lastEventId=`), first everything after it from the database.
+    func events(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        let given = request.header("last-event-id") ?? request.query["lastEventId"]
+        let lastEventId = try given.map { text -> Int64 in
+            guard let seq = Int64(text.trimmingCharacters(in: .whitespaces)), seq >= 0 else {
+                throw HTTPError.validation("Last-Event-ID must be a sequence this stream sent.", field: "Last-Event-ID")
+            }
+            return seq
+        }
+        let room = try pool.withConnection { try rooms.member($0, id, caller.userId) }
+        let stream = EventStream()
+        try live.stream(room: id, for: caller.userId, after: lastEventId ?? room.changeSeq, to: stream)
+        return .eventStream(stream)
+    }
+
+    /// `POST /v1/rooms/{id}/typing`: tells the room's streams the caller is typing (not stored; at most once a second).
+    func typing(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        _ = try pool.withConnection { try rooms.writable($0, id, caller.userId) }
+        if live.mayType(caller.userId, in: id) {
+            relay.publishEphemeral(ChatTyping(roomId: id.lowercased, userId: caller.userId.lowercased, at: Timestamp.format(Date())),
+                                   subject: id.lowercased, source: "/chat", at: Timestamp.format(Date()))
+        }
+        return .noContent
+    }
+
+    // MARK: Todos
+
+    func listTodos(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withConnection { c in
+            _ = try rooms.member(c, id, caller.userId)
+            return try .json(PageResponse(items: try storage.todos(c, room: id).map(TodoView.init), nextCursor: nil))
+        }
+    }
+
+    func createTodo(_ request: Request, _ caller: Caller, _ body: CreateTodoBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            let todo = try todos.add(c, room: id, by: caller.userId, title: body.title, assignee: body.assigneeId,
+                                     dueAt: body.dueAt.flatMap(Timestamp.parse), from: body.fromMessageId)
+            return try .json(TodoView(todo), status: 201)
+        }
+    }
+
+    func updateTodo(_ request: Request, _ caller: Caller, _ body: UpdateTodoBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        let dueAt: Patch<Date> = switch body.dueAt {
+        case .absent: .absent
+        case .null: .null
+        case .value(let text): Timestamp.parse(text).map { .value($0) } ?? .absent
+        }
+        return try .json(TodoView(try pool.withTransaction {
+            try todos.update($0, id, by: caller.userId, title: body.title, done: body.done, assignee: body.assigneeId, dueAt: dueAt,
+                             position: body.position)
+        }))
+    }
+
+    func deleteTodo(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        try pool.withTransaction { try todos.delete($0, id, by: caller.userId) }
+        return .noContent
+    }
+
+    // MARK: Media
+
+    func uploadMedia(_ request: Request, _ caller: Caller) throws -> Response {
+        try media.upload(request, owner: caller.userId, idempotency: idempotency)
+    }
+
+    func getMedia(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withConnection { c in
+            guard let found = try storage.visibleMedia(c, id, reader: caller.userId) else { throw ChatError.notFound }
+            return try media.serve(request, found, on: c)
+        }
+    }
+
+    // MARK: Query parameters
+
+    /// A message sequence given as `?name=`, or in the page's cursor.
+    static func sequence(_ request: Request, _ name: String) throws -> Int64? {
+        if let text = request.query[name] {
+            guard let seq = Int64(text), seq >= 0 else { throw HTTPError.validation("\(name) must be a message sequence.", field: name) }
+            return seq
+        }
+        guard let values = try Page(request).after else { return nil }
+        guard values.count == 2, ["before", "after"].contains(values[0]), let seq = Int64(values[1]) else {
+            throw HTTPError.validation("cursor is not valid.", field: "cursor")
+        }
+        return values[0] == name ? seq : nil
+    }
+}

@@ -1,0 +1,54 @@
+import HTTP
+import ServiceKit
+
+/// The chat API: the table of routes, nothing else. Every route needs a user's bearer token.
+func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator) -> Router {
+    var r = Router()
+    // Rooms
+    r.add("POST", "/v1/rooms", summary: "Create a team room; the creator owns it", body: CreateRoomBody.self,
+          response: (201, Schemas.room), auth: auth, h.createRoom)
+    r.add("GET", "/v1/rooms", summary: "My rooms, latest activity first, with unread counts and last messages (?parcelId=)",
+          response: (200, Schemas.page(Schemas.room)), auth: auth, h.listRooms)
+    r.add("POST", "/v1/rooms/join", summary: "Join a team room by its invite code", body: JoinRoomBody.self,
+          response: (200, Schemas.room), auth: auth, h.join)
+    r.add("POST", "/v1/rooms/direct", summary: "The direct room with someone I share a group or a parcel with",
+          body: DirectRoomBody.self, response: (200, Schemas.room), auth: auth, h.direct)
+    r.add("GET", "/v1/rooms/{id}", summary: "A room with its members", response: (200, Schemas.room), auth: auth, h.getRoom)
+    r.add("PATCH", "/v1/rooms/{id}", summary: "Rename a team room or change its topic (owner)", body: UpdateRoomBody.self,
+          response: (200, Schemas.room), auth: auth, h.updateRoom)
+    r.add("POST", "/v1/rooms/{id}/invite-code", summary: "Replace a team room's invite code (owner)",
+          response: (200, Schemas.room), auth: auth, h.rotateInviteCode)
+    r.add("DELETE", "/v1/rooms/{id}/members/{userId}", summary: "Remove a member (owner) or leave; their streams end",
+          response: (204, nil), auth: auth, h.removeMember)
+    r.add("PUT", "/v1/rooms/{id}/read", summary: "Mark the room read up to a message sequence", body: ReadBody.self,
+          response: (200, Schemas.room), auth: auth, h.markRead)
+    // Messages
+    r.add("POST", "/v1/rooms/{id}/messages", summary: "Post a message (a retry with the same clientId returns the first)",
+          body: PostMessageBody.self, response: (201, Schemas.message), auth: auth, h.postMessage)
+    r.add("GET", "/v1/rooms/{id}/messages", summary: "History by sequence: the latest, ?before= or ?after= (keyset)",
+          response: (200, Schemas.page(Schemas.message)), auth: auth, h.listMessages)
+    r.add("GET", "/v1/rooms/{id}/search", summary: "Full-text search of the room's messages, newest first (?q=)",
+          response: (200, Schemas.page(Schemas.message)), auth: auth, h.search)
+    r.add("PATCH", "/v1/messages/{id}", summary: "Change a message's text (author)", body: EditMessageBody.self,
+          response: (200, Schemas.message), auth: auth, h.editMessage)
+    r.add("DELETE", "/v1/messages/{id}", summary: "Delete a message (author); it keeps its place with no text",
+          response: (204, nil), auth: auth, h.deleteMessage)
+    // Live
+    r.add("GET", "/v1/rooms/{id}/events", summary: "Server-Sent Events of every change, resumable with Last-Event-ID",
+          auth: auth, h.events)
+    r.add("POST", "/v1/rooms/{id}/typing", summary: "Tell the room I am typing (not stored)", response: (204, nil), auth: auth, h.typing)
+    // Todos
+    r.add("GET", "/v1/rooms/{id}/todos", summary: "The room's todo list: open items in their order, then done ones",
+          response: (200, Schemas.page(Schemas.todo)), auth: auth, h.listTodos)
+    r.add("POST", "/v1/rooms/{id}/todos", summary: "Add an item", body: CreateTodoBody.self, response: (201, Schemas.todo),
+          auth: auth, h.createTodo)
+    r.add("PATCH", "/v1/todos/{id}", summary: "Rename, check off, assign, schedule or move an item", body: UpdateTodoBody.self,
+          response: (200, Schemas.todo), auth: auth, h.updateTodo)
+    r.add("DELETE", "/v1/todos/{id}", summary: "Remove an item", response: (204, nil), auth: auth, h.deleteTodo)
+    // Media
+    r.add("POST", "/v1/media", summary: "Upload an image for a message (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)",
+          bodyLimit: MediaStore.limit, response: (201, Schemas.media), auth: auth, h.uploadMedia)
+    r.add("GET", "/v1/media/{id}", summary: "An image, for its owner and the members of the rooms it was posted in",
+          auth: auth, h.getMedia)
+    return r
+}

@@ -1,0 +1,4 @@
+import ChatCore
+import ServiceKit
+
+ServiceApp.main(service: "chat") { try ChatService.makeApp(environment: $0) }

@@ -1,0 +1,177 @@
+import Foundation
+
+// Every stored change to a room carries the room's change sequence `seq` (gap-free per room, in commit order): a
+// live reader that sees seq n+2 after n knows it missed one and reads it from the API. Key: the room id. Message
+// and todo texts stay out of the events, as story texts do: consumers that need them read them through the API.
+
+/// `chat.room_created`: a team room, the direct room of a pair, or the conversation of a parcel exists.
+public struct ChatRoomCreated: EventPayload, Equatable {
+    public static let type = "chat.room_created"
+    public var roomId: String
+    /// `team`, `direct` or `parcel`.
+    public var kind: String
+    /// Who created it; nil for a parcel's conversation, which chat opens itself.
+    public var createdBy: String?
+    /// The parcel of a parcel conversation.
+    public var parcelId: String?
+    public var seq: Int64
+    public var createdAt: String
+
+    public init(roomId: String, kind: String, createdBy: String?, parcelId: String?, seq: Int64, createdAt: String) {
+        self.roomId = roomId; self.kind = kind; self.createdBy = createdBy; self.parcelId = parcelId; self.seq = seq
+        self.createdAt = createdAt
+    }
+}
+
+/// `chat.member_joined`: someone is in a room now (its creator, by invite code, or as a party to a parcel).
+public struct ChatMemberJoined: EventPayload, Equatable {
+    public static let type = "chat.member_joined"
+    public var roomId: String
+    public var userId: String
+    /// `owner` or `member`.
+    public var role: String
+    public var seq: Int64
+    public var joinedAt: String
+
+    public init(roomId: String, userId: String, role: String, seq: Int64, joinedAt: String) {
+        self.roomId = roomId; self.userId = userId; self.role = role; self.seq = seq; self.joinedAt = joinedAt
+    }
+}
+
+/// `chat.member_left`: someone left a room or was removed; their open streams of it end.
+public struct ChatMemberLeft: EventPayload, Equatable {
+    public static let type = "chat.member_left"
+    public var roomId: String
+    public var userId: String
+    /// `left` or `removed`.
+    public var reason: String
+    public var removedBy: String
+    public var seq: Int64
+    public var leftAt: String
+
+    public init(roomId: String, userId: String, reason: String, removedBy: String, seq: Int64, leftAt: String) {
+        self.roomId = roomId; self.userId = userId; self.reason = reason; self.removedBy = removedBy; self.seq = seq
+        self.leftAt = leftAt
+    }
+}
+
+/// `chat.message_created`: a message was posted; `messageSeq` is its place in the room (gap-free per room).
+public struct ChatMessageCreated: EventPayload, Equatable {
+    public static let type = "chat.message_created"
+    public var roomId: String
+    public var messageId: String
+    public var messageSeq: Int64
+    public var authorId: String
+    public var mediaCount: Int
+    public var replyTo: String?
+    public var seq: Int64
+    public var createdAt: String
+
+    public init(roomId: String, messageId: String, messageSeq: Int64, authorId: String, mediaCount: Int, replyTo: String?,
+                seq: Int64, createdAt: String) {
+        self.roomId = roomId; self.messageId = messageId; self.messageSeq = messageSeq; self.authorId = authorId
+        self.mediaCount = mediaCount; self.replyTo = replyTo; self.seq = seq; self.createdAt = createdAt
+    }
+}
+
+/// `chat.message_edited`: a message's author changed its text.
+public struct ChatMessageEdited: EventPayload, Equatable {
+    public static let type = "chat.message_edited"
+    public var roomId: String
+    public var messageId: String
+    public var messageSeq: Int64
+    public var seq: Int64
+    public var editedAt: String
+
+    public init(roomId: String, messageId: String, messageSeq: Int64, seq: Int64, editedAt: String) {
+        self.roomId = roomId; self.messageId = messageId; self.messageSeq = messageSeq; self.seq = seq; self.editedAt = editedAt
+    }
+}
+
+/// `chat.message_deleted`: a message's author deleted it; it keeps its place with no text.
+public struct ChatMessageDeleted: EventPayload, Equatable {
+    public static let type = "chat.message_deleted"
+    public var roomId: String
+    public var messageId: String
+    public var messageSeq: Int64
+    public var seq: Int64
+    public var deletedAt: String
+
+    public init(roomId: String, messageId: String, messageSeq: Int64, seq: Int64, deletedAt: String) {
+        self.roomId = roomId; self.messageId = messageId; self.messageSeq = messageSeq; self.seq = seq; self.deletedAt = deletedAt
+    }
+}
+
+/// `todo.created`: an item was added to a room's todo list.
+public struct TodoCreated: EventPayload, Equatable {
+    public static let type = "todo.created"
+    public var roomId: String
+    public var todoId: String
+    public var createdBy: String
+    public var assigneeId: String?
+    public var seq: Int64
+    public var createdAt: String
+
+    public init(roomId: String, todoId: String, createdBy: String, assigneeId: String?, seq: Int64, createdAt: String) {
+        self.roomId = roomId; self.todoId = todoId; self.createdBy = createdBy; self.assigneeId = assigneeId; self.seq = seq
+        self.createdAt = createdAt
+    }
+}
+
+/// `todo.updated`: an item was changed: renamed, checked off or on, assigned, given a due time or moved.
+public struct TodoUpdated: EventPayload, Equatable {
+    public static let type = "todo.updated"
+    public var roomId: String
+    public var todoId: String
+    public var updatedBy: String
+    public var done: Bool
+    /// Who checked it off, while it is done.
+    public var doneBy: String?
+    public var assigneeId: String?
+    public var seq: Int64
+    public var updatedAt: String
+
+    public init(roomId: String, todoId: String, updatedBy: String, done: Bool, doneBy: String?, assigneeId: String?, seq: Int64,
+                updatedAt: String) {
+        self.roomId = roomId; self.todoId = todoId; self.updatedBy = updatedBy; self.done = done; self.doneBy = doneBy
+        self.assigneeId = assigneeId; self.seq = seq; self.updatedAt = updatedAt
+    }
+}
+
+/// `todo.deleted`: an item was removed from a room's list.
+public struct TodoDeleted: EventPayload, Equatable {
+    public static let type = "todo.deleted"
+    public var roomId: String
+    public var todoId: String
+    public var deletedBy: String
+    public var seq: Int64
+    public var deletedAt: String
+
+    public init(roomId: String, todoId: String, deletedBy: String, seq: Int64, deletedAt: String) {
+        self.roomId = roomId; self.todoId = todoId; self.deletedBy = deletedBy; self.seq = seq; self.deletedAt = deletedAt
+    }
+}
+
+/// `chat.typing`: someone is typing in a room. Ephemeral: published without the outbox, not stored, may be lost.
+public struct ChatTyping: EventPayload, Equatable {
+    public static let type = "chat.typing"
+    public var roomId: String
+    public var userId: String
+    public var at: String
+
+    public init(roomId: String, userId: String, at: String) { self.roomId = roomId; self.userId = userId; self.at = at }
+}
+
+/// `chat.room_updated`: a room's name or topic changed, or a parcel's conversation closed (read-only).
+public struct ChatRoomUpdated: EventPayload, Equatable {
+    public static let type = "chat.room_updated"
+    public var roomId: String
+    public var updatedBy: String?
+    public var readOnly: Bool
+    public var seq: Int64
+    public var updatedAt: String
+
+    public init(roomId: String, updatedBy: String?, readOnly: Bool, seq: Int64, updatedAt: String) {
+        self.roomId = roomId; self.updatedBy = updatedBy; self.readOnly = readOnly; self.seq = seq; self.updatedAt = updatedAt
+    }
+}

@@ -1,0 +1,402 @@
+import Foundation
+import HTTP
+import Kafka
+import Models
+import XCTest
+
+/// A test case with its own database, auth, and chat on the shared broker.
+class ChatTestCase: ServiceTestCase {
+    override var serviceName: String { "chat" }
+
+    /// A team room created by `owner`, joined by `others`.
+    func room(_ owner: Person, joinedBy others: [Person] = [], name: String = "Project") throws -> String {
+        let r = try api.post("/v1/rooms", ["name": name, "topic": "What we do"], token: owner.token)
+        XCTAssertEqual(r.status, 201, String(decoding: r.body, as: UTF8.self))
+        let code = r["inviteCode"] as? String ?? ""
+        for p in others { XCTAssertEqual(try api.post("/v1/rooms/join", ["inviteCode": code], token: p.token).status, 200) }
+        return r["id"] as? String ?? ""
+    }
+
+    @discardableResult
+    func post(_ room: String, _ text: String, as p: Person, clientId: String? = nil, port: Int? = nil) throws -> APIResponse {
+        try Self.post(port: port ?? api.port, room, text, token: p.token, clientId: clientId)
+    }
+
+    /// A message posted from a thread of its own.
+    static func post(port: Int, _ room: String, _ text: String, token: String, clientId: String? = nil) throws -> APIResponse {
+        var body: [String: Any] = ["text": text]
+        if let clientId { body["clientId"] = clientId }
+        return try APIClient(port: port).post("/v1/rooms/\(room)/messages", body, token: token)
+    }
+
+    /// Publishes an event as another service would (for what chat learns from stories and dispatch).
+    func publish<P: EventPayload>(_ payload: P, subject: String, source: String) throws {
+        var config = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "test-publisher")
+        config.log = { _, _ in }
+        let event: [String: Any] = ["specversion": "1.0", "id": UUID().uuidString.lowercased(), "source": source, "type": P.type,
+                                    "time": Timestamp.format(Date()), "subject": subject, "datacontenttype": "application/json",
+                                    "dataschema": "urn:backend:schema:events:\(P.type)",
+                                    "data": try JSONSerialization.jsonObject(with: try JSONEncoder().encode(payload))]
+        let value = Array(try JSONSerialization.data(withJSONObject: event))
+        let results = try Producer(config: config).send([OutgoingMessage(topic: P.type, key: subject, value: value, header: ("ce_type", P.type))])
+        XCTAssertNil(results.first!, "published \(P.type)")
+    }
+
+    /// The next event of `stream` named `name`, skipping others.
+    func next(_ stream: SSEReader, _ name: String, timeout: TimeInterval = 15) -> (data: [String: Any], id: String?)? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline, let e = stream.next(timeout: deadline.timeIntervalSinceNow) {
+            if e.event == name { return ((try? JSONSerialization.jsonObject(with: Data(e.data.utf8))) as? [String: Any] ?? [:], e.id) }
+        }
+        return nil
+    }
+}
+
+final class ChatFlowTests: ChatTestCase {
+    func testTwoPeopleChatKeepATodoListAndSeeEachOtherLive() throws {
+        let ann = try person("ann" + UUID().uuidString.prefix(6).lowercased()), ben = try person()
+        let room = try room(ann, joinedBy: [ben])
+        let stream = try SSEReader(port: api.port, path: "/v1/rooms/\(room)/events", token: ben.token)
+        XCTAssertEqual(stream.status, 200)
+
+        let posted = try post(room, "  Hello Ben  ", as: ann)
+        XCTAssertEqual(posted.status, 201)
+        XCTAssertEqual(posted["text"] as? String, "Hello Ben", "text is trimmed")
+        XCTAssertEqual(posted["seq"] as? Int, 1)
+        XCTAssertEqual((posted["author"] as? [String: Any])?["id"] as? String, ann.id)
+        let live = next(stream, "message_created")
+        XCTAssertEqual(live?.data["text"] as? String, "Hello Ben", "Ben sees it live, with its text")
+        XCTAssertNotNil(live?.id)
+
+        XCTAssertEqual(try post(room, "Hi Ann, shall we plan the launch?", as: ben).status, 201)
+        let todo = try api.post("/v1/rooms/\(room)/todos", ["title": "Write the launch post", "assigneeId": ben.id], token: ann.token)
+        XCTAssertEqual(todo.status, 201, String(decoding: todo.body, as: UTF8.self))
+        XCTAssertEqual(next(stream, "todo_created")?.data["title"] as? String, "Write the launch post")
+        let todoId = todo["id"] as? String ?? ""
+        let done = try api.patch("/v1/todos/\(todoId)", ["done": true], token: ben.token)
+        XCTAssertEqual(done["done"] as? Bool, true)
+        XCTAssertEqual((done["doneBy"] as? [String: Any])?["id"] as? String, ben.id, "who checked it off is kept")
+        XCTAssertNotNil(done["doneAt"] as? String)
+        XCTAssertEqual((next(stream, "todo_updated")?.data["doneBy"] as? [String: Any])?["id"] as? String, ben.id)
+
+        let history = try api.get("/v1/rooms/\(room)/messages", token: ben.token)
+        XCTAssertEqual((history["items"] as? [[String: Any]])?.compactMap { $0["seq"] as? Int }, [1, 2])
+        let found = try api.get("/v1/rooms/\(room)/search?q=launch", token: ann.token)
+        XCTAssertEqual((found["items"] as? [[String: Any]])?.compactMap { $0["text"] as? String }, ["Hi Ann, shall we plan the launch?"])
+
+        // Unread counts and read state.
+        let mine = try api.get("/v1/rooms", token: ben.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(mine.first?["unreadCount"] as? Int, 1, "Ann's message, not his own")
+        XCTAssertEqual((mine.first?["lastMessage"] as? [String: Any])?["seq"] as? Int, 2)
+        XCTAssertEqual(try api.send("PUT", "/v1/rooms/\(room)/read", json: ["seq": 2], token: ben.token).status, 200)
+        XCTAssertEqual((try api.get("/v1/rooms", token: ben.token)["items"] as? [[String: Any]])?.first?["unreadCount"] as? Int, 0)
+
+        // Edits and deletions keep their place.
+        let edited = try api.patch("/v1/messages/\(posted["id"] as? String ?? "")", ["text": "Hello, Ben"], token: ann.token)
+        XCTAssertEqual(edited["text"] as? String, "Hello, Ben")
+        XCTAssertNotNil(edited["editedAt"] as? String)
+        XCTAssertEqual(next(stream, "message_edited")?.data["text"] as? String, "Hello, Ben")
+        assertClientError(try api.patch("/v1/messages/\(posted["id"] as? String ?? "")", ["text": "mine now"], token: ben.token), 403)
+        XCTAssertEqual(try api.send("DELETE", "/v1/messages/\(posted["id"] as? String ?? "")", token: ann.token).status, 204)
+        let deleted = next(stream, "message_deleted")?.data
+        XCTAssertTrue(deleted?["text"] is NSNull, "a deleted message keeps its place with no text")
+        let after = try api.get("/v1/rooms/\(room)/messages", token: ben.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(after.compactMap { $0["seq"] as? Int }, [1, 2])
+        XCTAssertTrue(after.first?["text"] is NSNull)
+        XCTAssertEqual(try count("changes", "body LIKE '%Hello%'"), 0, "its text is gone from the stored changes too")
+    }
+
+    func testARetryWithTheSameClientIdReturnsTheFirstMessage() throws {
+        let ann = try person()
+        let room = try room(ann)
+        let first = try post(room, "only once", as: ann, clientId: "c-123")
+        let again = try post(room, "only once", as: ann, clientId: "c-123")
+        XCTAssertEqual(first.status, 201)
+        XCTAssertEqual(again.status, 200)
+        XCTAssertEqual(again["id"] as? String, first["id"] as? String)
+        // Ten retries at once from a flaky network: still one message.
+        let results = LockedBox<[String]>()
+        let (port, token) = (api.port, ann.token)
+        let threads = (0..<10).map { _ in
+            Thread {
+                if let id = try? Self.post(port: port, room, "burst", token: token, clientId: "c-burst")["id"] as? String {
+                    results.update { $0 = ($0 ?? []) + [id] }
+                }
+            }
+        }
+        threads.forEach { $0.start() }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (results.get() ?? []).count == 10 })
+        XCTAssertEqual(Set(results.get() ?? []).count, 1)
+        XCTAssertEqual(try count("messages"), 2)
+        XCTAssertEqual(try count("changes", "event = 'message_created'"), 2)
+    }
+
+    func testTwentyClientsPostingAtOnceGetAGapFreeSequence() throws {
+        let people = try (0..<4).map { _ in try person() }
+        let room = try room(people[0], joinedBy: Array(people.dropFirst()))
+        let port = api.port
+        let tokens = people.map(\.token)
+        let done = LockedBox<Int>()
+        let threads = (0..<20).map { t in
+            Thread {
+                for i in 0..<5 { _ = try? Self.post(port: port, room, "t\(t) m\(i)", token: tokens[t % 4]) }
+                done.update { $0 = ($0 ?? 0) + 1 }
+            }
+        }
+        threads.forEach { $0.start() }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) { done.get() == 20 })
+        let seqs = try database.connect().rows("SELECT seq FROM chat.messages ORDER BY seq").map { try $0["seq", as: Int.self] }
+        XCTAssertEqual(seqs, Array(1...100), "strictly increasing and gap-free")
+        let changes = try database.connect().rows("SELECT seq FROM chat.changes ORDER BY seq").map { try $0["seq", as: Int.self] }
+        XCTAssertEqual(changes, Array(1...changes.count), "the room's change log is gap-free too")
+        var all: [Int] = []
+        var cursor: String?
+        repeat {
+            let page = try api.get("/v1/rooms/\(room)/messages?limit=30" + (cursor.map { "&cursor=\($0)" } ?? ""), token: people[1].token)
+            all = ((page["items"] as? [[String: Any]]) ?? []).compactMap { $0["seq"] as? Int } + all
+            cursor = page["nextCursor"] as? String
+        } while cursor != nil
+        XCTAssertEqual(all, Array(1...100), "history pages back through every message once")
+    }
+
+    func testAStreamReconnectingWithLastEventIDGetsExactlyWhatItMissed() throws {
+        let ann = try person(), ben = try person()
+        let room = try room(ann, joinedBy: [ben])
+        try post(room, "before", as: ann)
+        var stream: SSEReader? = try SSEReader(port: api.port, path: "/v1/rooms/\(room)/events", token: ben.token)
+        try post(room, "seen", as: ann)
+        let seen = next(stream!, "message_created")
+        XCTAssertEqual(seen?.data["text"] as? String, "seen")
+        stream = nil  // the network drops
+        for i in 1...50 { try post(room, "missed \(i)", as: ann) }
+        let back = try SSEReader(port: api.port, path: "/v1/rooms/\(room)/events", token: ben.token,
+                                 headers: ["Last-Event-ID": seen?.id ?? ""])
+        var texts: [String] = [], ids: [Int] = []
+        while texts.count < 50, let e = next(back, "message_created", timeout: 10) {
+            texts.append(e.data["text"] as? String ?? ""); ids.append(Int(e.id ?? "") ?? -1)
+        }
+        XCTAssertEqual(texts, (1...50).map { "missed \($0)" }, "exactly the 50 missed, in order")
+        XCTAssertEqual(ids, ids.sorted())
+        try post(room, "live again", as: ann)
+        XCTAssertEqual(next(back, "message_created")?.data["text"] as? String, "live again", "then live, with no duplicate between")
+    }
+
+    func testAMessagePostedOnOneInstanceReachesAStreamOnAnother() throws {
+        let second = try startInstance()
+        defer { second.stop() }
+        let ann = try person(), ben = try person()
+        let room = try room(ann, joinedBy: [ben])
+        let stream = try SSEReader(port: second.port, path: "/v1/rooms/\(room)/events", token: ben.token)
+        XCTAssertEqual(try post(room, "across instances", as: ann, port: service.port).status, 201)
+        XCTAssertEqual(next(stream, "message_created")?.data["text"] as? String, "across instances")
+    }
+
+    func testARemovedMembersStreamEndsAtOnce() throws {
+        let ann = try person(), ben = try person()
+        let room = try room(ann, joinedBy: [ben])
+        let stream = try SSEReader(port: api.port, path: "/v1/rooms/\(room)/events", token: ben.token)
+        assertClientError(try api.send("DELETE", "/v1/rooms/\(room)/members/\(ann.id)", token: ben.token), 403)
+        XCTAssertEqual(try api.send("DELETE", "/v1/rooms/\(room)/members/\(ben.id)", token: ann.token).status, 204)
+        XCTAssertEqual((next(stream, "member_left")?.data["user"] as? [String: Any])?["id"] as? String, ben.id)
+        XCTAssertNil(stream.next(timeout: 5), "no more events")
+        XCTAssertTrue(stream.ended, "the server ended the stream")
+        assertClientError(try api.get("/v1/rooms/\(room)/messages", token: ben.token), 404, "outside now")
+    }
+}
+
+/// Direct rooms and parcel conversations, from what chat learns on stories' and dispatch's topics.
+final class ChatDirectoryTests: ChatTestCase {
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try waitForServiceConsumers()
+    }
+
+    func testDirectRoomsOnlyBetweenPeopleWhoShareAGroupAndOnePerPair() throws {
+        let ann = try person(), ben = try person(), eve = try person()
+        let group = UUID().uuidString.lowercased()
+        assertClientError(try api.post("/v1/rooms/direct", ["userId": ben.id], token: ann.token), 409, code: "conflict", "strangers")
+        try publish(GroupCreated(groupId: group, kind: "group", name: "Family", createdBy: ann.id, createdAt: Timestamp.format(Date())),
+                    subject: group, source: "/stories")
+        try publish(GroupMemberJoined(groupId: group, userId: ben.id, role: "member", joinedAt: Timestamp.format(Date())),
+                    subject: group, source: "/stories")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.count("group_members", "group_id = '\(group)'")) == 2 })
+        let ids = LockedBox<[String]>()
+        let port = api.port
+        let threads = (0..<10).map { i in
+            Thread {
+                let who = i % 2 == 0 ? ann : ben
+                let other = i % 2 == 0 ? ben : ann
+                if let id = try? APIClient(port: port).post("/v1/rooms/direct", ["userId": other.id], token: who.token)["id"] as? String {
+                    ids.update { $0 = ($0 ?? []) + [id] }
+                }
+            }
+        }
+        threads.forEach { $0.start() }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (ids.get() ?? []).count == 10 })
+        XCTAssertEqual(Set(ids.get() ?? []).count, 1, "one direct room per pair, whatever the concurrency")
+        XCTAssertEqual(try count("rooms", "kind = 'direct'"), 1)
+        assertClientError(try api.post("/v1/rooms/direct", ["userId": eve.id], token: ann.token), 409, "Eve shares nothing with Ann")
+        assertClientError(try api.get("/v1/rooms/\(ids.get()?.first ?? "")", token: eve.token), 404)
+
+        try publish(GroupMemberLeft(groupId: group, userId: ben.id, reason: "left", removedBy: ben.id, newAdminId: nil,
+                                    leftAt: Timestamp.format(Date())), subject: group, source: "/stories")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.count("group_members", "group_id = '\(group)'")) == 1 })
+        assertClientError(try api.post("/v1/rooms/direct", ["userId": ben.id], token: ann.token), 409, "no longer share a group")
+    }
+
+    func testAParcelConversationOpensOnAssignmentAndTurnsReadOnlyOnDelivery() throws {
+        let sender = try person(), courier = try person(), recipient = try person()
+        let parcel = UUID().uuidString.lowercased()
+        let now = Timestamp.format(Date())
+        try publish(ParcelCreated(parcelId: parcel, senderId: sender.id, recipientUserId: recipient.id, service: "express",
+                                  pickup: Place(lat: 44.4, lon: 26.1), dropoff: Place(lat: 44.5, lon: 26.2), amountMinor: 900,
+                                  currency: "EUR", createdAt: now), subject: parcel, source: "/dispatch")
+        try publish(ParcelStatusChanged(parcelId: parcel, from: "offered", to: "assigned", actor: "courier", actorId: courier.id,
+                                        courierId: courier.id, place: nil, at: now), subject: parcel, source: "/dispatch")
+        var room: [String: Any]?
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            let items = (try? self.api.get("/v1/rooms?parcelId=\(parcel)", token: sender.token))?["items"] as? [[String: Any]]
+            room = items?.first
+            return room != nil && (try? self.count("members")) == 3
+        }, "the conversation opens with sender, courier and recipient")
+        let id = room?["id"] as? String ?? ""
+        XCTAssertEqual(room?["kind"] as? String, "parcel")
+        XCTAssertEqual(try post(id, "I am at the door", as: courier).status, 201)
+        XCTAssertEqual(try post(id, "Coming down", as: sender).status, 201)
+        XCTAssertEqual((try api.get("/v1/rooms/\(id)/messages", token: recipient.token)["items"] as? [[String: Any]])?.count, 2)
+        assertClientError(try api.send("DELETE", "/v1/rooms/\(id)/members/\(sender.id)", token: sender.token), 409)
+
+        try publish(ParcelStatusChanged(parcelId: parcel, from: "delivered", to: "received", actor: "recipient", actorId: recipient.id,
+                                        courierId: courier.id, place: nil, at: now), subject: parcel, source: "/dispatch")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.api.get("/v1/rooms/\(id)", token: sender.token))?["readOnly"] as? Bool == true })
+        assertClientError(try post(id, "one more thing", as: sender), 409, code: "conflict", "read-only after delivery")
+        XCTAssertEqual((try api.get("/v1/rooms/\(id)/messages", token: courier.token)["items"] as? [[String: Any]])?.count, 2, "still readable")
+    }
+}
+
+final class ChatRulesTests: ChatTestCase {
+    func testOutsidersGet404AndMembersWhoMayNotActGet403OnEveryRoute() throws {
+        let owner = try person(), member = try person(), outsider = try person()
+        let room = try room(owner, joinedBy: [member])
+        let message = try post(room, "hello", as: owner)["id"] as? String ?? ""
+        let todo = try api.post("/v1/rooms/\(room)/todos", ["title": "x"], token: owner.token)["id"] as? String ?? ""
+        let photo = try api.send("POST", "/v1/media", raw: Images.png, token: owner.token, headers: ["Content-Type": "image/png"])["id"] as? String ?? ""
+        let routes: [(String, String, [String: Any]?)] = [
+            ("GET", "/v1/rooms/\(room)", nil), ("PATCH", "/v1/rooms/\(room)", ["name": "n"]),
+            ("POST", "/v1/rooms/\(room)/invite-code", nil), ("DELETE", "/v1/rooms/\(room)/members/\(member.id)", nil),
+            ("PUT", "/v1/rooms/\(room)/read", ["seq": 1]), ("POST", "/v1/rooms/\(room)/messages", ["text": "x"]),
+            ("GET", "/v1/rooms/\(room)/messages", nil), ("GET", "/v1/rooms/\(room)/search?q=hello", nil),
+            ("PATCH", "/v1/messages/\(message)", ["text": "x"]), ("DELETE", "/v1/messages/\(message)", nil),
+            ("GET", "/v1/rooms/\(room)/events", nil), ("POST", "/v1/rooms/\(room)/typing", nil),
+            ("GET", "/v1/rooms/\(room)/todos", nil), ("POST", "/v1/rooms/\(room)/todos", ["title": "x"]),
+            ("PATCH", "/v1/todos/\(todo)", ["done": true]), ("DELETE", "/v1/todos/\(todo)", nil), ("GET", "/v1/media/\(photo)", nil),
+        ]
+        for (method, path, body) in routes {
+            assertClientError(try api.send(method, path, json: body, token: outsider.token), 404, code: "not_found", "\(method) \(path)")
+            assertClientError(try api.send(method, path, json: body, token: nil), 401, "\(method) \(path)")
+        }
+        for (method, path, body) in [("PATCH", "/v1/rooms/\(room)", ["name": "n"]), ("POST", "/v1/rooms/\(room)/invite-code", nil),
+                                     ("DELETE", "/v1/rooms/\(room)/members/\(owner.id)", nil),
+                                     ("PATCH", "/v1/messages/\(message)", ["text": "x"]), ("DELETE", "/v1/messages/\(message)", nil)] as [(String, String, [String: Any]?)] {
+            assertClientError(try api.send(method, path, json: body, token: member.token), 403, code: "forbidden", "\(method) \(path)")
+        }
+        XCTAssertEqual(try count("messages"), 1)
+        XCTAssertEqual(try count("members"), 2)
+    }
+
+    func testEveryRouteRefusesBadInputWithAClearClientError() throws {
+        let ann = try person()
+        let room = try room(ann)
+        let before = try count("changes")
+        let bodies: [[UInt8]] = [[], Array("{".utf8), Array("[]".utf8), Array(#"{"unknown": 1}"#.utf8),
+                                 Array(#"{"text": 5, "title": [], "name": {}, "seq": "x", "inviteCode": 1, "userId": "no"}"#.utf8),
+                                 [0x7B, 0x22, 0x74, 0x65, 0x78, 0x74, 0x22, 0x3A, 0x22, 0xC3, 0x28, 0x22, 0x7D]]
+        let message = try post(room, "x", as: ann)["id"] as? String ?? ""
+        let todo = try api.post("/v1/rooms/\(room)/todos", ["title": "t"], token: ann.token)["id"] as? String ?? ""
+        let withBody = [("POST", "/v1/rooms"), ("PATCH", "/v1/rooms/\(room)"), ("POST", "/v1/rooms/join"), ("POST", "/v1/rooms/direct"),
+                        ("PUT", "/v1/rooms/\(room)/read"), ("POST", "/v1/rooms/\(room)/messages"), ("PATCH", "/v1/messages/\(message)"),
+                        ("POST", "/v1/rooms/\(room)/todos"), ("PATCH", "/v1/todos/\(todo)")]
+        let changes = try count("changes")
+        for (method, path) in withBody {
+            for body in bodies {
+                let r = try api.send(method, path, raw: body, token: ann.token, headers: ["Content-Type": "application/json"])
+                assertClientError(r, nil, "\(method) \(path) \(String(decoding: body, as: UTF8.self))")
+            }
+        }
+        for (body, field) in [(["text": ""], "text"), (["text": "   "], "text"), (["text": String(repeating: "é", count: 4001)], "text"),
+                              (["text": "x", "clientId": String(repeating: "c", count: 65)], "clientId"),
+                              (["text": "x", "replyTo": UUID().uuidString], "replyTo"),
+                              (["text": "x", "mediaIds": [UUID().uuidString]], "mediaIds")] as [([String: Any], String)] {
+            let r = try api.post("/v1/rooms/\(room)/messages", body, token: ann.token)
+            assertClientError(r, 400, "\(body.keys.sorted())")
+            XCTAssertEqual(r.errorField, field)
+        }
+        for path in ["/v1/rooms/not-a-uuid", "/v1/rooms/\(UUID().uuidString)/messages", "/v1/rooms/\(UUID().uuidString)/todos"] {
+            assertClientError(try api.get(path, token: ann.token), 404, path)
+        }
+        assertClientError(try api.patch("/v1/todos/\(UUID().uuidString)", ["done": true], token: ann.token), 404)
+        for query in ["?before=-1", "?after=x", "?before=1&after=2", "?limit=0", "?cursor=junk"] {
+            assertClientError(try api.get("/v1/rooms/\(room)/messages\(query)", token: ann.token), 400, query)
+        }
+        assertClientError(try api.get("/v1/rooms/\(room)/search?q=", token: ann.token), 400)
+        assertClientError(try api.get("/v1/rooms?parcelId=nope", token: ann.token), 400)
+        assertClientError(try api.patch("/v1/todos/\(todo)", ["assigneeId": UUID().uuidString], token: ann.token), 400, "not a member")
+        for _ in 0..<10 { _ = try api.post("/v1/rooms/join", ["inviteCode": "AAAA-BBBB-CCCC"], token: ann.token) }
+        assertClientError(try api.post("/v1/rooms/join", ["inviteCode": "AAAA-BBBB-CCCC"], token: ann.token), 429, code: "rate_limited")
+        XCTAssertEqual(try count("changes"), changes, "no refused request changed anything")
+        XCTAssertGreaterThan(changes, before)
+    }
+
+    func testTwoMembersReorderingAtOnceNeverLoseAnItem() throws {
+        let ann = try person(), ben = try person()
+        let room = try room(ann, joinedBy: [ben])
+        let ids = try (1...8).map { try api.post("/v1/rooms/\(room)/todos", ["title": "item \($0)"], token: ann.token)["id"] as? String ?? "" }
+        let done = LockedBox<Int>()
+        let port = api.port
+        let threads = [ann, ben].enumerated().map { k, who in
+            Thread {
+                for i in 0..<10 {
+                    _ = try? APIClient(port: port).patch("/v1/todos/\(ids[(i * 3 + k) % 8])", ["position": (i * 5 + k) % 8 + 1], token: who.token)
+                }
+                done.update { $0 = ($0 ?? 0) + 1 }
+            }
+        }
+        threads.forEach { $0.start() }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) { done.get() == 2 })
+        let list = try api.get("/v1/rooms/\(room)/todos", token: ben.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(Set(list.compactMap { $0["id"] as? String }), Set(ids), "every item is still there")
+        XCTAssertEqual(list.compactMap { $0["position"] as? Int }, Array(1...8), "in one order, without holes")
+        let checked = try api.patch("/v1/todos/\(ids[0])", ["done": true], token: ben.token)
+        XCTAssertTrue(checked["position"] is NSNull)
+        let open = try api.get("/v1/rooms/\(room)/todos", token: ann.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(open.last?["id"] as? String, ids[0], "done items come after the open ones")
+    }
+
+    func testEveryChatEventMatchesItsSchema() throws {
+        let types = ["chat.room_created", "chat.room_updated", "chat.member_joined", "chat.member_left", "chat.message_created",
+                     "chat.message_edited", "chat.message_deleted", "todo.created", "todo.updated", "todo.deleted", "chat.typing"]
+        let probe = try EventProbe(topics: types)
+        let ann = try person(), ben = try person()
+        let room = try room(ann, joinedBy: [ben])
+        let message = try post(room, "secret text", as: ann)["id"] as? String ?? ""
+        _ = try api.patch("/v1/messages/\(message)", ["text": "edited secret"], token: ann.token)
+        _ = try api.send("DELETE", "/v1/messages/\(message)", token: ann.token)
+        _ = try api.patch("/v1/rooms/\(room)", ["topic": "new"], token: ann.token)
+        let todo = try api.post("/v1/rooms/\(room)/todos", ["title": "t"], token: ann.token)["id"] as? String ?? ""
+        _ = try api.patch("/v1/todos/\(todo)", ["done": true], token: ben.token)
+        _ = try api.send("DELETE", "/v1/todos/\(todo)", token: ann.token)
+        _ = try api.send("POST", "/v1/rooms/\(room)/typing", token: ben.token)
+        _ = try api.send("DELETE", "/v1/rooms/\(room)/members/\(ben.id)", token: ann.token)
+        for type in types {
+            guard let event = probe.first({ $0["type"] as? String == type && $0["subject"] as? String == room }) else {
+                XCTFail("no \(type) event for the room"); continue
+            }
+            XCTAssertEqual(try SchemaValidator.event(type).validate(event.filter { !$0.key.hasPrefix("_") }), [], type)
+            XCTAssertEqual(event["_key"] as? String, room, "keyed by the room")
+        }
+        let all = probe.seen.filter { $0["subject"] as? String == room }
+        XCTAssertFalse(all.contains { String(describing: $0).contains("secret") }, "texts stay out of the events")
+        let seqs = all.compactMap { $0.data("seq") as? Int }
+        XCTAssertEqual(seqs.sorted(), Array(1...seqs.count), "one event per stored change, each with its sequence")
+    }
+}
