@@ -21,6 +21,7 @@ protocol Engine: AnyObject, Sendable {
     func nearest(_ p: GeoPoint, k: Int, meters: Double) throws -> [Int]
 }
 
+/// `@unchecked Sendable`: used by one thread at a time; the index locks itself.
 final class IndexEngine: Engine, @unchecked Sendable {
     let name = "in-memory index"
     let index: GeoIndex<Int>
@@ -30,6 +31,8 @@ final class IndexEngine: Engine, @unchecked Sendable {
 
 /// GEOSEARCH … BYRADIUS r m ASC COUNT k; `expanding` starts r at 250 m and doubles it until k are found, as the
 /// index does (one radius of 10 km makes Redis gather and sort every courier in reach).
+///
+/// `@unchecked Sendable`: each thread has an engine, and so a Redis connection, of its own.
 final class RedisEngine: Engine, @unchecked Sendable {
     let redis: Redis
     let expanding: Bool
@@ -50,6 +53,7 @@ final class RedisEngine: Engine, @unchecked Sendable {
     }
 }
 
+/// `@unchecked Sendable`: each thread has an engine, and so a PostgreSQL connection, of its own.
 final class PostGISEngine: Engine, @unchecked Sendable {
     let name = "PostGIS KNN"
     let connection: Connection

@@ -29,10 +29,7 @@ public enum ChatService {
                 default: try rooms.groupMembership(event, connection)
                 }
             }
-            let pool = app.pool
-            app.add(Job.every(3600, "delete-old-join-failures", logger: app.logger) {
-                try pool.withConnection { try storage.deleteOldJoinFailures($0) }
-            })
+            app.add(handlers.joins.cleanup(app.pool, logger: app.logger))
             return makeRoutes(handlers, app.makeTokenVerifier())
         }
     }

@@ -31,9 +31,7 @@ public enum StoriesService {
             app.add(Job.every(Double(settings.newsletterScanSeconds), "compile-newsletters", logger: app.logger) {
                 try handlers.newsletters.compileDueNewsletters()
             })
-            app.add(Job.every(3600, "delete-old-join-failures", logger: app.logger) {
-                try pool.withConnection { try StoriesStorage().deleteOldJoinFailures($0) }
-            })
+            app.add(handlers.joins.cleanup(pool, logger: app.logger))
             return makeRoutes(handlers, app.makeTokenVerifier())
         }
     }

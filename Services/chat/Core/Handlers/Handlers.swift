@@ -19,8 +19,7 @@ struct ChatHandlers: Sendable {
     var rooms: Rooms { Rooms(storage: storage, log: log) }
     var messages: Messages { Messages(storage: storage, log: log, rooms: rooms, media: media) }
     var todos: Todos { Todos(storage: storage, log: log, rooms: rooms) }
-    /// Failed join attempts per user within 15 minutes before joins are refused.
-    static let maxJoinFailures = 10
+    let joins = JoinThrottle(schema: "chat")
 
     // MARK: Rooms
 
@@ -65,16 +64,11 @@ struct ChatHandlers: Sendable {
     }
 
     func join(_ request: Request, _ caller: Caller, _ body: JoinRoomBody) throws -> Response {
-        let recent = try pool.withConnection { try storage.recentJoinFailures($0, user: caller.userId) }
-        if recent.count >= Self.maxJoinFailures { throw HTTPError.rateLimited(retryAfter: recent.retryAfter) }
-        do {
-            return try pool.withTransaction { c in
+        try joins.attempt(pool, user: caller.userId, isFailure: { $0 as? ChatError == .unknownInviteCode }) {
+            try pool.withTransaction { c in
                 let room = try rooms.join(c, code: body.inviteCode, user: caller.userId)
                 return try .json(RoomView(room, members: try storage.members(c, of: room.id)))
             }
-        } catch ChatError.unknownInviteCode {
-            try pool.withConnection { try storage.recordJoinFailure($0, user: caller.userId) }
-            throw ChatError.unknownInviteCode
         }
     }
 

@@ -95,11 +95,7 @@ let migrations: [Migration] = [
             PRIMARY KEY (parcel_id, user_id, role)
         );
         CREATE INDEX parcel_parties_by_user ON parcel_parties (user_id);
-        CREATE TABLE join_failures (
-            user_id uuid NOT NULL,
-            at timestamptz NOT NULL DEFAULT now()
-        );
-        CREATE INDEX join_failures_by_user ON join_failures (user_id, at);
+        \(JoinThrottle.tableSQL)
         \(MediaStore.tableSQL)
         """),
 ]

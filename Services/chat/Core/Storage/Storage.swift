@@ -403,23 +403,7 @@ struct ChatStorage: Sendable {
         try c.first("SELECT 1 AS one FROM chat.profiles WHERE user_id = $1", [user]) != nil
     }
 
-    // MARK: Join attempts and media
-
-    func recentJoinFailures(_ c: Connection, user: UUID) throws -> (count: Int, retryAfter: Int) {
-        let row = try c.first("""
-            SELECT count(*) AS n, COALESCE(EXTRACT(EPOCH FROM min(at) + interval '15 minutes' - now()), 0)::int AS retry
-            FROM chat.join_failures WHERE user_id = $1 AND at > now() - interval '15 minutes'
-            """, [user])!
-        return (try row["n"], try row["retry"])
-    }
-
-    func recordJoinFailure(_ c: Connection, user: UUID) throws {
-        try c.execute("INSERT INTO chat.join_failures (user_id) VALUES ($1)", [user])
-    }
-
-    func deleteOldJoinFailures(_ c: Connection) throws {
-        try c.execute("DELETE FROM chat.join_failures WHERE at < now() - interval '1 day'")
-    }
+    // MARK: Media
 
     /// An image `reader` may see: their own, or one on a message of a room they are in.
     func visibleMedia(_ c: Connection, _ id: UUID, reader: UUID) throws -> MediaRecord? {

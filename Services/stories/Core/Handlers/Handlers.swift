@@ -16,8 +16,7 @@ struct StoriesHandlers: Sendable {
     var groups: Groups { Groups(storage: storage, outbox: outbox) }
     var stories: Stories { Stories(storage: storage, outbox: outbox, media: media) }
     var newsletters: Newsletters { Newsletters(pool: pool, storage: storage, outbox: outbox) }
-    /// Failed join attempts per user within 15 minutes before joins are refused.
-    static let maxJoinFailures = 10
+    let joins = JoinThrottle(schema: "stories")
 
     // MARK: Groups
 
@@ -89,16 +88,11 @@ struct StoriesHandlers: Sendable {
     }
 
     func join(_ request: Request, _ caller: Caller, _ body: JoinBody) throws -> Response {
-        let recent = try pool.withConnection { try storage.recentJoinFailures($0, user: caller.userId) }
-        if recent.count >= Self.maxJoinFailures { throw HTTPError.rateLimited(retryAfter: recent.retryAfter) }
-        do {
-            return try pool.withTransaction { c in
+        try joins.attempt(pool, user: caller.userId, isFailure: { $0 as? StoriesError == .unknownInviteCode }) {
+            try pool.withTransaction { c in
                 let joined = try groups.join(c, code: body.inviteCode, user: caller.userId)
                 return try .json(GroupView(joined, members: try storage.members(c, of: joined.id)))
             }
-        } catch StoriesError.unknownInviteCode {
-            try pool.withConnection { try storage.recordJoinFailure($0, user: caller.userId) }
-            throw StoriesError.unknownInviteCode
         }
     }
 

@@ -37,11 +37,7 @@ let migrations: [Migration] = [
             PRIMARY KEY (group_id, user_id)
         );
         CREATE INDEX memberships_by_user ON memberships (user_id, group_id);
-        CREATE TABLE join_failures (
-            user_id uuid NOT NULL,
-            at timestamptz NOT NULL DEFAULT now()
-        );
-        CREATE INDEX join_failures_by_user ON join_failures (user_id, at);
+        \(JoinThrottle.tableSQL)
         \(MediaStore.tableSQL)
         CREATE TABLE stories (
             id uuid PRIMARY KEY,

@@ -188,22 +188,6 @@ struct StoriesStorage {
         return (true, promoted)
     }
 
-    func recentJoinFailures(_ c: Connection, user: UUID) throws -> (count: Int, retryAfter: Int) {
-        let row = try c.first("""
-            SELECT count(*) AS n, COALESCE(EXTRACT(EPOCH FROM min(at) + interval '15 minutes' - now()), 0)::int AS retry
-            FROM stories.join_failures WHERE user_id = $1 AND at > now() - interval '15 minutes'
-            """, [user])!
-        return (try row["n"], try row["retry"])
-    }
-
-    func recordJoinFailure(_ c: Connection, user: UUID) throws {
-        try c.execute("INSERT INTO stories.join_failures (user_id) VALUES ($1)", [user])
-    }
-
-    func deleteOldJoinFailures(_ c: Connection) throws {
-        try c.execute("DELETE FROM stories.join_failures WHERE at < now() - interval '1 day'")
-    }
-
     // MARK: Media
 
     /// The media if `reader` may see it: its owner, a member of a group it was shared to (in a story or as the
