@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Chat benchmark: each target beside pgbench running the same SQL with the same concurrency, interleaved round by
+# round (so drift in the machine hits both alike):
+#   1. POST /v1/rooms/{id}/messages into one room (the room's row lock orders them: a busy room, not many quiet ones);
+#   2. GET /v1/rooms/{id}/messages, the latest page of 20, in a room of 10,000 messages.
+# Prints requests/s, p99 and the ratio to pgbench (medians of RUNS rounds), and CPU seconds per 1,000 requests of
+# the service and of PostgreSQL (from /proc).
+#   bench/chat.sh              DURATION=10 CONNECTIONS=16 RUNS=3
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+DURATION="${DURATION:-10}"; CONNECTIONS="${CONNECTIONS:-16}"; RUNS="${RUNS:-3}"
+AUTH="http://127.0.0.1:8081"; API="http://127.0.0.1:8083"
+command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+
+"$ROOT/deploy/local/stack" up >&2
+STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
+PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)"
+PSQL=(psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d backend -v ON_ERROR_STOP=1 -qtA)
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+json() { python3 -c "import sys, json; print(json.load(sys.stdin)$1)"; }
+
+echo "==> a room to write to, and a room of 10,000 messages to read" >&2
+u="chatbench$(date +%s)"
+r="$(curl -fs "$AUTH/v1/auth/signup" -H 'Content-Type: application/json' \
+    -d "{\"username\":\"$u\",\"email\":\"$u@example.com\",\"password\":\"benchmark password\",\"fullName\":\"Bench Writer\"}")"
+token="$(json '["accessToken"]' <<<"$r")"; user="$(json '["user"]["id"]' <<<"$r")"
+write_room="$(curl -fs "$API/v1/rooms" -H 'Content-Type: application/json' -H "Authorization: Bearer $token" -d '{"name":"Bench writes"}' | json '["id"]')"
+read_room="$(curl -fs "$API/v1/rooms" -H 'Content-Type: application/json' -H "Authorization: Bearer $token" -d '{"name":"Bench reads"}' | json '["id"]')"
+"${PSQL[@]}" <<SQL
+WITH n AS (UPDATE chat.rooms SET message_seq = 10000, change_seq = change_seq + 10000 WHERE id = '$read_room' RETURNING id)
+INSERT INTO chat.messages (id, room_id, seq, author_id, text)
+SELECT gen_random_uuid(), '$read_room', s, '$user', 'History message number ' || s || ' with a few words to search for'
+FROM generate_series(1, 10000) s;
+ANALYZE chat.messages;
+SQL
+
+# The SQL the handlers run, for pgbench: the same statements with the same parameters.
+columns="m.id, m.room_id, m.seq, m.author_id, m.text, m.client_id, m.reply_to, array_to_string(m.media_ids, ',') AS media_text, m.created_at, m.edited_at, m.deleted_at, p.full_name AS author_name, p.avatar_media_id AS author_avatar"
+room_q() { echo "SELECT r.id, r.kind, r.name, r.topic, r.invite_code, r.parcel_id, r.read_only, r.created_by, r.change_seq, r.message_seq, r.created_at, r.updated_at, mb.role, mb.read_seq FROM chat.rooms r LEFT JOIN chat.members mb ON mb.room_id = r.id AND mb.user_id = '$user' WHERE r.id = '$1'"; }
+cat >"$work/post.sql" <<SQL
+BEGIN;
+$(room_q "$write_room");
+UPDATE chat.rooms SET change_seq = change_seq + 1, message_seq = message_seq + 1, updated_at = now() WHERE id = '$write_room' RETURNING change_seq, message_seq \\gset
+SELECT gen_random_uuid() AS mid \\gset
+INSERT INTO chat.messages (id, room_id, seq, author_id, text, client_id, reply_to, media_ids) VALUES (:mid, '$write_room', :message_seq, '$user', 'A benchmark message', NULL, NULL, '{}');
+SELECT $columns FROM chat.messages m LEFT JOIN chat.profiles p ON p.user_id = m.author_id WHERE m.id = :mid;
+INSERT INTO chat.changes (room_id, seq, event, body, message_id) VALUES ('$write_room', :change_seq, 'message_created', '{"id":"x","text":"A benchmark message"}', :mid);
+INSERT INTO chat.outbox (event_id, topic, key, payload) VALUES (gen_random_uuid(), 'bench.chat.message_created', '$write_room', '{"specversion":"1.0","data":{}}');
+COMMIT;
+SQL
+cat >"$work/history.sql" <<SQL
+$(room_q "$read_room");
+SELECT $columns FROM chat.messages m LEFT JOIN chat.profiles p ON p.user_id = m.author_id WHERE m.room_id = '$read_room' ORDER BY m.seq DESC LIMIT 21;
+SQL
+cat >"$work/post.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $token"
+wrk.body = '{"text":"A benchmark message"}'
+LUA
+
+median() { sort -g | sed -n "$(( (RUNS + 1) / 2 ))p"; }
+pid_of() { cat "$STATE/$1.pid"; }
+cpu_of() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# PostgreSQL's CPU: the postmaster's own and its exited children's (pgbench's backends end with the run), plus the
+# live backends'.
+pg_cpu() {
+    local master t p; master="$(head -1 "$STATE/pg/postmaster.pid")"
+    t="$(awk '{print $14 + $15 + $16 + $17}' "/proc/$master/stat")"
+    for p in $(pgrep -P "$master"); do t=$((t + $(cpu_of "$p" 2>/dev/null || echo 0))); done
+    echo "$t"
+}
+tick="$(getconf CLK_TCK)"
+
+# wrk_once URL [lua] [header] -> "rps p99ms service-cpu-ms/1000 pg-cpu-ms/1000"
+wrk_once() {
+    local s0 p0 out rps p99 reqs
+    s0="$(cpu_of "$(pid_of chat)")"; p0="$(pg_cpu)"
+    out="$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency ${2:+-s "$2"} ${3:+-H "$3"} "$1")"
+    grep -q "Non-2xx" <<<"$out" && { echo "non-2xx responses:" >&2; grep "Non-2xx" <<<"$out" >&2; }
+    rps="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
+    reqs="$(awk '/requests in/ {print $1}' <<<"$out")"
+    p99="$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}' <<<"$out")"
+    echo "$rps $p99 $(( ($(cpu_of "$(pid_of chat)") - s0) * 1000 * 1000 / tick / reqs )) $(( ($(pg_cpu) - p0) * 1000 * 1000 / tick / reqs ))"
+}
+# pg_once SCRIPT -> "tps p99ms pg-cpu-ms/1000"
+pg_once() {
+    local p0 out tps p99 n
+    p0="$(pg_cpu)"; rm -f "$work"/pgbench_log.*
+    out="$(cd "$work" && pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M extended -c "$CONNECTIONS" -j 2 -T "$DURATION" -l -f "$1" backend 2>&1)"
+    tps="$(awk '/^tps/ {print $3; exit}' <<<"$out")"
+    n="$(cat "$work"/pgbench_log.* | wc -l)"
+    p99="$(cat "$work"/pgbench_log.* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {print a[int(NR*0.99)]/1000}')"
+    echo "$tps $p99 $(( ($(pg_cpu) - p0) * 1000 * 1000 / tick / n ))"
+}
+
+echo "==> $CONNECTIONS connections, ${DURATION}s each, $RUNS interleaved rounds ($(nproc) cores)" >&2
+for name in post post_pg history history_pg; do : >"$work/$name"; done
+for i in $(seq 1 "$RUNS"); do
+    wrk_once "$API/v1/rooms/$write_room/messages" "$work/post.lua" >>"$work/post"
+    pg_once "$work/post.sql" >>"$work/post_pg"
+    wrk_once "$API/v1/rooms/$read_room/messages" "" "Authorization: Bearer $token" >>"$work/history"
+    pg_once "$work/history.sql" >>"$work/history_pg"
+    echo "  round $i: post $(tail -1 "$work/post") | pgbench $(tail -1 "$work/post_pg") | history $(tail -1 "$work/history") | pgbench $(tail -1 "$work/history_pg")" >&2
+done
+"${PSQL[@]}" -c "DELETE FROM chat.outbox WHERE topic = 'bench.chat.message_created'" >/dev/null
+
+col() { awk -v c="$2" '{print $c}' "$work/$1" | median; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+echo
+echo "chat, $(date -u +%Y-%m-%d), $(nproc) cores, $CONNECTIONS connections, medians of $RUNS interleaved ${DURATION}s rounds"
+printf '%-44s %10s %9s %8s %20s\n' "target" "per second" "p99 ms" "ratio" "CPU ms/1000: svc, pg"
+printf '%-44s %10.0f %9.2f %8s %20s\n' "POST /v1/rooms/{id}/messages (one busy room)" "$(col post 1)" "$(col post 2)" "$(ratio "$(col post 1)" "$(col post_pg 1)")" "$(col post 3), $(col post 4)"
+printf '%-44s %10.0f %9.2f %8s %20s\n' "  pgbench, the same SQL" "$(col post_pg 1)" "$(col post_pg 2)" "1.00" "-, $(col post_pg 3)"
+printf '%-44s %10.0f %9.2f %8s %20s\n' "GET /v1/rooms/{id}/messages (latest 20)" "$(col history 1)" "$(col history 2)" "$(ratio "$(col history 1)" "$(col history_pg 1)")" "$(col history 3), $(col history 4)"
+printf '%-44s %10.0f %9.2f %8s %20s\n' "  pgbench, the same SQL" "$(col history_pg 1)" "$(col history_pg 2)" "1.00" "-, $(col history_pg 3)"
