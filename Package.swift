@@ -58,6 +58,7 @@ let package = Package(
         // MARK: - Benchmarks
         .executableTarget(name: "dispatch-load", dependencies: ["HTTP", "Postgres", "Models"], path: "bench/dispatch-load",
                           swiftSettings: settings),
+        .executableTarget(name: "chat-fanout", dependencies: ["HTTP"], path: "bench/chat-fanout", swiftSettings: settings),
         .executableTarget(name: "geo-bench", dependencies: ["Geo", "Postgres"], path: "bench/geo-bench", swiftSettings: settings),
 
         // MARK: - Tests

@@ -38,11 +38,26 @@ public final class EventStream: Sendable {
     /// client had fallen too far behind and this send ended the stream.
     @discardableResult
     public func send(event: String? = nil, id: String? = nil, data: String) -> Bool {
-        var text = ""
-        if let id { text += "id: \(Self.oneLine(id))\n" }
-        if let event { text += "event: \(Self.oneLine(event))\n" }
-        for line in data.split(separator: "\n", omittingEmptySubsequences: false) { text += "data: \(line)\n" }
-        return append(Array((text + "\n").utf8))
+        append(Self.frame(event: event, id: id, data: data))
+    }
+
+    /// Sends an event framed by `frame` (to frame once what many streams send).
+    @discardableResult
+    public func send(frame: [UInt8]) -> Bool { append(frame) }
+
+    /// The bytes of one event as the format requires: `id:`, `event:`, a `data:` line per line of data, a blank line.
+    public static func frame(event: String? = nil, id: String? = nil, data: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(data.utf8.count + 64)
+        if let id { out += Array("id: \(oneLine(id))\n".utf8) }
+        if let event { out += Array("event: \(oneLine(event))\n".utf8) }
+        for line in data.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            out += Array("data: ".utf8)
+            out += line
+            out.append(UInt8(ascii: "\n"))
+        }
+        out.append(UInt8(ascii: "\n"))
+        return out
     }
 
     /// Sends a comment line (ignored by clients; keeps proxies and the connection alive).

@@ -27,12 +27,13 @@ public final class LiveFeed: BackgroundService {
         }
     }
 
-    /// One delivered event, as a watcher receives it.
+    /// One delivered event, as a watcher receives it, with its SSE bytes framed once for every watcher.
     public struct Item: Sendable {
         public let id: String
         public let event: String
         public let data: String
         public let time: Date
+        public let frame: [UInt8]
     }
 
     private struct Watcher: Sendable {
@@ -65,7 +66,7 @@ public final class LiveFeed: BackgroundService {
     public func watch(_ key: String, stream: EventStream) {
         let (logger, name) = (self.logger, self.name)
         watch(key, until: stream) { item in
-            if !stream.send(event: item.event, id: item.id, data: item.data) {
+            if !stream.send(frame: item.frame) {
                 logger.warn("ended a live stream that did not keep up", ["feed": .string(name), "limitBytes": .int(EventStream.maxPending)])
             }
         }
@@ -120,7 +121,9 @@ public final class LiveFeed: BackgroundService {
     private func deliver(_ event: ReceivedEvent, _ delivery: Delivery) {
         let targets = watchers.withLock { all in delivery.keys.flatMap { all[$0].map { Array($0.values) } ?? [] } }
         guard !targets.isEmpty, let data = delivery.load.map({ $0() }) ?? event.dataText else { return }
-        let item = Item(id: delivery.id ?? event.id, event: delivery.event, data: data, time: event.time ?? Date())
+        let id = delivery.id ?? event.id
+        let item = Item(id: id, event: delivery.event, data: data, time: event.time ?? Date(),
+                        frame: EventStream.frame(event: delivery.event, id: id.isEmpty ? nil : id, data: data))
         for watcher in targets where item.time >= watcher.since { watcher.deliver(item) }
     }
 }

@@ -95,7 +95,7 @@ final class RoomWatcher: Sendable {
     /// A live change (on the feed's thread).
     @Sendable func deliver(_ item: LiveFeed.Item) {
         guard !item.id.isEmpty else {
-            stream.send(event: item.event, data: item.data)  // typing: ephemeral, no place in the sequence
+            stream.send(frame: item.frame)  // typing: ephemeral, no place in the sequence
             return
         }
         state.withLock { s in
@@ -107,7 +107,7 @@ final class RoomWatcher: Sendable {
     private func send(_ s: inout State, _ item: LiveFeed.Item) throws {
         guard let seq = Int64(item.id), seq > s.last else { return }
         if seq > s.last + 1 { try fill(&s, through: seq - 1) }
-        emit(&s, seq: seq, event: item.event, body: item.data)
+        emit(&s, seq: seq, event: item.event, body: item.data, frame: item.frame)
     }
 
     /// Sends the stored changes after the last one sent, up to `through` (all when nil).
@@ -119,8 +119,8 @@ final class RoomWatcher: Sendable {
         }
     }
 
-    private func emit(_ s: inout State, seq: Int64, event: String, body: String) {
-        stream.send(event: event, id: String(seq), data: body)
+    private func emit(_ s: inout State, seq: Int64, event: String, body: String, frame: [UInt8]? = nil) {
+        stream.send(frame: frame ?? EventStream.frame(event: event, id: String(seq), data: body))
         s.last = seq
         if event == "member_left", Self.userId(in: body) == user.lowercased { stream.close() }
     }

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Chat fan-out: a second chat instance beside the stack's (same database and broker), then chat-fanout spreading
+# its streams and posts over both: 1,000 SSE streams on 10 rooms, 200 messages/s for 60 s by default. Prints the
+# delivery latency (post accepted → received on each stream) p50/p99/max, deliveries per second, and per stream what
+# was lost, duplicated or out of order; exits 1 if any was.
+#   bench/chat-fanout.sh [chat-fanout options, e.g. --seconds 30 --rate 100]
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+"$ROOT/deploy/local/stack" up >&2
+STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
+PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)"
+(cd "$ROOT" && swift build -c release --product chat-fanout >&2)
+bin="$(cd "$ROOT" && swift build -c release --show-bin-path)"
+export LD_LIBRARY_PATH="$ROOT/.local/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+echo "==> a second chat instance on :8093" >&2
+PORT=8093 DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/backend" KAFKA_BROKERS="127.0.0.1:${STACK_KAFKA_PORT:-9092}" \
+    AUTH_JWKS_URL="http://127.0.0.1:8081/v1/auth/jwks" KAFKA_SESSION_TIMEOUT_MS=6000 LOG_LEVEL=warn \
+    "$bin/chat" >>"$STATE/logs/chat-2.log" 2>&1 &
+second=$!
+trap 'kill -TERM $second 2>/dev/null; wait $second 2>/dev/null || true' EXIT
+for _ in $(seq 1 300); do curl -fs http://127.0.0.1:8093/readyz >/dev/null 2>&1 && break; sleep 0.1; done
+curl -fs http://127.0.0.1:8093/readyz >/dev/null || { tail -n 20 "$STATE/logs/chat-2.log" >&2; exit 1; }
+
+"$bin/chat-fanout" --chat http://127.0.0.1:8083,http://127.0.0.1:8093 "$@"

@@ -1,0 +1,4 @@
+import Foundation
+
+// chat-fanout: see `Options.help`.
+exit(fanout(Options.parse(Array(CommandLine.arguments.dropFirst()))))
