@@ -19,6 +19,7 @@ let package = Package(
         .executable(name: "auth", targets: ["auth"]),
         .executable(name: "stories", targets: ["stories"]),
         .executable(name: "chat", targets: ["chat"]),
+        .executable(name: "curation", targets: ["curation"]),
         .executable(name: "dispatch", targets: ["dispatch"]),
     ],
     targets: [
@@ -51,6 +52,9 @@ let package = Package(
                           swiftSettings: settings),
         .target(name: "ChatCore", dependencies: kit, path: "Services/chat/Core", swiftSettings: settings),
         .executableTarget(name: "chat", dependencies: ["ChatCore", "ServiceKit"], path: "Services/chat/Main", swiftSettings: settings),
+        .target(name: "CurationCore", dependencies: kit, path: "Services/curation/Core", swiftSettings: settings),
+        .executableTarget(name: "curation", dependencies: ["CurationCore", "ServiceKit"], path: "Services/curation/Main",
+                          swiftSettings: settings),
         .target(name: "DispatchCore", dependencies: kit + ["Geo"], path: "Services/dispatch/Core", swiftSettings: settings),
         .executableTarget(name: "dispatch", dependencies: ["DispatchCore", "ServiceKit"], path: "Services/dispatch/Main",
                           swiftSettings: settings),
@@ -67,7 +71,8 @@ let package = Package(
         .testTarget(name: "StoriesCoreTests", dependencies: ["StoriesCore", "Models"], path: "Tests/StoriesCoreTests", swiftSettings: settings),
         .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore"], path: "Tests/DispatchCoreTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "HTTP", "Kafka", "Postgres", "Models",
-                                                             "AuthCore", "StoriesCore", "ChatCore", "DispatchCore"],
+                                                             "AuthCore", "StoriesCore", "ChatCore", "DispatchCore",
+                                                             "CurationCore"],
                     path: "Tests/IntegrationTests", swiftSettings: settings),
     ]
 )

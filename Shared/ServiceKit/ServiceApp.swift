@@ -37,6 +37,7 @@ public final class ServiceApp: @unchecked Sendable {
 
     private let migrations: [Migration]
     private let setup: Setup
+    private let commands: [Command]
     private let stopping = Cancellation()
     private let serving = Atomic<Bool>(false)
     private let router = Mutex(Router())
@@ -49,13 +50,14 @@ public final class ServiceApp: @unchecked Sendable {
     /// Reads and checks the configuration; throws a `ConfigError` naming the first bad setting. `topics` are those
     /// the service produces or consumes (created when missing); `setup` runs in `run` once the database is migrated.
     public init(service: String, defaultPort: Int, environment: Environment = Environment(), migrations: [Migration],
-                topics: [String], setup: @escaping Setup) throws {
+                topics: [String], commands: [Command] = [], setup: @escaping Setup) throws {
         let config = try ServiceConfig.load(service: service, defaultPort: defaultPort, environment: environment)
         self.config = config
         let logger = Logger(service: service, minimum: config.logLevel)
         self.logger = logger
         self.migrations = migrations
         self.setup = setup
+        self.commands = commands
         middleware = [RequestIDMiddleware(), AccessLogMiddleware(logger: logger, metrics: metrics), ErrorMiddleware(logger: logger)]
         pool = Pool(url: config.databaseURL, maxSize: config.dbPoolSize)
         let kafka = config.kafka(logger: logger)
@@ -211,7 +213,7 @@ public final class ServiceApp: @unchecked Sendable {
 
     /// The whole of an executable's `main`: signal handling first (as PID 1 in a container a process ignores
     /// SIGTERM unless it handles it), then the configuration, then `run` or an operator command (`migrate`,
-    /// `republish --since <time>`). Exits 0 after a graceful stop, 64 on a bad command, 78 on a bad setting, 69 when
+    /// `republish --since <time>`, and the service's own). Exits 0 after a graceful stop, 64 on a bad command, 78 on a bad setting, 69 when
     /// the database cannot be reached, 70 when migrations fail, 71 when the port is taken.
     public static func main(service: String, _ make: (Environment) throws -> ServiceApp) -> Never {
         let signals = SignalTrap()
@@ -253,8 +255,13 @@ public final class ServiceApp: @unchecked Sendable {
                         ["events": .int(n), "since": .string(Timestamp.format(since))])
             return 0
         default:
-            logger.error("unknown command \"\(arguments[0])\"; commands: migrate, republish --since <time>")
-            return 64
+            guard let command = commands.first(where: { $0.name == arguments[0] }) else {
+                let names = ["migrate", "republish --since <time>"] + commands.map(\.usage)
+                logger.error("unknown command \"\(arguments[0])\"; commands: \(names.joined(separator: ", "))")
+                return 64
+            }
+            guard try prepareDatabase() else { return 0 }
+            return try command.run(self, Array(arguments.dropFirst()))
         }
     }
 
@@ -324,6 +331,19 @@ public final class ServiceApp: @unchecked Sendable {
         }
         // The error step answers every throw, so the pipeline itself never throws.
         return (try? middleware.run(request, handler)) ?? HTTPError.internalError.response
+    }
+}
+
+/// An operator command of a service (`curation import FILE`): it runs instead of the server, once the database is
+/// migrated, and its result is the process's exit status.
+public struct Command: Sendable {
+    public let name: String
+    /// How to call it, for the list of commands.
+    public let usage: String
+    public let run: @Sendable (ServiceApp, [String]) throws -> Int32
+
+    public init(_ name: String, usage: String, run: @escaping @Sendable (ServiceApp, [String]) throws -> Int32) {
+        self.name = name; self.usage = usage; self.run = run
     }
 }
 

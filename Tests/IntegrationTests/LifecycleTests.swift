@@ -1,5 +1,6 @@
 import AuthCore
 import ChatCore
+import CurationCore
 import DispatchCore
 import Foundation
 import HTTP
@@ -19,9 +20,10 @@ final class InProcessTests: XCTestCase {
                       "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks"]
         let stories = try InProcessService(StoriesService.makeApp, settings: common)
         let chat = try InProcessService(ChatService.makeApp, settings: common)
+        let curation = try InProcessService(CurationService.makeApp, settings: common)
         let dispatch = try InProcessService(DispatchService.makeApp, settings: common.merging([
             "FLEET_FEED": "off", "OPERATOR_TOKEN": "op-" + UUID().uuidString + UUID().uuidString]) { $1 })
-        print("four services ready in-process in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+        print("five services ready in-process in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
 
         let person = try APIClient(port: auth.port).signup()
         XCTAssertEqual(person.status, 201)
@@ -32,11 +34,11 @@ final class InProcessTests: XCTestCase {
         XCTAssertEqual(courier.status, 201, String(decoding: courier.body, as: UTF8.self))
 
         // Every route documents what it takes and what it answers, and the scheme that guards it.
-        for service in [auth, stories, chat, dispatch] {
+        for service in [auth, stories, chat, dispatch, curation] {
             try assertEveryRouteIsDescribed(service)
         }
 
-        for service in [dispatch, chat, stories, auth] {
+        for service in [curation, dispatch, chat, stories, auth] {
             let port = service.port
             XCTAssertTrue(service.stop(), "\(service.app.config.service) returns from run when stopped")
             XCTAssertThrowsError(try HTTPClient(port: port, timeout: 1).request("GET", "/healthz"), "its port is closed")
@@ -50,11 +52,13 @@ final class InProcessTests: XCTestCase {
 func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString = #filePath, line: UInt = #line) throws {
     let notJSON: Set<String> = ["GET /metrics", "GET /v1/media/{id}", "GET /v1/parcels/{id}/events", "GET /v1/rooms/{id}/events"]
     let noBody: Set<String> = ["POST /v1/auth/logout", "POST /v1/groups/{id}/invite-code", "POST /v1/media",
-                               "POST /v1/rooms/{id}/invite-code", "POST /v1/rooms/{id}/typing",
+                               "POST /v1/rooms/{id}/invite-code", "POST /v1/rooms/{id}/typing", "PUT /v1/videos/{id}/like",
                                "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
                                "POST /v1/parcels/{id}/cancel"]
     let publicRoutes: Set<String> = ["GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "GET /v1/auth/jwks",
-                                     "POST /v1/auth/signup", "POST /v1/auth/login", "POST /v1/auth/refresh"]
+                                     "POST /v1/auth/signup", "POST /v1/auth/login", "POST /v1/auth/refresh",
+                                     "GET /v1/subjects", "GET /v1/subjects/{id}/topics", "GET /v1/topics/{id}/videos", "GET /v1/videos/{id}",
+                                     "GET /v1/videos/{id}/recommendations", "GET /v1/search", "GET /v1/videos/{id}/comments"]
     let api = APIClient(port: service.port)
     let doc = try api.get("/openapi.json").json
     let paths = doc["paths"] as? [String: [String: Any]] ?? [:]

@@ -1,0 +1,87 @@
+import Foundation
+import Models
+import ServiceKit
+
+/// The curation service: subjects, topics and videos, topic-locked recommendations, likes, comments, playlists
+/// (port 8085, schema `curation`). `curation import FILE.jsonl` loads a catalogue.
+public enum CurationService {
+    /// Curation's own settings, read and checked before anything starts.
+    struct Settings {
+        /// `CATALOGUE_REFRESH_SECONDS` (default 30): how often the recommendation index looks for catalogue changes.
+        let refreshSeconds: Int
+
+        init(_ environment: Environment) throws {
+            refreshSeconds = try environment.int("CATALOGUE_REFRESH_SECONDS", default: 30, range: 1...3600)
+        }
+    }
+
+    /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
+    public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
+        let settings = try Settings(environment)
+        return try ServiceApp(service: "curation", defaultPort: 8085, environment: environment, migrations: migrations,
+                              topics: [VideoLiked.type, VideoWatched.type, VideoCommented.type, PlaylistUpdated.type,
+                                       UserRegistered.type, UserUpdated.type],
+                              commands: [importCommand]) { app in
+            let storage = CurationStorage()
+            let recommender = Recommender()
+            let pool = app.pool
+            /// Rebuilds the index when the catalogue changed (an import while running, another instance's).
+            let refresh: @Sendable () throws -> Void = {
+                let (version, videos) = try pool.withConnection { c -> (String, [VideoRecord]?) in
+                    let version = try storage.catalogueVersion(c)
+                    return (version, version == recommender.version ? nil : try storage.catalogue(c))
+                }
+                if let videos {
+                    recommender.rebuild(videos, version: version)
+                    app.logger.info("recommendation index built", ["videos": .int(videos.count)])
+                }
+            }
+            try refresh()
+            app.add(Job.every(Double(settings.refreshSeconds), "catalogue-refresh", logger: app.logger, refresh))
+            app.add(Job.every(3600, "delete-old-scrolls", logger: app.logger) { try pool.withConnection { try storage.deleteOldScrolls($0) } })
+            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type]) { event, c in
+                switch event.type {
+                case UserRegistered.type:
+                    let u = try event.decode(UserRegistered.self)
+                    guard let id = UUID(uuidString: u.userId) else { return }
+                    try storage.upsertProfile(c, user: id, username: u.username, fullName: u.fullName,
+                                              avatar: u.avatarMediaId.flatMap(UUID.init(uuidString:)), updatedAt: Timestamp.parse(u.createdAt) ?? Date())
+                default:
+                    let u = try event.decode(UserUpdated.self)
+                    guard let id = UUID(uuidString: u.userId) else { return }
+                    try storage.upsertProfile(c, user: id, username: u.username, fullName: u.fullName,
+                                              avatar: u.avatarMediaId.flatMap(UUID.init(uuidString:)), updatedAt: Timestamp.parse(u.updatedAt) ?? Date())
+                }
+            }
+            let verifier = app.makeTokenVerifier()
+            let handlers = CurationHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, recommender: recommender,
+                                            verifier: verifier)
+            return makeRoutes(handlers, verifier)
+        }
+    }
+
+    /// `curation import FILE.jsonl`: loads or updates the catalogue, with progress on the terminal; bad lines are
+    /// reported with their numbers and skipped. Exits 0 when every line was imported, 65 when some were skipped.
+    static let importCommand = Command("import", usage: "import FILE.jsonl") { app, arguments in
+        guard arguments.count == 1 else {
+            app.logger.error("usage: curation import FILE.jsonl")
+            return 64
+        }
+        let file = URL(fileURLWithPath: arguments[0])
+        guard FileManager.default.isReadableFile(atPath: file.path) else {
+            app.logger.error("cannot read \(arguments[0])")
+            return 66
+        }
+        let catalogue = Catalogue(pool: app.pool, storage: CurationStorage())
+        let report = try catalogue.importFile(file) { r in
+            FileHandle.standardError.write(Data("\rimporting: \(r.lines) lines, \(r.added) added, \(r.updated) updated, \(r.unchanged) unchanged, \(r.skipped.count) skipped".utf8))
+        }
+        FileHandle.standardError.write(Data("\n".utf8))
+        for (line, reason) in report.skipped.prefix(100) {
+            app.logger.warn("skipped a line", ["line": .int(line), "reason": .string(reason)])
+        }
+        app.logger.info("imported the catalogue", ["lines": .int(report.lines), "added": .int(report.added), "updated": .int(report.updated),
+                                                   "unchanged": .int(report.unchanged), "skipped": .int(report.skipped.count)])
+        return report.skipped.isEmpty ? 0 : 65
+    }
+}

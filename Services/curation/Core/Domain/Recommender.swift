@@ -1,0 +1,138 @@
+import Foundation
+import Synchronization
+
+/// Recommendations that never leave a topic: videos of the same topic ranked by content similarity (BM25 over
+/// title, subtopic and path, description and the parent's description, and captions, with the title counting
+/// most), blended with the topic's sequence (the next unwatched videos after this one rank high: build on what
+/// is being learned) and with what the viewer watched and liked. The index lives in memory, built from the
+/// catalogue and rebuilt when it changes.
+final class Recommender: Sendable {
+    /// One video as the index sees it.
+    struct Document: Sendable {
+        let id: UUID
+        let topic: UUID
+        let position: Int
+        let subtopic: String
+        /// Term → weighted frequency.
+        let terms: [String: Double]
+        let length: Double
+    }
+
+    /// A topic's documents and their statistics.
+    struct Topic: Sendable {
+        var documents: [Document] = []
+        var documentFrequency: [String: Int] = [:]
+        var averageLength = 1.0
+    }
+
+    private struct Index: Sendable {
+        var topics: [UUID: Topic] = [:]
+        var byId: [UUID: Document] = [:]
+        var version = ""
+    }
+
+    private let index = Mutex(Index())
+
+    /// How much each part of a video's text counts.
+    static let weights = (title: 3.0, subtopic: 2.0, description: 1.0, context: 0.5, captions: 0.5)
+    /// How the three signals blend.
+    static let blend = (content: 0.6, sequence: 0.3, personal: 0.1)
+
+    /// The catalogue version the index was built from.
+    var version: String { index.withLock { $0.version } }
+    /// How many videos it holds.
+    var count: Int { index.withLock { $0.byId.count } }
+
+    /// Rebuilds the index from `videos` (the whole catalogue).
+    func rebuild(_ videos: [VideoRecord], version: String) {
+        var built = Index(version: version)
+        for v in videos {
+            var terms: [String: Double] = [:]
+            func add(_ text: String, _ weight: Double) { for t in Self.tokens(text) { terms[t, default: 0] += weight } }
+            add(v.title, Self.weights.title)
+            add(v.subtopic + " " + v.path, Self.weights.subtopic)
+            add(v.description, Self.weights.description)
+            add(v.parentDescription, Self.weights.context)
+            if let captions = v.captions { add(captions, Self.weights.captions) }
+            let doc = Document(id: v.id, topic: v.topicId, position: v.position, subtopic: v.subtopic, terms: terms,
+                               length: terms.values.reduce(0, +))
+            built.byId[v.id] = doc
+            built.topics[v.topicId, default: Topic()].documents.append(doc)
+        }
+        for (id, var topic) in built.topics {
+            for doc in topic.documents { for term in doc.terms.keys { topic.documentFrequency[term, default: 0] += 1 } }
+            topic.averageLength = max(1, topic.documents.map(\.length).reduce(0, +) / Double(max(1, topic.documents.count)))
+            built.topics[id] = topic
+        }
+        index.withLock { $0 = built }
+    }
+
+    /// Every other video of `video`'s topic, best first. Nil when the video is not in the index.
+    func rank(_ video: UUID, watched: Set<UUID> = [], liked: Set<UUID> = []) -> [UUID]? {
+        let (doc, topic) = index.withLock { i -> (Document?, Topic?) in
+            guard let d = i.byId[video] else { return (nil, nil) }
+            return (d, i.topics[d.topic])
+        }
+        guard let doc, let topic else { return nil }
+        let n = Double(topic.documents.count)
+        func idf(_ term: String) -> Double {
+            let df = Double(topic.documentFrequency[term] ?? 0)
+            return log(1 + (n - df + 0.5) / (df + 0.5))
+        }
+        let (k1, b) = (1.2, 0.75)
+        func bm25(_ query: [String: Double], _ d: Document) -> Double {
+            var score = 0.0
+            for (term, qtf) in query {
+                guard let tf = d.terms[term] else { continue }
+                score += idf(term) * qtf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * d.length / topic.averageLength))
+            }
+            return score
+        }
+        let likedDocs = topic.documents.filter { liked.contains($0.id) && $0.id != video }
+        var scored: [(id: UUID, score: Double, position: Int)] = []
+        var content: [Double] = [], personal: [Double] = []
+        let candidates = topic.documents.filter { $0.id != video }
+        for d in candidates {
+            content.append(bm25(doc.terms, d))
+            personal.append(likedDocs.isEmpty ? 0 : likedDocs.map { bm25($0.terms, d) }.max()!)
+        }
+        let maxContent = max(content.max() ?? 0, 1e-9), maxPersonal = max(personal.max() ?? 0, 1e-9)
+        for (i, d) in candidates.enumerated() {
+            // The next unwatched videos after this one build on it; earlier and watched ones much less.
+            let ahead = d.position - doc.position
+            var sequence = ahead > 0 ? 1 / (1 + Double(ahead - 1) / 3) : 0.1 / (1 + Double(-ahead) / 10)
+            if watched.contains(d.id) { sequence *= 0.2 }
+            var score = Self.blend.content * content[i] / maxContent + Self.blend.sequence * sequence
+                + Self.blend.personal * personal[i] / maxPersonal
+            if watched.contains(d.id) { score *= 0.5 }
+            scored.append((d.id, score, d.position))
+        }
+        scored.sort { $0.score != $1.score ? $0.score > $1.score : $0.position < $1.position }
+        return scored.map(\.id)
+    }
+
+    /// The words of a text: lower-cased letters and digits, short and common English words left out, a plural `s`
+    /// taken off.
+    static func tokens(_ text: String) -> [String] {
+        var out: [String] = []
+        var word = ""
+        func flush() {
+            defer { word = "" }
+            guard word.count > 1, !stopwords.contains(word) else { return }
+            if word.count > 3, word.hasSuffix("s"), !word.hasSuffix("ss") { word.removeLast() }
+            out.append(word)
+        }
+        for scalar in text.lowercased().unicodeScalars {
+            if CharacterSet.alphanumerics.contains(scalar) { word.unicodeScalars.append(scalar) } else { flush() }
+        }
+        flush()
+        return out
+    }
+
+    static let stopwords: Set<String> = [
+        "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for", "from", "has", "have", "how", "if",
+        "in", "into", "is", "it", "its", "of", "on", "or", "our", "so", "that", "the", "their", "them", "then", "there", "these",
+        "this", "to", "up", "us", "was", "we", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
+        "about", "also", "more", "some", "using", "use", "used", "video", "example", "part", "introduction", "intro", "lesson",
+    ]
+}

@@ -1,0 +1,271 @@
+import Foundation
+import HTTP
+import Models
+import Postgres
+import ServiceKit
+
+/// The curation service's handlers: catalogue reads are public (a token, when given, adds what the reader did);
+/// everything personal needs a token. They decode, run the domain (`Library`, `Recommender`) and map to views.
+struct CurationHandlers: Sendable {
+    let pool: Pool
+    let outbox: Outbox
+    let idempotency: Idempotency
+    let recommender: Recommender
+    let verifier: any Authenticator
+    let storage = CurationStorage()
+    var library: Library { Library(storage: storage, outbox: outbox) }
+
+    /// The caller when the request carries a valid token; nil without one (a bad token is still a 401).
+    private func optionalCaller(_ request: Request) throws -> UUID? {
+        guard request.header("authorization") != nil else { return nil }
+        return try verifier.authenticate(request).userId
+    }
+
+    // MARK: The catalogue
+
+    func subjects(_ request: Request) throws -> Response {
+        try .json(["items": try pool.withConnection { try storage.subjects($0) }.map(SubjectView.init)])
+    }
+
+    func topics(_ request: Request) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withConnection { c in
+            guard try storage.subjectExists(c, id) else { throw CurationError.notFound }
+            return try .json(["items": try storage.topics(c, subject: id).map(TopicView.init)])
+        }
+    }
+
+    /// A topic's starter videos: its sequence, the first unwatched first.
+    func topicVideos(_ request: Request) throws -> Response {
+        let id = try Validate.pathID(request)
+        let reader = try optionalCaller(request)
+        let page = try Page(request)
+        let after = try page.after.map { values -> (Bool, Int) in
+            guard values.count == 2, let position = Int(values[1]), ["true", "false"].contains(values[0]) else {
+                throw HTTPError.validation("cursor is not valid.", field: "cursor")
+            }
+            return (values[0] == "true", position)
+        }
+        return try pool.withConnection { c in
+            guard try storage.topicExists(c, id) else { throw CurationError.notFound }
+            let videos = try storage.topicVideos(c, topic: id, reader: reader, after: after, limit: page.limit + 1)
+            return try .json(PageResponse(videos, page, item: { VideoView($0) }, cursor: { [String($0.watched ?? false), String($0.position)] }))
+        }
+    }
+
+    func video(_ request: Request) throws -> Response {
+        let id = try Validate.pathID(request)
+        let reader = try optionalCaller(request)
+        return try .json(VideoView(try pool.withConnection { try library.video($0, id, reader: reader) }, full: true))
+    }
+
+    /// Ranked full-text search, within a topic when given.
+    func search(_ request: Request) throws -> Response {
+        let page = try Page(request)
+        guard let q = request.query["q"]?.trimmingCharacters(in: .whitespacesAndNewlines), (1...200).contains(q.count), !q.contains("\u{0}") else {
+            throw HTTPError.validation("q must be 1 to 200 characters.", field: "q")
+        }
+        let topic = try request.query["topic"].map { text -> UUID in
+            guard let id = UUID(uuidString: text) else { throw HTTPError.validation("topic must be a UUID.", field: "topic") }
+            return id
+        }
+        let after = try page.after.map { values -> (Double, UUID) in
+            guard values.count == 2, let rank = Double(values[0]), let id = UUID(uuidString: values[1]) else {
+                throw HTTPError.validation("cursor is not valid.", field: "cursor")
+            }
+            return (rank, id)
+        }
+        let found = try pool.withConnection { try storage.search($0, query: q, topic: topic, after: after, limit: page.limit + 1) }
+        return try .json(PageResponse(found, page, item: { VideoView($0.0) }, cursor: { [String($0.1), $0.0.id.lowercased] }))
+    }
+
+    /// Recommendations that stay in the video's topic, endless: the first page freezes the scroll's order (so it
+    /// never repeats or skips a video), and when the topic is exhausted it comes round to those shown longest ago.
+    func recommendations(_ request: Request) throws -> Response {
+        let id = try Validate.pathID(request)
+        let reader = try optionalCaller(request)
+        let page = try Page(request)
+        return try pool.withConnection { c in
+            let video = try library.video(c, id, reader: reader)
+            if let topic = request.query["topic"], UUID(uuidString: topic) != video.topicId {
+                throw HTTPError.validation("topic must be the video's own topic.", field: "topic")
+            }
+            var scrollId: UUID, order: [UUID], offset: Int
+            if let values = page.after {
+                guard values.count == 2, let s = UUID(uuidString: values[0]), let o = Int(values[1]), o >= 0,
+                      let saved = try storage.scroll(c, s), saved.video == id, saved.user == reader else {
+                    throw HTTPError.validation("cursor is not valid.", field: "cursor")
+                }
+                (scrollId, order, offset) = (s, saved.order, o)
+            } else {
+                let activity = try reader.map { try storage.activity(c, user: $0, topic: video.topicId) } ?? (watched: [], liked: [])
+                guard let ranked = recommender.rank(id, watched: activity.watched, liked: activity.liked) else {
+                    throw HTTPError.unavailable(retryAfter: 2)  // the index has not caught up with the catalogue yet
+                }
+                (scrollId, order, offset) = (UUID.v7(), ranked, 0)
+                try storage.saveScroll(c, id: scrollId, user: reader, video: id, order: order)
+            }
+            guard !order.isEmpty else { return try .json(PageResponse<VideoView>(items: [], nextCursor: nil)) }
+            let ids = (0..<min(page.limit, order.count)).map { order[(offset + $0) % order.count] }
+            let found = try storage.videos(c, ids)
+            let next = Cursor.encode([scrollId.lowercased, String(offset + ids.count)])
+            return try .json(PageResponse(items: ids.compactMap { found[$0] }.map { VideoView($0) }, nextCursor: next))
+        }
+    }
+
+    // MARK: What I do
+
+    func watched(_ request: Request, _ caller: Caller, _ body: WatchedBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        try pool.withTransaction { try library.watched($0, id, by: caller.userId, seconds: body.seconds, completed: body.completed ?? false) }
+        return .noContent
+    }
+
+    func history(_ request: Request, _ caller: Caller) throws -> Response {
+        let page = try Page(request)
+        let after = try Self.timeCursor(page)
+        let rows = try pool.withConnection { try storage.history($0, user: caller.userId, after: after, limit: page.limit + 1) }
+        return try .json(PageResponse(rows, page, item: { HistoryView(video: VideoView($0.0), seconds: $0.seconds, completed: $0.completed,
+                                                                     watchedAt: Timestamp.format($0.at)) },
+                                      cursor: { [String($0.micros), $0.0.id.lowercased] }))
+    }
+
+    func like(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        try pool.withTransaction { try library.like($0, id, by: caller.userId, true) }
+        return .noContent
+    }
+
+    func unlike(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        try pool.withTransaction { try library.like($0, id, by: caller.userId, false) }
+        return .noContent
+    }
+
+    func likes(_ request: Request, _ caller: Caller) throws -> Response {
+        let page = try Page(request)
+        let after = try Self.timeCursor(page)
+        let rows = try pool.withConnection { try storage.likes($0, user: caller.userId, after: after, limit: page.limit + 1) }
+        return try .json(PageResponse(rows, page, item: { VideoView($0.0) }, cursor: { [String($0.micros), $0.0.id.lowercased] }))
+    }
+
+    func addComment(_ request: Request, _ caller: Caller, _ body: CommentBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            try .json(CommentView(try library.comment(c, on: id, by: caller.userId, text: body.text)), status: 201)
+        }
+    }
+
+    func comments(_ request: Request) throws -> Response {
+        let id = try Validate.pathID(request)
+        let page = try Page(request)
+        let after = try Self.timeCursor(page)
+        return try pool.withConnection { c in
+            _ = try library.video(c, id, reader: nil)
+            let rows = try storage.comments(c, video: id, after: after, limit: page.limit + 1)
+            return try .json(PageResponse(rows, page, item: { CommentView($0.0) }, cursor: { [String($0.micros), $0.0.id.lowercased] }))
+        }
+    }
+
+    func deleteComment(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        try pool.withTransaction { try library.deleteComment($0, id, by: caller.userId) }
+        return .noContent
+    }
+
+    // MARK: Playlists
+
+    private func view(_ c: Connection, _ p: PlaylistRecord) throws -> PlaylistView {
+        PlaylistView(p, videos: try storage.videos(c, p.videoIds))
+    }
+
+    func createPlaylist(_ request: Request, _ caller: Caller, _ body: CreatePlaylistBody) throws -> Response {
+        try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            let p = try library.create(c, by: caller.userId, name: body.name, description: body.description.flatMap { $0.isEmpty ? nil : $0 },
+                                       isPublic: body.public ?? false)
+            return try .json(try view(c, p), status: 201)
+        }
+    }
+
+    func myPlaylists(_ request: Request, _ caller: Caller) throws -> Response {
+        try pool.withConnection { c in
+            try .json(["items": try storage.playlists(c, owner: caller.userId, onlyPublic: false).map { try view(c, $0) }])
+        }
+    }
+
+    func playlist(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withConnection { c in try .json(try view(c, try library.playlist(c, id, reader: caller.userId))) }
+    }
+
+    func updatePlaylist(_ request: Request, _ caller: Caller, _ body: UpdatePlaylistBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in
+            try .json(try view(c, try library.update(c, id, by: caller.userId, name: body.name, description: body.description,
+                                                     isPublic: body.public)))
+        }
+    }
+
+    func deletePlaylist(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        try pool.withTransaction { try library.delete($0, id, by: caller.userId) }
+        return .noContent
+    }
+
+    func addItem(_ request: Request, _ caller: Caller, _ body: PlaylistItemBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in
+            try .json(try view(c, try library.add(c, id, video: body.videoId, at: body.position, by: caller.userId)))
+        }
+    }
+
+    func removeItem(_ request: Request, _ caller: Caller) throws -> Response {
+        let (id, video) = (try Validate.pathID(request), try Validate.pathID(request, "videoId"))
+        return try pool.withTransaction { c in try .json(try view(c, try library.remove(c, id, video: video, by: caller.userId))) }
+    }
+
+    func reorder(_ request: Request, _ caller: Caller, _ body: PlaylistOrderBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in try .json(try view(c, try library.reorder(c, id, body.videoIds, by: caller.userId))) }
+    }
+
+    /// Someone's profile as others see it: name, avatar and public playlists.
+    func profile(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withConnection { c in
+            guard let person = try storage.profile(c, id) else { throw CurationError.notFound }
+            struct Profile: Encodable {
+                let id: String, name: String?, avatarMediaId: String?, playlists: [PlaylistView]
+                func encode(to encoder: Encoder) throws {
+                    var c = encoder.container(keyedBy: CodingKeys.self)
+                    try c.encode(id, forKey: .id); try c.encode(name, forKey: .name)
+                    try c.encode(avatarMediaId, forKey: .avatarMediaId); try c.encode(playlists, forKey: .playlists)
+                }
+                enum CodingKeys: String, CodingKey { case id, name, avatarMediaId, playlists }
+            }
+            let lists = try storage.playlists(c, owner: id, onlyPublic: id != caller.userId).map { try view(c, $0) }
+            return try .json(Profile(id: id.lowercased, name: person.name, avatarMediaId: person.avatar?.lowercased, playlists: lists))
+        }
+    }
+
+    func preferences(_ request: Request, _ caller: Caller) throws -> Response {
+        let p = try pool.withConnection { try storage.preferences($0, caller.userId) }
+        return try .json(Prefs(theme: p.theme, autoplay: p.autoplay))
+    }
+
+    func setPreferences(_ request: Request, _ caller: Caller, _ body: PreferencesBody) throws -> Response {
+        try pool.withConnection { try storage.setPreferences($0, caller.userId, theme: body.theme, autoplay: body.autoplay ?? true) }
+        return try .json(Prefs(theme: body.theme, autoplay: body.autoplay ?? true))
+    }
+
+    private struct Prefs: Encodable { let theme: String; let autoplay: Bool }
+
+    /// A (microseconds, id) keyset cursor.
+    static func timeCursor(_ page: Page) throws -> (Int64, UUID)? {
+        guard let values = page.after else { return nil }
+        guard values.count == 2, let t = Int64(values[0]), let id = UUID(uuidString: values[1]) else {
+            throw HTTPError.validation("cursor is not valid.", field: "cursor")
+        }
+        return (t, id)
+    }
+}

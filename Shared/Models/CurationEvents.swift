@@ -1,0 +1,58 @@
+import Foundation
+
+/// `video.liked`: someone liked a video, or took the like back (`liked` false). Key: the video id.
+public struct VideoLiked: EventPayload, Equatable {
+    public static let type = "video.liked"
+    public var videoId: String
+    public var userId: String
+    public var liked: Bool
+    public var at: String
+
+    public init(videoId: String, userId: String, liked: Bool, at: String) {
+        self.videoId = videoId; self.userId = userId; self.liked = liked; self.at = at
+    }
+}
+
+/// `video.watched`: someone watched part or all of a video. Key: the video id.
+public struct VideoWatched: EventPayload, Equatable {
+    public static let type = "video.watched"
+    public var videoId: String
+    public var userId: String
+    public var seconds: Int
+    public var completed: Bool
+    public var at: String
+
+    public init(videoId: String, userId: String, seconds: Int, completed: Bool, at: String) {
+        self.videoId = videoId; self.userId = userId; self.seconds = seconds; self.completed = completed; self.at = at
+    }
+}
+
+/// `video.commented`: someone commented on a video (the text stays out of the event). Key: the video id.
+public struct VideoCommented: EventPayload, Equatable {
+    public static let type = "video.commented"
+    public var videoId: String
+    public var commentId: String
+    public var authorId: String
+    public var createdAt: String
+
+    public init(videoId: String, commentId: String, authorId: String, createdAt: String) {
+        self.videoId = videoId; self.commentId = commentId; self.authorId = authorId; self.createdAt = createdAt
+    }
+}
+
+/// `playlist.updated`: a playlist was created, renamed, made public or private, had its items changed, or was
+/// deleted (`deleted` true). Key: the playlist id.
+public struct PlaylistUpdated: EventPayload, Equatable {
+    public static let type = "playlist.updated"
+    public var playlistId: String
+    public var ownerId: String
+    public var isPublic: Bool
+    public var videoCount: Int
+    public var deleted: Bool
+    public var updatedAt: String
+
+    public init(playlistId: String, ownerId: String, isPublic: Bool, videoCount: Int, deleted: Bool, updatedAt: String) {
+        self.playlistId = playlistId; self.ownerId = ownerId; self.isPublic = isPublic; self.videoCount = videoCount
+        self.deleted = deleted; self.updatedAt = updatedAt
+    }
+}
