@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Curation benchmark: recommendations beside PostgreSQL full-text search over the same corpus with the same query
+# words (ts_rank over the GIN index, within the same topic, top 10), interleaved round by round, same concurrency.
+# Prints requests/s, p99, the ratio, and the index's build time and the service's memory.
+#   bench/curation.sh                      the shipped catalogue (deploy/local/stack up imports it)
+#   SYNTHETIC=1000000 bench/curation.sh    a synthetic catalogue of that many videos (2,000 topics), in a database of
+#                                          its own, served by a curation instance of its own on :8095
+#   DURATION=10 CONNECTIONS=16 RUNS=3
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+DURATION="${DURATION:-10}"; CONNECTIONS="${CONNECTIONS:-16}"; RUNS="${RUNS:-3}"; SYNTHETIC="${SYNTHETIC:-0}"
+command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+"$ROOT/deploy/local/stack" up >&2
+STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
+PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)"
+work="$(mktemp -d)"; instance=""
+trap '[ -n "$instance" ] && kill -TERM "$instance" 2>/dev/null; rm -rf "$work"' EXIT
+DB=backend; API="http://127.0.0.1:8085"; PID="$(cat "$STATE/curation.pid")"
+
+if [ "$SYNTHETIC" -gt 0 ]; then
+    DB=curation_bench; API="http://127.0.0.1:8095"
+    psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" postgres
+    bin="$(cd "$ROOT" && swift build -c release --show-bin-path)"
+    export LD_LIBRARY_PATH="$ROOT/.local/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/$DB" "$bin/curation" migrate 2>/dev/null
+    echo "==> $SYNTHETIC synthetic videos in 2,000 topics, their words drawn from the shipped catalogue's" >&2
+    python3 - "$ROOT/deploy/demo/curation/videos.jsonl" >"$work/words.txt" <<'PY'
+import json, re, sys
+words = set()
+for line in open(sys.argv[1]):
+    v = json.loads(line)
+    words.update(w for w in re.split(r"[^a-z]+", (v["title"] + " " + v["description"]).lower()) if len(w) > 2)
+print("\n".join(sorted(words)))
+PY
+    started=$(date +%s)
+    psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$DB" -v ON_ERROR_STOP=1 -q <<SQL
+CREATE TEMP TABLE words (w text);
+\\copy words FROM '$work/words.txt'
+CREATE TEMP TABLE vocab AS SELECT array_agg(w) AS w, count(*)::int AS n FROM words;
+INSERT INTO curation.subjects (id, name, position) VALUES (gen_random_uuid(), 'Synthetic', 1);
+INSERT INTO curation.topics (id, subject_id, name, position)
+SELECT gen_random_uuid(), (SELECT id FROM curation.subjects), 'Topic ' || t, t FROM generate_series(1, 2000) t;
+CREATE TEMP TABLE t AS SELECT id, row_number() OVER (ORDER BY position) AS n FROM curation.topics;
+INSERT INTO curation.videos (id, youtube_id, topic_id, position, subtopic, path, title, description, parent_description, channel,
+                             partner_content, duration_seconds)
+SELECT gen_random_uuid(), substr(md5(g::text), 1, 11), t.id, g / 2000 + 1, 'Part ' || (g % 20), 'Synthetic > Topic ' || t.n,
+       (SELECT string_agg(v.w[1 + floor(random() * v.n)::int], ' ') FROM vocab v, generate_series(1, 5 + (g % 4)) x WHERE g > 0),
+       (SELECT string_agg(v.w[1 + floor(random() * v.n)::int], ' ') FROM vocab v, generate_series(1, 12) x WHERE g > 0),
+       '', 'Synthetic', false, 300
+FROM generate_series(1, $SYNTHETIC) g JOIN t ON t.n = 1 + g % 2000;
+ANALYZE;
+SQL
+    echo "==> generated in $(( $(date +%s) - started )) s; starting curation on :8095 to build its index" >&2
+    started_ms=$(date +%s%3N)
+    DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/$DB" KAFKA_BROKERS="127.0.0.1:${STACK_KAFKA_PORT:-9092}" PORT=8095 \
+        AUTH_JWKS_URL="http://127.0.0.1:8081/v1/auth/jwks" KAFKA_GROUP_PREFIX=bench- "$bin/curation" >"$work/curation.log" 2>&1 &
+    instance=$!; PID=$instance
+    for _ in $(seq 1 1800); do curl -fs "$API/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+    curl -fs "$API/readyz" >/dev/null || { tail -n 20 "$work/curation.log" >&2; exit 1; }
+    build_s=$(awk -v a="$started_ms" -v b="$(date +%s%3N)" 'BEGIN {printf "%.1f", (b - a) / 1000}')
+else
+    build_s="-"
+fi
+PSQL=(psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$DB" -v ON_ERROR_STOP=1 -qtA)
+videos="$("${PSQL[@]}" -c "SELECT count(*) FROM curation.videos")"
+rss_mb=$(( $(awk '/VmRSS/ {print $2}' "/proc/$PID/status") / 1024 ))
+
+# The same query words for PostgreSQL: each video's title words, any of them, within its topic.
+"${PSQL[@]}" <<SQL
+DROP TABLE IF EXISTS bench_queries;
+CREATE TABLE bench_queries AS
+SELECT row_number() OVER () AS i, id, topic_id,
+       to_tsquery('english', array_to_string(array(SELECT w FROM regexp_split_to_table(lower(title), '[^a-z]+') w WHERE length(w) > 2), ' | ')) AS q
+FROM (SELECT id, topic_id, title FROM curation.videos ORDER BY random() LIMIT 1000) v;
+DELETE FROM bench_queries WHERE q::text = '';
+SQL
+n="$("${PSQL[@]}" -c "SELECT count(*) FROM bench_queries")"
+"${PSQL[@]}" -c "SELECT id FROM bench_queries" >"$work/ids.txt"
+{ echo "ids = {"; sed 's/.*/"&",/' "$work/ids.txt"; echo "}"
+  echo 'request = function() return wrk.format("GET", "/v1/videos/" .. ids[math.random(#ids)] .. "/recommendations?limit=10") end'; } >"$work/recs.lua"
+cat >"$work/fts.sql" <<SQL
+\\set i random(1, $n)
+SELECT v.id FROM curation.videos v, bench_queries b WHERE b.i = :i AND v.topic_id = b.topic_id AND v.search @@ b.q ORDER BY ts_rank(v.search, b.q) DESC LIMIT 10;
+SQL
+
+median() { sort -g | sed -n "$(( (RUNS + 1) / 2 ))p"; }
+wrk_once() {
+    local out; out="$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/recs.lua" "$API")"
+    grep -q "Non-2xx" <<<"$out" && { echo "non-2xx responses:" >&2; grep "Non-2xx" <<<"$out" >&2; }
+    echo "$(awk '/Requests\/sec/ {print $2}' <<<"$out") $(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}' <<<"$out")"
+}
+pg_once() {
+    local out; rm -f "$work"/pgbench_log.*
+    out="$(cd "$work" && pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M prepared -c "$CONNECTIONS" -j 2 -T "$DURATION" -l -f "$work/fts.sql" "$DB" 2>&1)"
+    echo "$(awk '/^tps/ {print $3; exit}' <<<"$out") $(cat "$work"/pgbench_log.* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {print a[int(NR*0.99)]/1000}')"
+}
+echo "==> $CONNECTIONS connections, ${DURATION}s each, $RUNS interleaved rounds ($(nproc) cores), $videos videos" >&2
+: >"$work/recs"; : >"$work/fts"
+for i in $(seq 1 "$RUNS"); do
+    wrk_once >>"$work/recs"; pg_once >>"$work/fts"
+    echo "  round $i: recommendations $(tail -1 "$work/recs") | PostgreSQL full-text $(tail -1 "$work/fts")" >&2
+done
+col() { awk -v c="$2" '{print $c}' "$work/$1" | median; }
+echo
+echo "curation, $(date -u +%Y-%m-%d), $(nproc) cores, $videos videos, $CONNECTIONS connections, medians of $RUNS interleaved ${DURATION}s rounds"
+printf '%-58s %10s %9s %8s\n' "target" "per second" "p99 ms" "ratio"
+printf '%-58s %10.0f %9.2f %8s\n' "GET /v1/videos/{id}/recommendations (top 10, in the topic)" "$(col recs 1)" "$(col recs 2)" \
+    "$(awk -v a="$(col recs 1)" -v b="$(col fts 1)" 'BEGIN {printf "%.2f", a / b}')"
+printf '%-58s %10.0f %9.2f %8s\n' "  PostgreSQL ts_rank over GIN, same words, same topic" "$(col fts 1)" "$(col fts 2)" "1.00"
+echo "index build ${build_s} s (service start to ready), service memory ${rss_mb} MB"
