@@ -3,3 +3,4 @@
 #include <openssl/sha.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>

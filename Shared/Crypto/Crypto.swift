@@ -177,6 +177,50 @@ public func ed25519Verify(publicKey: [UInt8], message: [UInt8], signature: [UInt
     return ok == 1
 }
 
+// MARK: - RS256
+
+/// Verifies an RS256 signature (RSASSA-PKCS1-v1_5 with SHA-256) with the RSA public key of a JWK's `n` and `e`
+/// (big-endian bytes). False for a key or signature that is not one.
+public func rs256Verify(modulus: [UInt8], exponent: [UInt8], message: [UInt8], signature: [UInt8]) -> Bool {
+    guard (256...1024).contains(modulus.drop(while: { $0 == 0 }).count), !exponent.isEmpty, exponent.count <= 8,
+          !signature.isEmpty, signature.count <= 1024 else { return false }
+    let der = subjectPublicKeyInfo(modulus: modulus, exponent: exponent)
+    guard let pkey = der.withUnsafeBufferPointer({ buffer -> OpaquePointer? in
+        var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+        return d2i_PUBKEY(nil, &cursor, buffer.count)
+    }) else { ERR_clear_error(); return false }
+    defer { EVP_PKEY_free(pkey) }
+    guard let ctx = EVP_MD_CTX_new() else { return false }
+    defer { EVP_MD_CTX_free(ctx) }
+    guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else { ERR_clear_error(); return false }
+    let ok = message.withUnsafeBufferPointer { m in
+        signature.withUnsafeBufferPointer { s in EVP_DigestVerify(ctx, s.baseAddress, s.count, m.baseAddress, m.count) }
+    }
+    ERR_clear_error()
+    return ok == 1
+}
+
+/// The DER SubjectPublicKeyInfo of an RSA key: SEQUENCE { SEQUENCE { rsaEncryption, NULL }, BIT STRING { SEQUENCE {
+/// INTEGER n, INTEGER e } } }.
+private func subjectPublicKeyInfo(modulus: [UInt8], exponent: [UInt8]) -> [UInt8] {
+    func length(_ n: Int) -> [UInt8] {
+        if n < 0x80 { return [UInt8(n)] }
+        var bytes: [UInt8] = []
+        var v = n
+        while v > 0 { bytes.insert(UInt8(v & 0xFF), at: 0); v >>= 8 }
+        return [0x80 | UInt8(bytes.count)] + bytes
+    }
+    func tlv(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] { [tag] + length(content.count) + content }
+    func integer(_ bytes: [UInt8]) -> [UInt8] {
+        var b = Array(bytes.drop(while: { $0 == 0 }))
+        if b.isEmpty || b[0] & 0x80 != 0 { b.insert(0, at: 0) }
+        return tlv(0x02, b)
+    }
+    let rsaEncryption: [UInt8] = [0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01, 0x05, 0x00]
+    let key = tlv(0x30, integer(modulus) + integer(exponent))
+    return tlv(0x30, tlv(0x30, rsaEncryption) + tlv(0x03, [0x00] + key))
+}
+
 // MARK: - Argon2id
 
 /// Argon2id password hashing with OWASP's parameters (19 MiB, t=2, p=1).

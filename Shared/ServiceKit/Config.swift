@@ -9,6 +9,8 @@ public struct ConfigError: Error, CustomStringConvertible {
     /// What is wrong, without echoing secrets.
     public let problem: String
     public var description: String { "invalid configuration: \(variable) \(problem)" }
+
+    public init(variable: String, problem: String) { self.variable = variable; self.problem = problem }
 }
 
 /// Reads typed values from the environment with defaults.

@@ -50,6 +50,11 @@ struct UpdateMeBody: RequestBody {
     }
 }
 
+struct GoogleBody: RequestBody {
+    static let schema = Schema.object(["idToken": .required(.string(min: 1, max: 8192))])
+    let idToken: String
+}
+
 struct ChangePasswordBody: RequestBody {
     static let schema = Schema.object(["currentPassword": .required(.string()), "newPassword": .required(Check.passwordSchema)])
     let currentPassword: String

@@ -5,7 +5,8 @@ import ServiceKit
 public enum AuthService {
     /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
-        try ServiceApp(service: "auth", defaultPort: 8081, environment: environment, migrations: migrations,
+        let google = try GoogleSignIn.Settings(environment).map { GoogleSignIn(settings: $0, keys: .init(url: $0.jwksURL)) }
+        return try ServiceApp(service: "auth", defaultPort: 8081, environment: environment, migrations: migrations,
                        topics: [UserRegistered.type, UserUpdated.type, SessionRevoked.type]) { app in
             let pool = app.pool
             let key = try pool.withTransaction { try AuthStorage().signingKey($0) }
@@ -14,7 +15,8 @@ public enum AuthService {
             app.add(Job.every(3600, "delete-old-login-failures", logger: app.logger) {
                 try pool.withConnection { try AuthStorage().deleteOldFailures($0) }
             })
-            return makeRoutes(handlers, SessionAuthenticator(keys: keys, pool: pool))
+            if let google, !google.keys.refresh() { app.logger.warn("Google's key set could not be fetched yet (GOOGLE_JWKS_URL)") }
+            return makeRoutes(handlers, SessionAuthenticator(keys: keys, pool: pool), google: google)
         }
     }
 }

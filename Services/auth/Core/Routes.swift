@@ -2,7 +2,7 @@ import HTTP
 import ServiceKit
 
 /// The auth API: the table of routes, nothing else.
-func makeRoutes(_ h: AuthHandlers, _ auth: any Authenticator) -> Router {
+func makeRoutes(_ h: AuthHandlers, _ auth: any Authenticator, google: GoogleSignIn?) -> Router {
     var r = Router()
     r.add("POST", "/v1/auth/signup", summary: "Create an account and a session",
           body: SignupBody.self, response: (201, Schemas.session), h.signup)
@@ -10,6 +10,11 @@ func makeRoutes(_ h: AuthHandlers, _ auth: any Authenticator) -> Router {
           body: LoginBody.self, response: (200, Schemas.session), h.login)
     r.add("POST", "/v1/auth/refresh", summary: "Rotate a refresh token for a new token pair",
           body: RefreshBody.self, response: (200, Schemas.session), h.refresh)
+    // Without GOOGLE_CLIENT_IDS, sign-in with Google does not exist (404, and absent from /openapi.json).
+    if let google {
+        r.add("POST", "/v1/auth/google", summary: "Sign in with a Google ID token (creates the account the first time)",
+              body: GoogleBody.self, response: (200, Schemas.session)) { try h.google($0, $1, google) }
+    }
     r.add("POST", "/v1/auth/logout", summary: "Revoke the current session", response: (204, nil), auth: auth, h.logout)
     r.add("GET", "/v1/auth/jwks", summary: "The public keys that verify access tokens",
           response: (200, Schemas.jwks), h.jwks)

@@ -57,6 +57,34 @@ struct AuthHandlers: Sendable {
 
     static let loginFailed = "The username, email or password is not correct."
 
+    /// `POST /v1/auth/google`: signs in the user linked to the Google account, or links it to the user with that
+    /// (Google-verified) email, or creates one (201, with `user.registered`).
+    func google(_ request: Request, _ body: GoogleBody, _ google: GoogleSignIn) throws -> Response {
+        let identity: GoogleSignIn.Identity
+        do { identity = try google.verify(body.idToken) } catch {
+            throw HTTPError.unauthenticated("The Google ID token is not valid.")
+        }
+        let unusable = try PasswordHasher.hash(Base64URL.encode(secureRandomBytes(32)))  // signs in with Google only
+        return try pool.withTransaction { c in
+            if let user = try storage.googleUser(c, subject: identity.subject) { return try .json(try openSession(c, user)) }
+            if let user = try storage.userByEmail(c, identity.email) {
+                try storage.linkGoogle(c, subject: identity.subject, user: user.id)
+                return try .json(try openSession(c, user))
+            }
+            let email = try Check.email(identity.email)
+            let base = String(email.split(separator: "@")[0].lowercased().filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == ".") }
+                .prefix(24))
+            var username = base.count >= 3 ? base : "user"
+            while try storage.usernameTaken(c, username) { username = String(base.prefix(24)) + "_" + String(Int.random(in: 1000...9_999_999)) }
+            let name = identity.name.flatMap { $0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? nil : $0 } ?? username
+            let user = try storage.insertUser(c, username: username, email: email, fullName: name, passwordHash: unusable)
+            try storage.linkGoogle(c, subject: identity.subject, user: user.id)
+            try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email, fullName: user.fullName,
+                                          avatarMediaId: nil, createdAt: Timestamp.format(user.createdAt)), subject: user.id.lowercased, on: c)
+            return try .json(try openSession(c, user), status: 201)
+        }
+    }
+
     func refresh(_ request: Request, _ body: RefreshBody) throws -> Response {
         guard body.refreshToken.utf8.count <= 256 else { throw HTTPError.unauthenticated("The refresh token is not valid.") }
         let response: Response? = try pool.withTransaction { c in

@@ -47,4 +47,11 @@ let migrations: [Migration] = [
         CREATE INDEX login_failures_by_account ON login_failures (account_key, at);
         CREATE INDEX login_failures_by_client ON login_failures (client_key, at);
         """),
+    Migration(3, "Google accounts linked to users", """
+        CREATE TABLE google_accounts (
+            subject text PRIMARY KEY,
+            user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        """),
 ]

@@ -66,6 +66,25 @@ struct AuthStorage {
         return (try UserRecord(row), try row["password_hash"])
     }
 
+    /// The user a Google subject is linked to.
+    func googleUser(_ c: Connection, subject: String) throws -> UserRecord? {
+        try c.first("""
+            SELECT \(UserRecord.columns) FROM auth.users WHERE id = (SELECT user_id FROM auth.google_accounts WHERE subject = $1)
+            """, [subject]).map(UserRecord.init)
+    }
+
+    func userByEmail(_ c: Connection, _ email: String) throws -> UserRecord? {
+        try c.first("SELECT \(UserRecord.columns) FROM auth.users WHERE lower(email) = lower($1)", [email]).map(UserRecord.init)
+    }
+
+    func linkGoogle(_ c: Connection, subject: String, user: UUID) throws {
+        try c.execute("INSERT INTO auth.google_accounts (subject, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [subject, user])
+    }
+
+    func usernameTaken(_ c: Connection, _ name: String) throws -> Bool {
+        try c.first("SELECT 1 AS one FROM auth.users WHERE lower(username) = lower($1)", [name]) != nil
+    }
+
     func passwordHash(_ c: Connection, user: UUID) throws -> String? {
         try c.first("SELECT password_hash FROM auth.users WHERE id = $1", [user])?["password_hash"]
     }
