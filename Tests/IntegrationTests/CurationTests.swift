@@ -1,4 +1,5 @@
 import Foundation
+import HTTP
 import XCTest
 
 /// A test case with its own database, auth, and curation on the shared broker; the catalogue is imported by the
@@ -249,5 +250,90 @@ final class CurationLibraryTests: CurationTestCase {
         assertClientError(try api.get("/v1/videos/\(video)", token: "not-a-token"), 401, "a bad token is refused, not ignored")
         XCTAssertEqual(try count("likes"), 0)
         XCTAssertEqual(try count("watches"), 0)
+    }
+}
+
+/// `curation import-youtube` against a stand-in for the YouTube Data API v3, with its response shapes.
+final class YouTubeImportTests: CurationTestCase {
+    var youtube: HTTPServer!
+    override func tearDown() { youtube?.stop(grace: 0); super.tearDown() }
+
+    func startStandIn() throws -> Int {
+        let port = TestEnvironment.freePort()
+        let videos: [String: (String, String)] = ["yt000000001": ("Fractions on a number line", "PT4M13S"),
+                                                  "yt000000002": ("Adding fractions", "PT1H2M3S"), "yt000000003": ("Fraction word problems", "PT58S")]
+        youtube = HTTPServer(port: UInt16(port), threads: 2, route: { _, _ in .notFound }) { request, _ in
+            func json(_ object: Any, _ status: Int = 200) -> Response {
+                Response(status: status, headers: [("Content-Type", "application/json")],
+                         body: Array((try? JSONSerialization.data(withJSONObject: object)) ?? Data()))
+            }
+            guard request.query["key"] == "test-key" else {
+                return json(["error": ["code": 400, "errors": [["reason": "keyInvalid"]]]], 400)
+            }
+            switch request.path {
+            case "/youtube/v3/search":
+                if request.query["pageToken"] == "p2" {
+                    if request.query["q"] == "quota" { return json(["error": ["code": 403, "errors": [["reason": "quotaExceeded"]]]], 403) }
+                    return json(["items": [["id": ["kind": "youtube#video", "videoId": "yt000000003"]]]])
+                }
+                return json(["nextPageToken": "p2", "items": [["id": ["kind": "youtube#video", "videoId": "yt000000001"]],
+                                                              ["id": ["kind": "youtube#video", "videoId": "yt000000002"]]]])
+            case "/youtube/v3/videos":
+                let ids = (request.query["id"] ?? "").split(separator: ",").map(String.init)
+                return json(["items": ids.compactMap { id in videos[id].map { ["id": id, "snippet": ["title": $0.0, "description": "About \($0.0)",
+                                                                                               "channelTitle": "Maths Channel"],
+                                                                             "contentDetails": ["duration": $0.1]] } }])
+            case "/youtube/v3/captions":
+                return json(["items": request.query["videoId"] == "yt000000001" ? [["id": "c1", "snippet": ["language": "en"]]] : []])
+            default:
+                return json(["error": ["code": 404]], 404)
+            }
+        }
+        try youtube.start()
+        return port
+    }
+
+    func importYouTube(_ port: Int, topic: String, query: String, key: String = "test-key") throws -> (Int32, String) {
+        let p = try ServiceProcess("curation", environment: ["DATABASE_URL": database.url, "YOUTUBE_API_KEY": key,
+                                                             "YOUTUBE_API_URL": "http://127.0.0.1:\(port)/youtube/v3"],
+                                   arguments: ["import-youtube", "--topic", topic, "--query", query])
+        p.process.waitUntilExit()
+        return (p.process.terminationStatus, p.log)
+    }
+
+    func testVideosFoundOnYouTubeJoinTheTopicOncePageAfterPage() throws {
+        XCTAssertEqual(try importCatalogue(try catalogueFile(first: 5)).status, 0)
+        let topic: String = try database.connect().first("SELECT topic_id::text AS t FROM curation.videos LIMIT 1")!["t"]
+        let before = try count("videos", "topic_id = '\(topic)'")
+        let port = try startStandIn()
+        let (status, log) = try importYouTube(port, topic: topic, query: "fractions")
+        XCTAssertEqual(status, 0, log)
+        XCTAssertTrue(log.contains("\"added\":3") && log.contains("\"withCaptions\":1"), log)
+        let rows = try database.connect().rows("""
+            SELECT youtube_id, position, duration_seconds, channel, subtopic FROM curation.videos WHERE topic_id = '\(topic)' AND youtube_id LIKE 'yt%' ORDER BY position
+            """)
+        XCTAssertEqual(try rows.map { try $0["youtube_id", as: String.self] }, ["yt000000001", "yt000000002", "yt000000003"], "both pages, in search order")
+        XCTAssertEqual(try rows.map { try $0["position", as: Int.self] }, [before + 1, before + 2, before + 3], "after the topic's last video")
+        XCTAssertEqual(try rows.map { try $0["duration_seconds", as: Int.self] }, [253, 3723, 58])
+        XCTAssertEqual(try rows.first?["channel", as: String.self], "Maths Channel")
+        let again = try importYouTube(port, topic: topic, query: "fractions")
+        XCTAssertEqual(again.0, 0)
+        XCTAssertTrue(again.1.contains("\"added\":0"), "a re-run duplicates nothing: \(again.1)")
+        XCTAssertEqual(try count("videos", "youtube_id LIKE 'yt%'"), 3)
+    }
+
+    func testAQuotaErrorKeepsWhatWasImportedAndABadKeyIsNamed() throws {
+        XCTAssertEqual(try importCatalogue(try catalogueFile(first: 2)).status, 0)
+        let topic: String = try database.connect().first("SELECT topic_id::text AS t FROM curation.videos LIMIT 1")!["t"]
+        let port = try startStandIn()
+        let (status, log) = try importYouTube(port, topic: topic, query: "quota")
+        XCTAssertEqual(status, 75, log)
+        XCTAssertTrue(log.contains("quota"), log)
+        XCTAssertEqual(try count("videos", "youtube_id LIKE 'yt%'"), 2, "the first page stays")
+        let refused = try importYouTube(port, topic: topic, query: "fractions", key: "wrong")
+        XCTAssertEqual(refused.0, 77)
+        XCTAssertTrue(refused.1.contains("YOUTUBE_API_KEY"), refused.1)
+        let noTopic = try importYouTube(port, topic: UUID().uuidString, query: "fractions")
+        XCTAssertEqual(noTopic.0, 66)
     }
 }

@@ -21,7 +21,7 @@ public enum CurationService {
         return try ServiceApp(service: "curation", defaultPort: 8085, environment: environment, migrations: migrations,
                               topics: [VideoLiked.type, VideoWatched.type, VideoCommented.type, PlaylistUpdated.type,
                                        UserRegistered.type, UserUpdated.type],
-                              commands: [importCommand]) { app in
+                              commands: [importCommand, youtubeCommand]) { app in
             let storage = CurationStorage()
             let recommender = Recommender()
             let pool = app.pool
@@ -57,6 +57,49 @@ public enum CurationService {
             let handlers = CurationHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, recommender: recommender,
                                             verifier: verifier)
             return makeRoutes(handlers, verifier)
+        }
+    }
+
+    /// `curation import-youtube --topic ID --query Q [--limit N]`: adds up to N (default 50) videos YouTube finds for
+    /// Q to the topic, with `YOUTUBE_API_KEY` (and `YOUTUBE_API_URL`, Google's by default). Exits 0 when done, 75 when
+    /// the quota ran out (what was imported stays), 77 when the key was refused, 64 on bad arguments.
+    static let youtubeCommand = Command("import-youtube", usage: "import-youtube --topic ID --query Q [--limit N]") { app, arguments in
+        var options: [String: String] = [:]
+        var i = 0
+        while i + 1 < arguments.count, ["--topic", "--query", "--limit"].contains(arguments[i]) {
+            options[arguments[i]] = arguments[i + 1]; i += 2
+        }
+        guard i == arguments.count, let topic = options["--topic"].flatMap(UUID.init(uuidString:)),
+              let query = options["--query"], (1...200).contains(query.count),
+              let limit = Int(options["--limit"] ?? "50"), (1...5000).contains(limit) else {
+            app.logger.error("usage: curation import-youtube --topic <topic id> --query <words> [--limit 1-5000]")
+            return 64
+        }
+        guard let key = app.config.environment.optional("YOUTUBE_API_KEY") else {
+            app.logger.error("invalid configuration: YOUTUBE_API_KEY is required by import-youtube")
+            return 78
+        }
+        let base = URL(string: app.config.environment.string("YOUTUBE_API_URL", default: "https://www.googleapis.com/youtube/v3"))
+        guard let base, ["http", "https"].contains(base.scheme ?? "") else {
+            app.logger.error("invalid configuration: YOUTUBE_API_URL must be an http(s) URL")
+            return 78
+        }
+        let importer = YouTubeImport(pool: app.pool, storage: CurationStorage(), base: base, key: key)
+        do {
+            let report = try importer.run(topic: topic, query: query, limit: limit) { r in
+                FileHandle.standardError.write(Data("\rfrom YouTube: \(r.found) found, \(r.added) added, \(r.updated) updated".utf8))
+            }
+            FileHandle.standardError.write(Data("\n".utf8))
+            app.logger.info("imported from YouTube", ["found": .int(report.found), "added": .int(report.added), "updated": .int(report.updated),
+                                                      "unchanged": .int(report.unchanged), "withCaptions": .int(report.withCaptions)])
+            return 0
+        } catch let refused as YouTubeImport.Refused {
+            app.logger.error(refused.isQuota ? "the YouTube quota ran out; what was found so far is imported" : "\(refused) (YOUTUBE_API_KEY?)",
+                             ["reason": .string(refused.reason)])
+            return refused.isQuota ? 75 : 77
+        } catch CurationError.notFound {
+            app.logger.error("no topic \(topic)")
+            return 66
         }
     }
 

@@ -1,8 +1,5 @@
 import Crypto
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import ServiceKit
 import Synchronization
 
@@ -92,7 +89,7 @@ struct GoogleSignIn: Sendable {
         @discardableResult
         func refresh() -> Bool {
             state.withLock { $0.fetchedAt = Date() }
-            guard let body = Self.get(url) else { return false }
+            guard let (status, body) = Fetch.get(url, timeout: 5), status == 200 else { return false }
             struct Set: Decodable { struct K: Decodable { let kid: String; let kty: String; let n: String; let e: String }; let keys: [K] }
             guard let set = try? JSONDecoder().decode(Set.self, from: body) else { return false }
             var keys: [String: Key] = [:]
@@ -101,19 +98,6 @@ struct GoogleSignIn: Sendable {
             }
             state.withLock { $0.keys = keys }
             return true
-        }
-
-        /// A GET through Foundation's client (TLS for Google's https URL), waiting at most 5 s.
-        private static func get(_ url: URL) -> Data? {
-            final class Box: @unchecked Sendable { var data: Data? }  // `@unchecked Sendable`: written before `done` signals, read after.
-            let box = Box(), done = DispatchSemaphore(value: 0)
-            var request = URLRequest(url: url)
-            request.timeoutInterval = 5
-            URLSession.shared.dataTask(with: request) { data, response, _ in
-                if (response as? HTTPURLResponse)?.statusCode == 200 { box.data = data }
-                done.signal()
-            }.resume()
-            return done.wait(timeout: .now() + 6) == .success ? box.data : nil
         }
     }
 }

@@ -120,6 +120,20 @@ struct CurationStorage: Sendable {
                   e.sourceUrl])?["inserted"]
     }
 
+    /// A topic's name and its subject's.
+    func topicPlace(_ c: Connection, _ topic: UUID) throws -> (subject: String, topic: String)? {
+        try c.first("SELECT s.name AS subject, t.name AS topic FROM curation.topics t JOIN curation.subjects s ON s.id = t.subject_id WHERE t.id = $1",
+                     [topic]).map { (try $0["subject"], try $0["topic"]) }
+    }
+
+    func position(_ c: Connection, of youtubeId: String, in topic: UUID) throws -> Int? {
+        try c.first("SELECT position FROM curation.videos WHERE youtube_id = $1 AND topic_id = $2", [youtubeId, topic])?["position"]
+    }
+
+    func nextPosition(_ c: Connection, in topic: UUID) throws -> Int {
+        try c.first("SELECT COALESCE(max(position), 0) + 1 AS p FROM curation.videos WHERE topic_id = $1", [topic])!["p"]
+    }
+
     func subjects(_ c: Connection) throws -> [SubjectRecord] {
         try c.rows("""
             SELECT s.id, s.name, s.position, s.created_at, s.updated_at, (SELECT count(*) FROM curation.topics t WHERE t.subject_id = s.id) AS n
