@@ -181,6 +181,16 @@ final class CurationLibraryTests: CurationTestCase {
         let topicVideos = try api.get("/v1/topics/\(seen["topicId"] as? String ?? "")/videos", token: ana.token)["items"] as? [[String: Any]] ?? []
         XCTAssertEqual(topicVideos.last?["id"] as? String, ids[1], "the watched video goes after the unwatched ones")
 
+        // With her history the scroll is hers: it goes on for her, and is refused to someone else.
+        let firstPage = try api.get("/v1/videos/\(ids[2])/recommendations?limit=2", token: ana.token)
+        XCTAssertEqual(firstPage.status, 200)
+        let cursor = firstPage["nextCursor"] as? String ?? ""
+        let secondPage = try api.get("/v1/videos/\(ids[2])/recommendations?limit=2&cursor=\(cursor)", token: ana.token)
+        XCTAssertEqual(secondPage.status, 200)
+        let seenIds = ((firstPage["items"] as? [[String: Any]] ?? []) + (secondPage["items"] as? [[String: Any]] ?? [])).compactMap { $0["id"] as? String }
+        XCTAssertEqual(Set(seenIds).count, 4, "no repeats across pages")
+        assertClientError(try api.get("/v1/videos/\(ids[2])/recommendations?cursor=\(cursor)", token: bo.token), 400, "another's scroll")
+
         let comment = try api.post("/v1/videos/\(ids[0])/comments", ["text": "  Clear explanation  "], token: ana.token)
         XCTAssertEqual(comment.status, 201)
         XCTAssertEqual(comment["text"] as? String, "Clear explanation")

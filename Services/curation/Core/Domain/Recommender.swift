@@ -29,6 +29,8 @@ final class Recommender: Sendable {
         var topics: [UUID: Topic] = [:]
         var byId: [UUID: Document] = [:]
         var version = ""
+        /// Rankings that depend on nothing but the catalogue (no viewer history), by video.
+        var plain: [UUID: [UUID]] = [:]
     }
 
     private let index = Mutex(Index())
@@ -67,8 +69,17 @@ final class Recommender: Sendable {
         index.withLock { $0 = built }
     }
 
-    /// Every other video of `video`'s topic, best first. Nil when the video is not in the index.
+    /// Every other video of `video`'s topic, best first. Nil when the video is not in the index. Without history the
+    /// ranking depends on the catalogue alone and is kept until the index is rebuilt.
     func rank(_ video: UUID, watched: Set<UUID> = [], liked: Set<UUID> = []) -> [UUID]? {
+        let plain = watched.isEmpty && liked.isEmpty
+        if plain, let known = index.withLock({ $0.plain[video] }) { return known }
+        guard let ranked = score(video, watched: watched, liked: liked) else { return nil }
+        if plain { index.withLock { if $0.plain.count < 200_000 { $0.plain[video] = ranked } } }
+        return ranked
+    }
+
+    private func score(_ video: UUID, watched: Set<UUID>, liked: Set<UUID>) -> [UUID]? {
         let (doc, topic) = index.withLock { i -> (Document?, Topic?) in
             guard let d = i.byId[video] else { return (nil, nil) }
             return (d, i.topics[d.topic])

@@ -79,8 +79,9 @@ struct CurationHandlers: Sendable {
         return try .json(PageResponse(found, page, item: { VideoView($0.0) }, cursor: { [String($0.1), $0.0.id.lowercased] }))
     }
 
-    /// Recommendations that stay in the video's topic, endless: the first page freezes the scroll's order (so it
-    /// never repeats or skips a video), and when the topic is exhausted it comes round to those shown longest ago.
+    /// Recommendations that stay in the video's topic, endless: the first page fixes the scroll's order (so it never
+    /// repeats or skips a video), and when the topic is exhausted it comes round to those shown longest ago. A
+    /// catalogue change ends a scroll of the plain ranking: its cursor is then refused and the client starts again.
     func recommendations(_ request: Request) throws -> Response {
         let id = try Validate.pathID(request)
         let reader = try optionalCaller(request)
@@ -90,25 +91,37 @@ struct CurationHandlers: Sendable {
             if let topic = request.query["topic"], UUID(uuidString: topic) != video.topicId {
                 throw HTTPError.validation("topic must be the video's own topic.", field: "topic")
             }
-            var scrollId: UUID, order: [UUID], offset: Int
+            // A scroll that depends on the catalogue alone (no viewer, or none of their history in the topic) is
+            // recomputed from the index's cached ranking; one shaped by history is frozen in the database.
+            var scroll: String, order: [UUID], offset: Int
             if let values = page.after {
-                guard values.count == 2, let s = UUID(uuidString: values[0]), let o = Int(values[1]), o >= 0,
-                      let saved = try storage.scroll(c, s), saved.video == id, saved.user == reader else {
+                guard values.count == 2, let o = Int(values[1]), o >= 0 else { throw HTTPError.validation("cursor is not valid.", field: "cursor") }
+                if values[0] == "plain:\(id.lowercased):" + recommender.version, let ranked = recommender.rank(id) {
+                    order = ranked
+                } else if let s = UUID(uuidString: values[0]), let saved = try storage.scroll(c, s), saved.video == id, saved.user == reader {
+                    order = saved.order
+                } else {
                     throw HTTPError.validation("cursor is not valid.", field: "cursor")
                 }
-                (scrollId, order, offset) = (s, saved.order, o)
+                (scroll, offset) = (values[0], o)
             } else {
                 let activity = try reader.map { try storage.activity(c, user: $0, topic: video.topicId) } ?? (watched: [], liked: [])
                 guard let ranked = recommender.rank(id, watched: activity.watched, liked: activity.liked) else {
                     throw HTTPError.unavailable(retryAfter: 2)  // the index has not caught up with the catalogue yet
                 }
-                (scrollId, order, offset) = (UUID.v7(), ranked, 0)
-                try storage.saveScroll(c, id: scrollId, user: reader, video: id, order: order)
+                (order, offset) = (ranked, 0)
+                if activity.watched.isEmpty && activity.liked.isEmpty {
+                    scroll = "plain:\(id.lowercased):" + recommender.version
+                } else {
+                    let saved = UUID.v7()
+                    try storage.saveScroll(c, id: saved, user: reader, video: id, order: order)
+                    scroll = saved.lowercased
+                }
             }
             guard !order.isEmpty else { return try .json(PageResponse<VideoView>(items: [], nextCursor: nil)) }
             let ids = (0..<min(page.limit, order.count)).map { order[(offset + $0) % order.count] }
             let found = try storage.videos(c, ids)
-            let next = Cursor.encode([scrollId.lowercased, String(offset + ids.count)])
+            let next = Cursor.encode([scroll, String(offset + ids.count)])
             return try .json(PageResponse(items: ids.compactMap { found[$0] }.map { VideoView($0) }, nextCursor: next))
         }
     }
