@@ -23,7 +23,7 @@ public enum ChatService {
             app.consume("directory", topics: consumed) { event, connection in
                 let rooms = handlers.rooms
                 switch event.type {
-                case UserRegistered.type, UserUpdated.type: try rooms.profile(event, connection)
+                case UserRegistered.type, UserUpdated.type: try Profiles(schema: "chat").apply(event, on: connection)
                 case ParcelCreated.type: try rooms.parcelCreated(event, connection)
                 case ParcelStatusChanged.type: try rooms.parcelStatus(event, connection)
                 default: try rooms.groupMembership(event, connection)

@@ -39,20 +39,7 @@ public enum CurationService {
             try refresh()
             app.add(Job.every(Double(settings.refreshSeconds), "catalogue-refresh", logger: app.logger, refresh))
             app.add(Job.every(3600, "delete-old-scrolls", logger: app.logger) { try pool.withConnection { try storage.deleteOldScrolls($0) } })
-            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type]) { event, c in
-                switch event.type {
-                case UserRegistered.type:
-                    let u = try event.decode(UserRegistered.self)
-                    guard let id = UUID(uuidString: u.userId) else { return }
-                    try storage.upsertProfile(c, user: id, username: u.username, fullName: u.fullName,
-                                              avatar: u.avatarMediaId.flatMap(UUID.init(uuidString:)), updatedAt: Timestamp.parse(u.createdAt) ?? Date())
-                default:
-                    let u = try event.decode(UserUpdated.self)
-                    guard let id = UUID(uuidString: u.userId) else { return }
-                    try storage.upsertProfile(c, user: id, username: u.username, fullName: u.fullName,
-                                              avatar: u.avatarMediaId.flatMap(UUID.init(uuidString:)), updatedAt: Timestamp.parse(u.updatedAt) ?? Date())
-                }
-            }
+            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type]) { try Profiles(schema: "curation").apply($0, on: $1) }
             let verifier = app.makeTokenVerifier()
             let handlers = CurationHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, recommender: recommender,
                                             verifier: verifier)

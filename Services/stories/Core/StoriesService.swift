@@ -22,12 +22,7 @@ public enum StoriesService {
                                        UserUpdated.type]) { app in
             let pool = app.pool
             let handlers = StoriesHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency)
-            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type]) { event, connection in
-                switch event.type {
-                case UserRegistered.type: try handlers.groups.userRegistered(event, connection)
-                default: try handlers.groups.userUpdated(event, connection)
-                }
-            }
+            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type]) { try handlers.groups.profile($0, $1) }
             app.add(Job.every(Double(settings.newsletterScanSeconds), "compile-newsletters", logger: app.logger) {
                 try handlers.newsletters.compileDueNewsletters()
             })

@@ -240,21 +240,6 @@ struct Rooms: Sendable {
 
     // MARK: What chat learns from auth and stories
 
-    func profile(_ event: ReceivedEvent, _ c: Connection) throws {
-        switch event.type {
-        case UserRegistered.type:
-            let u = try event.decode(UserRegistered.self)
-            guard let id = UUID(uuidString: u.userId) else { return }
-            try storage.upsertProfile(c, user: id, username: u.username, fullName: u.fullName,
-                                      avatar: u.avatarMediaId.flatMap(UUID.init(uuidString:)), updatedAt: Timestamp.parse(u.createdAt) ?? Date())
-        default:
-            let u = try event.decode(UserUpdated.self)
-            guard let id = UUID(uuidString: u.userId) else { return }
-            try storage.upsertProfile(c, user: id, username: u.username, fullName: u.fullName,
-                                      avatar: u.avatarMediaId.flatMap(UUID.init(uuidString:)), updatedAt: Timestamp.parse(u.updatedAt) ?? Date())
-        }
-    }
-
     /// `group.created`, `group.member_joined`, `group.member_left`: who shares a stories group with whom.
     func groupMembership(_ event: ReceivedEvent, _ c: Connection) throws {
         switch event.type {

@@ -75,13 +75,7 @@ let migrations: [Migration] = [
             updated_at timestamptz NOT NULL DEFAULT now()
         );
         CREATE INDEX todos_by_room ON todos (room_id, done, position);
-        CREATE TABLE profiles (
-            user_id uuid PRIMARY KEY,
-            username text NOT NULL,
-            full_name text NOT NULL,
-            avatar_media_id uuid,
-            updated_at timestamptz NOT NULL
-        );
+        \(Profiles.tableSQL)
         CREATE TABLE group_members (
             group_id uuid NOT NULL,
             user_id uuid NOT NULL,

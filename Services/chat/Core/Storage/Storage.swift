@@ -363,14 +363,6 @@ struct ChatStorage: Sendable {
 
     // MARK: What chat learns from other services
 
-    func upsertProfile(_ c: Connection, user: UUID, username: String, fullName: String, avatar: UUID?, updatedAt: Date) throws {
-        try c.execute("""
-            INSERT INTO chat.profiles (user_id, username, full_name, avatar_media_id, updated_at) VALUES ($1, $2, $3, $4, $5)
-            ON CONFLICT (user_id) DO UPDATE SET username = $2, full_name = $3, avatar_media_id = $4, updated_at = $5
-            WHERE chat.profiles.updated_at <= $5
-            """, [user, username, fullName, avatar, updatedAt])
-    }
-
     func addGroupMember(_ c: Connection, group: UUID, user: UUID) throws {
         try c.execute("INSERT INTO chat.group_members (group_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [group, user])
     }

@@ -88,13 +88,7 @@ let migrations: [Migration] = [
             added_at timestamptz NOT NULL DEFAULT now(),
             PRIMARY KEY (playlist_id, video_id)
         );
-        CREATE TABLE profiles (
-            user_id uuid PRIMARY KEY,
-            username text NOT NULL,
-            full_name text NOT NULL,
-            avatar_media_id uuid,
-            updated_at timestamptz NOT NULL
-        );
+        \(Profiles.tableSQL)
         CREATE TABLE preferences (
             user_id uuid PRIMARY KEY,
             theme text NOT NULL DEFAULT 'system' CHECK (theme IN ('system', 'light', 'dark', 'sepia')),

@@ -349,14 +349,6 @@ struct CurationStorage: Sendable {
 
     // MARK: People
 
-    func upsertProfile(_ c: Connection, user: UUID, username: String, fullName: String, avatar: UUID?, updatedAt: Date) throws {
-        try c.execute("""
-            INSERT INTO curation.profiles (user_id, username, full_name, avatar_media_id, updated_at) VALUES ($1, $2, $3, $4, $5)
-            ON CONFLICT (user_id) DO UPDATE SET username = $2, full_name = $3, avatar_media_id = $4, updated_at = $5
-            WHERE curation.profiles.updated_at <= $5
-            """, [user, username, fullName, avatar, updatedAt])
-    }
-
     func profile(_ c: Connection, _ user: UUID) throws -> (name: String, username: String, avatar: UUID?)? {
         try c.first("SELECT full_name, username, avatar_media_id FROM curation.profiles WHERE user_id = $1", [user]).map {
             (try $0["full_name"], try $0["username"], try $0.decode("avatar_media_id"))

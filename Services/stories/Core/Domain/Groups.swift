@@ -129,27 +129,15 @@ struct Groups: Sendable {
 
     // MARK: Profiles, from auth's events
 
-    /// `user.registered`: remember the profile and open the user's journal (once, whatever the replays).
-    func userRegistered(_ event: ReceivedEvent, _ c: Connection) throws {
-        let user = try event.decode(UserRegistered.self)
-        guard let id = UUID(uuidString: user.userId) else { return }
-        try storage.upsertProfile(c, user: id, username: user.username, fullName: user.fullName,
-                                  avatar: user.avatarMediaId.flatMap(UUID.init(uuidString:)),
-                                  updatedAt: Timestamp.parse(user.createdAt) ?? Date())
+    /// `user.registered` and `user.updated`: remember the names and avatars members see, and open a new user's
+    /// journal (once, whatever the replays).
+    func profile(_ event: ReceivedEvent, _ c: Connection) throws {
+        guard let (user, registered) = try Profiles(schema: "stories").apply(event, on: c), registered else { return }
         do {
-            _ = try create(c, kind: "journal", name: "Journal", image: nil, creator: id, defaultJournal: true)
+            _ = try create(c, kind: "journal", name: "Journal", image: nil, creator: user, defaultJournal: true)
         } catch StoriesError.collision {
             // The default journal exists already: a replay.
         }
-    }
-
-    /// `user.updated`: the names and avatars members see.
-    func userUpdated(_ event: ReceivedEvent, _ c: Connection) throws {
-        let user = try event.decode(UserUpdated.self)
-        guard let id = UUID(uuidString: user.userId) else { return }
-        try storage.upsertProfile(c, user: id, username: user.username, fullName: user.fullName,
-                                  avatar: user.avatarMediaId.flatMap(UUID.init(uuidString:)),
-                                  updatedAt: Timestamp.parse(user.updatedAt) ?? Date())
     }
 }
 

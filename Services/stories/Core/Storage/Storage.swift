@@ -95,15 +95,6 @@ struct CommentRecord {
 struct StoriesStorage {
     // MARK: Profiles (from auth's events)
 
-    func upsertProfile(_ c: Connection, user: UUID, username: String, fullName: String, avatar: UUID?, updatedAt: Date) throws {
-        try c.execute("""
-            INSERT INTO stories.profiles (user_id, username, full_name, avatar_media_id, updated_at) VALUES ($1, $2, $3, $4, $5)
-            ON CONFLICT (user_id) DO UPDATE SET username = EXCLUDED.username, full_name = EXCLUDED.full_name,
-                avatar_media_id = EXCLUDED.avatar_media_id, updated_at = EXCLUDED.updated_at
-            WHERE stories.profiles.updated_at <= EXCLUDED.updated_at
-            """, [user, username, fullName, avatar, updatedAt])
-    }
-
     // MARK: Groups
 
     /// Creates a group or journal with its creator as administrator.

@@ -1,0 +1,48 @@
+import Foundation
+import Models
+import Postgres
+
+/// What a service keeps of people from auth's events: their usernames, names and avatars, in its schema's `profiles`
+/// table (`Profiles.tableSQL` in its migrations). The newest event wins, whatever order they arrive in.
+public struct Profiles: Sendable {
+    /// The service's schema.
+    public let schema: String
+
+    public init(schema: String) { self.schema = schema }
+
+    /// The table, for a service's migrations.
+    public static let tableSQL = """
+        CREATE TABLE profiles (
+            user_id uuid PRIMARY KEY,
+            username text NOT NULL,
+            full_name text NOT NULL,
+            avatar_media_id uuid,
+            updated_at timestamptz NOT NULL
+        );
+        """
+
+    /// Records what a `user.registered` or `user.updated` event says; the user's id, and whether they are new (a
+    /// `user.registered`). Nil for any other event, or one that names no user.
+    @discardableResult
+    public func apply(_ event: ReceivedEvent, on c: Connection) throws -> (user: UUID, registered: Bool)? {
+        let (user, username, fullName, avatar, at, registered): (String, String, String, String?, String, Bool)
+        switch event.type {
+        case UserRegistered.type:
+            let u = try event.decode(UserRegistered.self)
+            (user, username, fullName, avatar, at, registered) = (u.userId, u.username, u.fullName, u.avatarMediaId, u.createdAt, true)
+        case UserUpdated.type:
+            let u = try event.decode(UserUpdated.self)
+            (user, username, fullName, avatar, at, registered) = (u.userId, u.username, u.fullName, u.avatarMediaId, u.updatedAt, false)
+        default:
+            return nil
+        }
+        guard let id = UUID(uuidString: user) else { return nil }
+        try c.execute("""
+            INSERT INTO \(schema).profiles (user_id, username, full_name, avatar_media_id, updated_at) VALUES ($1, $2, $3, $4, $5)
+            ON CONFLICT (user_id) DO UPDATE SET username = EXCLUDED.username, full_name = EXCLUDED.full_name,
+                avatar_media_id = EXCLUDED.avatar_media_id, updated_at = EXCLUDED.updated_at
+            WHERE \(schema).profiles.updated_at <= EXCLUDED.updated_at
+            """, [id, username, fullName, avatar.flatMap(UUID.init(uuidString:)), Timestamp.parse(at) ?? Date()])
+        return (id, registered)
+    }
+}
