@@ -391,10 +391,6 @@ struct ChatStorage: Sendable {
             """, [a, b])!["known"]
     }
 
-    func userExists(_ c: Connection, _ user: UUID) throws -> Bool {
-        try c.first("SELECT 1 AS one FROM chat.profiles WHERE user_id = $1", [user]) != nil
-    }
-
     // MARK: Media
 
     /// An image `reader` may see: their own, or one on a message of a room they are in.
