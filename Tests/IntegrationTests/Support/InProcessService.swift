@@ -34,6 +34,17 @@ final class InProcessService {
 
     var port: Int { app.port }
 
+    /// Waits until every consumer group of the service holds its partitions: stopping a member while its join is
+    /// pending leaves Tansu waiting for it, and later joins can hang (see `ServiceTestCase.waitForConsumers`).
+    @discardableResult
+    func waitForConsumers(timeout: TimeInterval = 30) -> Bool {
+        let client = APIClient(port: port)
+        return TestEnvironment.waitUntil(timeout: timeout) {
+            let metrics = (try? client.get("/metrics")).map { String(decoding: $0.body, as: UTF8.self) } ?? ""
+            return metrics.split(separator: "\n").filter { $0.hasPrefix("kafka_consumer_assigned_partitions{") }.allSatisfy { !$0.hasSuffix(" 0.0") }
+        }
+    }
+
     /// Asks it to stop as SIGTERM would; true when `run` returned within `timeout`.
     @discardableResult
     func stop(timeout: TimeInterval = 20) -> Bool {
