@@ -104,7 +104,9 @@ extension DispatchHandlers {
             return p
         }
         let stream = EventStream()
-        tracking.watch(parcel: id.lowercased, courier: parcel.courierId?.lowercased, stream: stream)
+        // The courier carrying it, or the one it is offered to (whose accept may come before its event reaches the
+        // feed): their positions go to this stream; a decline's or expiry's event names the next one.
+        tracking.watch(parcel: id.lowercased, courier: (parcel.courierId ?? parcel.offeredTo)?.lowercased, stream: stream)
         let snapshot = (try? JSON.encode(ParcelView(parcel))).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         stream.send(event: "snapshot", data: snapshot)
         return .eventStream(stream)
