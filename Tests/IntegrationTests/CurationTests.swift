@@ -169,6 +169,8 @@ final class CurationLibraryTests: CurationTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
         XCTAssertEqual(try importCatalogue(try catalogueFile(first: 12)).status, 0)
+        let first = try database.connect().rows("SELECT id::text AS id FROM curation.videos ORDER BY position LIMIT 1").map { try $0["id", as: String.self] }
+        waitForIndex(first.first ?? "")  // the running service has rebuilt its index with the catalogue
     }
 
     func testAStudentLikesWatchesCommentsAndCollectsPlaylistsOthersSeeOnlyWhenPublic() throws {
