@@ -5,13 +5,7 @@ import ServiceKit
 let migrations: [Migration] = [
     Platform.migration,
     Migration(2, "profiles, groups, memberships, media, stories, comments", """
-        CREATE TABLE profiles (
-            user_id uuid PRIMARY KEY,
-            username text NOT NULL,
-            full_name text NOT NULL,
-            avatar_media_id uuid,
-            updated_at timestamptz NOT NULL
-        );
+        \(Profiles.tableSQL)
         CREATE TABLE groups (
             id uuid PRIMARY KEY,
             kind text NOT NULL CHECK (kind IN ('group', 'journal')),
