@@ -59,7 +59,7 @@ wrk.headers["Authorization"] = "Bearer $token"
 wrk.body = '{"text":"A benchmark message"}'
 LUA
 
-median() { sort -g | sed -n "$(( (RUNS + 1) / 2 ))p"; }
+source "$ROOT/bench/lib.sh"
 pid_of() { cat "$STATE/$1.pid"; }
 cpu_of() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # PostgreSQL's CPU: the postmaster's own and its exited children's (pgbench's backends end with the run), plus the
@@ -74,24 +74,19 @@ tick="$(getconf CLK_TCK)"
 
 # wrk_once URL [lua] [header] -> "rps p99ms service-cpu-ms/1000 pg-cpu-ms/1000"
 wrk_once() {
-    local s0 p0 out rps p99 reqs
+    local s0 p0 out reqs
     s0="$(cpu_of "$(pid_of chat)")"; p0="$(pg_cpu)"
     out="$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency ${2:+-s "$2"} ${3:+-H "$3"} "$1")"
-    grep -q "Non-2xx" <<<"$out" && { echo "non-2xx responses:" >&2; grep "Non-2xx" <<<"$out" >&2; }
-    rps="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
     reqs="$(awk '/requests in/ {print $1}' <<<"$out")"
-    p99="$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}' <<<"$out")"
-    echo "$rps $p99 $(( ($(cpu_of "$(pid_of chat)") - s0) * 1000 * 1000 / tick / reqs )) $(( ($(pg_cpu) - p0) * 1000 * 1000 / tick / reqs ))"
+    echo "$(wrk_result "$out") $(( ($(cpu_of "$(pid_of chat)") - s0) * 1000 * 1000 / tick / reqs )) $(( ($(pg_cpu) - p0) * 1000 * 1000 / tick / reqs ))"
 }
 # pg_once SCRIPT -> "tps p99ms pg-cpu-ms/1000"
 pg_once() {
-    local p0 out tps p99 n
+    local p0 out n
     p0="$(pg_cpu)"; rm -f "$work"/pgbench_log.*
     out="$(cd "$work" && pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M extended -c "$CONNECTIONS" -j 2 -T "$DURATION" -l -f "$1" backend 2>&1)"
-    tps="$(awk '/^tps/ {print $3; exit}' <<<"$out")"
     n="$(cat "$work"/pgbench_log.* | wc -l)"
-    p99="$(cat "$work"/pgbench_log.* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {print a[int(NR*0.99)]/1000}')"
-    echo "$tps $p99 $(( ($(pg_cpu) - p0) * 1000 * 1000 / tick / n ))"
+    echo "$(pgbench_result "$out") $(( ($(pg_cpu) - p0) * 1000 * 1000 / tick / n ))"
 }
 
 echo "==> $CONNECTIONS connections, ${DURATION}s each, $RUNS interleaved rounds ($(nproc) cores)" >&2
@@ -105,8 +100,6 @@ for i in $(seq 1 "$RUNS"); do
 done
 "${PSQL[@]}" -c "DELETE FROM chat.outbox WHERE topic = 'bench.chat.message_created'" >/dev/null
 
-col() { awk -v c="$2" '{print $c}' "$work/$1" | median; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 echo
 echo "chat, $(date -u +%Y-%m-%d), $(nproc) cores, $CONNECTIONS connections, medians of $RUNS interleaved ${DURATION}s rounds"
 printf '%-44s %10s %9s %8s %20s\n' "target" "per second" "p99 ms" "ratio" "CPU ms/1000: svc, pg"

@@ -89,16 +89,15 @@ cat >"$work/fts.sql" <<SQL
 SELECT v.id FROM curation.videos v, bench_queries b WHERE b.i = :i AND v.topic_id = b.topic_id AND v.search @@ b.q ORDER BY ts_rank(v.search, b.q) DESC LIMIT 10;
 SQL
 
-median() { sort -g | sed -n "$(( (RUNS + 1) / 2 ))p"; }
+source "$ROOT/bench/lib.sh"
 wrk_once() {
     local out; out="$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/recs.lua" "$API")"
-    grep -q "Non-2xx" <<<"$out" && { echo "non-2xx responses:" >&2; grep "Non-2xx" <<<"$out" >&2; }
-    echo "$(awk '/Requests\/sec/ {print $2}' <<<"$out") $(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}' <<<"$out")"
+    wrk_result "$out"
 }
 pg_once() {
     local out; rm -f "$work"/pgbench_log.*
     out="$(cd "$work" && pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M prepared -c "$CONNECTIONS" -j 2 -T "$DURATION" -l -f "$work/fts.sql" "$DB" 2>&1)"
-    echo "$(awk '/^tps/ {print $3; exit}' <<<"$out") $(cat "$work"/pgbench_log.* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {print a[int(NR*0.99)]/1000}')"
+    pgbench_result "$out"
 }
 echo "==> $CONNECTIONS connections, ${DURATION}s each, $RUNS interleaved rounds ($(nproc) cores), $videos videos" >&2
 : >"$work/recs"; : >"$work/fts"
@@ -106,11 +105,10 @@ for i in $(seq 1 "$RUNS"); do
     wrk_once >>"$work/recs"; pg_once >>"$work/fts"
     echo "  round $i: recommendations $(tail -1 "$work/recs") | PostgreSQL full-text $(tail -1 "$work/fts")" >&2
 done
-col() { awk -v c="$2" '{print $c}' "$work/$1" | median; }
 echo
 echo "curation, $(date -u +%Y-%m-%d), $(nproc) cores, $videos videos, $CONNECTIONS connections, medians of $RUNS interleaved ${DURATION}s rounds"
 printf '%-58s %10s %9s %8s\n' "target" "per second" "p99 ms" "ratio"
 printf '%-58s %10.0f %9.2f %8s\n' "GET /v1/videos/{id}/recommendations (top 10, in the topic)" "$(col recs 1)" "$(col recs 2)" \
-    "$(awk -v a="$(col recs 1)" -v b="$(col fts 1)" 'BEGIN {printf "%.2f", a / b}')"
+    "$(ratio "$(col recs 1)" "$(col fts 1)")"
 printf '%-58s %10.0f %9.2f %8s\n' "  PostgreSQL ts_rank over GIN, same words, same topic" "$(col fts 1)" "$(col fts 2)" "1.00"
 echo "index build ${build_s} s (service start to ready), service memory ${rss_mb} MB"

@@ -89,27 +89,24 @@ wrk.headers["Authorization"] = "Bearer ${tokens[1]}"
 wrk.body = '{"text":"A benchmark story","groupIds":["$wgid"],"backgroundColor":"#AABBCC"}'
 LUA
 
-median() { sort -g | sed -n "$(( (RUNS + 1) / 2 ))p"; }
+source "$ROOT/bench/lib.sh"
 # wrk_run URL [lua] [header] -> "rps p99ms"
 wrk_run() {
-    local rps=() p99=() out
+    local rps=() p99=() out r p
     for i in $(seq 1 "$RUNS"); do
         out="$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency ${2:+-s "$2"} ${3:+-H "$3"} "$1")"
-        grep -q "Non-2xx" <<<"$out" && { echo "non-2xx responses:" >&2; grep "Non-2xx" <<<"$out" >&2; }
-        rps+=("$(awk '/Requests\/sec/ {print $2}' <<<"$out")")
-        p99+=("$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}' <<<"$out")")
+        read -r r p <<<"$(wrk_result "$out")"; rps+=("$r"); p99+=("$p")
         echo "  $1 run $i: ${rps[-1]} req/s, p99 ${p99[-1]} ms" >&2
     done
     echo "$(printf '%s\n' "${rps[@]}" | median) $(printf '%s\n' "${p99[@]}" | median)"
 }
 # pg_run SCRIPT -> "tps p99ms"
 pg_run() {
-    local tps=() p99=() out
+    local tps=() p99=() out t p
     for i in $(seq 1 "$RUNS"); do
         rm -f "$work"/pgbench_log.*
         out="$(cd "$work" && pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M prepared -c "$CONNECTIONS" -j 2 -T "$DURATION" -l -f "$1" backend 2>&1)"
-        tps+=("$(awk '/^tps/ {print $3; exit}' <<<"$out")")
-        p99+=("$(cat "$work"/pgbench_log.* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {print a[int(NR*0.99)]/1000}')")
+        read -r t p <<<"$(pgbench_result "$out")"; tps+=("$t"); p99+=("$p")
         echo "  pgbench $(basename "$1") run $i: ${tps[-1]} tps, p99 ${p99[-1]} ms" >&2
     done
     echo "$(printf '%s\n' "${tps[@]}" | median) $(printf '%s\n' "${p99[@]}" | median)"
@@ -122,7 +119,6 @@ read -r cr_rps cr_p99 <<<"$(wrk_run "$API/v1/stories" "$work/create.lua")"
 read -r crpg_tps crpg_p99 <<<"$(pg_run "$work/create.sql")"
 "${PSQL[@]}" -c "DELETE FROM stories.outbox WHERE topic = 'bench.story.created'" >/dev/null
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 printf '\n%-40s %12s %10s %16s\n' "target" "per second" "p99 ms" "ratio to pgbench"
 printf '%-40s %12.0f %10.2f %16s\n' "GET newsletter (20 members, a week)" "$nl_rps" "$nl_p99" "$(ratio "$nl_rps" "$nlpg_tps")"
 printf '%-40s %12.0f %10.2f %16s\n' "  pgbench, the same SQL" "$nlpg_tps" "$nlpg_p99" "1.00"
