@@ -8,6 +8,23 @@ public enum Validate {
         guard let id = UUID(uuidString: request.parameter(name)) else { throw HTTPError.notFound() }
         return id
     }
+
+    /// An optional query parameter that must be a UUID; anything else is a 400 naming it.
+    public static func queryID(_ request: Request, _ name: String) throws -> UUID? {
+        try request.query[name].map { text in
+            guard let id = UUID(uuidString: text) else { throw HTTPError.validation("\(name) must be a UUID.", field: name) }
+            return id
+        }
+    }
+
+    /// The search words in `?q=`: 1 to 200 characters once trimmed, with no NUL.
+    public static func searchText(_ request: Request) throws -> String {
+        guard let q = request.query["q"]?.trimmingCharacters(in: .whitespacesAndNewlines), (1...200).contains(q.count),
+              !q.contains("\u{0}") else {
+            throw HTTPError.validation("q must be 1 to 200 characters.", field: "q")
+        }
+        return q
+    }
 }
 
 /// A PATCH field: absent, explicitly null, or a value.

@@ -32,10 +32,7 @@ struct ChatHandlers: Sendable {
 
     func listRooms(_ request: Request, _ caller: Caller) throws -> Response {
         let page = try Page(request)
-        let parcel = try request.query["parcelId"].map { text -> UUID in
-            guard let id = UUID(uuidString: text) else { throw HTTPError.validation("parcelId must be a UUID.", field: "parcelId") }
-            return id
-        }
+        let parcel = try Validate.queryID(request, "parcelId")
         let after = try page.after.map { values -> (Int64, UUID) in
             guard values.count == 2, let at = Int64(values[0]), let id = UUID(uuidString: values[1]) else {
                 throw HTTPError.validation("cursor is not valid.", field: "cursor")
@@ -148,10 +145,7 @@ struct ChatHandlers: Sendable {
     func search(_ request: Request, _ caller: Caller) throws -> Response {
         let id = try Validate.pathID(request)
         let page = try Page(request)
-        guard let q = request.query["q"]?.trimmingCharacters(in: .whitespacesAndNewlines), (1...200).contains(q.count),
-              !q.contains("\u{0}") else {
-            throw HTTPError.validation("q must be 1 to 200 characters.", field: "q")
-        }
+        let q = try Validate.searchText(request)
         let before = try page.after.map { values -> Int64 in
             guard values.count == 1, let seq = Int64(values[0]) else { throw HTTPError.validation("cursor is not valid.", field: "cursor") }
             return seq

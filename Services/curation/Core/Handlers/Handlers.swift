@@ -62,13 +62,8 @@ struct CurationHandlers: Sendable {
     /// Ranked full-text search, within a topic when given.
     func search(_ request: Request) throws -> Response {
         let page = try Page(request)
-        guard let q = request.query["q"]?.trimmingCharacters(in: .whitespacesAndNewlines), (1...200).contains(q.count), !q.contains("\u{0}") else {
-            throw HTTPError.validation("q must be 1 to 200 characters.", field: "q")
-        }
-        let topic = try request.query["topic"].map { text -> UUID in
-            guard let id = UUID(uuidString: text) else { throw HTTPError.validation("topic must be a UUID.", field: "topic") }
-            return id
-        }
+        let q = try Validate.searchText(request)
+        let topic = try Validate.queryID(request, "topic")
         let after = try page.after.map { values -> (Double, UUID) in
             guard values.count == 2, let rank = Double(values[0]), let id = UUID(uuidString: values[1]) else {
                 throw HTTPError.validation("cursor is not valid.", field: "cursor")
