@@ -118,6 +118,9 @@ public final class Producer: @unchecked Sendable {
         let conf = try makeConf(config, [
             "enable.idempotence": "true", "acks": "all", "linger.ms": "5",
             "message.timeout.ms": "10000", "socket.timeout.ms": "10000",
+            // A topic the broker lost must be created again by us, with our partition count, not by the broker's
+            // defaults on first produce (keys would move partitions).
+            "allow.auto.create.topics": "false",
         ], sink: sink)
         rd_kafka_conf_set_dr_msg_cb(conf) { rk, message, _ in
             guard let rk, let message, let opaque = rd_kafka_opaque(rk) else { return }
@@ -136,6 +139,31 @@ public final class Producer: @unchecked Sendable {
     deinit {
         rd_kafka_flush(handle, 2000)
         rd_kafka_destroy(handle)
+    }
+
+    /// Drops every queued and in-flight message (their reports say failed), before this producer is replaced.
+    public func purge() {
+        rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
+        rd_kafka_poll(handle, 0)
+    }
+
+    /// The partition count of every topic the broker has.
+    public func partitionCounts(timeout: TimeInterval = 5) throws -> [String: Int] {
+        var metadata: UnsafePointer<rd_kafka_metadata>?
+        let err = rd_kafka_metadata(handle, 1, nil, &metadata, Int32(timeout * 1000))
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else { throw KafkaError(code: err) }
+        defer { rd_kafka_metadata_destroy(metadata) }
+        var counts: [String: Int] = [:]
+        for i in 0..<Int(metadata.pointee.topic_cnt) {
+            let topic = metadata.pointee.topics[i]
+            if topic.err == RD_KAFKA_RESP_ERR_NO_ERROR { counts[String(cString: topic.topic)] = Int(topic.partition_cnt) }
+        }
+        return counts
+    }
+
+    /// The partition count of `topic`, or nil when the broker does not have it.
+    public func partitionCount(_ topic: String, timeout: TimeInterval = 5) throws -> Int? {
+        try partitionCounts(timeout: timeout)[topic]
     }
 
     /// True once librdkafka raised a fatal error: this instance can send nothing more and must be replaced.

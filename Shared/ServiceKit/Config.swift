@@ -78,6 +78,8 @@ public struct ServiceConfig: Sendable {
     /// `OUTBOX_RETENTION_HOURS`: how long sent events stay available for `republish` (at most 720, the 30 days for
     /// which consumers remember the event ids they processed, so a replay is always de-duplicated).
     public var outboxRetentionHours: Int
+    /// `OUTBOX_MAX_DELAY_SECONDS`: readiness says the outbox is stuck when its oldest pending event is older (default 60).
+    public var outboxMaxDelaySeconds: Int
     /// `AUTH_JWKS_URL`: where other services fetch auth's public keys.
     public var jwksURL: String
     /// `JWT_PUBLIC_KEY`: a base64url Ed25519 public key (32 bytes), used instead of the JWKS URL when set.
@@ -133,6 +135,7 @@ public struct ServiceConfig: Sendable {
             httpThreads: try env.int("HTTP_THREADS", default: 16, range: 1...1024),
             dbPoolSize: try env.int("DB_POOL_SIZE", default: 10, range: 1...500),
             outboxRetentionHours: try env.int("OUTBOX_RETENTION_HOURS", default: 168, range: 1...720),
+            outboxMaxDelaySeconds: try env.int("OUTBOX_MAX_DELAY_SECONDS", default: 60, range: 1...86_400),
             jwksURL: jwks,
             jwtPublicKey: publicKey,
             shutdownTimeoutSeconds: try env.int("SHUTDOWN_TIMEOUT_SECONDS", default: 15, range: 1...3600),

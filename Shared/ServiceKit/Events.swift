@@ -125,7 +125,15 @@ public struct Outbox: Sendable {
 
 /// Publishes outbox rows in order with the idempotent producer and marks them sent on the delivery report.
 /// One relay works at a time per schema (a transaction-level advisory lock), which keeps per-key order across
-/// instances; failures retry with exponential backoff; a producer with a fatal error is recreated.
+/// instances. A failed batch keeps what was delivered, records the failure on the rows it could not publish and is
+/// retried with exponential backoff.
+///
+/// It recovers without a restart: the producer is replaced after a fatal error or two failed batches in a row (a
+/// broker that restarted without its data no longer knows the idempotent producer, whose messages then time out for
+/// ever); missing topics are created with the configured partitions; and nothing is produced to a topic whose
+/// partition count differs from the configured one (its keys would move partitions): the log names the topic and
+/// readiness says the outbox is `stuck`, as it does when the oldest pending event waits longer than
+/// `OUTBOX_MAX_DELAY_SECONDS`.
 ///
 /// `@unchecked Sendable`: mutable state is guarded by `condition`; `topics` changes only before the group starts.
 public final class OutboxRelay: BackgroundService, @unchecked Sendable {
@@ -136,11 +144,12 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
     private let logger: Logger
     private let metrics: Metrics
     private let retention: TimeInterval
+    private let maxDelay: TimeInterval
     private let condition = NSCondition()
     private var producer: Producer?
     private var woken = false
-    private var pending = 0
-    private var oldestPendingAge = 0.0
+    /// Topics with another partition count than configured, and the count found.
+    private var refused: [String: Int] = [:]
     private var topics: TopicSettings
 
     /// The topics a service uses and how to create them.
@@ -154,26 +163,41 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
     }
 
     public init(pool: Pool, schema: String, kafka: KafkaConfig, topics: TopicSettings, retentionHours: Int,
-                logger: Logger, metrics: Metrics) {
+                maxDelaySeconds: Int = 60, logger: Logger, metrics: Metrics) {
         self.pool = pool; self.schema = schema; self.kafka = kafka; self.logger = logger; self.metrics = metrics
         self.topics = topics
         self.retention = TimeInterval(retentionHours) * 3600
-        metrics.addGauges { [weak self] in
-            guard let self else { return [] }
-            self.condition.lock(); defer { self.condition.unlock() }
-            return [("outbox_pending_events", "", Double(self.pending)),
-                    ("outbox_oldest_pending_age_seconds", "", self.oldestPendingAge)]
+        self.maxDelay = TimeInterval(maxDelaySeconds)
+        // Counted when scraped, not on every batch: the count reads every pending row.
+        metrics.addGauges { [pool, schema] in
+            guard let row = try? pool.withConnection({ c in
+                try c.first("""
+                    SELECT count(*) AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
+                    FROM \(schema).outbox WHERE sent_at IS NULL
+                    """)
+            }), let n = try? row["n", as: Int.self], let age = try? row["age", as: Double.self] else { return [] }
+            return [("outbox_pending_events", "", Double(n)), ("outbox_oldest_pending_age_seconds", "", age)]
         }
     }
 
-    /// The producer, created on first use and recreated after a fatal error.
+    /// The producer, created on first use and again after a fatal error or a replacement.
     public func currentProducer() throws -> Producer {
         condition.lock(); defer { condition.unlock() }
         if let p = producer, !p.hasFatalError { return p }
-        if producer != nil { logger.warn("recreating the Kafka producer after a fatal error") }
+        if producer != nil { logger.warn("replacing the Kafka producer after a fatal error") }
         let p = try Producer(config: kafka)
         producer = p
         return p
+    }
+
+    /// Drops the producer and what it still holds; the next use creates a new one.
+    private func replaceProducer(reason: String) {
+        condition.lock()
+        let old = producer
+        producer = nil
+        condition.unlock()
+        old?.purge()
+        logger.warn("replacing the Kafka producer", ["reason": .string(reason)])
     }
 
     /// Adds topics to create (before `start`), such as consumers' dead-letter topics.
@@ -181,9 +205,22 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         topics.names = Array(Set(topics.names + names)).sorted()
     }
 
-    /// Creates the service's topics where they are missing.
+    /// Creates the service's topics where they are missing, then checks every one's partition count: a topic with
+    /// another count is refused (nothing is published to it) until it is fixed, and the log says so once.
     public func createTopics() throws {
-        try currentProducer().createTopics(topics.names, partitions: topics.partitions, replicationFactor: topics.replicationFactor)
+        let producer = try currentProducer()
+        try producer.createTopics(topics.names, partitions: topics.partitions, replicationFactor: topics.replicationFactor)
+        let counts = try producer.partitionCounts()
+        var wrong: [String: Int] = [:]
+        for name in topics.names { if let n = counts[name], n != topics.partitions { wrong[name] = n } }
+        condition.lock()
+        let before = refused
+        refused = wrong
+        condition.unlock()
+        for (topic, found) in wrong.sorted(by: { $0.key < $1.key }) where before[topic] != found {
+            logger.error("not publishing to a topic whose partition count is not KAFKA_TOPIC_PARTITIONS: its keys would move partitions; re-create the topic or change the setting",
+                         ["topic": .string(topic), "partitions": .int(found), "expected": .int(topics.partitions)])
+        }
     }
 
     /// Publishes an ephemeral event (a position, a typing notice) without the outbox and without waiting for its
@@ -201,25 +238,52 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         condition.lock(); woken = true; condition.signal(); condition.unlock()
     }
 
+    /// Whether events wait too long: a topic is refused, or the oldest pending event is older than
+    /// `OUTBOX_MAX_DELAY_SECONDS`. Throws when the database cannot say.
+    public func isStuck() throws -> Bool {
+        let age = try pool.withConnection { c in
+            try c.first("""
+                SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 AS age FROM \(schema).outbox
+                WHERE sent_at IS NULL ORDER BY id LIMIT 1
+                """)?["age", as: Double.self]
+        }
+        condition.lock(); defer { condition.unlock() }
+        return !refused.isEmpty || (age ?? 0) > maxDelay
+    }
+
     /// Publishes until stopped; then drains what is pending until the stop's deadline (less a second for the
     /// services stopped after it).
     public func run(until cancellation: Cancellation) {
         cancellation.onCancel { [weak self] in self?.wake() }
         var lastCleanup = Date.distantPast
+        var lastTopicCheck = Date()
         var backoff: TimeInterval = 0
+        var failedBatches = 0
         while !cancellation.isCancelled {
             do {
                 while try publishBatch() > 0 && !cancellation.isCancelled {}
                 backoff = 0
+                failedBatches = 0
             } catch {
                 backoff = min(max(backoff * 2, 0.5), 30)
                 logger.warn("outbox relay failed; retrying", ["error": .string(String(describing: error)),
                                                              "retryInSeconds": .double(backoff)])
-                // A broker that lost its data (Tansu on restart) would auto-create topics with its own defaults.
+                if error is KafkaError {
+                    failedBatches += 1
+                    if failedBatches >= 2 { replaceProducer(reason: "\(failedBatches) failed batches in a row") }
+                    // A broker that lost its data would otherwise auto-create topics with its own defaults.
+                    _ = try? createTopics()
+                    lastTopicCheck = Date()
+                }
+            }
+            let now = Date()
+            if now.timeIntervalSince(lastTopicCheck) > 30 {
+                // A refused topic may have been fixed; a vanished one is created again.
+                lastTopicCheck = now
                 _ = try? createTopics()
             }
-            if Date().timeIntervalSince(lastCleanup) > 600 {
-                lastCleanup = Date()
+            if now.timeIntervalSince(lastCleanup) > 600 {
+                lastCleanup = now
                 cleanup()
             }
             condition.lock()
@@ -251,26 +315,23 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         logger.info("outbox drained", ["published": .int(drained), "pending": .int(left ?? -1)])
     }
 
-    /// Publishes up to 500 unsent rows, waiting up to `timeout` for their delivery reports; returns how many were
-    /// published.
+    /// Publishes up to 500 unsent rows (none of a refused topic), waiting up to `timeout` for their delivery reports;
+    /// returns how many were published. When some failed, the ones delivered before them stay marked sent, the
+    /// failed ones carry the error and an attempt more, and the error is thrown.
     @discardableResult
     public func publishBatch(timeout: TimeInterval = 15) throws -> Int {
-        try pool.withTransaction { connection -> Int in
+        condition.lock()
+        let skipped = "{" + refused.keys.sorted().joined(separator: ",") + "}"
+        condition.unlock()
+        var failure: KafkaError?
+        let published = try pool.withTransaction { connection -> Int in
             let locked: Bool = try connection.first("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked",
                                                     ["outbox-relay:" + schema])?["locked"] ?? false
             guard locked else { return 0 }
-            let stats = try connection.first("""
-                SELECT count(*) AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
-                FROM \(schema).outbox WHERE sent_at IS NULL
-                """)
-            condition.lock()
-            pending = try stats?["n", as: Int.self] ?? 0
-            oldestPendingAge = try stats?["age", as: Double.self] ?? 0
-            condition.unlock()
             let rows = try connection.rows("""
                 SELECT id, topic, key, payload FROM \(schema).outbox
-                WHERE sent_at IS NULL ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED
-                """)
+                WHERE sent_at IS NULL AND topic <> ALL($1::text[]) ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED
+                """, [skipped])
             guard !rows.isEmpty else { return 0 }
             let messages = try rows.map { row in
                 let topic: String = try row["topic"]
@@ -280,13 +341,12 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
             let results = try currentProducer().send(messages, timeout: timeout)
             var sent: [Int64] = []
             var failed: [Int64] = []
-            var firstError: KafkaError?
             for (row, result) in zip(rows, results) {
                 let id: Int64 = try row["id"]
                 // Stop at the first failure so that nothing overtakes an earlier event.
                 if result == nil && failed.isEmpty { sent.append(id) } else {
                     failed.append(id)
-                    if firstError == nil { firstError = result ?? nil }
+                    if failure == nil { failure = result ?? KafkaError(message: "not sent: an earlier event failed") }
                 }
             }
             if !sent.isEmpty {
@@ -294,19 +354,21 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
                     UPDATE \(schema).outbox SET sent_at = now(), attempts = attempts + 1, last_error = NULL
                     WHERE id = ANY($1::bigint[])
                     """, ["{" + sent.map(String.init).joined(separator: ",") + "}"])
-                metrics.increment("outbox_published_events_total", by: Double(sent.count),
-                                  help: "Events published from the outbox.")
             }
             if !failed.isEmpty {
                 try connection.execute("""
                     UPDATE \(schema).outbox SET attempts = attempts + 1, last_error = $2 WHERE id = ANY($1::bigint[])
-                    """, ["{" + failed.map(String.init).joined(separator: ",") + "}", firstError?.message ?? "not sent"])
+                    """, ["{" + failed.map(String.init).joined(separator: ",") + "}", String((failure?.message ?? "not sent").prefix(500))])
                 metrics.increment("outbox_publish_failures_total", by: Double(failed.count),
                                   help: "Outbox events whose publication failed (they are retried).")
-                throw firstError ?? KafkaError(message: "not sent")
             }
             return sent.count
         }
+        if published > 0 {
+            metrics.increment("outbox_published_events_total", by: Double(published), help: "Events published from the outbox.")
+        }
+        if let failure { throw failure }
+        return published
     }
 
     private func cleanup() {

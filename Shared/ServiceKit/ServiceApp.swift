@@ -65,7 +65,8 @@ public final class ServiceApp: @unchecked Sendable {
         relay = OutboxRelay(pool: pool, schema: service, kafka: kafka,
                             topics: .init(names: Array(Set(topics + [SessionRevoked.type])).sorted(),
                                           partitions: config.kafkaPartitions, replicationFactor: config.kafkaReplicationFactor),
-                            retentionHours: config.outboxRetentionHours, logger: logger, metrics: metrics)
+                            retentionHours: config.outboxRetentionHours, maxDelaySeconds: config.outboxMaxDelaySeconds,
+                            logger: logger, metrics: metrics)
         outbox = Outbox(schema: service, source: "/\(service)", wake: { [relay] in relay.wake() })
         idempotency = Idempotency(pool: pool, schema: service)
         let pool = self.pool
@@ -271,14 +272,15 @@ public final class ServiceApp: @unchecked Sendable {
         router.add("GET", "/healthz", summary: "Alive", response: (200, #"{"type":"object","required":["status"],"properties":{"status":{"const":"ok"}}}"#)) { _ in
             try .json(["status": "ok"])
         }
-        let readySchema = #"{"type":"object","required":["status","database","broker"],"additionalProperties":{"type":"string"},"properties":{"status":{"enum":["ready","unavailable"]}}}"#
+        let readySchema = #"{"type":"object","required":["status","database","broker","outbox"],"additionalProperties":{"type":"string"},"properties":{"status":{"enum":["ready","unavailable"]}}}"#
         router.add("GET", "/readyz", summary: "Ready: database, broker and the service's own checks",
                    response: (200, readySchema)) { [unowned self] _ in
             var answer: [String: String] = [:]
             var ready = isServing
             if ready {
-                let (database, broker) = readiness.check(pool: pool, relay: relay)
+                let (database, broker, outbox) = readiness.check(pool: pool, relay: relay)
                 answer["database"] = database ? "ok" : "unavailable"
+                answer["outbox"] = outbox ? "ok" : "stuck"
                 var brokerOK = broker
                 for check in checks {
                     let ok = check.isReady()
@@ -286,9 +288,10 @@ public final class ServiceApp: @unchecked Sendable {
                     ready = ready && ok
                 }
                 answer["broker"] = brokerOK ? "ok" : "unavailable"
-                ready = ready && database && broker
+                ready = ready && database && broker && outbox
             } else {
                 answer["database"] = "starting"
+                answer["outbox"] = "starting"
                 answer["broker"] = "starting"
             }
             answer["status"] = ready ? "ready" : "unavailable"
@@ -415,15 +418,18 @@ extension Route {
     }
 }
 
-/// Caches the readiness checks for a second, so frequent probes do not load the database or broker.
+/// Caches the readiness checks for a second, so frequent probes do not load the database or broker. The outbox is
+/// ready unless events wait too long (`OutboxRelay.isStuck`); with the database down it is the database that is not.
 final class ReadinessCache: Sendable {
-    private let last = Mutex<(at: Date, database: Bool, broker: Bool)?>(nil)
+    private let last = Mutex<(at: Date, database: Bool, broker: Bool, outbox: Bool)?>(nil)
 
-    func check(pool: Pool, relay: OutboxRelay) -> (Bool, Bool) {
-        if let last = last.withLock({ $0 }), Date().timeIntervalSince(last.at) < 1 { return (last.database, last.broker) }
-        let database = (try? pool.withConnection { try $0.execute("SELECT 1") }) != nil
+    func check(pool: Pool, relay: OutboxRelay) -> (database: Bool, broker: Bool, outbox: Bool) {
+        if let last = last.withLock({ $0 }), Date().timeIntervalSince(last.at) < 1 { return (last.database, last.broker, last.outbox) }
+        let stuck = Result { try relay.isStuck() }
+        let database = (try? stuck.get()) != nil
         let broker = (try? relay.currentProducer().isBrokerReachable(timeout: 1)) ?? false
-        last.withLock { $0 = (Date(), database, broker) }
-        return (database, broker)
+        let outbox = (try? stuck.get()) != true
+        last.withLock { $0 = (Date(), database, broker, outbox) }
+        return (database, broker, outbox)
     }
 }

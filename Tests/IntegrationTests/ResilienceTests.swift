@@ -1,5 +1,7 @@
 import Foundation
 import HTTP
+import Kafka
+import Synchronization
 import XCTest
 
 /// The broker or the database goes away and comes back; instances start together.
@@ -50,6 +52,55 @@ final class ResilienceTests: XCTestCase {
         for user in [after, before] {
             XCTAssertNotNil(probe.first(timeout: 60) { $0["subject"] as? String == user }, "\(user) missing\n\(auth.log.suffix(3000))")
         }
+    }
+
+    func testAfterTheBrokerIsKilledUnderLoadTheRelayPublishesAgainByItself() throws {
+        let broker = try PrivateBroker()
+        defer { broker.stop() }
+        let auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url, "KAFKA_BROKERS": broker.address])
+        defer { auth.stop() }
+        let api = APIClient(port: auth.port)
+        // Sign-ups run while the broker dies, so the producer has messages in flight to a broker that forgets it.
+        let writing = Atomic<Bool>(true)
+        let port = auth.port
+        let writer = Thread { while writing.load(ordering: .relaxed) { _ = try? APIClient(port: port).signup() } }
+        writer.start()
+        Thread.sleep(forTimeInterval: 2)
+        broker.kill9()
+        Thread.sleep(forTimeInterval: 1)
+        try broker.start()
+        Thread.sleep(forTimeInterval: 3)
+        writing.store(false, ordering: .relaxed)
+        let after = try api.signup().userId
+
+        let probe = try EventProbe(topics: ["user.registered"], brokers: broker.address)
+        XCTAssertNotNil(probe.first(timeout: 60) { $0["subject"] as? String == after },
+                        "an event written after the broker came back is published without a restart\n\(auth.log.suffix(3000))")
+        XCTAssertEqual(try Producer(config: KafkaConfig(brokers: broker.address, clientId: "test")).partitionCount("user.registered"), 3,
+                       "the relay re-created the topic with the configured partitions before producing to it")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (try? api.get("/readyz"))?.status == 200 }, String(auth.log.suffix(3000)))
+    }
+
+    func testARelayThatCannotPublishMakesTheServiceNotReadyAndNamesTheTopic() throws {
+        let broker = try PrivateBroker()
+        defer { broker.stop() }
+        // The topic exists with a partition count other than the configured one: keys would land elsewhere.
+        try Producer(config: KafkaConfig(brokers: broker.address, clientId: "test"))
+            .createTopics(["user.registered"], partitions: 5, replicationFactor: 1)
+        let auth = try ServiceProcess("auth", environment: ["DATABASE_URL": database.url, "KAFKA_BROKERS": broker.address,
+                                                            "OUTBOX_MAX_DELAY_SECONDS": "3"])
+        defer { auth.stop() }
+        let api = APIClient(port: auth.port)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (try? api.get("/healthz"))?.status == 200 })
+        _ = try? api.signup()
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) {
+            guard let ready = try? api.get("/readyz") else { return false }
+            return ready.status == 503 && ready["outbox"] as? String == "stuck"
+        }, String(auth.log.suffix(3000)))
+        XCTAssertTrue(auth.log.contains("user.registered"), "the log names the topic with the wrong partition count")
+        let probe = try EventProbe(topics: ["user.registered"], brokers: broker.address)
+        probe.drain(2)
+        XCTAssertTrue(probe.seen.isEmpty, "nothing is produced to a topic whose keys would move partitions")
     }
 
     func testThePoolRecoversFromADatabaseRestartWithoutRestartingTheService() throws {

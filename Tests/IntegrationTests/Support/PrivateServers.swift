@@ -60,6 +60,13 @@ final class PrivateBroker {
         p.waitUntilExit()
     }
 
+    /// Kills the broker with SIGKILL, as a crash would, in the middle of whatever it was doing.
+    func kill9() {
+        guard let p = process, p.isRunning else { return }
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+    }
+
     /// Freezes the broker (SIGSTOP): connections stay open but nothing answers.
     func pause() { if let p = process { kill(p.processIdentifier, SIGSTOP) } }
 
