@@ -53,7 +53,16 @@ final class CallbackSink: Sendable {
     /// Delivery reports by token, and the next token to hand out.
     let reports = Mutex<(results: [Int: KafkaError?], nextToken: Int)>(([:], 1))
     let log: (@Sendable (Int, String) -> Void)?
+    /// Set when librdkafka reported that every broker was lost or a topic or partition is unknown, until taken.
+    let lostTopics = Atomic<Bool>(false)
     init(log: (@Sendable (Int, String) -> Void)?) { self.log = log }
+
+    func record(_ code: rd_kafka_resp_err_t) {
+        if [RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
+            RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION].contains(code) {
+            lostTopics.store(true, ordering: .releasing)
+        }
+    }
 }
 
 private func makeConf(_ config: KafkaConfig, _ properties: [String: String], sink: CallbackSink) throws -> OpaquePointer {
@@ -76,6 +85,7 @@ private func makeConf(_ config: KafkaConfig, _ properties: [String: String], sin
     rd_kafka_conf_set_error_cb(conf) { rk, code, reason, _ in
         guard let rk, let opaque = rd_kafka_opaque(rk) else { return }
         let sink = Unmanaged<CallbackSink>.fromOpaque(opaque).takeUnretainedValue()
+        sink.record(rd_kafka_resp_err_t(rawValue: code))
         sink.log?(4, "kafka error \(code): \(reason.map { String(cString: $0) } ?? "")")
     }
     return conf
@@ -149,16 +159,7 @@ public final class Producer: @unchecked Sendable {
 
     /// The partition count of every topic the broker has.
     public func partitionCounts(timeout: TimeInterval = 5) throws -> [String: Int] {
-        var metadata: UnsafePointer<rd_kafka_metadata>?
-        let err = rd_kafka_metadata(handle, 1, nil, &metadata, Int32(timeout * 1000))
-        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else { throw KafkaError(code: err) }
-        defer { rd_kafka_metadata_destroy(metadata) }
-        var counts: [String: Int] = [:]
-        for i in 0..<Int(metadata.pointee.topic_cnt) {
-            let topic = metadata.pointee.topics[i]
-            if topic.err == RD_KAFKA_RESP_ERR_NO_ERROR { counts[String(cString: topic.topic)] = Int(topic.partition_cnt) }
-        }
-        return counts
+        try Admin.partitionCounts(handle, timeout: timeout)
     }
 
     /// The partition count of `topic`, or nil when the broker does not have it.
@@ -245,6 +246,19 @@ public final class Producer: @unchecked Sendable {
 }
 
 enum Admin {
+    static func partitionCounts(_ handle: OpaquePointer, timeout: TimeInterval) throws -> [String: Int] {
+        var metadata: UnsafePointer<rd_kafka_metadata>?
+        let err = rd_kafka_metadata(handle, 1, nil, &metadata, Int32(timeout * 1000))
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else { throw KafkaError(code: err) }
+        defer { rd_kafka_metadata_destroy(metadata) }
+        var counts: [String: Int] = [:]
+        for i in 0..<Int(metadata.pointee.topic_cnt) {
+            let topic = metadata.pointee.topics[i]
+            if topic.err == RD_KAFKA_RESP_ERR_NO_ERROR { counts[String(cString: topic.topic)] = Int(topic.partition_cnt) }
+        }
+        return counts
+    }
+
     static func createTopics(_ handle: OpaquePointer, _ names: [String], partitions: Int, replicationFactor: Int,
                              timeout: TimeInterval) throws {
         guard !names.isEmpty else { return }
@@ -392,6 +406,7 @@ public final class Consumer: @unchecked Sendable {
         let m = message.pointee
         if m.err != RD_KAFKA_RESP_ERR_NO_ERROR {
             if m.err != RD_KAFKA_RESP_ERR__PARTITION_EOF {
+                sink.record(m.err)
                 sink.log?(4, "consume error: \(String(cString: rd_kafka_err2str(m.err)))")
             }
             return nil
@@ -401,6 +416,11 @@ public final class Consumer: @unchecked Sendable {
         let value = m.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: m.len)) } ?? []
         return IncomingMessage(topic: topic, partition: m.partition, offset: m.offset, key: key, value: value)
     }
+
+    /// True when, since the last call, librdkafka reported that every broker was lost or that an assigned topic or
+    /// partition no longer exists: a broker that restarted without its data (Tansu does) forgot the topic, and a
+    /// reader assigned to partitions must attach again once they are back.
+    public func lostItsTopics() -> Bool { sink.lostTopics.exchange(false, ordering: .acquiringAndReleasing) }
 
     /// Commits `message` as processed (synchronously): the group resumes after it.
     public func commit(_ message: IncomingMessage) throws {

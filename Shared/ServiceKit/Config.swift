@@ -84,6 +84,8 @@ public struct ServiceConfig: Sendable {
     public var jwksURL: String
     /// `JWT_PUBLIC_KEY`: a base64url Ed25519 public key (32 bytes), used instead of the JWKS URL when set.
     public var jwtPublicKey: [UInt8]?
+    /// `SERVICE_TOKEN`: the secret services present to each other (auth's list of revoked sessions).
+    public var serviceToken: SharedSecret
     /// `SHUTDOWN_TIMEOUT_SECONDS`: how long a stop may take in all (default 15).
     public var shutdownTimeoutSeconds: Int
     /// `KAFKA_DEBUG`: librdkafka's own debug contexts (e.g. `cgrp,topic`), logged at debug level.
@@ -138,6 +140,7 @@ public struct ServiceConfig: Sendable {
             outboxMaxDelaySeconds: try env.int("OUTBOX_MAX_DELAY_SECONDS", default: 60, range: 1...86_400),
             jwksURL: jwks,
             jwtPublicKey: publicKey,
+            serviceToken: try SharedSecret.serviceToken(env),
             shutdownTimeoutSeconds: try env.int("SHUTDOWN_TIMEOUT_SECONDS", default: 15, range: 1...3600),
             kafkaDebug: env.optional("KAFKA_DEBUG"),
             environment: env)

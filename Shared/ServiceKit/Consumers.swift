@@ -120,43 +120,85 @@ public final class EventConsumer: BackgroundService {
     }
 }
 
+/// The sessions auth revoked within the access-token lifetime: what `GET /v1/internal/revoked-sessions` answers,
+/// so that revocations do not depend on the broker keeping its history.
+public struct RevokedSessionList: Codable, Sendable {
+    public struct Entry: Codable, Sendable {
+        public var sessionId: String
+        public var revokedAt: String
+        public init(sessionId: String, revokedAt: String) { self.sessionId = sessionId; self.revokedAt = revokedAt }
+    }
+    public var sessions: [Entry]
+    public init(sessions: [Entry]) { self.sessions = sessions }
+
+    /// How far back the list goes: any token signed before then has expired.
+    public static var horizon: TimeInterval { Double(JWT.maxLifetime + 120) }
+}
+
 /// Every instance reads all of `session.revoked` (a `LiveFeed` from the beginning) and remembers the sessions
-/// revoked within the access-token lifetime; `TokenVerifier` refuses their tokens. The app runs `feed` and `pruner`.
+/// revoked within the access-token lifetime; `TokenVerifier` refuses their tokens. Each time the feed attaches (at
+/// start, and again after the broker lost the topic) the list is also read from auth (`fetchList`, with
+/// `SERVICE_TOKEN`), and the instance is not ready until it was: a broker that lost its history forgets nothing here.
+/// The app runs `feed` and `sync`.
 public final class SessionRevocations: Sendable {
-    private final class Sessions: Sendable {
+    private final class State: Sendable {
         let revoked = Mutex<[UUID: Date]>([:])
+        let listWanted = Atomic<Bool>(false)
     }
 
-    private let sessions: Sessions
+    private let state: State
     /// Reads the topic.
     public let feed: LiveFeed
-    /// Forgets, every minute, the revocations older than any token still alive.
-    public let pruner: Job
+    /// Reads the list from auth whenever the feed (re)attached, until it succeeds, and forgets, every minute, the
+    /// revocations older than any token still alive.
+    public let sync: Job
 
-    public init(kafka: KafkaConfig, topicsReady: Gate, logger: Logger) {
-        let sessions = Sessions()
-        self.sessions = sessions
+    /// `fetchList` nil: the topic alone (auth itself, or no `SERVICE_TOKEN`).
+    public init(kafka: KafkaConfig, topicsReady: Gate, logger: Logger, fetchList: (@Sendable () throws -> RevokedSessionList)?) {
+        let state = State()
+        self.state = state
         feed = LiveFeed(name: "revocations", topics: [SessionRevoked.type], start: .beginning, kafka: kafka,
-                        topicsReady: topicsReady, logger: logger) { event in
+                        topicsReady: topicsReady, logger: logger, onAttach: { if fetchList != nil { state.listWanted.store(true, ordering: .releasing) } }) { event in
             if let payload = try? event.decode(SessionRevoked.self), let session = UUID(uuidString: payload.sessionId) {
-                sessions.revoked.withLock { $0[session] = event.time ?? Date() }
+                state.revoked.withLock { $0[session] = event.time ?? Date() }
             }
             return nil
         }
-        pruner = Job("revocations-prune") { cancellation in
-            while cancellation.sleep(60) {
-                let horizon = Date().addingTimeInterval(-Double(JWT.maxLifetime + 120))
-                sessions.revoked.withLock { $0 = $0.filter { $0.value > horizon } }
-            }
+        sync = Job("revocations-sync") { cancellation in
+            var lastPrune = Date()
+            var warned = false
+            repeat {
+                if let fetchList, state.listWanted.load(ordering: .acquiring) {
+                    do {
+                        let list = try fetchList()
+                        state.revoked.withLock { revoked in
+                            for entry in list.sessions {
+                                if let id = UUID(uuidString: entry.sessionId) { revoked[id] = Timestamp.parse(entry.revokedAt) ?? Date() }
+                            }
+                        }
+                        state.listWanted.store(false, ordering: .releasing)
+                        logger.info("read the revoked sessions from auth", ["sessions": .int(list.sessions.count)])
+                        warned = false
+                    } catch {
+                        if !warned { logger.warn("cannot read the revoked sessions from auth yet; retrying", ["error": .string("\(error)")]) }
+                        warned = true
+                    }
+                }
+                if Date().timeIntervalSince(lastPrune) > 60 {
+                    lastPrune = Date()
+                    let horizon = Date().addingTimeInterval(-RevokedSessionList.horizon)
+                    state.revoked.withLock { $0 = $0.filter { $0.value > horizon } }
+                }
+            } while cancellation.sleep(1)
         }
     }
 
-    /// True once the listener reads the topic.
-    public var isReady: Bool { feed.isReading }
+    /// True once the listener reads the topic and, since it last attached, the list was read from auth.
+    public var isReady: Bool { feed.isReading && !state.listWanted.load(ordering: .acquiring) }
 
     /// Whether `session` was revoked.
-    public func isRevoked(_ session: UUID) -> Bool { sessions.revoked.withLock { $0[session] != nil } }
+    public func isRevoked(_ session: UUID) -> Bool { state.revoked.withLock { $0[session] != nil } }
 
     /// Records a revocation (also used by the owner of sessions itself).
-    public func revoke(_ session: UUID, at time: Date = Date()) { sessions.revoked.withLock { $0[session] = time } }
+    public func revoke(_ session: UUID, at time: Date = Date()) { state.revoked.withLock { $0[session] = time } }
 }

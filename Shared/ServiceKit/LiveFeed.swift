@@ -48,15 +48,18 @@ public final class LiveFeed: BackgroundService {
     private let topicsReady: Gate
     private let logger: Logger
     private let route: @Sendable (ReceivedEvent) -> Delivery?
+    private let onAttach: (@Sendable () -> Void)?
     private let watchers = Mutex<[String: [ObjectIdentifier: Watcher]]>([:])
     private let reading = Atomic<Bool>(false)
 
     /// A feed of `topics`, read from `start` once `topicsReady` opens; `route` tells where each event goes (and may
-    /// record what it says, as revocations do).
+    /// record what it says, as revocations do). `onAttach` runs each time the feed starts reading: at first, and again
+    /// after the broker lost every connection or the topics (a restarted Tansu forgets them), when the feed attaches
+    /// anew from `start` once the topics are back.
     public init(name: String, topics: [String], start: Start, kafka: KafkaConfig, topicsReady: Gate, logger: Logger,
-                route: @escaping @Sendable (ReceivedEvent) -> Delivery?) {
+                onAttach: (@Sendable () -> Void)? = nil, route: @escaping @Sendable (ReceivedEvent) -> Delivery?) {
         self.name = name; self.topics = topics; self.start = start; self.kafka = kafka
-        self.topicsReady = topicsReady; self.logger = logger; self.route = route
+        self.topicsReady = topicsReady; self.logger = logger; self.onAttach = onAttach; self.route = route
     }
 
     /// Whether the topics are being read (everything written from now on will be delivered).
@@ -91,31 +94,40 @@ public final class LiveFeed: BackgroundService {
 
     public func run(until cancellation: Cancellation) {
         guard topicsReady.wait(cancellation) else { return }
-        var consumer: Consumer?
-        while consumer == nil && !cancellation.isCancelled {
+        var seen = Set<String>()  // Tansu may hand back its last batch again; a re-attached feed reads events again
+        while let consumer = attach(cancellation) {
+            onAttach?()
+            reading.store(true, ordering: .releasing)
+            while !cancellation.isCancelled {
+                if let message = consumer.poll(timeout: 0.2), let event = ReceivedEvent(message.value), seen.insert(event.id).inserted {
+                    if seen.count > 100_000 { seen = [event.id] }
+                    if let delivery = route(event) { deliver(event, delivery) }
+                }
+                if consumer.lostItsTopics() {
+                    logger.warn("the broker lost its connection or the feed's topics; attaching again", ["feed": .string(name)])
+                    break
+                }
+            }
+            reading.store(false, ordering: .releasing)
+        }
+    }
+
+    /// A consumer assigned to every partition of the topics, retried every second until they exist; nil when cancelled.
+    private func attach(_ cancellation: Cancellation) -> Consumer? {
+        while !cancellation.isCancelled {
             do {
                 let c = try Consumer(config: kafka, groupId: "\(name)-\(UUID().uuidString.lowercased())")
                 switch start {
                 case .beginning: try c.assignFromBeginning(topics)
                 case .end: try c.assignFromEnd(topics)
                 }
-                consumer = c
+                return c
             } catch {
                 logger.warn("cannot read the feed's topics yet; retrying", ["feed": .string(name), "error": .string("\(error)")])
                 cancellation.sleep(1)
             }
         }
-        guard let consumer else { return }
-        reading.store(true, ordering: .releasing)
-        var seen = Set<String>()  // Tansu may hand back its last batch again
-        while !cancellation.isCancelled {
-            guard let message = consumer.poll(timeout: 0.2), let event = ReceivedEvent(message.value) else { continue }
-            guard seen.insert(event.id).inserted else { continue }
-            if seen.count > 100_000 { seen = [event.id] }
-            guard let delivery = route(event) else { continue }
-            deliver(event, delivery)
-        }
-        reading.store(false, ordering: .releasing)
+        return nil
     }
 
     private func deliver(_ event: ReceivedEvent, _ delivery: Delivery) {

@@ -64,6 +64,8 @@ public enum OpenAPI {
                    "description": "A user's access token from auth."],
         "operator": ["type": "http", "scheme": "bearer",
                      "description": "The operator token (OPERATOR_TOKEN) of trusted tools such as a fleet gateway."],
+        "service": ["type": "http", "scheme": "bearer",
+                    "description": "The service token (SERVICE_TOKEN) this platform's services share between them."],
     ] }
 
     /// The conventions' error body.

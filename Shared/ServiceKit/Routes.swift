@@ -38,23 +38,23 @@ extension Router {
         }
     }
 
-    // MARK: The operator token
+    // MARK: Shared secrets (the operator token, the service token)
 
-    /// A route for trusted tools holding the operator token (401 without it); listed under the `operator` scheme.
-    /// The caller adds operator routes only when the credential is enabled.
+    /// A route for trusted callers holding `credential` (401 without it); listed under its security scheme.
+    /// The caller adds such routes only when the credential is enabled.
     public mutating func add(_ method: String, _ pattern: String, summary: String, response: (Int, String?) = (200, nil),
-                             operator credential: OperatorCredential, _ handler: @escaping @Sendable (Request) throws -> Response) {
-        add(method, pattern, summary: summary, security: "operator", response: response) {
+                             trusted credential: SharedSecret, _ handler: @escaping @Sendable (Request) throws -> Response) {
+        add(method, pattern, summary: summary, security: credential.scheme, response: response) {
             try credential.check($0)
             return try handler($0)
         }
     }
 
-    /// An operator route that takes a body (checked after the token).
+    /// A trusted caller's route that takes a body (checked after the token).
     public mutating func add<Body: RequestBody>(_ method: String, _ pattern: String, summary: String, body: Body.Type,
-                                                response: (Int, String?), operator credential: OperatorCredential,
+                                                response: (Int, String?), trusted credential: SharedSecret,
                                                 _ handler: @escaping @Sendable (Request, Body) throws -> Response) {
-        add(method, pattern, summary: summary, security: "operator", request: Self.schemaText(Body.self), response: response) {
+        add(method, pattern, summary: summary, security: credential.scheme, request: Self.schemaText(Body.self), response: response) {
             try credential.check($0)
             return try handler($0, try JSON.decodeBody($0, as: Body.self))
         }

@@ -101,12 +101,24 @@ public final class ServiceApp: @unchecked Sendable {
     }
 
     /// A token verifier for services other than auth: keys from `AUTH_JWKS_URL` (or `JWT_PUBLIC_KEY`, checked at
-    /// start), revocations from `session.revoked`. Adds what keeps it current: the revocation feed, and while auth
-    /// has not answered yet, a job that asks for the keys (readiness waits for both).
+    /// start), revocations from `session.revoked` and, with `SERVICE_TOKEN`, from auth's list at the same host as
+    /// `AUTH_JWKS_URL`. Adds what keeps it current: the revocation feed and its sync, and while auth has not answered
+    /// yet, a job that asks for the keys (readiness waits for all of them).
     public func makeTokenVerifier() -> TokenVerifier {
-        let revocations = SessionRevocations(kafka: kafka, topicsReady: topicsReady, logger: logger)
+        var fetchList: (@Sendable () throws -> RevokedSessionList)?
+        if let token = config.serviceToken.token {
+            fetchList = { [jwksURL = config.jwksURL] in
+                guard let client = HTTPClient(url: jwksURL, timeout: 3) else { throw HTTPClientError.cannotConnect(jwksURL) }
+                let response = try client.request("GET", "/v1/internal/revoked-sessions", headers: ["Authorization": "Bearer " + token])
+                guard response.status == 200 else { throw HTTPClientError.cannotConnect("auth answered \(response.status)") }
+                return try JSONDecoder().decode(RevokedSessionList.self, from: Data(response.body))
+            }
+        } else {
+            logger.warn("SERVICE_TOKEN is not set: revocations come from session.revoked alone, which a broker that loses its data forgets")
+        }
+        let revocations = SessionRevocations(kafka: kafka, topicsReady: topicsReady, logger: logger, fetchList: fetchList)
         add(revocations.feed)
-        add(revocations.pruner)
+        add(revocations.sync)
         addReadinessCheck("broker") { revocations.isReady }
         if let key = config.jwtPublicKey {
             return TokenVerifier(keys: ["static": key], revocations: revocations, logger: logger)

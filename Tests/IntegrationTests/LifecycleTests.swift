@@ -80,7 +80,8 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
                 XCTAssertNotNil(op["requestBody"], "\(service.app.config.service): \(name) has no body schema", file: file, line: line)
             }
             let scheme = (op["security"] as? [[String: Any]])?.first?.keys.first
-            let expected = publicRoutes.contains(name) ? nil : path.hasPrefix("/v1/operator/") ? "operator" : "bearer"
+            let expected = publicRoutes.contains(name) ? nil : path.hasPrefix("/v1/operator/") ? "operator"
+                : path.hasPrefix("/v1/internal/") ? "service" : "bearer"
             XCTAssertEqual(scheme, expected, "\(service.app.config.service): \(name)", file: file, line: line)
         }
     }

@@ -13,7 +13,7 @@ final class PlatformTests: AuthTestCase {
         let logger = Logger(service: "test", minimum: .error)
         let topicsReady = Gate()
         topicsReady.open()
-        let revocations = SessionRevocations(kafka: kafka, topicsReady: topicsReady, logger: logger)
+        let revocations = SessionRevocations(kafka: kafka, topicsReady: topicsReady, logger: logger, fetchList: nil)
         let group = ServiceGroup(logger: logger) { _, _ in }
         group.start(revocations.feed)
         defer { group.stop(deadline: Date().addingTimeInterval(10)) }

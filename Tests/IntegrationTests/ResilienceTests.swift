@@ -108,6 +108,47 @@ final class ResilienceTests: XCTestCase {
         XCTAssertTrue(probe.seen.isEmpty, "nothing is produced to a topic whose keys would move partitions")
     }
 
+    func testRevokedTokensStayRefusedAfterTheBrokerLosesItsData() throws {
+        let broker = try PrivateBroker()
+        defer { broker.stop() }
+        let authPort = TestEnvironment.freePort()
+        let environment = ["DATABASE_URL": database.url, "KAFKA_BROKERS": broker.address,
+                           "SERVICE_TOKEN": "service-token-" + UUID().uuidString,
+                           "AUTH_JWKS_URL": "http://127.0.0.1:\(authPort)/v1/auth/jwks"]
+        let auth = try ServiceProcess("auth", port: authPort, environment: environment)
+        defer { auth.stop() }
+        try auth.waitReady()
+        let running = try ServiceProcess.startReady("stories", environment: environment)
+        defer { running.stop() }
+        let api = APIClient(port: auth.port)
+        let groups = { (service: ServiceProcess, token: String) in (try? APIClient(port: service.port).get("/v1/groups", token: token))?.status }
+
+        let early = try api.signup()
+        XCTAssertEqual(try api.post("/v1/auth/logout", token: early.accessToken).status, 204)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { groups(running, early.accessToken) == 401 })
+
+        broker.kill9()
+        try broker.start()  // empty: the revocation is gone from the topic
+        let restarted = try ServiceProcess.startReady("stories", environment: environment)
+        defer { restarted.stop() }
+        XCTAssertEqual(groups(restarted, early.accessToken), 401, "a service started after the loss reads the revocations from auth")
+
+        let late = try api.signup()
+        XCTAssertEqual(groups(running, late.accessToken), 200)
+        XCTAssertEqual(try api.post("/v1/auth/logout", token: late.accessToken).status, 204)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { groups(running, late.accessToken) == 401 },
+                      "the running service's listener attached again to the re-created topic\n"
+                      + running.log.split(separator: "\n").filter { !$0.contains("\"route\"") }.suffix(30).joined(separator: "\n"))
+
+        let list = "/v1/internal/revoked-sessions"
+        XCTAssertEqual(try api.get(list).status, 401, "the list is for services only")
+        XCTAssertEqual(try api.get(list, token: late.accessToken).status, 401, "a user's token is not the service token")
+        let revoked = try api.get(list, token: environment["SERVICE_TOKEN"])
+        let ids = (revoked["sessions"] as? [[String: Any]] ?? []).compactMap { $0["sessionId"] as? String }
+        XCTAssertEqual(revoked.status, 200)
+        XCTAssertEqual(ids.count, 2, "both logged-out sessions, nothing else")
+    }
+
     func testThePoolRecoversFromADatabaseRestartWithoutRestartingTheService() throws {
         let cluster = try PrivateCluster()
         defer { cluster.stop() }

@@ -111,6 +111,11 @@ enum Schemas {
          "properties":{"user":\(user),"accessToken":{"type":"string"},"refreshToken":{"type":"string"},
          "tokenType":{"const":"Bearer"},"expiresIn":{"type":"integer"}}}
         """
+    static let revokedSessions = """
+        {"type":"object","required":["sessions"],"additionalProperties":false,"properties":{"sessions":{"type":"array",
+         "items":{"type":"object","required":["sessionId","revokedAt"],"additionalProperties":false,
+         "properties":{"sessionId":{"type":"string","format":"uuid"},"revokedAt":{"type":"string","format":"date-time"}}}}}}
+        """
     static let jwks = """
         {"type":"object","required":["keys"],"properties":{"keys":{"type":"array","items":{"type":"object",
          "required":["kty","crv","kid","x"],"properties":{"kty":{"const":"OKP"},"crv":{"const":"Ed25519"},

@@ -16,7 +16,7 @@ public enum AuthService {
                 try pool.withConnection { try AuthStorage().deleteOldFailures($0) }
             })
             if let google, !google.keys.refresh() { app.logger.warn("Google's key set could not be fetched yet (GOOGLE_JWKS_URL)") }
-            return makeRoutes(handlers, SessionAuthenticator(keys: keys, pool: pool), google: google)
+            return makeRoutes(handlers, SessionAuthenticator(keys: keys, pool: pool), google: google, services: app.config.serviceToken)
         }
     }
 }

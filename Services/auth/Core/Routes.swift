@@ -2,7 +2,7 @@ import HTTP
 import ServiceKit
 
 /// The auth API: the table of routes, nothing else.
-func makeRoutes(_ h: AuthHandlers, _ auth: any Authenticator, google: GoogleSignIn?) -> Router {
+func makeRoutes(_ h: AuthHandlers, _ auth: any Authenticator, google: GoogleSignIn?, services: SharedSecret) -> Router {
     var r = Router()
     r.add("POST", "/v1/auth/signup", summary: "Create an account and a session",
           body: SignupBody.self, response: (201, Schemas.session), h.signup)
@@ -23,5 +23,10 @@ func makeRoutes(_ h: AuthHandlers, _ auth: any Authenticator, google: GoogleSign
           response: (200, Schemas.user), auth: auth, h.updateMe)
     r.add("POST", "/v1/users/me/password", summary: "Change the password; ends every other session",
           body: ChangePasswordBody.self, response: (204, nil), auth: auth, h.changePassword)
+    // Without SERVICE_TOKEN the list does not exist (404): other services then rely on session.revoked alone.
+    if services.isEnabled {
+        r.add("GET", "/v1/internal/revoked-sessions", summary: "Services: the sessions revoked within the access-token lifetime",
+              response: (200, Schemas.revokedSessions), trusted: services, h.revokedSessions)
+    }
     return r
 }

@@ -9,7 +9,7 @@ public enum DispatchService {
         /// `FLEET_FEED` (on, off): apply fixes a fleet gateway sends on `courier.location`.
         let fleetFeed: Bool
         /// `OPERATOR_TOKEN`: enables the operator routes.
-        let operatorCredential: OperatorCredential
+        let operatorCredential: SharedSecret
         /// `OFFER_TIMEOUT_SECONDS` (default 30): how long a courier has to answer an offer.
         let offerTimeout: Int
         /// `MATCH_MAX_METERS` (default 10,000): the farthest a courier may be from a pickup.
@@ -21,7 +21,7 @@ public enum DispatchService {
 
         init(_ environment: Environment) throws {
             fleetFeed = try environment.choice("FLEET_FEED", default: "on", ["on", "off"]) == "on"
-            operatorCredential = try OperatorCredential(environment)
+            operatorCredential = try SharedSecret.operatorToken(environment)
             offerTimeout = try environment.int("OFFER_TIMEOUT_SECONDS", default: 30, range: 1...3600)
             maxMeters = try environment.int("MATCH_MAX_METERS", default: 10_000, range: 100...1_000_000)
             tickMs = try environment.int("DISPATCH_TICK_MS", default: 500, range: 50...60_000)

@@ -3,7 +3,7 @@ import ServiceKit
 
 /// The dispatch API: the table of routes, nothing else. Every route needs a bearer token: a user's, or on
 /// `/v1/operator/...` the operator's.
-func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, fleet: OperatorCredential) -> Router {
+func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, fleet: SharedSecret) -> Router {
     var r = Router()
     r.add("POST", "/v1/couriers/me", summary: "Register (or update) the caller as a courier", body: RegisterCourierBody.self,
           response: (201, Schemas.courier), auth: auth, h.registerCourier)
@@ -36,13 +36,13 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, fleet: Operato
     // Without OPERATOR_TOKEN the operator routes do not exist: 404, and absent from /openapi.json.
     if fleet.isEnabled {
         r.add("POST", "/v1/operator/couriers", summary: "Operator: create or update up to 1,000 couriers without sign-ups",
-              body: SeedCouriersBody.self, response: (200, Schemas.seeded), operator: fleet, h.seedCouriers)
+              body: SeedCouriersBody.self, response: (200, Schemas.seeded), trusted: fleet, h.seedCouriers)
         r.add("POST", "/v1/operator/locations", summary: "Operator: up to 1,000 location fixes from a fleet gateway",
-              body: FleetFixesBody.self, response: (200, Schemas.fixesApplied), operator: fleet, h.fleetLocations)
+              body: FleetFixesBody.self, response: (200, Schemas.fixesApplied), trusted: fleet, h.fleetLocations)
         r.add("GET", "/v1/operator/offers", summary: "Operator: the offers open now, the oldest first (?limit=)", response: (200, Schemas.offers),
-              operator: fleet, h.openOffers)
+              trusted: fleet, h.openOffers)
         r.add("POST", "/v1/operator/parcels/{id}/accept", summary: "Operator: accept an offer for the courier it was made to",
-              body: OperatorAcceptBody.self, response: (200, Schemas.parcel), operator: fleet, h.operatorAccept)
+              body: OperatorAcceptBody.self, response: (200, Schemas.parcel), trusted: fleet, h.operatorAccept)
     }
     return r
 }

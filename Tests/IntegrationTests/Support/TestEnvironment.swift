@@ -99,6 +99,7 @@ final class ServiceProcess {
         env["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
         env["LOG_LEVEL"] = "info"
         env["OPERATOR_TOKEN"] = nil  // a test that wants the operator routes sets its own
+        env["SERVICE_TOKEN"] = nil  // likewise the list of revoked sessions (its auth must be the one of AUTH_JWKS_URL)
         for (k, v) in environment { env[k] = v }
         process.environment = env
         logURL = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(port)-\(UUID().uuidString.prefix(8)).log")

@@ -175,6 +175,15 @@ struct AuthHandlers: Sendable {
         return response
     }
 
+    /// For the services that verify tokens themselves: every session revoked while one of its tokens may live.
+    func revokedSessions(_ request: Request) throws -> Response {
+        let since = Date().addingTimeInterval(-RevokedSessionList.horizon)
+        let sessions = try pool.withConnection { try storage.revokedSessions($0, since: since) }
+        return try .json(RevokedSessionList(sessions: sessions.map {
+            .init(sessionId: $0.id.lowercased, revokedAt: Timestamp.format($0.at))
+        }))
+    }
+
     // MARK: Helpers
 
     private func openSession(_ c: Connection, _ user: UserRecord) throws -> SessionView {

@@ -54,4 +54,7 @@ let migrations: [Migration] = [
             created_at timestamptz NOT NULL DEFAULT now()
         );
         """),
+    Migration(4, "revoked sessions by time, for the list other services read", """
+        CREATE INDEX sessions_revoked_at ON sessions (revoked_at) WHERE revoked_at IS NOT NULL;
+        """),
 ]

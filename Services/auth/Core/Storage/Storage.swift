@@ -159,6 +159,12 @@ struct AuthStorage {
             """, [user, keep, reason]).map { try $0["id"] }
     }
 
+    /// Sessions revoked since `since`, oldest first.
+    func revokedSessions(_ c: Connection, since: Date) throws -> [(id: UUID, at: Date)] {
+        try c.rows("SELECT id, revoked_at FROM auth.sessions WHERE revoked_at >= $1 ORDER BY revoked_at", [since])
+            .map { (try $0["id"], try $0["revoked_at"]) }
+    }
+
     func isSessionActive(_ c: Connection, session: UUID, user: UUID) throws -> Bool {
         try c.first("SELECT 1 AS ok FROM auth.sessions WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL",
                     [session, user]) != nil
