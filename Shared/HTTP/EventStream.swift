@@ -63,6 +63,13 @@ public final class EventStream: Sendable {
     /// Sends a comment line (ignored by clients; keeps proxies and the connection alive).
     public func comment(_ text: String) { append(Array(": \(Self.oneLine(text))\n\n".utf8)) }
 
+    /// Sends a last event, `end` with `{"reason": reason}` (`session_revoked`, `final_state`, `access_lost`), and
+    /// closes: the client knows not to reconnect.
+    public func end(reason: String) {
+        send(event: "end", data: #"{"reason":"\#(reason)"}"#)
+        close()
+    }
+
     /// Ends the stream after what is queued.
     public func close() {
         state.withLock { s in

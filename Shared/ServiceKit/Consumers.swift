@@ -1,4 +1,5 @@
 import Foundation
+import HTTP
 import Kafka
 import Models
 import Postgres
@@ -142,8 +143,19 @@ public struct RevokedSessionList: Codable, Sendable {
 /// The app runs `feed` and `sync`.
 public final class SessionRevocations: Sendable {
     private final class State: Sendable {
-        let revoked = Mutex<[UUID: Date]>([:])
+        let revoked = Mutex<(sessions: [UUID: Date], streams: [UUID: [ObjectIdentifier: EventStream]])>(([:], [:]))
         let listWanted = Atomic<Bool>(false)
+
+        /// Records revocations and ends the streams opened with those sessions.
+        func revoke(_ sessions: [(UUID, Date)]) {
+            let ended = revoked.withLock { r in
+                sessions.flatMap { session, at in
+                    r.sessions[session] = at
+                    return r.streams.removeValue(forKey: session).map { Array($0.values) } ?? []
+                }
+            }
+            ended.forEach { $0.end(reason: "session_revoked") }
+        }
     }
 
     private let state: State
@@ -160,7 +172,7 @@ public final class SessionRevocations: Sendable {
         feed = LiveFeed(name: "revocations", topics: [SessionRevoked.type], start: .beginning, kafka: kafka,
                         topicsReady: topicsReady, logger: logger, onAttach: { if fetchList != nil { state.listWanted.store(true, ordering: .releasing) } }) { event in
             if let payload = try? event.decode(SessionRevoked.self), let session = UUID(uuidString: payload.sessionId) {
-                state.revoked.withLock { $0[session] = event.time ?? Date() }
+                state.revoke([(session, event.time ?? Date())])
             }
             return nil
         }
@@ -171,11 +183,9 @@ public final class SessionRevocations: Sendable {
                 if let fetchList, state.listWanted.load(ordering: .acquiring) {
                     do {
                         let list = try fetchList()
-                        state.revoked.withLock { revoked in
-                            for entry in list.sessions {
-                                if let id = UUID(uuidString: entry.sessionId) { revoked[id] = Timestamp.parse(entry.revokedAt) ?? Date() }
-                            }
-                        }
+                        state.revoke(list.sessions.compactMap { entry in
+                            UUID(uuidString: entry.sessionId).map { ($0, Timestamp.parse(entry.revokedAt) ?? Date()) }
+                        })
                         state.listWanted.store(false, ordering: .releasing)
                         logger.info("read the revoked sessions from auth", ["sessions": .int(list.sessions.count)])
                         warned = false
@@ -187,7 +197,7 @@ public final class SessionRevocations: Sendable {
                 if Date().timeIntervalSince(lastPrune) > 60 {
                     lastPrune = Date()
                     let horizon = Date().addingTimeInterval(-RevokedSessionList.horizon)
-                    state.revoked.withLock { $0 = $0.filter { $0.value > horizon } }
+                    state.revoked.withLock { $0.sessions = $0.sessions.filter { $0.value > horizon } }
                 }
             } while cancellation.sleep(1)
         }
@@ -197,8 +207,25 @@ public final class SessionRevocations: Sendable {
     public var isReady: Bool { feed.isReading && !state.listWanted.load(ordering: .acquiring) }
 
     /// Whether `session` was revoked.
-    public func isRevoked(_ session: UUID) -> Bool { state.revoked.withLock { $0[session] != nil } }
+    public func isRevoked(_ session: UUID) -> Bool { state.revoked.withLock { $0.sessions[session] != nil } }
 
     /// Records a revocation (also used by the owner of sessions itself).
-    public func revoke(_ session: UUID, at time: Date = Date()) { state.revoked.withLock { $0[session] = time } }
+    public func revoke(_ session: UUID, at time: Date = Date()) { state.revoke([(session, time)]) }
+
+    /// Closes `stream` when `session` is revoked, at once when it already is.
+    public func end(_ stream: EventStream, whenRevoked session: UUID) {
+        let id = ObjectIdentifier(stream)
+        let revoked = state.revoked.withLock { r in
+            if r.sessions[session] != nil { return true }
+            r.streams[session, default: [:]][id] = stream
+            return false
+        }
+        if revoked { stream.end(reason: "session_revoked"); return }
+        stream.onClose { [state] in
+            state.revoked.withLock { r in
+                r.streams[session]?[id] = nil
+                if r.streams[session]?.isEmpty == true { r.streams[session] = nil }
+            }
+        }
+    }
 }

@@ -150,6 +150,12 @@ public struct Caller: Sendable, Equatable {
 /// Turns a request's bearer token into a `Caller`, or a 401.
 public protocol Authenticator: Sendable {
     func authenticate(_ request: Request) throws -> Caller
+    /// Closes `stream` when `caller`'s session is revoked (at once when it already is).
+    func end(_ stream: EventStream, whenRevoked caller: Caller)
+}
+
+extension Authenticator {
+    public func end(_ stream: EventStream, whenRevoked caller: Caller) {}
 }
 
 /// The bearer token of a request, or a 401.
@@ -224,6 +230,10 @@ public final class TokenVerifier: Authenticator, Sendable {
         }
         if revocations?.isRevoked(session) == true { throw HTTPError.unauthenticated() }
         return Caller(userId: user, sessionId: session)
+    }
+
+    public func end(_ stream: EventStream, whenRevoked caller: Caller) {
+        revocations?.end(stream, whenRevoked: caller.sessionId)
     }
 
     private func currentKeys() -> [String: [UInt8]] { keys.withLock { $0.current } }

@@ -65,13 +65,16 @@ public final class LiveFeed: BackgroundService {
     /// Whether the topics are being read (everything written from now on will be delivered).
     public var isReading: Bool { reading.load(ordering: .acquiring) }
 
-    /// Sends the events for `key` from now on to `stream`, until it closes.
-    public func watch(_ key: String, stream: EventStream) {
+    /// Sends the events for `key` from now on to `stream`, until it closes; `then` sees each event once it was sent
+    /// (to end the stream after a final one, say).
+    public func watch(_ key: String, stream: EventStream, then: (@Sendable (Item) -> Void)? = nil) {
         let (logger, name) = (self.logger, self.name)
         watch(key, until: stream) { item in
-            if !stream.send(frame: item.frame) {
+            guard stream.send(frame: item.frame) else {
                 logger.warn("ended a live stream that did not keep up", ["feed": .string(name), "limitBytes": .int(EventStream.maxPending)])
+                return
             }
+            then?(item)
         }
     }
 

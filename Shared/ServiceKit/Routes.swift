@@ -19,12 +19,15 @@ extension Router {
     // MARK: A user's access token
 
     /// A route for callers with a user's access token: `auth` checks it (401 without a valid one); listed under the
-    /// `bearer` scheme.
+    /// `bearer` scheme. An event stream it answers with ends when the caller's session is revoked.
     public mutating func add(_ method: String, _ pattern: String, summary: String, bodyLimit: Int = defaultBodyLimit,
                              response: (Int, String?) = (200, nil), auth: any Authenticator,
                              _ handler: @escaping @Sendable (Request, Caller) throws -> Response) {
         add(method, pattern, summary: summary, security: "bearer", bodyLimit: bodyLimit, response: response) {
-            try handler($0, try auth.authenticate($0))
+            let caller = try auth.authenticate($0)
+            let response = try handler($0, caller)
+            if let stream = response.stream { auth.end(stream, whenRevoked: caller) }
+            return response
         }
     }
 

@@ -101,6 +101,46 @@ final class DispatchFlowTests: DispatchTestCase {
         XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": 2], token: near.token)["activeParcels"] as? Int, 0)
     }
 
+    /// The events of a stream until the server ends it (or `timeout` passes without one).
+    func eventsUntilTheEnd(_ stream: SSEReader, timeout: TimeInterval = 10) -> [(event: String, data: String)] {
+        var events: [(String, String)] = []
+        while let e = stream.next(timeout: timeout) { events.append((e.event, e.data)) }
+        return events
+    }
+
+    func testAParcelStreamEndsAtAFinalStatusWhenTheCourierLosesTheParcelAndWhenTheSessionIsRevoked() throws {
+        let sender = try person(), recipient = try person()
+        let c = try courier(lat: 44.4270, lon: 26.1030)
+        let id = try send(sender, to: recipient)["id"] as! String
+        XCTAssertNotNil(wait(id, as: c, for: "offered"))
+        let senderStream = try SSEReader(port: api.port, path: "/v1/parcels/\(id)/events", token: sender.token)
+        let courierStream = try SSEReader(port: api.port, path: "/v1/parcels/\(id)/events", token: c.token)
+        XCTAssertEqual(senderStream.next()?.event, "snapshot")
+        XCTAssertEqual(courierStream.next()?.event, "snapshot")
+
+        XCTAssertEqual(try api.post("/v1/parcels/\(id)/decline", token: c.token).status, 200)
+        let courierSaw = eventsUntilTheEnd(courierStream)
+        XCTAssertEqual(courierSaw.last?.event, "end", "\(courierSaw)")
+        XCTAssertEqual(courierSaw.last?.data, #"{"reason":"access_lost"}"#)
+        XCTAssertTrue(courierStream.ended, "a courier who declined no longer follows the parcel")
+
+        XCTAssertEqual(try api.post("/v1/parcels/\(id)/cancel", token: sender.token).status, 200)
+        let senderSaw = eventsUntilTheEnd(senderStream)
+        XCTAssertEqual(senderSaw.suffix(2).map(\.event), ["status", "end"], "\(senderSaw)")
+        XCTAssertEqual(senderSaw.last?.data, #"{"reason":"final_state"}"#)
+        XCTAssertTrue(senderStream.ended)
+        let late = try SSEReader(port: api.port, path: "/v1/parcels/\(id)/events", token: sender.token)
+        XCTAssertEqual(eventsUntilTheEnd(late).map(\.event), ["snapshot", "end"], "a finished parcel's stream ends after its snapshot")
+
+        let other = try send(sender, to: recipient)["id"] as! String
+        let watching = try SSEReader(port: api.port, path: "/v1/parcels/\(other)/events", token: recipient.token)
+        XCTAssertEqual(watching.next()?.event, "snapshot")
+        XCTAssertEqual(try accounts.post("/v1/auth/logout", token: recipient.token).status, 204)
+        let recipientSaw = eventsUntilTheEnd(watching).filter { $0.event == "end" }
+        XCTAssertEqual(recipientSaw.map(\.data), [#"{"reason":"session_revoked"}"#], "a stream opened with a session ends when it is logged out")
+        XCTAssertTrue(watching.ended)
+    }
+
     func testTheSenderWatchesEveryTransitionAndTheCourierMoveLive() throws {
         let sender = try person(), recipient = try person()
         let c = try courier(lat: 44.4270, lon: 26.1030)

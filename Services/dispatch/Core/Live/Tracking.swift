@@ -87,10 +87,21 @@ final class ParcelTracking: Sendable {
         relay.publishEphemeral(location, subject: location.courierId, source: "/dispatch", at: location.at)
     }
 
-    /// Streams a parcel's transitions (from now on) and its courier's positions to `stream`.
-    func watch(parcel: String, courier: String?, stream: EventStream) {
+    /// Streams a parcel's transitions (from now on) and its courier's positions to `stream`, for `viewer`. The stream
+    /// ends after a final status, and for a courier when the parcel is no longer theirs (an offer declined or expired);
+    /// a sender or recipient (`isParty`) keeps it to the end.
+    func watch(parcel: String, courier: String?, viewer: String, isParty: Bool, stream: EventStream) {
         carriers.watch(parcel, courier: courier)
-        feed.watch(parcel, stream: stream)
+        feed.watch(parcel, stream: stream) { item in
+            guard item.event == "status",
+                  let change = try? JSONDecoder().decode(ParcelStatusChanged.self, from: Data(item.data.utf8)),
+                  let status = ParcelStatus(rawValue: change.to) else { return }
+            if ParcelLifecycle.isFinal(status) {
+                stream.end(reason: "final_state")
+            } else if !isParty && (change.courierId != viewer || status == .awaitingCourier) {
+                stream.end(reason: "access_lost")
+            }
+        }
         stream.onClose { [carriers] in carriers.unwatch(parcel) }
     }
 }
@@ -106,9 +117,12 @@ extension DispatchHandlers {
         let stream = EventStream()
         // The courier carrying it, or the one it is offered to (whose accept may come before its event reaches the
         // feed): their positions go to this stream; a decline's or expiry's event names the next one.
-        tracking.watch(parcel: id.lowercased, courier: (parcel.courierId ?? parcel.offeredTo)?.lowercased, stream: stream)
+        tracking.watch(parcel: id.lowercased, courier: (parcel.courierId ?? parcel.offeredTo)?.lowercased,
+                       viewer: caller.userId.lowercased, isParty: caller.userId == parcel.senderId || caller.userId == parcel.recipientUserId,
+                       stream: stream)
         let snapshot = (try? JSON.encode(ParcelView(parcel))).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         stream.send(event: "snapshot", data: snapshot)
+        if ParcelLifecycle.isFinal(parcel.status) { stream.end(reason: "final_state") }
         return .eventStream(stream)
     }
 }
