@@ -2,6 +2,26 @@
 #include <netdb.h>
 #include <string.h>
 
+static int hex_value(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Percent-decoding as libmicrohttpd's own, except that %00 stays as it is: a NUL would cut the path short. */
+static size_t unescape_keeping_nul(void *cls, struct MHD_Connection *connection, char *s) {
+    (void) cls; (void) connection;
+    char *w = s;
+    const char *r = s;
+    while (*r) {
+        if (r[0] == '%' && hex_value(r[1]) >= 0 && hex_value(r[2]) >= 0) {
+            int v = hex_value(r[1]) * 16 + hex_value(r[2]);
+            if (v != 0) { *w++ = (char) v; r += 3; continue; }
+        }
+        *w++ = *r++;
+    }
+    *w = 0;
+    return (size_t) (w - s);
+}
+
 struct MHD_Daemon *shim_mhd_start(uint16_t port, unsigned int threads,
                                   unsigned int connection_timeout_seconds,
                                   MHD_AccessHandlerCallback handler, void *handler_cls,
@@ -13,6 +33,7 @@ struct MHD_Daemon *shim_mhd_start(uint16_t port, unsigned int threads,
                             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
                             MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int) 1,
+                            MHD_OPTION_UNESCAPE_CALLBACK, unescape_keeping_nul, NULL,
                             MHD_OPTION_END);
 }
 

@@ -35,6 +35,9 @@ public enum RouteMatch: Sendable {
     case found(Route, [String: String])
     case methodNotAllowed([String])
     case notFound
+    /// The server refused the request before routing it (a body over the limit, HTTP/1.1 without `Host`): the
+    /// pipeline answers with this error, so the refusal is logged and counted like any other answer.
+    case refused(HTTPError)
 
     /// The largest body the request may carry (the route's own limit; the default when nothing matched).
     public var bodyLimit: Int {

@@ -119,10 +119,9 @@ public enum HTTPServerError: Error, CustomStringConvertible {
 /// The state of one request between libmicrohttpd's calls: retained in `*con_cls` on the first call,
 /// released by the completion callback.
 private final class PendingRequest {
-    let match: RouteMatch
+    var match: RouteMatch
     let limit: Int
     var body: [UInt8] = []
-    var tooLarge = false
     var answered = false
     init(match: RouteMatch) { self.match = match; limit = match.bodyLimit }
 }
@@ -181,48 +180,56 @@ private func queue(_ response: Response, on connection: OpaquePointer, server: H
     return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
 }
 
-private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
+private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, version, uploadData, uploadSize, conCls in
     guard let cls, let connection, let url, let method, let uploadSize, let conCls else { return mhdNo }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-    let methodText = String(cString: method)
-    let path = String(cString: url)
 
     guard let existing = conCls.pointee else {
-        // First call: only the headers have arrived.
-        let pending = PendingRequest(match: server.match(method: methodText, path: path))
-        let limit = pending.limit
+        // First call: only the headers have arrived. Route once; refuse here what must not be read any further.
+        var match = server.match(method: String(cString: method), path: String(cString: url))
+        if let version, String(cString: version) == "HTTP/1.1", MHD_lookup_connection_value(connection, headerKind, "Host") == nil {
+            match = .refused(HTTPError(400, "bad_request", "An HTTP/1.1 request needs a Host header."))
+        } else if let length = MHD_lookup_connection_value(connection, headerKind, "Content-Length"),
+                  let declared = Int(String(cString: length)), declared > match.bodyLimit {
+            match = .refused(.payloadTooLarge(limit: match.bodyLimit))
+        }
+        let pending = PendingRequest(match: match)
         conCls.pointee = Unmanaged.passRetained(pending).toOpaque()
         server.begin()
-        if let length = MHD_lookup_connection_value(connection, headerKind, "Content-Length"),
-           let declared = Int(String(cString: length)), declared > limit {
-            pending.answered = true
-            return queue(HTTPError.payloadTooLarge(limit: limit).response, on: connection)
-        }
+        if case .refused = match { return answer(pending, connection, url, method, server) }
         return mhdYes
     }
     let pending = Unmanaged<PendingRequest>.fromOpaque(existing).takeUnretainedValue()
     if uploadSize.pointee > 0 {
         let size = uploadSize.pointee
-        if pending.tooLarge || pending.body.count + size > pending.limit {
-            pending.tooLarge = true
+        uploadSize.pointee = 0
+        if pending.answered { return mhdYes }
+        if pending.body.count + size > pending.limit {
+            // Over the limit while reading (a chunked body declares no length): answer now; the connection closes
+            // after the answer instead of reading the rest.
             pending.body = []
-        } else if let uploadData {
+            pending.match = .refused(.payloadTooLarge(limit: pending.limit))
+            return answer(pending, connection, url, method, server)
+        }
+        if let uploadData {
             uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
                 pending.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
             }
         }
-        uploadSize.pointee = 0
         return mhdYes
     }
     if pending.answered { return mhdYes }
+    return answer(pending, connection, url, method, server)
+}
+
+/// Builds the request (head, query, body so far) and queues the pipeline's answer for it.
+private func answer(_ pending: PendingRequest, _ connection: OpaquePointer, _ url: UnsafePointer<CChar>,
+                    _ method: UnsafePointer<CChar>, _ server: HTTPServer) -> MHD_Result {
     pending.answered = true
-    if pending.tooLarge {
-        return queue(HTTPError.payloadTooLarge(limit: pending.limit).response, on: connection)
-    }
     var address = [CChar](repeating: 0, count: 64)
     let remote = shim_mhd_client_address(connection, &address, address.count) == 0
         ? String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
-    var request = Request(method: methodText, path: path,
+    var request = Request(method: String(cString: method), path: String(cString: url),
                           query: collect(connection, queryKind, lowercase: false),
                           body: pending.body, remoteAddress: remote)
     request.headers = collect(connection, headerKind, lowercase: true)

@@ -22,7 +22,7 @@ extension Array where Element == any Middleware {
 }
 
 /// Takes the request id from `X-Request-Id` when it is safe to log (1–128 of `[A-Za-z0-9-_.:]`), else makes one, and
-/// echoes it in the response.
+/// echoes it in the response, with `X-Content-Type-Options: nosniff` (no browser guesses a type we did not declare).
 public struct RequestIDMiddleware: Middleware {
     private static let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")
 
@@ -37,6 +37,7 @@ public struct RequestIDMiddleware: Middleware {
         }
         var response = try next(request)
         response.headers.append(("X-Request-Id", request.requestId))
+        response.headers.append(("X-Content-Type-Options", "nosniff"))
         return response
     }
 }

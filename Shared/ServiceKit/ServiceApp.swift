@@ -340,6 +340,9 @@ public final class ServiceApp: @unchecked Sendable {
                 throw HTTPError(405, "method_not_allowed", "This path does not support \(request.method.prefix(16)).",
                                 headers: [("Allow", allowed.joined(separator: ", "))])
             }
+        case .refused(let error):
+            request.route = "refused"
+            handler = { _ in throw error }
         case .notFound:
             let serving = isServing
             handler = { _ in throw serving ? HTTPError.notFound() : HTTPError.unavailable(retryAfter: 2) }

@@ -59,6 +59,39 @@ final class BadInputTests: AuthTestCase {
         XCTAssertEqual(try api.get("/healthz").status, 200, "the server is fine afterwards")
     }
 
+    func testAnOversizedChunkedBodyIsRefusedAtTheLimitNotReadToTheEnd() throws {
+        let token = try api.signup().accessToken
+        let connection = try RawConnection(port: api.port)
+        connection.write("PATCH /v1/users/me HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n"
+                         + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        let chunk = Array("10000\r\n".utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: 0x10000) + Array("\r\n".utf8)
+        var sent = 0, closed = false
+        while sent < 50 << 20 && !closed {
+            guard connection.write(chunk) else { break }
+            sent += 0x10000
+            closed = connection.read(for: 0.005)
+        }
+        closed = closed || connection.read(for: 2)
+        // libmicrohttpd cannot answer in the middle of a body: it closes the connection at the limit (the refusal is
+        // logged as a 413). A body that declares its length gets the JSON 413 before it is sent.
+        XCTAssertTrue(closed, "the server stopped the upload")
+        XCTAssertLessThan(sent, 4 << 20, "at the limit (1 MiB), not after the whole body")
+        XCTAssertEqual(try api.get("/healthz").status, 200)
+    }
+
+    func testAPathCutByAnEncodedNulIsNotTheResourceAndHTTP11NeedsAHost() throws {
+        let token = try api.signup().accessToken
+        XCTAssertEqual(try api.get("/v1/users/me", token: token).status, 200)
+        XCTAssertEqual(try api.get("/v1/users/me%00junk", token: token).status, 404, "the path is not cut at the NUL")
+        let noHost = try RawConnection(port: api.port)
+        noHost.write("GET /healthz HTTP/1.1\r\n\r\n")
+        noHost.read(for: 2)
+        XCTAssertEqual(noHost.status, 400, noHost.head)
+        XCTAssertTrue(noHost.body.contains("\"code\""), "the error contract: \(noHost.body)")
+        let response = try api.get("/v1/users/me", token: token)
+        XCTAssertEqual(response.headers["x-content-type-options"], "nosniff")
+    }
+
     func testHostileFieldValuesAreRefusedOrStoredVerbatim() throws {
         let long = String(repeating: "x", count: 100_000)
         let cases: [([String: Any], String)] = [
