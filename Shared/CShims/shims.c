@@ -23,18 +23,36 @@ static size_t unescape_keeping_nul(void *cls, struct MHD_Connection *connection,
 }
 
 struct MHD_Daemon *shim_mhd_start(uint16_t port, unsigned int threads,
-                                  unsigned int connection_timeout_seconds,
+                                  unsigned int connection_timeout_seconds, unsigned int connection_limit,
                                   MHD_AccessHandlerCallback handler, void *handler_cls,
-                                  MHD_RequestCompletedCallback completed, void *completed_cls) {
+                                  MHD_RequestCompletedCallback completed, void *completed_cls,
+                                  MHD_AcceptPolicyCallback accept_policy, void *accept_cls,
+                                  MHD_NotifyConnectionCallback notify, void *notify_cls,
+                                  void *(*request_line)(void *cls, const char *uri, struct MHD_Connection *connection),
+                                  void *request_line_cls) {
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC
                        | MHD_ALLOW_SUSPEND_RESUME;
-    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+    return MHD_start_daemon(flags, port, accept_policy, accept_cls, handler, handler_cls,
                             MHD_OPTION_THREAD_POOL_SIZE, threads,
                             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
+                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_NOTIFY_CONNECTION, notify, notify_cls,
+                            MHD_OPTION_URI_LOG_CALLBACK, request_line, request_line_cls,
                             MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int) 1,
                             MHD_OPTION_UNESCAPE_CALLBACK, unescape_keeping_nul, NULL,
                             MHD_OPTION_END);
+}
+
+int shim_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
+int shim_sockaddr_address(const struct sockaddr *address, char *buffer, size_t length) {
+    if (address == NULL) return -1;
+    socklen_t size = address->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    return getnameinfo(address, size, buffer, (socklen_t) length, NULL, 0, NI_NUMERICHOST);
 }
 
 uint16_t shim_mhd_bound_port(struct MHD_Daemon *daemon) {

@@ -28,8 +28,18 @@ public final class EventStream: Sendable {
     }
 
     private let state = Mutex(State())
+    private static let attached = Atomic<Int>(0)
 
     public init() {}
+
+    /// Streams handed to a client and not yet ended, in this process.
+    public static var openCount: Int { attached.load(ordering: .relaxed) }
+
+    /// Ends a stream that will not be handed to a client (refused after it was made): runs its close handlers.
+    public func discard() {
+        state.withLock { $0.closed = true }
+        release()
+    }
 
     /// Whether the stream ended (closed here, or the client went away).
     public var isClosed: Bool { state.withLock { $0.closed || $0.released } }
@@ -110,6 +120,7 @@ public final class EventStream: Sendable {
 
     func attach(_ connection: OpaquePointer) {
         state.withLock { $0.connection = connection }
+        Self.attached.wrappingAdd(1, ordering: .relaxed)
     }
 
     /// Copies what is pending into `buffer`; -1 at the end; 0 after suspending the connection until there is more.
@@ -134,6 +145,8 @@ public final class EventStream: Sendable {
     /// The response is finished or the client went away: nothing more will be read.
     func release() {
         let handlers = state.withLock { s in
+            guard !s.released else { return [@Sendable () -> Void]() }
+            if s.connection != nil { Self.attached.wrappingSubtract(1, ordering: .relaxed) }
             s.released = true
             s.connection = nil
             defer { s.closeHandlers = [] }

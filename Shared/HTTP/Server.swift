@@ -27,24 +27,35 @@ public final class HTTPServer: @unchecked Sendable {
     private let condition = NSCondition()
     private var inFlight = 0
     private var streams: [ObjectIdentifier: EventStream] = [:]
+    fileprivate let connections: ConnectionGuard
 
-    /// Creates a server.
-    public init(port: UInt16, threads: Int, route: @escaping Route, respond: @escaping Respond) {
+    /// Creates a server; `report` hears of every connection the limits turn away (on the server's threads).
+    public init(port: UInt16, threads: Int, limits: ConnectionLimits = ConnectionLimits(total: 1024, perClient: 1024, streams: 512),
+                report: @escaping @Sendable (ConnectionRefusal, String) -> Void = { _, _ in },
+                route: @escaping Route, respond: @escaping Respond) {
         self.port = port
         self.threads = max(1, threads)
         self.route = route
         self.respond = respond
+        connections = ConnectionGuard(limits: limits, report: report)
     }
 
     /// Starts listening; throws when the port cannot be bound.
     public func start() throws {
         // The daemon holds an unretained pointer to self: `stop()` stops the daemon before self can go away.
         let context = Unmanaged.passUnretained(self).toOpaque()
-        daemon = shim_mhd_start(port, UInt32(threads), 60, serverAccessHandler, context, serverCompletedHandler, context)
+        let limits = connections.limits
+        // libmicrohttpd's own limit sits above ours, so that ours, which reports, turns clients away first.
+        daemon = shim_mhd_start(port, UInt32(threads), UInt32(limits.idleTimeoutSeconds), UInt32(limits.total + 16),
+                                serverAccessHandler, context, serverCompletedHandler, context,
+                                serverAcceptPolicy, context, serverConnectionNotice, context, serverRequestLine, context)
         guard let daemon else { throw HTTPServerError.cannotListen(port: port) }
         boundPort = shim_mhd_bound_port(daemon)
         if boundPort == 0 { boundPort = port }
     }
+
+    /// Ends the connections whose request head is late; the owner calls it every second or so.
+    public func sweepConnections() { connections.sweep() }
 
     /// Sends a comment on every open stream: a suspended stream does not notice a client that went away until it
     /// writes. The owner calls it now and then (every 15 s or so).
@@ -196,6 +207,7 @@ private let serverAccessHandler: MHD_AccessHandlerCallback = { cls, connection, 
         let pending = PendingRequest(match: match)
         conCls.pointee = Unmanaged.passRetained(pending).toOpaque()
         server.begin()
+        server.connections.headArrived(shim_mhd_connection_fd(connection))
         if case .refused = match { return answer(pending, connection, url, method, server) }
         return mhdYes
     }
@@ -237,11 +249,43 @@ private func answer(_ pending: PendingRequest, _ connection: OpaquePointer, _ ur
     return queue(server.handle(request, pending.match), on: connection, server: server)
 }
 
-private let serverCompletedHandler: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
+private let serverCompletedHandler: MHD_RequestCompletedCallback = { cls, connection, conCls, _ in
     guard let cls, let conCls, let pointer = conCls.pointee else { return }
     Unmanaged<PendingRequest>.fromOpaque(pointer).release()
     conCls.pointee = nil
-    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().end()
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    if let connection { server.connections.requestDone(shim_mhd_connection_fd(connection)) }
+    server.end()
+}
+
+private let serverAcceptPolicy: MHD_AcceptPolicyCallback = { cls, address, _ in
+    guard let cls else { return mhdNo }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    return server.connections.admit(numericAddress(address)) ? mhdYes : mhdNo
+}
+
+private let serverConnectionNotice: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+    guard let cls, let connection else { return }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    let fd = shim_mhd_connection_fd(connection)
+    if code.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED
+        var address = [CChar](repeating: 0, count: 64)
+        let known = shim_mhd_client_address(connection, &address, address.count) == 0
+        server.connections.opened(fd, address: known ? String(cString: address) : "")
+    } else {
+        server.connections.closed(fd)
+    }
+}
+
+private let serverRequestLine: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = { cls, _, connection in
+    guard let cls, let connection else { return nil }
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connections.requestLineArrived(shim_mhd_connection_fd(connection))
+    return nil  // the request's con_cls stays empty until its head is complete
+}
+
+private func numericAddress(_ address: UnsafePointer<sockaddr>?) -> String {
+    var text = [CChar](repeating: 0, count: 64)
+    return shim_sockaddr_address(address, &text, text.count) == 0 ? String(cString: text) : ""
 }
 
 // libmicrohttpd's closed enums import as Swift enums; these are their C values.

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HTTP
 import Kafka
 
 /// A setting that is missing or malformed; the process stops at start with one line naming it.
@@ -73,6 +74,13 @@ public struct ServiceConfig: Sendable {
     public var logLevel: LogLevel
     /// `HTTP_THREADS`: server threads (each may block on the database).
     public var httpThreads: Int
+    /// `HTTP_MAX_CONNECTIONS_PER_CLIENT` (default 512), `HTTP_HEAD_TIMEOUT_SECONDS` (default 10), `HTTP_MAX_STREAMS`
+    /// (default half the connections), and in all as many connections as the file-descriptor limit allows (raised to
+    /// its hard limit at start) less 256 for the database, the broker and files. `TRUSTED_PROXIES` are exempt from the
+    /// per-client limit.
+    public var connectionLimits: ConnectionLimits
+    /// `TRUSTED_PROXIES`: the addresses of proxies whose `X-Forwarded-For` names the client (comma-separated IPs).
+    public var trustedProxies: Set<String>
     /// `DB_POOL_SIZE`.
     public var dbPoolSize: Int
     /// `OUTBOX_RETENTION_HOURS`: how long sent events stay available for `republish` (at most 720, the 30 days for
@@ -124,6 +132,22 @@ public struct ServiceConfig: Sendable {
         guard groupPrefix.count <= 100, groupPrefix.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
             throw ConfigError(variable: "KAFKA_GROUP_PREFIX", problem: "must be at most 100 of A-Z a-z 0-9 . _ -")
         }
+        var proxies = Set<String>()
+        for item in env.string("TRUSTED_PROXIES", default: "").split(separator: ",") {
+            let address = item.trimmingCharacters(in: .whitespaces)
+            var v4 = in_addr(), v6 = in6_addr()
+            guard inet_pton(AF_INET, address, &v4) == 1 || inet_pton(AF_INET6, address, &v6) == 1 else {
+                throw ConfigError(variable: "TRUSTED_PROXIES", problem: "must be a comma-separated list of IP addresses (got \"\(address)\")")
+            }
+            proxies.insert(address)
+        }
+        let total = max(64, ConnectionLimits.raiseFileLimit() - 256)
+        let limits = ConnectionLimits(
+            total: total,
+            perClient: try env.int("HTTP_MAX_CONNECTIONS_PER_CLIENT", default: 512, range: 1...1_000_000),
+            headTimeoutSeconds: try env.int("HTTP_HEAD_TIMEOUT_SECONDS", default: 10, range: 1...3600),
+            streams: try env.int("HTTP_MAX_STREAMS", default: total / 2, range: 1...1_000_000),
+            exempt: proxies)
         return ServiceConfig(
             service: service,
             port: try env.int("PORT", default: defaultPort, range: 0...65535),
@@ -135,6 +159,8 @@ public struct ServiceConfig: Sendable {
             kafkaReplicationFactor: try env.int("KAFKA_REPLICATION_FACTOR", default: 1, range: 1...10),
             logLevel: LogLevel(rawValue: level) ?? .info,
             httpThreads: try env.int("HTTP_THREADS", default: 16, range: 1...1024),
+            connectionLimits: limits,
+            trustedProxies: proxies,
             dbPoolSize: try env.int("DB_POOL_SIZE", default: 10, range: 1...500),
             outboxRetentionHours: try env.int("OUTBOX_RETENTION_HOURS", default: 168, range: 1...720),
             outboxMaxDelaySeconds: try env.int("OUTBOX_MAX_DELAY_SECONDS", default: 60, range: 1...86_400),

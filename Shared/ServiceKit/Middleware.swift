@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import Models
+import Synchronization
 
 /// One step of the request pipeline: it does its part around `next`, which runs the rest of the pipeline and the
 /// route's handler. The kit's pipeline is request id → access log and metrics → errors → the route. Authentication
@@ -124,6 +125,48 @@ extension HTTPError {
         case .forbidden: self = HTTPError(403, "forbidden", error.message, field: error.field)
         case .conflict: self = .conflict(error.message, field: error.field)
         case .rateLimited(let seconds): self = .rateLimited(retryAfter: seconds)
+        }
+    }
+}
+
+/// Turns away a new event stream once `limit` are open in this process (503 with `Retry-After`): long-lived streams
+/// have a budget of their own, so they cannot take every connection.
+public struct StreamBudgetMiddleware: Middleware {
+    let limit: Int
+    let refusals: RefusalLog
+
+    public func handle(_ request: Request, next: (Request) throws -> Response) throws -> Response {
+        let response = try next(request)
+        guard let stream = response.stream, EventStream.openCount >= limit else { return response }
+        stream.discard()
+        refusals.record(.streams, address: request.remoteAddress)
+        return HTTPError.unavailable(retryAfter: 5).response
+    }
+}
+
+/// Counts what the limits turn away (`http_refused_total{reason}`) and logs it, at most one line per reason every
+/// 10 seconds with how many since the last line: a flood must not flood the log too.
+public final class RefusalLog: Sendable {
+    private let logger: Logger
+    private let metrics: Metrics
+    private let recent = Mutex<[ConnectionRefusal: (count: Int, lastLine: Date)]>([:])
+
+    public init(logger: Logger, metrics: Metrics) { self.logger = logger; self.metrics = metrics }
+
+    public func record(_ refusal: ConnectionRefusal, address: String) {
+        metrics.increment("http_refused_total", labels: "reason=\"\(refusal.rawValue)\"",
+                          help: "Connections and streams turned away by the server's limits.")
+        let now = Date()
+        let count: Int? = recent.withLock { r in
+            var entry = r[refusal] ?? (0, .distantPast)
+            entry.count += 1
+            defer { r[refusal] = entry }
+            guard now.timeIntervalSince(entry.lastLine) >= 10 else { return nil }
+            defer { entry = (0, now) }
+            return entry.count
+        }
+        if let count {
+            logger.warn("turned clients away", ["reason": .string(refusal.rawValue), "count": .int(count), "lastAddress": .string(address)])
         }
     }
 }

@@ -58,7 +58,9 @@ public final class ServiceApp: @unchecked Sendable {
         self.migrations = migrations
         self.setup = setup
         self.commands = commands
-        middleware = [RequestIDMiddleware(), AccessLogMiddleware(logger: logger, metrics: metrics), ErrorMiddleware(logger: logger)]
+        middleware = [RequestIDMiddleware(), AccessLogMiddleware(logger: logger, metrics: metrics),
+                      StreamBudgetMiddleware(limit: config.connectionLimits.streams, refusals: RefusalLog(logger: logger, metrics: metrics)),
+                      ErrorMiddleware(logger: logger)]
         pool = Pool(url: config.databaseURL, maxSize: config.dbPoolSize)
         let kafka = config.kafka(logger: logger)
         self.kafka = kafka
@@ -149,7 +151,9 @@ public final class ServiceApp: @unchecked Sendable {
     /// the database cannot be reached within a minute or migrations fail, and whatever `setup` throws.
     public func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        let server = HTTPServer(port: UInt16(config.port), threads: config.httpThreads,
+        let refusals = RefusalLog(logger: logger, metrics: metrics)
+        let server = HTTPServer(port: UInt16(config.port), threads: config.httpThreads, limits: config.connectionLimits,
+                                report: { refusals.record($0, address: $1) },
                                 route: { [unowned self] method, path in router.withLock { $0 }.match(method: method, path: path) },
                                 respond: { [unowned self] request, match in respond(request, match) })
         var standard = Router()
@@ -388,14 +392,19 @@ public enum StartupError: Error, CustomStringConvertible {
     }
 }
 
-/// The HTTP server as a background service: pings open event streams now and then, and on stop lets in-flight
-/// requests finish until the deadline.
+/// The HTTP server as a background service: ends connections whose request head is late (every second), pings open
+/// event streams now and then, and on stop lets in-flight requests finish until the deadline.
 struct HTTPService: BackgroundService {
     let server: HTTPServer
     var name: String { "http-server" }
 
     func run(until cancellation: Cancellation) {
-        while cancellation.sleep(15) { server.pingStreams() }
+        var second = 0
+        while cancellation.sleep(1) {
+            server.sweepConnections()
+            second += 1
+            if second % 15 == 0 { server.pingStreams() }
+        }
         server.stop(grace: max(0.5, cancellation.deadline.timeIntervalSinceNow - 1))
     }
 }

@@ -141,6 +141,20 @@ final class DispatchFlowTests: DispatchTestCase {
         XCTAssertTrue(watching.ended)
     }
 
+    func testEventStreamsHaveABudgetOfTheirOwn() throws {
+        let limited = try startInstance(ownGroups: true, settings: ["HTTP_MAX_STREAMS": "2"])
+        defer { limited.stop() }
+        let sender = try person()
+        let id = try send(sender, to: nil)["id"] as! String
+        let open = try (0..<2).map { _ in try SSEReader(port: limited.port, path: "/v1/parcels/\(id)/events", token: sender.token) }
+        XCTAssertEqual(open.map(\.status), [200, 200])
+        let third = try SSEReader(port: limited.port, path: "/v1/parcels/\(id)/events", token: sender.token)
+        XCTAssertEqual(third.status, 503, "a stream over the budget is turned away")
+        XCTAssertEqual(try APIClient(port: limited.port).get("/v1/parcels/\(id)", token: sender.token).status, 200,
+                       "ordinary requests still pass")
+        XCTAssertTrue(limited.log.contains("\"reason\":\"streams\""), "the refusal is logged")
+    }
+
     func testTheSenderWatchesEveryTransitionAndTheCourierMoveLive() throws {
         let sender = try person(), recipient = try person()
         let c = try courier(lat: 44.4270, lon: 26.1030)

@@ -11,11 +11,24 @@
 #include <microhttpd.h>
 #include <librdkafka/rdkafka.h>
 
-/// Starts an epoll thread-pool daemon on `port` (all addresses).
+/// Starts an epoll thread-pool daemon on `port` (all addresses): at most `connection_limit` connections, each closed
+/// after `connection_timeout_seconds` idle; `accept_policy` admits new connections and `notify` hears them open and
+/// close, `request_line` hears each request line arrive (it must return NULL); "%00" in a path or query stays as it
+/// is (a NUL would cut it short).
 struct MHD_Daemon *shim_mhd_start(uint16_t port, unsigned int threads,
-                                  unsigned int connection_timeout_seconds,
+                                  unsigned int connection_timeout_seconds, unsigned int connection_limit,
                                   MHD_AccessHandlerCallback handler, void *handler_cls,
-                                  MHD_RequestCompletedCallback completed, void *completed_cls);
+                                  MHD_RequestCompletedCallback completed, void *completed_cls,
+                                  MHD_AcceptPolicyCallback accept_policy, void *accept_cls,
+                                  MHD_NotifyConnectionCallback notify, void *notify_cls,
+                                  void *(*request_line)(void *cls, const char *uri, struct MHD_Connection *connection),
+                                  void *request_line_cls);
+
+/// The socket of `connection`; -1 when unknown.
+int shim_mhd_connection_fd(struct MHD_Connection *connection);
+
+/// Writes the numeric form of `address` into `buffer`; returns 0 on success.
+int shim_sockaddr_address(const struct sockaddr *address, char *buffer, size_t length);
 
 /// The port the daemon listens on (the one the system chose when started on port 0); 0 when unknown.
 uint16_t shim_mhd_bound_port(struct MHD_Daemon *daemon);

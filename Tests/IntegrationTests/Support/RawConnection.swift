@@ -6,9 +6,16 @@ final class RawConnection {
     let fd: Int32
     private(set) var received: [UInt8] = []
 
-    init(port: Int) throws {
+    /// Connects to 127.0.0.1:`port`, from the loopback address `from` (another client, as the server sees it).
+    init(port: Int, from source: String = "127.0.0.1") throws {
         signal(SIGPIPE, SIG_IGN)
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        guard withUnsafePointer(to: &local, {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }) == 0 else { close(fd); throw TestFailure("cannot bind \(source)") }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")

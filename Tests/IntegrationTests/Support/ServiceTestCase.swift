@@ -54,8 +54,8 @@ class ServiceTestCase: XCTestCase {
     /// Starts an instance of the service on this test's database and waits until it is ready. `ownGroups` puts its
     /// consumers in groups of their own, for tests about what instances share through the database, not Kafka:
     /// Tansu now and then never completes the rebalance a second member of a group brings.
-    func startInstance(ownGroups: Bool = false) throws -> ServiceProcess {
-        var environment = serviceSettings
+    func startInstance(ownGroups: Bool = false, settings: [String: String] = [:]) throws -> ServiceProcess {
+        var environment = serviceSettings.merging(settings) { $1 }
         environment["DATABASE_URL"] = database.url
         environment["KAFKA_GROUP_PREFIX"] = ownGroups ? Self.newGroupPrefix() : groupPrefix
         environment["AUTH_JWKS_URL"] = "http://127.0.0.1:\(auth.port)/v1/auth/jwks"
