@@ -54,23 +54,60 @@ final class AuthFlowTests: AuthTestCase {
                           "username and email together are ambiguous")
     }
 
-    func testTenFailuresForOneAccountAreRateLimitedEvenWithTheRightPassword() throws {
-        _ = try api.signup("carol_rl", password: "correct horse battery")
-        for _ in 0..<10 {
+    func testFailuresSlowAnAccountButNeverLockItsOwnerOutOnAKnownDevice() throws {
+        let signup = try api.signup("carol_rl", password: "correct horse battery")
+        let device = try XCTUnwrap(signup["deviceToken"] as? String, "a sign-up names its device")
+        for _ in 0..<10 {  // an attacker, anywhere
             assertClientError(try api.post("/v1/auth/login", ["username": "carol_rl", "password": "wrong guess 123"]), 401)
         }
-        let limited = try api.post("/v1/auth/login", ["username": "carol_rl", "password": "correct horse battery"])
-        assertClientError(limited, 429, code: "rate_limited")
-        XCTAssertNotNil(Int(limited.headers["retry-after"] ?? ""), "429 carries Retry-After")
-        // The lockout counts the account, whichever identifier is used.
+        let slowed = try api.post("/v1/auth/login", ["username": "carol_rl", "password": "correct horse battery"])
+        assertClientError(slowed, 429, code: "rate_limited")
+        let wait = try XCTUnwrap(Int(slowed.headers["retry-after"] ?? ""), "429 carries Retry-After")
+        XCTAssertLessThanOrEqual(wait, 2, "slowed, not locked for 15 minutes")
+        // The throttle counts the account, whichever identifier is used.
         assertClientError(try api.post("/v1/auth/login", ["email": "carol_rl@example.com", "password": "correct horse battery"]), 429)
+        let owner = try api.post("/v1/auth/login", ["username": "carol_rl", "password": "correct horse battery", "deviceToken": device])
+        XCTAssertEqual(owner.status, 200, "the owner on a device she used before is not slowed")
+        XCTAssertEqual(owner["deviceToken"] as? String, device)
+        XCTAssertEqual(try api.post("/v1/auth/login", ["username": "carol_rl", "password": "correct horse battery", "deviceToken": "forged"]).status, 429,
+                       "an unknown device token is no device")
+        Thread.sleep(forTimeInterval: Double(wait) + 0.2)
+        let later = try api.post("/v1/auth/login", ["username": "carol_rl", "password": "correct horse battery"])
+        XCTAssertEqual(later.status, 200, "after the wait, anyone with the password gets in")
+        XCTAssertNotNil(later["deviceToken"] as? String, "and that device is remembered")
     }
 
-    func testTenFailuresFromOneClientAreRateLimitedAcrossAccounts() throws {
-        for i in 0..<10 {
+    func testFailuresForRandomNamesFromOneAddressDoNotLockOthersOut() throws {
+        _ = try api.signup("erin_shared", password: "correct horse battery")
+        for i in 0..<12 {
             assertClientError(try api.post("/v1/auth/login", ["username": "ghost\(i)", "password": "wrong guess 123"]), 401)
         }
-        assertClientError(try api.post("/v1/auth/login", ["username": "ghost99", "password": "wrong guess 123"]), 429)
+        XCTAssertEqual(try api.post("/v1/auth/login", ["username": "erin_shared", "password": "correct horse battery"]).status, 200,
+                       "behind one NAT, one guesser does not lock everyone out")
+    }
+
+    func testTheAddressLimitUsesXForwardedForOnlyThroughTrustedProxies() throws {
+        for trusted in [true, false] {
+            let database = try TestDatabase()
+            defer { database.drop() }
+            var environment = ["DATABASE_URL": database.url, "LOGIN_ADDRESS_MAX_FAILURES": "3"]
+            if trusted { environment["TRUSTED_PROXIES"] = "127.0.0.1" }
+            let service = try ServiceProcess.startReady("auth", environment: environment)
+            defer { service.stop() }
+            let client = APIClient(port: service.port)
+            _ = try client.signup("frank_proxy", password: "correct horse battery")
+            for i in 0..<3 {
+                let r = try client.post("/v1/auth/login", ["username": "ghost\(i)", "password": "wrong guess 123"],
+                                        headers: ["X-Forwarded-For": trusted ? "203.0.113.7" : "198.51.100.\(i)"])
+                assertClientError(r, 401)
+            }
+            let guesser = try client.post("/v1/auth/login", ["username": "ghost9", "password": "wrong guess 123"],
+                                          headers: ["X-Forwarded-For": trusted ? "203.0.113.7" : "198.51.100.9"])
+            assertClientError(guesser, 429, trusted ? "the guesser's own address is limited" : "a forged X-Forwarded-For changes nothing")
+            let other = try client.post("/v1/auth/login", ["username": "frank_proxy", "password": "correct horse battery"],
+                                        headers: ["X-Forwarded-For": "203.0.113.8"])
+            XCTAssertEqual(other.status, trusted ? 200 : 429, trusted ? "another client behind the proxy gets in" : "untrusted: one address")
+        }
     }
 
     func testDuplicatesConflictCaseInsensitively() throws {

@@ -19,10 +19,13 @@ struct LoginBody: RequestBody {
     /// Lengths are not checked here: a login with an impossible name or password is a 401, like any failed login.
     static let schema = Schema.object([
         "username": .absentOrValue(.string()), "email": .absentOrValue(.string()), "password": .required(.string()),
+        "deviceToken": .absentOrValue(.string()),
     ])
     let username: String?
     let email: String?
     let password: String
+    /// The `deviceToken` of an earlier sign-in on this device: others' failed logins do not slow this one.
+    let deviceToken: String?
 }
 
 struct RefreshBody: RequestBody {
@@ -93,6 +96,8 @@ struct SessionView: Encodable {
     let refreshToken: String
     let tokenType = "Bearer"
     let expiresIn: Int
+    /// Names this device in later logins (sign-up and login only).
+    var deviceToken: String?
 }
 
 // MARK: - Schemas for the OpenAPI document
@@ -109,7 +114,7 @@ enum Schemas {
     static let session = """
         {"type":"object","required":["user","accessToken","refreshToken","tokenType","expiresIn"],"additionalProperties":false,
          "properties":{"user":\(user),"accessToken":{"type":"string"},"refreshToken":{"type":"string"},
-         "tokenType":{"const":"Bearer"},"expiresIn":{"type":"integer"}}}
+         "tokenType":{"const":"Bearer"},"expiresIn":{"type":"integer"},"deviceToken":{"type":"string"}}}
         """
     static let revokedSessions = """
         {"type":"object","required":["sessions"],"additionalProperties":false,"properties":{"sessions":{"type":"array",

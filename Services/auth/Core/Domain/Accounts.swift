@@ -59,3 +59,25 @@ enum Check {
         return email
     }
 }
+
+/// How failed logins slow later ones (see `AuthHandlers.login`).
+struct LoginThrottle: Sendable {
+    /// `LOGIN_ADDRESS_MAX_FAILURES`: failures from one address within 15 minutes before it is refused (default 100).
+    let addressFailures: Int
+    /// `TRUSTED_PROXIES`.
+    let trustedProxies: Set<String>
+    /// Failures of an account before each attempt must wait.
+    static let accountFailures = 10
+    /// Failures through one device token before it is forgotten.
+    static let deviceFailures = 10
+
+    /// Seconds to wait before the next attempt, or nil when it may go ahead.
+    func wait(device: Bool, _ recent: (account: Int, client: Int, sinceAccount: Double, clientRetryAfter: Int)) -> Int? {
+        if device { return nil }  // its own failures end it (forgotten after `deviceFailures`)
+        if recent.client >= addressFailures { return max(1, recent.clientRetryAfter) }
+        guard recent.account >= Self.accountFailures else { return nil }
+        let delay = Double(min(900, 1 << min(recent.account - Self.accountFailures, 10)))
+        let wait = Int((delay - recent.sinceAccount).rounded(.up))
+        return wait > 0 ? wait : nil
+    }
+}

@@ -11,9 +11,8 @@ struct AuthHandlers: Sendable {
     let outbox: Outbox
     let idempotency: Idempotency
     let keys: SigningKeys
+    let login: LoginThrottle
     let storage = AuthStorage()
-    /// Failures per account or client within 15 minutes before logins are refused.
-    static let maxFailures = 10
     /// A valid hash to verify against when the user does not exist, so timing does not tell.
     static let dummyHash = (try? PasswordHasher.hash("not a real password at all")) ?? ""
 
@@ -30,29 +29,46 @@ struct AuthHandlers: Sendable {
                                           fullName: user.fullName, avatarMediaId: nil,
                                           createdAt: Timestamp.format(user.createdAt)),
                            subject: user.id.lowercased, on: c)
-            return try .json(try openSession(c, user), status: 201)
+            var session = try openSession(c, user)
+            session.deviceToken = try storage.addDevice(c, user: user.id)
+            return try .json(session, status: 201)
         }
     }
 
+    /// Slows guessing without handing an attacker a lockout to aim (OWASP's guidance): a device the user signed in from
+    /// before (`deviceToken`) is never slowed by others' failures (only by its own: ten of them and it is forgotten);
+    /// otherwise an address is refused after `LOGIN_ADDRESS_MAX_FAILURES` failures in 15 minutes (high, since many
+    /// users may share one address), and an account, after 10 failures, takes one attempt per 1, 2, 4 … 900 seconds.
+    /// The address is the peer's, or the client's in `X-Forwarded-For` through `TRUSTED_PROXIES` only.
     func login(_ request: Request, _ body: LoginBody) throws -> Response {
         guard (body.username == nil) != (body.email == nil) else {
             throw HTTPError.validation("Give either username or email.", field: body.username == nil ? "username" : "email")
         }
         let identifier = (body.username ?? body.email ?? "").lowercased()
         guard identifier.count <= 254, body.password.utf8.count <= 1024 else { throw HTTPError.unauthenticated(Self.loginFailed) }
-        let client = "ip:" + request.remoteAddress
         let found = try pool.withConnection { try storage.userForLogin($0, username: body.username, email: body.email) }
         let account = found.map { "user:" + $0.0.id.lowercased } ?? "login:" + identifier
-        let recent = try pool.withConnection { try storage.recentFailures($0, account: account, client: client) }
-        if recent.account >= Self.maxFailures || recent.client >= Self.maxFailures {
-            throw HTTPError.rateLimited(retryAfter: recent.retryAfter)
+        var device: String?
+        if let token = body.deviceToken, token.utf8.count <= 64, let user = found?.0,
+           try pool.withConnection({ try storage.isDevice($0, token: token, of: user.id) }) {
+            device = token
         }
+        let client = device.map { "device:" + AuthStorage.hash($0) } ?? "ip:" + request.clientAddress(trustedProxies: login.trustedProxies)
+        let recent = try pool.withConnection { try storage.recentFailures($0, account: account, client: client) }
+        if let wait = login.wait(device: device != nil, recent) { throw HTTPError.rateLimited(retryAfter: wait) }
         let matches = PasswordHasher.verify(body.password, encoded: found?.1 ?? Self.dummyHash)
         guard matches, let user = found?.0 else {
-            try pool.withConnection { try storage.recordFailure($0, account: account, client: client) }
+            try pool.withConnection { c in
+                try storage.recordFailure(c, account: account, client: client)
+                if let device, recent.client + 1 >= LoginThrottle.deviceFailures { try storage.forgetDevice(c, token: device) }
+            }
             throw HTTPError.unauthenticated(Self.loginFailed)
         }
-        return try pool.withTransaction { c in try .json(try openSession(c, user)) }
+        return try pool.withTransaction { c in
+            var session = try openSession(c, user)
+            session.deviceToken = try device ?? storage.addDevice(c, user: user.id)
+            return try .json(session)
+        }
     }
 
     static let loginFailed = "The username, email or password is not correct."
@@ -149,9 +165,9 @@ struct AuthHandlers: Sendable {
     func changePassword(_ request: Request, _ caller: Caller, _ body: ChangePasswordBody) throws -> Response {
         let newPassword = body.newPassword
         let account = "user:" + caller.userId.lowercased
-        let client = "ip:" + request.remoteAddress
+        let client = "session:" + caller.sessionId.lowercased
         let recent = try pool.withConnection { try storage.recentFailures($0, account: account, client: client) }
-        if recent.account >= Self.maxFailures { throw HTTPError.rateLimited(retryAfter: recent.retryAfter) }
+        if let wait = login.wait(device: false, recent) { throw HTTPError.rateLimited(retryAfter: wait) }
         guard let current = try pool.withConnection({ try storage.passwordHash($0, user: caller.userId) }) else {
             throw HTTPError.notFound()
         }

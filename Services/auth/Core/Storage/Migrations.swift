@@ -57,4 +57,13 @@ let migrations: [Migration] = [
     Migration(4, "revoked sessions by time, for the list other services read", """
         CREATE INDEX sessions_revoked_at ON sessions (revoked_at) WHERE revoked_at IS NOT NULL;
         """),
+    Migration(5, "devices a user signed in from: their logins are not slowed by others' failures", """
+        CREATE TABLE devices (
+            token_hash text PRIMARY KEY,
+            user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            last_used_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX devices_by_user ON devices (user_id);
+        """),
 ]

@@ -172,16 +172,38 @@ struct AuthStorage {
 
     // MARK: Login failures
 
-    /// Failures in the last 15 minutes for the account and for the client, and seconds until the oldest expires.
-    func recentFailures(_ c: Connection, account: String, client: String) throws -> (account: Int, client: Int, retryAfter: Int) {
+    /// Failures in the last 15 minutes for the account and for the client, seconds since the account's last one,
+    /// and seconds until the client's oldest one expires.
+    func recentFailures(_ c: Connection, account: String, client: String)
+        throws -> (account: Int, client: Int, sinceAccount: Double, clientRetryAfter: Int) {
         let row = try c.first("""
             SELECT count(*) FILTER (WHERE account_key = $1) AS account,
                    count(*) FILTER (WHERE client_key = $2) AS client,
-                   COALESCE(EXTRACT(EPOCH FROM min(at) + interval '15 minutes' - now()), 0)::int AS retry
+                   COALESCE(EXTRACT(EPOCH FROM now() - max(at) FILTER (WHERE account_key = $1)), 1e9)::float8 AS since_account,
+                   COALESCE(EXTRACT(EPOCH FROM min(at) FILTER (WHERE client_key = $2) + interval '15 minutes' - now()), 0)::int AS retry
             FROM auth.login_failures
             WHERE at > now() - interval '15 minutes' AND (account_key = $1 OR client_key = $2)
             """, [account, client])!
-        return (try row["account"], try row["client"], try row["retry"])
+        return (try row["account"], try row["client"], try row["since_account"], try row["retry"])
+    }
+
+    // MARK: Devices
+
+    /// Whether `token` is a device `user` signed in from (and marks it used).
+    func isDevice(_ c: Connection, token: String, of user: UUID) throws -> Bool {
+        try c.execute("UPDATE auth.devices SET last_used_at = now() WHERE token_hash = $1 AND user_id = $2",
+                      [Self.hash(token), user]) == 1
+    }
+
+    /// Remembers a new device of `user`; returns its token (stored only hashed).
+    func addDevice(_ c: Connection, user: UUID) throws -> String {
+        let token = Base64URL.encode(secureRandomBytes(32))
+        try c.execute("INSERT INTO auth.devices (token_hash, user_id) VALUES ($1, $2)", [Self.hash(token), user])
+        return token
+    }
+
+    func forgetDevice(_ c: Connection, token: String) throws {
+        try c.execute("DELETE FROM auth.devices WHERE token_hash = $1", [Self.hash(token)])
     }
 
     func recordFailure(_ c: Connection, account: String, client: String) throws {
@@ -190,6 +212,7 @@ struct AuthStorage {
 
     func deleteOldFailures(_ c: Connection) throws {
         try c.execute("DELETE FROM auth.login_failures WHERE at < now() - interval '1 day'")
+        try c.execute("DELETE FROM auth.devices WHERE last_used_at < now() - interval '180 days'")
     }
 
     // MARK: Signing keys
