@@ -10,9 +10,24 @@ public struct Idempotency: Sendable {
     let pool: Pool
     let schema: String
 
-    /// Runs `create` in a transaction, or returns the stored response of an earlier request with the same key.
+    /// What is kept of a first response, and how a retry is answered from it: by default the response itself; a
+    /// response carrying secrets (tokens) keeps a reference instead, and the retry makes a fresh answer from it.
+    public struct Replay: Sendable {
+        let keep: @Sendable (Response) -> [UInt8]
+        let answer: @Sendable (Connection, _ kept: [UInt8], _ status: Int) throws -> Response
+        public init(keep: @escaping @Sendable (Response) -> [UInt8],
+                    answer: @escaping @Sendable (Connection, [UInt8], Int) throws -> Response) {
+            self.keep = keep; self.answer = answer
+        }
+        public static let verbatim = Replay(keep: { $0.body }) { _, body, status in
+            Response(status: status, headers: [("Content-Type", "application/json")], body: body)
+        }
+    }
+
+    /// Runs `create` in a transaction, or answers a retry of an earlier request with the same key (through `replay`).
     /// `caller` scopes keys (a user id, or `anonymous`).
-    public func run(_ request: Request, caller: String, _ create: (Connection) throws -> Response) throws -> Response {
+    public func run(_ request: Request, caller: String, replay: Replay = .verbatim,
+                    _ create: (Connection) throws -> Response) throws -> Response {
         guard let key = request.header("idempotency-key") else { return try pool.withTransaction(create) }
         guard (1...255).contains(key.utf8.count), key.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
             throw HTTPError.validation("Idempotency-Key must be 1 to 255 visible ASCII characters.", field: "Idempotency-Key")
@@ -26,14 +41,15 @@ public struct Idempotency: Sendable {
                 guard try row["request_hash", as: String.self] == hash else {
                     throw HTTPError.conflict("This Idempotency-Key was used with a different request.", field: "Idempotency-Key")
                 }
-                return Response(status: try row["status"], headers: [("Content-Type", "application/json"), ("Idempotent-Replayed", "true")],
-                                body: try row["body", as: ByteArray.self].bytes)
+                var response = try replay.answer(connection, try row["body", as: ByteArray.self].bytes, try row["status"])
+                response.headers.append(("Idempotent-Replayed", "true"))
+                return response
             }
             let response = try create(connection)
             if (200..<300).contains(response.status) {
                 try connection.execute("""
                     INSERT INTO \(schema).idempotency_keys (caller, key, request_hash, status, body) VALUES ($1, $2, $3, $4, $5)
-                    """, [caller, key, hash, response.status, ByteArray(response.body)])
+                    """, [caller, key, hash, response.status, ByteArray(replay.keep(response))])
             }
             return response
         }

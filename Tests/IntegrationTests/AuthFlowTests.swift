@@ -164,7 +164,11 @@ final class AuthFlowTests: AuthTestCase {
         XCTAssertEqual(retry.userId, first.userId)
         XCTAssertEqual(retry.headers["idempotent-replayed"], "true")
         XCTAssertEqual(try count("users"), 1)
-        XCTAssertEqual(try count("sessions"), 1)
+        XCTAssertEqual(try count("sessions"), 2, "the retry gets a session of its own")
+        XCTAssertNotEqual(retry.accessToken, first.accessToken)
+        XCTAssertEqual(try api.get("/v1/users/me", token: retry.accessToken).status, 200)
+        let kept = try database.connect().first("SELECT convert_from(body, 'UTF8') AS body FROM auth.idempotency_keys")?["body", as: String.self]
+        XCTAssertEqual(kept, first.userId, "only a reference is kept, not the tokens")
         var other = body; other["username"] = "gina_other"
         assertClientError(try api.post("/v1/auth/signup", other, headers: ["Idempotency-Key": "k-123"]), 409,
                           "a reused key with another body is refused")

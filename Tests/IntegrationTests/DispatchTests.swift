@@ -165,6 +165,7 @@ final class DispatchFlowTests: DispatchTestCase {
         XCTAssertEqual(snapshot?.event, "snapshot")
         XCTAssertNotNil(wait(id, as: c, for: "offered"))
         XCTAssertEqual(try api.post("/v1/parcels/\(id)/accept", token: c.token).status, 200)
+        assertClientError(try api.post("/v1/parcels/\(id)/accept", token: c.token), 409, code: "conflict", "a second accept by the same courier")
         XCTAssertEqual(try api.post("/v1/parcels/\(id)/pickup", token: c.token).status, 200)
         _ = try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4300, "lon": 26.1000], token: c.token)
         var statuses: [String] = []

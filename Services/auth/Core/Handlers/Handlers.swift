@@ -23,7 +23,19 @@ struct AuthHandlers: Sendable {
         let email = try Check.email(body.email)
         let fullName = body.fullName
         let hash = try PasswordHasher.hash(body.password)
-        return try idempotency.run(request, caller: "anonymous") { c in
+        // A retry gets a session of its own: the table keeps the user id, never the tokens it handed out.
+        let replay = Idempotency.Replay(keep: { response in
+            Array(((try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any])
+                .flatMap { ($0["user"] as? [String: Any])?["id"] as? String }?.utf8 ?? "".utf8)
+        }) { [self] c, kept, status in
+            guard let id = UUID(uuidString: String(decoding: kept, as: UTF8.self)), let user = try storage.user(c, id: id) else {
+                throw HTTPError.conflict("The account this request created no longer exists.")
+            }
+            var session = try openSession(c, user)
+            session.deviceToken = try storage.addDevice(c, user: user.id)
+            return try .json(session, status: status)
+        }
+        return try idempotency.run(request, caller: "anonymous", replay: replay) { c in
             let user = try storage.insertUser(c, username: username, email: email, fullName: fullName, passwordHash: hash)
             try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email,
                                           fullName: user.fullName, avatarMediaId: nil,

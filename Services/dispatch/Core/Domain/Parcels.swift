@@ -48,8 +48,9 @@ struct Parcels: Sendable {
         switch action.actor {
         case .sender: allowed = parcel.senderId == user
         case .recipient: allowed = parcel.recipientUserId == user
-        case .courier: allowed = [.accept, .decline].contains(action) ? parcel.offeredTo == user && parcel.status == .offered
-                                                                       : parcel.courierId == user
+        // A courier answering an offer, or the parcel's own courier (a second accept is then a conflict, not a 403).
+        case .courier: allowed = parcel.courierId == user
+                           || ([.accept, .decline].contains(action) && parcel.offeredTo == user && parcel.status == .offered)
         case .system: allowed = false
         }
         guard allowed else { throw ParcelError.notYourRole(action) }
