@@ -22,17 +22,35 @@ public struct ImageInfo: Equatable, Sendable {
             return ImageInfo(contentType: "image/png", width: be32(16), height: be32(20))
         }
         if b.count >= 4, b[0] == 0xFF, b[1] == 0xD8, b[2] == 0xFF {
-            // Walk the segments to the first start-of-frame for the dimensions.
+            // The whole structure: segments of declared lengths up to the first scan, a frame with dimensions on
+            // the way, and the file ending at its end-of-image marker. Bytes that only begin like a JPEG (and go on
+            // as HTML, say) are not one.
+            guard b.count >= 4, b[b.count - 2] == 0xFF, b[b.count - 1] == 0xD9 else { return nil }
             var i = 2
-            while i + 9 < b.count, b[i] == 0xFF {
+            var size: (width: Int, height: Int)?
+            while i + 4 <= b.count, b[i] == 0xFF {
                 let marker = b[i + 1]
+                if marker == 0xFF { i += 1; continue }  // fill byte
+                if marker == 0xD9 { break }
+                guard marker != 0xD8, marker != 0x01, !(0xD0...0xD7).contains(marker) else { return nil }
+                let length = be16(i + 2)
+                guard length >= 2, i + 2 + length <= b.count else { return nil }
                 if (0xC0...0xCF).contains(marker) && ![0xC4, 0xC8, 0xCC].contains(marker) {
-                    return ImageInfo(contentType: "image/jpeg", width: be16(i + 7), height: be16(i + 5))
+                    guard length >= 8 else { return nil }
+                    size = (be16(i + 7), be16(i + 5))
                 }
-                if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) { i += 2; continue }
-                i += 2 + be16(i + 2)
+                if marker == 0xDA {  // start of scan: the rest is coded data, in which 0xFF is only stuffed or a marker
+                    guard let size, size.width > 0, size.height > 0 else { return nil }
+                    var j = i + 2 + length
+                    while j + 1 < b.count - 2 {
+                        if b[j] == 0xFF, b[j + 1] != 0x00, b[j + 1] != 0xFF, !(0xD0...0xD7).contains(b[j + 1]), b[j + 1] < 0xC0 { return nil }
+                        j += 1
+                    }
+                    return ImageInfo(contentType: "image/jpeg", width: size.width, height: size.height)
+                }
+                i += 2 + length
             }
-            return ImageInfo(contentType: "image/jpeg", width: nil, height: nil)
+            return nil
         }
         if b.count >= 30, ascii(0, "RIFF"), ascii(8, "WEBP") {
             if ascii(12, "VP8X") { return ImageInfo(contentType: "image/webp", width: le24(24) + 1, height: le24(27) + 1) }

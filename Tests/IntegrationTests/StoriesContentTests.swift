@@ -22,6 +22,10 @@ final class StoriesContentTests: StoriesTestCase {
         assertClientError(try upload(Array("<svg onload=alert(1)>".utf8), ann, contentType: "image/png"), 415, code: "unsupported_media_type")
         assertClientError(try upload(Array("GIF89a......".utf8), ann, contentType: "image/jpeg"), 415)
         assertClientError(try upload(Array(Images.png.prefix(10)), ann), 415, "a truncated PNG")
+        let html = Array("<html><script>alert(document.cookie)</script></html>".utf8)
+        assertClientError(try upload(Array(Images.jpeg.prefix(20)) + html, ann, contentType: "image/jpeg"), 415,
+                          "a JPEG header followed by HTML")
+        assertClientError(try upload(Images.jpeg + html, ann, contentType: "image/jpeg"), 415, "HTML after the end of the image")
         assertClientError(try upload([], ann), 400)
         assertClientError(try upload([UInt8](repeating: 0xFF, count: (10 << 20) + 1), ann), 413, code: "payload_too_large")
         api.http.disconnect()
