@@ -109,6 +109,50 @@ public enum Base64URL {
     }
 }
 
+// MARK: - AES-256-GCM
+
+/// Authenticated encryption of small secrets at rest (a signing key's seed): a box is a random 12-byte nonce, the
+/// ciphertext and the 16-byte tag; `aad` (say, the key id) is bound to it without being stored in it.
+public enum SecretBox {
+    public static func seal(_ plaintext: [UInt8], key: [UInt8], aad: [UInt8]) throws -> [UInt8] {
+        guard key.count == 32 else { throw CryptoError.invalidKey }
+        let nonce = secureRandomBytes(12)
+        guard let ctx = EVP_CIPHER_CTX_new() else { throw CryptoError.operationFailed("context") }
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        var length: Int32 = 0
+        var out = [UInt8](repeating: 0, count: plaintext.count + 16)
+        var tag = [UInt8](repeating: 0, count: 16)
+        guard EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce) == 1,
+              aad.isEmpty || EVP_EncryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1,
+              EVP_EncryptUpdate(ctx, &out, &length, plaintext, Int32(plaintext.count)) == 1 else {
+            throw CryptoError.operationFailed("encrypt")
+        }
+        let written = Int(length)
+        let ok = out.withUnsafeMutableBufferPointer { EVP_EncryptFinal_ex(ctx, $0.baseAddress! + written, &length) }
+        guard ok == 1, EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, &tag) == 1 else { throw CryptoError.operationFailed("encrypt") }
+        return nonce + out.prefix(written + Int(length)) + tag
+    }
+
+    /// The plaintext, or `invalidKey` when the key, the box or `aad` is not the one it was sealed with.
+    public static func open(_ box: [UInt8], key: [UInt8], aad: [UInt8]) throws -> [UInt8] {
+        guard key.count == 32, box.count >= 28 else { throw CryptoError.invalidKey }
+        let nonce = Array(box.prefix(12)), tag = Array(box.suffix(16)), ciphertext = Array(box[12..<(box.count - 16)])
+        guard let ctx = EVP_CIPHER_CTX_new() else { throw CryptoError.operationFailed("context") }
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        var length: Int32 = 0
+        var out = [UInt8](repeating: 0, count: ciphertext.count + 16)
+        var expected = tag
+        guard EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce) == 1,
+              aad.isEmpty || EVP_DecryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1,
+              EVP_DecryptUpdate(ctx, &out, &length, ciphertext, Int32(ciphertext.count)) == 1,
+              EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, 16, &expected) == 1 else { throw CryptoError.invalidKey }
+        let written = Int(length)
+        let ok = out.withUnsafeMutableBufferPointer { EVP_DecryptFinal_ex(ctx, $0.baseAddress! + written, &length) }
+        guard ok == 1 else { throw CryptoError.invalidKey }
+        return Array(out.prefix(written + Int(length)))
+    }
+}
+
 // MARK: - Ed25519
 
 /// An Ed25519 key pair held as raw bytes (32-byte seed and 32-byte public key).

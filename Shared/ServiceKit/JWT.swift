@@ -168,8 +168,8 @@ public func bearerToken(_ request: Request) throws -> String {
     return String(parts[1]).trimmingCharacters(in: .whitespaces)
 }
 
-/// Verifies tokens offline with auth's public keys (fetched from the JWKS URL, refetched on an unknown key id
-/// at most every 30 seconds), and refuses tokens of sessions revoked through `session.revoked`.
+/// Verifies tokens offline with auth's public keys (fetched from the JWKS URL every minute, and on an unknown key id
+/// at most every 5 seconds), and refuses tokens of sessions revoked through `session.revoked`.
 ///
 public final class TokenVerifier: Authenticator, Sendable {
     private let keys: Mutex<(current: [String: [UInt8]], lastFetch: Date)>
@@ -216,8 +216,9 @@ public final class TokenVerifier: Authenticator, Sendable {
         do {
             claims = try verified.verify(token, keys: currentKeys())
         } catch .unknownKey {
-            // A new key id is looked up at most every 30 s; while no key is known at all, every second.
-            let stale = keys.withLock { Date().timeIntervalSince($0.lastFetch) > ($0.current.isEmpty ? 1 : 30) }
+            // A new key id is looked up at most every 5 s (tokens with made-up ids cannot flood auth); while no key is
+            // known at all, every second.
+            let stale = keys.withLock { Date().timeIntervalSince($0.lastFetch) > ($0.current.isEmpty ? 1 : 5) }
             guard stale, refreshKeys(), let c = try? JWT.verify(token, keys: currentKeys()) else {
                 throw HTTPError.unauthenticated()
             }

@@ -127,12 +127,13 @@ public final class ServiceApp: @unchecked Sendable {
         }
         let verifier = TokenVerifier(jwksURL: config.jwksURL, revocations: revocations, logger: logger)
         addReadinessCheck("signingKeys") { verifier.hasKeys }
-        if !verifier.refreshKeys() {
-            // Auth may start after us: keep asking until it answers.
-            add(Job("signing-keys") { cancellation in
-                while !verifier.refreshKeys() && cancellation.sleep(2) {}
-            })
-        }
+        let loaded = verifier.refreshKeys()
+        // Auth may start after us: ask every 2 s until it answers; then every minute, so a rotated key is known
+        // before it signs (`auth rotate-keys` publishes it 5 minutes ahead by default).
+        add(Job("signing-keys") { cancellation in
+            var known = loaded
+            while cancellation.sleep(known ? 60 : 2) { known = verifier.refreshKeys() || known }
+        })
         return verifier
     }
 

@@ -9,7 +9,7 @@ final class ConnectionLimitTests: XCTestCase {
     override func tearDown() { database?.drop() }
 
     func testAThousandIdleConnectionsFromOneClientDoNotTurnAwayAnother() throws {
-        let auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
+        let auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url, "HTTP_MAX_CONNECTIONS_PER_CLIENT": "512"])
         defer { auth.stop() }
         // More than libmicrohttpd's default limit (about 1,020), all from 127.0.0.1 and all silent.
         var idle: [RawConnection] = []

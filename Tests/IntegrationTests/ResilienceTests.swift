@@ -149,6 +149,55 @@ final class ResilienceTests: XCTestCase {
         XCTAssertEqual(ids.count, 2, "both logged-out sessions, nothing else")
     }
 
+    func testSigningKeysRotateWithoutRefusingALiveTokenAndTheirSeedsAreSealed() throws {
+        let sealing = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let authPort = TestEnvironment.freePort()
+        let environment = ["DATABASE_URL": database.url, "SIGNING_KEY_ENCRYPTION_KEY": sealing,
+                           "AUTH_JWKS_URL": "http://127.0.0.1:\(authPort)/v1/auth/jwks"]
+        let auth = try ServiceProcess("auth", port: authPort, environment: environment)
+        defer { auth.stop() }
+        try auth.waitReady()
+        let stories = try ServiceProcess.startReady("stories", environment: environment)
+        defer { stories.stop() }
+        let api = APIClient(port: authPort)
+        func kid(_ token: String) -> String? {
+            var part = String(token.split(separator: ".").first ?? "").replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while part.count % 4 != 0 { part += "=" }
+            return (Data(base64Encoded: part).flatMap { try? JSONSerialization.jsonObject(with: $0) } as? [String: Any])?["kid"] as? String
+        }
+        func published() throws -> [String] { (try api.get("/v1/auth/jwks")["keys"] as? [[String: Any]] ?? []).compactMap { $0["kid"] as? String } }
+
+        let before = try api.signup()
+        let old = try XCTUnwrap(kid(before.accessToken))
+        let row = try database.connect().first("SELECT encrypted, length(seed) AS n FROM auth.signing_keys")
+        XCTAssertEqual(try row?["encrypted", as: Bool.self], true, "the seed is sealed at rest")
+        XCTAssertEqual(try row?["n", as: Int.self], 12 + 32 + 16)
+
+        let rotate = try ServiceProcess("auth", environment: environment, arguments: ["rotate-keys", "--activate-in", "8"])
+        rotate.process.waitUntilExit()
+        XCTAssertEqual(rotate.process.terminationStatus, 0, rotate.log)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 7) { (try? published().count) == 2 }, "the new key is published first")
+        XCTAssertEqual(kid(try api.signup().accessToken), old, "and does not sign yet")
+        var after: APIResponse?
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            after = try? api.signup()
+            return after.flatMap { kid($0.accessToken) }.map { $0 != old } ?? false
+        }, "then it signs")
+        for token in [before.accessToken, after?.accessToken ?? ""] {
+            XCTAssertEqual(try api.get("/v1/users/me", token: token).status, 200, "auth takes tokens of both keys")
+            XCTAssertEqual(try APIClient(port: stories.port).get("/v1/groups", token: token).status, 200, "so does stories")
+        }
+        XCTAssertEqual(try published().count, 2, "the old key stays published while its tokens live")
+
+        var wrong = environment
+        wrong["SIGNING_KEY_ENCRYPTION_KEY"] = String(repeating: "A", count: 43)
+        let refused = try ServiceProcess("auth", environment: wrong)
+        refused.process.waitUntilExit()
+        XCTAssertNotEqual(refused.process.terminationStatus, 0)
+        XCTAssertTrue(refused.log.contains("SIGNING_KEY_ENCRYPTION_KEY"), "a wrong sealing key stops the start, named: \(refused.log)")
+    }
+
     func testThePoolRecoversFromADatabaseRestartWithoutRestartingTheService() throws {
         let cluster = try PrivateCluster()
         defer { cluster.stop() }

@@ -1,3 +1,4 @@
+import Crypto
 import Models
 import ServiceKit
 
@@ -7,11 +8,38 @@ public enum AuthService {
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
         let google = try GoogleSignIn.Settings(environment).map { GoogleSignIn(settings: $0, keys: .init(url: $0.jwksURL)) }
         let addressFailures = try environment.int("LOGIN_ADDRESS_MAX_FAILURES", default: 100, range: 1...1_000_000)
+        let box = try sealingKey(environment)
+        let rotate = Command("rotate-keys", usage: "rotate-keys [--activate-in SECONDS]") { app, arguments in
+            var seconds = 300
+            if !arguments.isEmpty {
+                guard arguments.count == 2, arguments[0] == "--activate-in", let n = Int(arguments[1]), (0...86_400).contains(n) else {
+                    app.logger.error("usage: auth rotate-keys [--activate-in SECONDS (0 to 86400; default 300)]")
+                    return 64
+                }
+                seconds = n
+            }
+            let kid = try app.pool.withTransaction { try AuthStorage().addSigningKey($0, activatesIn: seconds, sealWith: box) }
+            app.logger.info("added a signing key: published now, signing from its activation; the current one stays trusted until its tokens expire",
+                            ["kid": .string(kid), "activatesInSeconds": .int(seconds)])
+            return 0
+        }
         return try ServiceApp(service: "auth", defaultPort: 8081, environment: environment, migrations: migrations,
-                       topics: [UserRegistered.type, UserUpdated.type, SessionRevoked.type]) { app in
+                       topics: [UserRegistered.type, UserUpdated.type, SessionRevoked.type], commands: [rotate]) { app in
             let pool = app.pool
-            let key = try pool.withTransaction { try AuthStorage().signingKey($0) }
-            let keys = SigningKeys(kid: key.kid, key: key.key)
+            let storage = AuthStorage()
+            let stored = try pool.withTransaction { c in
+                try storage.ensureSigningKey(c, sealWith: box)
+                if let box, try storage.sealPlainSeeds(c, with: box) > 0 { app.logger.info("sealed the signing key seeds stored in the clear") }
+                return try storage.signingKeys(c, openWith: box)
+            }
+            if box == nil { app.logger.warn("SIGNING_KEY_ENCRYPTION_KEY is not set: the signing key seeds are stored in the clear") }
+            let keys = try SigningKeys(stored)
+            app.add(Job.every(5, "signing-keys", logger: app.logger) {
+                try pool.withConnection { c in
+                    try storage.deleteRetiredKeys(c)
+                    keys.update(try storage.signingKeys(c, openWith: box))
+                }
+            })
             let handlers = AuthHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, keys: keys,
                                         login: LoginThrottle(addressFailures: addressFailures, trustedProxies: app.config.trustedProxies))
             app.add(Job.every(3600, "delete-old-login-failures", logger: app.logger) {
@@ -20,5 +48,14 @@ public enum AuthService {
             if let google, !google.keys.refresh() { app.logger.warn("Google's key set could not be fetched yet (GOOGLE_JWKS_URL)") }
             return makeRoutes(handlers, SessionAuthenticator(keys: keys, pool: pool), google: google, services: app.config.serviceToken)
         }
+    }
+
+    /// `SIGNING_KEY_ENCRYPTION_KEY`: 32 bytes, base64url, that seal the signing keys' seeds in the database.
+    static func sealingKey(_ environment: Environment) throws -> [UInt8]? {
+        guard let text = environment.optional("SIGNING_KEY_ENCRYPTION_KEY") else { return nil }
+        guard let key = Base64URL.decode(text), key.count == 32 else {
+            throw ConfigError(variable: "SIGNING_KEY_ENCRYPTION_KEY", problem: "must be 32 bytes, base64url (e.g. from `head -c 32 /dev/urandom | basenc --base64url`)")
+        }
+        return key
     }
 }

@@ -100,6 +100,7 @@ final class ServiceProcess {
         env["LOG_LEVEL"] = "info"
         env["OPERATOR_TOKEN"] = nil  // a test that wants the operator routes sets its own
         env["SERVICE_TOKEN"] = nil  // likewise the list of revoked sessions (its auth must be the one of AUTH_JWKS_URL)
+        env["HTTP_MAX_CONNECTIONS_PER_CLIENT"] = nil  // the stack raises it for load tests; tests see the default
         for (k, v) in environment { env[k] = v }
         process.environment = env
         logURL = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(port)-\(UUID().uuidString.prefix(8)).log")

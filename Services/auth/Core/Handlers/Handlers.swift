@@ -198,7 +198,7 @@ struct AuthHandlers: Sendable {
     }
 
     func jwks(_ request: Request) throws -> Response {
-        var response = try Response.json(JWKSet(keys: try pool.withConnection { try storage.publicKeys($0) }))
+        var response = try Response.json(keys.jwks)
         response.headers.append(("Cache-Control", "public, max-age=300"))
         return response
     }

@@ -11,7 +11,7 @@ struct SessionAuthenticator: Authenticator {
 
     func authenticate(_ request: Request) throws -> Caller {
         let token = try bearerToken(request)
-        guard let claims = try? verified.verify(token, keys: [keys.kid: keys.key.publicKey]),
+        guard let claims = try? verified.verify(token, keys: keys.verificationKeys),
               let user = UUID(uuidString: claims.sub), let session = UUID(uuidString: claims.sid) else {
             throw HTTPError.unauthenticated()
         }

@@ -66,4 +66,9 @@ let migrations: [Migration] = [
         );
         CREATE INDEX devices_by_user ON devices (user_id);
         """),
+    Migration(6, "signing keys: activation time for rotation, seeds sealed at rest", """
+        ALTER TABLE signing_keys ADD COLUMN activates_at timestamptz, ADD COLUMN encrypted boolean NOT NULL DEFAULT false;
+        UPDATE signing_keys SET activates_at = created_at;
+        ALTER TABLE signing_keys ALTER COLUMN activates_at SET NOT NULL, ALTER COLUMN activates_at SET DEFAULT now();
+        """),
 ]

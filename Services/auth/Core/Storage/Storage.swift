@@ -217,22 +217,59 @@ struct AuthStorage {
 
     // MARK: Signing keys
 
-    /// The signing key, created on first start. Concurrent first starts agree on one key (advisory lock).
-    func signingKey(_ c: Connection) throws -> (kid: String, key: Ed25519PrivateKey) {
+    /// Creates the first signing key unless there is one. Concurrent first starts agree on one (advisory lock).
+    func ensureSigningKey(_ c: Connection, sealWith box: [UInt8]?) throws {
         try c.execute("SELECT pg_advisory_xact_lock(hashtext('auth-signing-key'))")
-        if let row = try c.first("SELECT kid, seed FROM auth.signing_keys ORDER BY created_at DESC LIMIT 1") {
-            return (try row["kid"], try Ed25519PrivateKey(seed: try row["seed", as: ByteArray.self].bytes))
-        }
-        let key = try Ed25519PrivateKey()
-        let kid = Base64URL.encode(Array(sha256(key.publicKey).prefix(12)))
-        try c.execute("INSERT INTO auth.signing_keys (kid, seed, public_key) VALUES ($1, $2, $3)",
-                      [kid, ByteArray(key.seed), ByteArray(key.publicKey)])
-        return (kid, key)
+        if try c.first("SELECT 1 AS one FROM auth.signing_keys LIMIT 1") != nil { return }
+        try addSigningKey(c, activatesIn: 0, sealWith: box)
     }
 
-    func publicKeys(_ c: Connection) throws -> [JWK] {
-        try c.rows("SELECT kid, public_key FROM auth.signing_keys ORDER BY created_at").map {
-            JWK(kid: try $0["kid"], publicKey: try $0["public_key", as: ByteArray.self].bytes)
+    /// Adds a key that signs from `activatesIn` seconds on (published at once); returns its id.
+    @discardableResult
+    func addSigningKey(_ c: Connection, activatesIn seconds: Int, sealWith box: [UInt8]?) throws -> String {
+        let key = try Ed25519PrivateKey()
+        let kid = Base64URL.encode(Array(sha256(key.publicKey).prefix(12)))
+        let seed = try box.map { try SecretBox.seal(key.seed, key: $0, aad: Array(kid.utf8)) } ?? key.seed
+        try c.execute("""
+            INSERT INTO auth.signing_keys (kid, seed, public_key, encrypted, activates_at)
+            VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
+            """, [kid, ByteArray(seed), ByteArray(key.publicKey), box != nil, seconds])
+        return kid
+    }
+
+    /// Every key, seeds opened with `box`. Throws `ConfigError` when a sealed seed cannot be opened with it.
+    func signingKeys(_ c: Connection, openWith box: [UInt8]?) throws -> [SigningKeys.Key] {
+        try c.rows("SELECT kid, seed, encrypted, activates_at FROM auth.signing_keys").map { row in
+            let kid: String = try row["kid"]
+            var seed = try row["seed", as: ByteArray.self].bytes
+            if try row["encrypted", as: Bool.self] {
+                guard let box, let opened = try? SecretBox.open(seed, key: box, aad: Array(kid.utf8)) else {
+                    throw ConfigError(variable: "SIGNING_KEY_ENCRYPTION_KEY",
+                                      problem: "does not open the stored signing key \(kid) (unset, or not the key it was sealed with)")
+                }
+                seed = opened
+            }
+            return SigningKeys.Key(kid: kid, key: try Ed25519PrivateKey(seed: seed), activatesAt: try row["activates_at"])
         }
+    }
+
+    /// Seals the seeds stored in the clear (stored before `SIGNING_KEY_ENCRYPTION_KEY` was set); returns how many.
+    func sealPlainSeeds(_ c: Connection, with box: [UInt8]) throws -> Int {
+        let rows = try c.rows("SELECT kid, seed FROM auth.signing_keys WHERE NOT encrypted FOR UPDATE")
+        for row in rows {
+            let kid: String = try row["kid"]
+            let sealed = try SecretBox.seal(try row["seed", as: ByteArray.self].bytes, key: box, aad: Array(kid.utf8))
+            try c.execute("UPDATE auth.signing_keys SET seed = $2, encrypted = true WHERE kid = $1", [kid, ByteArray(sealed)])
+        }
+        return rows.count
+    }
+
+    /// Deletes the keys whose successor activated so long ago that no token they signed is alive.
+    func deleteRetiredKeys(_ c: Connection) throws {
+        try c.execute("""
+            DELETE FROM auth.signing_keys k WHERE EXISTS (
+                SELECT 1 FROM auth.signing_keys n WHERE n.activates_at > k.activates_at
+                AND n.activates_at < now() - make_interval(secs => $1))
+            """, [Int(SigningKeys.retiredFor)])
     }
 }
