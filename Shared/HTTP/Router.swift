@@ -21,12 +21,26 @@ public struct Route: Sendable {
     public let requestSchema: String?
     /// The success status and the JSON Schema of its body, as JSON text.
     public let response: (status: Int, schema: String?)
+    /// The query parameters it reads, for the OpenAPI document.
+    public internal(set) var query: [QueryParameter] = []
+    /// Other successful answers it gives (status, content type, JSON Schema text), for the OpenAPI document.
+    public internal(set) var alternatives: [(status: Int, contentType: String, schema: String?)] = []
     let handler: Handler
     let segments: [Segment]
 
     enum Segment: Sendable, Equatable {
         case literal(String)
         case parameter(String)
+    }
+}
+
+/// A query parameter a route reads: its name, the JSON Schema of its value (as JSON text) and what it does.
+public struct QueryParameter: Sendable {
+    public let name: String
+    public let schema: String
+    public let description: String
+    public init(_ name: String, schema: String, _ description: String) {
+        self.name = name; self.schema = schema; self.description = description
     }
 }
 
@@ -66,11 +80,31 @@ public struct Router: Sendable {
                             response: (response.0, response.1), handler: handler, segments: segments))
     }
 
+    /// Documents the query parameters of the route added for `method` and `pattern` (which must exist).
+    public mutating func query(_ method: String, _ pattern: String, _ parameters: [QueryParameter]) {
+        routes[index(method, pattern)].query += parameters
+    }
+
+    /// Documents another successful answer of the route added for `method` and `pattern` (a replay's 200, an HTML
+    /// rendering).
+    public mutating func alsoAnswers(_ method: String, _ pattern: String, _ status: Int, contentType: String = "application/json",
+                                     schema: String? = nil) {
+        routes[index(method, pattern)].alternatives.append((status, contentType, schema))
+    }
+
+    private func index(_ method: String, _ pattern: String) -> Int {
+        guard let i = routes.firstIndex(where: { $0.method == method && $0.pattern == pattern }) else {
+            preconditionFailure("no route \(method) \(pattern) to document")
+        }
+        return i
+    }
+
     /// Finds the route for `method` and `path`.
     public func match(method: String, path: String) -> RouteMatch {
         let parts = Self.split(path)
         var best: (route: Route, params: [String: String], literals: Int)?
         var allowed: [String] = []
+        var mostLiterals = -1
         for route in routes where route.segments.count == parts.count {
             var params: [String: String] = [:]
             var literals = 0
@@ -85,11 +119,15 @@ public struct Router: Sendable {
                 if !ok { break }
             }
             guard ok else { continue }
+            // The most specific pattern (most literal segments) owns the path, whatever the method: `/v1/groups/join`
+            // is not a `{id}` for methods only the `{id}` route has.
+            if literals > mostLiterals { mostLiterals = literals; allowed = []; best = nil }
+            guard literals == mostLiterals else { continue }
             guard route.method == method || (method == "HEAD" && route.method == "GET") else {
                 allowed.append(route.method)
                 continue
             }
-            if best == nil || literals > best!.literals { best = (route, params, literals) }
+            if best == nil { best = (route, params, literals) }
         }
         if let best { return .found(best.route, best.params) }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)

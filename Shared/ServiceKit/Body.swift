@@ -227,8 +227,14 @@ extension Schema {
     /// The JSON Schema of this shape, for the OpenAPI document.
     public var jsonSchema: [String: Any] {
         switch self {
-        case .text(let min, let max, _):
-            return ["type": "string", "minLength": min, "maxLength": max]
+        case .text(let min, let max, let multiline):
+            // No control characters (but line breaks and tabs in multi-line text), and for a required text at least
+            // one that is not white space: the rules `validate` applies, as a pattern.
+            let allowed = multiline ? #"[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]"# : #"[^\u0000-\u001F\u007F-\u009F]"#
+            let visible = #"[^\s\u0000-\u001F\u007F-\u009F]"#
+            return ["type": "string", "minLength": min, "maxLength": max,
+                    "pattern": min > 0 ? "^\(allowed)*\(visible)\(allowed)*$" : "^\(allowed)*$",
+                    "description": "Trimmed of surrounding white space before the length is checked; no control characters"]
         case .string(let min, let max, let pattern, _, let rule):
             var s: [String: Any] = ["type": "string", "minLength": min]
             if let max { s["maxLength"] = max }

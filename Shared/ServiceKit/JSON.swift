@@ -87,6 +87,17 @@ extension HTTPError {
 // MARK: - Pagination
 
 /// `?limit=` and `?cursor=` of a list request; cursors are opaque base64url JSON arrays of keyset values.
+extension QueryParameter {
+    /// `limit` of a page.
+    public static func limit(max: Int = 100, default value: Int = 20) -> QueryParameter {
+        QueryParameter("limit", schema: #"{"type":"integer","minimum":1,"maximum":\#(max),"default":\#(value)}"#, "Items per page")
+    }
+    /// `cursor`: the `nextCursor` of the previous page.
+    public static let cursor = QueryParameter("cursor", schema: #"{"type":"string"}"#, "The previous page's nextCursor")
+    /// Both.
+    public static let page = [limit(), cursor]
+}
+
 public struct Page: Sendable {
     /// 1...100, default 20 (unless the route sets other bounds).
     public let limit: Int

@@ -11,10 +11,13 @@ public enum OpenAPI {
                 "summary": route.summary,
                 "operationId": operationId(route),
             ]
-            let params = route.pattern.split(separator: "/").filter { $0.hasPrefix("{") }.map { p -> [String: Any] in
+            let path = route.pattern.split(separator: "/").filter { $0.hasPrefix("{") }.map { p -> [String: Any] in
                 ["name": String(p.dropFirst().dropLast()), "in": "path", "required": true, "schema": ["type": "string"]]
             }
-            if !params.isEmpty { op["parameters"] = params }
+            let query = route.query.map { q -> [String: Any] in
+                ["name": q.name, "in": "query", "required": false, "description": q.description, "schema": parse(q.schema) ?? [:]]
+            }
+            if !(path + query).isEmpty { op["parameters"] = path + query }
             op["security"] = route.security.map { [[$0: [String]()]] } ?? [[String: [String]]]()
             if let schema = route.requestSchema.flatMap(parse) {
                 op["requestBody"] = ["required": true, "content": ["application/json": ["schema": schema]]]
@@ -23,10 +26,19 @@ public enum OpenAPI {
             if let schema = route.response.schema.flatMap(parse) {
                 success["content"] = ["application/json": ["schema": schema]]
             }
-            op["responses"] = [
-                String(route.response.status): success,
-                "default": ["description": "An error", "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]]],
-            ]
+            var responses: [String: Any] = [String(route.response.status): success]
+            for other in route.alternatives {
+                var answer = responses[String(other.status)] as? [String: Any] ?? ["description": "Success"]
+                var content = answer["content"] as? [String: Any] ?? [:]
+                content[other.contentType] = other.schema.flatMap(parse).map { ["schema": $0] } ?? [String: Any]()
+                answer["content"] = content
+                responses[String(other.status)] = answer
+            }
+            for (status, description) in errors(route) {
+                responses[String(status)] = ["description": description,
+                                             "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]]]
+            }
+            op["responses"] = responses
             paths[route.pattern, default: [:]][route.method.lowercased()] = op
         }
         return [
@@ -44,6 +56,22 @@ public enum OpenAPI {
     public static func json(service: String, routes: [Route]) -> [UInt8] {
         let doc = document(service: service, routes: routes)
         return Array((try? JSONSerialization.data(withJSONObject: doc, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
+    }
+
+    /// The error answers a route can give, from what it takes and what guards it: the kit gives each of them in one
+    /// place (validation, authentication, the domain's refusals, limits, readiness).
+    static func errors(_ route: Route) -> [(Int, String)] {
+        let hasPath = route.pattern.contains("{")
+        let writes = route.method != "GET"
+        var errors: [(Int, String)] = [(503, "Not ready, or a dependency is down (Retry-After)")]
+        if writes || hasPath || !route.query.isEmpty { errors.append((400, "Invalid input; `field` names it")) }
+        // Public writes include the ones that take credentials in their body (login, refresh).
+        if route.security != nil || writes { errors.append((401, "Missing or invalid credentials")) }
+        if hasPath || route.security == "bearer" { errors.append((404, "Not found, or not yours to see")) }
+        if route.security == "bearer" && writes { errors.append((403, "Yours to see, not to change")) }
+        if writes { errors.append((409, "Conflicts with the current state")); errors.append((429, "Too many attempts (Retry-After)")) }
+        if writes { errors.append((413, "Body too large")); errors.append((415, "Not a type this route takes")) }
+        return errors
     }
 
     static func parse(_ text: String) -> Any? {

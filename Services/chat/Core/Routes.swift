@@ -50,5 +50,12 @@ func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator) -> Router {
           bodyLimit: MediaStore.limit, response: (201, Schemas.media), auth: auth, h.uploadMedia)
     r.add("GET", "/v1/media/{id}", summary: "An image, for its owner and the members of the rooms it was posted in",
           auth: auth, h.getMedia)
+    r.query("GET", "/v1/rooms", QueryParameter.page + [QueryParameter("parcelId", schema: #"{"type":"string","format":"uuid"}"#, "Only the room of this parcel")])
+    r.query("GET", "/v1/rooms/{id}/messages", QueryParameter.page + [
+        QueryParameter("before", schema: #"{"type":"integer","minimum":0}"#, "Messages before this sequence"),
+        QueryParameter("after", schema: #"{"type":"integer","minimum":0}"#, "Messages after this sequence")])
+    r.alsoAnswers("POST", "/v1/rooms/{id}/messages", 200, schema: Schemas.message)
+    r.query("GET", "/v1/rooms/{id}/search", QueryParameter.page + [QueryParameter("q", schema: #"{"type":"string","minLength":1,"maxLength":200}"#, "Words to find")])
+    r.query("GET", "/v1/rooms/{id}/events", [QueryParameter("lastEventId", schema: #"{"type":"string"}"#, "Resume after this change (as the Last-Event-ID header)")])
     return r
 }

@@ -53,5 +53,12 @@ func makeRoutes(_ h: CurationHandlers, _ auth: any Authenticator) -> Router {
           h.preferences)
     r.add("PUT", "/v1/users/me/preferences", summary: "Set my theme and autoplay", body: PreferencesBody.self,
           response: (200, Schemas.preferences), auth: auth, h.setPreferences)
+    r.query("GET", "/v1/topics/{id}/videos", QueryParameter.page)
+    r.query("GET", "/v1/videos/{id}/recommendations", QueryParameter.page)
+    r.query("GET", "/v1/search", QueryParameter.page + [QueryParameter("q", schema: #"{"type":"string","minLength":1,"maxLength":200}"#, "Words to find"),
+                                                        QueryParameter("topic", schema: #"{"type":"string","format":"uuid"}"#, "Only within this topic")])
+    r.query("GET", "/v1/videos/{id}/comments", QueryParameter.page)
+    r.query("GET", "/v1/users/me/history", QueryParameter.page)
+    r.query("GET", "/v1/users/me/likes", QueryParameter.page)
     return r
 }

@@ -41,8 +41,12 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, fleet: SharedS
               body: FleetFixesBody.self, response: (200, Schemas.fixesApplied), trusted: fleet, h.fleetLocations)
         r.add("GET", "/v1/operator/offers", summary: "Operator: the offers open now, the oldest first (?limit=)", response: (200, Schemas.offers),
               trusted: fleet, h.openOffers)
+        r.query("GET", "/v1/operator/offers", [.limit(max: DispatchHandlers.batchLimit, default: 100)])
         r.add("POST", "/v1/operator/parcels/{id}/accept", summary: "Operator: accept an offer for the courier it was made to",
               body: OperatorAcceptBody.self, response: (200, Schemas.parcel), trusted: fleet, h.operatorAccept)
     }
+    r.query("GET", "/v1/parcels", QueryParameter.page + [
+        QueryParameter("role", schema: #"{"enum":["sender","recipient","courier"],"default":"sender"}"#, "Parcels I send, receive or carry"),
+        QueryParameter("status", schema: #"{"type":"string"}"#, "Only parcels in this status")])
     return r
 }

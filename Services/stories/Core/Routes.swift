@@ -42,5 +42,19 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {
           response: (201, Schemas.comment), auth: auth, h.addComment)
     r.add("GET", "/v1/stories/{id}/comments", summary: "A story's comments, oldest first",
           response: (200, Schemas.commentPage), auth: auth, h.listComments)
+    let time = #"{"type":"string","format":"date-time"}"#
+    r.query("GET", "/v1/groups", QueryParameter.page)
+    r.query("GET", "/v1/groups/{id}/stories", QueryParameter.page + [QueryParameter("from", schema: time, "Stories from this time"),
+                                                                     QueryParameter("to", schema: time, "Stories before this time")])
+    r.query("GET", "/v1/groups/{id}/newsletter", [QueryParameter("from", schema: time, "The period's start"), QueryParameter("to", schema: time, "The period's end"),
+                                                  QueryParameter("format", schema: #"{"enum":["json","html"],"default":"json"}"#, "JSON, or the rendered HTML")])
+    r.query("GET", "/v1/groups/{id}/newsletters", QueryParameter.page)
+    r.query("GET", "/v1/groups/{id}/newsletters/{newsletterId}", [QueryParameter("format", schema: #"{"enum":["json","html"],"default":"json"}"#, "JSON, or the rendered HTML")])
+    r.query("GET", "/v1/users/me/calendar", [QueryParameter("from", schema: #"{"type":"string","format":"date"}"#, "First day (default: this month's first)"),
+                                             QueryParameter("to", schema: #"{"type":"string","format":"date"}"#, "Last day (default: today)"),
+                                             QueryParameter("timeZone", schema: #"{"type":"string","default":"UTC"}"#, "An IANA time zone for the days")])
+    r.query("GET", "/v1/stories/{id}/comments", QueryParameter.page)
+    r.alsoAnswers("GET", "/v1/groups/{id}/newsletter", 200, contentType: "text/html; charset=utf-8")
+    r.alsoAnswers("GET", "/v1/groups/{id}/newsletters/{newsletterId}", 200, contentType: "text/html; charset=utf-8")
     return r
 }

@@ -191,7 +191,7 @@ struct StoriesHandlers: Sendable {
     // MARK: Query parameters
 
     static func time(_ request: Request, _ name: String) throws -> Date? {
-        guard let text = request.query[name], !text.isEmpty else { return nil }
+        guard let text = request.query[name] else { return nil }
         guard let date = Timestamp.parse(text) else {
             throw HTTPError.validation("\(name) must be an RFC 3339 time such as 2026-11-30T00:00:00Z.", field: name)
         }
