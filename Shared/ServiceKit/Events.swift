@@ -131,9 +131,8 @@ public struct Outbox: Sendable {
 /// It recovers without a restart: the producer is replaced after a fatal error or two failed batches in a row (a
 /// broker that restarted without its data no longer knows the idempotent producer, whose messages then time out for
 /// ever); missing topics are created with the configured partitions; and nothing is produced to a topic whose
-/// partition count differs from the configured one (its keys would move partitions): the log names the topic and
-/// readiness says the outbox is `stuck`, as it does when the oldest pending event waits longer than
-/// `OUTBOX_MAX_DELAY_SECONDS`.
+/// partition count differs from the configured one (its keys would move partitions): the log names the topic. Readiness
+/// says the outbox is `stuck` when the oldest pending event waits longer than `OUTBOX_MAX_DELAY_SECONDS`.
 ///
 /// `@unchecked Sendable`: mutable state is guarded by `condition`; `topics` changes only before the group starts.
 public final class OutboxRelay: BackgroundService, @unchecked Sendable {
@@ -238,8 +237,8 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         condition.lock(); woken = true; condition.signal(); condition.unlock()
     }
 
-    /// Whether events wait too long: a topic is refused, or the oldest pending event is older than
-    /// `OUTBOX_MAX_DELAY_SECONDS`. Throws when the database cannot say.
+    /// Whether events wait too long: the oldest pending event is older than `OUTBOX_MAX_DELAY_SECONDS` (as the events
+    /// of a refused topic soon are). Throws when the database cannot say.
     public func isStuck() throws -> Bool {
         let age = try pool.withConnection { c in
             try c.first("""
@@ -247,8 +246,7 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
                 WHERE sent_at IS NULL ORDER BY id LIMIT 1
                 """)?["age", as: Double.self]
         }
-        condition.lock(); defer { condition.unlock() }
-        return !refused.isEmpty || (age ?? 0) > maxDelay
+        return (age ?? 0) > maxDelay
     }
 
     /// Publishes until stopped; then drains what is pending until the stop's deadline (less a second for the

@@ -23,25 +23,17 @@ final class SchemathesisTests: XCTestCase {
         let token = try APIClient(port: authPort).signup().accessToken
         for service in [auth] + others {
             let started = Date()
-            let run = Process()
-            run.executableURL = URL(fileURLWithPath: st)
-            run.arguments = ["run", "http://127.0.0.1:\(service.port)/openapi.json", "--checks", "all",
-                             "--exclude-checks", "positive_data_acceptance", "--phases", "examples,coverage,fuzzing",
-                             "-n", "25", "--seed", "20261130", "--request-timeout", "5",
-                             "-H", "Authorization: Bearer \(token)",
-                             "--exclude-operation-id", "postV1AuthLogout",  // it would end the session the run uses
-                             "--exclude-path-regex", "/events$"]  // event streams do not end
-            let output = FileManager.default.temporaryDirectory.appendingPathComponent("st-\(service.name)-\(UUID().uuidString.prefix(8)).log")
-            FileManager.default.createFile(atPath: output.path, contents: nil)
-            let handle = try FileHandle(forWritingTo: output)
-            run.standardOutput = handle
-            run.standardError = handle
-            try run.run()
-            run.waitUntilExit()
-            try? handle.close()
-            let log = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-            print("schemathesis on \(service.name): exit \(run.terminationStatus) in \(Int(Date().timeIntervalSince(started))) s")
-            XCTAssertEqual(run.terminationStatus, 0, "\(service.name):\n\(log.suffix(6000))")
+            do {
+                try IntegrationTests.run([st, "run", "http://127.0.0.1:\(service.port)/openapi.json", "--checks", "all",
+                         "--exclude-checks", "positive_data_acceptance", "--phases", "examples,coverage,fuzzing",
+                         "-n", "25", "--seed", "20261130", "--request-timeout", "5",
+                         "-H", "Authorization: Bearer \(token)",
+                         "--exclude-operation-id", "postV1AuthLogout",  // it would end the session the run uses
+                         "--exclude-path-regex", "/events$"])  // event streams do not end
+            } catch {
+                XCTFail("\(service.name): \(String(describing: error).suffix(6000))")
+            }
+            print("schemathesis on \(service.name): \(Int(Date().timeIntervalSince(started))) s")
             XCTAssertTrue(service.process.isRunning, "\(service.name) is still up")
         }
     }

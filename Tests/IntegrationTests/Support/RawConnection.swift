@@ -42,6 +42,7 @@ final class RawConnection {
         return true
     }
 
+    @discardableResult
     func write(_ text: String) -> Bool { write(Array(text.utf8)) }
 
     /// Reads what has arrived within `timeout`; true when the server closed the connection.

@@ -2,25 +2,16 @@ import Foundation
 
 /// Reads a Server-Sent Events response as it arrives (chunked transfer decoded), one event at a time.
 final class SSEReader {
-    private let fd: Int32
+    private let connection: RawConnection
+    private var fd: Int32 { connection.fd }
     private var raw: [UInt8] = []
     private var decoded: [UInt8] = []
     private(set) var status = 0
 
     init(port: Int, path: String, token: String, headers: [String: String] = [:]) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = UInt16(port).bigEndian
-        guard withUnsafePointer(to: &addr, {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }) == 0 else { throw TestFailure("cannot connect") }
-        var tv = timeval(tv_sec: 0, tv_usec: 200_000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        connection = try RawConnection(port: port)
         let extra = headers.map { "\($0.key): \($0.value)\r\n" }.joined()
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nAccept: text/event-stream\r\n\(extra)\r\n".utf8)
-        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, request.count, 0) }
+        connection.write("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nAccept: text/event-stream\r\n\(extra)\r\n")
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if let end = find([13, 10, 13, 10], in: raw) {
@@ -33,8 +24,6 @@ final class SSEReader {
         }
         throw TestFailure("no response head")
     }
-
-    deinit { close(fd) }
 
     private func find(_ needle: [UInt8], in hay: [UInt8]) -> Int? {
         guard hay.count >= needle.count else { return nil }
