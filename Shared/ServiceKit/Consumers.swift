@@ -145,6 +145,7 @@ public final class SessionRevocations: Sendable {
     private final class State: Sendable {
         let revoked = Mutex<(sessions: [UUID: Date], streams: [UUID: [ObjectIdentifier: EventStream]])>(([:], [:]))
         let listWanted = Atomic<Bool>(false)
+        let wasComplete = Atomic<Bool>(false)
 
         /// Records revocations and ends the streams opened with those sessions.
         func revoke(_ sessions: [(UUID, Date)]) {
@@ -205,6 +206,15 @@ public final class SessionRevocations: Sendable {
 
     /// True once the listener reads the topic and, since it last attached, the list was read from auth.
     public var isReady: Bool { feed.isReading && !state.listWanted.load(ordering: .acquiring) }
+
+    /// True once the revocations were complete at least once (`isReady`): before that a token cannot be trusted (a
+    /// service just restarted does not know yet what was revoked); after, a broker outage leaves what is known in place.
+    public var wereComplete: Bool {
+        if state.wasComplete.load(ordering: .acquiring) { return true }
+        guard isReady else { return false }
+        state.wasComplete.store(true, ordering: .releasing)
+        return true
+    }
 
     /// Whether `session` was revoked.
     public func isRevoked(_ session: UUID) -> Bool { state.revoked.withLock { $0.sessions[session] != nil } }

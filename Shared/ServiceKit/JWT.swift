@@ -212,6 +212,8 @@ public final class TokenVerifier: Authenticator, Sendable {
 
     public func authenticate(_ request: Request) throws -> Caller {
         let token = try bearerToken(request)
+        // Until the revocations are known, a logged-out token would pass: ask the client to come back.
+        if let revocations, !revocations.wereComplete { throw HTTPError.unavailable(retryAfter: 1) }
         let claims: AccessClaims
         do {
             claims = try verified.verify(token, keys: currentKeys())

@@ -139,6 +139,17 @@ final class ResilienceTests: XCTestCase {
                       "the running service's listener attached again to the re-created topic\n"
                       + running.log.split(separator: "\n").filter { !$0.contains("\"route\"") }.suffix(30).joined(separator: "\n"))
 
+        // A service that cannot read the list yet takes no token: it cannot know which ones were logged out.
+        let deaf = try ServiceProcess("stories", environment: environment.merging(
+            ["AUTH_JWKS_URL": "http://127.0.0.1:\(TestEnvironment.freePort())/v1/auth/jwks",
+             "JWT_PUBLIC_KEY": try XCTUnwrap((try api.get("/v1/auth/jwks")["keys"] as? [[String: Any]])?.first?["x"] as? String)]) { $1 })
+        defer { deaf.stop() }
+        let fresh = try api.signup()
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? APIClient(port: deaf.port).get("/healthz"))?.status == 200 })
+        Thread.sleep(forTimeInterval: 3)  // past its start: serving, but without the list
+        let answer = try APIClient(port: deaf.port).get("/v1/groups", token: fresh.accessToken)
+        XCTAssertEqual(answer.status, 503, "not 200: \(deaf.log.suffix(1500))")
+
         let list = "/v1/internal/revoked-sessions"
         XCTAssertEqual(try api.get(list).status, 401, "the list is for services only")
         XCTAssertEqual(try api.get(list, token: late.accessToken).status, 401, "a user's token is not the service token")
