@@ -36,6 +36,10 @@ public struct ConnectionLimits: Sendable {
 /// Why a connection or a stream was turned away.
 public enum ConnectionRefusal: String, Sendable {
     case totalConnections = "total_connections", perClient = "per_client", headTimeout = "head_timeout", streams
+    /// A connection closed after a request line and before its head was complete: libmicrohttpd refused it itself
+    /// (a malformed head, a line or headers too long: it answers those with its own 400, 414 or 431) or the client
+    /// gave up.
+    case incompleteHead = "incomplete_head"
 }
 
 /// Counts open connections by client address for the accept policy, and ends those whose request head does not
@@ -81,11 +85,13 @@ final class ConnectionGuard: Sendable {
 
     /// Called by the server before it closes `fd`, under the same lock as `sweep`: a swept descriptor is still open.
     func closed(_ fd: Int32) {
-        state.withLock { s in
-            guard let open = s.open.removeValue(forKey: fd) else { return }
+        let cutShort: String? = state.withLock { s in
+            guard let open = s.open.removeValue(forKey: fd) else { return nil }
             let left = s.byAddress[open.address, default: 1] - 1
             s.byAddress[open.address] = left > 0 ? left : nil
+            return open.started && open.waitingSince != nil ? open.address : nil
         }
+        if let cutShort { report(.incompleteHead, cutShort) }
     }
 
     func requestLineArrived(_ fd: Int32) { state.withLock { $0.open[fd]?.started = true } }

@@ -90,6 +90,14 @@ final class BadInputTests: AuthTestCase {
         XCTAssertTrue(noHost.body.contains("\"code\""), "the error contract: \(noHost.body)")
         let response = try api.get("/v1/users/me", token: token)
         XCTAssertEqual(response.headers["x-content-type-options"], "nosniff")
+        // Heads the HTTP engine refuses itself (its own 431 here) are at least counted and logged.
+        let huge = try RawConnection(port: api.port)
+        huge.write("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: 100_000) + "\r\n\r\n")
+        huge.read(for: 2)
+        XCTAssertEqual(huge.status, 431, huge.head)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5) {
+            String(decoding: (try? api.get("/metrics"))?.body ?? [], as: UTF8.self).contains(#"http_refused_total{reason="incomplete_head"}"#)
+        }, "the engine's refusal is counted")
     }
 
     func testHostileFieldValuesAreRefusedOrStoredVerbatim() throws {
