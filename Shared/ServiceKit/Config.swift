@@ -135,8 +135,7 @@ public struct ServiceConfig: Sendable {
         var proxies = Set<String>()
         for item in env.string("TRUSTED_PROXIES", default: "").split(separator: ",") {
             let address = item.trimmingCharacters(in: .whitespaces)
-            var v4 = in_addr(), v6 = in6_addr()
-            guard inet_pton(AF_INET, address, &v4) == 1 || inet_pton(AF_INET6, address, &v6) == 1 else {
+            guard Validate.isIPAddress(address) else {
                 throw ConfigError(variable: "TRUSTED_PROXIES", problem: "must be a comma-separated list of IP addresses (got \"\(address)\")")
             }
             proxies.insert(address)

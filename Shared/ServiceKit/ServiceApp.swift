@@ -44,6 +44,9 @@ public final class ServiceApp: @unchecked Sendable {
     private let bound = Atomic<Int>(0)
     private let readiness = ReadinessCache()
     private let middleware: [any Middleware]
+    /// Counts and logs what the connection limits and the stream budget turn away, one log line per reason at most
+    /// every 10 s, whichever of them turned it away.
+    private let refusals: RefusalLog
     private var services: [any BackgroundService] = []
     private var checks: [(name: String, isReady: @Sendable () -> Bool)] = []
 
@@ -58,8 +61,9 @@ public final class ServiceApp: @unchecked Sendable {
         self.migrations = migrations
         self.setup = setup
         self.commands = commands
+        refusals = RefusalLog(logger: logger, metrics: metrics)
         middleware = [RequestIDMiddleware(), AccessLogMiddleware(logger: logger, metrics: metrics),
-                      StreamBudgetMiddleware(limit: config.connectionLimits.streams, refusals: RefusalLog(logger: logger, metrics: metrics)),
+                      StreamBudgetMiddleware(limit: config.connectionLimits.streams, refusals: refusals),
                       ErrorMiddleware(logger: logger)]
         pool = Pool(url: config.databaseURL, maxSize: config.dbPoolSize)
         let kafka = config.kafka(logger: logger)
@@ -152,9 +156,8 @@ public final class ServiceApp: @unchecked Sendable {
     /// the database cannot be reached within a minute or migrations fail, and whatever `setup` throws.
     public func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        let refusals = RefusalLog(logger: logger, metrics: metrics)
         let server = HTTPServer(port: UInt16(config.port), threads: config.httpThreads, limits: config.connectionLimits,
-                                report: { refusals.record($0, address: $1) },
+                                report: { [refusals] in refusals.record($0, address: $1) },
                                 route: { [unowned self] method, path in router.withLock { $0 }.match(method: method, path: path) },
                                 respond: { [unowned self] request, match in respond(request, match) })
         var standard = Router()

@@ -3,6 +3,12 @@ import HTTP
 
 /// Checks of what a path carries (bodies are checked by their `RequestBody.schema`).
 public enum Validate {
+    /// Whether `text` is an IPv4 or IPv6 address in numeric form.
+    public static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
+    }
+
     /// A path parameter that must be a UUID; anything else is a 404 (it cannot name a resource).
     public static func pathID(_ request: Request, _ name: String = "id") throws -> UUID {
         guard let id = UUID(uuidString: request.parameter(name)) else { throw HTTPError.notFound() }
@@ -63,8 +69,7 @@ extension Request {
         for hop in forwarded.split(separator: ",").reversed() {
             let address = hop.trimmingCharacters(in: .whitespaces)
             if trustedProxies.contains(address) { continue }
-            var v4 = in_addr(), v6 = in6_addr()
-            return inet_pton(AF_INET, address, &v4) == 1 || inet_pton(AF_INET6, address, &v6) == 1 ? address : remoteAddress
+            return Validate.isIPAddress(address) ? address : remoteAddress
         }
         return remoteAddress
     }

@@ -144,7 +144,7 @@ def watch_readiness(fault, services, seconds):
         time.sleep(0.25)
 
 
-def kill9(pidfile, first_line=False):
+def kill9(pidfile):
     with open(pidfile) as f:
         pid = int(f.readline().strip())
     os.kill(pid, 9)
