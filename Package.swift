@@ -20,7 +20,7 @@ let package = Package(
         .executable(name: "stories", targets: ["stories"]),
         .executable(name: "chat", targets: ["chat"]),
         .executable(name: "curation", targets: ["curation"]),
-        .executable(name: "dispatch", targets: ["dispatch"]),
+        .executable(name: "dispatch", targets: ["DispatchMain"]),
     ],
     targets: [
         // MARK: - C libraries
@@ -56,7 +56,9 @@ let package = Package(
         .executableTarget(name: "curation", dependencies: ["CurationCore", "ServiceKit"], path: "Services/curation/Main",
                           swiftSettings: settings),
         .target(name: "DispatchCore", dependencies: kit + ["Geo"], path: "Services/dispatch/Core", swiftSettings: settings),
-        .executableTarget(name: "dispatch", dependencies: ["DispatchCore", "ServiceKit"], path: "Services/dispatch/Main",
+        // Not named `dispatch`: an executable's entry point is `<module>_main`, and `dispatch_main` is libdispatch's
+        // (a static link, as in the container images, fails on the duplicate).
+        .executableTarget(name: "DispatchMain", dependencies: ["DispatchCore", "ServiceKit"], path: "Services/dispatch/Main",
                           swiftSettings: settings),
 
         // MARK: - Benchmarks
