@@ -42,7 +42,7 @@ public final class LiveFeed: BackgroundService {
     }
 
     public let name: String
-    private let topics: [String]
+    public let topics: [String]
     private let start: Start
     private let kafka: KafkaConfig
     private let topicsReady: Gate

@@ -50,10 +50,11 @@ public final class ServiceApp: @unchecked Sendable {
     private var services: [any BackgroundService] = []
     private var checks: [(name: String, isReady: @Sendable () -> Bool)] = []
 
-    /// Reads and checks the configuration; throws a `ConfigError` naming the first bad setting. `topics` are those
-    /// the service produces or consumes (created when missing); `setup` runs in `run` once the database is migrated.
+    /// Reads and checks the configuration; throws a `ConfigError` naming the first bad setting. The topics the
+    /// service produces (`EventCatalogue`) and those it reads are created when missing; `setup` runs in `run` once
+    /// the database is migrated.
     public init(service: String, defaultPort: Int, environment: Environment = Environment(), migrations: [Migration],
-                topics: [String], commands: [Command] = [], setup: @escaping Setup) throws {
+                commands: [Command] = [], setup: @escaping Setup) throws {
         let config = try ServiceConfig.load(service: service, defaultPort: defaultPort, environment: environment)
         self.config = config
         let logger = Logger(service: service, minimum: config.logLevel)
@@ -69,7 +70,7 @@ public final class ServiceApp: @unchecked Sendable {
         let kafka = config.kafka(logger: logger)
         self.kafka = kafka
         relay = OutboxRelay(pool: pool, schema: service, kafka: kafka,
-                            topics: .init(names: Array(Set(topics + [SessionRevoked.type])).sorted(),
+                            topics: .init(names: Array(Set(EventCatalogue.produced(by: service) + [SessionRevoked.type])).sorted(),
                                           partitions: config.kafkaPartitions, replicationFactor: config.kafkaReplicationFactor),
                             retentionHours: config.outboxRetentionHours, maxDelaySeconds: config.outboxMaxDelaySeconds,
                             logger: logger, metrics: metrics)
@@ -88,7 +89,16 @@ public final class ServiceApp: @unchecked Sendable {
 
     /// Adds a background service; the group starts them in the order added, after the relay and the consumers'
     /// topics, and stops them in reverse.
-    public func add(_ service: any BackgroundService) { services.append(service) }
+    public func add(_ service: any BackgroundService) {
+        if let feed = service as? LiveFeed {
+            relay.addTopics(feed.topics)
+            readers += feed.topics.map { ($0, EventCatalogue.Reader(service: config.service, name: feed.name, isFeed: true)) }
+        }
+        services.append(service)
+    }
+
+    /// What the service reads, by topic (what `EventCatalogue` must say; a test compares them).
+    public private(set) var readers: [(topic: String, reader: EventCatalogue.Reader)] = []
 
     /// Adds a check that must hold before `/readyz` says ready (`name` is its key in the answer; checks named
     /// `broker` fold into the broker's).
@@ -99,6 +109,7 @@ public final class ServiceApp: @unchecked Sendable {
     /// Adds a consumer-group consumer whose handler runs in a transaction with de-duplication.
     public func consume(_ name: String, topics: [String], handler: @escaping EventConsumer.Handler) {
         relay.addTopics(topics + topics.map { $0 + ".dlq" })
+        readers += topics.map { ($0, EventCatalogue.Reader(service: config.service, name: name, isFeed: false)) }
         let consumer = EventConsumer(name: name, kafka: kafka, groupId: "\(config.kafkaGroupPrefix)\(config.service)-\(name)",
                                      topics: topics, pool: pool, schema: config.service, relay: relay, topicsReady: topicsReady,
                                      logger: logger, metrics: metrics, handler: handler)
@@ -275,14 +286,45 @@ public final class ServiceApp: @unchecked Sendable {
             logger.info("marked events for re-publication; the running service publishes them",
                         ["events": .int(n), "since": .string(Timestamp.format(since))])
             return 0
+        case "create-topics":
+            return try createAllTopics()
         default:
             guard let command = commands.first(where: { $0.name == arguments[0] }) else {
-                let names = ["migrate", "republish --since <time>"] + commands.map(\.usage)
+                let names = ["migrate", "republish --since <time>", "create-topics"] + commands.map(\.usage)
                 logger.error("unknown command \"\(arguments[0])\"; commands: \(names.joined(separator: ", "))")
                 return 64
             }
             guard try prepareDatabase() else { return 0 }
             return try command.run(self, Array(arguments.dropFirst()))
+        }
+    }
+
+    /// `create-topics`: creates every topic of the catalogue and the consumers' dead-letter topics with
+    /// `KAFKA_TOPIC_PARTITIONS` and `KAFKA_REPLICATION_FACTOR` (a deployment's one-shot job; no database needed),
+    /// waiting up to a minute for the broker. Fails when a topic exists with another partition count.
+    func createAllTopics() throws -> Int32 {
+        let names = EventCatalogue.allTopicNames
+        let deadline = Date().addingTimeInterval(60)
+        while true {
+            do {
+                let producer = try Producer(config: kafka)
+                try producer.createTopics(names, partitions: config.kafkaPartitions, replicationFactor: config.kafkaReplicationFactor)
+                let counts = try producer.partitionCounts()
+                let wrong = names.filter { counts[$0] != config.kafkaPartitions }
+                guard wrong.isEmpty else {
+                    logger.error("topics exist with another partition count than KAFKA_TOPIC_PARTITIONS: their keys would move partitions",
+                                 ["topics": .string(wrong.map { "\($0)=\(counts[$0].map(String.init) ?? "missing")" }.joined(separator: ", ")),
+                                  "expected": .int(config.kafkaPartitions)])
+                    return 1
+                }
+                logger.info("topics ready", ["topics": .int(names.count), "partitions": .int(config.kafkaPartitions),
+                                             "replicationFactor": .int(config.kafkaReplicationFactor)])
+                return 0
+            } catch {
+                guard Date() < deadline, !stopping.isCancelled else { throw error }
+                logger.warn("cannot create topics yet; retrying", ["error": .string("\(error)")])
+                stopping.sleep(2)
+            }
         }
     }
 

@@ -4,6 +4,7 @@ import CurationCore
 import DispatchCore
 import Foundation
 import HTTP
+import Models
 import ServiceKit
 import StoriesCore
 import XCTest
@@ -32,6 +33,17 @@ final class InProcessTests: XCTestCase {
         let courier = try APIClient(port: dispatch.port).post("/v1/couriers/me", ["vehicle": "bike", "capacity": 1],
                                                               token: person.accessToken)
         XCTAssertEqual(courier.status, 201, String(decoding: courier.body, as: UTF8.self))
+
+        // The event catalogue (docs/events.md) names what each service reads; dispatch's fleet consumer is off here.
+        var read: [String: Set<EventCatalogue.Reader>] = [:]
+        for service in [auth, stories, chat, dispatch, curation] {
+            for (topic, reader) in service.app.readers { read[topic, default: []].insert(reader) }
+        }
+        XCTAssertTrue(Set(read.keys).isSubset(of: Set(EventCatalogue.topics.map(\.name))), "a topic read that the catalogue lacks")
+        for topic in EventCatalogue.topics {
+            let expected = Set(topic.readers).subtracting([EventCatalogue.Reader(service: "dispatch", name: "fleet", isFeed: false)])
+            XCTAssertEqual(read[topic.name] ?? [], expected, "EventCatalogue's readers of \(topic.name) are not what the services read")
+        }
 
         // Every route documents what it takes and what it answers, and the scheme that guards it.
         for service in [auth, stories, chat, dispatch, curation] {

@@ -24,7 +24,7 @@ public enum AuthService {
             return 0
         }
         return try ServiceApp(service: "auth", defaultPort: 8081, environment: environment, migrations: migrations,
-                       topics: [UserRegistered.type, UserUpdated.type, SessionRevoked.type], commands: [rotate]) { app in
+                       commands: [rotate]) { app in
             let pool = app.pool
             let storage = AuthStorage()
             let stored = try pool.withTransaction { c in

@@ -7,13 +7,9 @@ import ServiceKit
 public enum ChatService {
     /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
-        let produced = [ChatRoomCreated.type, ChatRoomUpdated.type, ChatMemberJoined.type, ChatMemberLeft.type,
-                        ChatMessageCreated.type, ChatMessageEdited.type, ChatMessageDeleted.type, TodoCreated.type,
-                        TodoUpdated.type, TodoDeleted.type, ChatTyping.type]
         let consumed = [UserRegistered.type, UserUpdated.type, GroupCreated.type, GroupMemberJoined.type, GroupMemberLeft.type,
                         ParcelCreated.type, ParcelStatusChanged.type]
-        return try ServiceApp(service: "chat", defaultPort: 8083, environment: environment, migrations: migrations,
-                              topics: produced + consumed) { app in
+        return try ServiceApp(service: "chat", defaultPort: 8083, environment: environment, migrations: migrations) { app in
             let storage = ChatStorage()
             let live = RoomFeed(app, storage: storage)
             app.add(live.feed)

@@ -19,8 +19,6 @@ public enum CurationService {
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
         let settings = try Settings(environment)
         return try ServiceApp(service: "curation", defaultPort: 8085, environment: environment, migrations: migrations,
-                              topics: [VideoLiked.type, VideoWatched.type, VideoCommented.type, PlaylistUpdated.type,
-                                       UserRegistered.type, UserUpdated.type],
                               commands: [importCommand, youtubeCommand]) { app in
             let storage = CurationStorage()
             let recommender = Recommender()

@@ -32,8 +32,7 @@ public enum DispatchService {
     /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
         let settings = try Settings(environment)
-        return try ServiceApp(service: "dispatch", defaultPort: 8084, environment: environment, migrations: migrations,
-                              topics: [ParcelCreated.type, ParcelStatusChanged.type, CourierLocation.type]) { app in
+        return try ServiceApp(service: "dispatch", defaultPort: 8084, environment: environment, migrations: migrations) { app in
             app.logger.info(settings.operatorCredential.isEnabled ? "operator routes enabled"
                                                                   : "operator routes off: OPERATOR_TOKEN is not set")
             let matcher = Matcher()

@@ -16,10 +16,7 @@ public enum StoriesService {
     /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
         let settings = try Settings(environment)
-        return try ServiceApp(service: "stories", defaultPort: 8082, environment: environment, migrations: migrations,
-                              topics: [GroupCreated.type, GroupMemberJoined.type, GroupMemberLeft.type, StoryCreated.type,
-                                       StoryCommented.type, NewsletterCompiled.type, ReminderDue.type, UserRegistered.type,
-                                       UserUpdated.type]) { app in
+        return try ServiceApp(service: "stories", defaultPort: 8082, environment: environment, migrations: migrations) { app in
             let pool = app.pool
             let handlers = StoriesHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency)
             app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type]) { try handlers.groups.profile($0, $1) }

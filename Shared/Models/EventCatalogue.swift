@@ -1,0 +1,97 @@
+/// The topics the backend publishes, for the programs that consume them: who writes each, its key, and who reads it.
+/// Services create the topics they produce from here; `docs/asyncapi.json` and `docs/events.md` are generated from
+/// it and the JSON Schemas (`EventCatalogueTests`), and a test checks it against what the running services
+/// register. A consumer's dead-letter topic is its topic + `.dlq`.
+public enum EventCatalogue {
+    public struct Topic: Sendable, Equatable {
+        /// The topic, also the CloudEvents `type`.
+        public let name: String
+        /// What the Kafka key (and the CloudEvents `subject`) is.
+        public let key: String
+        public let summary: String
+        /// The service that publishes it.
+        public let producer: String
+        /// Published without the outbox: it may be lost, and is replaced by the next one.
+        public let ephemeral: Bool
+        /// What reads it inside the backend.
+        public let readers: [Reader]
+    }
+
+    /// A reader of a topic: a consumer group (`<KAFKA_GROUP_PREFIX><service>-<name>`, with a dead-letter topic
+    /// `<topic>.dlq`) or a live feed (no group: it reads from the end, or from the beginning for revocations).
+    public struct Reader: Sendable, Hashable, CustomStringConvertible {
+        public let service: String
+        public let name: String
+        public let isFeed: Bool
+        public init(service: String, name: String, isFeed: Bool) { self.service = service; self.name = name; self.isFeed = isFeed }
+        public var description: String { "\(service) \(isFeed ? "live feed" : "consumer group") \(name)" }
+        static func group(_ service: String, _ name: String) -> Reader { Reader(service: service, name: name, isFeed: false) }
+        static func feed(_ service: String, _ name: String) -> Reader { Reader(service: service, name: name, isFeed: true) }
+    }
+
+    static func topic(_ name: String, key: String, by producer: String, _ summary: String, ephemeral: Bool = false,
+                      readers: [Reader] = []) -> Topic {
+        Topic(name: name, key: key, summary: summary, producer: producer, ephemeral: ephemeral, readers: readers)
+    }
+
+    /// Every service but auth reads revocations with a live reader of its own.
+    static let revocationReaders: [Reader] = ["chat", "curation", "dispatch", "stories"].map { .feed($0, "revocations") }
+    static let profileReaders: [Reader] = [.group("chat", "directory"), .group("curation", "profiles"), .group("stories", "profiles")]
+    static let directory: [Reader] = [.group("chat", "directory")]
+    static let chatFeed: [Reader] = [.feed("chat", "chat-rooms")]
+
+    public static let topics: [Topic] = [
+        topic(UserRegistered.type, key: "user id", by: "auth", "A new account exists.", readers: profileReaders),
+        topic(UserUpdated.type, key: "user id", by: "auth", "A profile after a change.", readers: profileReaders),
+        topic(SessionRevoked.type, key: "user id", by: "auth",
+              "Every access token of this session must stop working (logout, password change, refresh-token reuse).",
+              readers: revocationReaders),
+        topic(GroupCreated.type, key: "group id", by: "stories", "A group or journal exists.", readers: directory),
+        topic(GroupMemberJoined.type, key: "group id", by: "stories", "Someone joined a group by its invite code.",
+              readers: directory),
+        topic(GroupMemberLeft.type, key: "group id", by: "stories", "Someone left a group or was removed.",
+              readers: directory),
+        topic(StoryCreated.type, key: "story id", by: "stories",
+              "A story was posted to one or more groups (its text stays out of the event)."),
+        topic(StoryCommented.type, key: "story id", by: "stories", "A comment on a story."),
+        topic(NewsletterCompiled.type, key: "group id", by: "stories", "A group's period closed and its newsletter is stored."),
+        topic(ReminderDue.type, key: "user id", by: "stories", "A member posted nothing in a period that just closed."),
+        topic(ChatRoomCreated.type, key: "room id", by: "chat",
+              "A team room, the direct room of a pair, or the conversation of a parcel exists.", readers: chatFeed),
+        topic(ChatRoomUpdated.type, key: "room id", by: "chat",
+              "A room's name or topic changed, or a parcel's conversation closed.", readers: chatFeed),
+        topic(ChatMemberJoined.type, key: "room id", by: "chat", "Someone is in a room now.", readers: chatFeed),
+        topic(ChatMemberLeft.type, key: "room id", by: "chat", "Someone left a room or was removed.", readers: chatFeed),
+        topic(ChatMessageCreated.type, key: "room id", by: "chat",
+              "A message was posted; `messageSeq` is its place in the room, gap-free.", readers: chatFeed),
+        topic(ChatMessageEdited.type, key: "room id", by: "chat", "A message's author changed its text.", readers: chatFeed),
+        topic(ChatMessageDeleted.type, key: "room id", by: "chat", "A message's author deleted it; it keeps its place.",
+              readers: chatFeed),
+        topic(TodoCreated.type, key: "room id", by: "chat", "An item was added to a room's todo list.", readers: chatFeed),
+        topic(TodoUpdated.type, key: "room id", by: "chat",
+              "An item was renamed, checked off or on, assigned, given a due time or moved.", readers: chatFeed),
+        topic(TodoDeleted.type, key: "room id", by: "chat", "An item was removed from a room's list.", readers: chatFeed),
+        topic(ChatTyping.type, key: "room id", by: "chat", "Someone is typing in a room.", ephemeral: true, readers: chatFeed),
+        topic(ParcelCreated.type, key: "parcel id", by: "dispatch", "Someone booked a delivery.", readers: directory),
+        topic(ParcelStatusChanged.type, key: "parcel id", by: "dispatch",
+              "One transition of a parcel; the key keeps a parcel's transitions in order.",
+              readers: directory + [.feed("dispatch", "parcel-tracking")]),
+        topic(CourierLocation.type, key: "courier id", by: "dispatch", "A courier's position.", ephemeral: true,
+              readers: [.group("dispatch", "fleet"), .feed("dispatch", "parcel-tracking")]),
+        topic(VideoLiked.type, key: "video id", by: "curation", "Someone liked a video, or took the like back."),
+        topic(VideoWatched.type, key: "video id", by: "curation", "Someone watched part or all of a video."),
+        topic(VideoCommented.type, key: "video id", by: "curation", "Someone commented on a video (the text stays out)."),
+        topic(PlaylistUpdated.type, key: "playlist id", by: "curation", "A playlist was created, changed or deleted."),
+    ]
+
+    /// The topics `service` publishes.
+    public static func produced(by service: String) -> [String] {
+        topics.filter { $0.producer == service }.map(\.name)
+    }
+
+    /// Every topic, with the dead-letter topics of those a consumer group reads: what a topic-creation job creates.
+    public static var allTopicNames: [String] {
+        let dlq = topics.filter { $0.readers.contains { !$0.isFeed } }.map { $0.name + ".dlq" }
+        return (topics.map(\.name) + dlq).sorted()
+    }
+}
