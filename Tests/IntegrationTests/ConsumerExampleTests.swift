@@ -1,0 +1,62 @@
+import Foundation
+import Kafka
+import Models
+import XCTest
+
+/// examples/consumer/consume.py, the Python consumer docs/events.md shows, against the local broker: it validates,
+/// de-duplicates by event id and commits after processing.
+final class ConsumerExampleTests: XCTestCase {
+    func event(id: String, userId: String, email: String?) -> [UInt8] {
+        var data: [String: Any] = ["userId": userId, "username": "example", "fullName": "Example",
+                                   "createdAt": "2026-11-30T12:00:00Z"]
+        data["email"] = email
+        let envelope: [String: Any] = [
+            "specversion": "1.0", "id": id, "source": "/auth", "type": UserRegistered.type, "time": "2026-11-30T12:00:00Z",
+            "subject": userId, "datacontenttype": "application/json",
+            "dataschema": "urn:backend:schema:events:user.registered", "data": data]
+        return Array(try! JSONSerialization.data(withJSONObject: envelope))
+    }
+
+    /// Runs the example until it has been idle for a few seconds; its lines about `ids`, as (outcome, id).
+    func consume(group: String, state: String, ids: Set<String>) throws -> [(String, String)] {
+        let bin = try XCTUnwrap(ProcessInfo.processInfo.environment["SCHEMATHESIS_BIN"], "run the tests with deploy/local/stack test")
+        let python = URL(fileURLWithPath: bin).deletingLastPathComponent().appendingPathComponent("python").path
+        let script = TestEnvironment.root.appendingPathComponent("examples/consumer/consume.py").path
+        let output = try IntegrationTests.run([python, script, "--brokers", TestEnvironment.brokers, "--group", group,
+                              "--topics", UserRegistered.type, "--state", state, "--idle", "6",
+                              "--config", "session.timeout.ms=6000"])
+        XCTAssertTrue(output.contains("\"summary\""), output)
+        return output.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let id = object["id"] as? String, ids.contains(id), let outcome = object["outcome"] as? String else { return nil }
+            if outcome == "invalid" { XCTAssertTrue((object["reason"] as? String ?? "").contains("email"), "\(object)") }
+            return (outcome, id)
+        }
+    }
+
+    func testTheExampleConsumerValidatesDeduplicatesAndCommitsAfterProcessing() throws {
+        let (valid, invalid) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
+        let user = UUID().uuidString.lowercased()
+        let producer = try Producer(config: KafkaConfig(brokers: TestEnvironment.brokers, clientId: "consumer-example-test"))
+        try producer.createTopics([UserRegistered.type], partitions: 3, replicationFactor: 1)
+        let sent = producer.send([
+            OutgoingMessage(topic: UserRegistered.type, key: user, value: event(id: valid, userId: user, email: "e@example.com")),
+            // The same event again, as a relay retry or a republish delivers it.
+            OutgoingMessage(topic: UserRegistered.type, key: user, value: event(id: valid, userId: user, email: "e@example.com")),
+            OutgoingMessage(topic: UserRegistered.type, key: user, value: event(id: invalid, userId: user, email: nil)),
+        ])
+        XCTAssertEqual(sent.compactMap { $0 }.count, 0, "\(sent)")
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("consumer-\(UUID().uuidString).sqlite3").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let group = "example-" + UUID().uuidString.prefix(8).lowercased()
+        let ids: Set = [valid, invalid]
+
+        let first = try consume(group: group, state: state, ids: ids)
+        XCTAssertEqual(first.map { "\($0.0) \($0.1)" }, ["processed \(valid)", "duplicate \(valid)", "invalid \(invalid)"])
+        // The offsets were committed: the same group reads none of them again.
+        XCTAssertEqual(try consume(group: group, state: state, ids: ids).count, 0)
+        // Another group (a replay from the start) reaches them again; the ids keep the effect single.
+        let replay = try consume(group: group + "-replay", state: state, ids: ids)
+        XCTAssertEqual(replay.map { "\($0.0) \($0.1)" }, ["duplicate \(valid)", "duplicate \(valid)", "invalid \(invalid)"])
+    }
+}
