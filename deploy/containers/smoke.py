@@ -1,0 +1,141 @@
+"""The smoke scenario of deploy/containers/check, through the containers' published ports.
+
+  smoke.py write STATE_FILE   sign up a sender and a courier, a group and a story in it, the courier online and a parcel
+                              offered to them; then read user.registered, story.created, parcel.created and
+                              parcel.status from the broker with a client outside the containers
+  smoke.py read STATE_FILE    after a restart of the whole stack: the sender logs in and reads the story and the
+                              parcel's history with its offer (what PostgreSQL's volume kept)
+Exits 1 with the reason when something a user would see is wrong.
+"""
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+AUTH, STORIES, DISPATCH = "http://127.0.0.1:8081", "http://127.0.0.1:8082", "http://127.0.0.1:8084"
+JPEG = bytes([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10]) + b"JFIF" + bytes([0, 1, 1, 0, 0, 1, 0, 1, 0, 0]) \
+    + bytes([0xFF, 0xC0, 0x00, 0x11, 0x08, 0x01, 0xE0, 0x02, 0x80, 0x03, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]) \
+    + bytes([0xFF, 0xDA, 0, 2, 7, 7, 0xFF, 0xD9])
+PASSWORD = "correct horse battery"
+
+
+def fail(message):
+    raise SystemExit(f"smoke: {message}")
+
+
+def call(method, url, body=None, token=None, raw=None, content_type="application/json", expect=(200, 201)):
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    request = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", content_type)
+    if token:
+        request.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            status, text = response.status, response.read()
+    except urllib.error.HTTPError as error:
+        status, text = error.code, error.read()
+    if status not in expect:
+        fail(f"{method} {url} answered {status}: {text[:300]!r}")
+    return json.loads(text) if text else None
+
+
+def signup(prefix):
+    name = prefix + uuid.uuid4().hex[:10]
+    body = call("POST", AUTH + "/v1/auth/signup", {"username": name, "email": name + "@example.com",
+                                                   "password": PASSWORD, "fullName": name})
+    return name, body["user"]["id"], body["accessToken"]
+
+
+def wait_for(what, condition, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.5)
+    fail(f"{what} did not happen within {timeout} s")
+
+
+def offered(parcel_id, courier):
+    """The parcel as the courier's offer (before the offer the courier may not see it at all)."""
+    page = call("GET", DISPATCH + "/v1/parcels?role=courier&status=offered", token=courier)
+    return next((p for p in page["items"] if p["id"] == parcel_id), None)
+
+
+def write(state_file):
+    sender_name, sender_id, sender = signup("smoke")
+    _, courier_id, courier = signup("courier")
+    group = call("POST", STORIES + "/v1/groups", {"name": "smoke test"}, sender)
+    story = call("POST", STORIES + "/v1/stories", {"text": "written in a container", "groupIds": [group["id"]]}, sender)
+    call("POST", DISPATCH + "/v1/couriers/me", {"vehicle": "bike", "capacity": 2}, courier)
+    call("PUT", DISPATCH + "/v1/couriers/me/status", {"online": True}, courier)
+    call("PUT", DISPATCH + "/v1/couriers/me/location", {"lat": 44.4268, "lon": 26.1025}, courier)
+    media = call("POST", DISPATCH + "/v1/media", raw=JPEG, token=sender, content_type="image/jpeg")
+    parcel = call("POST", DISPATCH + "/v1/parcels", {
+        "pickup": {"lat": 44.4270, "lon": 26.1030, "address": "Piata Universitatii 1"},
+        "dropoff": {"lat": 44.4350, "lon": 26.1100, "address": "Strada Polona 2"},
+        "recipient": {"name": "R", "phone": "+40 700 000 000"}, "service": "express", "paymentMethod": "card",
+        "documentPhotoMediaId": media["id"]}, sender)
+    offer = wait_for("the offer to the courier", lambda: offered(parcel["id"], courier))
+    if offer.get("offeredTo") != courier_id:
+        fail(f"the parcel was offered to {offer.get('offeredTo')}, not to the only courier online")
+    print(f"smoke: sign-up, group, story, courier online, parcel {parcel['id']} offered to them", flush=True)
+
+    expected = {("user.registered", sender_id), ("user.registered", courier_id), ("story.created", story["id"]),
+                ("parcel.created", parcel["id"]), ("parcel.status", parcel["id"])}
+    seen = read_events(expected)
+    missing = expected - seen
+    if missing:
+        fail(f"events not on the broker: {sorted(missing)}")
+    print(f"smoke: read {len(expected)} expected events from the broker outside the containers", flush=True)
+    with open(state_file, "w") as f:
+        json.dump({"username": sender_name, "story": story["id"], "parcel": parcel["id"]}, f)
+
+
+def read_events(expected, timeout=30):
+    """Which of the expected (type, subject) pairs are on their topics: read within `timeout` seconds."""
+    from confluent_kafka import Consumer  # the stack's venv has it; `read` needs no broker
+    consumer = Consumer({"bootstrap.servers": "kafka:9092", "group.id": "smoke-" + uuid.uuid4().hex,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "session.timeout.ms": 6000})  # Tansu holds a join for half of it
+    consumer.subscribe(sorted({topic for topic, _ in expected}))
+    seen = set()
+    deadline = time.time() + timeout
+    try:
+        while time.time() < deadline and seen != expected:
+            message = consumer.poll(1.0)
+            if message is None or message.error():
+                continue
+            event = json.loads(message.value())
+            if message.key().decode() != event["subject"]:
+                fail(f"{event['type']}: key {message.key()!r} is not the subject {event['subject']}")
+            if (event["type"], event["subject"]) in expected:
+                seen.add((event["type"], event["subject"]))
+    finally:
+        consumer.close()
+    return seen
+
+
+def read(state_file):
+    with open(state_file) as f:
+        state = json.load(f)
+    login = call("POST", AUTH + "/v1/auth/login", {"username": state["username"], "password": PASSWORD})
+    token = login["accessToken"]
+    story = call("GET", f"{STORIES}/v1/stories/{state['story']}", token=token)
+    if story.get("text") != "written in a container":
+        fail(f"the story came back as {story}")
+    parcel = call("GET", f"{DISPATCH}/v1/parcels/{state['parcel']}", token=token)
+    history = [step.get("to") for step in parcel.get("history", [])]
+    if "offered" not in history:
+        fail(f"the parcel's history lost its offer: {history}")
+    print(f"smoke: after the restart the sender logs in, reads the story, and the parcel's history ({', '.join(history)})",
+          flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("write", "read"):
+        raise SystemExit(__doc__)
+    (write if sys.argv[1] == "write" else read)(sys.argv[2])
