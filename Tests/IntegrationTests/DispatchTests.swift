@@ -323,3 +323,29 @@ final class DispatchInputTests: DispatchTestCase {
         XCTAssertEqual(Set(schemes.keys), ["bearer"])
     }
 }
+
+/// Parcels no courier can reach (a district with nobody online) must not delay the others.
+final class DispatchStrandedParcelTests: DispatchTestCase {
+    /// One matching loop, which reads 100 waiting parcels a round.
+    override var serviceSettings: [String: String] { super.serviceSettings.merging(["MATCH_WORKERS": "1"]) { $1 } }
+
+    func testParcelsNoCourierCanReachDelayNoOtherAndAreOfferedOnceACourierCan() throws {
+        let sender = try person()
+        var stranded: [String] = []
+        for _ in 0..<110 {  // older than the next one, and more than a round reads
+            let r = try send(sender, to: nil, from: (10.5, 10.5))
+            XCTAssertEqual(r.status, 201, String(decoding: r.body, as: UTF8.self))
+            stranded.append(r["id"] as? String ?? "")
+        }
+        _ = try courier(lat: 44.4270, lon: 26.1030)
+        let started = Date()
+        let parcel = try XCTUnwrap(try send(sender, to: nil)["id"] as? String)
+        XCTAssertNotNil(wait(parcel, as: sender, for: "offered", timeout: 5),
+                        "a parcel in reach of a courier is offered while 110 older ones have no courier in reach")
+        print("offered in \(Int(Date().timeIntervalSince(started) * 1000)) ms with 110 stranded parcels waiting")
+        // A courier comes within reach of the stranded ones: the oldest is offered to them.
+        let arriving = try courier(lat: 10.5005, lon: 10.5005)
+        let offered = wait(stranded[0], as: sender, for: "offered", timeout: 10)
+        XCTAssertEqual(offered?["offeredTo"] as? String, arriving.id)
+    }
+}

@@ -45,7 +45,7 @@ public enum DispatchService {
                                       offerTimeout: Double(settings.offerTimeout), maxMeters: Double(settings.maxMeters))
             let workers = settings.workers
             matcher.services(interval: Double(settings.tickMs) / 1000, workers: workers, pool: app.pool, logger: app.logger) {
-                try round.run(worker: $0, of: workers)
+                try round.run(worker: $0, of: workers, recheckInterval: Double(settings.tickMs) / 1000)
             }.forEach(app.add)
             if settings.fleetFeed { app.consume("fleet", topics: [CourierLocation.type], handler: handlers.fleetFix) }
             return makeRoutes(handlers, app.makeTokenVerifier(), fleet: settings.operatorCredential)

@@ -12,11 +12,16 @@ import Synchronization
 /// Each courier's entry carries the time of the row it came from (`updated_at`), and an older row never replaces a
 /// newer one: the refresh may read a row just before a fix commits, after the fix already placed the courier.
 ///
+/// It also remembers the parcels no courier is within reach of (stranded: a district with nobody online), so that
+/// matching rounds leave them out, at no cost to the parcels that can be served, until a courier who could take
+/// them comes within reach.
+///
 /// `@unchecked Sendable`: `since`, `loaded` and `generation` are guarded by `condition`; `versions` is a `Mutex`
 /// held around each index change, so a check and its change are one step; the index locks itself.
 final class Matcher: @unchecked Sendable {
     let index = GeoIndex<UUID>()
     private let versions = Mutex<[UUID: Date]>([:])
+    private let stranded = Mutex<(pickups: [UUID: GeoPoint], checked: Date)>(([:], .distantPast))
     private let condition = NSCondition()
     private var generation = 0  // bumped by `wake`
     private var loaded = false
@@ -41,6 +46,32 @@ final class Matcher: @unchecked Sendable {
     /// Couriers to offer a parcel at `pickup` to, nearest first, within `maxMeters`, minus `excluded`.
     func candidates(near pickup: GeoPoint, excluding excluded: Set<UUID>, maxMeters: Double) -> [UUID] {
         index.nearest(to: pickup, k: 10, maxMeters: maxMeters, where: { !excluded.contains($0) }).map(\.id)
+    }
+
+    /// Whether any courier who could take a parcel is within `maxMeters` of `pickup`.
+    func anyoneInReach(of pickup: GeoPoint, maxMeters: Double) -> Bool {
+        !index.nearest(to: pickup, k: 1, maxMeters: maxMeters, where: { _ in true }).isEmpty
+    }
+
+    /// The parcels known to be stranded, which matching leaves out.
+    var strandedParcels: [UUID] { stranded.withLock { Array($0.pickups.keys) } }
+
+    func strand(_ parcel: UUID, at pickup: GeoPoint) { stranded.withLock { $0.pickups[parcel] = pickup } }
+
+    /// At most every `interval`: gives back to matching the stranded parcels a courier has come within reach of,
+    /// and forgets those no longer waiting (`stillWaiting` reads which are). True when some came back.
+    func recheckStranded(every interval: TimeInterval, maxMeters: Double, stillWaiting: ([UUID]) throws -> Set<UUID>) rethrows -> Bool {
+        let due: [UUID: GeoPoint]? = stranded.withLock { state in
+            guard !state.pickups.isEmpty, Date().timeIntervalSince(state.checked) >= interval else { return nil }
+            state.checked = Date()
+            return state.pickups
+        }
+        guard let due else { return false }
+        let waiting = try stillWaiting(Array(due.keys))
+        let back = due.filter { !waiting.contains($0.key) || anyoneInReach(of: $0.value, maxMeters: maxMeters) }.keys
+        guard !back.isEmpty else { return false }
+        stranded.withLock { state in back.forEach { state.pickups[$0] = nil } }
+        return true
     }
 
     /// Reads the couriers changed since the last refresh. Rows commit in another order than their timestamps, so
@@ -96,12 +127,26 @@ struct MatchingRound: Sendable {
     let offerTimeout: TimeInterval
     let maxMeters: Double
 
-    /// The first worker expires unanswered offers; each offers its share of the waiting parcels (express first,
-    /// oldest first). Shares split by parcel id; across instances row locks keep them apart.
-    func run(worker: Int, of workers: Int) throws {
-        if worker == 0 { try pool.withTransaction { try parcels.expireOffers($0) } }
-        let waiting = try pool.withConnection { try parcels.storage.awaiting($0, limit: 100 * workers) }
-        for id in waiting where Int(id.uuid.15) % workers == worker {
+    /// The first worker expires unanswered offers and gives stranded parcels back to matching once a courier is
+    /// within reach (at most every `recheckInterval`); each offers its share of the waiting parcels (express first,
+    /// oldest first), leaving out, without a transaction, those with no courier in reach (they are remembered as
+    /// stranded). Shares split by parcel id; across instances row locks keep them apart.
+    func run(worker: Int, of workers: Int, recheckInterval: TimeInterval) throws {
+        if worker == 0 {
+            try pool.withTransaction { try parcels.expireOffers($0) }
+            let back = try matcher.recheckStranded(every: recheckInterval, maxMeters: maxMeters) { ids in
+                try pool.withConnection { try parcels.storage.stillAwaiting($0, ids) }
+            }
+            if back { matcher.wake() }
+        }
+        let waiting = try pool.withConnection {
+            try parcels.storage.awaiting($0, excluding: matcher.strandedParcels, limit: 100 * workers)
+        }
+        for (id, pickup) in waiting where Int(id.uuid.15) % workers == worker {
+            guard matcher.anyoneInReach(of: pickup, maxMeters: maxMeters) else {
+                matcher.strand(id, at: pickup)
+                continue
+            }
             try pool.withTransaction { c in
                 _ = try parcels.offer(c, id, timeout: offerTimeout) { pickup, declined in
                     matcher.candidates(near: pickup, excluding: declined, maxMeters: maxMeters)

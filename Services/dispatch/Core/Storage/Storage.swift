@@ -227,11 +227,19 @@ struct DispatchStorage {
     }
 
     /// Parcels waiting for a courier: express first, oldest first within a class.
-    func awaiting(_ c: Connection, limit: Int) throws -> [UUID] {
+    /// Parcels waiting for a courier (express first, oldest first) with their pickups, less `excluding`.
+    func awaiting(_ c: Connection, excluding: [UUID], limit: Int) throws -> [(id: UUID, pickup: GeoPoint)] {
         try c.rows("""
-            SELECT id FROM dispatch.parcels WHERE status = 'awaiting_courier'
+            SELECT id, pickup_lat, pickup_lon FROM dispatch.parcels
+            WHERE status = 'awaiting_courier' AND NOT (id = ANY($2::uuid[]))
             ORDER BY (service = 'express') DESC, created_at LIMIT $1
-            """, [limit]).map { try $0["id"] }
+            """, [limit, PostgresArray(excluding)]).map { (try $0["id"], GeoPoint(lat: try $0["pickup_lat"], lon: try $0["pickup_lon"])) }
+    }
+
+    /// Which of `ids` still wait for a courier.
+    func stillAwaiting(_ c: Connection, _ ids: [UUID]) throws -> Set<UUID> {
+        Set(try c.rows("SELECT id FROM dispatch.parcels WHERE id = ANY($1::uuid[]) AND status = 'awaiting_courier'",
+                       [PostgresArray(ids)]).map { try $0["id"] })
     }
 
     func expiredOffers(_ c: Connection, limit: Int) throws -> [UUID] {
