@@ -16,7 +16,7 @@ import Synchronization
 /// matching rounds leave them out, at no cost to the parcels that can be served, until a courier who could take
 /// them comes within reach.
 ///
-/// `@unchecked Sendable`: `since`, `loaded` and `generation` are guarded by `condition`; `versions` is a `Mutex`
+/// `@unchecked Sendable`: `lastRead`, `loaded` and `generation` are guarded by `condition`; `versions` is a `Mutex`
 /// held around each index change, so a check and its change are one step; the index locks itself.
 final class Matcher: @unchecked Sendable {
     let index = GeoIndex<UUID>()
@@ -25,7 +25,7 @@ final class Matcher: @unchecked Sendable {
     private let condition = NSCondition()
     private var generation = 0  // bumped by `wake`
     private var loaded = false
-    private var since = Date(timeIntervalSince1970: 0)
+    private var lastRead: Date?  // the database's time before the last refresh read
 
     /// Keeps in the index exactly the couriers who could take a parcel: online, placed, with room.
     func update(_ courier: CourierRecord) {
@@ -74,14 +74,22 @@ final class Matcher: @unchecked Sendable {
         return true
     }
 
-    /// Reads the couriers changed since the last refresh. Rows commit in another order than their timestamps, so
-    /// the last two seconds are read again each time rather than trusting the newest timestamp seen.
+    /// Reads the couriers changed since the last refresh (at first, those who can take a parcel). Rows commit in
+    /// another order than their timestamps, so each read starts two seconds before the previous one did; when
+    /// nothing changes, the window moves on and reads nothing.
     func refresh(_ pool: Pool) throws {
-        condition.lock(); let from = since.addingTimeInterval(-2); condition.unlock()
+        condition.lock(); let from = lastRead?.addingTimeInterval(-2); condition.unlock()
         let changed = try pool.withConnection { try DispatchStorage().couriersChanged($0, since: from) }
         for courier in changed.couriers { update(courier.id, available: courier.position, asOf: courier.updatedAt) }
+        // Forget the versions of couriers out of the index for a minute: memory follows the couriers online.
+        let cutoff = changed.readAt.addingTimeInterval(-60)
+        versions.withLock { versions in
+            if versions.count > 2 * index.count + 1000 {
+                versions = versions.filter { index.point(of: $0.key) != nil || $0.value > cutoff }
+            }
+        }
         condition.lock()
-        if let newest = changed.newest { since = newest }
+        lastRead = changed.readAt
         if !loaded { loaded = true; condition.broadcast() }
         condition.unlock()
     }

@@ -148,16 +148,18 @@ struct DispatchStorage {
 
     /// Couriers changed since `since` (online or not), as the in-memory index needs them, and the newest change.
     /// Only that is read and parsed: at thousands of fixes a second this runs over thousands of rows.
-    func couriersChanged(_ c: Connection, since: Date) throws -> (couriers: [(id: UUID, position: GeoPoint?, updatedAt: Date)], newest: Date?) {
-        let rows = try c.rows("""
-            SELECT user_id, CASE WHEN online AND active < capacity THEN lat END AS lat, lon, updated_at
-            FROM dispatch.couriers WHERE updated_at > $1 ORDER BY updated_at
-            """, [since])
+    /// The couriers whose rows changed after `since` (nil: those who can take a parcel now, for a first load, which
+    /// stays small however many courier rows the table holds), and the database's time before the read.
+    func couriersChanged(_ c: Connection, since: Date?) throws -> (couriers: [(id: UUID, position: GeoPoint?, updatedAt: Date)], readAt: Date) {
+        let readAt: Date = try c.first("SELECT now() AS at")!["at"]
+        let select = "SELECT user_id, CASE WHEN online AND active < capacity THEN lat END AS lat, lon, updated_at FROM dispatch.couriers"
+        let rows = try since.map { try c.rows("\(select) WHERE updated_at > $1 ORDER BY updated_at", [$0]) }
+            ?? c.rows("\(select) WHERE online AND active < capacity")
         let couriers = try rows.map { row -> (id: UUID, position: GeoPoint?, updatedAt: Date) in
             let lat: Double? = try row.decode("lat"), lon: Double? = try row.decode("lon")
             return (try row["user_id"], lat.flatMap { la in lon.map { GeoPoint(lat: la, lon: $0) } }, try row["updated_at"])
         }
-        return (couriers, try rows.last.map { try $0["updated_at"] })
+        return (couriers, readAt)
     }
 
     /// Whether the courier can take an offer now: online, with spare capacity, and their row not held by another
