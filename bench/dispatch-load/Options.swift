@@ -57,6 +57,7 @@ struct Options: Sendable {
           --quiet                 no progress lines
           --help                  this text
 
+        At the end it takes its couriers offline and, given the database, deletes the seeded ones holding no parcel.
         Ctrl-C ends the run early: it still checks, reports and takes its couriers offline (a second Ctrl-C quits).
         Latencies are measured on the service's own clock from each parcel's history (created → offered,
         created → assigned); location-update latency is the round trip of each fix request.

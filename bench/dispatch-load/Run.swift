@@ -101,8 +101,26 @@ final class Run: @unchecked Sendable {
         log(String(format: "set up in %.1f s", setupSeconds))
     }
 
-    /// Takes this run's couriers offline, so a later run's parcels are not offered to couriers nobody plays.
+    /// Takes this run's couriers offline, so a later run's parcels are not offered to couriers nobody plays; given
+    /// the database, then deletes the seeded ones that hold no parcel, so runs do not pile up courier rows.
     func tearDown() {
+        takeOffline()
+        guard !o.databaseURL.isEmpty else { return }
+        do {
+            let c = try Connection(url: o.databaseURL)
+            var deleted = 0
+            for start in stride(from: 0, to: fleet.ids.count, by: 10_000) {
+                let slice = Array(fleet.ids[start..<min(fleet.ids.count, start + 10_000)])
+                deleted += try c.execute("DELETE FROM dispatch.couriers WHERE user_id = ANY($1::uuid[]) AND active = 0",
+                                         [PostgresArray(slice)])
+            }
+            log("deleted \(deleted) of the run's \(fleet.ids.count) seeded couriers (those holding a parcel stay, offline)")
+        } catch {
+            log("could not delete the run's couriers: \(error)")
+        }
+    }
+
+    private func takeOffline() {
         log("taking the run's couriers offline")
         let batches = (fleet.ids.count + 999) / 1000
         try? parallel(batches + acting.count, threads: o.threads) { [self] dispatch, _, b in
