@@ -45,6 +45,11 @@ public final class GeoIndex<ID: Hashable & Sendable>: @unchecked Sendable {
     private var places: [(cell: Cell, index: Int)] = []  // by slot
     private var free: [Int32] = []
     private var cells: [Cell: [Entry]] = [:]
+    /// Points per region of `regionCells` × `regionCells` cells (0.1° with the default cells): a query far from
+    /// everyone (a parcel in a district with nobody online) is answered from a few regions instead of thousands of
+    /// empty cells.
+    private var regions: [Cell: Int32] = [:]
+    private static var regionCells: Int32 { 40 }
 
     /// An empty index; 0.0025° cells are about 280 m north–south (a dense city puts a few dozen couriers in each).
     public init(cellDegrees: Double = 0.0025) {
@@ -97,6 +102,7 @@ public final class GeoIndex<ID: Hashable & Sendable>: @unchecked Sendable {
             }
             cells[c, default: []].append(Entry(slot: slot, lat: point.lat, lon: point.lon, cosLat: cos(point.lat * .pi / 180)))
             places[Int(slot)] = (c, cells[c]!.count - 1)
+            regions[Self.region(c), default: 0] += 1
         }
     }
 
@@ -113,6 +119,8 @@ public final class GeoIndex<ID: Hashable & Sendable>: @unchecked Sendable {
     /// Takes a slot's entry out of its cell (the cell's last entry fills the gap).
     private func unlink(_ slot: Int32) {
         let place = places[Int(slot)]
+        let region = Self.region(place.cell)
+        if let n = regions[region], n > 1 { regions[region] = n - 1 } else { regions[region] = nil }
         var entries = cells.removeValue(forKey: place.cell) ?? []
         let last = entries.removeLast()
         if place.index < entries.count {
@@ -134,6 +142,7 @@ public final class GeoIndex<ID: Hashable & Sendable>: @unchecked Sendable {
     public func nearest(to center: GeoPoint, k: Int, maxMeters: Double, where filter: (ID) -> Bool = { _ in true }) -> [(id: ID, meters: Double)] {
         guard k > 0 else { return [] }
         return lock.read {
+            guard unlockedMayHave(within: maxMeters, of: center) else { return [] }
             var radius = min(maxMeters, 250)
             while true {
                 let found = unlockedWithin(radius, of: center, filter)
@@ -155,7 +164,21 @@ public final class GeoIndex<ID: Hashable & Sendable>: @unchecked Sendable {
         return s * s
     }
 
-    private func unlockedWithin(_ meters: Double, of center: GeoPoint, _ filter: (ID) -> Bool) -> [(entry: Entry, h: Double)] {
+    private static func region(_ c: Cell) -> Cell { Cell(lat: c.lat / regionCells, lon: c.lon / regionCells) }
+
+    /// False when no point can be within `meters` of `center`: every region the search box touches is empty.
+    private func unlockedMayHave(within meters: Double, of center: GeoPoint) -> Bool {
+        let (lat0, lat1, lonIndexes) = box(meters, center)
+        let lonRegions = Set(lonIndexes.map { $0 / Self.regionCells })
+        for lat in (lat0 / Self.regionCells)...(lat1 / Self.regionCells) {
+            for lon in lonRegions where regions[Cell(lat: lat, lon: lon)] != nil { return true }
+        }
+        return false
+    }
+
+    /// The cells a search within `meters` of `center` must look at: a range of latitude rows and the longitude
+    /// columns (wrapped at the antimeridian; all of them near a pole).
+    private func box(_ meters: Double, _ center: GeoPoint) -> (lat0: Int32, lat1: Int32, lonIndexes: [Int32]) {
         let latSpan = meters / 111_320 + cellDegrees
         let minLat = max(-90, center.lat - latSpan), maxLat = min(90, center.lat + latSpan)
         let extremeLat = max(abs(minLat), abs(maxLat))
@@ -163,7 +186,7 @@ public final class GeoIndex<ID: Hashable & Sendable>: @unchecked Sendable {
         // Near a pole (or for a radius beyond a quarter of the globe) every longitude may be in reach.
         let lonSpan = cosine < 1e-6 || meters > earthRadiusMeters * .pi / 2 ? 360 : meters / (111_320 * cosine) + cellDegrees
         let lat0 = cell(GeoPoint(lat: minLat, lon: 0)).lat, lat1 = cell(GeoPoint(lat: maxLat, lon: 0)).lat
-        var lonIndexes: [Int32]
+        let lonIndexes: [Int32]
         if lonSpan >= 180 {
             lonIndexes = (0..<lonCells).map { Int32($0) }
         } else {
@@ -171,6 +194,11 @@ public final class GeoIndex<ID: Hashable & Sendable>: @unchecked Sendable {
             let last = Int(((center.lon + lonSpan + 180) / cellDegrees).rounded(.down))
             lonIndexes = (first...last).map { Int32((($0 % lonCells) + lonCells) % lonCells) }
         }
+        return (lat0, lat1, lonIndexes)
+    }
+
+    private func unlockedWithin(_ meters: Double, of center: GeoPoint, _ filter: (ID) -> Bool) -> [(entry: Entry, h: Double)] {
+        let (lat0, lat1, lonIndexes) = box(meters, center)
         let probe = Probe(center: center, limit: Self.h(forMeters: meters))
         var candidates: [(entry: Entry, h: Double)] = []
         let cellCount = Int(lat1 - lat0 + 1) * lonIndexes.count
