@@ -12,16 +12,12 @@ import Synchronization
 /// Each courier's entry carries the time of the row it came from (`updated_at`), and an older row never replaces a
 /// newer one: the refresh may read a row just before a fix commits, after the fix already placed the courier.
 ///
-/// It also remembers the parcels no courier is within reach of (stranded: a district with nobody online), so that
-/// matching rounds leave them out, at no cost to the parcels that can be served, until a courier who could take
-/// them comes within reach.
-///
 /// `@unchecked Sendable`: `lastRead`, `loaded` and `generation` are guarded by `condition`; `versions` is a `Mutex`
 /// held around each index change, so a check and its change are one step; the index locks itself.
 final class Matcher: @unchecked Sendable {
     let index = GeoIndex<UUID>()
     private let versions = Mutex<[UUID: Date]>([:])
-    private let stranded = Mutex<(pickups: [UUID: GeoPoint], checked: Date)>(([:], .distantPast))
+    private let strandedChecked = Mutex(Date.distantPast)
     private let condition = NSCondition()
     private var generation = 0  // bumped by `wake`
     private var loaded = false
@@ -53,25 +49,13 @@ final class Matcher: @unchecked Sendable {
         !index.nearest(to: pickup, k: 1, maxMeters: maxMeters, where: { _ in true }).isEmpty
     }
 
-    /// The parcels known to be stranded, which matching leaves out.
-    var strandedParcels: [UUID] { stranded.withLock { Array($0.pickups.keys) } }
-
-    func strand(_ parcel: UUID, at pickup: GeoPoint) { stranded.withLock { $0.pickups[parcel] = pickup } }
-
-    /// At most every `interval`: gives back to matching the stranded parcels a courier has come within reach of,
-    /// and forgets those no longer waiting (`stillWaiting` reads which are). True when some came back.
-    func recheckStranded(every interval: TimeInterval, maxMeters: Double, stillWaiting: ([UUID]) throws -> Set<UUID>) rethrows -> Bool {
-        let due: [UUID: GeoPoint]? = stranded.withLock { state in
-            guard !state.pickups.isEmpty, Date().timeIntervalSince(state.checked) >= interval else { return nil }
-            state.checked = Date()
-            return state.pickups
+    /// Whether the stranded parcels are due for a look (at most every `interval`).
+    func strandedCheckIsDue(every interval: TimeInterval) -> Bool {
+        strandedChecked.withLock { last in
+            guard Date().timeIntervalSince(last) >= interval else { return false }
+            last = Date()
+            return true
         }
-        guard let due else { return false }
-        let waiting = try stillWaiting(Array(due.keys))
-        let back = due.filter { !waiting.contains($0.key) || anyoneInReach(of: $0.value, maxMeters: maxMeters) }.keys
-        guard !back.isEmpty else { return false }
-        stranded.withLock { state in back.forEach { state.pickups[$0] = nil } }
-        return true
     }
 
     /// Reads the couriers changed since the last refresh (at first, those who can take a parcel). Rows commit in
@@ -135,26 +119,28 @@ struct MatchingRound: Sendable {
     let offerTimeout: TimeInterval
     let maxMeters: Double
 
-    /// The first worker expires unanswered offers and gives stranded parcels back to matching once a courier is
-    /// within reach (at most every `recheckInterval`); each offers its share of the waiting parcels (express first,
-    /// oldest first), leaving out, without a transaction, those with no courier in reach (they are remembered as
-    /// stranded). Shares split by parcel id; across instances row locks keep them apart.
+    /// The first worker expires unanswered offers and, at most every `recheckInterval`, gives the stranded parcels
+    /// a courier has come within reach of back to matching. Each offers its share of the waiting parcels (express
+    /// first, oldest first); one with no courier within reach is marked stranded instead, without a transaction,
+    /// and later rounds leave it out (stranded parcels: those of a district with nobody online). Shares split by
+    /// parcel id; across instances row locks keep them apart.
     func run(worker: Int, of workers: Int, recheckInterval: TimeInterval) throws {
         if worker == 0 {
             try pool.withTransaction { try parcels.expireOffers($0) }
-            let back = try matcher.recheckStranded(every: recheckInterval, maxMeters: maxMeters) { ids in
-                try pool.withConnection { try parcels.storage.stillAwaiting($0, ids) }
+            if matcher.strandedCheckIsDue(every: recheckInterval) {
+                let stranded = try pool.withConnection { try parcels.storage.awaiting($0, stranded: true, limit: 10_000) }
+                let back = stranded.filter { matcher.anyoneInReach(of: $0.pickup, maxMeters: maxMeters) }.map(\.id)
+                if !back.isEmpty {
+                    try pool.withConnection { try parcels.storage.setStranded($0, back, false) }
+                    matcher.wake()
+                }
             }
-            if back { matcher.wake() }
         }
-        let waiting = try pool.withConnection {
-            try parcels.storage.awaiting($0, excluding: matcher.strandedParcels, limit: 100 * workers)
-        }
-        for (id, pickup) in waiting where Int(id.uuid.15) % workers == worker {
-            guard matcher.anyoneInReach(of: pickup, maxMeters: maxMeters) else {
-                matcher.strand(id, at: pickup)
-                continue
-            }
+        let waiting = try pool.withConnection { try parcels.storage.awaiting($0, limit: 100 * workers) }
+        let mine = waiting.filter { Int($0.id.uuid.15) % workers == worker }
+        let unreachable = mine.filter { !matcher.anyoneInReach(of: $0.pickup, maxMeters: maxMeters) }.map(\.id)
+        if !unreachable.isEmpty { try pool.withConnection { try parcels.storage.setStranded($0, unreachable, true) } }
+        for (id, pickup) in mine where !unreachable.contains(id) {
             try pool.withTransaction { c in
                 _ = try parcels.offer(c, id, timeout: offerTimeout) { pickup, declined in
                     matcher.candidates(near: pickup, excluding: declined, maxMeters: maxMeters)

@@ -68,4 +68,11 @@ let migrations: [Migration] = [
             PRIMARY KEY (parcel_id, courier_id)
         );
         """),
+    // Parcels no courier was within reach of are marked, and matching reads only the others: a district with
+    // nobody online must not slow the parcels that can be served.
+    Migration(4, "stranded parcels", """
+        ALTER TABLE parcels ADD COLUMN stranded_at timestamptz;
+        CREATE INDEX parcels_matchable ON parcels (created_at) WHERE status = 'awaiting_courier' AND stranded_at IS NULL;
+        CREATE INDEX parcels_stranded ON parcels (created_at) WHERE status = 'awaiting_courier' AND stranded_at IS NOT NULL;
+        """),
 ]

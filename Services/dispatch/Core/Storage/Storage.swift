@@ -229,19 +229,22 @@ struct DispatchStorage {
     }
 
     /// Parcels waiting for a courier: express first, oldest first within a class.
-    /// Parcels waiting for a courier (express first, oldest first) with their pickups, less `excluding`.
-    func awaiting(_ c: Connection, excluding: [UUID], limit: Int) throws -> [(id: UUID, pickup: GeoPoint)] {
+    /// Parcels waiting for a courier (express first, oldest first) with their pickups: those not marked stranded,
+    /// or (`stranded`) those marked.
+    func awaiting(_ c: Connection, stranded: Bool = false, limit: Int) throws -> [(id: UUID, pickup: GeoPoint)] {
         try c.rows("""
             SELECT id, pickup_lat, pickup_lon FROM dispatch.parcels
-            WHERE status = 'awaiting_courier' AND NOT (id = ANY($2::uuid[]))
+            WHERE status = 'awaiting_courier' AND stranded_at IS \(stranded ? "NOT NULL" : "NULL")
             ORDER BY (service = 'express') DESC, created_at LIMIT $1
-            """, [limit, PostgresArray(excluding)]).map { (try $0["id"], GeoPoint(lat: try $0["pickup_lat"], lon: try $0["pickup_lon"])) }
+            """, [limit]).map { (try $0["id"], GeoPoint(lat: try $0["pickup_lat"], lon: try $0["pickup_lon"])) }
     }
 
-    /// Which of `ids` still wait for a courier.
-    func stillAwaiting(_ c: Connection, _ ids: [UUID]) throws -> Set<UUID> {
-        Set(try c.rows("SELECT id FROM dispatch.parcels WHERE id = ANY($1::uuid[]) AND status = 'awaiting_courier'",
-                       [PostgresArray(ids)]).map { try $0["id"] })
+    /// Marks a waiting parcel stranded (no courier within reach), or gives it back to matching.
+    func setStranded(_ c: Connection, _ ids: [UUID], _ stranded: Bool) throws {
+        try c.execute("""
+            UPDATE dispatch.parcels SET stranded_at = \(stranded ? "now()" : "NULL")
+            WHERE id = ANY($1::uuid[]) AND status = 'awaiting_courier'
+            """, [PostgresArray(ids)])
     }
 
     func expiredOffers(_ c: Connection, limit: Int) throws -> [UUID] {

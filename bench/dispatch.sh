@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Dispatch latency (parcel created → offered to a courier) on the local stack, with parcels no courier can reach
+# waiting in the table, as a district with nobody online leaves them:
+#   bench/dispatch.sh            STRANDED=1000 COURIERS=100000 FIXES=2000 DURATION=30 RATES="10 50 300"
+# Per rate: dispatch-load (`deploy/local/stack load`) seeds the couriers, sends their fixes, creates parcels at the
+# rate and accepts every offer; this prints the created → offered p50/p99, the parcels created and assigned per
+# second, and the CPU seconds dispatch and PostgreSQL used per parcel (from /proc). No reference runs beside it: the
+# goal is absolute (p50 < 10 ms and p99 < 50 ms at 10 and 50 parcels/s; 300/s sustained).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+STACK="$ROOT/deploy/local/stack"
+STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
+STRANDED="${STRANDED:-1000}" COURIERS="${COURIERS:-100000}" FIXES="${FIXES:-2000}" DURATION="${DURATION:-30}"
+RATES="${RATES:-10 50 300}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+"$STACK" down >/dev/null 2>&1  # the services of this build, started afresh
+"$STACK" up >/dev/null
+PG="postgres://postgres@127.0.0.1:$(cat "$STATE/pg.port")/backend"
+SENDER=00000000-0000-7000-8000-00000000beef  # the stranded parcels' sender, to remove them afterwards
+psql "$PG" -qc "DELETE FROM dispatch.parcels WHERE sender_id = '$SENDER'"
+psql "$PG" -qc "
+    INSERT INTO dispatch.parcels (id, sender_id, recipient_name, pickup_lat, pickup_lon, pickup_address, dropoff_lat,
+        dropoff_lon, dropoff_address, service, payment_method, insured, document_photo_media_id, amount_minor, currency,
+        eta_seconds, distance_m, status, created_at)
+    SELECT gen_random_uuid(), '$SENDER', 'R', 10 + i * 0.001, 10, 'nowhere', 10.1, 10.1, 'nowhere', 'standard', 'card',
+        false, gen_random_uuid(), 500, 'RON', 600, 1000, 'awaiting_courier', now() - interval '1 hour'
+    FROM generate_series(1, $STRANDED) i"
+echo "dispatch, $(date -u +%F), $STRANDED stranded parcels, $COURIERS couriers, $FIXES fixes/s, $DURATION s a rate"
+
+# CPU seconds used so far by the processes whose command line matches $1 (utime + stime from /proc).
+cpu() {
+    local total=0 pid
+    for pid in $(pgrep -f "$1"); do
+        total=$(awk -v t="$total" '{print t + ($14 + $15) / 100}' "/proc/$pid/stat" 2>/dev/null || echo "$total")
+    done
+    echo "$total"
+}
+
+printf '%-8s %12s %12s %12s %12s %14s %14s\n' "rate/s" "offered p50" "offered p99" "created/s" "assigned/s" "dispatch CPU" "postgres CPU"
+for rate in $RATES; do
+    d0=$(cpu "$(cd "$ROOT" && swift build -c release --show-bin-path)/dispatch") p0=$(cpu "postgres")
+    "$STACK" load --couriers "$COURIERS" --fix-rate "$FIXES" --parcel-rate "$rate" --duration "$DURATION" --quiet \
+        --out "$work/r$rate" >"$work/r$rate.txt" 2>&1 || { cat "$work/r$rate.txt" >&2; echo "dispatch-load failed at $rate/s" >&2; }
+    d1=$(cpu "$(cd "$ROOT" && swift build -c release --show-bin-path)/dispatch") p1=$(cpu "postgres")
+    python3 - "$work/r$rate.json" "$rate" "$d0" "$d1" "$p0" "$p1" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+d, rate = r["dispatchOfferedMs"], sys.argv[2]
+n = max(r["parcelsCreated"], 1)
+dcpu = (float(sys.argv[4]) - float(sys.argv[3])) / n * 1000
+pcpu = (float(sys.argv[6]) - float(sys.argv[5])) / n * 1000
+print(f"{rate:<8} {d['p50']:9.1f} ms {d['p99']:9.1f} ms {r['parcelsPerSecond']:12.1f} {r['assignedPerSecond']:12.1f}"
+      f" {dcpu:8.1f} ms/pc {pcpu:8.1f} ms/pc")
+bad = [i["name"] for i in r["invariants"] if not i["ok"]]
+if bad:
+    print("  invariants failed: " + ", ".join(bad))
+EOF
+done
+psql "$PG" -qc "DELETE FROM dispatch.parcels WHERE sender_id = '$SENDER'"
+echo "(CPU per parcel includes the fixes sent meanwhile: ${FIXES}/s)"
