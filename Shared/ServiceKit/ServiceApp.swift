@@ -40,7 +40,14 @@ public final class ServiceApp: @unchecked Sendable {
     private let commands: [Command]
     private let stopping = Cancellation()
     private let serving = Atomic<Bool>(false)
-    private let router = Mutex(Router())
+    /// The routes every request is matched against: the health routes while the service starts, then all of them.
+    /// Each is set once and read without a lock (a lock here made every request of every thread queue on it).
+    private let startingRoutes = AtomicLazyReference<Routes>()
+    private let servingRoutes = AtomicLazyReference<Routes>()
+    private final class Routes: Sendable {
+        let router: Router
+        init(_ router: Router) { self.router = router }
+    }
     private let bound = Atomic<Int>(0)
     private let readiness = ReadinessCache()
     private let middleware: [any Middleware]
@@ -169,11 +176,14 @@ public final class ServiceApp: @unchecked Sendable {
         signal(SIGPIPE, SIG_IGN)
         let server = HTTPServer(port: UInt16(config.port), threads: config.httpThreads, limits: config.connectionLimits,
                                 report: { [refusals] in refusals.record($0, address: $1) },
-                                route: { [unowned self] method, path in router.withLock { $0 }.match(method: method, path: path) },
+                                route: { [unowned self] method, path in
+                                    (servingRoutes.load() ?? startingRoutes.load())?.router.match(method: method, path: path)
+                                        ?? Router().match(method: method, path: path)
+                                },
                                 respond: { [unowned self] request, match in respond(request, match) })
         var standard = Router()
         addHealthRoutes(&standard)
-        router.withLock { $0 = standard }
+        _ = startingRoutes.storeIfNil(Routes(standard))
         do { try server.start() } catch { throw StartupError.cannotListen(port: config.port) }
         bound.store(Int(server.boundPort), ordering: .releasing)
         logger.info("listening", ["port": .int(port)])
@@ -188,7 +198,7 @@ public final class ServiceApp: @unchecked Sendable {
             var routes = try setup(self)
             addHealthRoutes(&routes)
             addDocumentRoute(&routes)
-            router.withLock { $0 = routes }
+            _ = servingRoutes.storeIfNil(Routes(routes))
         } catch {
             server.stop(grace: 0)
             throw error
