@@ -60,41 +60,12 @@ wrk.body = '{"text":"A benchmark message"}'
 LUA
 
 source "$ROOT/bench/lib.sh"
-pid_of() { cat "$STATE/$1.pid"; }
-cpu_of() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# PostgreSQL's CPU: the postmaster's own and its exited children's (pgbench's backends end with the run), plus the
-# live backends'.
-pg_cpu() {
-    local master t p; master="$(head -1 "$STATE/pg/postmaster.pid")"
-    t="$(awk '{print $14 + $15 + $16 + $17}' "/proc/$master/stat")"
-    for p in $(pgrep -P "$master"); do t=$((t + $(cpu_of "$p" 2>/dev/null || echo 0))); done
-    echo "$t"
-}
-tick="$(getconf CLK_TCK)"
-
-# wrk_once URL [lua] [header] -> "rps p99ms service-cpu-ms/1000 pg-cpu-ms/1000"
-wrk_once() {
-    local s0 p0 out reqs
-    s0="$(cpu_of "$(pid_of chat)")"; p0="$(pg_cpu)"
-    out="$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency ${2:+-s "$2"} ${3:+-H "$3"} "$1")"
-    reqs="$(awk '/requests in/ {print $1}' <<<"$out")"
-    echo "$(wrk_result "$out") $(( ($(cpu_of "$(pid_of chat)") - s0) * 1000 * 1000 / tick / reqs )) $(( ($(pg_cpu) - p0) * 1000 * 1000 / tick / reqs ))"
-}
-# pg_once SCRIPT -> "tps p99ms pg-cpu-ms/1000"
-pg_once() {
-    local p0 out n
-    p0="$(pg_cpu)"; rm -f "$work"/pgbench_log.*
-    out="$(cd "$work" && pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M extended -c "$CONNECTIONS" -j 2 -T "$DURATION" -l -f "$1" backend 2>&1)"
-    n="$(cat "$work"/pgbench_log.* | wc -l)"
-    echo "$(pgbench_result "$out") $(( ($(pg_cpu) - p0) * 1000 * 1000 / tick / n ))"
-}
-
 echo "==> $CONNECTIONS connections, ${DURATION}s each, $RUNS interleaved rounds ($(nproc) cores)" >&2
 for name in post post_pg history history_pg; do : >"$work/$name"; done
 for i in $(seq 1 "$RUNS"); do
-    wrk_once "$API/v1/rooms/$write_room/messages" "$work/post.lua" >>"$work/post"
+    wrk_once chat "$API/v1/rooms/$write_room/messages" "$work/post.lua" >>"$work/post"
     pg_once "$work/post.sql" >>"$work/post_pg"
-    wrk_once "$API/v1/rooms/$read_room/messages" "" "Authorization: Bearer $token" >>"$work/history"
+    wrk_once chat "$API/v1/rooms/$read_room/messages" "" "Authorization: Bearer $token" >>"$work/history"
     pg_once "$work/history.sql" >>"$work/history_pg"
     echo "  round $i: post $(tail -1 "$work/post") | pgbench $(tail -1 "$work/post_pg") | history $(tail -1 "$work/history") | pgbench $(tail -1 "$work/history_pg")" >&2
 done

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # HTTP benchmark: wrk against auth's GET /healthz and an authenticated GET /v1/users/me, and against nginx
-# answering a fixed body, in the same run on the same machine. Prints requests/s, p99 latency and the ratio
-# to nginx (medians of RUNS runs). Not a test: absolute numbers drift on shared machines, ratios less so.
-#   bench/http.sh                      DURATION=10 CONNECTIONS=64 THREADS=2 RUNS=3
+# answering a fixed body, interleaved round by round on the same machine. Prints requests/s, p99 latency, the ratio
+# to nginx and the CPU per 1,000 requests of auth and PostgreSQL (medians of RUNS rounds). Not a test: absolute
+# numbers drift on shared machines, ratios less so.
+#   bench/http.sh                      DURATION=10 CONNECTIONS=64 RUNS=3
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-DURATION="${DURATION:-10}"; CONNECTIONS="${CONNECTIONS:-64}"; THREADS="${THREADS:-2}"; RUNS="${RUNS:-3}"
+DURATION="${DURATION:-10}"; CONNECTIONS="${CONNECTIONS:-64}"; RUNS="${RUNS:-3}"
 NGINX_PORT="${NGINX_PORT:-18080}"
 AUTH="http://127.0.0.1:8081"
 
@@ -41,31 +42,22 @@ token="$(curl -fs "$AUTH/v1/auth/signup" -H 'Content-Type: application/json' \
     -d "{\"username\":\"$user\",\"email\":\"$user@example.com\",\"password\":\"benchmark password\",\"fullName\":\"Bench\"}" |
     python3 -c 'import sys, json; print(json.load(sys.stdin)["accessToken"])')"
 
-# run URL [header] -> "rps p99ms" (median of RUNS)
-run() {
-    local url="$1" header="${2:-}" rps=() p99=()
-    for i in $(seq 1 "$RUNS"); do
-        local out
-        if [ -n "$header" ]; then
-            out="$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -H "$header" "$url")"
-        else
-            out="$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "$url")"
-        fi
-        if grep -q "Non-2xx" <<<"$out"; then echo "non-2xx responses from $url" >&2; grep "Non-2xx" <<<"$out" >&2; fi
-        rps+=("$(awk '/Requests\/sec/ {print $2}' <<<"$out")")
-        p99+=("$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}' <<<"$out")")
-        echo "  $url run $i: ${rps[-1]} req/s, p99 ${p99[-1]} ms" >&2
-    done
-    printf '%s %s\n' "$(printf '%s\n' "${rps[@]}" | sort -g | sed -n "$(( (RUNS + 1) / 2 ))p")" \
-                     "$(printf '%s\n' "${p99[@]}" | sort -g | sed -n "$(( (RUNS + 1) / 2 ))p")"
-}
+STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
+PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)"
+source "$ROOT/bench/lib.sh"
 
-echo "==> wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s, median of $RUNS runs ($(nproc) cores)" >&2
-read -r nginx_rps nginx_p99 <<<"$(run "http://127.0.0.1:$NGINX_PORT/")"
-read -r health_rps health_p99 <<<"$(run "$AUTH/healthz")"
-read -r me_rps me_p99 <<<"$(run "$AUTH/v1/users/me" "Authorization: Bearer $token")"
+echo "==> $CONNECTIONS connections, ${DURATION}s each, $RUNS interleaved rounds ($(nproc) cores)" >&2
+for name in nginx health me; do : >"$work/$name"; done
+for i in $(seq 1 "$RUNS"); do
+    wrk_once - "http://127.0.0.1:$NGINX_PORT/" >>"$work/nginx"
+    wrk_once auth "$AUTH/healthz" >>"$work/health"
+    wrk_once auth "$AUTH/v1/users/me" "" "Authorization: Bearer $token" >>"$work/me"
+    echo "  round $i: nginx $(tail -1 "$work/nginx") | healthz $(tail -1 "$work/health") | users/me $(tail -1 "$work/me")" >&2
+done
 
-printf '\n%-28s %12s %10s %14s\n' "target" "requests/s" "p99 ms" "ratio to nginx"
-printf '%-28s %12.0f %10.2f %14s\n' "nginx fixed body" "$nginx_rps" "$nginx_p99" "1.00"
-printf '%-28s %12.0f %10.2f %14.2f\n' "auth GET /healthz" "$health_rps" "$health_p99" "$(awk -v a="$health_rps" -v b="$nginx_rps" 'BEGIN {print a / b}')"
-printf '%-28s %12.0f %10.2f %14.2f\n' "auth GET /v1/users/me" "$me_rps" "$me_p99" "$(awk -v a="$me_rps" -v b="$nginx_rps" 'BEGIN {print a / b}')"
+echo
+echo "auth, $(date -u +%Y-%m-%d), $(nproc) cores, $CONNECTIONS connections, medians of $RUNS interleaved ${DURATION}s rounds"
+printf '%-28s %10s %9s %14s %20s\n' "target" "per second" "p99 ms" "ratio to nginx" "CPU ms/1000: svc, pg"
+printf '%-28s %10.0f %9.2f %14s %20s\n' "nginx fixed body" "$(col nginx 1)" "$(col nginx 2)" "1.00" "-, -"
+printf '%-28s %10.0f %9.2f %14s %20s\n' "auth GET /healthz" "$(col health 1)" "$(col health 2)" "$(ratio "$(col health 1)" "$(col nginx 1)")" "$(col health 3), $(col health 4)"
+printf '%-28s %10.0f %9.2f %14s %20s\n' "auth GET /v1/users/me" "$(col me 1)" "$(col me 2)" "$(ratio "$(col me 1)" "$(col nginx 1)")" "$(col me 3), $(col me 4)"

@@ -1,5 +1,6 @@
-# What the benchmark scripts share: medians, ratios, and reading wrk's and pgbench's results. Sourced after RUNS and
-# work (the scripts' scratch folder) are set.
+# What the benchmark scripts share: medians, ratios, reading wrk's and pgbench's results, and one interleaved round's
+# runs with the CPU they cost. Sourced after RUNS, DURATION, CONNECTIONS, STATE (the stack's state folder), PG_PORT
+# and work (the scripts' scratch folder) are set.
 
 # The median of the RUNS numbers on stdin.
 median() { sort -g | sed -n "$(( (RUNS + 1) / 2 ))p"; }
@@ -14,4 +15,35 @@ wrk_result() {
 # pgbench_result OUTPUT -> "tps p99-ms", the p99 from the pgbench_log.* files of a run with -l in $work.
 pgbench_result() {
     echo "$(awk '/^tps/ {print $3; exit}' <<<"$1") $(cat "$work"/pgbench_log.* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {print a[int(NR*0.99)]/1000}')"
+}
+
+pid_of() { cat "$STATE/$1.pid"; }
+cpu_of() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# PostgreSQL's CPU: the postmaster's own and its exited children's (pgbench's backends end with the run), plus the
+# live backends'.
+pg_cpu() {
+    local master t p; master="$(head -1 "$STATE/pg/postmaster.pid")"
+    t="$(awk '{print $14 + $15 + $16 + $17}' "/proc/$master/stat")"
+    for p in $(pgrep -P "$master"); do t=$((t + $(cpu_of "$p" 2>/dev/null || echo 0))); done
+    echo "$t"
+}
+tick="$(getconf CLK_TCK)"
+
+# wrk_once SERVICE URL [lua] [header] -> "rps p99ms service-cpu-ms/1000 pg-cpu-ms/1000" (SERVICE "-": none, e.g. nginx)
+wrk_once() {
+    local s0=0 p0 out reqs service="$1"; shift
+    [ "$service" = - ] || s0="$(cpu_of "$(pid_of "$service")")"
+    p0="$(pg_cpu)"
+    out="$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency ${2:+-s "$2"} ${3:+-H "$3"} "$1")"
+    reqs="$(awk '/requests in/ {print $1}' <<<"$out")"
+    local s1=0; [ "$service" = - ] || s1="$(cpu_of "$(pid_of "$service")")"
+    echo "$(wrk_result "$out") $(( (s1 - s0) * 1000 * 1000 / tick / reqs )) $(( ($(pg_cpu) - p0) * 1000 * 1000 / tick / reqs ))"
+}
+# pg_once SCRIPT -> "tps p99ms pg-cpu-ms/1000"
+pg_once() {
+    local p0 out n
+    p0="$(pg_cpu)"; rm -f "$work"/pgbench_log.*
+    out="$(cd "$work" && pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M extended -c "$CONNECTIONS" -j 2 -T "$DURATION" -l -f "$1" backend 2>&1)"
+    n="$(cat "$work"/pgbench_log.* | wc -l)"
+    echo "$(pgbench_result "$out") $(( ($(pg_cpu) - p0) * 1000 * 1000 / tick / n ))"
 }

@@ -3,7 +3,8 @@
 #   1. GET /v1/groups/{id}/newsletter for a group of 20 members with a week of stories, in a database of
 #      STORIES (default 1,000,000) stories;
 #   2. POST /v1/stories (the story, its group row, its outbox event, in one transaction).
-# Prints requests/s, p99 and the ratio to pgbench (medians of RUNS runs).
+# Each round runs the service, then pgbench with the same SQL and concurrency, so both see the same machine; prints
+# requests/s, p99, the ratio to pgbench and the CPU per 1,000 requests (service, PostgreSQL; medians of RUNS rounds).
 #   bench/stories.sh              DURATION=10 CONNECTIONS=16 RUNS=3 STORIES=1000000
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -12,7 +13,8 @@ AUTH="http://127.0.0.1:8081"; API="http://127.0.0.1:8082"
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 
 "$ROOT/deploy/local/stack" up >&2
-PG_PORT="$(cat /tmp/backend-stack-"$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"/pg.port 2>/dev/null || echo 5432)"
+STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
+PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)"
 PSQL=(psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d backend -v ON_ERROR_STOP=1 -qtA)
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 json() { python3 -c "import sys, json; print(json.load(sys.stdin)$1)"; }
@@ -90,37 +92,22 @@ wrk.body = '{"text":"A benchmark story","groupIds":["$wgid"],"backgroundColor":"
 LUA
 
 source "$ROOT/bench/lib.sh"
-# wrk_run URL [lua] [header] -> "rps p99ms"
-wrk_run() {
-    local rps=() p99=() out r p
-    for i in $(seq 1 "$RUNS"); do
-        out="$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency ${2:+-s "$2"} ${3:+-H "$3"} "$1")"
-        read -r r p <<<"$(wrk_result "$out")"; rps+=("$r"); p99+=("$p")
-        echo "  $1 run $i: ${rps[-1]} req/s, p99 ${p99[-1]} ms" >&2
-    done
-    echo "$(printf '%s\n' "${rps[@]}" | median) $(printf '%s\n' "${p99[@]}" | median)"
-}
-# pg_run SCRIPT -> "tps p99ms"
-pg_run() {
-    local tps=() p99=() out t p
-    for i in $(seq 1 "$RUNS"); do
-        rm -f "$work"/pgbench_log.*
-        out="$(cd "$work" && pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M prepared -c "$CONNECTIONS" -j 2 -T "$DURATION" -l -f "$1" backend 2>&1)"
-        read -r t p <<<"$(pgbench_result "$out")"; tps+=("$t"); p99+=("$p")
-        echo "  pgbench $(basename "$1") run $i: ${tps[-1]} tps, p99 ${p99[-1]} ms" >&2
-    done
-    echo "$(printf '%s\n' "${tps[@]}" | median) $(printf '%s\n' "${p99[@]}" | median)"
-}
 
-echo "==> $CONNECTIONS connections, ${DURATION}s, median of $RUNS runs ($(nproc) cores)" >&2
-read -r nl_rps nl_p99 <<<"$(wrk_run "$API/v1/groups/$gid/newsletter" "" "Authorization: Bearer ${tokens[0]}")"
-read -r nlpg_tps nlpg_p99 <<<"$(pg_run "$work/newsletter.sql")"
-read -r cr_rps cr_p99 <<<"$(wrk_run "$API/v1/stories" "$work/create.lua")"
-read -r crpg_tps crpg_p99 <<<"$(pg_run "$work/create.sql")"
+echo "==> $CONNECTIONS connections, ${DURATION}s each, $RUNS interleaved rounds ($(nproc) cores)" >&2
+for name in nl nl_pg cr cr_pg; do : >"$work/$name"; done
+for i in $(seq 1 "$RUNS"); do
+    wrk_once stories "$API/v1/groups/$gid/newsletter" "" "Authorization: Bearer ${tokens[0]}" >>"$work/nl"
+    pg_once "$work/newsletter.sql" >>"$work/nl_pg"
+    wrk_once stories "$API/v1/stories" "$work/create.lua" >>"$work/cr"
+    pg_once "$work/create.sql" >>"$work/cr_pg"
+    echo "  round $i: newsletter $(tail -1 "$work/nl") | pgbench $(tail -1 "$work/nl_pg") | create $(tail -1 "$work/cr") | pgbench $(tail -1 "$work/cr_pg")" >&2
+done
 "${PSQL[@]}" -c "DELETE FROM stories.outbox WHERE topic = 'bench.story.created'" >/dev/null
 
-printf '\n%-40s %12s %10s %16s\n' "target" "per second" "p99 ms" "ratio to pgbench"
-printf '%-40s %12.0f %10.2f %16s\n' "GET newsletter (20 members, a week)" "$nl_rps" "$nl_p99" "$(ratio "$nl_rps" "$nlpg_tps")"
-printf '%-40s %12.0f %10.2f %16s\n' "  pgbench, the same SQL" "$nlpg_tps" "$nlpg_p99" "1.00"
-printf '%-40s %12.0f %10.2f %16s\n' "POST /v1/stories (with outbox)" "$cr_rps" "$cr_p99" "$(ratio "$cr_rps" "$crpg_tps")"
-printf '%-40s %12.0f %10.2f %16s\n' "  pgbench, the same SQL" "$crpg_tps" "$crpg_p99" "1.00"
+echo
+echo "stories, $(date -u +%Y-%m-%d), $(nproc) cores, $CONNECTIONS connections, medians of $RUNS interleaved ${DURATION}s rounds"
+printf '%-40s %10s %9s %8s %20s\n' "target" "per second" "p99 ms" "ratio" "CPU ms/1000: svc, pg"
+printf '%-40s %10.0f %9.2f %8s %20s\n' "GET newsletter (20 members, a week)" "$(col nl 1)" "$(col nl 2)" "$(ratio "$(col nl 1)" "$(col nl_pg 1)")" "$(col nl 3), $(col nl 4)"
+printf '%-40s %10.0f %9.2f %8s %20s\n' "  pgbench, the same SQL" "$(col nl_pg 1)" "$(col nl_pg 2)" "1.00" "-, $(col nl_pg 3)"
+printf '%-40s %10.0f %9.2f %8s %20s\n' "POST /v1/stories (with outbox)" "$(col cr 1)" "$(col cr 2)" "$(ratio "$(col cr 1)" "$(col cr_pg 1)")" "$(col cr 3), $(col cr 4)"
+printf '%-40s %10.0f %9.2f %8s %20s\n' "  pgbench, the same SQL" "$(col cr_pg 1)" "$(col cr_pg 2)" "1.00" "-, $(col cr_pg 3)"
