@@ -2,7 +2,7 @@ import HTTP
 import ServiceKit
 
 /// The auth API: the table of routes, nothing else.
-func makeRoutes(_ h: AuthHandlers, _ auth: any Authenticator, google: GoogleSignIn?, services: SharedSecret) -> Router {
+func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleSignIn?, services: SharedSecret) -> Router {
     var r = Router()
     r.add("POST", "/v1/auth/signup", summary: "Create an account and a session",
           body: SignupBody.self, response: (201, Schemas.session), h.signup)
@@ -18,7 +18,8 @@ func makeRoutes(_ h: AuthHandlers, _ auth: any Authenticator, google: GoogleSign
     r.add("POST", "/v1/auth/logout", summary: "Revoke the current session", response: (204, nil), auth: auth, h.logout)
     r.add("GET", "/v1/auth/jwks", summary: "The public keys that verify access tokens",
           response: (200, Schemas.jwks), h.jwks)
-    r.add("GET", "/v1/users/me", summary: "The current user", response: (200, Schemas.user), auth: auth, h.me)
+    r.add("GET", "/v1/users/me", summary: "The current user", response: (200, Schemas.user),
+          auth: auth.leavingTheSessionToTheHandler, h.me)
     r.add("PATCH", "/v1/users/me", summary: "Change the current user's profile", body: UpdateMeBody.self,
           response: (200, Schemas.user), auth: auth, h.updateMe)
     r.add("POST", "/v1/users/me/password", summary: "Change the password; ends every other session",

@@ -147,8 +147,11 @@ struct AuthHandlers: Sendable {
 
     // MARK: The current user
 
+    /// Routed without the authenticator's session check: the read checks it (a revoked session is a 401).
     func me(_ request: Request, _ caller: Caller) throws -> Response {
-        guard let user = try pool.withConnection({ try storage.user($0, id: caller.userId) }) else { throw HTTPError.notFound() }
+        guard let user = try pool.withConnection({ try storage.user($0, id: caller.userId, inActiveSession: caller.sessionId) }) else {
+            throw HTTPError.unauthenticated()
+        }
         return try .json(UserView(user))
     }
 

@@ -57,6 +57,14 @@ struct AuthStorage {
         try c.first("SELECT \(UserRecord.columns) FROM auth.users WHERE id = $1", [id]).map(UserRecord.init)
     }
 
+    /// The user, if `session` is theirs and not revoked: the session check and the read in one round trip.
+    func user(_ c: Connection, id: UUID, inActiveSession session: UUID) throws -> UserRecord? {
+        try c.first("""
+            SELECT \(UserRecord.columns) FROM auth.users WHERE id = $1
+            AND EXISTS (SELECT 1 FROM auth.sessions WHERE id = $2 AND user_id = $1 AND revoked_at IS NULL)
+            """, [id, session]).map(UserRecord.init)
+    }
+
     /// The user and password hash for a login by username or email (case-insensitive).
     func userForLogin(_ c: Connection, username: String?, email: String?) throws -> (UserRecord, String)? {
         let row = username != nil
