@@ -4,8 +4,11 @@ import Models
 import XCTest
 
 /// examples/consumer/consume.py, the Python consumer docs/events.md shows, against the local broker: it validates,
-/// de-duplicates by event id and commits after processing.
+/// de-duplicates by event id and commits after processing. The events go to a topic of the test's own: an invalid
+/// `user.registered` on the real topic would reach the other tests' consumers.
 final class ConsumerExampleTests: XCTestCase {
+    let topic = "example." + UUID().uuidString.prefix(8).lowercased() + "." + UserRegistered.type
+
     func event(id: String, userId: String, email: String?) -> [UInt8] {
         var data: [String: Any] = ["userId": userId, "username": "example", "fullName": "Example",
                                    "createdAt": "2026-11-30T12:00:00Z"]
@@ -23,7 +26,7 @@ final class ConsumerExampleTests: XCTestCase {
         let python = URL(fileURLWithPath: bin).deletingLastPathComponent().appendingPathComponent("python").path
         let script = TestEnvironment.root.appendingPathComponent("examples/consumer/consume.py").path
         let output = try IntegrationTests.run([python, script, "--brokers", TestEnvironment.brokers, "--group", group,
-                              "--topics", UserRegistered.type, "--state", state, "--idle", "6",
+                              "--topics", topic, "--state", state, "--idle", "6",
                               "--config", "session.timeout.ms=6000"])
         XCTAssertTrue(output.contains("\"summary\""), output)
         return output.split(separator: "\n").compactMap { line in
@@ -38,12 +41,12 @@ final class ConsumerExampleTests: XCTestCase {
         let (valid, invalid) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
         let user = UUID().uuidString.lowercased()
         let producer = try Producer(config: KafkaConfig(brokers: TestEnvironment.brokers, clientId: "consumer-example-test"))
-        try producer.createTopics([UserRegistered.type], partitions: 3, replicationFactor: 1)
+        try producer.createTopics([topic], partitions: 3, replicationFactor: 1)
         let sent = producer.send([
-            OutgoingMessage(topic: UserRegistered.type, key: user, value: event(id: valid, userId: user, email: "e@example.com")),
+            OutgoingMessage(topic: topic, key: user, value: event(id: valid, userId: user, email: "e@example.com")),
             // The same event again, as a relay retry or a republish delivers it.
-            OutgoingMessage(topic: UserRegistered.type, key: user, value: event(id: valid, userId: user, email: "e@example.com")),
-            OutgoingMessage(topic: UserRegistered.type, key: user, value: event(id: invalid, userId: user, email: nil)),
+            OutgoingMessage(topic: topic, key: user, value: event(id: valid, userId: user, email: "e@example.com")),
+            OutgoingMessage(topic: topic, key: user, value: event(id: invalid, userId: user, email: nil)),
         ])
         XCTAssertEqual(sent.compactMap { $0 }.count, 0, "\(sent)")
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("consumer-\(UUID().uuidString).sqlite3").path
