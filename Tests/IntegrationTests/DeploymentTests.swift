@@ -31,7 +31,9 @@ final class DeploymentTests: XCTestCase {
         XCTAssertFalse(try services().isEmpty)
         for name in try services() {
             guard let service = defined[name] as? [String: Any] else { XCTFail("compose has no \(name)"); continue }
-            XCTAssertEqual((service["build"] as? [String: Any])?["target"] as? String, name)
+            let build = service["build"] as? [String: Any]
+            XCTAssertEqual(build?["target"] as? String, "service")
+            XCTAssertEqual((build?["args"] as? [String: Any])?["SERVICE"] as? String, name)
             XCTAssertEqual(service["init"] as? Bool, true, "\(name): a PID 1 that forwards signals")
             let env = service["environment"] as? [String: Any] ?? [:]
             XCTAssertEqual(env["PORT"] as? String, String(ports[name]!))
