@@ -140,7 +140,7 @@ struct MatchingRound: Sendable {
         let mine = waiting.filter { Int($0.id.uuid.15) % workers == worker }
         let unreachable = mine.filter { !matcher.anyoneInReach(of: $0.pickup, maxMeters: maxMeters) }.map(\.id)
         if !unreachable.isEmpty { try pool.withConnection { try parcels.storage.setStranded($0, unreachable, true) } }
-        for (id, pickup) in mine where !unreachable.contains(id) {
+        for (id, _) in mine where !unreachable.contains(id) {
             try pool.withTransaction { c in
                 _ = try parcels.offer(c, id, timeout: offerTimeout) { pickup, declined in
                     matcher.candidates(near: pickup, excluding: declined, maxMeters: maxMeters)
