@@ -16,8 +16,8 @@ import Synchronization
 /// deadline (`SHUTDOWN_TIMEOUT_SECONDS`) and returns. A test runs a service in-process this way; an executable
 /// calls `ServiceApp.main`, which adds signal handling and the operator commands.
 ///
-/// `@unchecked Sendable`: `services` and `checks` are written only by `setup`, on the thread of `run`, before the group
-/// starts and before `serving` is set; everything else is immutable or synchronised itself.
+/// `@unchecked Sendable`: `services`, `checks` and `readers` are written only by `setup`, on the thread of `run`,
+/// before the group starts and before `serving` is set; everything else is immutable or synchronised itself.
 public final class ServiceApp: @unchecked Sendable {
     /// Builds the service once the database is ready: returns its routes, and adds its background services.
     public typealias Setup = (ServiceApp) throws -> Router
