@@ -205,8 +205,10 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
     }
 
     /// Creates the service's topics where they are missing, then checks every one's partition count: a topic with
-    /// another count is refused (nothing is published to it) until it is fixed, and the log says so once.
-    public func createTopics() throws {
+    /// another count is refused (nothing is published to it) until it is fixed, and the log says so once. Returns the
+    /// refused topics with their counts.
+    @discardableResult
+    public func createTopics() throws -> [String: Int] {
         let producer = try currentProducer()
         try producer.createTopics(topics.names, partitions: topics.partitions, replicationFactor: topics.replicationFactor)
         let counts = try producer.partitionCounts()
@@ -220,6 +222,7 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
             logger.error("not publishing to a topic whose partition count is not KAFKA_TOPIC_PARTITIONS: its keys would move partitions; re-create the topic or change the setting",
                          ["topic": .string(topic), "partitions": .int(found), "expected": .int(topics.partitions)])
         }
+        return wrong
     }
 
     /// Publishes an ephemeral event (a position, a typing notice) without the outbox and without waiting for its

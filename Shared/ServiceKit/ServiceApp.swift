@@ -311,22 +311,15 @@ public final class ServiceApp: @unchecked Sendable {
 
     /// `create-topics`: creates every topic of the catalogue and the consumers' dead-letter topics with
     /// `KAFKA_TOPIC_PARTITIONS` and `KAFKA_REPLICATION_FACTOR` (a deployment's one-shot job; no database needed),
-    /// waiting up to a minute for the broker. Fails when a topic exists with another partition count.
+    /// through the relay's own creation and check, waiting up to a minute for the broker. Fails when a topic exists
+    /// with another partition count (the relay's log names each).
     func createAllTopics() throws -> Int32 {
         let names = EventCatalogue.allTopicNames
+        relay.addTopics(names)
         let deadline = Date().addingTimeInterval(60)
         while true {
             do {
-                let producer = try Producer(config: kafka)
-                try producer.createTopics(names, partitions: config.kafkaPartitions, replicationFactor: config.kafkaReplicationFactor)
-                let counts = try producer.partitionCounts()
-                let wrong = names.filter { counts[$0] != config.kafkaPartitions }
-                guard wrong.isEmpty else {
-                    logger.error("topics exist with another partition count than KAFKA_TOPIC_PARTITIONS: their keys would move partitions",
-                                 ["topics": .string(wrong.map { "\($0)=\(counts[$0].map(String.init) ?? "missing")" }.joined(separator: ", ")),
-                                  "expected": .int(config.kafkaPartitions)])
-                    return 1
-                }
+                guard try relay.createTopics().isEmpty else { return 1 }
                 logger.info("topics ready", ["topics": .int(names.count), "partitions": .int(config.kafkaPartitions),
                                              "replicationFactor": .int(config.kafkaReplicationFactor)])
                 return 0
