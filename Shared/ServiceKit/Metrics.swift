@@ -37,7 +37,7 @@ public final class Metrics: Sendable {
     private let shards: [Shard] = (0..<16).map { _ in Shard() }
 
     private var currentShard: Shard {
-        var h = UInt64(UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))))
+        var h = UInt64(pthread_self())
         h = (h ^ (h >> 33)) &* 0xff51_afd7_ed55_8ccd
         return shards[Int((h ^ (h >> 33)) & 15)]
     }
