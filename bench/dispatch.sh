@@ -17,7 +17,8 @@ trap 'rm -rf "$work"' EXIT
 
 "$STACK" down >/dev/null 2>&1  # the services of this build, started afresh
 "$STACK" up >/dev/null
-PG="postgres://postgres@127.0.0.1:$(cat "$STATE/pg.port")/backend"
+PG_PORT="$(cat "$STATE/pg.port")"
+PG="postgres://postgres@127.0.0.1:$PG_PORT/backend"
 SENDER=00000000-0000-7000-8000-00000000beef  # the stranded parcels' sender, to remove them afterwards
 psql "$PG" -qc "DELETE FROM dispatch.parcels WHERE sender_id = '$SENDER'"
 psql "$PG" -qc "
@@ -29,28 +30,20 @@ psql "$PG" -qc "
     FROM generate_series(1, $STRANDED) i"
 echo "dispatch, $(date -u +%F), $STRANDED stranded parcels, $COURIERS couriers, $FIXES fixes/s, $DURATION s a rate"
 
-# CPU seconds used so far by the processes whose command line matches $1 (utime + stime from /proc).
-cpu() {
-    local total=0 pid
-    for pid in $(pgrep -f "$1"); do
-        total=$(awk -v t="$total" '{print t + ($14 + $15) / 100}' "/proc/$pid/stat" 2>/dev/null || echo "$total")
-    done
-    echo "$total"
-}
+source "$ROOT/bench/lib.sh"  # pid_of, cpu_of, pg_cpu (CPU ticks from /proc)
 
 printf '%-8s %12s %12s %12s %12s %14s %14s\n' "rate/s" "offered p50" "offered p99" "created/s" "assigned/s" "dispatch CPU" "postgres CPU"
 for rate in $RATES; do
-    d0=$(cpu "$(cd "$ROOT" && swift build -c release --show-bin-path)/dispatch") p0=$(cpu "postgres")
+    d0=$(cpu_of "$(pid_of dispatch)") p0=$(pg_cpu)
     "$STACK" load --couriers "$COURIERS" --fix-rate "$FIXES" --parcel-rate "$rate" --duration "$DURATION" --quiet \
         --out "$work/r$rate" >"$work/r$rate.txt" 2>&1 || { cat "$work/r$rate.txt" >&2; echo "dispatch-load failed at $rate/s" >&2; }
-    d1=$(cpu "$(cd "$ROOT" && swift build -c release --show-bin-path)/dispatch") p1=$(cpu "postgres")
-    python3 - "$work/r$rate.json" "$rate" "$d0" "$d1" "$p0" "$p1" <<'EOF'
+    d1=$(cpu_of "$(pid_of dispatch)") p1=$(pg_cpu)
+    python3 - "$work/r$rate.json" "$rate" "$(( (d1 - d0) * 1000 / tick ))" "$(( (p1 - p0) * 1000 / tick ))" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 d, rate = r["dispatchOfferedMs"], sys.argv[2]
 n = max(r["parcelsCreated"], 1)
-dcpu = (float(sys.argv[4]) - float(sys.argv[3])) / n * 1000
-pcpu = (float(sys.argv[6]) - float(sys.argv[5])) / n * 1000
+dcpu, pcpu = int(sys.argv[3]) / n, int(sys.argv[4]) / n  # CPU ms in all, per parcel
 print(f"{rate:<8} {d['p50']:9.1f} ms {d['p99']:9.1f} ms {r['parcelsPerSecond']:12.1f} {r['assignedPerSecond']:12.1f}"
       f" {dcpu:8.1f} ms/pc {pcpu:8.1f} ms/pc")
 bad = [i["name"] for i in r["invariants"] if not i["ok"]]
