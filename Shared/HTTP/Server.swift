@@ -80,8 +80,10 @@ public final class HTTPServer: @unchecked Sendable {
     /// Stops accepting, lets in-flight requests finish (up to `grace` seconds), then stops the daemon.
     public func stop(grace: TimeInterval = 10) {
         guard let daemon else { return }
+        // The listening socket is closed only after the daemon stopped: quiescing tells each worker thread to take it
+        // out of its epoll set, and a socket closed before a worker did makes libmicrohttpd abort the process ("Failed
+        // to remove listen FD from epoll set", seen once in CI as exit status 6 on SIGTERM).
         let listener = MHD_quiesce_daemon(daemon)
-        if listener >= 0 { close(listener) }
         // Event streams never finish by themselves; end them (libmicrohttpd must not stop with suspended connections).
         openStreams().forEach { $0.close() }
         // A connection accepted just before the quiesce may still be delivering its headers, and a request
@@ -101,6 +103,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
         condition.unlock()
         MHD_stop_daemon(daemon)
+        if listener >= 0 { close(listener) }
         self.daemon = nil
     }
 
