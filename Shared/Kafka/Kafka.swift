@@ -126,7 +126,7 @@ public final class Producer: @unchecked Sendable {
     public init(config: KafkaConfig) throws {
         sink = CallbackSink(log: config.log)
         let conf = try makeConf(config, [
-            "enable.idempotence": "true", "acks": "all", "linger.ms": "5",
+            "enable.idempotence": "true", "acks": "all", "linger.ms": "1",
             "message.timeout.ms": "10000", "socket.timeout.ms": "10000",
             // A topic the broker lost must be created again by us, with our partition count, not by the broker's
             // defaults on first produce (keys would move partitions).
@@ -170,44 +170,61 @@ public final class Producer: @unchecked Sendable {
     /// True once librdkafka raised a fatal error: this instance can send nothing more and must be replaced.
     public var hasFatalError: Bool { rd_kafka_fatal_error(handle, nil, 0) != RD_KAFKA_RESP_ERR_NO_ERROR }
 
+    /// Messages queued by `enqueue`, whose delivery reports `wait(for:timeout:)` collects.
+    public struct Queued: Sendable {
+        /// One entry per message: its report token, or the error librdkafka refused it with at once.
+        fileprivate let entries: [Result<Int, KafkaError>]
+        public var count: Int { entries.count }
+    }
+
     /// Publishes `messages` in order and waits up to `timeout` for their delivery reports.
     /// Returns one entry per message: nil when delivered, else the error.
     public func send(_ messages: [OutgoingMessage], timeout: TimeInterval = 15) -> [KafkaError?] {
-        var tokens: [Int] = []
-        var outcome = [KafkaError?](repeating: nil, count: messages.count)
-        var pending: [Int: Int] = [:] // token -> index
-        for (index, m) in messages.enumerated() {
-            let token = sink.reports.withLock { r in defer { r.nextToken += 1 }; return r.nextToken }
+        wait(for: enqueue(messages), timeout: timeout)
+    }
+
+    /// Queues `messages` in order without waiting, so the caller can prepare the next ones meanwhile.
+    public func enqueue(_ messages: [OutgoingMessage]) -> Queued {
+        let first = sink.reports.withLock { r in defer { r.nextToken += messages.count }; return r.nextToken }
+        return Queued(entries: messages.enumerated().map { offset, m in
+            let token = first + offset
             let err = m.key.withUnsafeBytes { key in
                 m.value.withUnsafeBytes { value in
                     shim_kafka_produce(handle, m.topic, key.baseAddress, key.count, value.baseAddress, value.count,
                                        m.header?.0, m.header?.1, UnsafeMutableRawPointer(bitPattern: token))
                 }
             }
-            if err != RD_KAFKA_RESP_ERR_NO_ERROR {
-                outcome[index] = KafkaError(code: err, fatal: err == RD_KAFKA_RESP_ERR__FATAL)
-            } else {
-                tokens.append(token)
-                pending[token] = index
+            return err == RD_KAFKA_RESP_ERR_NO_ERROR ? .success(token)
+                : .failure(KafkaError(code: err, fatal: err == RD_KAFKA_RESP_ERR__FATAL))
+        })
+    }
+
+    /// Waits up to `timeout` for the delivery reports of `queued`. Returns one entry per message: nil when
+    /// delivered, else the error (a report that did not come in time counts as failed and is dropped when it does).
+    public func wait(for queued: Queued, timeout: TimeInterval = 15) -> [KafkaError?] {
+        var outcome = [KafkaError?](repeating: nil, count: queued.count)
+        var pending: [(token: Int, index: Int)] = []
+        for (index, entry) in queued.entries.enumerated() {
+            switch entry {
+            case .success(let token): pending.append((token, index))
+            case .failure(let error): outcome[index] = error
             }
         }
         let deadline = Date().addingTimeInterval(timeout)
         while !pending.isEmpty {
             rd_kafka_poll(handle, 50)
             sink.reports.withLock { r in
-                for (token, index) in pending {
-                    if let result = r.results.removeValue(forKey: token) {
-                        outcome[index] = result
-                        pending[token] = nil
-                    }
+                pending.removeAll { token, index in
+                    guard let result = r.results.removeValue(forKey: token) else { return false }
+                    outcome[index] = result
+                    return true
                 }
             }
             if Date() > deadline { break }
         }
-        for (token, index) in pending {
-            // Not reported in time: count as failed; a late report is dropped with the token.
-            outcome[index] = KafkaError(message: "delivery timed out")
-            sink.reports.withLock { _ = $0.results.removeValue(forKey: token) }
+        if !pending.isEmpty {
+            sink.reports.withLock { r in for (token, _) in pending { r.results.removeValue(forKey: token) } }
+            for (_, index) in pending { outcome[index] = KafkaError(message: "delivery timed out") }
         }
         return outcome
     }
