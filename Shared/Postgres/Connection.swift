@@ -253,6 +253,8 @@ public final class Connection: @unchecked Sendable {
     private var prepared: [String: String] = [:]
     /// When the connection was last returned to the pool.
     var idleSince = Date()
+    /// What runs once the current transaction has committed (see `afterCommit`).
+    private var commitHooks: [() -> Void] = []
 
     /// Opens a connection from a libpq URI or key/value string. Throws `.unavailable` when it cannot connect.
     public init(url: String, connectTimeoutSeconds: Int = 3) throws {
@@ -280,6 +282,19 @@ public final class Connection: @unchecked Sendable {
     deinit { PQfinish(handle) }
 
     /// False once the server closed the connection or it broke; checks without blocking.
+    /// Runs `hook` once the transaction in progress has committed, and never if it rolls back; at once outside a
+    /// transaction. For work that must see the change, such as waking the outbox relay.
+    public func afterCommit(_ hook: @escaping () -> Void) {
+        if PQtransactionStatus(handle) == PQTRANS_IDLE { hook() } else { commitHooks.append(hook) }
+    }
+
+    /// Called by `Pool.withTransaction` after COMMIT (`committed`) or ROLLBACK.
+    func endTransaction(committed: Bool) {
+        let hooks = commitHooks
+        commitHooks = []
+        if committed { hooks.forEach { $0() } }
+    }
+
     public var isHealthy: Bool {
         if PQstatus(handle) != CONNECTION_OK { return false }
         if PQtransactionStatus(handle) != PQTRANS_IDLE { return false }

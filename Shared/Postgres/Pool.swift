@@ -52,9 +52,11 @@ public final class Pool: @unchecked Sendable {
                     do {
                         let value = try body(connection)
                         try connection.execute("COMMIT")
+                        connection.endTransaction(committed: true)
                         return value
                     } catch {
                         _ = try? connection.execute("ROLLBACK")
+                        connection.endTransaction(committed: false)
                         throw error
                     }
                 }

@@ -118,7 +118,8 @@ public struct Outbox: Sendable {
         let value = String(decoding: try JSON.encode(event), as: UTF8.self)
         try connection.execute("INSERT INTO \(schema).outbox (event_id, topic, key, payload) VALUES ($1, $2, $3, $4)",
                                [id, P.type, subject, value])
-        wake()
+        // After the commit: a relay woken before it would find nothing and sleep until its next poll.
+        connection.afterCommit(wake)
         return id.lowercased
     }
 }
@@ -316,54 +317,70 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         logger.info("outbox drained", ["published": .int(drained), "pending": .int(left ?? -1)])
     }
 
-    /// Publishes up to 500 unsent rows (none of a refused topic), waiting up to `timeout` for their delivery reports;
-    /// returns how many were published. When some failed, the ones delivered before them stay marked sent, the
-    /// failed ones carry the error and an attempt more, and the error is thrown.
+    /// Publishes unsent rows (none of a refused topic) in id order, up to eight batches of 1,000 in one transaction:
+    /// each batch is read and queued while the previous one's delivery reports come back. Waits up to `timeout` in
+    /// all; returns how many were published. When some failed, the ones delivered before them are marked sent, the
+    /// failed ones and every one after them carry the error and an attempt more (so nothing overtakes an earlier
+    /// event), and the error is thrown. Only the holder of the schema's advisory lock publishes, so the rows need no
+    /// row locks.
     @discardableResult
     public func publishBatch(timeout: TimeInterval = 15) throws -> Int {
         condition.lock()
         let skipped = "{" + refused.keys.sorted().joined(separator: ",") + "}"
         condition.unlock()
+        let deadline = Date().addingTimeInterval(timeout)
         var failure: KafkaError?
         let published = try pool.withTransaction { connection -> Int in
             let locked: Bool = try connection.first("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked",
                                                     ["outbox-relay:" + schema])?["locked"] ?? false
             guard locked else { return 0 }
-            let rows = try connection.rows("""
-                SELECT id, topic, key, payload FROM \(schema).outbox
-                WHERE sent_at IS NULL AND topic <> ALL($1::text[]) ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED
-                """, [skipped])
-            guard !rows.isEmpty else { return 0 }
-            let messages = try rows.map { row in
-                let topic: String = try row["topic"]
-                return OutgoingMessage(topic: topic, key: try row["key"], value: Array(try row["payload", as: String.self].utf8),
-                                       header: ("ce_type", topic))
-            }
-            let results = try currentProducer().send(messages, timeout: timeout)
-            var sent: [Int64] = []
-            var failed: [Int64] = []
-            for (row, result) in zip(rows, results) {
-                let id: Int64 = try row["id"]
-                // Stop at the first failure so that nothing overtakes an earlier event.
-                if result == nil && failed.isEmpty { sent.append(id) } else {
-                    failed.append(id)
-                    if failure == nil { failure = result ?? KafkaError(message: "not sent: an earlier event failed") }
+            let producer = try currentProducer()
+            var published = 0
+            func settle(_ ids: [Int64], _ queued: Producer.Queued) throws {
+                let results = producer.wait(for: queued, timeout: max(0, deadline.timeIntervalSinceNow))
+                var sent: [Int64] = []
+                var failed: [Int64] = []
+                for (id, result) in zip(ids, results) {
+                    if result == nil && failure == nil { sent.append(id) } else {
+                        failed.append(id)
+                        if failure == nil { failure = result ?? KafkaError(message: "not sent: an earlier event failed") }
+                    }
                 }
+                if !sent.isEmpty {
+                    try connection.execute("""
+                        UPDATE \(schema).outbox SET sent_at = now(), attempts = attempts + 1, last_error = NULL
+                        WHERE id = ANY($1::bigint[])
+                        """, ["{" + sent.map(String.init).joined(separator: ",") + "}"])
+                }
+                if !failed.isEmpty {
+                    try connection.execute("""
+                        UPDATE \(schema).outbox SET attempts = attempts + 1, last_error = $2 WHERE id = ANY($1::bigint[])
+                        """, ["{" + failed.map(String.init).joined(separator: ",") + "}", String((failure?.message ?? "not sent").prefix(500))])
+                    metrics.increment("outbox_publish_failures_total", by: Double(failed.count),
+                                      help: "Outbox events whose publication failed (they are retried).")
+                }
+                published += sent.count
             }
-            if !sent.isEmpty {
-                try connection.execute("""
-                    UPDATE \(schema).outbox SET sent_at = now(), attempts = attempts + 1, last_error = NULL
-                    WHERE id = ANY($1::bigint[])
-                    """, ["{" + sent.map(String.init).joined(separator: ",") + "}"])
+            var inFlight: (ids: [Int64], queued: Producer.Queued)?
+            var after: Int64 = 0
+            for _ in 0..<8 where failure == nil {
+                let rows = try connection.rows("""
+                    SELECT id, topic, key, payload FROM \(schema).outbox
+                    WHERE sent_at IS NULL AND id > $2 AND topic <> ALL($1::text[]) ORDER BY id LIMIT 1000
+                    """, [skipped, after])
+                guard let last = rows.last else { break }
+                after = try last["id"]
+                let ids: [Int64] = try rows.map { try $0["id"] }
+                let queued = producer.enqueue(try rows.map { row in
+                    let topic: String = try row["topic"]
+                    return OutgoingMessage(topic: topic, key: try row["key"], value: Array(try row["payload", as: String.self].utf8),
+                                           header: ("ce_type", topic))
+                })
+                if let previous = inFlight { try settle(previous.ids, previous.queued) }
+                inFlight = (ids, queued)
             }
-            if !failed.isEmpty {
-                try connection.execute("""
-                    UPDATE \(schema).outbox SET attempts = attempts + 1, last_error = $2 WHERE id = ANY($1::bigint[])
-                    """, ["{" + failed.map(String.init).joined(separator: ",") + "}", String((failure?.message ?? "not sent").prefix(500))])
-                metrics.increment("outbox_publish_failures_total", by: Double(failed.count),
-                                  help: "Outbox events whose publication failed (they are retried).")
-            }
-            return sent.count
+            if let last = inFlight { try settle(last.ids, last.queued) }
+            return published
         }
         if published > 0 {
             metrics.increment("outbox_published_events_total", by: Double(published), help: "Events published from the outbox.")

@@ -44,13 +44,13 @@ enum TestEnvironment {
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 
-    /// Polls `condition` every 50 ms until it holds or `timeout` passes.
+    /// Polls `condition` every `every` seconds (50 ms) until it holds or `timeout` passes.
     @discardableResult
-    static func waitUntil(timeout: TimeInterval, _ condition: () throws -> Bool) rethrows -> Bool {
+    static func waitUntil(timeout: TimeInterval, every: TimeInterval = 0.05, _ condition: () throws -> Bool) rethrows -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.05)
+            Thread.sleep(forTimeInterval: every)
         }
         return try condition()
     }
