@@ -40,7 +40,7 @@ let package = Package(
         // MARK: - Platform
         .target(name: "Geo", path: "Shared/Geo", swiftSettings: settings),
         .target(name: "Models", path: "Shared/Models", exclude: ["Schemas"], swiftSettings: settings),
-        .target(name: "ServiceKit", dependencies: ["Postgres", "Kafka", "HTTP", "Crypto", "Models"],
+        .target(name: "ServiceKit", dependencies: ["CShims", "Postgres", "Kafka", "HTTP", "Crypto", "Models"],
                 path: "Shared/ServiceKit", swiftSettings: settings),
 
         // MARK: - Services: a core library each (routes, handlers, domain, storage, migrations, settings), started by

@@ -1,4 +1,5 @@
 #include "CShims.h"
+#include <malloc.h>
 #include <netdb.h>
 #include <string.h>
 
@@ -91,4 +92,8 @@ rd_kafka_resp_err_t shim_kafka_produce(rd_kafka_t *rk, const char *topic,
         RD_KAFKA_V_VALUE((void *) value, value_length),
         RD_KAFKA_V_OPAQUE(opaque),
         RD_KAFKA_V_END);
+}
+
+void shim_fix_mmap_threshold(int bytes) {
+    mallopt(M_MMAP_THRESHOLD, bytes);
 }

@@ -1,5 +1,7 @@
 import COpenSSL
 import CArgon2
+import Foundation
+import Synchronization
 
 /// Errors from the crypto wrappers; messages never include key material.
 public enum CryptoError: Error, CustomStringConvertible {
@@ -268,7 +270,37 @@ private func subjectPublicKeyInfo(modulus: [UInt8], exponent: [UInt8]) -> [UInt8
 // MARK: - Argon2id
 
 /// Argon2id password hashing with OWASP's parameters (19 MiB, t=2, p=1).
+///
+/// At most one hash or verification per core runs at a time (each takes 19 MiB and a core for tens of milliseconds),
+/// and at most `admissionLimit` run or wait in all (the kit sets half the server's threads), so a burst of sign-ups or
+/// logins can take neither every server thread nor the memory. Beyond that, `hash` and `verify` throw `Busy` (the
+/// service answers 503 with Retry-After).
 public enum PasswordHasher {
+    /// Too many hashes are running or waiting; try again shortly.
+    public struct Busy: Error {}
+
+    private static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    private static let admitted = Atomic<Int>(0)
+    private static let running = DispatchSemaphore(value: cores)
+    private static let limit = Atomic<Int>(cores * 4)
+
+    /// How many hashes may run or wait at once (at least one per core runs).
+    public static var admissionLimit: Int {
+        get { limit.load(ordering: .relaxed) }
+        set { limit.store(max(newValue, 1), ordering: .relaxed) }
+    }
+
+    private static func limited<T>(_ body: () throws -> T) throws -> T {
+        guard admitted.add(1, ordering: .relaxed).newValue <= admissionLimit else {
+            admitted.subtract(1, ordering: .relaxed)
+            throw Busy()
+        }
+        defer { admitted.subtract(1, ordering: .relaxed) }
+        running.wait()
+        defer { running.signal() }
+        return try body()
+    }
+
     /// Memory cost in KiB.
     public static let memoryKiB: UInt32 = 19_456
     /// Iterations.
@@ -280,10 +312,12 @@ public enum PasswordHasher {
         let pwd = Array(password.utf8)
         let length = argon2_encodedlen(iterations, memoryKiB, 1, 16, 32, Argon2_id)
         var encoded = [CChar](repeating: 0, count: length + 1)
-        let rc = pwd.withUnsafeBufferPointer { p in
-            salt.withUnsafeBufferPointer { s in
-                argon2id_hash_encoded(iterations, memoryKiB, 1, p.baseAddress, p.count,
-                                      s.baseAddress, s.count, 32, &encoded, encoded.count)
+        let rc = try limited {
+            pwd.withUnsafeBufferPointer { p in
+                salt.withUnsafeBufferPointer { s in
+                    argon2id_hash_encoded(iterations, memoryKiB, 1, p.baseAddress, p.count,
+                                          s.baseAddress, s.count, 32, &encoded, encoded.count)
+                }
             }
         }
         guard rc == ARGON2_OK.rawValue else { throw CryptoError.operationFailed("argon2") }
@@ -291,10 +325,12 @@ public enum PasswordHasher {
     }
 
     /// True when `password` matches the encoded hash.
-    public static func verify(_ password: String, encoded: String) -> Bool {
+    public static func verify(_ password: String, encoded: String) throws -> Bool {
         let pwd = Array(password.utf8)
-        return pwd.withUnsafeBufferPointer { p in
-            argon2id_verify(encoded, p.baseAddress, p.count) == ARGON2_OK.rawValue
+        return try limited {
+            pwd.withUnsafeBufferPointer { p in
+                argon2id_verify(encoded, p.baseAddress, p.count) == ARGON2_OK.rawValue
+            }
         }
     }
 }

@@ -64,12 +64,13 @@ extension Response {
 
 extension HTTPError {
     /// The response for any error a handler throws: HTTP errors as they are, a domain's refusals by their kind,
-    /// database and broker outages as 503,
+    /// database and broker outages and a full password-hashing queue as 503,
     /// constraint violations as 409/400; anything else is a bare 500 with nothing internal in it.
     public static func from(_ error: Error) -> HTTPError {
         switch error {
         case let e as HTTPError: return e
         case let e as any DomainError: return HTTPError(e)
+        case is PasswordHasher.Busy: return .unavailable(retryAfter: 1)
         case let e as PostgresError:
             switch e.kind {
             case .unavailable: return .unavailable(retryAfter: 2)

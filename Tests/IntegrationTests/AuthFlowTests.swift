@@ -1,4 +1,5 @@
 import Foundation
+import ServiceKit
 import XCTest
 
 /// The account lifecycle as a client app drives it.
@@ -198,6 +199,38 @@ final class AuthFlowTests: AuthTestCase {
         api = APIClient(port: auth.port)
         XCTAssertEqual(try api.get("/v1/auth/jwks")["keys"] as? NSArray, before)
         XCTAssertEqual(try api.get("/v1/users/me", token: token).status, 200, "tokens issued before the restart still verify")
+    }
+
+    func testABurstOfSignupsIsQueuedOrAskedToRetryWhileOtherRoutesStayServed() throws {
+        // 8 server threads: at most 4 requests run or wait for a password hash, the other 4 serve everything else.
+        auth.stop()
+        auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url, "HTTP_THREADS": "8"])
+        api = APIClient(port: auth.port)
+        let outcomes = LockedBox<[(name: String, status: Int, retryAfter: String?)]>()
+        outcomes.set([])
+        let start = Gate()
+        let signups = (0..<24).map { i in
+            Thread { [port = auth.port] in
+                _ = start.wait(until: Date().addingTimeInterval(10))
+                let name = "burst_\(i)"
+                let r = try? APIClient(port: port).signup(name)
+                outcomes.update { $0 = ($0 ?? []) + [(name, r?.status ?? 0, r?.headers["retry-after"])] }
+            }
+        }
+        signups.forEach { $0.start() }
+        start.open()
+        Thread.sleep(forTimeInterval: 0.05)
+        let began = Date()
+        XCTAssertEqual(try APIClient(port: auth.port).get("/healthz").status, 200)
+        XCTAssertLessThan(Date().timeIntervalSince(began), 1, "/healthz is answered during the burst")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) { outcomes.get()?.count == 24 })
+        let all = outcomes.get() ?? []
+        XCTAssertEqual(Set(all.map(\.status)).subtracting([201, 503]), [], "each sign-up is created or asked to retry")
+        let refused = all.filter { $0.status == 503 }
+        XCTAssertFalse(refused.isEmpty, "more sign-ups than the hashing queue holds")
+        XCTAssertTrue(refused.allSatisfy { $0.retryAfter == "1" }, "a refusal says when to retry")
+        XCTAssertEqual(try count("users"), all.count - refused.count, "a refused sign-up wrote nothing")
+        for r in refused { XCTAssertEqual(try api.signup(r.name).status, 201, "\(r.name) succeeds on retry") }
     }
 }
 

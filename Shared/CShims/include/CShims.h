@@ -42,4 +42,8 @@ rd_kafka_resp_err_t shim_kafka_produce(rd_kafka_t *rk, const char *topic,
                                        const void *value, size_t value_length,
                                        const char *header_name, const char *header_value,
                                        void *opaque);
+
+/// Fixes glibc's mmap threshold at `bytes` (it otherwise rises after the first large free, and large blocks then stay
+/// in the threads' arenas for good).
+void shim_fix_mmap_threshold(int bytes);
 #endif

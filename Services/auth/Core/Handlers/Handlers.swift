@@ -68,7 +68,7 @@ struct AuthHandlers: Sendable {
         let client = device.map { "device:" + AuthStorage.hash($0) } ?? "ip:" + request.clientAddress(trustedProxies: login.trustedProxies)
         let recent = try pool.withConnection { try storage.recentFailures($0, account: account, client: client) }
         if let wait = login.wait(device: device != nil, recent) { throw HTTPError.rateLimited(retryAfter: wait) }
-        let matches = PasswordHasher.verify(body.password, encoded: found?.1 ?? Self.dummyHash)
+        let matches = try PasswordHasher.verify(body.password, encoded: found?.1 ?? Self.dummyHash)
         guard matches, let user = found?.0 else {
             try pool.withConnection { c in
                 try storage.recordFailure(c, account: account, client: client)
@@ -186,7 +186,7 @@ struct AuthHandlers: Sendable {
         guard let current = try pool.withConnection({ try storage.passwordHash($0, user: caller.userId) }) else {
             throw HTTPError.notFound()
         }
-        guard body.currentPassword.utf8.count <= 1024, PasswordHasher.verify(body.currentPassword, encoded: current) else {
+        guard body.currentPassword.utf8.count <= 1024, try PasswordHasher.verify(body.currentPassword, encoded: current) else {
             try pool.withConnection { try storage.recordFailure($0, account: account, client: client) }
             throw HTTPError(403, "forbidden", "The current password is not correct.", field: "currentPassword")
         }
