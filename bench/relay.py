@@ -1,0 +1,274 @@
+"""The outbox relay beside a raw producer, interleaved round by round (run by bench/relay.sh, which sets the env).
+
+Each round:
+  1. drain: EVENTS rows of a story.created-sized event committed to stories' outbox at once, on a topic of the bench's
+     own; events/s from the relay's first delivered batch to the last row marked sent, and the CPU of stories and
+     PostgreSQL per 1,000 events; beside it, confluent-kafka's producer (idempotent, acks=all, linger 1 ms, as the
+     relay's) sending the same events;
+  2. lag: POST /v1/stories at RATE a second for LAG_SECONDS, story.created read by a consumer assigned to every
+     partition; lag = when the consumer has it - the event's time (set in the story's transaction); beside it, the
+     same consumer reading what the raw producer sends at the same rate (lag from the produce call).
+Prints medians of RUNS rounds.
+"""
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from datetime import datetime
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+BROKERS = os.environ["KAFKA_BROKERS"]
+EVENTS = int(os.environ.get("EVENTS", "50000"))
+RUNS = int(os.environ.get("RUNS", "3"))
+RATE = int(os.environ.get("RATE", "200"))
+LAG_SECONDS = int(os.environ.get("LAG_SECONDS", "10"))
+STATE = os.environ["STATE"]
+PSQL = ["psql", "-h", "127.0.0.1", "-p", os.environ["PG_PORT"], "-U", "postgres", "-d", "backend",
+        "-v", "ON_ERROR_STOP=1", "-qtA"]
+TOKEN, GROUP = os.environ["TOKEN"], os.environ["GROUP"]
+TOPIC = "bench.relay"
+TICK = os.sysconf("SC_CLK_TCK")
+
+# A story.created event as the service writes it (about the same size).
+EVENT = json.dumps({
+    "specversion": "1.0", "id": str(uuid.uuid4()), "source": "/stories", "type": "story.created",
+    "time": "2026-11-30T12:00:00.000Z", "subject": str(uuid.uuid4()), "datacontenttype": "application/json",
+    "dataschema": "https://schemas.example.com/events/story.created.json",
+    "data": {"storyId": str(uuid.uuid4()), "authorId": str(uuid.uuid4()), "groupIds": [str(uuid.uuid4())],
+             "mediaIds": [], "backgroundColor": "#AABBCC", "createdAt": "2026-11-30T12:00:00.000Z"}})
+
+
+def say(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+class Session:
+    """One psql session kept open, so polling costs PostgreSQL no new backend each time."""
+
+    def __init__(self):
+        self.p = subprocess.Popen(PSQL, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def one(self, sql):
+        self.p.stdin.write(sql + ";\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline().strip()
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait()
+
+
+def cpu(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def pg_cpu():
+    """The postmaster's own and exited children's CPU, plus its live backends'."""
+    with open(f"{STATE}/pg/postmaster.pid") as f:
+        master = int(f.readline())
+    with open(f"/proc/{master}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    total = sum(int(x) for x in fields[11:15])
+    children = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True).stdout.split()
+    for p in children:
+        try:
+            total += cpu(p)
+        except OSError:
+            pass
+    return total
+
+
+def stories_pid():
+    with open(f"{STATE}/stories.pid") as f:
+        return int(f.read())
+
+
+def drain_relay():
+    """-> (events/s, stories CPU ms per 1,000 events, PostgreSQL CPU ms per 1,000 events)"""
+    payload = EVENT.replace("'", "''")
+    db = Session()
+    lo, hi = db.one(f"WITH r AS (INSERT INTO stories.outbox (event_id, topic, key, payload) SELECT gen_random_uuid(), "
+                    f"'{TOPIC}', md5(i::text), '{payload}' FROM generate_series(1, {EVENTS}) i RETURNING id) "
+                    f"SELECT min(id) || ' ' || max(id) FROM r").split()
+    s0, p0 = cpu(stories_pid()), pg_cpu()  # the relay's cost, not the rows' insertion
+    # Timed from the first batch the relay marked sent (it may be asleep for up to its poll interval when the rows
+    # arrive, as rows inserted behind its back do not wake it) to the last row's. The relay publishes in id order.
+    while db.one(f"SELECT sent_at IS NOT NULL FROM stories.outbox WHERE id = {lo}") != "t":
+        time.sleep(0.005)
+    first = time.monotonic()
+    left = int(db.one(f"SELECT count(*) FROM stories.outbox WHERE sent_at IS NULL AND topic = '{TOPIC}'"))
+    while db.one(f"SELECT sent_at IS NOT NULL FROM stories.outbox WHERE id = {hi}") != "t":
+        time.sleep(0.005)
+    elapsed = time.monotonic() - first
+    s1, p1 = cpu(stories_pid()), pg_cpu()
+    db.one(f"WITH d AS (DELETE FROM stories.outbox WHERE topic = '{TOPIC}' RETURNING 1) SELECT count(*) FROM d")
+    db.close()
+    return left / max(elapsed, 1e-3), (s1 - s0) * 1e6 / TICK / EVENTS, (p1 - p0) * 1e6 / TICK / EVENTS
+
+
+def producer():
+    return Producer({"bootstrap.servers": BROKERS, "enable.idempotence": True, "acks": "all", "linger.ms": 1,
+                     "allow.auto.create.topics": False})
+
+
+def drain_raw():
+    p = producer()
+    value = EVENT.encode()
+    keys = [f"{i:x}".encode() for i in range(EVENTS)]
+    p.produce(TOPIC, b"warm", b"x")
+    p.flush(10)
+    t0 = time.monotonic()
+    for k in keys:
+        while True:
+            try:
+                p.produce(TOPIC, value, k)
+                break
+            except BufferError:
+                p.poll(0.01)
+        p.poll(0)
+    if p.flush(60) != 0:
+        raise SystemExit("the raw producer did not deliver everything")
+    return EVENTS / (time.monotonic() - t0)
+
+
+class Reader(threading.Thread):
+    """A consumer assigned to every partition of a topic at its end; records each message's arrival time by the
+    key it was told to expect."""
+
+    def __init__(self, topic):
+        super().__init__(daemon=True)
+        self.topic, self.seen, self.stop = topic, {}, False
+        self.c = Consumer({"bootstrap.servers": BROKERS, "group.id": f"bench-relay-{uuid.uuid4()}",
+                           "enable.auto.commit": False, "fetch.wait.max.ms": 10, "fetch.min.bytes": 1})
+        md = self.c.list_topics(topic, timeout=10)
+        parts = md.topics[topic].partitions
+        ends = [TopicPartition(topic, p, self.c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1])
+                for p in parts]
+        self.c.assign(ends)
+
+    def run(self):
+        while not self.stop:
+            m = self.c.poll(0.05)
+            if m is None or m.error():
+                continue
+            self.seen[m.value()] = time.time()
+        self.c.close()
+
+
+def lag_service():
+    r = Reader("story.created")
+    r.start()
+    time.sleep(1)
+    body = json.dumps({"text": "A lag story", "groupIds": [GROUP]})
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
+    story_ids, failures = [], []
+    workers = max(1, RATE // 100)  # each connection paced at RATE / workers, about 100 a second
+
+    def post(w):
+        conn = http.client.HTTPConnection("127.0.0.1", 8082)
+        for i in range(w, RATE * LAG_SECONDS, workers):
+            time.sleep(max(0, start + i / RATE - time.monotonic()))
+            conn.request("POST", "/v1/stories", body, headers)
+            resp = conn.getresponse()
+            data = resp.read()
+            if resp.status != 201:
+                failures.append(f"POST /v1/stories answered {resp.status}: {data[:200]!r}")
+                return
+            story_ids.append(json.loads(data)["id"])
+
+    start = time.monotonic()
+    threads = [threading.Thread(target=post, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        raise SystemExit(failures[0])
+    achieved = len(story_ids) / (time.monotonic() - start)
+    time.sleep(2)
+    r.stop = True
+    r.join()
+    wanted = set(story_ids)
+    lags = []
+    for value, arrived in r.seen.items():
+        event = json.loads(value)
+        if event["subject"] in wanted:
+            sent = datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
+            lags.append((arrived - sent) * 1000)
+    if len(lags) != len(wanted):
+        raise SystemExit(f"the consumer read {len(lags)} of {len(wanted)} story.created events")
+    return achieved, lags
+
+
+def lag_raw():
+    r = Reader(TOPIC)
+    r.start()
+    time.sleep(1)
+    p = producer()
+    p.produce(TOPIC, b"warm", b"x")
+    p.flush(10)
+    sent = {}
+    start = time.monotonic()
+    for i in range(RATE * LAG_SECONDS):
+        time.sleep(max(0, start + i / RATE - time.monotonic()))
+        value = f"{i}:{EVENT}".encode()
+        sent[value] = time.time()
+        p.produce(TOPIC, value, str(i).encode())
+        p.poll(0)
+    p.flush(10)
+    time.sleep(2)
+    r.stop = True
+    r.join()
+    lags = [(r.seen[v] - t) * 1000 for v, t in sent.items() if v in r.seen]
+    if len(lags) != len(sent):
+        raise SystemExit(f"the consumer read {len(lags)} of {len(sent)} raw messages")
+    return lags
+
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p))]
+
+
+def main():
+    admin = AdminClient({"bootstrap.servers": BROKERS})
+    partitions = int(os.environ.get("KAFKA_TOPIC_PARTITIONS", "3"))
+    if TOPIC not in admin.list_topics(timeout=10).topics:
+        for f in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
+            f.result()
+        time.sleep(1)
+    rows = {k: [] for k in ("relay", "relay_svc", "relay_pg", "raw", "lag50", "lag99", "raw50", "raw99", "rate")}
+    for i in range(1, RUNS + 1):
+        rate, svc, pg = drain_relay()
+        raw = drain_raw()
+        achieved, lags = lag_service()
+        raw_lags = lag_raw()
+        for k, v in (("relay", rate), ("relay_svc", svc), ("relay_pg", pg), ("raw", raw), ("rate", achieved),
+                     ("lag50", pct(lags, 0.5)), ("lag99", pct(lags, 0.99)),
+                     ("raw50", pct(raw_lags, 0.5)), ("raw99", pct(raw_lags, 0.99))):
+            rows[k].append(v)
+        say(f"  round {i}: relay {rate:,.0f}/s ({svc:.0f}, {pg:.0f} ms CPU per 1,000) | raw producer {raw:,.0f}/s | "
+            f"story.created lag at {achieved:.0f}/s p50 {pct(lags, 0.5):.1f} p99 {pct(lags, 0.99):.1f} ms | "
+            f"raw p50 {pct(raw_lags, 0.5):.1f} p99 {pct(raw_lags, 0.99):.1f} ms")
+    m = {k: statistics.median(v) for k, v in rows.items()}
+    print(f"\nrelay, {time.strftime('%Y-%m-%d', time.gmtime())}, {os.cpu_count()} cores, {EVENTS:,} events a drain, "
+          f"story.created at {RATE}/s for {LAG_SECONDS}s, medians of {RUNS} interleaved rounds")
+    print(f"{'target':<52} {'events/s':>10} {'ratio':>7} {'CPU ms/1000: svc, pg':>22}")
+    print(f"{'outbox relay draining a backlog':<52} {m['relay']:>10,.0f} {m['relay'] / m['raw']:>7.2f} "
+          f"{m['relay_svc']:>15.0f}, {m['relay_pg']:.0f}")
+    print(f"{'  confluent-kafka producer, idempotent, acks=all':<52} {m['raw']:>10,.0f} {1:>7.2f} {'-':>22}")
+    print(f"{'target':<52} {'p50 ms':>10} {'p99 ms':>7}")
+    print(f"{'story.created, commit to consumer, at %.0f/s' % m['rate']:<52} {m['lag50']:>10.1f} {m['lag99']:>7.1f}")
+    print(f"{'  raw producer to the same consumer':<52} {m['raw50']:>10.1f} {m['raw99']:>7.1f}")
+
+
+main()
