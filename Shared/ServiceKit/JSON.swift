@@ -7,9 +7,7 @@ import Crypto
 public enum JSON {
     /// Encodes a response or event value.
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
-        return Array(try encoder.encode(value))
+        try JSONWriter.encode(value)
     }
 
     private static func pathText(_ path: [CodingKey]) -> String {

@@ -99,3 +99,95 @@ final class CivilDateTests: XCTestCase {
         }
     }
 }
+
+/// What PostgreSQL sends as text, read by hand (not through Foundation's parsers).
+final class PostgresTextTests: XCTestCase {
+    func testTimestampsReadBackWhatWasWrittenAcrossCenturiesAndLeapDays() {
+        for days in stride(from: -141_000, through: 2_900_000, by: 997) + [0, -1, 11_016, 11_017, 19_417, 20_512] {
+            let date = Date(timeIntervalSince1970: Double(days) * 86_400 + 3723.123456)
+            let read = Date(postgresText: date.postgresText)
+            XCTAssertEqual(read?.timeIntervalSince1970 ?? .nan, date.timeIntervalSince1970, accuracy: 0.000_001, date.postgresText)
+        }
+        XCTAssertEqual(Date(postgresText: "2026-11-30 02:00:00+00")?.timeIntervalSince1970, 1_796_004_000)
+        XCTAssertEqual(Date(postgresText: "2026-11-30T02:00:00.5Z")?.timeIntervalSince1970, 1_796_004_000.5)
+        for bad in ["", "infinity", "2026-11-30 02:00:00+01", "2026-13-30 02:00:00+00", "2026-11-30 02:00:00", "2026/11/30 02:00:00+00"] {
+            XCTAssertNil(Date(postgresText: bad), bad)
+        }
+    }
+
+    func testUUIDsReadInEitherCaseAndNothingElse() {
+        let id = UUID()
+        XCTAssertEqual(UUID(postgresText: id.uuidString.lowercased()), id)
+        XCTAssertEqual(UUID(postgresText: id.uuidString), id)
+        for bad in ["", String(id.uuidString.dropLast()), id.uuidString.replacingOccurrences(of: "-", with: "_"), "g" + id.uuidString.dropFirst()] {
+            XCTAssertNil(UUID(postgresText: bad), bad)
+        }
+    }
+}
+
+/// The kit's JSON writer against Foundation's encoder: the same JSON for every shape the services encode.
+final class JSONWriterTests: XCTestCase {
+    enum Colour: String, Codable { case red, blue }
+    struct Empty: Codable {}
+    struct Inner: Codable, Equatable { let name: String; let tags: [String]; let note: String? }
+    struct Manual: Encodable {
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: AnyKey.self)
+            var nested = c.nestedUnkeyedContainer(forKey: AnyKey("list"))
+            try nested.encode(1)
+            var deeper = nested.nestedContainer(keyedBy: AnyKey.self)
+            try deeper.encode(true, forKey: AnyKey("deep"))
+            try c.encodeNil(forKey: AnyKey("nothing"))
+            try c.encode(Int8(-3), forKey: AnyKey("small"))
+        }
+    }
+    struct AnyKey: CodingKey {
+        let stringValue: String
+        init(_ s: String) { stringValue = s }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
+    }
+    struct Everything: Encodable {
+        let text = "quote \" backslash \\ slash / newline \n tab \t bell \u{07} é 😀"
+        let count = 42
+        let negative: Int64 = -7
+        let unsigned: UInt16 = 65_535
+        let ratio = 0.25
+        let whole = 3.0
+        let tiny = 1e-7
+        let flag = false
+        let missing: String? = nil
+        let present: Int? = 5
+        let colour = Colour.blue
+        let empty = Empty()
+        let items = [Inner(name: "a", tags: [], note: nil), Inner(name: "b", tags: ["x", "y"], note: "n")]
+        let grid = [[1, 2], [], [3]]
+        let map = ["k": [Inner(name: "c", tags: ["z"], note: nil)]]
+        let bytes = Data([0, 1, 254, 255])
+        let link = URL(string: "https://example.com/a/b?c=d")!
+        let manual = Manual()
+        let nothingInside: [Empty] = [Empty(), Empty()]
+    }
+
+    func same<T: Encodable>(_ value: T, file: StaticString = #filePath, line: UInt = #line) throws {
+        let ours = try JSON.encode(value)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        let theirs = try encoder.encode(value)
+        let a = try JSONSerialization.jsonObject(with: Data(ours), options: .fragmentsAllowed)
+        let b = try JSONSerialization.jsonObject(with: theirs, options: .fragmentsAllowed)
+        XCTAssertEqual(a as? NSObject, b as? NSObject, String(decoding: ours, as: UTF8.self), file: file, line: line)
+    }
+
+    func testEveryShapeEncodesAsFoundationWould() throws {
+        try same(Everything())
+        try same([Inner(name: "top", tags: ["level"], note: nil)])
+        try same("a top-level string")
+        try same(Empty())
+        try same([String: Int]())
+        XCTAssertEqual(String(decoding: try JSON.encode(Inner(name: "n", tags: ["t"], note: nil)), as: UTF8.self),
+                       #"{"name":"n","tags":["t"]}"#, "keys in declaration order, nil optionals left out, no spaces")
+        XCTAssertThrowsError(try JSON.encode([Double.nan]), "NaN is not JSON")
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+
+/// An `Encoder` that writes JSON bytes as it goes, keys in the order the type encodes them (declaration order for
+/// synthesized conformances), instead of building a tree of boxed values and sorting every object's keys as
+/// Foundation's `JSONEncoder` does (a quarter of a newsletter read's CPU). Output as Foundation's with
+/// `.withoutEscapingSlashes`: nil optionals left out by `encodeIfPresent`, `Data` as base64, `URL` as its string,
+/// `Date` as seconds since 2001, whole doubles without `.0`; non-finite numbers throw.
+///
+/// Containers do not say when they end, so the writer keeps a stack of the open ones and closes those deeper than
+/// the level being written to (and all of them at the end).
+struct JSONWriter {
+    static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let state = JSONWriterState()
+        try state.write(value, depth: 0)
+        state.close(deeperThan: 0)
+        return state.bytes
+    }
+}
+
+final class JSONWriterState {
+    var bytes: [UInt8] = []
+    /// The open containers, outermost first: whether each is an object, and how many entries it has.
+    var open: [(object: Bool, count: Int)] = []
+
+    init() { bytes.reserveCapacity(1024) }
+
+    func close(deeperThan depth: Int) {
+        while open.count > depth { bytes.append(open.removeLast().object ? UInt8(ascii: "}") : UInt8(ascii: "]")) }
+    }
+
+    /// Opens a container as the value at `depth`, or continues the one already open there.
+    func openContainer(object: Bool, depth: Int) {
+        close(deeperThan: depth + 1)
+        if open.count == depth + 1 { return }
+        open.append((object, 0))
+        bytes.append(object ? UInt8(ascii: "{") : UInt8(ascii: "["))
+    }
+
+    /// Starts the next entry of the container at `depth` (its key first, for an object).
+    func entry(depth: Int, key: String?) {
+        close(deeperThan: depth)
+        if open[depth - 1].count > 0 { bytes.append(UInt8(ascii: ",")) }
+        open[depth - 1].count += 1
+        if let key {
+            string(key)
+            bytes.append(UInt8(ascii: ":"))
+        }
+    }
+
+    func write<T: Encodable>(_ value: T, depth: Int) throws {
+        switch value {
+        case let v as String: string(v)
+        case let v as Bool: raw(v ? "true" : "false")
+        case let v as Int: raw(String(v))
+        case let v as Int64: raw(String(v))
+        case let v as Double: try double(v)
+        case let v as any FixedWidthInteger: raw(String(describing: v))
+        case let v as Float: try double(Double(v))
+        case let v as Data: string(v.base64EncodedString())
+        case let v as URL: string(v.absoluteString)
+        default:
+            let before = bytes.count
+            try value.encode(to: JSONValueEncoder(state: self, depth: depth))
+            if bytes.count == before { raw("{}") }  // encoded nothing at all, as Foundation writes it
+        }
+    }
+
+    func raw(_ text: String) { bytes.append(contentsOf: text.utf8) }
+
+    func double(_ v: Double) throws {
+        guard v.isFinite else {
+            throw EncodingError.invalidValue(v, .init(codingPath: [], debugDescription: "\(v) is not valid JSON"))
+        }
+        var text = v.description
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        raw(text)
+    }
+
+    func string(_ s: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for c in s.utf8 {
+            switch c {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
+            case 0x0A: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
+            case 0x0D: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
+            case 0x08: bytes.append(contentsOf: [92, UInt8(ascii: "b")])
+            case 0x0C: bytes.append(contentsOf: [92, UInt8(ascii: "f")])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(c >> 4)], hex[Int(c & 15)]])
+            default: bytes.append(c)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}
+
+/// The encoder a value at `depth` is given.
+struct JSONValueEncoder: Encoder {
+    let state: JSONWriterState
+    let depth: Int
+    var codingPath: [CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        state.openContainer(object: true, depth: depth)
+        return KeyedEncodingContainer(JSONKeyedWriter<Key>(state: state, depth: depth + 1))
+    }
+
+    func unkeyedContainer() -> UnkeyedEncodingContainer {
+        state.openContainer(object: false, depth: depth)
+        return JSONUnkeyedWriter(state: state, depth: depth + 1)
+    }
+
+    func singleValueContainer() -> SingleValueEncodingContainer { JSONSingleWriter(state: state, depth: depth) }
+}
+
+struct JSONKeyedWriter<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let state: JSONWriterState
+    /// The depth of this container's entries.
+    let depth: Int
+    var codingPath: [CodingKey] { [] }
+
+    mutating func encodeNil(forKey key: Key) throws { state.entry(depth: depth, key: key.stringValue); state.raw("null") }
+    mutating func encode(_ value: String, forKey key: Key) throws { state.entry(depth: depth, key: key.stringValue); state.string(value) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { state.entry(depth: depth, key: key.stringValue); state.raw(value ? "true" : "false") }
+    mutating func encode(_ value: Int, forKey key: Key) throws { state.entry(depth: depth, key: key.stringValue); state.raw(String(value)) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { state.entry(depth: depth, key: key.stringValue); try state.double(value) }
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        state.entry(depth: depth, key: key.stringValue)
+        try state.write(value, depth: depth)
+    }
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+        state.entry(depth: depth, key: key.stringValue)
+        return JSONValueEncoder(state: state, depth: depth).container(keyedBy: keyType)
+    }
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> UnkeyedEncodingContainer {
+        state.entry(depth: depth, key: key.stringValue)
+        return JSONValueEncoder(state: state, depth: depth).unkeyedContainer()
+    }
+    mutating func superEncoder() -> Encoder {
+        state.entry(depth: depth, key: "super")
+        return JSONValueEncoder(state: state, depth: depth)
+    }
+    mutating func superEncoder(forKey key: Key) -> Encoder {
+        state.entry(depth: depth, key: key.stringValue)
+        return JSONValueEncoder(state: state, depth: depth)
+    }
+}
+
+struct JSONUnkeyedWriter: UnkeyedEncodingContainer {
+    let state: JSONWriterState
+    let depth: Int
+    var codingPath: [CodingKey] { [] }
+    var count: Int { state.open.count >= depth ? state.open[depth - 1].count : 0 }
+
+    mutating func encodeNil() throws { state.entry(depth: depth, key: nil); state.raw("null") }
+    mutating func encode(_ value: String) throws { state.entry(depth: depth, key: nil); state.string(value) }
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        state.entry(depth: depth, key: nil)
+        try state.write(value, depth: depth)
+    }
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+        state.entry(depth: depth, key: nil)
+        return JSONValueEncoder(state: state, depth: depth).container(keyedBy: keyType)
+    }
+    mutating func nestedUnkeyedContainer() -> UnkeyedEncodingContainer {
+        state.entry(depth: depth, key: nil)
+        return JSONValueEncoder(state: state, depth: depth).unkeyedContainer()
+    }
+    mutating func superEncoder() -> Encoder {
+        state.entry(depth: depth, key: nil)
+        return JSONValueEncoder(state: state, depth: depth)
+    }
+}
+
+struct JSONSingleWriter: SingleValueEncodingContainer {
+    let state: JSONWriterState
+    let depth: Int
+    var codingPath: [CodingKey] { [] }
+
+    mutating func encodeNil() throws { state.close(deeperThan: depth); state.raw("null") }
+    mutating func encode(_ value: String) throws { state.close(deeperThan: depth); state.string(value) }
+    mutating func encode(_ value: Bool) throws { state.close(deeperThan: depth); state.raw(value ? "true" : "false") }
+    mutating func encode(_ value: Int) throws { state.close(deeperThan: depth); state.raw(String(value)) }
+    mutating func encode(_ value: Double) throws { state.close(deeperThan: depth); try state.double(value) }
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        state.close(deeperThan: depth)
+        try state.write(value, depth: depth)
+    }
+}
