@@ -38,11 +38,16 @@ final class JSONWriterState {
 
     /// Starts the next entry of the container at `depth` (its key first, for an object).
     func entry(depth: Int, key: String?) {
-        close(deeperThan: depth)
-        if open[depth - 1].count > 0 { bytes.append(UInt8(ascii: ",")) }
+        if open.count > depth { close(deeperThan: depth) }
+        let first = open[depth - 1].count == 0
         open[depth - 1].count += 1
+        Self.append(entry: key, first: first, to: &bytes)
+    }
+
+    private static func append(entry key: String?, first: Bool, to bytes: inout [UInt8]) {
+        if !first { bytes.append(UInt8(ascii: ",")) }
         if let key {
-            string(key)
+            append(escaping: key, to: &bytes)
             bytes.append(UInt8(ascii: ":"))
         }
     }
@@ -76,24 +81,35 @@ final class JSONWriterState {
         raw(text)
     }
 
-    func string(_ s: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for c in s.utf8 {
-            switch c {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
-            case 0x0A: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
-            case 0x08: bytes.append(contentsOf: [92, UInt8(ascii: "b")])
-            case 0x0C: bytes.append(contentsOf: [92, UInt8(ascii: "f")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(c >> 4)], hex[Int(c & 15)]])
-            default: bytes.append(c)
+    func string(_ s: String) { Self.append(escaping: s, to: &bytes) }
+
+    /// One access to `bytes` for the whole string (each access to a class's property is checked for exclusivity).
+    static func append(escaping s: String, to bytes: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { utf8 in
+            bytes.append(UInt8(ascii: "\""))
+            // Runs that need no escape are copied whole.
+            var start = 0
+            for i in 0..<utf8.count {
+                let c = utf8[i]
+                guard c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
+                start = i + 1
+                switch c {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(contentsOf: [92, c])
+                case 0x0A: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
+                case 0x0D: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
+                case 0x09: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
+                case 0x08: bytes.append(contentsOf: [92, UInt8(ascii: "b")])
+                case 0x0C: bytes.append(contentsOf: [92, UInt8(ascii: "f")])
+                default:
+                    let hex = Array("0123456789abcdef".utf8)
+                    bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(c >> 4)], hex[Int(c & 15)]])
+                }
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<utf8.count]))
+            bytes.append(UInt8(ascii: "\""))
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 }
 

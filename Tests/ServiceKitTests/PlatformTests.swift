@@ -117,6 +117,9 @@ final class PostgresTextTests: XCTestCase {
 
     func testUUIDsReadInEitherCaseAndNothingElse() {
         let id = UUID()
+        for other in [id, UUID(uuid: (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 255))] {
+            XCTAssertEqual(other.lowercased, other.uuidString.lowercased(), "the kit's own formatting")
+        }
         XCTAssertEqual(UUID(postgresText: id.uuidString.lowercased()), id)
         XCTAssertEqual(UUID(postgresText: id.uuidString), id)
         for bad in ["", String(id.uuidString.dropLast()), id.uuidString.replacingOccurrences(of: "-", with: "_"), "g" + id.uuidString.dropFirst()] {
