@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Dispatch latency (parcel created → offered to a courier) on the local stack, with parcels no courier can reach
 # waiting in the table, as a district with nobody online leaves them:
-#   bench/dispatch.sh            STRANDED=1000 COURIERS=100000 FIXES=2000 DURATION=30 RATES="10 50 300"
+#   bench/dispatch.sh            STRANDED=1000 COURIERS=100000 FIXES=2000 DURATION=30 RATES="10 50 300" LARGE=0
+# LARGE=1000000 first fills the database (once; kept for later runs) with that many offline couriers, who have not
+# moved for a day, and as many received parcels: the service must stay fast on a table that holds a city's history.
 # Per rate: dispatch-load (`deploy/local/stack load`) seeds the couriers, sends their fixes, creates parcels at the
 # rate and accepts every offer; this prints the created → offered p50/p99, the parcels created and assigned per
 # second, and the CPU seconds dispatch and PostgreSQL used per parcel (from /proc). No reference runs beside it: the
@@ -11,7 +13,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 STACK="$ROOT/deploy/local/stack"
 STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
 STRANDED="${STRANDED:-1000}" COURIERS="${COURIERS:-100000}" FIXES="${FIXES:-2000}" DURATION="${DURATION:-30}"
-RATES="${RATES:-10 50 300}"
+RATES="${RATES:-10 50 300}" LARGE="${LARGE:-0}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -20,6 +22,27 @@ trap 'rm -rf "$work"' EXIT
 PG_PORT="$(cat "$STATE/pg.port")"
 PG="postgres://postgres@127.0.0.1:$PG_PORT/backend"
 SENDER=00000000-0000-7000-8000-00000000beef  # the stranded parcels' sender, to remove them afterwards
+HISTORY=00000000-0000-7000-8000-00000000cafe  # the sender of LARGE's received parcels
+have="$(psql "$PG" -qtAc "SELECT count(*) FROM dispatch.parcels WHERE sender_id = '$HISTORY'")"
+if [ "$LARGE" -gt "$have" ]; then
+    echo "==> adding $((LARGE - have)) offline couriers and received parcels (kept for later runs)" >&2
+    t0=$(date +%s)
+    psql "$PG" -qc "
+        INSERT INTO dispatch.couriers (user_id, vehicle, capacity, online, lat, lon, fix_at, created_at, updated_at)
+        SELECT gen_random_uuid(), 'bike', 3, false, 44.4 + random() * 0.2, 26.0 + random() * 0.2,
+            now() - interval '1 day', now() - interval '30 days', now() - interval '1 day'
+        FROM generate_series(1, $((LARGE - have)));
+        INSERT INTO dispatch.parcels (id, sender_id, recipient_name, pickup_lat, pickup_lon, pickup_address, dropoff_lat,
+            dropoff_lon, dropoff_address, service, payment_method, insured, document_photo_media_id, amount_minor, currency,
+            eta_seconds, distance_m, status, courier_id, created_at, updated_at)
+        SELECT gen_random_uuid(), '$HISTORY', 'R', 44.4, 26.0, 'then', 44.5, 26.1, 'there', 'standard', 'card', false,
+            gen_random_uuid(), 500, 'RON', 600, 1000, 'received', gen_random_uuid(), now() - (i % 720 || ' hours')::interval,
+            now() - (i % 720 || ' hours')::interval
+        FROM generate_series(1, $((LARGE - have))) i;
+        ANALYZE dispatch.couriers; ANALYZE dispatch.parcels;"
+    echo "    in $(($(date +%s) - t0)) s" >&2
+    "$STACK" down >/dev/null 2>&1; "$STACK" up >/dev/null  # the service starts on the large tables, as after a deploy
+fi
 psql "$PG" -qc "DELETE FROM dispatch.parcels WHERE sender_id = '$SENDER'"
 psql "$PG" -qc "
     INSERT INTO dispatch.parcels (id, sender_id, recipient_name, pickup_lat, pickup_lon, pickup_address, dropoff_lat,
@@ -28,7 +51,9 @@ psql "$PG" -qc "
     SELECT gen_random_uuid(), '$SENDER', 'R', 10 + i * 0.001, 10, 'nowhere', 10.1, 10.1, 'nowhere', 'standard', 'card',
         false, gen_random_uuid(), 500, 'RON', 600, 1000, 'awaiting_courier', now() - interval '1 hour'
     FROM generate_series(1, $STRANDED) i"
-echo "dispatch, $(date -u +%F), $STRANDED stranded parcels, $COURIERS couriers, $FIXES fixes/s, $DURATION s a rate"
+echo "dispatch, $(date -u +%F), $STRANDED stranded parcels, $COURIERS couriers, $FIXES fixes/s, $DURATION s a rate;" \
+    "in the tables: $(psql "$PG" -qtAc "SELECT count(*) FROM dispatch.couriers") couriers, $(psql "$PG" -qtAc "SELECT count(*) FROM dispatch.parcels") parcels;" \
+    "dispatch RSS at start $(awk '/VmRSS/ {printf "%d MB", $2 / 1024}' "/proc/$(cat "$STATE/dispatch.pid")/status")"
 
 source "$ROOT/bench/lib.sh"  # pid_of, cpu_of, pg_cpu (CPU ticks from /proc)
 
@@ -52,4 +77,4 @@ if bad:
 EOF
 done
 psql "$PG" -qc "DELETE FROM dispatch.parcels WHERE sender_id = '$SENDER'"
-echo "(CPU per parcel includes the fixes sent meanwhile: ${FIXES}/s)"
+echo "(CPU per parcel includes the fixes sent meanwhile: ${FIXES}/s); dispatch RSS at the end $(awk '/VmRSS/ {printf "%d MB", $2 / 1024}' "/proc/$(cat "$STATE/dispatch.pid")/status")"
