@@ -5,13 +5,12 @@ extension UUID {
     public static func v7(at date: Date = Date()) -> UUID {
         var rng = SystemRandomNumberGenerator()
         let ms = UInt64(max(0, date.timeIntervalSince1970 * 1000))
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for i in 0..<6 { bytes[i] = UInt8((ms >> (8 * (5 - UInt64(i)))) & 0xFF) }
-        for i in 6..<16 { bytes[i] = UInt8.random(in: 0...255, using: &rng) }
-        bytes[6] = (bytes[6] & 0x0F) | 0x70
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        // Two draws of 64 bits (each one getrandom call; a draw per byte was ten calls).
+        let a = rng.next(), b = rng.next()
+        func byte(_ v: UInt64, _ i: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: v >> (8 * i)) }
+        return UUID(uuid: (byte(ms, 5), byte(ms, 4), byte(ms, 3), byte(ms, 2), byte(ms, 1), byte(ms, 0),
+                           byte(a, 0) & 0x0F | 0x70, byte(a, 1), byte(a, 2) & 0x3F | 0x80, byte(a, 3),
+                           byte(b, 0), byte(b, 1), byte(b, 2), byte(b, 3), byte(b, 4), byte(b, 5)))
     }
 
     /// The lower-case canonical text form, as the API and events use it (by hand: Foundation's `uuidString` goes

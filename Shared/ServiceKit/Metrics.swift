@@ -33,13 +33,12 @@ public final class Metrics: Sendable {
     private let state = Mutex(State())
     /// Request histograms, in 16 shards picked by the recording thread: every request records one, from all the
     /// server's threads at once, and one shared lock made them queue (a fifth of `GET /healthz`'s CPU).
-    private final class Shard: Sendable { let histograms = Mutex<[String: Histogram]>([:]) }
-    private let shards: [Shard] = (0..<16).map { _ in Shard() }
+    private let histograms = Sharded<[String: Histogram]>(count: 16) { [:] }
 
-    private var currentShard: Shard {
+    private var currentShard: Int {
         var h = UInt64(pthread_self())
         h = (h ^ (h >> 33)) &* 0xff51_afd7_ed55_8ccd
-        return shards[Int((h ^ (h >> 33)) & 15)]
+        return Int(truncatingIfNeeded: h ^ (h >> 33))
     }
 
     public init() {}
@@ -47,9 +46,7 @@ public final class Metrics: Sendable {
     /// Records one served request (`http_server_request_duration_seconds`, whose `_count` is the request count).
     public func observeRequest(method: String, route: String, status: Int, seconds: Double) {
         let labels = "method=\"\(method)\",route=\"\(Self.escape(route))\",status=\"\(status)\""
-        currentShard.histograms.withLock { histograms in
-            histograms[labels, default: Histogram()].record(seconds)
-        }
+        histograms.withLock(currentShard) { $0[labels, default: Histogram()].record(seconds) }
     }
 
     /// Adds to a counter; `labels` is Prometheus label text such as `topic="user.registered"`.
@@ -69,8 +66,8 @@ public final class Metrics: Sendable {
     public func render() -> String {
         let (counters, help, gauges) = state.withLock { ($0.counters, $0.help, $0.gauges) }
         var histograms: [String: Histogram] = [:]
-        for shard in shards {
-            for (labels, h) in shard.histograms.withLock({ $0 }) { histograms[labels, default: Histogram()].add(h) }
+        for shard in self.histograms.values {
+            for (labels, h) in shard { histograms[labels, default: Histogram()].add(h) }
         }
         var out = "# HELP http_server_request_duration_seconds Duration of HTTP requests by route and status.\n"
         out += "# TYPE http_server_request_duration_seconds histogram\n"

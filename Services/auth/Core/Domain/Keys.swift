@@ -19,7 +19,9 @@ final class SigningKeys: Sendable {
         let activatesAt: Date
     }
 
-    private let state: Mutex<(signing: Key, published: [Key])>
+    /// The keys as arranged, and the published ones' public keys by key id (derived once per change, not per request:
+    /// deriving them under the lock for every token made a lock convoy of `users/me`).
+    private let state: Mutex<(signing: Key, published: [Key], verification: [String: [UInt8]])>
 
     /// Throws when there is no key at all (setup creates the first one before).
     init(_ keys: [Key], now: Date = Date()) throws {
@@ -34,19 +36,19 @@ final class SigningKeys: Sendable {
 
     /// The signing key: the last one activated. Published: it, the keys still to activate, and the ones it replaced
     /// less than `retiredFor` ago.
-    static func arrange(_ keys: [Key], now: Date) -> (signing: Key, published: [Key])? {
+    static func arrange(_ keys: [Key], now: Date) -> (signing: Key, published: [Key], verification: [String: [UInt8]])? {
         let sorted = keys.sorted { $0.activatesAt < $1.activatesAt }
         guard let signing = sorted.last(where: { $0.activatesAt <= now }) ?? sorted.first else { return nil }
         let published = sorted.enumerated().filter { i, key in
             guard key.activatesAt < signing.activatesAt else { return true }
             return sorted[i + 1].activatesAt.addingTimeInterval(retiredFor) > now
         }.map(\.element)
-        return (signing, published)
+        return (signing, published, Dictionary(published.map { ($0.kid, $0.key.publicKey) }, uniquingKeysWith: { a, _ in a }))
     }
 
     /// The keys a token may be signed with now, by key id.
     var verificationKeys: [String: [UInt8]] {
-        state.withLock { Dictionary($0.published.map { ($0.kid, $0.key.publicKey) }, uniquingKeysWith: { a, _ in a }) }
+        state.withLock { $0.verification }
     }
 
     /// The published keys, for `/v1/auth/jwks`.
