@@ -65,13 +65,8 @@ extension JSON {
             }
         }
         guard !request.body.isEmpty else { throw HTTPError.invalidJSON("A JSON body is required.") }
-        let parsed: Any
-        do {
-            parsed = try JSONSerialization.jsonObject(with: Data(request.body), options: [.fragmentsAllowed])
-        } catch {
-            throw HTTPError.invalidJSON()
-        }
-        let value = JSONValue(parsed)
+        let value: JSONValue
+        do { value = try JSONParser.parse(request.body) } catch { throw HTTPError.invalidJSON() }
         guard case .object = value else { throw HTTPError.validation("The body must be a JSON object.") }
         let valid = try T.schema.validate(value, path: "")
         do {
@@ -91,19 +86,6 @@ enum JSONValue: Sendable {
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
-
-    /// From what `JSONSerialization` returns (whose numbers and booleans are both `NSNumber`).
-    init(_ any: Any) {
-        switch any {
-        case let s as String: self = .string(s)
-        case let n as NSNumber:
-            let type = String(cString: n.objCType)
-            self = type == "c" || type == "B" ? .bool(n.boolValue) : .number(n.doubleValue)
-        case let a as [Any]: self = .array(a.map(JSONValue.init))
-        case let o as [String: Any]: self = .object(o.mapValues(JSONValue.init))
-        default: self = .null
-        }
-    }
 
     /// What a client would call its type, for messages.
     var kind: String {

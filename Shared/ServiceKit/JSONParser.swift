@@ -1,0 +1,177 @@
+/// Parses request bodies straight into `JSONValue` (RFC 8259: any value at the top, no trailing commas, no comments,
+/// strings of valid UTF-8 without raw control characters, at most 512 levels of nesting), instead of
+/// `JSONSerialization` and a cast of every value out of Foundation's bridged objects (a third of a batch of
+/// location fixes). A later duplicate key wins. Throws `JSONParser.Invalid` on anything else.
+struct JSONParser {
+    struct Invalid: Error {}
+
+    static func parse(_ bytes: [UInt8]) throws -> JSONValue {
+        try bytes.withUnsafeBufferPointer { buffer in
+            var parser = JSONParser(s: buffer)
+            parser.skipSpace()
+            let value = try parser.value(depth: 0)
+            parser.skipSpace()
+            guard parser.i == buffer.count else { throw Invalid() }
+            return value
+        }
+    }
+
+    private let s: UnsafeBufferPointer<UInt8>
+    private var i = 0
+
+    private init(s: UnsafeBufferPointer<UInt8>) { self.s = s }
+
+    private mutating func skipSpace() {
+        while i < s.count, s[i] == 0x20 || s[i] == 0x0A || s[i] == 0x0D || s[i] == 0x09 { i += 1 }
+    }
+
+    private mutating func expect(_ word: StaticString) throws {
+        let w = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
+        guard s.count - i >= w.count, zip(s[i..<(i + w.count)], w).allSatisfy({ $0 == $1 }) else { throw Invalid() }
+        i += w.count
+    }
+
+    private mutating func value(depth: Int) throws -> JSONValue {
+        guard i < s.count, depth < 512 else { throw Invalid() }
+        switch s[i] {
+        case UInt8(ascii: "{"):
+            i += 1
+            var members: [String: JSONValue] = [:]
+            skipSpace()
+            if i < s.count, s[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
+            while true {
+                skipSpace()
+                guard i < s.count, s[i] == UInt8(ascii: "\"") else { throw Invalid() }
+                let key = try string()
+                skipSpace()
+                guard i < s.count, s[i] == UInt8(ascii: ":") else { throw Invalid() }
+                i += 1
+                skipSpace()
+                members[key] = try value(depth: depth + 1)
+                skipSpace()
+                guard i < s.count else { throw Invalid() }
+                if s[i] == UInt8(ascii: ",") { i += 1; continue }
+                guard s[i] == UInt8(ascii: "}") else { throw Invalid() }
+                i += 1
+                return .object(members)
+            }
+        case UInt8(ascii: "["):
+            i += 1
+            var items: [JSONValue] = []
+            skipSpace()
+            if i < s.count, s[i] == UInt8(ascii: "]") { i += 1; return .array(items) }
+            while true {
+                skipSpace()
+                items.append(try value(depth: depth + 1))
+                skipSpace()
+                guard i < s.count else { throw Invalid() }
+                if s[i] == UInt8(ascii: ",") { i += 1; continue }
+                guard s[i] == UInt8(ascii: "]") else { throw Invalid() }
+                i += 1
+                return .array(items)
+            }
+        case UInt8(ascii: "\""): return .string(try string())
+        case UInt8(ascii: "t"): try expect("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expect("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expect("null"); return .null
+        default: return .number(try number())
+        }
+    }
+
+    private mutating func number() throws -> Double {
+        let start = i
+        func digits() -> Int {
+            let from = i
+            while i < s.count, s[i] >= 48 && s[i] <= 57 { i += 1 }
+            return i - from
+        }
+        if i < s.count, s[i] == UInt8(ascii: "-") { i += 1 }
+        guard i < s.count else { throw Invalid() }
+        if s[i] == 48 { i += 1 } else { guard digits() > 0 else { throw Invalid() } }
+        if i < s.count, s[i] == UInt8(ascii: ".") { i += 1; guard digits() > 0 else { throw Invalid() } }
+        if i < s.count, s[i] == UInt8(ascii: "e") || s[i] == UInt8(ascii: "E") {
+            i += 1
+            if i < s.count, s[i] == UInt8(ascii: "+") || s[i] == UInt8(ascii: "-") { i += 1 }
+            guard digits() > 0 else { throw Invalid() }
+        }
+        guard let value = Double(String(decoding: UnsafeBufferPointer(rebasing: s[start..<i]), as: UTF8.self)),
+              value.isFinite else { throw Invalid() }
+        return value
+    }
+
+    /// A string from its opening quote; its bytes must be valid UTF-8.
+    private mutating func string() throws -> String {
+        i += 1
+        let start = i
+        // The common case: no escapes, so the bytes are the string.
+        while i < s.count, s[i] != UInt8(ascii: "\""), s[i] != UInt8(ascii: "\\") {
+            guard s[i] >= 0x20 else { throw Invalid() }
+            i += 1
+        }
+        guard i < s.count else { throw Invalid() }
+        var bytes: [UInt8] = []
+        if s[i] == UInt8(ascii: "\"") {
+            let run = UnsafeBufferPointer(rebasing: s[start..<i])
+            i += 1
+            return try validated(run)
+        }
+        bytes.append(contentsOf: s[start..<i])
+        while true {
+            guard i < s.count else { throw Invalid() }
+            let c = s[i]
+            i += 1
+            switch c {
+            case UInt8(ascii: "\""):
+                return try bytes.withUnsafeBufferPointer { try validated($0) }
+            case UInt8(ascii: "\\"):
+                guard i < s.count else { throw Invalid() }
+                let e = s[i]
+                i += 1
+                switch e {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): bytes.append(e)
+                case UInt8(ascii: "b"): bytes.append(0x08)
+                case UInt8(ascii: "f"): bytes.append(0x0C)
+                case UInt8(ascii: "n"): bytes.append(0x0A)
+                case UInt8(ascii: "r"): bytes.append(0x0D)
+                case UInt8(ascii: "t"): bytes.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if (0xD800...0xDBFF).contains(scalar) {
+                        guard s.count - i >= 2, s[i] == UInt8(ascii: "\\"), s[i + 1] == UInt8(ascii: "u") else { throw Invalid() }
+                        i += 2
+                        let low = try hex4()
+                        guard (0xDC00...0xDFFF).contains(low) else { throw Invalid() }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let u = Unicode.Scalar(scalar) else { throw Invalid() }  // a lone low surrogate
+                    bytes.append(contentsOf: String(Character(u)).utf8)
+                default: throw Invalid()
+                }
+            default:
+                guard c >= 0x20 else { throw Invalid() }
+                bytes.append(c)
+            }
+        }
+    }
+
+    private mutating func hex4() throws -> UInt32 {
+        guard s.count - i >= 4 else { throw Invalid() }
+        var v: UInt32 = 0
+        for _ in 0..<4 {
+            let c = s[i]
+            i += 1
+            switch c {
+            case 48...57: v = v << 4 | UInt32(c - 48)
+            case 97...102: v = v << 4 | UInt32(c - 87)
+            case 65...70: v = v << 4 | UInt32(c - 55)
+            default: throw Invalid()
+            }
+        }
+        return v
+    }
+
+    private func validated(_ bytes: UnsafeBufferPointer<UInt8>) throws -> String {
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw Invalid() }
+        return text
+    }
+}
