@@ -72,7 +72,9 @@ enum GeoBench {
         var args = CommandLine.arguments.dropFirst()
         var couriers = 10_000, seconds = 3.0, runs = 3, threads = 2, k = 10, meters = 10_000.0
         var redisPort = 6390, databaseURL = ProcessInfo.processInfo.environment["DATABASE_URL"] ?? ""
+        var geoadd = false
         while let a = args.popFirst() {
+            if a == "--geoadd" { geoadd = true; continue }
             guard let v = args.popFirst() else { usage("\(a) needs a value") }
             switch a {
             case "--couriers": couriers = Int(v) ?? 0
@@ -85,6 +87,11 @@ enum GeoBench {
             default: usage("unknown option \(a)")
             }
         }
+        if geoadd {
+            do { try geoaddRate(couriers: couriers, seconds: seconds, threads: threads, redisPort: redisPort) }
+            catch { FileHandle.standardError.write(Data("geo-bench: \(error)\n".utf8)); exit(1) }
+            return
+        }
         guard couriers > 0, seconds > 0, runs > 0, threads > 0, k > 0, !databaseURL.isEmpty else { usage("bad option values") }
         do { try run(couriers: couriers, seconds: seconds, runs: runs, threads: threads, k: k, meters: meters,
                      redisPort: redisPort, databaseURL: databaseURL) }
@@ -95,6 +102,9 @@ enum GeoBench {
         FileHandle.standardError.write(Data("""
             geo-bench: \(problem)
             Usage: geo-bench --database-url URL [--couriers N] [--seconds S] [--runs R] [--threads C] [--k K] [--redis-port P]
+                   geo-bench --geoadd [--couriers N] [--seconds S] [--threads C] [--redis-port P]
+                   (Redis GEOADD of location fixes of N couriers, 1,000 a command as dispatch's operator batches, from C
+                   connections for S seconds; prints the fixes a second)
             Usually run through bench/geo.sh, which starts Redis and PostgreSQL with PostGIS.
 
             """.utf8))
@@ -199,6 +209,42 @@ enum GeoBench {
         }
         try db.executeScript("DROP SCHEMA geobench CASCADE")
         _ = try redis.call(["DEL", "bench:couriers"])
+    }
+}
+
+extension GeoBench {
+    /// Fixes a second Redis takes as `GEOADD` commands of 1,000 members (moves of random couriers in the square).
+    static func geoaddRate(couriers: Int, seconds: Double, threads: Int, redisPort: Int) throws {
+        let counts = Counts(threads)
+        let failure = Failure()
+        let group = DispatchGroup()
+        let stop = Date().addingTimeInterval(seconds)
+        for t in 0..<threads {
+            group.enter()
+            Thread {
+                var random = SeededRandom(state: UInt64(t + 1))
+                var n = 0
+                do {
+                    let redis = try Redis(host: "127.0.0.1", port: redisPort)
+                    while Date() < stop {
+                        var command = ["GEOADD", "bench:fixes"]
+                        command.reserveCapacity(3002)
+                        for _ in 0..<1000 {
+                            command += [String(26.0 + random.next() * 0.2), String(44.3 + random.next() * 0.2),
+                                        String(Int(random.next() * Double(couriers)))]
+                        }
+                        _ = try redis.call(command)
+                        n += 1000
+                    }
+                } catch { failure.set(error) }
+                counts.set(t, n)
+                group.leave()
+            }.start()
+        }
+        group.wait()
+        if let error = failure.error { throw error }
+        _ = try Redis(host: "127.0.0.1", port: redisPort).call(["DEL", "bench:fixes"])
+        print(String(format: "%.0f", Double(counts.total) / seconds))
     }
 }
 
