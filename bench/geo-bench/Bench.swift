@@ -171,28 +171,17 @@ enum GeoBench {
         for (name, make) in engines {
             var rates: [Double] = []
             for r in 1...runs {
-                let counts = Counts(threads)
                 let stop = Date().addingTimeInterval(seconds)
-                let group = DispatchGroup()
-                let failure = Failure()
-                for t in 0..<threads {
-                    let engine = try make()
-                    group.enter()
-                    Thread {
-                        var i = t * 997, n = 0
-                        do {
-                            while Date() < stop {
-                                _ = try engine.nearest(queries[i & 4095], k: k, meters: meters)
-                                i += 1; n += 1
-                            }
-                        } catch { failure.set(error) }
-                        counts.set(t, n)
-                        group.leave()
-                    }.start()
+                let workers = try (0..<threads).map { _ in try make() }
+                let total = try onThreads(threads) { t in
+                    var i = t * 997, n = 0
+                    while Date() < stop {
+                        _ = try workers[t].nearest(queries[i & 4095], k: k, meters: meters)
+                        i += 1; n += 1
+                    }
+                    return n
                 }
-                group.wait()
-                if let error = failure.error { throw error }
-                let rate = Double(counts.total) / seconds
+                let rate = Double(total) / seconds
                 rates.append(rate)
                 log(String(format: "  %@ run %d: %.0f queries/s", name, r, rate))
             }
@@ -215,36 +204,42 @@ enum GeoBench {
 extension GeoBench {
     /// Fixes a second Redis takes as `GEOADD` commands of 1,000 members (moves of random couriers in the square).
     static func geoaddRate(couriers: Int, seconds: Double, threads: Int, redisPort: Int) throws {
+        let stop = Date().addingTimeInterval(seconds)
+        let total = try onThreads(threads) { t in
+            var random = SeededRandom(state: UInt64(t + 1))
+            var n = 0
+            let redis = try Redis(host: "127.0.0.1", port: redisPort)
+            while Date() < stop {
+                var command = ["GEOADD", "bench:fixes"]
+                command.reserveCapacity(3002)
+                for _ in 0..<1000 {
+                    command += [String(26.0 + random.next() * 0.2), String(44.3 + random.next() * 0.2),
+                                String(Int(random.next() * Double(couriers)))]
+                }
+                _ = try redis.call(command)
+                n += 1000
+            }
+            return n
+        }
+        _ = try Redis(host: "127.0.0.1", port: redisPort).call(["DEL", "bench:fixes"])
+        print(String(format: "%.0f", Double(total) / seconds))
+    }
+
+    /// Runs `work(t)` for t in 0..<threads on threads of their own at once; returns the sum of what they return.
+    static func onThreads(_ threads: Int, _ work: @escaping @Sendable (Int) throws -> Int) throws -> Int {
         let counts = Counts(threads)
         let failure = Failure()
         let group = DispatchGroup()
-        let stop = Date().addingTimeInterval(seconds)
         for t in 0..<threads {
             group.enter()
             Thread {
-                var random = SeededRandom(state: UInt64(t + 1))
-                var n = 0
-                do {
-                    let redis = try Redis(host: "127.0.0.1", port: redisPort)
-                    while Date() < stop {
-                        var command = ["GEOADD", "bench:fixes"]
-                        command.reserveCapacity(3002)
-                        for _ in 0..<1000 {
-                            command += [String(26.0 + random.next() * 0.2), String(44.3 + random.next() * 0.2),
-                                        String(Int(random.next() * Double(couriers)))]
-                        }
-                        _ = try redis.call(command)
-                        n += 1000
-                    }
-                } catch { failure.set(error) }
-                counts.set(t, n)
+                do { counts.set(t, try work(t)) } catch { failure.set(error) }
                 group.leave()
             }.start()
         }
         group.wait()
         if let error = failure.error { throw error }
-        _ = try Redis(host: "127.0.0.1", port: redisPort).call(["DEL", "bench:fixes"])
-        print(String(format: "%.0f", Double(counts.total) / seconds))
+        return counts.total
     }
 }
 
