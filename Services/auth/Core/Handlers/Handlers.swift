@@ -13,8 +13,9 @@ struct AuthHandlers: Sendable {
     let keys: SigningKeys
     let login: LoginThrottle
     let storage = AuthStorage()
-    /// A valid hash to verify against when the user does not exist, so timing does not tell.
-    static let dummyHash = (try? PasswordHasher.hash("not a real password at all")) ?? ""
+    /// A valid hash to verify against when the user does not exist, so timing does not tell: the hash of a random
+    /// password nobody kept, written out so that no burst at start-up can leave it uncomputed.
+    static let dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$h59wgGI+IvXLPnOQj1GIkA$HHGOR5f0YqjQ09UPYCsJjLTuIl/MIzoQwko0gGWavp0"
 
     // MARK: Sign-up, login, refresh, logout
 
