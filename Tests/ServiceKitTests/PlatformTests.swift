@@ -108,6 +108,8 @@ final class PostgresTextTests: XCTestCase {
             let read = Date(postgresText: date.postgresText)
             XCTAssertEqual(read?.timeIntervalSince1970 ?? .nan, date.timeIntervalSince1970, accuracy: 0.000_001, date.postgresText)
         }
+        XCTAssertEqual(Date(timeIntervalSince1970: 1_796_004_000.5).postgresText, "2026-11-30 02:00:00.500000+00")
+        XCTAssertEqual(Date(timeIntervalSince1970: -0.25).postgresText, "1969-12-31 23:59:59.750000+00")
         XCTAssertEqual(Date(postgresText: "2026-11-30 02:00:00+00")?.timeIntervalSince1970, 1_796_004_000)
         XCTAssertEqual(Date(postgresText: "2026-11-30T02:00:00.5Z")?.timeIntervalSince1970, 1_796_004_000.5)
         for bad in ["", "infinity", "2026-11-30 02:00:00+01", "2026-13-30 02:00:00+00", "2026-11-30 02:00:00", "2026/11/30 02:00:00+00"] {
