@@ -61,20 +61,15 @@ final class ConnectionGuard: Sendable {
         var open = 0
         var byAddress: [String: Int] = [:]
     }
-    private final class Shard: Sendable {
-        let connections = Mutex<[Int32: Open]>([:])
-    }
 
     let limits: ConnectionLimits
     let report: @Sendable (ConnectionRefusal, String) -> Void
     private let counts = Mutex(Counts())
-    private let shards: [Shard] = (0..<64).map { _ in Shard() }
+    private let connections = Sharded<[Int32: Open]>(count: 64) { [:] }
 
     init(limits: ConnectionLimits, report: @escaping @Sendable (ConnectionRefusal, String) -> Void) {
         self.limits = limits; self.report = report
     }
-
-    private func shard(_ fd: Int32) -> Shard { shards[Int(fd) & 63] }
 
     /// Whether a new connection from `address` may open.
     func admit(_ address: String) -> Bool {
@@ -92,12 +87,12 @@ final class ConnectionGuard: Sendable {
             c.open += 1
             c.byAddress[address, default: 0] += 1
         }
-        shard(fd).connections.withLock { $0[fd] = Open(address: address, waitingSince: Date()) }
+        connections.withLock(Int(fd)) { $0[fd] = Open(address: address, waitingSince: Date()) }
     }
 
     /// Called by the server before it closes `fd`, under the same lock as `sweep`: a swept descriptor is still open.
     func closed(_ fd: Int32) {
-        guard let open = shard(fd).connections.withLock({ $0.removeValue(forKey: fd) }) else { return }
+        guard let open = connections.withLock(Int(fd), { $0.removeValue(forKey: fd) }) else { return }
         counts.withLock { c in
             c.open -= 1
             let left = c.byAddress[open.address, default: 1] - 1
@@ -106,12 +101,12 @@ final class ConnectionGuard: Sendable {
         if open.started && open.waitingSince != nil { report(.incompleteHead, open.address) }
     }
 
-    func requestLineArrived(_ fd: Int32) { shard(fd).connections.withLock { $0[fd]?.started = true } }
+    func requestLineArrived(_ fd: Int32) { connections.withLock(Int(fd)) { $0[fd]?.started = true } }
 
-    func headArrived(_ fd: Int32) { shard(fd).connections.withLock { $0[fd]?.waitingSince = nil } }
+    func headArrived(_ fd: Int32) { connections.withLock(Int(fd)) { $0[fd]?.waitingSince = nil } }
 
     func requestDone(_ fd: Int32) {
-        shard(fd).connections.withLock { open in
+        connections.withLock(Int(fd)) { open in
             open[fd]?.waitingSince = Date()
             open[fd]?.started = false
         }
@@ -122,14 +117,12 @@ final class ConnectionGuard: Sendable {
     func sweep() {
         let deadline = Date().addingTimeInterval(-Double(limits.headTimeoutSeconds))
         var late: [String] = []
-        for shard in shards {
-            shard.connections.withLock { open in
-                for (fd, connection) in open {
-                    guard let since = connection.waitingSince, since < deadline else { continue }
-                    shutdown(fd, Int32(SHUT_RDWR))
-                    open[fd]?.waitingSince = nil
-                    if connection.started { late.append(connection.address) }
-                }
+        connections.forEach { open in
+            for (fd, connection) in open {
+                guard let since = connection.waitingSince, since < deadline else { continue }
+                shutdown(fd, Int32(SHUT_RDWR))
+                open[fd]?.waitingSince = nil
+                if connection.started { late.append(connection.address) }
             }
         }
         late.forEach { report(.headTimeout, $0) }

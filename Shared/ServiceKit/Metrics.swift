@@ -1,4 +1,5 @@
 import Foundation
+import HTTP
 import Synchronization
 
 /// Prometheus metrics: request duration histograms by route and status, counters, and gauges read at scrape time.
