@@ -219,7 +219,9 @@ final class AuthFlowTests: AuthTestCase {
         }
         signups.forEach { $0.start() }
         start.open()
-        Thread.sleep(forTimeInterval: 0.05)
+        // Once one sign-up was asked to retry, the hashing queue is full: the other routes must still be served.
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30, every: 0.005) { outcomes.get()?.contains { $0.status == 503 } == true },
+                      "more sign-ups than the hashing queue holds")
         let began = Date()
         XCTAssertEqual(try APIClient(port: auth.port).get("/healthz").status, 200)
         XCTAssertLessThan(Date().timeIntervalSince(began), 1, "/healthz is answered during the burst")
@@ -227,7 +229,6 @@ final class AuthFlowTests: AuthTestCase {
         let all = outcomes.get() ?? []
         XCTAssertEqual(Set(all.map(\.status)).subtracting([201, 503]), [], "each sign-up is created or asked to retry")
         let refused = all.filter { $0.status == 503 }
-        XCTAssertFalse(refused.isEmpty, "more sign-ups than the hashing queue holds")
         XCTAssertTrue(refused.allSatisfy { $0.retryAfter == "1" }, "a refusal says when to retry")
         XCTAssertEqual(try count("users"), all.count - refused.count, "a refused sign-up wrote nothing")
         for r in refused { XCTAssertEqual(try api.signup(r.name).status, 201, "\(r.name) succeeds on retry") }

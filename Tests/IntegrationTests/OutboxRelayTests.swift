@@ -39,21 +39,28 @@ final class OutboxRelayTests: XCTestCase {
     }
 
     func testAnEventLeavesAsSoonAsItsTransactionCommits() throws {
-        Thread.sleep(forTimeInterval: 0.7)  // the relay waits for its next poll (every 0.5 s) or a wake
+        // A first event, published, leaves the relay idle: waiting for its next poll (every 0.5 s) or a wake.
+        let first = UUID().uuidString
+        try pool.withTransaction { try outbox.add(Counted(n: 0), subject: first, on: $0) }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10, every: 0.005) { (try? self.sent(first)) == true })
         let subject = UUID().uuidString
         try pool.withTransaction { c in
             try outbox.add(Counted(n: 1), subject: subject, on: c)
-            // A relay woken here, before the commit, found nothing and slept until its next poll (0.45 s later).
+            // Work before the commit (the scenario, not a wait): a relay woken here, before the commit, found nothing
+            // and slept until its next poll (0.45 s later).
             Thread.sleep(forTimeInterval: 0.05)
         }
         let committed = Date()
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10, every: 0.005) {
-            (try? self.pool.withConnection { c in
-                try c.first("SELECT sent_at IS NOT NULL AS sent FROM kit.outbox WHERE key = $1", [subject])?["sent", as: Bool.self]
-            }) == true
-        })
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10, every: 0.005) { (try? self.sent(subject)) == true })
         let waited = Date().timeIntervalSince(committed)
         XCTAssertLessThan(waited, 0.3, "published \(Int(waited * 1000)) ms after its commit")
+    }
+
+    /// Whether the event about `subject` was marked sent.
+    func sent(_ subject: String) throws -> Bool {
+        try pool.withConnection { c in
+            try c.first("SELECT sent_at IS NOT NULL AS sent FROM kit.outbox WHERE key = $1", [subject])?["sent", as: Bool.self] ?? false
+        }
     }
 
     func testABacklogLeavesInOrderPerKeyAcrossPipelinedBatches() throws {
