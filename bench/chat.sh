@@ -73,8 +73,6 @@ done
 
 echo
 echo "chat, $(date -u +%Y-%m-%d), $(nproc) cores, $CONNECTIONS connections, medians of $RUNS interleaved ${DURATION}s rounds"
-printf '%-44s %10s %9s %8s %20s\n' "target" "per second" "p99 ms" "ratio" "CPU ms/1000: svc, pg"
-printf '%-44s %10.0f %9.2f %8s %20s\n' "POST /v1/rooms/{id}/messages (one busy room)" "$(col post 1)" "$(col post 2)" "$(ratio "$(col post 1)" "$(col post_pg 1)")" "$(col post 3), $(col post 4)"
-printf '%-44s %10.0f %9.2f %8s %20s\n' "  pgbench, the same SQL" "$(col post_pg 1)" "$(col post_pg 2)" "1.00" "-, $(col post_pg 3)"
-printf '%-44s %10.0f %9.2f %8s %20s\n' "GET /v1/rooms/{id}/messages (latest 20)" "$(col history 1)" "$(col history 2)" "$(ratio "$(col history 1)" "$(col history_pg 1)")" "$(col history 3), $(col history 4)"
-printf '%-44s %10.0f %9.2f %8s %20s\n' "  pgbench, the same SQL" "$(col history_pg 1)" "$(col history_pg 2)" "1.00" "-, $(col history_pg 3)"
+pair_header 44
+pair_rows 44 "POST /v1/rooms/{id}/messages (one busy room)" post "  pgbench, the same SQL" post_pg
+pair_rows 44 "GET /v1/rooms/{id}/messages (latest 20)" history "  pgbench, the same SQL" history_pg

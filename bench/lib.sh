@@ -47,3 +47,11 @@ pg_once() {
     n="$(cat "$work"/pgbench_log.* | wc -l)"
     echo "$(pgbench_result "$out") $(( ($(pg_cpu) - p0) * 1000 * 1000 / tick / n ))"
 }
+
+# pair_rows WIDTH LABEL NAME REF_LABEL REF: the result rows of a target (its rounds in $work/NAME, as wrk_once prints
+# them) and of its pgbench reference ($work/REF, as pg_once prints them), under pair_header WIDTH.
+pair_header() { printf "%-${1}s %10s %9s %8s %20s\n" "target" "per second" "p99 ms" "ratio" "CPU ms/1000: svc, pg"; }
+pair_rows() {
+    printf "%-${1}s %10.0f %9.2f %8s %20s\n" "$2" "$(col "$3" 1)" "$(col "$3" 2)" "$(ratio "$(col "$3" 1)" "$(col "$5" 1)")" "$(col "$3" 3), $(col "$3" 4)"
+    printf "%-${1}s %10.0f %9.2f %8s %20s\n" "$4" "$(col "$5" 1)" "$(col "$5" 2)" "1.00" "-, $(col "$5" 3)"
+}

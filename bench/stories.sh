@@ -106,8 +106,6 @@ done
 
 echo
 echo "stories, $(date -u +%Y-%m-%d), $(nproc) cores, $CONNECTIONS connections, medians of $RUNS interleaved ${DURATION}s rounds"
-printf '%-40s %10s %9s %8s %20s\n' "target" "per second" "p99 ms" "ratio" "CPU ms/1000: svc, pg"
-printf '%-40s %10.0f %9.2f %8s %20s\n' "GET newsletter (20 members, a week)" "$(col nl 1)" "$(col nl 2)" "$(ratio "$(col nl 1)" "$(col nl_pg 1)")" "$(col nl 3), $(col nl 4)"
-printf '%-40s %10.0f %9.2f %8s %20s\n' "  pgbench, the same SQL" "$(col nl_pg 1)" "$(col nl_pg 2)" "1.00" "-, $(col nl_pg 3)"
-printf '%-40s %10.0f %9.2f %8s %20s\n' "POST /v1/stories (with outbox)" "$(col cr 1)" "$(col cr 2)" "$(ratio "$(col cr 1)" "$(col cr_pg 1)")" "$(col cr 3), $(col cr 4)"
-printf '%-40s %10.0f %9.2f %8s %20s\n' "  pgbench, the same SQL" "$(col cr_pg 1)" "$(col cr_pg 2)" "1.00" "-, $(col cr_pg 3)"
+pair_header 40
+pair_rows 40 "GET newsletter (20 members, a week)" nl "  pgbench, the same SQL" nl_pg
+pair_rows 40 "POST /v1/stories (with outbox)" cr "  pgbench, the same SQL" cr_pg
