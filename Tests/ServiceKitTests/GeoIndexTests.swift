@@ -49,6 +49,27 @@ final class GeoIndexTests: XCTestCase {
         XCTAssertEqual(index.count, points.count)
     }
 
+    func testADenseCityWithAFilterMatchesBruteForce() {
+        // Hundreds of points a cell: the search starts at the radius the centre's density suggests, and doubles when
+        // the filter leaves too few inside it.
+        var rng = Seeded(state: 3)
+        let index = GeoIndex<Int>()
+        var points: [Int: GeoPoint] = [:]
+        for id in 0..<20_000 {
+            let p = GeoPoint(lat: 44.42 + Double.random(in: 0..<0.02, using: &rng), lon: 26.09 + Double.random(in: 0..<0.025, using: &rng))
+            points[id] = p
+            index.upsert(id, at: p)
+        }
+        for round in 0..<50 {
+            let center = GeoPoint(lat: 44.41 + Double.random(in: 0..<0.04, using: &rng), lon: 26.08 + Double.random(in: 0..<0.045, using: &rng))
+            let k = [1, 10, 25][round % 3], keep = [1, 2, 500][round % 3]  // every point, every other one, one in 500
+            let expected = brute(points.filter { $0.key % keep == 0 }, center, 5_000).prefix(k)
+            let found = index.nearest(to: center, k: k, maxMeters: 5_000, where: { $0 % keep == 0 })
+            XCTAssertEqual(found.map(\.id), expected.map(\.0), "round \(round)")
+            XCTAssertEqual(found.map(\.meters), expected.map(\.1), "round \(round)")
+        }
+    }
+
     func testPolesAntimeridianAndTheWholeGlobe() {
         var rng = Seeded(state: 7)
         let index = GeoIndex<Int>(cellDegrees: 0.5)
@@ -81,6 +102,9 @@ final class GeoIndexTests: XCTestCase {
         XCTAssertEqual(index.nearest(to: GeoPoint(lat: 44.431, lon: 26.10), k: 1, maxMeters: 50_000).map(\.id), [1])
         XCTAssertEqual(index.nearest(to: GeoPoint(lat: 44.431, lon: 26.10), k: 1, maxMeters: 50_000, where: { $0 != 1 }).map(\.id), [2])
         XCTAssertEqual(index.nearest(to: GeoPoint(lat: 44.431, lon: 26.10), k: 5, maxMeters: 200).count, 1, "bounded by the radius (111 m in, 7.7 km out)")
+        // Far from everyone: nothing within 50 km, both within 120 km (the empty regions are skipped, not missed).
+        XCTAssertTrue(index.nearest(to: GeoPoint(lat: 45.5, lon: 26.10), k: 2, maxMeters: 50_000).isEmpty)
+        XCTAssertEqual(index.nearest(to: GeoPoint(lat: 45.5, lon: 26.10), k: 2, maxMeters: 120_000).map(\.id), [2, 1])
         index.remove(1); index.remove(1)
         XCTAssertNil(index.point(of: 1))
         XCTAssertEqual(index.count, 1)

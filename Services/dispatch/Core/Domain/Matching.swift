@@ -46,7 +46,7 @@ final class Matcher: @unchecked Sendable {
 
     /// Whether any courier who could take a parcel is within `maxMeters` of `pickup`.
     func anyoneInReach(of pickup: GeoPoint, maxMeters: Double) -> Bool {
-        !index.nearest(to: pickup, k: 1, maxMeters: maxMeters, where: { _ in true }).isEmpty
+        !index.nearest(to: pickup, k: 1, maxMeters: maxMeters).isEmpty
     }
 
     /// Whether the stranded parcels are due for a look (at most every `interval`).
