@@ -97,3 +97,7 @@ rd_kafka_resp_err_t shim_kafka_produce(rd_kafka_t *rk, const char *topic,
 void shim_fix_mmap_threshold(int bytes) {
     mallopt(M_MMAP_THRESHOLD, bytes);
 }
+
+void shim_release_free_memory(void) {
+    malloc_trim(0);
+}

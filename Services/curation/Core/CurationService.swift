@@ -25,13 +25,17 @@ public enum CurationService {
             let pool = app.pool
             /// Rebuilds the index when the catalogue changed (an import while running, another instance's).
             let refresh: @Sendable () throws -> Void = {
-                let (version, videos) = try pool.withConnection { c -> (String, [VideoRecord]?) in
-                    let version = try storage.catalogueVersion(c)
-                    return (version, version == recommender.version ? nil : try storage.catalogue(c))
+                var built: Int?
+                do {  // the catalogue's rows end with this scope
+                    let (version, videos) = try pool.withConnection { c -> (String, [VideoRecord]?) in
+                        let version = try storage.catalogueVersion(c)
+                        return (version, version == recommender.version ? nil : try storage.catalogue(c))
+                    }
+                    if let videos { recommender.rebuild(videos, version: version); built = videos.count }
                 }
-                if let videos {
-                    recommender.rebuild(videos, version: version)
-                    app.logger.info("recommendation index built", ["videos": .int(videos.count)])
+                if let built {
+                    ServiceApp.releaseFreedMemory()  // the rows and the build's words
+                    app.logger.info("recommendation index built", ["videos": .int(built)])
                 }
             }
             try refresh()

@@ -46,4 +46,7 @@ rd_kafka_resp_err_t shim_kafka_produce(rd_kafka_t *rk, const char *topic,
 /// Fixes glibc's mmap threshold at `bytes` (it otherwise rises after the first large free, and large blocks then stay
 /// in the threads' arenas for good).
 void shim_fix_mmap_threshold(int bytes);
+
+/// Returns the free pages of glibc's heaps to the system (malloc_trim).
+void shim_release_free_memory(void);
 #endif

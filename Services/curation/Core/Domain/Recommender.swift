@@ -12,16 +12,20 @@ final class Recommender: Sendable {
         let id: UUID
         let topic: UUID
         let position: Int
-        let subtopic: String
-        /// Term → weighted frequency.
-        let terms: [String: Double]
+        /// Its terms, numbered (the words themselves are not kept: every query is a video of the index) in
+        /// ascending order, each with its weighted frequency: 8 bytes a term where a dictionary of words took
+        /// several times that.
+        let terms: [Term]
         let length: Double
     }
+
+    /// A term of a document and its weighted frequency (sums of the weights below: exact in a `Float`).
+    struct Term: Sendable { let id: Int32; let weight: Float }
 
     /// A topic's documents and their statistics.
     struct Topic: Sendable {
         var documents: [Document] = []
-        var documentFrequency: [String: Int] = [:]
+        var documentFrequency: [Int32: Int32] = [:]
         var averageLength = 1.0
     }
 
@@ -36,7 +40,7 @@ final class Recommender: Sendable {
     private let index = Mutex(Index())
 
     /// How much each part of a video's text counts.
-    static let weights = (title: 3.0, subtopic: 2.0, description: 1.0, context: 0.5, captions: 0.5)
+    static let weights: (title: Float, subtopic: Float, description: Float, context: Float, captions: Float) = (3, 2, 1, 0.5, 0.5)
     /// How the three signals blend.
     static let blend = (content: 0.6, sequence: 0.3, personal: 0.1)
 
@@ -48,21 +52,28 @@ final class Recommender: Sendable {
     /// Rebuilds the index from `videos` (the whole catalogue).
     func rebuild(_ videos: [VideoRecord], version: String) {
         var built = Index(version: version)
+        var vocabulary: [String: Int32] = [:]
         for v in videos {
-            var terms: [String: Double] = [:]
-            func add(_ text: String, _ weight: Double) { for t in Self.tokens(text) { terms[t, default: 0] += weight } }
+            var terms: [Int32: Float] = [:]
+            func add(_ text: String, _ weight: Float) {
+                for word in Self.tokens(text) {
+                    let id = vocabulary[word] ?? { let id = Int32(vocabulary.count); vocabulary[word] = id; return id }()
+                    terms[id, default: 0] += weight
+                }
+            }
             add(v.title, Self.weights.title)
             add(v.subtopic + " " + v.path, Self.weights.subtopic)
             add(v.description, Self.weights.description)
             add(v.parentDescription, Self.weights.context)
             if let captions = v.captions { add(captions, Self.weights.captions) }
-            let doc = Document(id: v.id, topic: v.topicId, position: v.position, subtopic: v.subtopic, terms: terms,
-                               length: terms.values.reduce(0, +))
+            let doc = Document(id: v.id, topic: v.topicId, position: v.position,
+                               terms: terms.map { Term(id: $0.key, weight: $0.value) }.sorted { $0.id < $1.id },
+                               length: terms.values.reduce(0) { $0 + Double($1) })
             built.byId[v.id] = doc
             built.topics[v.topicId, default: Topic()].documents.append(doc)
         }
         for (id, var topic) in built.topics {
-            for doc in topic.documents { for term in doc.terms.keys { topic.documentFrequency[term, default: 0] += 1 } }
+            for doc in topic.documents { for term in doc.terms { topic.documentFrequency[term.id, default: 0] += 1 } }
             topic.averageLength = max(1, topic.documents.map(\.length).reduce(0, +) / Double(max(1, topic.documents.count)))
             built.topics[id] = topic
         }
@@ -86,26 +97,35 @@ final class Recommender: Sendable {
         }
         guard let doc, let topic else { return nil }
         let n = Double(topic.documents.count)
-        func idf(_ term: String) -> Double {
-            let df = Double(topic.documentFrequency[term] ?? 0)
-            return log(1 + (n - df + 0.5) / (df + 0.5))
-        }
         let (k1, b) = (1.2, 0.75)
-        func bm25(_ query: [String: Double], _ d: Document) -> Double {
-            var score = 0.0
-            for (term, qtf) in query {
-                guard let tf = d.terms[term] else { continue }
-                score += idf(term) * qtf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * d.length / topic.averageLength))
+        /// A query's terms with what each brings to a score besides the document's own frequency: idf · qtf · (k1 + 1).
+        func query(_ d: Document) -> (terms: [Term], factors: [Double]) {
+            (d.terms, d.terms.map { term in
+                let df = Double(topic.documentFrequency[term.id] ?? 0)
+                return log(1 + (n - df + 0.5) / (df + 0.5)) * Double(term.weight) * (k1 + 1)
+            })
+        }
+        func bm25(_ query: (terms: [Term], factors: [Double]), _ d: Document) -> Double {
+            let norm = k1 * (1 - b + b * d.length / topic.averageLength)
+            var score = 0.0, i = 0, j = 0
+            while i < query.terms.count && j < d.terms.count {  // both in term order
+                let q = query.terms[i].id, t = d.terms[j].id
+                if q < t { i += 1 } else if q > t { j += 1 } else {
+                    let tf = Double(d.terms[j].weight)
+                    score += query.factors[i] * tf / (tf + norm)
+                    i += 1; j += 1
+                }
             }
             return score
         }
-        let likedDocs = topic.documents.filter { liked.contains($0.id) && $0.id != video }
+        let likedDocs = topic.documents.filter { liked.contains($0.id) && $0.id != video }.map(query)
+        let this = query(doc)
         var scored: [(id: UUID, score: Double, position: Int)] = []
         var content: [Double] = [], personal: [Double] = []
         let candidates = topic.documents.filter { $0.id != video }
         for d in candidates {
-            content.append(bm25(doc.terms, d))
-            personal.append(likedDocs.isEmpty ? 0 : likedDocs.map { bm25($0.terms, d) }.max()!)
+            content.append(bm25(this, d))
+            personal.append(likedDocs.isEmpty ? 0 : likedDocs.map { bm25($0, d) }.max()!)
         }
         let maxContent = max(content.max() ?? 0, 1e-9), maxPersonal = max(personal.max() ?? 0, 1e-9)
         for (i, d) in candidates.enumerated() {
