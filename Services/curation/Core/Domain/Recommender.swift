@@ -35,12 +35,17 @@ final class Recommender: Sendable {
         var version = ""
         /// Rankings that depend on nothing but the catalogue (no viewer history), by video.
         var plain: [UUID: [UUID]] = [:]
+        /// How many ids `plain` holds in all: at most `plainLimit`, so that asking for every video of a large
+        /// catalogue cannot grow it without bound (a topic of 500 videos makes an 8 KB ranking).
+        var plainIds = 0
     }
 
     private let index = Mutex(Index())
 
     /// How much each part of a video's text counts.
     static let weights: (title: Float, subtopic: Float, description: Float, context: Float, captions: Float) = (3, 2, 1, 0.5, 0.5)
+    /// The most ids the plain rankings keep (16 MB).
+    static let plainLimit = 1_000_000
     /// How the three signals blend.
     static let blend = (content: 0.6, sequence: 0.3, personal: 0.1)
 
@@ -86,7 +91,13 @@ final class Recommender: Sendable {
         let plain = watched.isEmpty && liked.isEmpty
         if plain, let known = index.withLock({ $0.plain[video] }) { return known }
         guard let ranked = score(video, watched: watched, liked: liked) else { return nil }
-        if plain { index.withLock { if $0.plain.count < 200_000 { $0.plain[video] = ranked } } }
+        if plain {
+            index.withLock { i in
+                guard i.plain[video] == nil, i.plainIds + ranked.count <= Self.plainLimit else { return }
+                i.plain[video] = ranked
+                i.plainIds += ranked.count
+            }
+        }
         return ranked
     }
 
