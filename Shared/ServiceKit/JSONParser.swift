@@ -39,7 +39,7 @@ struct JSONParser {
             var members: [String: JSONValue] = [:]
             skipSpace()
             if i < s.count, s[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
-            while true {
+            repeat {
                 skipSpace()
                 guard i < s.count, s[i] == UInt8(ascii: "\"") else { throw Invalid() }
                 let key = try string()
@@ -48,34 +48,34 @@ struct JSONParser {
                 i += 1
                 skipSpace()
                 members[key] = try value(depth: depth + 1)
-                skipSpace()
-                guard i < s.count else { throw Invalid() }
-                if s[i] == UInt8(ascii: ",") { i += 1; continue }
-                guard s[i] == UInt8(ascii: "}") else { throw Invalid() }
-                i += 1
-                return .object(members)
-            }
+            } while try more(before: UInt8(ascii: "}"))
+            return .object(members)
         case UInt8(ascii: "["):
             i += 1
             var items: [JSONValue] = []
             skipSpace()
             if i < s.count, s[i] == UInt8(ascii: "]") { i += 1; return .array(items) }
-            while true {
+            repeat {
                 skipSpace()
                 items.append(try value(depth: depth + 1))
-                skipSpace()
-                guard i < s.count else { throw Invalid() }
-                if s[i] == UInt8(ascii: ",") { i += 1; continue }
-                guard s[i] == UInt8(ascii: "]") else { throw Invalid() }
-                i += 1
-                return .array(items)
-            }
+            } while try more(before: UInt8(ascii: "]"))
+            return .array(items)
         case UInt8(ascii: "\""): return .string(try string())
         case UInt8(ascii: "t"): try expect("true"); return .bool(true)
         case UInt8(ascii: "f"): try expect("false"); return .bool(false)
         case UInt8(ascii: "n"): try expect("null"); return .null
         default: return .number(try number())
         }
+    }
+
+    /// After a member or an element: true past a comma (another follows), false past `closer` (the container ends).
+    private mutating func more(before closer: UInt8) throws -> Bool {
+        skipSpace()
+        guard i < s.count else { throw Invalid() }
+        if s[i] == UInt8(ascii: ",") { i += 1; return true }
+        guard s[i] == closer else { throw Invalid() }
+        i += 1
+        return false
     }
 
     private mutating func number() throws -> Double {
@@ -109,13 +109,12 @@ struct JSONParser {
             i += 1
         }
         guard i < s.count else { throw Invalid() }
-        var bytes: [UInt8] = []
         if s[i] == UInt8(ascii: "\"") {
             let run = UnsafeBufferPointer(rebasing: s[start..<i])
             i += 1
             return try validated(run)
         }
-        bytes.append(contentsOf: s[start..<i])
+        var bytes = Array(s[start..<i])
         while true {
             guard i < s.count else { throw Invalid() }
             let c = s[i]
