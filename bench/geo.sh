@@ -38,6 +38,7 @@ done
 # Redis GEOADD of 1,000 members a command, interleaved round by round, FIX_SECONDS each.
 FIX_COURIERS="${FIX_COURIERS:-100000}"; FIX_SECONDS="${FIX_SECONDS:-15}"
 work="$(mktemp -d)"; trap 'kill "$(cat "$STATE/bench-redis.pid")" 2>/dev/null || true; rm -rf "$work"' EXIT
+source "$ROOT/bench/lib.sh"
 for r in $(seq 1 "$RUNS"); do
     "$ROOT/deploy/local/stack" load --couriers "$FIX_COURIERS" --fix-rate 1000000 --parcel-rate 1 \
         --duration "$FIX_SECONDS" --quiet --out "$work/fixes" >"$work/fixes.txt" 2>&1 \
@@ -46,8 +47,8 @@ for r in $(seq 1 "$RUNS"); do
     "$bin/geo-bench" --geoadd --couriers "$FIX_COURIERS" --seconds "$FIX_SECONDS" --threads 4 --redis-port "$REDIS_PORT" >>"$work/redis"
     echo "  fixes round $r: dispatch $(tail -1 "$work/ours")/s, Redis GEOADD $(tail -1 "$work/redis")/s" >&2
 done
-ours="$(sort -g "$work/ours" | sed -n "$(( (RUNS + 1) / 2 ))p")"; redis="$(sort -g "$work/redis" | sed -n "$(( (RUNS + 1) / 2 ))p")"
+ours="$(col ours 1)"; redis="$(col redis 1)"
 echo
 echo "Location fixes of $FIX_COURIERS couriers, 1,000 a request or command, 4 client threads, median of $RUNS × $FIX_SECONDS s"
-printf '%-44s %10.0f %8s\n' "dispatch POST /v1/operator/locations" "$ours" "$(awk -v a="$ours" -v b="$redis" 'BEGIN {printf "%.2f", a / b}')"
+printf '%-44s %10.0f %8s\n' "dispatch POST /v1/operator/locations" "$ours" "$(ratio "$ours" "$redis")"
 printf '%-44s %10.0f %8s\n' "Redis GEOADD" "$redis" "1.00"
