@@ -49,7 +49,7 @@ public final class GeoIndex<ID: Hashable & Sendable>: @unchecked Sendable {
 
     /// Where `id` is, if indexed.
     public func point(of id: ID) -> GeoPoint? {
-        lock.read { slotOf[id].map { grid.points[Int($0)] } }
+        lock.read { slotOf[id].map { grid.point(Int($0)) } }
     }
 
     /// Adds or moves `id` to `point` (which must be valid).
@@ -84,7 +84,7 @@ public final class GeoIndex<ID: Hashable & Sendable>: @unchecked Sendable {
         lock.read {
             grid.within(meters, of: center).compactMap { slot -> (id: ID, meters: Double)? in
                 let id = ids[Int(slot)]
-                return filter(id) ? (id, greatCircleMeters(center, grid.points[Int(slot)])) : nil
+                return filter(id) ? (id, greatCircleMeters(center, grid.point(Int(slot)))) : nil
             }
         }.sorted { $0.meters < $1.meters }
     }
@@ -135,7 +135,8 @@ private struct Box { let row0: Int64, row1: Int64, col0: Int64, col1: Int64 }
     private let latCells: Int64
     private var table = CellTable()
     private var places: [(cell: Int64, index: Int32)] = []  // by slot
-    private(set) var points: [GeoPoint] = []                // by slot
+    private var points: [GeoPoint] = []                     // by slot
+    /// Where the point in `slot` is.
     @usableFromInline func point(_ slot: Int) -> GeoPoint { points[slot] }
     /// Points per region of `regionCells` × `regionCells` cells (0.1° with the default cells): a query far from
     /// everyone (a parcel in a district with nobody online) is answered from a few regions instead of thousands of
