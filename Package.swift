@@ -26,15 +26,14 @@ let package = Package(
         // MARK: - C libraries
         system("CLibPQ", "libpq", "libpq-dev"),
         system("CRdKafka", "rdkafka", "librdkafka-dev"),
-        system("CMicroHTTPD", "libmicrohttpd", "libmicrohttpd-dev"),
         system("COpenSSL", "libcrypto", "libssl-dev"),
         system("CArgon2", "libargon2", "libargon2-dev"),
-        .target(name: "CShims", dependencies: ["CMicroHTTPD", "CRdKafka"], path: "Shared/CShims"),
+        .target(name: "CShims", dependencies: ["CRdKafka"], path: "Shared/CShims"),
 
         // MARK: - Thin wrappers (the only code that imports a C module)
         .target(name: "Postgres", dependencies: ["CLibPQ"], path: "Shared/Postgres", swiftSettings: settings),
         .target(name: "Kafka", dependencies: ["CRdKafka", "CShims"], path: "Shared/Kafka", swiftSettings: settings),
-        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CShims"], path: "Shared/HTTP", swiftSettings: settings),
+        .target(name: "HTTP", dependencies: ["CShims"], path: "Shared/HTTP", swiftSettings: settings),
         .target(name: "Crypto", dependencies: ["COpenSSL", "CArgon2"], path: "Shared/Crypto", swiftSettings: settings),
 
         // MARK: - Platform

@@ -1,4 +1,3 @@
-import CShims
 import Foundation
 import Synchronization
 
@@ -36,10 +35,6 @@ public struct ConnectionLimits: Sendable {
 /// Why a connection or a stream was turned away.
 public enum ConnectionRefusal: String, Sendable {
     case totalConnections = "total_connections", perClient = "per_client", headTimeout = "head_timeout", streams
-    /// A connection closed after a request line and before its head was complete: libmicrohttpd refused it itself
-    /// (a malformed head, a line or headers too long: it answers those with its own 400, 414 or 431) or the client
-    /// gave up.
-    case incompleteHead = "incomplete_head"
 }
 
 /// Counts open connections by client address for the accept policy, and ends those whose request head does not
@@ -98,7 +93,6 @@ final class ConnectionGuard: Sendable {
             let left = c.byAddress[open.address, default: 1] - 1
             c.byAddress[open.address] = left > 0 ? left : nil
         }
-        if open.started && open.waitingSince != nil { report(.incompleteHead, open.address) }
     }
 
     func requestLineArrived(_ fd: Int32) { connections.withLock(Int(fd)) { $0[fd]?.started = true } }

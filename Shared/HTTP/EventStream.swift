@@ -1,9 +1,8 @@
-import CMicroHTTPD
 import Foundation
 import Synchronization
 
 /// A Server-Sent Events stream. A handler returns `Response.eventStream(stream)` and keeps `stream` to send on from
-/// any thread; the connection is suspended while there is nothing to send, so an idle stream costs no server thread.
+/// any thread; the server's thread hears of new events when there are some, so an idle stream costs no thread.
 /// A client that falls more than `maxPending` bytes behind is cut off: its stream ends rather than grow memory.
 public final class EventStream: Sendable {
     /// How far a client may fall behind (bytes queued and not yet taken by the connection) before it is cut off.
@@ -12,18 +11,18 @@ public final class EventStream: Sendable {
     private struct State {
         var pending: [UInt8] = []
         var closed = false
-        var suspended = false
+        /// The server took everything and waits to hear of more.
+        var waiting = false
         var released = false
-        /// Owned by libmicrohttpd; valid from `attach` until `release`.
-        nonisolated(unsafe) var connection: OpaquePointer?
+        /// Tells the server's thread there is something to take; set from `attach` until `release`.
+        var wake: (@Sendable () -> Void)?
         var closeHandlers: [@Sendable () -> Void] = []
 
-        /// Resumes a suspended connection.
-        mutating func wake() {
-            if suspended, let connection {
-                suspended = false
-                MHD_resume_connection(connection)
-            }
+        /// The call that tells a waiting server (made after the lock is let go).
+        mutating func wakeUp() -> (@Sendable () -> Void)? {
+            guard waiting, let wake else { return nil }
+            waiting = false
+            return wake
         }
     }
 
@@ -84,8 +83,8 @@ public final class EventStream: Sendable {
     public func close() {
         state.withLock { s in
             s.closed = true
-            s.wake()
-        }
+            return s.wakeUp()
+        }?()
     }
 
     /// Runs `handler` once when the stream ends, however it ends.
@@ -102,43 +101,34 @@ public final class EventStream: Sendable {
     /// Queues `bytes`; false when that overflowed the client's allowance and ended the stream.
     @discardableResult
     private func append(_ bytes: [UInt8]) -> Bool {
-        state.withLock { s in
-            guard !s.closed && !s.released else { return true }
+        let (kept, wake) = state.withLock { s -> (Bool, (@Sendable () -> Void)?) in
+            guard !s.closed && !s.released else { return (true, nil) }
             if s.pending.count + bytes.count > Self.maxPending {
                 s.pending = []
                 s.closed = true
-                s.wake()
-                return false
+                return (false, s.wakeUp())
             }
             s.pending += bytes
-            s.wake()
-            return true
+            return (true, s.wakeUp())
         }
+        wake?()
+        return kept
     }
 
     // MARK: Called by the server
 
-    func attach(_ connection: OpaquePointer) {
-        state.withLock { $0.connection = connection }
+    func attach(wake: @escaping @Sendable () -> Void) {
+        state.withLock { $0.wake = wake }
         Self.attached.wrappingAdd(1, ordering: .relaxed)
     }
 
-    /// Copies what is pending into `buffer`; -1 at the end; 0 after suspending the connection until there is more.
-    func read(into buffer: UnsafeMutablePointer<CChar>, max: Int) -> Int {
+    /// Takes what is pending, and whether the stream has ended; when there is nothing, the next send wakes the server.
+    func take() -> (bytes: [UInt8], ended: Bool) {
         state.withLock { s in
-            if !s.pending.isEmpty {
-                let n = min(max, s.pending.count)
-                s.pending.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress!, byteCount: n) }
-                s.pending.removeFirst(n)
-                return n
-            }
-            if s.closed { return -1 }
-            if let connection = s.connection {
-                s.suspended = true
-                // Allowed here: libmicrohttpd documents the content reader callback as a safe place to suspend.
-                MHD_suspend_connection(connection)
-            }
-            return 0
+            let bytes = s.pending
+            s.pending = []
+            if bytes.isEmpty && !s.closed { s.waiting = true }
+            return (bytes, s.closed)
         }
     }
 
@@ -146,9 +136,9 @@ public final class EventStream: Sendable {
     func release() {
         let handlers = state.withLock { s in
             guard !s.released else { return [@Sendable () -> Void]() }
-            if s.connection != nil { Self.attached.wrappingSubtract(1, ordering: .relaxed) }
+            if s.wake != nil { Self.attached.wrappingSubtract(1, ordering: .relaxed) }
             s.released = true
-            s.connection = nil
+            s.wake = nil
             defer { s.closeHandlers = [] }
             return s.closeHandlers
         }

@@ -72,9 +72,9 @@ final class BadInputTests: AuthTestCase {
             closed = connection.read(for: 0.005)
         }
         closed = closed || connection.read(for: 2)
-        // libmicrohttpd cannot answer in the middle of a body: it closes the connection at the limit (the refusal is
-        // logged as a 413). A body that declares its length gets the JSON 413 before it is sent.
         XCTAssertTrue(closed, "the server stopped the upload")
+        XCTAssertEqual(connection.status, 413, connection.head)
+        XCTAssertTrue(connection.body.contains(#""code":"payload_too_large""#), connection.body)
         XCTAssertLessThan(sent, 4 << 20, "at the limit (1 MiB), not after the whole body")
         XCTAssertEqual(try api.get("/healthz").status, 200)
     }
@@ -90,14 +90,28 @@ final class BadInputTests: AuthTestCase {
         XCTAssertTrue(noHost.body.contains("\"code\""), "the error contract: \(noHost.body)")
         let response = try api.get("/v1/users/me", token: token)
         XCTAssertEqual(response.headers["x-content-type-options"], "nosniff")
-        // Heads the HTTP engine refuses itself (its own 431 here) are at least counted and logged.
-        let huge = try RawConnection(port: api.port)
-        huge.write("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: 100_000) + "\r\n\r\n")
-        huge.read(for: 2)
-        XCTAssertEqual(huge.status, 431, huge.head)
+        // Heads the server refuses before routing get the error contract too, and are logged like any answer.
+        let heads: [(String, Int, String)] = [
+            ("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: 100_000) + "\r\n\r\n", 431, "header_too_large"),
+            ("GET /" + String(repeating: "a", count: 10_000) + " HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"),
+            ("GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n", 505, "http_version_not_supported"),
+            ("GET /healthz\r\n\r\n", 400, "bad_request"),
+            ("GET /healthz HTTP/1.1\r\nHost: x\r\n folded: header\r\n\r\n", 400, "bad_request"),
+            ("POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400, "bad_request"),
+            ("POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "not_implemented"),
+        ]
+        for (head, status, code) in heads {
+            let connection = try RawConnection(port: api.port)
+            connection.write(head)
+            XCTAssertTrue(connection.read(for: 2), "closed after the answer: \(head.prefix(40))")
+            XCTAssertEqual(connection.status, status, connection.head)
+            XCTAssertTrue(connection.head.contains("content-type: application/json"), connection.head)
+            XCTAssertTrue(connection.body.contains(#""code":"\#(code)""#), connection.body)
+        }
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5) {
-            String(decoding: (try? api.get("/metrics"))?.body ?? [], as: UTF8.self).contains(#"http_refused_total{reason="incomplete_head"}"#)
-        }, "the engine's refusal is counted")
+            let metrics = String(decoding: (try? api.get("/metrics"))?.body ?? [], as: UTF8.self)
+            return [431, 414, 505, 400, 501].allSatisfy { metrics.contains(#"route="refused",status="\#($0)""#) }
+        }, "each refusal is counted as an answer")
     }
 
     func testHostileFieldValuesAreRefusedOrStoredVerbatim() throws {

@@ -11,7 +11,7 @@ final class ConnectionLimitTests: XCTestCase {
     func testAThousandIdleConnectionsFromOneClientDoNotTurnAwayAnother() throws {
         let auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url, "HTTP_MAX_CONNECTIONS_PER_CLIENT": "512"])
         defer { auth.stop() }
-        // More than libmicrohttpd's default limit (about 1,020), all from 127.0.0.1 and all silent.
+        // More than the per-client limit, all from 127.0.0.1 and all silent.
         var idle: [RawConnection] = []
         for _ in 0..<1_100 { if let c = try? RawConnection(port: auth.port) { idle.append(c) } }
         let other = try RawConnection(port: auth.port, from: "127.0.0.2")

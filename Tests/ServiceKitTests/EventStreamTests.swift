@@ -2,7 +2,7 @@ import Foundation
 import HTTP
 import XCTest
 
-/// Server-Sent Events through the real libmicrohttpd server, in process.
+/// Server-Sent Events through the real server, in process.
 final class EventStreamTests: XCTestCase {
     func freePort() -> UInt16 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -28,7 +28,7 @@ final class EventStreamTests: XCTestCase {
             let stream = EventStream()
             box.add(stream)
             if request.path == "/ticks" {
-                // Sent from another thread, with pauses, so the connection is suspended in between.
+                // Sent from another thread, with pauses, so the server waits for each event in between.
                 Thread {
                     for i in 1...3 {
                         Thread.sleep(forTimeInterval: 0.05)
@@ -66,7 +66,7 @@ final class EventStreamTests: XCTestCase {
         XCTAssertTrue(TestWait.until(5) { !box.all.isEmpty })
         let started = Date()
         server.stop(grace: 5)
-        XCTAssertLessThan(Date().timeIntervalSince(started), 4, "an idle, suspended stream does not hold the shutdown")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 4, "an idle stream does not hold the shutdown")
         XCTAssertTrue(TestWait.until(5) { result.get() == 200 }, "the client sees the stream end")
         XCTAssertTrue(box.all.allSatisfy(\.isClosed))
     }

@@ -1,6 +1,6 @@
-// Thin C helpers for the two C APIs that Swift cannot call directly
-// because they are variadic (MHD_start_daemon, MHD_get_connection_info, MHD_get_daemon_info,
-// rd_kafka_producev). Nothing else belongs here.
+// Thin C helpers for what Swift cannot call directly: the variadic rd_kafka_producev, glibc's malloc tuning, and
+// the Linux calls of the HTTP server that Swift's Glibc module leaves out (epoll, eventfd, accept4).
+// Nothing else belongs here.
 #ifndef CSHIMS_H
 #define CSHIMS_H
 #include <stddef.h>
@@ -8,33 +8,12 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <stdarg.h>
-#include <microhttpd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <librdkafka/rdkafka.h>
 
-/// Starts an epoll thread-pool daemon on `port` (all addresses): at most `connection_limit` connections, each closed
-/// after `connection_timeout_seconds` idle; `accept_policy` admits new connections and `notify` hears them open and
-/// close, `request_line` hears each request line arrive (it must return NULL); "%00" in a path or query stays as it
-/// is (a NUL would cut it short).
-struct MHD_Daemon *shim_mhd_start(uint16_t port, unsigned int threads,
-                                  unsigned int connection_timeout_seconds, unsigned int connection_limit,
-                                  MHD_AccessHandlerCallback handler, void *handler_cls,
-                                  MHD_RequestCompletedCallback completed, void *completed_cls,
-                                  MHD_AcceptPolicyCallback accept_policy, void *accept_cls,
-                                  MHD_NotifyConnectionCallback notify, void *notify_cls,
-                                  void *(*request_line)(void *cls, const char *uri, struct MHD_Connection *connection),
-                                  void *request_line_cls);
-
-/// The socket of `connection`; -1 when unknown.
-int shim_mhd_connection_fd(struct MHD_Connection *connection);
-
-/// Writes the numeric form of `address` into `buffer`; returns 0 on success.
-int shim_sockaddr_address(const struct sockaddr *address, char *buffer, size_t length);
-
-/// The port the daemon listens on (the one the system chose when started on port 0); 0 when unknown.
-uint16_t shim_mhd_bound_port(struct MHD_Daemon *daemon);
-
-/// Writes the numeric client address of `connection` into `buffer`; returns 0 on success.
-int shim_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t length);
+/// accept4 (a GNU extension): the next connection of `listener`, non-blocking and closed on exec; -1 and errno.
+int shim_accept(int listener, struct sockaddr *address, socklen_t *length);
 
 /// Produces one message with an optional single header; `opaque` comes back in the delivery report.
 rd_kafka_resp_err_t shim_kafka_produce(rd_kafka_t *rk, const char *topic,

@@ -1,5 +1,0 @@
-#include <sys/types.h>
-#include <sys/socket.h>
-#include <stdint.h>
-#include <stdarg.h>
-#include <microhttpd.h>

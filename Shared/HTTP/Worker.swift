@@ -1,0 +1,506 @@
+import CShims
+import Foundation
+import Synchronization
+
+/// One of the server's threads: an epoll loop over its connections. It reads each request, calls the server's
+/// handler on this thread, and writes the answer; a connection's state is touched by this thread alone. Other
+/// threads reach it through `post` (a new connection, a stream with something to send, stop).
+///
+/// `@unchecked Sendable`: everything but `inbox` is used only on the worker's own thread.
+final class Worker: @unchecked Sendable {
+    enum Message {
+        case adopt(Int32, String)
+        case wake(Int32, UInt64)
+        case stop
+    }
+
+    let done = DispatchSemaphore(value: 0)
+    private unowned let server: HTTPServer
+    private let index: Int
+    private let epoll: Int32
+    private let wakeFD: Int32
+    private let inbox = Mutex<[Message]>([])
+    private var open: [Int32: Connection] = [:]
+    private var serial: UInt64 = 0
+    private var scratch = [UInt8](repeating: 0, count: 64 << 10)
+    private var date = HTTPDate()
+
+    init(server: HTTPServer, index: Int) {
+        self.server = server
+        self.index = index
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        watch(wakeFD, EPOLLIN.rawValue, add: true)
+    }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "http-\(index)"
+        thread.start()
+    }
+
+    /// Hands this worker a message from any thread.
+    func post(_ message: Message) {
+        inbox.withLock { $0.append(message) }
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    private func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 128)
+        var lastSweep = monotonicSeconds()
+        loop: while true {
+            let count = epoll_wait(epoll, &events, Int32(events.count), 1000)
+            for i in 0..<Int(max(0, count)) {
+                let fd = Int32(truncatingIfNeeded: events[i].data.u64)
+                let flags = events[i].events
+                if fd == wakeFD {
+                    var value: UInt64 = 0
+                    _ = read(wakeFD, &value, 8)
+                    for message in inbox.withLock({ m -> [Message] in defer { m = [] }; return m }) {
+                        switch message {
+                        case .adopt(let fd, let address): adopt(fd, address)
+                        case .wake(let fd, let serial):
+                            if let c = open[fd], c.serial == serial { advance(c) }
+                        case .stop: break loop
+                        }
+                    }
+                    continue
+                }
+                guard let c = open[fd] else { continue }
+                if flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 && flags & EPOLLIN.rawValue == 0 {
+                    finish(c)
+                    continue
+                }
+                if flags & EPOLLIN.rawValue != 0 { receive(c) }
+                if !c.closed { advance(c) }
+            }
+            let now = monotonicSeconds()
+            if now - lastSweep >= 1 {
+                lastSweep = now
+                expire(now: now)
+            }
+        }
+        for c in Array(open.values) { finish(c) }
+        done.signal()
+    }
+
+    // Closed only here: a stream may still `post` to a stopped worker, and must not write into a reused descriptor.
+    deinit {
+        close(epoll)
+        close(wakeFD)
+    }
+
+    // MARK: Connections
+
+    private func adopt(_ fd: Int32, _ address: String) {
+        serial &+= 1
+        let c = Connection(fd: fd, address: address, serial: serial, now: monotonicSeconds())
+        open[fd] = c
+        watch(fd, EPOLLIN.rawValue, add: true)
+        c.interest = EPOLLIN.rawValue
+    }
+
+    private func watch(_ fd: Int32, _ events: UInt32, add: Bool) {
+        var event = epoll_event()
+        event.events = events
+        event.data.u64 = UInt64(UInt32(bitPattern: fd))
+        _ = epoll_ctl(epoll, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event)
+    }
+
+    /// Reads what has arrived; at the end of the input, marks the peer as gone.
+    private func receive(_ c: Connection) {
+        // A client that sends requests without reading the answers is not read further until it has read them.
+        if c.input.count > 1 << 20 && c.sent < c.output.count { return setInterest(c, c.interest & ~EPOLLIN.rawValue) }
+        for _ in 0..<8 {
+            let n = scratch.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 {
+                c.lastActivity = monotonicSeconds()
+                switch c.phase {
+                case .draining(let until, let budget):
+                    if budget <= n { return finish(c) }
+                    c.phase = .draining(until: until, budget: budget - n)
+                case .stream:
+                    break  // a stream's client has nothing more to say
+                default:
+                    c.input.append(contentsOf: scratch[0..<n])
+                }
+                if n < scratch.count { return }
+            } else if n == 0 || (errno != EAGAIN && errno != EINTR) {
+                c.peerClosed = true
+                // Nothing more will be read: stop hearing about it, answer what is complete, then close.
+                setInterest(c, c.interest & ~EPOLLIN.rawValue)
+                return
+            } else if errno == EAGAIN {
+                return
+            }
+        }
+    }
+
+    /// Moves a connection on as far as its input and the socket allow: writes what is queued, reads the next head or
+    /// body, answers, takes a stream's events.
+    private func advance(_ c: Connection) {
+        while !c.closed {
+            if c.sent < c.output.count {
+                guard flush(c) else { return }
+                continue
+            }
+            if c.responseDone {
+                c.responseDone = false
+                responseWritten(c)
+                continue
+            }
+            switch c.phase {
+            case .head:
+                if c.input.isEmpty {
+                    if c.peerClosed { finish(c) }
+                    return
+                }
+                if !c.lineSeen {
+                    c.lineSeen = true
+                    server.connections.requestLineArrived(c.fd)
+                }
+                let result = c.input.withUnsafeBytes { Parser.head($0, from: c.scanned) }
+                switch result {
+                case .incomplete(let scanned):
+                    c.scanned = scanned
+                    if c.peerClosed { finish(c) }
+                    return
+                case .refused(let error, let method, let path):
+                    begin(c)
+                    c.input = []
+                    answer(c, Request(method: method, path: path, remoteAddress: c.address), minor: 1, match: .refused(error),
+                           keepAlive: false, linger: true)
+                case .complete(let head, let consumed):
+                    c.input.removeFirst(consumed)
+                    c.scanned = 0
+                    begin(c)
+                    start(c, head)
+                }
+            case .body(let head, let match, let length):
+                let n = min(length - c.body.count, c.input.count)
+                c.body.append(contentsOf: c.input[0..<n])
+                c.input.removeFirst(n)
+                guard c.body.count == length else {
+                    if c.peerClosed { finish(c) }
+                    return
+                }
+                answer(c, head, match)
+            case .chunked(let head, let match, var chunked):
+                let step = c.input.withUnsafeBytes { chunked.read($0, into: &c.body, limit: match.bodyLimit) }
+                switch step {
+                case .more(let consumed):
+                    c.input.removeFirst(consumed)
+                    c.phase = .chunked(head, match, chunked)
+                    if c.peerClosed { finish(c) }
+                    return
+                case .done(let consumed):
+                    c.input.removeFirst(consumed)
+                    answer(c, head, match)
+                case .refused(let error):
+                    refuse(c, head, error)
+                case .tooLarge:
+                    // Refused at the limit while reading: the rest of the body is never read.
+                    refuse(c, head, .payloadTooLarge(limit: match.bodyLimit))
+                }
+            case .stream(let stream, let chunked):
+                let (bytes, ended) = stream.take()
+                if !bytes.isEmpty {
+                    if chunked { c.output += Array(String(bytes.count, radix: 16).utf8) + crlf + bytes + crlf } else { c.output += bytes }
+                }
+                if ended {
+                    if chunked { c.output += Array("0\r\n\r\n".utf8) }
+                    c.phase = .closing
+                    stream.release()
+                } else if bytes.isEmpty {
+                    if c.peerClosed { finish(c) }
+                    return
+                }
+            case .closing:
+                finish(c)
+            case .draining:
+                if c.peerClosed { finish(c) }
+                return
+            }
+        }
+    }
+
+    /// A head has arrived: route it, refuse what must not be read further, else read its body or answer.
+    private func start(_ c: Connection, _ head: Parser.Head) {
+        server.connections.headArrived(c.fd)
+        var match = server.route(head.method, head.path)
+        if head.minorVersion == 1 && head.headers["host"] == nil {
+            match = .refused(HTTPError(400, "bad_request", "An HTTP/1.1 request needs a Host header."))
+        } else if case .length(let length) = head.body, length > match.bodyLimit {
+            match = .refused(.payloadTooLarge(limit: match.bodyLimit))
+        }
+        if case .refused(let error) = match { return refuse(c, head, error) }
+        c.body = []
+        switch head.body {
+        case .none:
+            answer(c, head, match)
+            return
+        case .length(let length):
+            c.body.reserveCapacity(length)
+            c.phase = .body(head, match, length)
+        case .chunked:
+            c.phase = .chunked(head, match, Parser.Chunked())
+        }
+        if head.expectsContinue && c.input.isEmpty { c.output += Array("HTTP/1.1 100 Continue\r\n\r\n".utf8) }
+    }
+
+    /// Answers `error` and closes, reading no more of the request (what the client still sends is discarded for a
+    /// while, so that it reads the answer instead of a reset).
+    private func refuse(_ c: Connection, _ head: Parser.Head, _ error: HTTPError) {
+        c.body = []
+        c.input = []
+        var request = Request(method: head.method, path: head.path, query: head.query, remoteAddress: c.address)
+        request.headers = head.headers
+        answer(c, request, minor: head.minorVersion, match: .refused(error), keepAlive: false, linger: head.body != .none)
+    }
+
+    private func answer(_ c: Connection, _ head: Parser.Head, _ match: RouteMatch) {
+        var request = Request(method: head.method, path: head.path, query: head.query, body: c.body, remoteAddress: c.address)
+        request.headers = head.headers
+        c.body = []
+        answer(c, request, minor: head.minorVersion, match: match, keepAlive: head.keepAlive, linger: false)
+    }
+
+    /// Calls the handler and queues its response.
+    private func answer(_ c: Connection, _ request: Request, minor: Int, match: RouteMatch, keepAlive: Bool, linger: Bool) {
+        let response = server.respond(request, match)
+        let isHead = request.method == "HEAD"
+        c.keepAlive = keepAlive && response.stream == nil
+        c.linger = linger
+        c.phase = .head
+        if let stream = response.stream {
+            let serial = c.serial, fd = c.fd
+            stream.attach { [weak self] in self?.post(.wake(fd, serial)) }
+            server.track(stream)
+            c.phase = .stream(stream, minor == 1)
+        }
+        response.write(into: &c.output, date: date.bytes(), minor: minor, keepAlive: c.keepAlive, isHead: isHead,
+                       chunked: response.stream != nil && minor == 1)
+        c.responseDone = true
+    }
+
+    /// The response's last byte is written (for a stream: its head).
+    private func responseWritten(_ c: Connection) {
+        end(c)
+        if case .stream = c.phase { return }
+        server.connections.requestDone(c.fd)
+        c.lineSeen = false
+        if c.keepAlive && !c.peerClosed { return }
+        if c.linger && !c.peerClosed {
+            // Half-closed: the client sees the end of the answer; what it still sends is read and dropped for a while.
+            shutdown(c.fd, Int32(SHUT_WR))
+            c.phase = .draining(until: monotonicSeconds() + 2, budget: 1 << 20)
+        } else {
+            finish(c)
+        }
+    }
+
+    /// Writes queued output; false while the socket takes no more (the loop hears when it does).
+    private func flush(_ c: Connection) -> Bool {
+        while c.sent < c.output.count {
+            let n = c.output.withUnsafeBytes { send(c.fd, $0.baseAddress! + c.sent, $0.count - c.sent, Int32(MSG_NOSIGNAL)) }
+            if n > 0 {
+                c.sent += n
+                c.lastActivity = monotonicSeconds()
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else if n < 0 && errno == EAGAIN {
+                setInterest(c, c.interest | EPOLLOUT.rawValue)
+                return false
+            } else {
+                finish(c)
+                return false
+            }
+        }
+        c.output.removeAll(keepingCapacity: c.output.capacity <= 64 << 10)
+        c.sent = 0
+        setInterest(c, c.peerClosed ? 0 : EPOLLIN.rawValue)
+        return true
+    }
+
+    private func setInterest(_ c: Connection, _ events: UInt32) {
+        guard events != c.interest, !c.closed else { return }
+        c.interest = events
+        watch(c.fd, events, add: false)
+    }
+
+    private func begin(_ c: Connection) {
+        c.inFlight = true
+        server.begin()
+    }
+
+    private func end(_ c: Connection) {
+        guard c.inFlight else { return }
+        c.inFlight = false
+        server.end()
+    }
+
+    /// Closes a connection, whatever its state: the guard forgets it first (its sweep may shut down a descriptor
+    /// only while it is still open), a request in flight is over, a stream ends.
+    private func finish(_ c: Connection) {
+        guard !c.closed else { return }
+        c.closed = true
+        server.connections.closed(c.fd)
+        open[c.fd] = nil
+        close(c.fd)
+        end(c)
+        if case .stream(let stream, _) = c.phase { stream.release() }
+    }
+
+    /// Closes connections that stalled: a body or an answer that did not move for the idle timeout, a lingering
+    /// close past its time. (Heads that are late are the guard's sweep.)
+    private func expire(now: Double) {
+        let idle = Double(server.connections.limits.idleTimeoutSeconds)
+        for c in Array(open.values) {
+            switch c.phase {
+            case .draining(let until, _):
+                if now > until { finish(c) }
+            case .body, .chunked:
+                if now - c.lastActivity > idle { finish(c) }
+            case .head, .closing:
+                if c.sent < c.output.count && now - c.lastActivity > idle { finish(c) }
+            case .stream:
+                if c.sent < c.output.count && now - c.lastActivity > idle { finish(c) }
+            }
+        }
+    }
+}
+
+private let crlf: [UInt8] = [13, 10]
+
+private func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+/// A connection's state, touched only by its worker.
+private final class Connection {
+    enum Phase {
+        /// Waiting for (or reading) a request head.
+        case head
+        case body(Parser.Head, RouteMatch, Int)
+        case chunked(Parser.Head, RouteMatch, Parser.Chunked)
+        /// Sending a stream's events; chunked for HTTP/1.1.
+        case stream(EventStream, Bool)
+        /// The last bytes are queued; close once written.
+        case closing
+        /// Answered early and half-closed: input is dropped until the time or the byte budget runs out.
+        case draining(until: Double, budget: Int)
+    }
+
+    let fd: Int32
+    let address: String
+    let serial: UInt64
+    var phase = Phase.head
+    var input: [UInt8] = []
+    /// Where the look for the end of a head arriving in pieces resumes.
+    var scanned = 0
+    var body: [UInt8] = []
+    var output: [UInt8] = []
+    var sent = 0
+    /// The queued output ends a response.
+    var responseDone = false
+    var keepAlive = true
+    var linger = false
+    var lineSeen = false
+    var inFlight = false
+    var peerClosed = false
+    var closed = false
+    var interest: UInt32 = 0
+    var lastActivity: Double
+
+    init(fd: Int32, address: String, serial: UInt64, now: Double) {
+        self.fd = fd; self.address = address; self.serial = serial; lastActivity = now
+    }
+}
+
+/// The `Date` header's value, formatted once a second.
+private struct HTTPDate {
+    private var second = 0
+    private var text: [UInt8] = []
+    private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    mutating func bytes() -> [UInt8] {
+        var now = time(nil)
+        if now != second || text.isEmpty {
+            second = now
+            var parts = tm()
+            gmtime_r(&now, &parts)
+            func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+            text = Array("\(Self.days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(Self.months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT".utf8)
+        }
+        return text
+    }
+}
+
+extension Response {
+    /// Appends the status line, headers and body as HTTP/1.1 sends them. Headers holding CR or LF are left out (a
+    /// value from a request must never start a header of its own).
+    func write(into out: inout [UInt8], date: [UInt8], minor: Int, keepAlive: Bool, isHead: Bool, chunked: Bool) {
+        out.reserveCapacity(out.count + body.count + 256)
+        out += Array("HTTP/1.1 \(status) \(Self.reason(status))\r\nDate: ".utf8)
+        out += date
+        out += crlf
+        for (name, value) in headers where !name.utf8.contains(where: { $0 == 13 || $0 == 10 }) && !value.utf8.contains(where: { $0 == 13 || $0 == 10 }) {
+            out.append(contentsOf: name.utf8)
+            out.append(contentsOf: ": ".utf8)
+            out.append(contentsOf: value.utf8)
+            out += crlf
+        }
+        let bodyless = status == 204 || status == 304 || status < 200
+        if stream != nil {
+            if chunked { out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8) }
+        } else if !bodyless {
+            out.append(contentsOf: "Content-Length: \(body.count)\r\n".utf8)
+        }
+        if !keepAlive {
+            out.append(contentsOf: "Connection: close\r\n".utf8)
+        } else if minor == 0 {
+            out.append(contentsOf: "Connection: keep-alive\r\n".utf8)
+        }
+        out += crlf
+        if !isHead && !bodyless && stream == nil { out += body }
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 100: return "Continue"
+        case 200: return "OK"
+        case 201: return "Created"
+        case 202: return "Accepted"
+        case 204: return "No Content"
+        case 301: return "Moved Permanently"
+        case 302: return "Found"
+        case 304: return "Not Modified"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 409: return "Conflict"
+        case 410: return "Gone"
+        case 412: return "Precondition Failed"
+        case 413: return "Content Too Large"
+        case 414: return "URI Too Long"
+        case 415: return "Unsupported Media Type"
+        case 422: return "Unprocessable Content"
+        case 428: return "Precondition Required"
+        case 429: return "Too Many Requests"
+        case 431: return "Request Header Fields Too Large"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        case 505: return "HTTP Version Not Supported"
+        default: return "Status"
+        }
+    }
+}
