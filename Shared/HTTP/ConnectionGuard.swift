@@ -37,21 +37,9 @@ public enum ConnectionRefusal: String, Sendable {
     case totalConnections = "total_connections", perClient = "per_client", headTimeout = "head_timeout", streams
 }
 
-/// Counts open connections by client address for the accept policy, and ends those whose request head does not
-/// arrive in time (a client sending a byte now and then would otherwise hold its connection for ever).
-///
-/// Each request changes its connection's state three times (line, head, done), on the server's threads at once: that
-/// state lives in 64 shards by descriptor, each with a lock of its own, so requests of different connections do not
-/// queue on one lock (one lock cost a third of the CPU of `GET /healthz` under load). Opening and closing, once per
-/// connection, also count by address under a lock of their own.
+/// Counts open connections, in all and by client address, for the accept thread: once per connection, under one
+/// lock. (Each connection's own deadlines are its worker's: no lock per request.)
 final class ConnectionGuard: Sendable {
-    private struct Open {
-        let address: String
-        /// When the connection began waiting for a request head; nil while a request is being served.
-        var waitingSince: Date?
-        /// Whether a request line arrived while waiting (a head begun and not finished, not just an idle connection).
-        var started = false
-    }
     private struct Counts {
         var open = 0
         var byAddress: [String: Int] = [:]
@@ -60,65 +48,29 @@ final class ConnectionGuard: Sendable {
     let limits: ConnectionLimits
     let report: @Sendable (ConnectionRefusal, String) -> Void
     private let counts = Mutex(Counts())
-    private let connections = Sharded<[Int32: Open]>(count: 64) { [:] }
 
     init(limits: ConnectionLimits, report: @escaping @Sendable (ConnectionRefusal, String) -> Void) {
         self.limits = limits; self.report = report
     }
 
-    /// Whether a new connection from `address` may open.
+    /// Whether a new connection from `address` may open; if so it is counted until `closed`.
     func admit(_ address: String) -> Bool {
         let refusal: ConnectionRefusal? = counts.withLock { c in
             if c.open >= limits.total { return .totalConnections }
             if !limits.exempt.contains(address), c.byAddress[address, default: 0] >= limits.perClient { return .perClient }
+            c.open += 1
+            c.byAddress[address, default: 0] += 1
             return nil
         }
         if let refusal { report(refusal, address) }
         return refusal == nil
     }
 
-    func opened(_ fd: Int32, address: String) {
-        counts.withLock { c in
-            c.open += 1
-            c.byAddress[address, default: 0] += 1
-        }
-        connections.withLock(Int(fd)) { $0[fd] = Open(address: address, waitingSince: Date()) }
-    }
-
-    /// Called by the server before it closes `fd`, under the same lock as `sweep`: a swept descriptor is still open.
-    func closed(_ fd: Int32) {
-        guard let open = connections.withLock(Int(fd), { $0.removeValue(forKey: fd) }) else { return }
+    func closed(_ address: String) {
         counts.withLock { c in
             c.open -= 1
-            let left = c.byAddress[open.address, default: 1] - 1
-            c.byAddress[open.address] = left > 0 ? left : nil
+            let left = c.byAddress[address, default: 1] - 1
+            c.byAddress[address] = left > 0 ? left : nil
         }
-    }
-
-    func requestLineArrived(_ fd: Int32) { connections.withLock(Int(fd)) { $0[fd]?.started = true } }
-
-    func headArrived(_ fd: Int32) { connections.withLock(Int(fd)) { $0[fd]?.waitingSince = nil } }
-
-    func requestDone(_ fd: Int32) {
-        connections.withLock(Int(fd)) { open in
-            open[fd]?.waitingSince = Date()
-            open[fd]?.started = false
-        }
-    }
-
-    /// Shuts down the connections that waited longer than the head timeout (the server then closes them); reports
-    /// those that had begun a request.
-    func sweep() {
-        let deadline = Date().addingTimeInterval(-Double(limits.headTimeoutSeconds))
-        var late: [String] = []
-        connections.forEach { open in
-            for (fd, connection) in open {
-                guard let since = connection.waitingSince, since < deadline else { continue }
-                shutdown(fd, Int32(SHUT_RDWR))
-                open[fd]?.waitingSince = nil
-                if connection.started { late.append(connection.address) }
-            }
-        }
-        late.forEach { report(.headTimeout, $0) }
     }
 }

@@ -95,7 +95,6 @@ public final class HTTPServer: @unchecked Sendable {
             guard connections.admit(address) else { close(fd); continue }
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            connections.opened(fd, address: address)
             workers[next % workers.count].post(.adopt(fd, address))
             next &+= 1
         }
@@ -123,9 +122,6 @@ public final class HTTPServer: @unchecked Sendable {
         }
         return written ? String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
     }
-
-    /// Ends the connections whose request head is late; the owner calls it every second or so.
-    public func sweepConnections() { connections.sweep() }
 
     /// Sends a comment on every open stream, which keeps proxies from closing it as idle. The owner calls it now
     /// and then (every 15 s or so).

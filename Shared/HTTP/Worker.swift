@@ -156,10 +156,7 @@ final class Worker: @unchecked Sendable {
                     if c.peerClosed { finish(c) }
                     return
                 }
-                if !c.lineSeen {
-                    c.lineSeen = true
-                    server.connections.requestLineArrived(c.fd)
-                }
+                c.lineSeen = true
                 let result = c.input.withUnsafeBytes { Parser.head($0, from: c.scanned) }
                 switch result {
                 case .incomplete(let scanned):
@@ -227,7 +224,7 @@ final class Worker: @unchecked Sendable {
 
     /// A head has arrived: route it, refuse what must not be read further, else read its body or answer.
     private func start(_ c: Connection, _ head: Parser.Head) {
-        server.connections.headArrived(c.fd)
+        c.waitingSince = nil
         var match = server.route(head.method, head.path)
         if head.minorVersion == 1 && head.headers["host"] == nil {
             match = .refused(HTTPError(400, "bad_request", "An HTTP/1.1 request needs a Host header."))
@@ -288,7 +285,7 @@ final class Worker: @unchecked Sendable {
     private func responseWritten(_ c: Connection) {
         end(c)
         if case .stream = c.phase { return }
-        server.connections.requestDone(c.fd)
+        c.waitingSince = monotonicSeconds()
         c.lineSeen = false
         if c.keepAlive && !c.peerClosed { return }
         if c.linger && !c.peerClosed {
@@ -340,22 +337,23 @@ final class Worker: @unchecked Sendable {
         server.end()
     }
 
-    /// Closes a connection, whatever its state: the guard forgets it first (its sweep may shut down a descriptor
-    /// only while it is still open), a request in flight is over, a stream ends.
+    /// Closes a connection, whatever its state: a request in flight is over, a stream ends.
     private func finish(_ c: Connection) {
         guard !c.closed else { return }
         c.closed = true
-        server.connections.closed(c.fd)
+        server.connections.closed(c.address)
         open[c.fd] = nil
         close(c.fd)
         end(c)
         if case .stream(let stream, _) = c.phase { stream.release() }
     }
 
-    /// Closes connections that stalled: a body or an answer that did not move for the idle timeout, a lingering
-    /// close past its time. (Heads that are late are the guard's sweep.)
+    /// Closes connections that stalled: a request head not complete by the head deadline however many bytes trickle
+    /// in (reported when one had begun; an idle keep-alive connection just closes), a body or an answer that did not
+    /// move for the idle timeout, a lingering close past its time.
     private func expire(now: Double) {
-        let idle = Double(server.connections.limits.idleTimeoutSeconds)
+        let limits = server.connections.limits
+        let idle = Double(limits.idleTimeoutSeconds), head = Double(limits.headTimeoutSeconds)
         for c in Array(open.values) {
             switch c.phase {
             case .draining(let until, _):
@@ -363,7 +361,12 @@ final class Worker: @unchecked Sendable {
             case .body, .chunked:
                 if now - c.lastActivity > idle { finish(c) }
             case .head, .closing:
-                if c.sent < c.output.count && now - c.lastActivity > idle { finish(c) }
+                if let since = c.waitingSince, now - since > head {
+                    if c.lineSeen { server.connections.report(.headTimeout, c.address) }
+                    finish(c)
+                } else if c.sent < c.output.count && now - c.lastActivity > idle {
+                    finish(c)
+                }
             case .stream:
                 if c.sent < c.output.count && now - c.lastActivity > idle { finish(c) }
             }
@@ -408,7 +411,10 @@ private final class Connection {
     var responseDone = false
     var keepAlive = true
     var linger = false
+    /// Bytes of a request head arrived since the last answer.
     var lineSeen = false
+    /// Since when it has waited for a request head (nil while a request is read or answered).
+    var waitingSince: Double?
     var inFlight = false
     var peerClosed = false
     var closed = false
@@ -416,7 +422,7 @@ private final class Connection {
     var lastActivity: Double
 
     init(fd: Int32, address: String, serial: UInt64, now: Double) {
-        self.fd = fd; self.address = address; self.serial = serial; lastActivity = now
+        self.fd = fd; self.address = address; self.serial = serial; lastActivity = now; waitingSince = now
     }
 }
 

@@ -451,19 +451,14 @@ public enum StartupError: Error, CustomStringConvertible {
     }
 }
 
-/// The HTTP server as a background service: ends connections whose request head is late (every second), pings open
-/// event streams now and then, and on stop lets in-flight requests finish until the deadline.
+/// The HTTP server as a background service: pings open event streams every 15 s, and on stop lets in-flight
+/// requests finish until the deadline.
 struct HTTPService: BackgroundService {
     let server: HTTPServer
     var name: String { "http-server" }
 
     func run(until cancellation: Cancellation) {
-        var second = 0
-        while cancellation.sleep(1) {
-            server.sweepConnections()
-            second += 1
-            if second % 15 == 0 { server.pingStreams() }
-        }
+        while cancellation.sleep(15) { server.pingStreams() }
         server.stop(grace: max(0.5, cancellation.deadline.timeIntervalSinceNow - 1))
     }
 }
