@@ -76,17 +76,20 @@ final class JWTTests: XCTestCase {
     func testVerifiedTokensSkipTheSignatureButNotTheClock() throws {
         let cache = VerifiedTokens(capacity: 16)  // one a shard
         let c = claims()
+        let caller = Caller(userId: UUID(uuidString: c.sub)!, sessionId: UUID(uuidString: c.sid)!)
         let token = try JWT.sign(c, key: key, kid: "k1")
-        XCTAssertEqual(try cache.verify(token, keys: keys, now: now), c)
-        XCTAssertEqual(try cache.verify(token, keys: [:], now: now), c, "a known token needs no key")
-        XCTAssertThrowsError(try cache.verify(token, keys: keys, now: now.addingTimeInterval(3600))) {
+        XCTAssertEqual(try cache.caller(token, keys: keys, now: now), caller)
+        XCTAssertEqual(try cache.caller(token, keys: [:], now: now), caller, "a known token needs no key")
+        XCTAssertThrowsError(try cache.caller(token, keys: keys, now: now.addingTimeInterval(3600))) {
             XCTAssertEqual($0 as? JWTError, .expired, "but it still expires")
         }
         let forged = String(token.dropLast(2)) + (token.hasSuffix("AA") ? "BA" : "AA")
-        XCTAssertThrowsError(try cache.verify(forged, keys: keys, now: now)) { XCTAssertEqual($0 as? JWTError, .badSignature) }
+        XCTAssertThrowsError(try cache.caller(forged, keys: keys, now: now)) { XCTAssertEqual($0 as? JWTError, .badSignature) }
+        let notIds = try JWT.sign(AccessClaims(sub: "admin", sid: "x", iat: c.iat, exp: c.exp), key: key, kid: "k1")
+        XCTAssertThrowsError(try cache.caller(notIds, keys: keys, now: now)) { XCTAssertEqual($0 as? JWTError, .malformed) }
         // 300 others: that none falls in the token's shard has a chance of (15/16)^300, 4e-9.
-        for _ in 0..<300 { _ = try cache.verify(try JWT.sign(claims(), key: key, kid: "k1"), keys: keys, now: now) }
-        XCTAssertThrowsError(try cache.verify(token, keys: [:], now: now), "evicted at capacity, so verified again")
+        for _ in 0..<300 { _ = try cache.caller(try JWT.sign(claims(), key: key, kid: "k1"), keys: keys, now: now) }
+        XCTAssertThrowsError(try cache.caller(token, keys: [:], now: now), "evicted at capacity, so verified again")
     }
 
     func testJWKSetRoundTripsTheRawKey() throws {

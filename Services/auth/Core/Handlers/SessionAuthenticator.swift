@@ -21,15 +21,14 @@ struct SessionAuthenticator: Authenticator {
 
     func authenticate(_ request: Request) throws -> Caller {
         let token = try bearerToken(request)
-        guard let claims = try? verified.verify(token, keys: keys.verificationKeys),
-              let user = UUID(uuidString: claims.sub), let session = UUID(uuidString: claims.sid) else {
-            throw HTTPError.unauthenticated()
-        }
+        guard let caller = try? verified.caller(token, keys: keys.verificationKeys) else { throw HTTPError.unauthenticated() }
         if checksSession {
-            guard try pool.withConnection({ try AuthStorage().isSessionActive($0, session: session, user: user) }) else {
+            guard try pool.withConnection({
+                try AuthStorage().isSessionActive($0, session: caller.sessionId, user: caller.userId)
+            }) else {
                 throw HTTPError.unauthenticated()
             }
         }
-        return Caller(userId: user, sessionId: session)
+        return caller
     }
 }
