@@ -214,3 +214,14 @@ final class CursorTests: XCTestCase {
 enum Base64URLText {
     static func of(_ s: String) -> String { Crypto.Base64URL.encode(Array(s.utf8)) }
 }
+
+final class LoggerTests: XCTestCase {
+    func testNumbersPrintAsPercentThreeFAndTextIsQuotedAsJSON() {
+        for d in [0, 0.0004, 0.0005, 0.344, 1.5, 12.0996, 999.9995, -0.25, -0.0001, 123_456.789] {
+            XCTAssertEqual(Logger.milli(d), String(format: "%.3f", d == -0.0001 ? 0 : d), "\(d)")
+        }
+        XCTAssertEqual(Logger.milli(.nan), "null")
+        XCTAssertEqual(Logger.quote("plain /v1/users/me"), #""plain /v1/users/me""#)
+        XCTAssertEqual(Logger.quote("a\"b\\c\nd\u{1}é"), #""a\"b\\c\nd\u0001é""#)
+    }
+}
