@@ -2,16 +2,17 @@ import CShims
 import Foundation
 import Synchronization
 
-/// An HTTP/1.1 server of its own: one thread accepts, a pool of threads each runs an epoll loop over its share of the
-/// connections and calls the handler for each request (a handler may block: it holds only its own thread's
-/// connections). Everything it answers, its own refusals of malformed heads included, goes through `respond`, so
-/// every answer follows the error contract and reaches the access log.
+/// An HTTP/1.1 server of its own: a pool of threads, each running an epoll loop over the connections it accepted and
+/// calling the handler for each request (a handler may block: it holds only its own thread's connections). Every
+/// thread waits on the one listening socket (`EPOLLEXCLUSIVE`), so a new connection goes to a thread that is free,
+/// not to one busy hashing a password. Everything it answers, its own refusals of malformed heads included, goes
+/// through `respond`, so every answer follows the error contract and reaches the access log.
 ///
 /// The routing of a request happens once, when its head has arrived: `route(method, path)` gives the match, whose
 /// body limit bounds the body, and the same match is handed to `respond` with the request.
 ///
-/// `@unchecked Sendable`: the listener, threads and workers are written only by `start`/`stop` on the owning thread;
-/// the in-flight count and the streams are guarded by `condition`.
+/// `@unchecked Sendable`: the listener and workers are written only by `start`/`stop` on the owning thread; the
+/// in-flight count and the streams are guarded by `condition`.
 public final class HTTPServer: @unchecked Sendable {
     /// Finds the route of a method and path (once per request).
     public typealias Route = @Sendable (String, String) -> RouteMatch
@@ -29,7 +30,6 @@ public final class HTTPServer: @unchecked Sendable {
     private var listener: Int32 = -1
     private var workers: [Worker] = []
     private let accepting = Atomic<Bool>(false)
-    private let acceptDone = DispatchSemaphore(value: 0)
     private let condition = NSCondition()
     private var inFlight = 0
     private var streams: [ObjectIdentifier: EventStream] = [:]
@@ -47,7 +47,8 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Starts listening on every IPv4 address; throws when the port cannot be bound.
     public func start() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        // Non-blocking: two workers may wake for one connection, and the one that finds none must not wait.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw HTTPServerError.cannotListen(port: port) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -64,41 +65,31 @@ public final class HTTPServer: @unchecked Sendable {
         guard bound else { close(fd); throw HTTPServerError.cannotListen(port: port) }
         listener = fd
         boundPort = UInt16(bigEndian: address.sin_port)
-        workers = (0..<threads).map { Worker(server: self, index: $0) }
-        workers.forEach { $0.start() }
         accepting.store(true, ordering: .releasing)
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "http-accept"
-        thread.start()
+        workers = (0..<threads).map { Worker(server: self, index: $0, listener: fd) }
+        workers.forEach { $0.start() }
     }
 
-    /// Accepts connections while the server runs, admits them through the guard, and hands them out in turn.
-    private func acceptLoop() {
-        var next = 0
-        var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-        while accepting.load(ordering: .acquiring) {
-            // A timeout rather than a blocking accept: `stop` only has to clear the flag.
-            guard poll(&poller, 1, 200) > 0 else { continue }
-            var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let fd = withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    shim_accept(listener, $0, &length)
-                }
-            }
-            if fd < 0 {
-                // Out of descriptors or memory: wait instead of spinning; anything else passes.
-                if [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(errno) { usleep(10_000) }
-                continue
-            }
-            let address = Self.numericAddress(&storage)
-            guard connections.admit(address) else { close(fd); continue }
-            var one: Int32 = 1
-            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            workers[next % workers.count].post(.adopt(fd, address))
-            next &+= 1
+    /// Whether workers take new connections (false once stopping).
+    var isAccepting: Bool { accepting.load(ordering: .acquiring) }
+
+    /// Takes one waiting connection, if the limits admit it: its descriptor and numeric client address.
+    func accept() -> (Int32, String)? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let fd = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { shim_accept(listener, $0, &length) }
         }
-        acceptDone.signal()
+        if fd < 0 {
+            // Out of descriptors or memory: wait a little instead of spinning on a listener that stays readable.
+            if [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(errno) { usleep(10_000) }
+            return nil
+        }
+        let address = Self.numericAddress(&storage)
+        guard connections.admit(address) else { close(fd); return nil }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        return (fd, address)
     }
 
     private static func numericAddress(_ storage: inout sockaddr_storage) -> String {
@@ -148,9 +139,6 @@ public final class HTTPServer: @unchecked Sendable {
     public func stop(grace: TimeInterval = 10) {
         guard listener >= 0 else { return }
         accepting.store(false, ordering: .releasing)
-        acceptDone.wait()
-        close(listener)
-        listener = -1
         openStreams().forEach { $0.close() }
         // A connection accepted just before may still be delivering its head, and a request counts as in flight only
         // once its head is parsed: wait for a quiet 250 ms, not just for zero.
@@ -171,6 +159,9 @@ public final class HTTPServer: @unchecked Sendable {
         workers.forEach { $0.post(.stop) }
         workers.forEach { $0.done.wait() }
         workers = []
+        // Closed once no worker can be reading it: a descriptor number closed under a worker could be reused.
+        close(listener)
+        listener = -1
     }
 
     // MARK: Called from the workers

@@ -2,14 +2,13 @@ import CShims
 import Foundation
 import Synchronization
 
-/// One of the server's threads: an epoll loop over its connections. It reads each request, calls the server's
-/// handler on this thread, and writes the answer; a connection's state is touched by this thread alone. Other
-/// threads reach it through `post` (a new connection, a stream with something to send, stop).
+/// One of the server's threads: an epoll loop over the listening socket and the connections it accepted. It reads
+/// each request, calls the server's handler on this thread, and writes the answer; a connection's state is touched by
+/// this thread alone. Other threads reach it through `post` (a stream with something to send, stop).
 ///
 /// `@unchecked Sendable`: everything but `inbox` is used only on the worker's own thread.
 final class Worker: @unchecked Sendable {
     enum Message {
-        case adopt(Int32, String)
         case wake(Int32, UInt64)
         case stop
     }
@@ -19,18 +18,23 @@ final class Worker: @unchecked Sendable {
     private let index: Int
     private let epoll: Int32
     private let wakeFD: Int32
+    private let listener: Int32
+    private var listening = true
     private let inbox = Mutex<[Message]>([])
     private var open: [Int32: Connection] = [:]
     private var serial: UInt64 = 0
     private var scratch = [UInt8](repeating: 0, count: 64 << 10)
     private var date = HTTPDate()
 
-    init(server: HTTPServer, index: Int) {
+    init(server: HTTPServer, index: Int, listener: Int32) {
         self.server = server
         self.index = index
+        self.listener = listener
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
         watch(wakeFD, EPOLLIN.rawValue, add: true)
+        // Exclusive: a new connection wakes one waiting worker, not all of them.
+        watch(listener, EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue, add: true)
     }
 
     func start() {
@@ -59,12 +63,15 @@ final class Worker: @unchecked Sendable {
                     _ = read(wakeFD, &value, 8)
                     for message in inbox.withLock({ m -> [Message] in defer { m = [] }; return m }) {
                         switch message {
-                        case .adopt(let fd, let address): adopt(fd, address)
                         case .wake(let fd, let serial):
                             if let c = open[fd], c.serial == serial { advance(c) }
                         case .stop: break loop
                         }
                     }
+                    continue
+                }
+                if fd == listener {
+                    acceptOne()
                     continue
                 }
                 guard let c = open[fd] else { continue }
@@ -93,7 +100,16 @@ final class Worker: @unchecked Sendable {
 
     // MARK: Connections
 
-    private func adopt(_ fd: Int32, _ address: String) {
+    /// Takes one new connection (the listener stays readable while more wait, so the next turn of a free worker's
+    /// loop takes the next); once the server stops accepting, stops watching the listener.
+    private func acceptOne() {
+        guard listening else { return }
+        guard server.isAccepting else {
+            listening = false
+            _ = epoll_ctl(epoll, EPOLL_CTL_DEL, listener, nil)
+            return
+        }
+        guard let (fd, address) = server.accept() else { return }
         serial &+= 1
         let c = Connection(fd: fd, address: address, serial: serial, now: monotonicSeconds())
         open[fd] = c
