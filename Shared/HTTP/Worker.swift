@@ -254,7 +254,9 @@ final class Worker: @unchecked Sendable {
             answer(c, head, match)
             return
         case .length(let length):
-            c.body.reserveCapacity(length)
+            // The body grows as it arrives: a declared length reserves nothing (clients that declare 10 MiB and send
+            // nothing would otherwise hold memory with no bytes sent).
+            c.body.reserveCapacity(min(length, 64 << 10))
             c.phase = .body(head, match, length)
         case .chunked:
             c.phase = .chunked(head, match, Parser.Chunked())
