@@ -37,8 +37,8 @@ public enum ConnectionRefusal: String, Sendable {
     case totalConnections = "total_connections", perClient = "per_client", headTimeout = "head_timeout", streams
 }
 
-/// Counts open connections, in all and by client address, for the accept thread: once per connection, under one
-/// lock. (Each connection's own deadlines are its worker's: no lock per request.)
+/// Counts open connections, in all and by client address, for the workers as they accept: once per connection, under
+/// one lock. (Each connection's own deadlines are its worker's: no lock per request.)
 final class ConnectionGuard: Sendable {
     private struct Counts {
         var open = 0

@@ -35,6 +35,11 @@ enum Parser {
         case refused(HTTPError, method: String, path: String)
     }
 
+    private static let uriTooLong = HeadResult.refused(
+        HTTPError(414, "uri_too_long", "The request line is longer than \(maxRequestLine) bytes."), method: "-", path: "-")
+    private static let headTooLarge = HeadResult.refused(
+        HTTPError(431, "header_too_large", "The request head is larger than \(maxHead) bytes."), method: "-", path: "-")
+
     private static let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n"), space = UInt8(ascii: " "), tab = UInt8(ascii: "\t")
 
     /// Parses the head at the start of `bytes` (leading blank lines are skipped); `from` is the `scanned` of the last
@@ -56,20 +61,11 @@ enum Parser {
         }
         if end < 0 {
             let firstLineDone = bytes[start...].contains(lf)
-            if !firstLineDone && bytes.count - start > maxRequestLine {
-                return .refused(HTTPError(414, "uri_too_long", "The request line is longer than \(maxRequestLine) bytes."),
-                                method: "-", path: "-")
-            }
-            if bytes.count - start > maxHead {
-                return .refused(HTTPError(431, "header_too_large", "The request head is larger than \(maxHead) bytes."),
-                                method: "-", path: "-")
-            }
+            if !firstLineDone && bytes.count - start > maxRequestLine { return uriTooLong }
+            if bytes.count - start > maxHead { return headTooLarge }
             return .incomplete(scanned: lineStart)
         }
-        if end - start > maxHead {
-            return .refused(HTTPError(431, "header_too_large", "The request head is larger than \(maxHead) bytes."),
-                            method: "-", path: "-")
-        }
+        if end - start > maxHead { return headTooLarge }
         return parse(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), consumed: end)
     }
 
@@ -84,19 +80,15 @@ enum Parser {
         }
         lines.removeLast()  // the empty line
         let requestLine = lines[0]
-        let bad = { (message: String) -> HeadResult in .refused(HTTPError(400, "bad_request", message), method: "-", path: "-") }
-        if requestLine.count > maxRequestLine {
-            return .refused(HTTPError(414, "uri_too_long", "The request line is longer than \(maxRequestLine) bytes."),
-                            method: "-", path: "-")
-        }
+        if requestLine.count > maxRequestLine { return uriTooLong }
         let parts = requestLine.split(separator: space, omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(isToken) else {
-            return bad("The request line is not 'METHOD target HTTP/1.1'.")
+            return badRequest("The request line is not 'METHOD target HTTP/1.1'.")
         }
         let method = String(decoding: parts[0], as: UTF8.self)
         let target = parts[1]
         guard !target.isEmpty, target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            return bad("The request target is empty or holds characters it may not.")
+            return badRequest("The request target is empty or holds characters it may not.")
         }
         let version = Array(parts[2])
         let minor: Int
@@ -109,7 +101,7 @@ enum Parser {
             return .refused(HTTPError(505, "http_version_not_supported", "Only HTTP/1.1 and HTTP/1.0 are served."),
                             method: method, path: "-")
         } else {
-            return bad("The request line is not 'METHOD target HTTP/1.1'.")
+            return badRequest("The request line is not 'METHOD target HTTP/1.1'.")
         }
         let (path, query): (String, [String: String])
         if target.first == UInt8(ascii: "/") {
@@ -119,10 +111,8 @@ enum Parser {
         } else if method == "OPTIONS" && target.count == 1 && target.first == UInt8(ascii: "*") {
             (path, query) = ("*", [:])
         } else {
-            return .refused(HTTPError(400, "bad_request", "The request target must be a path beginning with '/'."),
-                            method: method, path: "-")
+            return badRequest("The request target must be a path beginning with '/'.", method: method)
         }
-        let refuse = { (message: String) -> HeadResult in .refused(HTTPError(400, "bad_request", message), method: method, path: path) }
 
         var headers: [String: String] = [:]
         headers.reserveCapacity(lines.count)
@@ -130,21 +120,21 @@ enum Parser {
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
                   line[line.startIndex..<colon].allSatisfy(isToken) else {
-                return refuse("A header line is not 'Name: value'.")
+                return badRequest("A header line is not 'Name: value'.", method: method, path: path)
             }
             var valueStart = line.index(after: colon), valueEnd = line.endIndex
             while valueStart < valueEnd && (line[valueStart] == space || line[valueStart] == tab) { valueStart += 1 }
             while valueEnd > valueStart && (line[valueEnd - 1] == space || line[valueEnd - 1] == tab) { valueEnd -= 1 }
             let value = line[valueStart..<valueEnd]
             guard !value.contains(where: { ($0 < 0x20 && $0 != tab) || $0 == 0x7F }) else {
-                return refuse("A header value holds a control character.")
+                return badRequest("A header value holds a control character.", method: method, path: path)
             }
             let name = String(decoding: line[line.startIndex..<colon].map(lowercased), as: UTF8.self)
             let text = String(decoding: value, as: UTF8.self)
             if name == "content-length" {
                 guard !value.isEmpty, value.count <= 15, value.allSatisfy(isDigit), let length = Int(text),
                       contentLength == nil || contentLength == length else {
-                    return refuse("Content-Length is not one number.")
+                    return badRequest("Content-Length is not one number.", method: method, path: path)
                 }
                 contentLength = length
             }
@@ -157,7 +147,7 @@ enum Parser {
                                 method: method, path: path)
             }
             guard contentLength == nil, minor == 1 else {
-                return refuse("A chunked body must be HTTP/1.1 and have no Content-Length.")
+                return badRequest("A chunked body must be HTTP/1.1 and have no Content-Length.", method: method, path: path)
             }
             body = .chunked
         } else if let contentLength, contentLength > 0 {
@@ -168,6 +158,11 @@ enum Parser {
         let expectsContinue = minor == 1 && body != .none && headers["expect"]?.lowercased() == "100-continue"
         return .complete(Head(method: method, path: path, query: query, minorVersion: minor, headers: headers, body: body,
                               keepAlive: keepAlive, expectsContinue: expectsContinue), consumed: consumed)
+    }
+
+    /// A 400 for a malformed head; `method` and `path` as far as they were read, for the log.
+    private static func badRequest(_ message: String, method: String = "-", path: String = "-") -> HeadResult {
+        .refused(HTTPError(400, "bad_request", message), method: method, path: path)
     }
 
     /// Query parameters: `+` is a space, percent escapes are decoded, a repeated name keeps its first value.

@@ -373,20 +373,16 @@ final class Worker: @unchecked Sendable {
         let limits = server.connections.limits
         let idle = Double(limits.idleTimeoutSeconds), head = Double(limits.headTimeoutSeconds)
         for c in Array(open.values) {
-            switch c.phase {
-            case .draining(let until, _):
+            if case .draining(let until, _) = c.phase {
                 if now > until { finish(c) }
-            case .body, .chunked:
-                if now - c.lastActivity > idle { finish(c) }
-            case .head, .closing:
-                if let since = c.waitingSince, now - since > head {
-                    if c.lineSeen { server.connections.report(.headTimeout, c.address) }
-                    finish(c)
-                } else if c.sent < c.output.count && now - c.lastActivity > idle {
-                    finish(c)
+            } else if let since = c.waitingSince, now - since > head {
+                if c.lineSeen { server.connections.report(.headTimeout, c.address) }
+                finish(c)
+            } else if now - c.lastActivity > idle {
+                switch c.phase {
+                case .body, .chunked: finish(c)
+                default: if c.sent < c.output.count { finish(c) }
                 }
-            case .stream:
-                if c.sent < c.output.count && now - c.lastActivity > idle { finish(c) }
             }
         }
     }
