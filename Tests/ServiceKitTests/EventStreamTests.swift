@@ -87,20 +87,12 @@ final class EventStreamTests: XCTestCase {
         let box = Box()
         let server = try server(box)
         defer { server.stop(grace: 1) }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = server.port.bigEndian
-        XCTAssertEqual(withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }, 0)
-        let request = Array("GET /idle HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
-        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, request.count, 0) }
+        var client: TestSocket? = try TestSocket(port: server.port)
+        client?.send("GET /idle HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertTrue(TestWait.until(5) { !box.all.isEmpty })
-        close(fd)
+        client = nil  // closes the socket
         XCTAssertTrue(TestWait.until(10) { server.pingStreams(); return box.all.first?.isClosed == true },
-                      "the keep-alive comment finds the closed socket")
+                      "the server notices the closed socket")
         XCTAssertTrue(TestWait.until(5) { server.openStreams().isEmpty })
     }
 }
