@@ -5,10 +5,11 @@ import ServiceKit
 
 // MARK: - The newsletter document
 
-/// A group's newsletter for one period: every member's stories, grouped by member and local day.
-struct NewsletterDocument: Codable {
-    struct Period: Codable { let from: String; let to: String; let timeZone: String }
-    struct Story: Codable {
+/// A group's newsletter for one period: every member's stories, grouped by member and local day. Written by hand
+/// (`JSONWritable`), read back from storage as `Decodable`.
+struct NewsletterDocument: Decodable, Equatable, JSONWritable {
+    struct Period: Decodable, Equatable { let from: String; let to: String; let timeZone: String }
+    struct Story: Decodable, Equatable {
         let id: String
         let text: String
         let backgroundColor: String?
@@ -16,9 +17,9 @@ struct NewsletterDocument: Codable {
         let commentCount: Int
         let createdAt: String
     }
-    struct Media: Codable { let id: String; let url: String }
-    struct Day: Codable { let date: String; let stories: [Story] }
-    struct Member: Codable {
+    struct Media: Decodable, Equatable { let id: String; let url: String }
+    struct Day: Decodable, Equatable { let date: String; let stories: [Story] }
+    struct Member: Decodable, Equatable {
         let id: String
         let fullName: String?
         let avatarMediaId: String?
@@ -31,6 +32,49 @@ struct NewsletterDocument: Codable {
     let period: Period
     let storyCount: Int
     let members: [Member]
+
+    func write(to json: inout JSONOutput) {
+        json.object { json in
+            json.field("groupId", groupId)
+            json.field("groupName", groupName)
+            json.key("period")
+            json.object { json in
+                json.field("from", period.from); json.field("to", period.to); json.field("timeZone", period.timeZone)
+            }
+            json.field("storyCount", storyCount)
+            json.key("members")
+            json.array(members) { json, member in
+                json.object { json in
+                    json.field("id", member.id)
+                    json.field("fullName", member.fullName)
+                    json.field("avatarMediaId", member.avatarMediaId)
+                    json.field("isMember", member.isMember)
+                    json.key("days")
+                    json.array(member.days) { json, day in
+                        json.object { json in
+                            json.field("date", day.date)
+                            json.key("stories")
+                            json.array(day.stories) { json, story in Self.write(story, to: &json) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private static func write(_ story: Story, to json: inout JSONOutput) {
+        json.object { json in
+            json.field("id", story.id)
+            json.field("text", story.text)
+            json.field("backgroundColor", story.backgroundColor)
+            json.key("media")
+            json.array(story.media) { json, media in
+                json.object { json in json.field("id", media.id); json.field("url", media.url) }
+            }
+            json.field("commentCount", story.commentCount)
+            json.field("createdAt", story.createdAt)
+        }
+    }
 }
 
 /// The newsletter rules: what a period's document holds, and compiling each closed period once.
@@ -98,7 +142,7 @@ struct Newsletters: Sendable {
                     }
                     let start = schedule.previousClose(atOrBefore: end.addingTimeInterval(-1))
                     let doc = try document(c, group: group, from: start, to: end)
-                    let content = String(decoding: try JSON.encode(doc), as: UTF8.self)
+                    let content = String(decoding: JSON.encode(doc), as: UTF8.self)
                     if let (id, at) = try storage.storeNewsletter(c, group: group.id, from: start, to: end,
                                                                    storyCount: doc.storyCount, content: content) {
                         let members = doc.members.filter(\.isMember)

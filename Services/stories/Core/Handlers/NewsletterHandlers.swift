@@ -22,7 +22,7 @@ extension StoriesHandlers {
             }
             let doc = try newsletters.document(c, group: group, from: start, to: end)
             if format == "html" { return .text(NewsletterHTML.render(doc), contentType: "text/html; charset=utf-8") }
-            return try .json(doc)
+            return .json(doc)
         }
     }
 
