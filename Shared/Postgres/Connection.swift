@@ -273,13 +273,15 @@ enum PostgresTime {
 /// Decoding is `@inlinable` so that it is specialized for each type where it is called: through the generic entry
 /// point, looking up the type's metadata cost a tenth of a newsletter read.
 public struct Row: Sendable {
-    @usableFromInline let names: [String: Int]
+    /// The result's column names, shared by its rows. Found by comparing names in turn, the last match winning (as
+    /// when this was a dictionary): a result has a few columns, and hashing the name cost more than the comparisons.
+    @usableFromInline let names: [String]
     @usableFromInline let values: [String?]
 
     /// The column's value, or nil for SQL NULL. Throws when the column is missing or does not decode.
     @inlinable
     public func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws -> T? {
-        guard let index = names[column] else {
+        guard let index = names.lastIndex(of: column) else {
             throw PostgresError(kind: .decoding, serverMessage: "no column \(column)")
         }
         guard let text = values[index] else { return nil }
@@ -435,8 +437,7 @@ public final class Connection: @unchecked Sendable {
         try check(result)
         let rowCount = Int(PQntuples(result))
         let columnCount = Int(PQnfields(result))
-        var names = [String: Int]()
-        for c in 0..<columnCount { names[String(cString: PQfname(result, Int32(c)))] = c }
+        let names = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
         var rows = [Row]()
         rows.reserveCapacity(rowCount)
         for r in 0..<rowCount {
@@ -446,7 +447,11 @@ public final class Connection: @unchecked Sendable {
                 if PQgetisnull(result, Int32(r), Int32(c)) == 1 {
                     values.append(nil)
                 } else {
-                    values.append(String(cString: PQgetvalue(result, Int32(r), Int32(c))))
+                    // Of the length libpq already knows, instead of measuring it again and decoding by C string.
+                    let length = Int(PQgetlength(result, Int32(r), Int32(c)))
+                    values.append(PQgetvalue(result, Int32(r), Int32(c)).withMemoryRebound(to: UInt8.self, capacity: length) {
+                        String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+                    })
                 }
             }
             rows.append(Row(names: names, values: values))
