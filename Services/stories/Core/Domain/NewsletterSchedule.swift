@@ -36,16 +36,14 @@ public struct NewsletterSchedule: Sendable, Equatable {
     }
 
     /// The last close at or before `date`.
-    public func previousClose(atOrBefore date: Date) -> Date {
-        let next = nextClose(after: date)
-        let back = calendar.nextDate(after: next, matching: closing, matchingPolicy: .nextTime, repeatedTimePolicy: .first,
-                                     direction: .backward) ?? date
-        return back <= date ? back : date
-    }
+    public func previousClose(atOrBefore date: Date) -> Date { period(containing: date).start }
 
     /// The period that contains `date`: [previous close, next close).
     public func period(containing date: Date) -> (start: Date, end: Date) {
-        (previousClose(atOrBefore: date), nextClose(after: date))
+        let next = nextClose(after: date)
+        let back = calendar.nextDate(after: next, matching: closing, matchingPolicy: .nextTime, repeatedTimePolicy: .first,
+                                     direction: .backward) ?? date
+        return (back <= date ? back : date, next)
     }
 
     /// The local calendar date of `date`, as `YYYY-MM-DD`.
