@@ -327,10 +327,11 @@ public final class Connection: @unchecked Sendable {
     private var commitHooks: [() -> Void] = []
 
     /// Opens a connection from a libpq URI or key/value string. Throws `.unavailable` when it cannot connect.
-    public init(url: String, connectTimeoutSeconds: Int = 3) throws {
+    /// `applicationName` names the connection in `pg_stat_activity` (the service's name, for a service's pool).
+    public init(url: String, connectTimeoutSeconds: Int = 3, applicationName: String = "backend") throws {
         // `connect_timeout` is listed before `dbname`, so a value in the URL wins.
         let keys = ["connect_timeout", "dbname", "options", "application_name"]
-        let values = [String(connectTimeoutSeconds), url, "-c TimeZone=UTC -c DateStyle=ISO", "backend"]
+        let values = [String(connectTimeoutSeconds), url, "-c TimeZone=UTC -c DateStyle=ISO", applicationName]
         let cKeys = keys.map { strdup($0) }
         let cValues = values.map { strdup($0) }
         defer { cKeys.forEach { free($0) }; cValues.forEach { free($0) } }

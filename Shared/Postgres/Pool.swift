@@ -6,6 +6,7 @@ import Foundation
 /// `@unchecked Sendable`: all mutable state is guarded by `condition`.
 public final class Pool: @unchecked Sendable {
     private let url: String
+    private let applicationName: String
     /// The most connections open at once.
     public let maxSize: Int
     private let acquireTimeout: TimeInterval
@@ -14,9 +15,10 @@ public final class Pool: @unchecked Sendable {
     private var open = 0
     private var lent = 0
 
-    /// Creates an empty pool; connections open on demand.
-    public init(url: String, maxSize: Int, acquireTimeout: TimeInterval = 5) {
+    /// Creates an empty pool; connections open on demand, named `applicationName` in `pg_stat_activity`.
+    public init(url: String, maxSize: Int, acquireTimeout: TimeInterval = 5, applicationName: String = "backend") {
         self.url = url
+        self.applicationName = applicationName
         self.maxSize = max(1, maxSize)
         self.acquireTimeout = acquireTimeout
     }
@@ -83,7 +85,7 @@ public final class Pool: @unchecked Sendable {
                 open += 1
                 condition.unlock()
                 do {
-                    let connection = try Connection(url: url)
+                    let connection = try Connection(url: url, applicationName: applicationName)
                     condition.lock(); lent += 1; condition.unlock()
                     return connection
                 } catch {

@@ -74,7 +74,7 @@ public final class ServiceApp: @unchecked Sendable {
         middleware = [RequestIDMiddleware(), AccessLogMiddleware(logger: logger, metrics: metrics),
                       StreamBudgetMiddleware(limit: config.connectionLimits.streams, refusals: refusals),
                       ErrorMiddleware(logger: logger)]
-        pool = Pool(url: config.databaseURL, maxSize: config.dbPoolSize)
+        pool = Pool(url: config.databaseURL, maxSize: config.dbPoolSize, applicationName: service)
         let kafka = config.kafka(logger: logger)
         self.kafka = kafka
         relay = OutboxRelay(pool: pool, schema: service, kafka: kafka,

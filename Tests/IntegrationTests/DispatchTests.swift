@@ -1,5 +1,6 @@
 import Foundation
 import Models
+import Postgres
 import XCTest
 
 /// Dispatch as Mesajem uses it: couriers online, parcels offered to the nearest, the status machine over HTTP.
@@ -354,5 +355,20 @@ final class DispatchStrandedParcelTests: DispatchTestCase {
         let arriving = try courier(lat: 10.5005, lon: 10.5005)
         let offered = wait(stranded[0], as: sender, for: "offered", timeout: 10)
         XCTAssertEqual(offered?["offeredTo"] as? String, arriving.id)
+    }
+
+    /// A courier's row changed by another instance's transaction that stays open for seconds (a slow commit, a long
+    /// batch) reaches this instance's index when it commits, although it carries the time it was written at.
+    func testACourierMovedByATransactionOpenForSecondsIsFoundOnceItCommits() throws {
+        let sender = try person()
+        let far = try courier(lat: 10.6, lon: 10.6)
+        let other = try Connection(url: database.url, applicationName: "dispatch")  // as another instance's pool
+        try other.execute("BEGIN")
+        try other.execute("UPDATE dispatch.couriers SET lat = 44.4270, lon = 26.1030, updated_at = clock_timestamp() WHERE user_id = $1",
+                          [UUID(uuidString: far.id)!])
+        Thread.sleep(forTimeInterval: 3)  // thirty refreshes at DISPATCH_TICK_MS 100; it used to look two seconds back
+        try other.execute("COMMIT")
+        let parcel = try XCTUnwrap(try send(sender, to: nil)["id"] as? String)  // 30 m from where the courier now is
+        XCTAssertEqual(wait(parcel, as: sender, for: "offered", timeout: 5)?["offeredTo"] as? String, far.id)
     }
 }

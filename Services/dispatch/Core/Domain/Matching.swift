@@ -10,9 +10,10 @@ import Synchronization
 /// source of truth for offers and assignments.
 ///
 /// Each courier's entry carries the time of the row it came from (`updated_at`), and an older row never replaces a
-/// newer one: the refresh may read a row just before a fix commits, after the fix already placed the courier.
+/// newer one: the refresh may read a row just before a fix commits, after the fix already placed the courier. A row
+/// read again unchanged (same time) leaves the index alone.
 ///
-/// `@unchecked Sendable`: `lastRead`, `loaded` and `generation` are guarded by `condition`; `versions` is a `Mutex`
+/// `@unchecked Sendable`: `nextSince`, `loaded` and `generation` are guarded by `condition`; `versions` is a `Mutex`
 /// held around each index change, so a check and its change are one step; the index locks itself.
 final class Matcher: @unchecked Sendable {
     let index = GeoIndex<UUID>()
@@ -21,7 +22,7 @@ final class Matcher: @unchecked Sendable {
     private let condition = NSCondition()
     private var generation = 0  // bumped by `wake`
     private var loaded = false
-    private var lastRead: Date?  // the database's time before the last refresh read
+    private var nextSince: Date?  // where the next refresh reads from (see `DispatchStorage.couriersChanged`)
 
     /// Keeps in the index exactly the couriers who could take a parcel: online, placed, with room.
     func update(_ courier: CourierRecord) {
@@ -33,7 +34,7 @@ final class Matcher: @unchecked Sendable {
     /// nothing changes when the index already holds a newer state of them.
     func update(_ id: UUID, available position: GeoPoint?, asOf: Date) {
         versions.withLock { versions in
-            if let known = versions[id], known > asOf { return }
+            if let known = versions[id], known >= asOf { return }
             versions[id] = asOf
             if let position { index.upsert(id, at: position) } else { index.remove(id) }
         }
@@ -59,10 +60,11 @@ final class Matcher: @unchecked Sendable {
     }
 
     /// Reads the couriers changed since the last refresh (at first, those who can take a parcel). Rows commit in
-    /// another order than their timestamps, so each read starts two seconds before the previous one did; when
-    /// nothing changes, the window moves on and reads nothing.
+    /// another order than their timestamps, so each read starts where the previous one said the transactions still
+    /// open then had begun (before, a fixed two seconds back: every fix was read about five times, and a change
+    /// committed later than that was missed); when nothing changes, the window moves on and reads nothing.
     func refresh(_ pool: Pool) throws {
-        condition.lock(); let from = lastRead?.addingTimeInterval(-2); condition.unlock()
+        condition.lock(); let from = nextSince; condition.unlock()
         let changed = try pool.withConnection { try DispatchStorage().couriersChanged($0, since: from) }
         for courier in changed.couriers { update(courier.id, available: courier.position, asOf: courier.updatedAt) }
         // Forget the versions of couriers out of the index for a minute: memory follows the couriers online.
@@ -73,7 +75,7 @@ final class Matcher: @unchecked Sendable {
             }
         }
         condition.lock()
-        lastRead = changed.readAt
+        nextSince = changed.nextSince
         if !loaded { loaded = true; condition.broadcast() }
         condition.unlock()
     }

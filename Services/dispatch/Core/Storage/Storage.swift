@@ -146,20 +146,29 @@ struct DispatchStorage {
             .map(ParcelRecord.init)
     }
 
-    /// Couriers changed since `since` (online or not), as the in-memory index needs them, and the newest change.
-    /// Only that is read and parsed: at thousands of fixes a second this runs over thousands of rows.
     /// The couriers whose rows changed after `since` (nil: those who can take a parcel now, for a first load, which
-    /// stays small however many courier rows the table holds), and the database's time before the read.
-    func couriersChanged(_ c: Connection, since: Date?) throws -> (couriers: [(id: UUID, position: GeoPoint?, updatedAt: Date)], readAt: Date) {
-        let readAt: Date = try c.first("SELECT now() AS at")!["at"]
+    /// stays small however many courier rows the table holds), as the in-memory index needs them: only that is read
+    /// and parsed, since at thousands of fixes a second this runs over thousands of rows.
+    ///
+    /// Also where the next read must start, `nextSince`: the database's time before this read, or the start of the
+    /// oldest transaction of this service's instances then open that has written (a row it changed becomes visible
+    /// at its commit but carries the earlier time), whichever is earlier, and never more than `maxLookBack` back.
+    /// Transactions of other programs are not waited for (an operator's session, another service's migration).
+    func couriersChanged(_ c: Connection, since: Date?, maxLookBack: TimeInterval = 10)
+        throws -> (couriers: [(id: UUID, position: GeoPoint?, updatedAt: Date)], readAt: Date, nextSince: Date) {
+        let start = try c.first("""
+            SELECT now() AS at, GREATEST(now() - make_interval(secs => $1), LEAST(now(), (
+                SELECT min(xact_start) FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL
+                    AND application_name = current_setting('application_name')))) AS next_since
+            """, [maxLookBack])!
         let select = "SELECT user_id, CASE WHEN online AND active < capacity THEN lat END AS lat, lon, updated_at FROM dispatch.couriers"
-        let rows = try since.map { try c.rows("\(select) WHERE updated_at > $1 ORDER BY updated_at", [$0]) }
+        let rows = try since.map { try c.rows("\(select) WHERE updated_at >= $1 ORDER BY updated_at", [$0]) }
             ?? c.rows("\(select) WHERE online AND active < capacity")
         let couriers = try rows.map { row -> (id: UUID, position: GeoPoint?, updatedAt: Date) in
             let lat: Double? = try row.decode("lat"), lon: Double? = try row.decode("lon")
             return (try row["user_id"], lat.flatMap { la in lon.map { GeoPoint(lat: la, lon: $0) } }, try row["updated_at"])
         }
-        return (couriers, readAt)
+        return (couriers, try start["at"], try start["next_since"])
     }
 
     /// Whether the courier can take an offer now: online, with spare capacity, and their row not held by another
