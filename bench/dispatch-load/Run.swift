@@ -253,15 +253,21 @@ final class Run: @unchecked Sendable {
             while owed >= 1 && !stopping.isSet {
                 let n = min(Int(owed), 1000)
                 owed -= Double(n)
-                var fixes: [[String: Any]] = []
-                for _ in 0..<n {
+                // The batch's JSON written directly: through JSONSerialization this tool took more of the two
+                // cores than dispatch did, and a load tool must not be what the fix rate measures.
+                var body = Array(#"{"fixes":["#.utf8)
+                body.reserveCapacity(n * 120)
+                for i in 0..<n {
                     let p = area.step((fleet.lat[cursor], fleet.lon[cursor]), heading: &fleet.heading[cursor], meters: .random(in: 5...60))
                     fleet.lat[cursor] = p.lat; fleet.lon[cursor] = p.lon
-                    fixes.append(["courierId": fleet.ids[cursor], "lat": p.lat, "lon": p.lon, "heading": fleet.heading[cursor]])
+                    if i > 0 { body.append(UInt8(ascii: ",")) }
+                    body += #"{"courierId":"\#(fleet.ids[cursor])","lat":\#(p.lat),"lon":\#(p.lon),"heading":\#(fleet.heading[cursor])}"#.utf8
                     cursor = cursor + 1 == hi ? lo : cursor + 1
                 }
+                body += "]}".utf8
                 do {
-                    let r = try api.call("POST", "/v1/operator/locations", json: ["fixes": fixes], token: o.operatorToken)
+                    let r = try api.call("POST", "/v1/operator/locations", raw: body, token: o.operatorToken,
+                                         headers: ["Content-Type": "application/json"])
                     if r.status == 200 { stats.batch(ms: r.ms, sent: n, applied: r["applied"] as? Int ?? 0) }
                     else { stats.error(r.kind("POST", "/v1/operator/locations")) }
                 } catch {
