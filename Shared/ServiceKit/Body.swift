@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import Models
+import Postgres
 
 // MARK: - The description
 
@@ -134,7 +135,7 @@ extension Schema {
             guard values.contains(s) else { throw fail("\(name) must be \(Self.list(values)).") }
             return value
         case (.uuid, .string(let s)):
-            guard s.utf8.count == 36, UUID(uuidString: s) != nil else { throw fail("\(name) must be a UUID.") }
+            guard UUID(postgresText: s) != nil else { throw fail("\(name) must be a UUID.") }
             return value
         case (.dateTime, .string(let s)):
             guard s.utf8.count <= 64, Timestamp.parse(s) != nil else { throw fail("\(name) must be an RFC 3339 time.") }
@@ -271,14 +272,22 @@ struct TreeDecoder: Decoder {
         .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "found \(value.kind)"))
     }
 
-    /// Decodes `value` as `T`: the JSON primitives directly, anything else through its own `init(from:)`.
+    /// Decodes `value` as `T`: the JSON primitives and UUIDs directly, anything else through its own `init(from:)`.
+    /// Types are compared by metatype before any cast, and a UUID is read by hand: a batch of a thousand location
+    /// fixes spent a third of its decoding in failed casts and in `sscanf` under Foundation's UUID parser.
     static func decode<T: Decodable>(_ type: T.Type, _ value: JSONValue, _ path: [CodingKey]) throws -> T {
         func mismatch() -> DecodingError { .typeMismatch(T.self, .init(codingPath: path, debugDescription: "found \(value.kind)")) }
         switch value {
         case .string(let s):
-            if let s = s as? T { return s }
+            if T.self == String.self { return s as! T }
+            if T.self == UUID.self {
+                guard let id = UUID(postgresText: s) else {
+                    throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "not a UUID"))
+                }
+                return id as! T
+            }
         case .bool(let b):
-            if let b = b as? T { return b }
+            if T.self == Bool.self { return b as! T }
         case .number(let n):
             if T.self == Double.self { return n as! T }
             if T.self == Float.self { return Float(n) as! T }
@@ -293,7 +302,8 @@ struct TreeDecoder: Decoder {
             throw DecodingError.valueNotFound(T.self, .init(codingPath: path, debugDescription: "null"))
         default: break
         }
-        if [String.self, Bool.self, Double.self, Float.self, Int.self, Int64.self, Int32.self].contains(where: { $0 == T.self }) {
+        if T.self == String.self || T.self == Bool.self || T.self == Double.self || T.self == Float.self || T.self == Int.self
+            || T.self == Int64.self || T.self == Int32.self {
             throw mismatch()
         }
         return try T(from: TreeDecoder(value, path: path))

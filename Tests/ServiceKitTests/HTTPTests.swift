@@ -125,9 +125,12 @@ final class JSONBodyTests: XCTestCase {
         XCTAssertEqual(r.title, "hi", "text arrives trimmed")
         XCTAssertEqual(r.place?.note, "n")
         XCTAssertEqual(r.id?.uuidString.lowercased(), "01a22a37-615f-717a-9e7f-201651a464c1")
+        XCTAssertEqual(try rich(#"{"title":"x","kind":"a","id":"01A22A37-615F-717A-9E7F-201651A464C1"}"#).id, r.id, "either case")
         for (body, field) in [(#"{"title":"   ","kind":"a"}"#, "title"), (#"{"title":"12345678901","kind":"a"}"#, "title"),
                               (#"{"title":"bell\u0007","kind":"a"}"#, "title"), (#"{"title":"x","kind":"c"}"#, "kind"),
-                              (#"{"title":"x","kind":"a","id":"nope"}"#, "id"), (#"{"title":"x","kind":"a","at":"yesterday"}"#, "at"),
+                              (#"{"title":"x","kind":"a","id":"nope"}"#, "id"),
+                              (#"{"title":"x","kind":"a","id":"+1a22a37-615f-717a-9e7f-201651a464c1"}"#, "id"),
+                              (#"{"title":"x","kind":"a","id":"01a22a37-615f-717a-9e7f-201651a464c"}"#, "id"), (#"{"title":"x","kind":"a","at":"yesterday"}"#, "at"),
                               (#"{"title":"x","kind":"a","place":{"lat":91}}"#, "place.lat"),
                               (#"{"title":"x","kind":"a","place":{"lat":1,"extra":1}}"#, "place.extra"),
                               (#"{"title":"x","kind":"a","place":null}"#, "place"), (#"{"title":"x","kind":"a","code":"ABC"}"#, "code"),
