@@ -157,12 +157,14 @@ extension Schema {
             return .array(try items.enumerated().map { try item.validate($1, path: "\(path)[\($0)]") })
         case (.object(let members), .object(let object)):
             let prefix = path.isEmpty ? "" : path + "."
-            for key in object.keys.sorted() where !members.contains(where: { $0.key == key }) {
+            func unknown(_ key: String) -> Bool { !members.contains(where: { $0.key == key }) }
+            // Sorted (so the first unknown field named is always the same) only when there is one.
+            for key in object.keys.contains(where: unknown) ? object.keys.sorted() : [] where unknown(key) {
                 let shown = String(key.prefix(64))
                 if key.contains("\u{0}") { throw HTTPError.validation("Text must not contain NUL characters.", field: path.isEmpty ? "body" : path) }
                 throw HTTPError.validation("Unknown field \"\(shown)\".", field: prefix + shown)
             }
-            var out: [String: JSONValue] = [:]
+            var out = [String: JSONValue](minimumCapacity: members.count)
             for (key, member) in members {
                 let field = prefix + key
                 switch object[key] {
