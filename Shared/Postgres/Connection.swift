@@ -273,15 +273,13 @@ enum PostgresTime {
 /// Decoding is `@inlinable` so that it is specialized for each type where it is called: through the generic entry
 /// point, looking up the type's metadata cost a tenth of a newsletter read.
 public struct Row: Sendable {
-    /// The result's column names, shared by its rows. Found by comparing names in turn, the last match winning (as
-    /// when this was a dictionary): a result has a few columns, and hashing the name cost more than the comparisons.
-    @usableFromInline let names: [String]
+    @usableFromInline let names: [String: Int]
     @usableFromInline let values: [String?]
 
     /// The column's value, or nil for SQL NULL. Throws when the column is missing or does not decode.
     @inlinable
     public func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws -> T? {
-        guard let index = names.lastIndex(of: column) else {
+        guard let index = names[column] else {
             throw PostgresError(kind: .decoding, serverMessage: "no column \(column)")
         }
         guard let text = values[index] else { return nil }
@@ -438,7 +436,8 @@ public final class Connection: @unchecked Sendable {
         try check(result)
         let rowCount = Int(PQntuples(result))
         let columnCount = Int(PQnfields(result))
-        let names = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
+        var names = [String: Int]()
+        for c in 0..<columnCount { names[String(cString: PQfname(result, Int32(c)))] = c }
         var rows = [Row]()
         rows.reserveCapacity(rowCount)
         for r in 0..<rowCount {
