@@ -247,7 +247,7 @@ public struct JSONOutput {
 
     @inlinable public mutating func object(_ body: (inout JSONOutput) -> Void) { open(UInt8(ascii: "{"), UInt8(ascii: "}"), body) }
     @inlinable public mutating func array(_ body: (inout JSONOutput) -> Void) { open(UInt8(ascii: "["), UInt8(ascii: "]"), body) }
-    /// Each element as an array.
+    /// An array of `elements`, each written by `body`.
     @inlinable public mutating func array<C: Collection>(_ elements: C, _ body: (inout JSONOutput, C.Element) -> Void) {
         array { json in for e in elements { body(&json, e) } }
     }
