@@ -158,8 +158,9 @@ extension Schema {
         case (.object(let members), .object(let object)):
             let prefix = path.isEmpty ? "" : path + "."
             func unknown(_ key: String) -> Bool { !members.contains(where: { $0.key == key }) }
-            // Sorted (so the first unknown field named is always the same) only when there is one.
-            for key in object.keys.contains(where: unknown) ? object.keys.sorted() : [] where unknown(key) {
+            if object.keys.contains(where: unknown) {
+                // The first in sorted order, so the same field is named each time (sorted only on this path).
+                let key = object.keys.sorted().first(where: unknown)!
                 let shown = String(key.prefix(64))
                 if key.contains("\u{0}") { throw HTTPError.validation("Text must not contain NUL characters.", field: path.isEmpty ? "body" : path) }
                 throw HTTPError.validation("Unknown field \"\(shown)\".", field: prefix + shown)
