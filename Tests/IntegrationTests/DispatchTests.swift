@@ -1,6 +1,7 @@
 import Foundation
 import Models
 import Postgres
+@testable import DispatchCore
 import XCTest
 
 /// Dispatch as Mesajem uses it: couriers online, parcels offered to the nearest, the status machine over HTTP.
@@ -357,17 +358,26 @@ final class DispatchStrandedParcelTests: DispatchTestCase {
         XCTAssertEqual(offered?["offeredTo"] as? String, arriving.id)
     }
 
-    /// A courier's row changed by another instance's transaction that stays open for seconds (a slow commit, a long
-    /// batch) reaches this instance's index when it commits, although it carries the time it was written at.
-    func testACourierMovedByATransactionOpenForSecondsIsFoundOnceItCommits() throws {
+    /// A courier's row changed by another instance's transaction that stays open (a slow commit, a long batch)
+    /// reaches this instance's index when it commits, although it carries the time it was written at: while the
+    /// transaction is open, the refresh's next read starts no later than that transaction began, however long it stays
+    /// open (a fixed look-back, as before, missed every change committed later than two seconds).
+    func testACourierMovedByATransactionStillOpenIsFoundOnceItCommits() throws {
         let sender = try person()
         let far = try courier(lat: 10.6, lon: 10.6)
+        let id = try XCTUnwrap(UUID(uuidString: far.id))
         let other = try Connection(url: database.url, applicationName: "dispatch")  // as another instance's pool
+        let reader = try Connection(url: database.url, applicationName: "dispatch")  // as the refresh's
         try other.execute("BEGIN")
+        let began: Date = try XCTUnwrap(other.first("SELECT now() AS at"))["at"]
         try other.execute("UPDATE dispatch.couriers SET lat = 44.4270, lon = 26.1030, updated_at = clock_timestamp() WHERE user_id = $1",
-                          [UUID(uuidString: far.id)!])
-        Thread.sleep(forTimeInterval: 3)  // thirty refreshes at DISPATCH_TICK_MS 100; it used to look two seconds back
+                          [id])
+        let whileOpen = try DispatchStorage().couriersChanged(reader, since: began)
+        XCTAssertFalse(whileOpen.couriers.contains { $0.id == id }, "not visible before its commit")
+        XCTAssertLessThanOrEqual(whileOpen.nextSince, began, "the next read starts no later than the open transaction began")
         try other.execute("COMMIT")
+        let next = try DispatchStorage().couriersChanged(reader, since: whileOpen.nextSince)
+        XCTAssertEqual(next.couriers.first { $0.id == id }?.position?.lat, 44.4270, "the next read finds the committed move")
         let parcel = try XCTUnwrap(try send(sender, to: nil)["id"] as? String)  // 30 m from where the courier now is
         XCTAssertEqual(wait(parcel, as: sender, for: "offered", timeout: 5)?["offeredTo"] as? String, far.id)
     }
