@@ -269,16 +269,19 @@ final class Worker: @unchecked Sendable {
     private func refuse(_ c: Connection, _ head: Parser.Head, _ error: HTTPError) {
         c.body = []
         c.input = []
-        var request = Request(method: head.method, path: head.path, query: head.query, remoteAddress: c.address)
-        request.headers = head.headers
-        answer(c, request, minor: head.minorVersion, match: .refused(error), keepAlive: false, linger: head.body != .none)
+        answer(c, request(c, head), minor: head.minorVersion, match: .refused(error), keepAlive: false, linger: head.body != .none)
     }
 
     private func answer(_ c: Connection, _ head: Parser.Head, _ match: RouteMatch) {
-        var request = Request(method: head.method, path: head.path, query: head.query, body: c.body, remoteAddress: c.address)
-        request.headers = head.headers
+        let request = request(c, head, body: c.body)
         c.body = []
         answer(c, request, minor: head.minorVersion, match: match, keepAlive: head.keepAlive, linger: false)
+    }
+
+    private func request(_ c: Connection, _ head: Parser.Head, body: [UInt8] = []) -> Request {
+        var request = Request(method: head.method, path: head.path, query: head.query, body: body, remoteAddress: c.address)
+        request.headers = head.headers
+        return request
     }
 
     /// Calls the handler and queues its response.
