@@ -12,11 +12,17 @@ public struct ConnectionLimits: Sendable {
     public var streams: Int
     /// Addresses the per-client limit does not apply to: trusted proxies, whose clients all share their address.
     public var exempt: Set<String>
+    /// How long a request body may take to arrive in all, however steadily it trickles (408 after).
+    public var bodyTimeoutSeconds: Int
+    /// The bytes of request bodies the server holds at once, all connections together: a body that would pass it
+    /// is refused with 503 before it is read (a declared length counts in full when its head arrives).
+    public var bodyMemory: Int
 
     public init(total: Int, perClient: Int, headTimeoutSeconds: Int = 10, idleTimeoutSeconds: Int = 30, streams: Int,
-                exempt: Set<String> = []) {
+                exempt: Set<String> = [], bodyTimeoutSeconds: Int = 60, bodyMemory: Int = 64 << 20) {
         self.total = total; self.perClient = perClient; self.headTimeoutSeconds = headTimeoutSeconds
         self.idleTimeoutSeconds = idleTimeoutSeconds; self.streams = streams; self.exempt = exempt
+        self.bodyTimeoutSeconds = bodyTimeoutSeconds; self.bodyMemory = bodyMemory
     }
 
     /// Raises the soft limit on open files to the hard one; returns the limit now in force.
@@ -66,6 +72,9 @@ final class ConnectionGuard: Sendable {
         return refusal == nil
     }
 
+    /// Connections open now.
+    var openCount: Int { counts.withLock { $0.open } }
+
     func closed(_ address: String) {
         counts.withLock { c in
             c.open -= 1
@@ -73,4 +82,27 @@ final class ConnectionGuard: Sendable {
             c.byAddress[address] = left > 0 ? left : nil
         }
     }
+}
+
+/// The bytes of request bodies in memory, all connections together, against `ConnectionLimits.bodyMemory`.
+final class BodyMemory: Sendable {
+    private let limit: Int
+    private let used = Atomic<Int>(0)
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Counts `bytes` more; false (counting nothing) when that would pass the limit.
+    func reserve(_ bytes: Int) -> Bool {
+        var current = used.load(ordering: .relaxed)
+        while current + bytes <= limit {
+            let (exchanged, original) = used.compareExchange(expected: current, desired: current + bytes, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    func release(_ bytes: Int) { used.wrappingSubtract(bytes, ordering: .relaxed) }
+
+    var inUse: Int { used.load(ordering: .relaxed) }
 }

@@ -9,11 +9,13 @@ enum Parser {
     /// A parsed request head.
     struct Head {
         var method: String
+        /// The path as sent, still percent-encoded: the router splits it into segments before it decodes any, so
+        /// `%2F` stays inside its segment and `/%6detrics` is not `/metrics`.
         var path: String
         var query: [String: String]
         /// 0 for HTTP/1.0, 1 for HTTP/1.1.
         var minorVersion: Int
-        /// By lower-cased name; a repeated header keeps its first value.
+        /// By lower-cased name; repeated lines are combined in order with ", " (RFC 9110, 5.3).
         var headers: [String: String]
         var body: Body
         var keepAlive: Bool
@@ -27,12 +29,22 @@ enum Parser {
     }
 
     enum HeadResult {
-        /// More bytes are needed; `scanned` is where the next look for the end of the head may start.
-        case incomplete(scanned: Int)
+        /// More bytes are needed.
+        case incomplete
         /// The head and how many bytes it took (blank line included).
         case complete(Head, consumed: Int)
         /// A head no server should serve; `method` and `path` as far as they were read, for the log.
         case refused(HTTPError, method: String, path: String)
+    }
+
+    /// Where the reading of a head arriving in pieces stands, so that each read looks only at the new bytes.
+    struct Scan {
+        /// Where the request line starts (after the blank lines a client may send first), once known.
+        var start = -1
+        /// Where the line being read starts.
+        var lineStart = 0
+        /// How far the bytes have been looked at.
+        var next = 0
     }
 
     private static let uriTooLong = HeadResult.refused(
@@ -40,32 +52,36 @@ enum Parser {
     private static let headTooLarge = HeadResult.refused(
         HTTPError(431, "header_too_large", "The request head is larger than \(maxHead) bytes."), method: "-", path: "-")
 
-    private static let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n"), space = UInt8(ascii: " "), tab = UInt8(ascii: "\t")
+    fileprivate static let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n"), space = UInt8(ascii: " "), tab = UInt8(ascii: "\t")
 
-    /// Parses the head at the start of `bytes` (leading blank lines are skipped); `from` is the `scanned` of the last
-    /// incomplete answer, so that a head arriving a byte at a time is not scanned again from its start each time.
-    static func head(_ bytes: UnsafeRawBufferPointer, from: Int = 0) -> HeadResult {
-        var start = 0
-        while start < bytes.count && (bytes[start] == cr || bytes[start] == lf) { start += 1 }
-        // The end of the head: an empty line (CRLF CRLF, or bare LFs).
-        var lineStart = max(start, from)
+    /// Parses the head at the start of `bytes`, resuming where `scan` stopped on the last call with the same bytes
+    /// and more. Blank lines before the request line are skipped, but count against the head's limit like any byte.
+    static func head(_ bytes: UnsafeRawBufferPointer, scan: inout Scan) -> HeadResult {
+        var i = scan.next
+        if scan.start < 0 {
+            while i < bytes.count && (bytes[i] == cr || bytes[i] == lf) { i += 1 }
+            scan.next = i
+            guard i < bytes.count else { return bytes.count > maxHead ? headTooLarge : .incomplete }
+            scan.start = i
+            scan.lineStart = i
+        }
+        let start = scan.start
         var end = -1
-        var i = lineStart
         while i < bytes.count {
             if bytes[i] == lf {
-                let length = i - lineStart - (i > lineStart && bytes[i - 1] == cr ? 1 : 0)
-                if length == 0 && lineStart > start { end = i + 1; break }
-                lineStart = i + 1
+                let length = i - scan.lineStart - (i > scan.lineStart && bytes[i - 1] == cr ? 1 : 0)
+                if scan.lineStart == start && length > maxRequestLine { return uriTooLong }
+                if length == 0 { end = i + 1; break }
+                scan.lineStart = i + 1
             }
             i += 1
         }
+        scan.next = i
         if end < 0 {
-            let firstLineDone = bytes[start...].contains(lf)
-            if !firstLineDone && bytes.count - start > maxRequestLine { return uriTooLong }
-            if bytes.count - start > maxHead { return headTooLarge }
-            return .incomplete(scanned: lineStart)
+            if scan.lineStart == start && i - start > maxRequestLine { return uriTooLong }
+            return bytes.count > maxHead ? headTooLarge : .incomplete
         }
-        if end - start > maxHead { return headTooLarge }
+        if end > maxHead { return headTooLarge }
         return parse(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), consumed: end)
     }
 
@@ -106,7 +122,7 @@ enum Parser {
         let (path, query): (String, [String: String])
         if target.first == UInt8(ascii: "/") {
             let question = target.firstIndex(of: UInt8(ascii: "?"))
-            path = String(decoding: percentDecoded(target[..<(question ?? target.endIndex)], plusIsSpace: false), as: UTF8.self)
+            path = String(decoding: target[..<(question ?? target.endIndex)], as: UTF8.self)
             query = question.map { parseQuery(target[target.index(after: $0)...]) } ?? [:]
         } else if method == "OPTIONS" && target.count == 1 && target.first == UInt8(ascii: "*") {
             (path, query) = ("*", [:])
@@ -137,12 +153,29 @@ enum Parser {
                     return badRequest("Content-Length is not one number.", method: method, path: path)
                 }
                 contentLength = length
+                headers[name] = text
+            } else if let earlier = headers[name] {
+                // RFC 9110, 5.3: repeated lines are one list, in order. A second Host is never valid (RFC 9112, 3.2).
+                if name == "host" { return badRequest("A request has one Host header.", method: method, path: path) }
+                headers[name] = earlier + (name == "cookie" ? "; " : ", ") + text
+            } else {
+                headers[name] = text
             }
-            if headers[name] == nil { headers[name] = text }
+        }
+        if let host = headers["host"], !isValidHost(Array(host.utf8)) {
+            return badRequest("The Host header is not a host name or address with an optional port.", method: method, path: path)
         }
         var body = Body.none
         if let coding = headers["transfer-encoding"] {
-            guard coding.lowercased() == "chunked" else {
+            // RFC 9112, 6.3: a request whose last coding is not chunked, once, cannot be framed: 400. A coding this
+            // server does not decode (gzip before chunked) is 501.
+            let codings = coding.split(separator: ",", omittingEmptySubsequences: false).map {
+                String($0.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()).lowercased()
+            }
+            guard codings.last == "chunked", codings.filter({ $0 == "chunked" }).count == 1 else {
+                return badRequest("Transfer-Encoding must end with 'chunked', once.", method: method, path: path)
+            }
+            guard codings.count == 1 else {
                 return .refused(HTTPError(501, "not_implemented", "The only transfer coding accepted is 'chunked'."),
                                 method: method, path: path)
             }
@@ -199,10 +232,16 @@ enum Parser {
 
     // MARK: Chunked bodies
 
-    /// Where a chunked body's reading stands between reads.
+    /// Where a chunked body's reading stands between reads. Strict, as RFC 9112, 7.1 says, since a proxy in front
+    /// may frame a lenient reading differently: lines end with CRLF, a chunk size is hexadecimal and its extensions
+    /// are `;name[=value]`, each chunk ends with CRLF, and trailer lines are fields, `maxTrailer` bytes in all.
     struct Chunked {
         enum State { case size, data(Int), dataEnd, trailer }
         var state = State.size
+        /// Bytes of trailer lines read so far.
+        var trailerBytes = 0
+        static let maxLine = 1024
+        static let maxTrailer = 8 << 10
 
         enum Step {
             /// Needs more bytes; everything before `consumed` was used.
@@ -215,6 +254,8 @@ enum Parser {
             case tooLarge
         }
 
+        private static func malformed(_ message: String) -> Step { .refused(HTTPError(400, "bad_request", message)) }
+
         /// Reads what it can of `bytes`, appending chunk data to `body`, up to `limit` bytes of body.
         mutating func read(_ bytes: UnsafeRawBufferPointer, into body: inout [UInt8], limit: Int) -> Step {
             var i = 0
@@ -222,19 +263,28 @@ enum Parser {
                 switch state {
                 case .size, .trailer:
                     guard let newline = bytes[i...].firstIndex(of: lf) else {
-                        if bytes.count - i > 1024 { return .refused(HTTPError(400, "bad_request", "A chunk line is too long.")) }
+                        if bytes.count - i > Self.maxLine { return Self.malformed("A chunk line is too long.") }
+                        if case .trailer = state, trailerBytes + bytes.count - i > Self.maxTrailer {
+                            return Self.malformed("The trailer is larger than \(Self.maxTrailer) bytes.")
+                        }
                         return .more(consumed: i)
                     }
-                    var line = bytes[i..<newline]
-                    if line.last == cr { line = line.dropLast() }
+                    guard newline > i, bytes[newline - 1] == cr else { return Self.malformed("A chunk line does not end with CRLF.") }
+                    let line = bytes[i..<(newline - 1)]
                     i = newline + 1
                     if case .trailer = state {
                         if line.isEmpty { return .done(consumed: i) }
+                        trailerBytes += line.count + 2
+                        guard trailerBytes <= Self.maxTrailer else { return Self.malformed("The trailer is larger than \(Self.maxTrailer) bytes.") }
+                        guard Self.isField(line) else { return Self.malformed("A trailer line is not 'Name: value'.") }
                         continue
                     }
-                    let digits = line.prefix { $0 != UInt8(ascii: ";") && $0 != space && $0 != tab }
-                    guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy({ hexValue($0) != nil }) else {
-                        return .refused(HTTPError(400, "bad_request", "A chunk size is not a hexadecimal number."))
+                    let digits = line.prefix { hexValue($0) != nil }
+                    guard !digits.isEmpty, digits.count <= 15 else {
+                        return Self.malformed("A chunk size is not a hexadecimal number.")
+                    }
+                    guard Self.isExtensionList(line[digits.endIndex...]) else {
+                        return Self.malformed("A chunk extension is not ';name' or ';name=value'.")
                     }
                     let size = digits.reduce(0) { $0 << 4 | Int(hexValue($1)!) }
                     if size == 0 { state = .trailer; continue }
@@ -247,13 +297,59 @@ enum Parser {
                     i += n
                     state = n == left ? .dataEnd : .data(left - n)
                 case .dataEnd:
-                    if i < bytes.count && bytes[i] == cr { i += 1 }
-                    guard i < bytes.count else { return .more(consumed: i) }
-                    guard bytes[i] == lf else { return .refused(HTTPError(400, "bad_request", "A chunk does not end with CRLF.")) }
-                    i += 1
+                    guard bytes.count - i >= 2 else {
+                        if i < bytes.count && bytes[i] != cr { return Self.malformed("A chunk does not end with CRLF.") }
+                        return .more(consumed: i)
+                    }
+                    guard bytes[i] == cr, bytes[i + 1] == lf else { return Self.malformed("A chunk does not end with CRLF.") }
+                    i += 2
                     state = .size
                 }
             }
+        }
+
+        /// `*( BWS ";" BWS token [ BWS "=" BWS ( token / quoted-string ) ] )`.
+        static func isExtensionList(_ text: Slice<UnsafeRawBufferPointer>) -> Bool {
+            var i = text.startIndex
+            func skipSpace() { while i < text.endIndex && (text[i] == space || text[i] == tab) { i += 1 } }
+            func token() -> Bool {
+                let from = i
+                while i < text.endIndex && isToken(text[i]) { i += 1 }
+                return i > from
+            }
+            while true {
+                skipSpace()
+                if i == text.endIndex { return true }
+                guard text[i] == UInt8(ascii: ";") else { return false }
+                i += 1
+                skipSpace()
+                guard token() else { return false }
+                skipSpace()
+                guard i < text.endIndex, text[i] == UInt8(ascii: "=") else { continue }
+                i += 1
+                skipSpace()
+                if i < text.endIndex && text[i] == UInt8(ascii: "\"") {
+                    i += 1
+                    var closed = false
+                    while i < text.endIndex {
+                        let b = text[i]
+                        if b == UInt8(ascii: "\"") { closed = true; i += 1; break }
+                        if b == UInt8(ascii: "\\") { i += 1; guard i < text.endIndex, text[i] >= 0x20 || text[i] == tab, text[i] != 0x7F else { return false } }
+                        else if (b < 0x20 && b != tab) || b == 0x7F { return false }
+                        i += 1
+                    }
+                    guard closed else { return false }
+                } else if !token() {
+                    return false
+                }
+            }
+        }
+
+        /// A field line: a token, a colon, a value without control characters.
+        static func isField(_ line: Slice<UnsafeRawBufferPointer>) -> Bool {
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
+                  line[line.startIndex..<colon].allSatisfy(isToken) else { return false }
+            return !line[(colon + 1)...].contains { ($0 < 0x20 && $0 != tab) || $0 == 0x7F }
         }
     }
 
@@ -261,7 +357,43 @@ enum Parser {
 
     private static func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
 
-    private static func hexValue(_ b: UInt8) -> UInt8? {
+    /// `Host = uri-host [ ":" port ]` (RFC 9110, 7.2; RFC 3986): a bracketed IPv6 literal, or a registered name or
+    /// IPv4 address of unreserved characters, escapes and sub-delims. Empty is allowed (RFC 9112, 3.2).
+    static func isValidHost(_ host: [UInt8]) -> Bool {
+        var rest = host[...]
+        if rest.first == UInt8(ascii: "[") {
+            guard let close = rest.firstIndex(of: UInt8(ascii: "]")), close > rest.startIndex + 1 else { return false }
+            guard rest[(rest.startIndex + 1)..<close].allSatisfy({ hexValue($0) != nil || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") })
+            else { return false }
+            rest = rest[(close + 1)...]
+            guard rest.isEmpty || rest.first == UInt8(ascii: ":") else { return false }
+            return rest.dropFirst().allSatisfy(isDigit)
+        }
+        if let colon = rest.lastIndex(of: UInt8(ascii: ":")) {
+            guard rest[(colon + 1)...].allSatisfy(isDigit) else { return false }
+            rest = rest[..<colon]
+        }
+        var i = rest.startIndex
+        while i < rest.endIndex {
+            let b = rest[i]
+            if b == UInt8(ascii: "%") {
+                guard i + 2 < rest.endIndex, hexValue(rest[i + 1]) != nil, hexValue(rest[i + 2]) != nil else { return false }
+                i += 3
+                continue
+            }
+            switch b {
+            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"),
+                 UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"),
+                 UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="):
+                i += 1
+            default:
+                return false
+            }
+        }
+        return true
+    }
+
+    fileprivate static func hexValue(_ b: UInt8) -> UInt8? {
         switch b {
         case 0x30...0x39: return b - 0x30
         case 0x41...0x46: return b - 0x41 + 10
@@ -273,7 +405,7 @@ enum Parser {
     private static func lowercased(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
 
     /// A `tchar` of RFC 9110: what names of methods and headers are made of.
-    private static func isToken(_ b: UInt8) -> Bool {
+    fileprivate static func isToken(_ b: UInt8) -> Bool {
         switch b {
         case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
         case 0x21, 0x23...0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x5E...0x60, 0x7C, 0x7E: return true  // !#$%&'*+-.^_`|~

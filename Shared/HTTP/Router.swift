@@ -21,6 +21,12 @@ public struct Route: Sendable {
     public let requestSchema: String?
     /// The success status and the JSON Schema of its body, as JSON text.
     public let response: (status: Int, schema: String?)
+    /// Answered on the connection's own thread, never waiting for a handler thread: for routes that cannot block
+    /// (`/healthz`, `/metrics`).
+    public let inline: Bool
+    /// A check of the credentials from the head alone, before the body is read (nil: accepted); it must not block.
+    /// A request that fails it is answered and its connection closed without reading the body.
+    public let checkHead: (@Sendable (Request) -> HTTPError?)?
     /// The query parameters it reads, for the OpenAPI document.
     public internal(set) var query: [QueryParameter] = []
     /// Other successful answers it gives (status, content type, JSON Schema text), for the OpenAPI document.
@@ -53,6 +59,12 @@ public enum RouteMatch: Sendable {
     /// pipeline answers with this error, so the refusal is logged and counted like any other answer.
     case refused(HTTPError)
 
+    /// Whether its handler may block, and so runs on a handler thread (refusals and non-matches never do).
+    public var runsOnHandlerThread: Bool {
+        if case .found(let route, _) = self { return !route.inline }
+        return false
+    }
+
     /// The largest body the request may carry (the route's own limit; the default when nothing matched).
     public var bodyLimit: Int {
         if case .found(let route, _) = self { return route.bodyLimit }
@@ -70,14 +82,16 @@ public struct Router: Sendable {
     /// Adds a route; `security` names the scheme `handler` enforces (the kit's `add(..., auth:)` sets it).
     public mutating func add(_ method: String, _ pattern: String, summary: String = "", security: String? = nil,
                              bodyLimit: Int = defaultBodyLimit, request: String? = nil,
-                             response: (Int, String?) = (200, nil), _ handler: @escaping Handler) {
+                             response: (Int, String?) = (200, nil), inline: Bool = false,
+                             checkHead: (@Sendable (Request) -> HTTPError?)? = nil, _ handler: @escaping Handler) {
         let segments = Self.split(pattern).map { part -> Route.Segment in
             if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }
             return .literal(String(part))
         }
         routes.append(Route(method: method, pattern: pattern, bodyLimit: bodyLimit, summary: summary,
                             security: security, requestSchema: request,
-                            response: (response.0, response.1), handler: handler, segments: segments))
+                            response: (response.0, response.1), inline: inline, checkHead: checkHead, handler: handler,
+                            segments: segments))
     }
 
     /// Documents the query parameters of the route added for `method` and `pattern` (which must exist).
@@ -99,7 +113,8 @@ public struct Router: Sendable {
         return i
     }
 
-    /// Finds the route for `method` and `path`.
+    /// Finds the route for `method` and `path` (as sent, percent-encoded): literal segments match as written, and
+    /// each parameter is decoded after the path was split, so an escaped `/` stays inside its segment.
     public func match(method: String, path: String) -> RouteMatch {
         let parts = Self.split(path)
         var best: (route: Route, params: [String: String], literals: Int)?
@@ -114,7 +129,7 @@ public struct Router: Sendable {
                 case .literal(let text):
                     if text != String(part) { ok = false } else { literals += 1 }
                 case .parameter(let name):
-                    if part.isEmpty { ok = false } else { params[name] = String(part) }
+                    if part.isEmpty { ok = false } else { params[name] = Self.decoded(part) }
                 }
                 if !ok { break }
             }
@@ -131,6 +146,11 @@ public struct Router: Sendable {
         }
         if let best { return .found(best.route, best.params) }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
+    }
+
+    private static func decoded(_ segment: Substring) -> String {
+        guard segment.utf8.contains(UInt8(ascii: "%")) else { return String(segment) }
+        return String(decoding: Parser.percentDecoded(segment.utf8, plusIsSpace: false), as: UTF8.self)
     }
 
     static func split<S: StringProtocol>(_ path: S) -> [Substring] {

@@ -2,17 +2,18 @@ import CShims
 import Foundation
 import Synchronization
 
-/// An HTTP/1.1 server of its own: a pool of threads, each running an epoll loop over the connections it accepted and
-/// calling the handler for each request (a handler may block: it holds only its own thread's connections). Every
-/// thread waits on the one listening socket (`EPOLLEXCLUSIVE`), so a new connection goes to a thread that is free,
-/// not to one busy hashing a password. Everything it answers, its own refusals of malformed heads included, goes
-/// through `respond`, so every answer follows the error contract and reaches the access log.
+/// An HTTP/1.1 server of its own: a few threads, each running an epoll loop over the connections it accepted, and a
+/// pool of handler threads that answer the requests they read (a handler may block: it holds only its own
+/// connection; routes marked inline, such as `/healthz`, are answered by the connection's thread and never wait for
+/// one). Every thread waits on the one listening socket (`EPOLLEXCLUSIVE`). Everything it answers, its own refusals
+/// of malformed heads included, goes through `respond`, so every answer follows the error contract and reaches the
+/// access log.
 ///
 /// The routing of a request happens once, when its head has arrived: `route(method, path)` gives the match, whose
 /// body limit bounds the body, and the same match is handed to `respond` with the request.
 ///
 /// `@unchecked Sendable`: the listener and workers are written only by `start`/`stop` on the owning thread; the
-/// in-flight count and the streams are guarded by `condition`.
+/// streams are guarded by `condition`.
 public final class HTTPServer: @unchecked Sendable {
     /// Finds the route of a method and path (once per request).
     public typealias Route = @Sendable (String, String) -> RouteMatch
@@ -21,57 +22,99 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// The port asked for (0: any free port; see `boundPort`).
     public let port: UInt16
+    /// The address to listen on: `::` (every address, IPv6 and IPv4) by default, `0.0.0.0`, or one address.
+    public let host: String
     /// The port it listens on, once started.
     public private(set) var boundPort: UInt16 = 0
     private let threads: Int
     let route: Route
     let respond: Respond
     let connections: ConnectionGuard
+    let bodyMemory: BodyMemory
+    let handlers: HandlerPool
     private var listener: Int32 = -1
     private var workers: [Worker] = []
-    private let accepting = Atomic<Bool>(false)
     private let condition = NSCondition()
-    private var inFlight = 0
     private var streams: [ObjectIdentifier: EventStream] = [:]
 
     /// Creates a server; `report` hears of every connection the limits turn away (on the server's threads).
-    public init(port: UInt16, threads: Int, limits: ConnectionLimits = ConnectionLimits(total: 1024, perClient: 1024, streams: 512),
+    /// `threads` read and write connections; `handlerThreads` run the handlers, with at most `maxQueued` requests
+    /// waiting for one.
+    public init(host: String = "::", port: UInt16, threads: Int, handlerThreads: Int = 16, maxQueued: Int = 1024,
+                limits: ConnectionLimits = ConnectionLimits(total: 1024, perClient: 1024, streams: 512),
                 report: @escaping @Sendable (ConnectionRefusal, String) -> Void = { _, _ in },
                 route: @escaping Route, respond: @escaping Respond) {
+        self.host = host
         self.port = port
         self.threads = max(1, threads)
         self.route = route
         self.respond = respond
         connections = ConnectionGuard(limits: limits, report: report)
+        bodyMemory = BodyMemory(limit: limits.bodyMemory)
+        handlers = HandlerPool(threads: handlerThreads, maxQueued: maxQueued)
     }
 
-    /// Starts listening on every IPv4 address; throws when the port cannot be bound.
+    /// Whether `host` is an address this server can listen on.
+    public static func isListenAddress(_ host: String) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+
+    /// Starts listening on `host` and `port`; `::` takes IPv4 connections too (dual-stack), and falls back to every
+    /// IPv4 address where the machine has no IPv6. Throws when the port cannot be bound.
     public func start() throws {
-        // Non-blocking: two workers may wake for one connection, and the one that finds none must not wait.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { throw HTTPServerError.cannotListen(port: port) }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = INADDR_ANY
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && listen(fd, SOMAXCONN) == 0 && getsockname(fd, $0, &length) == 0
-            }
+        guard let (fd, bound) = Self.listen(host: host, port: port) ?? (host == "::" ? Self.listen(host: "0.0.0.0", port: port) : nil) else {
+            throw HTTPServerError.cannotListen(port: port)
         }
-        guard bound else { close(fd); throw HTTPServerError.cannotListen(port: port) }
         listener = fd
-        boundPort = UInt16(bigEndian: address.sin_port)
-        accepting.store(true, ordering: .releasing)
+        boundPort = bound
         workers = (0..<threads).map { Worker(server: self, index: $0, listener: fd) }
         workers.forEach { $0.start() }
     }
 
-    /// Whether workers take new connections (false once stopping).
-    var isAccepting: Bool { accepting.load(ordering: .acquiring) }
+    /// A non-blocking listening socket (two workers may wake for one connection, and the one that finds none must
+    /// not wait) and the port it got.
+    private static func listen(host: String, port: UInt16) -> (Int32, UInt16)? {
+        var storage = sockaddr_storage()
+        var length: socklen_t
+        let family: Int32
+        var v4 = in_addr(), v6 = in6_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 {
+            family = AF_INET
+            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                    $0.pointee.sin_family = sa_family_t(AF_INET); $0.pointee.sin_port = port.bigEndian; $0.pointee.sin_addr = v4
+                }
+            }
+        } else if inet_pton(AF_INET6, host, &v6) == 1 {
+            family = AF_INET6
+            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+            withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    $0.pointee.sin6_family = sa_family_t(AF_INET6); $0.pointee.sin6_port = port.bigEndian; $0.pointee.sin6_addr = v6
+                }
+            }
+        } else {
+            return nil
+        }
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var one: Int32 = 1, zero: Int32 = 0
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if family == AF_INET6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size)) }
+        let bound = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && Glibc.listen(fd, SOMAXCONN) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { close(fd); return nil }
+        let boundPort = withUnsafePointer(to: &storage) {
+            family == AF_INET ? $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port }
+                : $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_port }
+        }
+        return (fd, UInt16(bigEndian: boundPort))
+    }
 
     /// Takes one waiting connection, if the limits admit it: its descriptor and numeric client address.
     func accept() -> (Int32, String)? {
@@ -105,6 +148,13 @@ public final class HTTPServer: @unchecked Sendable {
             case AF_INET6:
                 return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
                     var ip = address.pointee.sin6_addr
+                    // An IPv4 client of a dual-stack socket arrives as ::ffff:a.b.c.d: named as IPv4, as everywhere else.
+                    let bytes = withUnsafeBytes(of: &ip) { Array($0) }
+                    if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+                        var v4 = in_addr()
+                        withUnsafeMutableBytes(of: &v4) { $0.copyBytes(from: bytes[12..<16]) }
+                        return inet_ntop(AF_INET, &v4, &text, socklen_t(text.count)) != nil
+                    }
                     return inet_ntop(AF_INET6, &ip, &text, socklen_t(text.count)) != nil
                 }
             default:
@@ -134,44 +184,24 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
-    /// Stops accepting, ends the event streams, lets in-flight requests finish (up to `grace` seconds), then closes
-    /// every connection and stops the threads.
+    /// Stops gracefully: takes the connections already waiting and no others (the listener closes), ends the event
+    /// streams, closes connections idle between requests, answers every request begun with `Connection: close`
+    /// and closes its connection after it, and waits up to `grace` seconds for that; then closes what is left and
+    /// stops the threads.
     public func stop(grace: TimeInterval = 10) {
         guard listener >= 0 else { return }
-        accepting.store(false, ordering: .releasing)
-        openStreams().forEach { $0.close() }
-        // A connection accepted just before may still be delivering its head, and a request counts as in flight only
-        // once its head is parsed: wait for a quiet 250 ms, not just for zero.
         let deadline = Date().addingTimeInterval(grace)
-        condition.lock()
-        var quietSince = Date()
-        while Date() < deadline {
-            if inFlight > 0 {
-                _ = condition.wait(until: deadline)
-                quietSince = Date()
-            } else if Date().timeIntervalSince(quietSince) >= 0.25 {
-                break
-            } else {
-                _ = condition.wait(until: quietSince.addingTimeInterval(0.25))
-            }
-        }
-        condition.unlock()
+        workers.forEach { $0.post(.drain) }
+        workers.forEach { $0.drained.wait() }
+        // Closed once no worker watches it: what connects from now on is refused, not left waiting in the backlog.
+        close(listener)
+        openStreams().forEach { $0.close() }
+        while connections.openCount > 0 && Date() < deadline { usleep(5_000) }
         workers.forEach { $0.post(.stop) }
         workers.forEach { $0.done.wait() }
         workers = []
-        // Closed once no worker can be reading it: a descriptor number closed under a worker could be reused.
-        close(listener)
+        handlers.stop()
         listener = -1
-    }
-
-    // MARK: Called from the workers
-
-    func begin() {
-        condition.lock(); inFlight += 1; condition.unlock()
-    }
-
-    func end() {
-        condition.lock(); inFlight -= 1; condition.broadcast(); condition.unlock()
     }
 }
 

@@ -3,23 +3,30 @@ import Foundation
 import Synchronization
 
 /// One of the server's threads: an epoll loop over the listening socket and the connections it accepted. It reads
-/// each request, calls the server's handler on this thread, and writes the answer; a connection's state is touched by
-/// this thread alone. Other threads reach it through `post` (a stream with something to send, stop).
+/// each request, hands it to the handler threads (or answers it itself when its route runs inline, as `/healthz`
+/// does, so that a probe never waits behind a handler), and writes the answer; a connection's state is touched by
+/// this thread alone. Other threads reach it through `post` (an answer, a stream with something to send, drain, stop).
 ///
 /// `@unchecked Sendable`: everything but `inbox` is used only on the worker's own thread.
 final class Worker: @unchecked Sendable {
     enum Message {
         case wake(Int32, UInt64)
+        /// A handler's answer for the request in flight on that connection.
+        case answered(Int32, UInt64, Response)
+        /// Stop taking connections (after those already waiting), and end each connection after its next answer.
+        case drain
         case stop
     }
 
     let done = DispatchSemaphore(value: 0)
+    let drained = DispatchSemaphore(value: 0)
     private unowned let server: HTTPServer
     private let index: Int
     private let epoll: Int32
     private let wakeFD: Int32
     private let listener: Int32
     private var listening = true
+    private var draining = false
     private let inbox = Mutex<[Message]>([])
     private var open: [Int32: Connection] = [:]
     private var serial: UInt64 = 0
@@ -65,6 +72,15 @@ final class Worker: @unchecked Sendable {
                         switch message {
                         case .wake(let fd, let serial):
                             if let c = open[fd], c.serial == serial { advance(c) }
+                        case .answered(let fd, let serial, let response):
+                            if let c = open[fd], c.serial == serial, case .handling(let minor, let isHead) = c.phase {
+                                complete(c, response, minor: minor, isHead: isHead)
+                                advance(c)
+                            } else {
+                                response.stream?.discard()
+                            }
+                        case .drain:
+                            drain()
                         case .stop: break loop
                         }
                     }
@@ -101,20 +117,27 @@ final class Worker: @unchecked Sendable {
     // MARK: Connections
 
     /// Takes one new connection (the listener stays readable while more wait, so the next turn of a free worker's
-    /// loop takes the next); once the server stops accepting, stops watching the listener.
-    private func acceptOne() {
-        guard listening else { return }
-        guard server.isAccepting else {
-            listening = false
-            _ = epoll_ctl(epoll, EPOLL_CTL_DEL, listener, nil)
-            return
-        }
-        guard let (fd, address) = server.accept() else { return }
+    /// loop takes the next); false when none was waiting.
+    @discardableResult
+    private func acceptOne() -> Bool {
+        guard listening, let (fd, address) = server.accept() else { return false }
         serial &+= 1
         let c = Connection(fd: fd, address: address, serial: serial, now: monotonicSeconds())
         open[fd] = c
         watch(fd, EPOLLIN.rawValue, add: true)
         c.interest = EPOLLIN.rawValue
+        return true
+    }
+
+    /// The server is stopping: takes the connections already waiting (each will be answered), stops watching the
+    /// listener, and closes the connections that sit idle between requests; the others close after their answer.
+    private func drain() {
+        draining = true
+        while acceptOne() {}
+        listening = false
+        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, listener, nil)
+        for c in Array(open.values) where c.isIdle { finish(c) }
+        drained.signal()
     }
 
     private func watch(_ fd: Int32, _ events: UInt32, add: Bool) {
@@ -126,8 +149,8 @@ final class Worker: @unchecked Sendable {
 
     /// Reads what has arrived; at the end of the input, marks the peer as gone.
     private func receive(_ c: Connection) {
-        // A client that sends requests without reading the answers is not read further until it has read them.
-        if c.input.count > 1 << 20 && c.sent < c.output.count { return setInterest(c, c.interest & ~EPOLLIN.rawValue) }
+        // A client that sends requests faster than they are answered is not read further until they are.
+        if c.input.count > 1 << 20 { return setInterest(c, c.interest & ~EPOLLIN.rawValue) }
         for _ in 0..<8 {
             let n = scratch.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, $0.count, 0) }
             if n > 0 {
@@ -173,10 +196,9 @@ final class Worker: @unchecked Sendable {
                     return
                 }
                 c.lineSeen = true
-                let result = c.input.withUnsafeBytes { Parser.head($0, from: c.scanned) }
+                let result = c.input.withUnsafeBytes { Parser.head($0, scan: &c.scan) }
                 switch result {
-                case .incomplete(let scanned):
-                    c.scanned = scanned
+                case .incomplete:
                     if c.peerClosed { finish(c) }
                     return
                 case .refused(let error, let method, let path):
@@ -186,7 +208,7 @@ final class Worker: @unchecked Sendable {
                            keepAlive: false, linger: true)
                 case .complete(let head, let consumed):
                     c.input.removeFirst(consumed)
-                    c.scanned = 0
+                    c.scan = Parser.Scan()
                     begin(c)
                     start(c, head)
                 }
@@ -201,6 +223,7 @@ final class Worker: @unchecked Sendable {
                 answer(c, head, match)
             case .chunked(let head, let match, var chunked):
                 let step = c.input.withUnsafeBytes { chunked.read($0, into: &c.body, limit: match.bodyLimit) }
+                guard reserve(c, c.body.count) else { return refuse(c, head, .unavailable(retryAfter: 1)) }
                 switch step {
                 case .more(let consumed):
                     c.input.removeFirst(consumed)
@@ -229,6 +252,8 @@ final class Worker: @unchecked Sendable {
                     if c.peerClosed { finish(c) }
                     return
                 }
+            case .handling:
+                return
             case .closing:
                 finish(c)
             case .draining:
@@ -238,7 +263,9 @@ final class Worker: @unchecked Sendable {
         }
     }
 
-    /// A head has arrived: route it, refuse what must not be read further, else read its body or answer.
+    /// A head has arrived: route it, refuse what must not be read further (a body over the route's limit, a body for
+    /// a route whose credentials the head already shows to be missing or wrong, a body the server has no memory left
+    /// for), else read its body or answer.
     private func start(_ c: Connection, _ head: Parser.Head) {
         c.waitingSince = nil
         var match = server.route(head.method, head.path)
@@ -246,6 +273,9 @@ final class Worker: @unchecked Sendable {
             match = .refused(HTTPError(400, "bad_request", "An HTTP/1.1 request needs a Host header."))
         } else if case .length(let length) = head.body, length > match.bodyLimit {
             match = .refused(.payloadTooLarge(limit: match.bodyLimit))
+        } else if head.body != .none, case .found(let route, _) = match, let check = route.checkHead,
+                  let error = check(request(c, head)) {
+            match = .refused(error)
         }
         if case .refused(let error) = match { return refuse(c, head, error) }
         c.body = []
@@ -254,14 +284,30 @@ final class Worker: @unchecked Sendable {
             answer(c, head, match)
             return
         case .length(let length):
-            // The body grows as it arrives: a declared length reserves nothing (clients that declare 10 MiB and send
-            // nothing would otherwise hold memory with no bytes sent).
+            // Admitted only if the server's body memory has room for all of it; it grows as it arrives (a declared
+            // length reserves no memory of the process up front).
+            guard reserve(c, length) else { return refuse(c, head, .unavailable(retryAfter: 1)) }
             c.body.reserveCapacity(min(length, 64 << 10))
             c.phase = .body(head, match, length)
         case .chunked:
             c.phase = .chunked(head, match, Parser.Chunked())
         }
+        c.bodyDeadline = monotonicSeconds() + Double(server.connections.limits.bodyTimeoutSeconds)
         if head.expectsContinue && c.input.isEmpty { c.output += Array("HTTP/1.1 100 Continue\r\n\r\n".utf8) }
+    }
+
+    /// Counts `bytes` of body for this connection against the server's body memory; false when there is no room.
+    private func reserve(_ c: Connection, _ bytes: Int) -> Bool {
+        guard bytes > c.reserved else { return true }
+        guard server.bodyMemory.reserve(bytes - c.reserved) else { return false }
+        c.reserved = bytes
+        return true
+    }
+
+    private func unreserve(_ c: Connection) {
+        guard c.reserved > 0 else { return }
+        server.bodyMemory.release(c.reserved)
+        c.reserved = 0
     }
 
     /// Answers `error` and closes, reading no more of the request (what the client still sends is discarded for a
@@ -269,6 +315,7 @@ final class Worker: @unchecked Sendable {
     private func refuse(_ c: Connection, _ head: Parser.Head, _ error: HTTPError) {
         c.body = []
         c.input = []
+        unreserve(c)
         answer(c, request(c, head), minor: head.minorVersion, match: .refused(error), keepAlive: false, linger: head.body != .none)
     }
 
@@ -284,12 +331,29 @@ final class Worker: @unchecked Sendable {
         return request
     }
 
-    /// Calls the handler and queues its response.
+    /// Answers a request: inline when its route says so (or nothing matched), else on a handler thread, whose answer
+    /// comes back through `post`. With every handler busy and the queue full, a 503 at once.
     private func answer(_ c: Connection, _ request: Request, minor: Int, match: RouteMatch, keepAlive: Bool, linger: Bool) {
-        let response = server.respond(request, match)
         let isHead = request.method == "HEAD"
-        c.keepAlive = keepAlive && response.stream == nil
+        c.keepAlive = keepAlive
         c.linger = linger
+        guard match.runsOnHandlerThread else {
+            return complete(c, server.respond(request, match), minor: minor, isHead: isHead)
+        }
+        c.phase = .handling(minor: minor, isHead: isHead)
+        let fd = c.fd, serial = c.serial, server = server
+        let queued = server.handlers.submit { [self] in
+            post(.answered(fd, serial, server.respond(request, match)))
+        }
+        if !queued {
+            complete(c, server.respond(request, .refused(.unavailable(retryAfter: 1))), minor: minor, isHead: isHead)
+        }
+    }
+
+    /// Queues a response (for a stream: its head, then its events as they come).
+    private func complete(_ c: Connection, _ response: Response, minor: Int, isHead: Bool) {
+        unreserve(c)
+        c.keepAlive = c.keepAlive && !draining && response.stream == nil
         c.phase = .head
         if let stream = response.stream {
             let serial = c.serial, fd = c.fd
@@ -305,6 +369,7 @@ final class Worker: @unchecked Sendable {
     /// The response's last byte is written (for a stream: its head).
     private func responseWritten(_ c: Connection) {
         end(c)
+        c.answered += 1
         if case .stream = c.phase { return }
         c.waitingSince = monotonicSeconds()
         c.lineSeen = false
@@ -347,21 +412,15 @@ final class Worker: @unchecked Sendable {
         watch(c.fd, events, add: false)
     }
 
-    private func begin(_ c: Connection) {
-        c.inFlight = true
-        server.begin()
-    }
+    private func begin(_ c: Connection) { c.inFlight = true }
 
-    private func end(_ c: Connection) {
-        guard c.inFlight else { return }
-        c.inFlight = false
-        server.end()
-    }
+    private func end(_ c: Connection) { c.inFlight = false }
 
     /// Closes a connection, whatever its state: a request in flight is over, a stream ends.
     private func finish(_ c: Connection) {
         guard !c.closed else { return }
         c.closed = true
+        unreserve(c)
         server.connections.closed(c.address)
         open[c.fd] = nil
         close(c.fd)
@@ -370,14 +429,22 @@ final class Worker: @unchecked Sendable {
     }
 
     /// Closes connections that stalled: a request head not complete by the head deadline however many bytes trickle
-    /// in (reported when one had begun; an idle keep-alive connection just closes), a body or an answer that did not
-    /// move for the idle timeout, a lingering close past its time.
+    /// in (reported when one had begun; an idle keep-alive connection just closes), a body not complete by the body
+    /// deadline (answered 408), a body or an answer that did not move for the idle timeout, a lingering close past
+    /// its time.
     private func expire(now: Double) {
         let limits = server.connections.limits
         let idle = Double(limits.idleTimeoutSeconds), head = Double(limits.headTimeoutSeconds)
         for c in Array(open.values) {
             if case .draining(let until, _) = c.phase {
                 if now > until { finish(c) }
+            } else if c.isReadingBody && now > c.bodyDeadline {
+                switch c.phase {
+                case .body(let head, _, _), .chunked(let head, _, _):
+                    refuse(c, head, HTTPError(408, "request_timeout", "The request body did not arrive in time."))
+                    advance(c)
+                default: break
+                }
             } else if let since = c.waitingSince, now - since > head {
                 if c.lineSeen { server.connections.report(.headTimeout, c.address) }
                 finish(c)
@@ -406,6 +473,8 @@ private final class Connection {
         case head
         case body(Parser.Head, RouteMatch, Int)
         case chunked(Parser.Head, RouteMatch, Parser.Chunked)
+        /// A handler thread is answering the request.
+        case handling(minor: Int, isHead: Bool)
         /// Sending a stream's events; chunked for HTTP/1.1.
         case stream(EventStream, Bool)
         /// The last bytes are queued; close once written.
@@ -419,8 +488,12 @@ private final class Connection {
     let serial: UInt64
     var phase = Phase.head
     var input: [UInt8] = []
-    /// Where the look for the end of a head arriving in pieces resumes.
-    var scanned = 0
+    /// Where the reading of a head arriving in pieces stands.
+    var scan = Parser.Scan()
+    /// Bytes of the server's body memory this connection's request holds.
+    var reserved = 0
+    /// When the body being read must be complete.
+    var bodyDeadline = 0.0
     var body: [UInt8] = []
     var output: [UInt8] = []
     var sent = 0
@@ -437,6 +510,22 @@ private final class Connection {
     var closed = false
     var interest: UInt32 = 0
     var lastActivity: Double
+
+    var isReadingBody: Bool {
+        switch phase {
+        case .body, .chunked: return true
+        default: return false
+        }
+    }
+
+    /// Between requests, with nothing begun, nothing to send, and at least one request answered.
+    var isIdle: Bool {
+        guard case .head = phase else { return false }
+        return input.isEmpty && !inFlight && sent >= output.count && !responseDone && answered > 0
+    }
+
+    /// Requests answered on this connection.
+    var answered = 0
 
     init(fd: Int32, address: String, serial: UInt64, now: Double) {
         self.fd = fd; self.address = address; self.serial = serial; lastActivity = now; waitingSince = now
@@ -507,6 +596,7 @@ extension Response {
         case 403: return "Forbidden"
         case 404: return "Not Found"
         case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
         case 409: return "Conflict"
         case 410: return "Gone"
         case 412: return "Precondition Failed"
