@@ -32,6 +32,11 @@ public enum Migrator {
         let plan = try ordered(migrations)
         guard schema.allSatisfy({ $0.isLetter || $0 == "_" }) else { throw MigrationError.invalidSchema }
         return try pool.withConnection { connection in
+            // Migrations take as long as they take and wait for the locks they need: not the requests' timeouts
+            // (what waits behind a migration's lock still has its own).
+            try connection.execute("SET statement_timeout = 0")
+            try connection.execute("SET lock_timeout = 0")
+            defer { _ = try? connection.execute("RESET statement_timeout"); _ = try? connection.execute("RESET lock_timeout") }
             // A session lock keyed by the schema name: the second instance waits here for the first.
             try connection.execute("SELECT pg_advisory_lock(hashtext($1))", ["migrate:" + schema])
             defer { _ = try? connection.execute("SELECT pg_advisory_unlock(hashtext($1))", ["migrate:" + schema]) }

@@ -5,22 +5,41 @@ import Foundation
 ///
 /// `@unchecked Sendable`: all mutable state is guarded by `condition`.
 public final class Pool: @unchecked Sendable {
+    /// What bounds the waits of the pool's users: no statement, lock or pool wait holds a request for long, and a
+    /// connection the network lost or that sat unused is not kept.
+    public struct Limits: Sendable {
+        /// `statement_timeout` of every connection (0: none): a statement running longer fails (57014), and the
+        /// request answers 503.
+        public var statementTimeoutMs: Int
+        /// `lock_timeout` (0: none): a statement waiting longer for a lock fails (55P03), and the request answers 503.
+        public var lockTimeoutMs: Int
+        /// How long a caller waits for a connection when all are in use (then `.unavailable`: a 503).
+        public var acquireTimeoutMs: Int
+        /// A connection idle this long is closed instead of lent (the server or a firewall may have dropped it).
+        public var idleSeconds: Int
+
+        public init(statementTimeoutMs: Int = 5000, lockTimeoutMs: Int = 2000, acquireTimeoutMs: Int = 2000, idleSeconds: Int = 300) {
+            self.statementTimeoutMs = statementTimeoutMs; self.lockTimeoutMs = lockTimeoutMs
+            self.acquireTimeoutMs = acquireTimeoutMs; self.idleSeconds = idleSeconds
+        }
+    }
+
     private let url: String
     private let applicationName: String
     /// The most connections open at once.
     public let maxSize: Int
-    private let acquireTimeout: TimeInterval
+    public let limits: Limits
     private let condition = NSCondition()
     private var idle: [Connection] = []
     private var open = 0
     private var lent = 0
 
     /// Creates an empty pool; connections open on demand, named `applicationName` in `pg_stat_activity`.
-    public init(url: String, maxSize: Int, acquireTimeout: TimeInterval = 5, applicationName: String = "backend") {
+    public init(url: String, maxSize: Int, limits: Limits = Limits(), applicationName: String = "backend") {
         self.url = url
         self.applicationName = applicationName
         self.maxSize = max(1, maxSize)
-        self.acquireTimeout = acquireTimeout
+        self.limits = limits
     }
 
     /// Counts for the metrics endpoint.
@@ -69,12 +88,13 @@ public final class Pool: @unchecked Sendable {
     }
 
     private func acquire() throws -> Connection {
-        let deadline = Date().addingTimeInterval(acquireTimeout)
+        let deadline = Date().addingTimeInterval(Double(limits.acquireTimeoutMs) / 1000)
+        let staleBefore = Date().addingTimeInterval(-Double(limits.idleSeconds))
         condition.lock()
         while true {
             while let connection = idle.popLast() {
                 condition.unlock()
-                if connection.isHealthy {
+                if connection.idleSince > staleBefore && connection.isHealthy {
                     condition.lock(); lent += 1; condition.unlock()
                     return connection
                 }
@@ -85,7 +105,8 @@ public final class Pool: @unchecked Sendable {
                 open += 1
                 condition.unlock()
                 do {
-                    let connection = try Connection(url: url, applicationName: applicationName)
+                    let connection = try Connection(url: url, applicationName: applicationName,
+                                                    statementTimeoutMs: limits.statementTimeoutMs, lockTimeoutMs: limits.lockTimeoutMs)
                     condition.lock(); lent += 1; condition.unlock()
                     return connection
                 } catch {

@@ -111,15 +111,16 @@ extension Schema {
         switch (self, value) {
         case (.text(let min, let max, let multiline), .string(let raw)):
             try Self.noNUL(raw, path)
+            // Checked as sent, before trimming: a leading "\u{0B}" or newline is refused as the schema says, not trimmed away.
+            for scalar in raw.unicodeScalars where scalar.properties.generalCategory == .control {
+                if multiline && (scalar == "\n" || scalar == "\t" || scalar == "\r") { continue }
+                throw fail("\(name) must not contain control characters.")
+            }
             let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
             guard trimmed.count >= min else {
                 throw fail(min <= 1 ? "\(name) must not be empty." : "\(name) must be at least \(min) characters.")
             }
             guard trimmed.count <= max else { throw fail("\(name) must be at most \(max) characters.") }
-            for scalar in trimmed.unicodeScalars where scalar.properties.generalCategory == .control {
-                if multiline && (scalar == "\n" || scalar == "\t" || scalar == "\r") { continue }
-                throw fail("\(name) must not contain control characters.")
-            }
             return .string(trimmed)
         case (.string(let min, let max, let pattern, let bytes, let rule), .string(let s)):
             try Self.noNUL(s, path)

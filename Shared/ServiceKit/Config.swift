@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTP
 import Kafka
+import Postgres
 
 /// A setting that is missing or malformed; the process stops at start with one line naming it.
 public struct ConfigError: Error, CustomStringConvertible {
@@ -72,8 +73,21 @@ public struct ServiceConfig: Sendable {
     public var kafkaReplicationFactor: Int
     /// `LOG_LEVEL`: debug, info, warn, error.
     public var logLevel: LogLevel
-    /// `HTTP_THREADS`: server threads (each may block on the database).
+    /// `BIND_ADDRESS`: where the server listens (default `::`, every IPv6 and IPv4 address; `0.0.0.0` for IPv4
+    /// only, or one address such as `127.0.0.1`).
+    public var bindAddress: String
+    /// `HTTP_THREADS`: the threads that read and write connections (default 2; they never block).
     public var httpThreads: Int
+    /// `HTTP_HANDLER_THREADS`: the threads that run handlers (default 16; each may block on the database), and
+    /// `HTTP_MAX_QUEUED` requests at most waiting for one (default 1024; past that, 503 at once).
+    public var handlerThreads: Int
+    public var maxQueued: Int
+    /// `SHUTDOWN_DELAY_SECONDS`: after SIGTERM, how long `/readyz` says 503 while everything is still served, so that
+    /// load balancers stop sending before the listener closes (default 2; 0 in tests).
+    public var shutdownDelaySeconds: Int
+    /// `DB_STATEMENT_TIMEOUT_MS` (default 5000), `DB_LOCK_TIMEOUT_MS` (default 2000), `DB_POOL_WAIT_MS` (default 2000),
+    /// `DB_IDLE_SECONDS` (default 300): see `Pool.Limits`.
+    public var databaseLimits: Pool.Limits
     /// `HTTP_MAX_CONNECTIONS_PER_CLIENT` (default 512), `HTTP_HEAD_TIMEOUT_SECONDS` (default 10), `HTTP_MAX_STREAMS`
     /// (default half the connections), and in all as many connections as the file-descriptor limit allows (raised to
     /// its hard limit at start) less 256 for the database, the broker and files. `TRUSTED_PROXIES` are exempt from the
@@ -140,13 +154,24 @@ public struct ServiceConfig: Sendable {
             }
             proxies.insert(address)
         }
+        let bindAddress = env.string("BIND_ADDRESS", default: "::")
+        guard HTTPServer.isListenAddress(bindAddress) else {
+            throw ConfigError(variable: "BIND_ADDRESS", problem: "must be an IPv4 or IPv6 address such as :: or 0.0.0.0 (got \"\(bindAddress)\")")
+        }
         let total = max(64, ConnectionLimits.raiseFileLimit() - 256)
         let limits = ConnectionLimits(
             total: total,
             perClient: try env.int("HTTP_MAX_CONNECTIONS_PER_CLIENT", default: 512, range: 1...1_000_000),
             headTimeoutSeconds: try env.int("HTTP_HEAD_TIMEOUT_SECONDS", default: 10, range: 1...3600),
             streams: try env.int("HTTP_MAX_STREAMS", default: total / 2, range: 1...1_000_000),
-            exempt: proxies)
+            exempt: proxies,
+            bodyTimeoutSeconds: try env.int("HTTP_BODY_TIMEOUT_SECONDS", default: 60, range: 1...3600),
+            bodyMemory: try env.int("HTTP_BODY_MEMORY_MB", default: 64, range: 1...65536) << 20)
+        let databaseLimits = Pool.Limits(
+            statementTimeoutMs: try env.int("DB_STATEMENT_TIMEOUT_MS", default: 5000, range: 0...3_600_000),
+            lockTimeoutMs: try env.int("DB_LOCK_TIMEOUT_MS", default: 2000, range: 0...3_600_000),
+            acquireTimeoutMs: try env.int("DB_POOL_WAIT_MS", default: 2000, range: 1...600_000),
+            idleSeconds: try env.int("DB_IDLE_SECONDS", default: 300, range: 1...86_400))
         return ServiceConfig(
             service: service,
             port: try env.int("PORT", default: defaultPort, range: 0...65535),
@@ -157,7 +182,12 @@ public struct ServiceConfig: Sendable {
             kafkaPartitions: try env.int("KAFKA_TOPIC_PARTITIONS", default: 3, range: 1...1000),
             kafkaReplicationFactor: try env.int("KAFKA_REPLICATION_FACTOR", default: 1, range: 1...10),
             logLevel: LogLevel(rawValue: level) ?? .info,
-            httpThreads: try env.int("HTTP_THREADS", default: 16, range: 1...1024),
+            bindAddress: bindAddress,
+            httpThreads: try env.int("HTTP_THREADS", default: 2, range: 1...64),
+            handlerThreads: try env.int("HTTP_HANDLER_THREADS", default: 16, range: 1...1024),
+            maxQueued: try env.int("HTTP_MAX_QUEUED", default: 1024, range: 1...1_000_000),
+            shutdownDelaySeconds: try env.int("SHUTDOWN_DELAY_SECONDS", default: 2, range: 0...600),
+            databaseLimits: databaseLimits,
             connectionLimits: limits,
             trustedProxies: proxies,
             dbPoolSize: try env.int("DB_POOL_SIZE", default: 10, range: 1...500),

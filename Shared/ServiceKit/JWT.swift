@@ -162,12 +162,17 @@ public struct Caller: Sendable, Equatable {
 /// Turns a request's bearer token into a `Caller`, or a 401.
 public protocol Authenticator: Sendable {
     func authenticate(_ request: Request) throws -> Caller
+    /// What the head alone shows of the credentials, checked before a body is read: it must not block (no
+    /// database, no network), and may let through what `authenticate` will refuse. Throws a 401.
+    func checkHead(_ request: Request) throws
     /// Closes `stream` when `caller`'s session is revoked (at once when it already is).
     func end(_ stream: EventStream, whenRevoked caller: Caller)
 }
 
 extension Authenticator {
     public func end(_ stream: EventStream, whenRevoked caller: Caller) {}
+    /// By default, that there is a bearer token.
+    public func checkHead(_ request: Request) throws { _ = try bearerToken(request) }
 }
 
 /// The bearer token of a request, or a 401.
@@ -251,6 +256,21 @@ public final class TokenVerifier: Authenticator, Sendable {
 
     public func end(_ stream: EventStream, whenRevoked caller: Caller) {
         revocations?.end(stream, whenRevoked: caller.sessionId)
+    }
+
+    /// The token's signature with the keys already known (a key id not yet known is left to `authenticate`, which
+    /// may fetch the keys), its expiry, and the revocations already heard of.
+    public func checkHead(_ request: Request) throws {
+        let token = try bearerToken(request)
+        let caller: Caller
+        do {
+            caller = try verified.caller(token, keys: currentKeys())
+        } catch .unknownKey {
+            return
+        } catch {
+            throw HTTPError.unauthenticated()
+        }
+        if revocations?.isRevoked(caller.sessionId) == true { throw HTTPError.unauthenticated() }
     }
 
     private func currentKeys() -> [String: [UInt8]] { keys.withLock { $0.current } }

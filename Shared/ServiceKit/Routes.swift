@@ -23,7 +23,8 @@ extension Router {
     public mutating func add(_ method: String, _ pattern: String, summary: String, bodyLimit: Int = defaultBodyLimit,
                              response: (Int, String?) = (200, nil), auth: any Authenticator,
                              _ handler: @escaping @Sendable (Request, Caller) throws -> Response) {
-        add(method, pattern, summary: summary, security: "bearer", bodyLimit: bodyLimit, response: response) {
+        add(method, pattern, summary: summary, security: "bearer", bodyLimit: bodyLimit, response: response,
+            checkHead: Self.headCheck(auth.checkHead)) {
             let caller = try auth.authenticate($0)
             let response = try handler($0, caller)
             if let stream = response.stream { auth.end(stream, whenRevoked: caller) }
@@ -35,7 +36,8 @@ extension Router {
     public mutating func add<Body: RequestBody>(_ method: String, _ pattern: String, summary: String, body: Body.Type,
                                                 response: (Int, String?), auth: any Authenticator,
                                                 _ handler: @escaping @Sendable (Request, Caller, Body) throws -> Response) {
-        add(method, pattern, summary: summary, security: "bearer", request: Self.schemaText(Body.self), response: response) {
+        add(method, pattern, summary: summary, security: "bearer", request: Self.schemaText(Body.self), response: response,
+            checkHead: Self.headCheck(auth.checkHead)) {
             let caller = try auth.authenticate($0)
             return try handler($0, caller, try JSON.decodeBody($0, as: Body.self))
         }
@@ -47,7 +49,8 @@ extension Router {
     /// The caller adds such routes only when the credential is enabled.
     public mutating func add(_ method: String, _ pattern: String, summary: String, response: (Int, String?) = (200, nil),
                              trusted credential: SharedSecret, _ handler: @escaping @Sendable (Request) throws -> Response) {
-        add(method, pattern, summary: summary, security: credential.scheme, response: response) {
+        add(method, pattern, summary: summary, security: credential.scheme, response: response,
+            checkHead: Self.headCheck(credential.check)) {
             try credential.check($0)
             return try handler($0)
         }
@@ -57,9 +60,18 @@ extension Router {
     public mutating func add<Body: RequestBody>(_ method: String, _ pattern: String, summary: String, body: Body.Type,
                                                 response: (Int, String?), trusted credential: SharedSecret,
                                                 _ handler: @escaping @Sendable (Request, Body) throws -> Response) {
-        add(method, pattern, summary: summary, security: credential.scheme, request: Self.schemaText(Body.self), response: response) {
+        add(method, pattern, summary: summary, security: credential.scheme, request: Self.schemaText(Body.self), response: response,
+            checkHead: Self.headCheck(credential.check)) {
             try credential.check($0)
             return try handler($0, try JSON.decodeBody($0, as: Body.self))
+        }
+    }
+
+    /// A credential check the server runs on the head, before it reads a body: a request that fails it is answered
+    /// (401) and its connection closed, so nobody without credentials can make the service hold a body.
+    static func headCheck(_ check: @escaping @Sendable (Request) throws -> Void) -> @Sendable (Request) -> HTTPError? {
+        { request in
+            do { try check(request); return nil } catch let error as HTTPError { return error } catch { return .unauthenticated() }
         }
     }
 

@@ -74,7 +74,7 @@ public final class ServiceApp: @unchecked Sendable {
         middleware = [RequestIDMiddleware(), AccessLogMiddleware(logger: logger, metrics: metrics),
                       StreamBudgetMiddleware(limit: config.connectionLimits.streams, refusals: refusals),
                       ErrorMiddleware(logger: logger)]
-        pool = Pool(url: config.databaseURL, maxSize: config.dbPoolSize, applicationName: service)
+        pool = Pool(url: config.databaseURL, maxSize: config.dbPoolSize, limits: config.databaseLimits, applicationName: service)
         let kafka = config.kafka(logger: logger)
         self.kafka = kafka
         relay = OutboxRelay(pool: pool, schema: service, kafka: kafka,
@@ -175,9 +175,10 @@ public final class ServiceApp: @unchecked Sendable {
     /// the database cannot be reached within a minute or migrations fail, and whatever `setup` throws.
     public func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        // Requests waiting for a password hash hold a server thread: half of them stay for everything else.
-        PasswordHasher.admissionLimit = config.httpThreads / 2
-        let server = HTTPServer(port: UInt16(config.port), threads: config.httpThreads, limits: config.connectionLimits,
+        // Requests waiting for a password hash hold a handler thread: half of them stay for everything else.
+        PasswordHasher.admissionLimit = max(1, config.handlerThreads / 2)
+        let server = HTTPServer(host: config.bindAddress, port: UInt16(config.port), threads: config.httpThreads,
+                                handlerThreads: config.handlerThreads, maxQueued: config.maxQueued, limits: config.connectionLimits,
                                 report: { [refusals] in refusals.record($0, address: $1) },
                                 route: { [unowned self] method, path in
                                     (servingRoutes.load() ?? startingRoutes.load())?.router.match(method: method, path: path)
@@ -228,7 +229,10 @@ public final class ServiceApp: @unchecked Sendable {
 
         stopping.wait()
         let deadline = Date().addingTimeInterval(Double(config.shutdownTimeoutSeconds))
-        logger.info("stopping", ["deadlineSeconds": .int(config.shutdownTimeoutSeconds)])
+        logger.info("stopping", ["deadlineSeconds": .int(config.shutdownTimeoutSeconds), "delaySeconds": .int(config.shutdownDelaySeconds)])
+        // `/readyz` says 503 from now on (it reads `stopping`), while everything is still served, so that load
+        // balancers stop sending before the listener closes.
+        Thread.sleep(forTimeInterval: min(Double(config.shutdownDelaySeconds), max(0, deadline.timeIntervalSinceNow - 1)))
         serving.store(false, ordering: .releasing)
         let late = group.stop(deadline: deadline)
         pool.close()
@@ -266,16 +270,22 @@ public final class ServiceApp: @unchecked Sendable {
     /// the database cannot be reached, 70 when migrations fail, 71 when the port is taken.
     public static func main(service: String, _ make: (Environment) throws -> ServiceApp) -> Never {
         let signals = SignalTrap()
+        let arguments = Array(CommandLine.arguments.dropFirst())
         // A fixed threshold: glibc would raise it after the first large free, then keep blocks such as Argon2's
         // 19 MiB in every thread's arena for good (auth held 387 MB after a burst of sign-ups, 43 MB fresh).
         shim_fix_mmap_threshold(1 << 20)
         let app: ServiceApp
-        do { app = try make(Environment()) } catch {
+        // An operator command (a migration, an import) may take long and wait for locks: no request timeouts, unless set.
+        var environment = ProcessInfo.processInfo.environment
+        if !arguments.isEmpty {
+            environment["DB_STATEMENT_TIMEOUT_MS"] = environment["DB_STATEMENT_TIMEOUT_MS"] ?? "0"
+            environment["DB_LOCK_TIMEOUT_MS"] = environment["DB_LOCK_TIMEOUT_MS"] ?? "0"
+        }
+        do { app = try make(Environment(environment)) } catch {
             Logger(service: service).error("\(error)")
             exit(78)
         }
         signals.onSignal { app.stop() }
-        let arguments = Array(CommandLine.arguments.dropFirst())
         do {
             if !arguments.isEmpty { exit(try app.runCommand(arguments)) }
             try app.run()
@@ -343,8 +353,11 @@ public final class ServiceApp: @unchecked Sendable {
 
     // MARK: - Standard routes and the request pipeline
 
+    /// `/healthz` and `/metrics` are answered by the connection's own thread (they never wait for a handler thread,
+    /// so a liveness probe is not failed by slow handlers); `/readyz` asks the database and broker, on a handler thread.
     private func addHealthRoutes(_ router: inout Router) {
-        router.add("GET", "/healthz", summary: "Alive", response: (200, #"{"type":"object","required":["status"],"properties":{"status":{"const":"ok"}}}"#)) { _ in
+        router.add("GET", "/healthz", summary: "Alive", response: (200, #"{"type":"object","required":["status"],"properties":{"status":{"const":"ok"}}}"#),
+                   inline: true) { _ in
             try .json(["status": "ok"])
         }
         let readySchema = #"{"type":"object","required":["status","database","broker","outbox"],"additionalProperties":{"type":"string"},"properties":{"status":{"enum":["ready","unavailable"]}}}"#
@@ -352,7 +365,10 @@ public final class ServiceApp: @unchecked Sendable {
                    response: (200, readySchema)) { [unowned self] _ in
             var answer: [String: String] = [:]
             var ready = isServing
-            if ready {
+            if stopping.isCancelled {
+                ready = false
+                answer = ["database": "stopping", "outbox": "stopping", "broker": "stopping"]
+            } else if ready {
                 let (database, broker, outbox) = readiness.check(pool: pool, relay: relay)
                 answer["database"] = database ? "ok" : "unavailable"
                 answer["outbox"] = outbox ? "ok" : "stuck"
@@ -374,7 +390,7 @@ public final class ServiceApp: @unchecked Sendable {
             if !ready { response.headers.append(("Retry-After", "2")) }
             return response
         }
-        router.add("GET", "/metrics", summary: "Prometheus metrics") { [metrics] _ in
+        router.add("GET", "/metrics", summary: "Prometheus metrics", inline: true) { [metrics] _ in
             .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
     }

@@ -202,10 +202,10 @@ final class AuthFlowTests: AuthTestCase {
     }
 
     func testABurstOfSignupsIsQueuedOrAskedToRetryWhileOtherRoutesStayServed() throws {
-        // 2 server threads: one request at most runs or waits for a password hash, the other serves everything else
+        // 2 handler threads: one request at most runs or waits for a password hash, the other serves everything else
         // (with 8, four sign-ups had to overlap to see a refusal, and in one loaded run none did).
         auth.stop()
-        auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url, "HTTP_THREADS": "2"])
+        auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url, "HTTP_HANDLER_THREADS": "2"])
         api = APIClient(port: auth.port)
         let outcomes = LockedBox<[(name: String, status: Int, retryAfter: String?)]>()
         outcomes.set([])

@@ -98,7 +98,9 @@ final class BadInputTests: AuthTestCase {
             ("GET /healthz\r\n\r\n", 400, "bad_request"),
             ("GET /healthz HTTP/1.1\r\nHost: x\r\n folded: header\r\n\r\n", 400, "bad_request"),
             ("POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400, "bad_request"),
-            ("POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "not_implemented"),
+            ("POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, "not_implemented"),
+            // Chunked not last cannot be framed (RFC 9112, 6.3): 400, not 501.
+            ("POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400, "bad_request"),
         ]
         for (head, status, code) in heads {
             let connection = try RawConnection(port: api.port)

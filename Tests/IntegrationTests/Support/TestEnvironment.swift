@@ -98,9 +98,12 @@ final class ServiceProcess {
         env["KAFKA_BROKERS"] = TestEnvironment.brokers
         env["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
         env["LOG_LEVEL"] = "info"
+        env["SHUTDOWN_DELAY_SECONDS"] = "0"  // no load balancer to wait for; the drain test sets its own
         env["OPERATOR_TOKEN"] = nil  // a test that wants the operator routes sets its own
         env["SERVICE_TOKEN"] = nil  // likewise the list of revoked sessions (its auth must be the one of AUTH_JWKS_URL)
         env["HTTP_MAX_CONNECTIONS_PER_CLIENT"] = nil  // the stack raises it for load tests; tests see the default
+        env["BIND_ADDRESS"] = nil  // likewise the stack's loopback-only address and its gateway as trusted proxy
+        env["TRUSTED_PROXIES"] = nil
         for (k, v) in environment { env[k] = v }
         process.environment = env
         logURL = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(port)-\(UUID().uuidString.prefix(8)).log")

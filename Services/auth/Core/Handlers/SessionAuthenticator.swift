@@ -19,6 +19,11 @@ struct SessionAuthenticator: Authenticator {
         return copy
     }
 
+    /// The signature and expiry; the session is checked with the body, by `authenticate`.
+    func checkHead(_ request: Request) throws {
+        guard (try? verified.caller(try bearerToken(request), keys: keys.verificationKeys)) != nil else { throw HTTPError.unauthenticated() }
+    }
+
     func authenticate(_ request: Request) throws -> Caller {
         let token = try bearerToken(request)
         guard let caller = try? verified.caller(token, keys: keys.verificationKeys) else { throw HTTPError.unauthenticated() }
