@@ -102,8 +102,9 @@ public struct MediaView: Encodable {
     let createdAt: String
     let updatedAt: String
 
-    public init(_ m: MediaRecord) {
-        id = m.id.lowercased; url = "/v1/media/\(m.id.lowercased)"; contentType = m.contentType; size = m.size
+    /// `path`: where the service serves its images (`/v1/media`, `/v1/chat/media`).
+    public init(_ m: MediaRecord, path: String) {
+        id = m.id.lowercased; url = "\(path)/\(m.id.lowercased)"; contentType = m.contentType; size = m.size
         width = m.width; height = m.height; createdAt = Timestamp.format(m.createdAt); updatedAt = createdAt
     }
 }
@@ -114,10 +115,13 @@ public struct MediaView: Encodable {
 public struct MediaStore: Sendable {
     /// The service's schema.
     public let schema: String
+    /// The path under which the service's routes upload and serve its images (one per service, so that one public
+    /// origin routes each to its owner): `/v1/media` for stories, `/v1/chat/media`, `/v1/dispatch/media`.
+    public let path: String
     /// Uploads up to 10 MiB.
     public static let limit = 10 << 20
 
-    public init(schema: String) { self.schema = schema }
+    public init(schema: String, path: String) { self.schema = schema; self.path = path }
 
     /// The table, for a service's migrations.
     public static let tableSQL = """
@@ -148,7 +152,7 @@ public struct MediaStore: Sendable {
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING \(MediaRecord.columns)
                 """, [UUID.v7(), owner, info.contentType, ByteArray(bytes), bytes.count, info.width, info.height,
                       hexString(sha256(bytes))])!)
-            return try .json(MediaView(media), status: 201)
+            return try .json(MediaView(media, path: path), status: 201)
         }
     }
 

@@ -283,7 +283,7 @@ final class ChatRulesTests: ChatTestCase {
         let room = try room(owner, joinedBy: [member])
         let message = try post(room, "hello", as: owner)["id"] as? String ?? ""
         let todo = try api.post("/v1/rooms/\(room)/todos", ["title": "x"], token: owner.token)["id"] as? String ?? ""
-        let photo = try api.send("POST", "/v1/media", raw: Images.png, token: owner.token, headers: ["Content-Type": "image/png"])["id"] as? String ?? ""
+        let photo = try api.send("POST", "/v1/chat/media", raw: Images.png, token: owner.token, headers: ["Content-Type": "image/png"])["id"] as? String ?? ""
         let routes: [(String, String, [String: Any]?)] = [
             ("GET", "/v1/rooms/\(room)", nil), ("PATCH", "/v1/rooms/\(room)", ["name": "n"]),
             ("POST", "/v1/rooms/\(room)/invite-code", nil), ("DELETE", "/v1/rooms/\(room)/members/\(member.id)", nil),
@@ -292,7 +292,7 @@ final class ChatRulesTests: ChatTestCase {
             ("PATCH", "/v1/messages/\(message)", ["text": "x"]), ("DELETE", "/v1/messages/\(message)", nil),
             ("GET", "/v1/rooms/\(room)/events", nil), ("POST", "/v1/rooms/\(room)/typing", nil),
             ("GET", "/v1/rooms/\(room)/todos", nil), ("POST", "/v1/rooms/\(room)/todos", ["title": "x"]),
-            ("PATCH", "/v1/todos/\(todo)", ["done": true]), ("DELETE", "/v1/todos/\(todo)", nil), ("GET", "/v1/media/\(photo)", nil),
+            ("PATCH", "/v1/todos/\(todo)", ["done": true]), ("DELETE", "/v1/todos/\(todo)", nil), ("GET", "/v1/chat/media/\(photo)", nil),
         ]
         for (method, path, body) in routes {
             assertClientError(try api.send(method, path, json: body, token: outsider.token), 404, code: "not_found", "\(method) \(path)")

@@ -21,7 +21,7 @@ class DispatchTestCase: ServiceTestCase {
     }
 
     func photo(_ who: Person) throws -> String {
-        let r = try api.send("POST", "/v1/media", raw: Images.jpeg, token: who.token, headers: ["Content-Type": "image/jpeg"])
+        let r = try api.send("POST", "/v1/dispatch/media", raw: Images.jpeg, token: who.token, headers: ["Content-Type": "image/jpeg"])
         XCTAssertEqual(r.status, 201)
         return r["id"] as? String ?? ""
     }
@@ -322,7 +322,7 @@ final class DispatchInputTests: DispatchTestCase {
                    "POST /v1/parcels", "GET /v1/parcels", "GET /v1/parcels/{id}", "GET /v1/parcels/{id}/events",
                    "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
                    "POST /v1/parcels/{id}/deliver", "POST /v1/parcels/{id}/fail", "POST /v1/parcels/{id}/confirm",
-                   "POST /v1/parcels/{id}/cancel", "POST /v1/media"] {
+                   "POST /v1/parcels/{id}/cancel", "POST /v1/dispatch/media"] {
             XCTAssertTrue(documented.contains(op), op)
         }
         // Without OPERATOR_TOKEN the operator routes do not exist, so they are not listed (DispatchFleetTests checks

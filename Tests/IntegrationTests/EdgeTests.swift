@@ -12,7 +12,7 @@ final class EdgeTests: ServiceTestCase {
 
     /// A raw upload head declaring `length` bytes of JPEG.
     func uploadHead(_ length: Int, token: String?) -> String {
-        "POST /v1/media HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\nContent-Length: \(length)\r\n"
+        "POST /v1/chat/media HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\nContent-Length: \(length)\r\n"
             + (token.map { "Authorization: Bearer \($0)\r\n" } ?? "") + "\r\n"
     }
 

@@ -71,7 +71,7 @@ final class Run: @unchecked Sendable {
                 throw RunError("sign-up failed: \(r.status) \(r.json)")
             }
             if i < o.senders {
-                let m = try dispatch.call("POST", "/v1/media", raw: Self.photo, token: token, headers: ["Content-Type": "image/jpeg"])
+                let m = try dispatch.call("POST", "/v1/dispatch/media", raw: Self.photo, token: token, headers: ["Content-Type": "image/jpeg"])
                 guard m.status == 201, let photo = m["id"] as? String else { throw RunError("photo upload failed: \(m.status) \(m.json)") }
                 people.with { $0[i] = (id, token, photo) }
             } else {

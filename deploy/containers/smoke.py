@@ -73,7 +73,7 @@ def write(state_file):
     call("POST", DISPATCH + "/v1/couriers/me", {"vehicle": "bike", "capacity": 2}, courier)
     call("PUT", DISPATCH + "/v1/couriers/me/status", {"online": True}, courier)
     call("PUT", DISPATCH + "/v1/couriers/me/location", {"lat": 44.4268, "lon": 26.1025}, courier)
-    media = call("POST", DISPATCH + "/v1/media", raw=JPEG, token=sender, content_type="image/jpeg")
+    media = call("POST", DISPATCH + "/v1/dispatch/media", raw=JPEG, token=sender, content_type="image/jpeg")
     parcel = call("POST", DISPATCH + "/v1/parcels", {
         "pickup": {"lat": 44.4270, "lon": 26.1030, "address": "Piata Universitatii 1"},
         "dropoff": {"lat": 44.4350, "lon": 26.1100, "address": "Strada Polona 2"},

@@ -164,7 +164,7 @@ def main():
     for i in range(WRITERS):
         user, token = signup("faults")
         status, group = call("POST", STORIES + "/v1/groups", {"name": f"fault run {i}"}, token)
-        status2, media = call("POST", DISPATCH + "/v1/media", raw=JPEG, token=token, content_type="image/jpeg")
+        status2, media = call("POST", DISPATCH + "/v1/dispatch/media", raw=JPEG, token=token, content_type="image/jpeg")
         if status != 201 or status2 != 201:
             raise SystemExit(f"faults: setup failed (group {status}, photo {status2})")
         writers.append(threading.Thread(target=writer, args=(i, token, group["id"], media["id"]), daemon=True))

@@ -118,7 +118,7 @@ struct MemberView: Encodable {
 struct MediaRefView: Encodable {
     let id: String
     let url: String
-    init(_ id: UUID) { self.id = id.lowercased; url = "/v1/media/\(id.lowercased)" }
+    init(_ id: UUID) { self.id = id.lowercased; url = "/v1/chat/media/\(id.lowercased)" }
 }
 
 struct MessageView: Encodable {

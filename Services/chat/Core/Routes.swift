@@ -46,9 +46,9 @@ func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator) -> Router {
           response: (200, Schemas.todo), auth: auth, h.updateTodo)
     r.add("DELETE", "/v1/todos/{id}", summary: "Remove an item", response: (204, nil), auth: auth, h.deleteTodo)
     // Media
-    r.add("POST", "/v1/media", summary: "Upload an image for a message (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)",
+    r.add("POST", "/v1/chat/media", summary: "Upload an image for a message (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)",
           bodyLimit: MediaStore.limit, response: (201, Schemas.media), auth: auth, h.uploadMedia)
-    r.add("GET", "/v1/media/{id}", summary: "An image, for its owner and the members of the rooms it was posted in",
+    r.add("GET", "/v1/chat/media/{id}", summary: "An image, for its owner and the members of the rooms it was posted in",
           auth: auth, h.getMedia)
     r.query("GET", "/v1/rooms", QueryParameter.page + [QueryParameter("parcelId", schema: #"{"type":"string","format":"uuid"}"#, "Only the room of this parcel")])
     r.query("GET", "/v1/rooms/{id}/messages", QueryParameter.page + [

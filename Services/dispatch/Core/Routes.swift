@@ -31,7 +31,7 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, fleet: SharedS
     r.add("POST", "/v1/parcels/{id}/confirm", summary: "The recipient confirms receipt, with a photo", body: PhotoBody.self,
           response: (200, Schemas.parcel), auth: auth, h.confirm)
     r.add("POST", "/v1/parcels/{id}/cancel", summary: "The sender cancels before pickup", response: (200, Schemas.parcel), auth: auth, h.cancel)
-    r.add("POST", "/v1/media", summary: "Upload a photo (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)", bodyLimit: MediaStore.limit,
+    r.add("POST", "/v1/dispatch/media", summary: "Upload a photo (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)", bodyLimit: MediaStore.limit,
           response: (201, Schemas.media), auth: auth, h.uploadMedia)
     // Without OPERATOR_TOKEN the operator routes do not exist: 404, and absent from /openapi.json.
     if fleet.isEnabled {

@@ -14,7 +14,7 @@ struct ChatHandlers: Sendable {
     let idempotency: Idempotency
     let live: RoomFeed
     let storage = ChatStorage()
-    let media = MediaStore(schema: "chat")
+    let media = MediaStore(schema: "chat", path: "/v1/chat/media")
     var log: RoomLog { RoomLog(storage: storage, outbox: outbox) }
     var rooms: Rooms { Rooms(storage: storage, log: log) }
     var messages: Messages { Messages(storage: storage, log: log, rooms: rooms, media: media) }

@@ -15,7 +15,7 @@ struct DispatchHandlers: Sendable {
     let matcher: Matcher
     let tracking: ParcelTracking
     let storage = DispatchStorage()
-    let media = MediaStore(schema: "dispatch")
+    let media = MediaStore(schema: "dispatch", path: "/v1/dispatch/media")
     let tariff = Tariff()
     var parcels: Parcels { Parcels(storage: storage, outbox: outbox) }
     var couriers: Couriers { Couriers(storage: storage, parcels: parcels, matcher: matcher, tracking: tracking) }

@@ -12,7 +12,7 @@ struct StoriesHandlers: Sendable {
     let outbox: Outbox
     let idempotency: Idempotency
     let storage = StoriesStorage()
-    let media = MediaStore(schema: "stories")
+    let media = MediaStore(schema: "stories", path: "/v1/media")
     var groups: Groups { Groups(storage: storage, outbox: outbox) }
     var stories: Stories { Stories(storage: storage, outbox: outbox, media: media) }
     var newsletters: Newsletters { Newsletters(pool: pool, storage: storage, outbox: outbox) }
