@@ -54,7 +54,8 @@ final class HTTPServerTests: XCTestCase {
         server = HTTPServer(port: 0, threads: 2, route: { _, _ in .notFound }) { request, match in
             if case .refused(let error) = match { return error.response }
             let query = request.query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
-            let text = "\(request.method) \(request.path) ?\(query) [\(String(decoding: request.body, as: UTF8.self))]"
+            let forwarded = request.headers["x-forwarded-for"].map { " xff=\($0)" } ?? ""
+            let text = "\(request.method) \(request.path) ?\(query)\(forwarded) [\(String(decoding: request.body, as: UTF8.self))]"
             return Response(status: 200, headers: [("Content-Type", "text/plain"), ("X-Injected", "a\r\nSet-Cookie: x=1")],
                             body: Array(text.utf8))
         }
