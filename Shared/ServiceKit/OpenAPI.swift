@@ -19,6 +19,9 @@ public enum OpenAPI {
             }
             if !(path + query).isEmpty { op["parameters"] = path + query }
             op["security"] = route.security.map { [[$0: [String]()]] } ?? [[String: [String]]]()
+            // A body limit other than the JSON default (an upload's 10 MiB): the gateway's route table sizes its
+            // own limit from it.
+            if route.bodyLimit != defaultBodyLimit { op["x-max-body-bytes"] = route.bodyLimit }
             if let schema = route.requestSchema.flatMap(parse) {
                 op["requestBody"] = ["required": true, "content": ["application/json": ["schema": schema]]]
             }

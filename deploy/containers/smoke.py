@@ -1,4 +1,4 @@
-"""The smoke scenario of deploy/containers/check, through the containers' published ports.
+"""The smoke scenario of deploy/containers/check, through the gateway's published port alone (the one origin).
 
   smoke.py write STATE_FILE   sign up a sender and a courier, a group and a story in it, the courier online and a parcel
                               offered to them; then read user.registered, story.created, parcel.created and
@@ -14,7 +14,8 @@ import urllib.error
 import urllib.request
 import uuid
 
-AUTH, STORIES, DISPATCH = "http://127.0.0.1:8081", "http://127.0.0.1:8082", "http://127.0.0.1:8084"
+# One origin for every service: the gateway routes each path to the service that serves it.
+AUTH = STORIES = DISPATCH = "http://127.0.0.1:8080"
 JPEG = bytes([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10]) + b"JFIF" + bytes([0, 1, 1, 0, 0, 1, 0, 1, 0, 0]) \
     + bytes([0xFF, 0xC0, 0x00, 0x11, 0x08, 0x01, 0xE0, 0x02, 0x80, 0x03, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]) \
     + bytes([0xFF, 0xDA, 0, 2, 7, 7, 0xFF, 0xD9])

@@ -1,0 +1,227 @@
+import Foundation
+import XCTest
+
+/// The one public origin: nginx (`deploy/gateway/`) in front of the five services, its route table generated from
+/// their OpenAPI documents. The table must be up to date, give every public route to the service that serves it,
+/// and the gateway must pass what clients rely on: event streams as they come, uploads up to their limit, HTTP/2 over
+/// TLS, the error contract for what it refuses itself, a sign-in rate limit, and schemathesis's checks of the merged
+/// document. Regenerate the table with
+///   UPDATE_GATEWAY=1 deploy/local/stack test --filter GatewayTests/testTheRouteTableIsGeneratedFromTheServicesDocuments
+final class GatewayTests: XCTestCase {
+    var database: TestDatabase!
+    var services: [String: ServiceProcess] = [:]
+    private var started: Gateway?
+    /// The gateway in front of this test's services, started on first use (the generation test writes its table first).
+    var gateway: Gateway {
+        get throws {
+            if let started { return started }
+            started = try Gateway(upstreams: names.map { ($0, services[$0]!.port) }, signInRate: "6000r/m")
+            return started!
+        }
+    }
+    let names = ["auth", "stories", "chat", "dispatch", "curation"]
+
+    override func setUpWithError() throws {
+        database = try TestDatabase()
+        let authPort = TestEnvironment.freePort()
+        let environment = ["DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(authPort)/v1/auth/jwks",
+                           "TRUSTED_PROXIES": "127.0.0.1"]
+        // Every route a deployment may switch on: sign-in with Google (its keys fetched from nowhere: the route exists,
+        // the table is what counts here) and dispatch's operator routes.
+        services["auth"] = try ServiceProcess("auth", port: authPort, environment: environment.merging([
+            "GOOGLE_CLIENT_IDS": "backend-tests.apps.googleusercontent.com", "GOOGLE_JWKS_URL": "http://127.0.0.1:9/certs"]) { $1 })
+        for name in names.dropFirst() {
+            let extra = name == "dispatch" ? ["OPERATOR_TOKEN": String(repeating: "o", count: 40)] : [:]
+            services[name] = try ServiceProcess(name, environment: environment.merging(extra) { $1 })
+        }
+        for name in names { try services[name]!.waitReady() }
+    }
+
+    override func tearDown() {
+        if let run = testRun, run.failureCount > 0 { print("--- gateway log ---\n\(started?.log.suffix(3000) ?? "")") }
+        started?.stop()
+        services.values.forEach { $0.stop() }
+        database?.drop()
+    }
+
+    func testTheRouteTableIsGeneratedFromTheServicesDocuments() throws {
+        let update = ProcessInfo.processInfo.environment["UPDATE_GATEWAY"] == "1"
+        let sources = names.map { "\($0)=http://127.0.0.1:\(services[$0]!.port)/openapi.json" }
+        XCTAssertNoThrow(try IntegrationTests.run(["python3", TestEnvironment.root.appendingPathComponent("deploy/gateway/routes.py").path]
+                                 + (update ? [] : ["--check"]) + sources))
+        // The gateway serves the merged document it was generated with.
+        let gateway = try self.gateway
+        let served = try APIClient(port: gateway.httpPort).get("/openapi.json")
+        XCTAssertEqual(served.status, 200)
+        XCTAssertEqual(served.body, Array(try Data(contentsOf: TestEnvironment.root.appendingPathComponent("deploy/gateway/openapi.json"))))
+    }
+
+    func testEveryPublicRouteReachesTheServiceThatServesIt() throws {
+        let gateway = try self.gateway
+        var expected: [String: String] = [:]  // a concrete path -> the service
+        for name in names {
+            let doc = try APIClient(port: services[name]!.port).get("/openapi.json").json
+            for (pattern, operations) in doc["paths"] as? [String: [String: Any]] ?? [:] {
+                guard !["/healthz", "/readyz", "/metrics", "/openapi.json"].contains(pattern), !pattern.hasPrefix("/v1/internal/") else { continue }
+                let path = pattern.split(separator: "/").map { $0.hasPrefix("{") ? Substring(UUID().uuidString.lowercased()) : $0 }
+                    .joined(separator: "/")
+                expected["/" + path] = name
+                for method in operations.keys.map({ $0.uppercased() }) {  // without a token: no stream is opened
+                    let r = try APIClient(port: gateway.httpPort).send(method, "/" + path)
+                    XCTAssertNotEqual(r.status, 502, "\(method) \(pattern)")
+                    XCTAssertFalse(r.status == 404 && r.errorCode == "not_found" && r.body.count < 60 && pattern.allSatisfy { $0 != "{" },
+                                   "\(method) \(pattern) is not routed")
+                }
+            }
+        }
+        XCTAssertGreaterThan(expected.count, 70)
+        // The gateway's access log names the upstream of each request.
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5) { gateway.accessLog.count >= expected.count })
+        var seen: [String: String] = [:]
+        for entry in gateway.accessLog { if let path = entry["path"] as? String, let up = entry["upstream"] as? String { seen[path] = up } }
+        for (path, service) in expected.sorted(by: { $0.key < $1.key }) {
+            XCTAssertEqual(seen[path], service, path)
+        }
+        // A method the gateway refuses itself (TRACE) gets the error contract and the path's Allow, as the services give.
+        let trace = try APIClient(port: gateway.httpPort).send("TRACE", "/v1/videos/\(UUID().uuidString.lowercased())/like")
+        XCTAssertEqual(trace.status, 405)
+        XCTAssertEqual(trace.errorCode, "method_not_allowed")
+        XCTAssertEqual(trace.headers["allow"], "DELETE, PUT")
+        // What no service serves, and what only other services may call, is the gateway's 404.
+        for path in ["/v1/nothing", "/v1/internal/revoked-sessions", "/metrics", "/readyz", "/%6detrics"] {
+            let r = try APIClient(port: gateway.httpPort).get(path)
+            XCTAssertEqual(r.status, 404, path)
+            XCTAssertEqual(r.errorCode, "not_found", path)
+        }
+    }
+
+    func testAChatJourneyThroughTheGatewayStreamsLiveAndCarriesItsUploads() throws {
+        let gateway = try self.gateway
+        let client = APIClient(port: gateway.httpPort)
+        let ana = try client.signup("ana_gw").accessToken
+        let room = try client.post("/v1/rooms", ["name": "Gateway"], token: ana)
+        XCTAssertEqual(room.status, 201)
+        let roomId = try XCTUnwrap(room["id"] as? String)
+        XCTAssertNotNil(room.headers["x-request-id"])
+        let stream = try SSEReader(port: gateway.httpPort, path: "/v1/rooms/\(roomId)/events", token: ana)
+        XCTAssertEqual(stream.status, 200)
+        _ = stream.next(timeout: 2)  // whatever the stream opens with
+        let began = Date()
+        XCTAssertEqual(try client.post("/v1/rooms/\(roomId)/messages", ["text": "through the gateway"], token: ana).status, 201)
+        var got = false
+        while let event = stream.next(timeout: 3) { if event.data.contains("through the gateway") { got = true; break } }
+        XCTAssertTrue(got, "the message arrives on the stream")
+        XCTAssertLessThan(Date().timeIntervalSince(began), 2, "unbuffered")
+        // An upload bigger than JSON's 1 MiB passes the gateway to chat (which checks what it is); past 10 MiB it does not.
+        let photo = try client.send("POST", "/v1/chat/media", raw: Images.png, token: ana, headers: ["Content-Type": "image/png"])
+        XCTAssertEqual(photo.status, 201)
+        XCTAssertEqual(photo["url"] as? String, "/v1/chat/media/\(photo["id"] as? String ?? "")")
+        XCTAssertEqual(try client.get(photo["url"] as? String ?? "", token: ana).body, Images.png, "the image loads by the URL the view gave")
+        let big = try client.send("POST", "/v1/chat/media", raw: [UInt8](repeating: 0, count: 2 << 20), token: ana,
+                                  headers: ["Content-Type": "image/png"])
+        XCTAssertEqual(big.status, 415, "2 MiB reaches chat, which sees it is no image")
+        let tooBig = try client.send("POST", "/v1/auth/login", raw: [UInt8](repeating: 0x20, count: 2 << 20), headers: ["Content-Type": "application/json"])
+        XCTAssertEqual(tooBig.status, 413)
+        XCTAssertEqual(tooBig.errorCode, "payload_too_large")
+    }
+
+    func testTLSWithHTTP2AndTheForwardingHeaders() throws {
+        let gateway = try self.gateway
+        let out = try IntegrationTests.run(["curl", "-sk", "--http2", "-o", "/dev/null", "-w", "%{http_version} %{http_code}",
+                           "https://127.0.0.1:\(gateway.httpsPort)/healthz"])
+        XCTAssertEqual(out, "2 200")
+        let traced = try IntegrationTests.run(["curl", "-sk", "-D", "-", "-o", "/dev/null", "-H", "X-Request-Id: my-request-1",
+                              "-H", "X-Forwarded-For: 6.6.6.6", "https://127.0.0.1:\(gateway.httpsPort)/v1/subjects"])
+        XCTAssertTrue(traced.lowercased().contains("x-request-id: my-request-1"), traced)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5) {
+            services["curation"]!.log.contains(#""requestId":"my-request-1""#)
+        }, "the client's request id reaches the service")
+        let entry = gateway.accessLog.last { ($0["requestId"] as? String) == "my-request-1" }
+        XCTAssertEqual(entry?["client"] as? String, "127.0.0.1", "the forged X-Forwarded-For is not the client")
+        XCTAssertNotNil((entry?["traceparent"] as? String).flatMap { $0.range(of: #"^00-[0-9a-f]{32}-[0-9a-f]{16}-01$"#, options: .regularExpression) },
+                        "a trace is started at the edge")
+    }
+
+    func testSignInsAreRateLimitedPerClientAddress() throws {
+        let strict = try Gateway(upstreams: names.map { ($0, services[$0]!.port) }, signInRate: "6r/m")
+        defer { strict.stop() }
+        // Different names each time, so that auth's own throttle (per account) stays out of it: these 429s are the gateway's.
+        var limited: [APIResponse] = []
+        for i in 0..<30 {
+            let r = try APIClient(port: strict.httpPort).post("/v1/auth/login", ["username": "nobody\(i)", "password": "wrong password"])
+            if r.status == 429 { limited.append(r) } else { XCTAssertEqual(r.status, 401) }
+        }
+        XCTAssertGreaterThanOrEqual(limited.count, 8, "past the burst of 20 (and one more each 10 s), 429")
+        for r in limited {
+            XCTAssertEqual(r.errorCode, "rate_limited")
+            XCTAssertNotNil(r.headers["retry-after"])
+        }
+        let refusedHere = strict.accessLog.filter { $0["status"] as? Int == 429 && ["", "-"].contains($0["upstreamAddr"] as? String ?? "") }
+        XCTAssertEqual(refusedHere.count, limited.count, "answered by the gateway, never reaching auth")
+        XCTAssertEqual(try APIClient(port: strict.httpPort).get("/v1/subjects").status, 200, "other routes are not limited")
+    }
+
+    func testSchemathesisFindsTheMergedDocumentTrue() throws {
+        let gateway = try self.gateway
+        let st = try XCTUnwrap(ProcessInfo.processInfo.environment["SCHEMATHESIS_BIN"], "run the tests with deploy/local/stack test")
+        let token = try APIClient(port: gateway.httpPort).signup().accessToken
+        let started = Date()
+        do {
+            try IntegrationTests.run([st, "run", "http://127.0.0.1:\(gateway.httpPort)/openapi.json", "--checks", "all",
+                     "--exclude-checks", "positive_data_acceptance", "--phases", "examples,coverage,fuzzing",
+                     "-n", "25", "--seed", "20261130", "--request-timeout", "5", "--workers", "2",
+                     "-H", "Authorization: Bearer \(token)",
+                     "--exclude-operation-id", "postV1AuthLogout",  // it would end the session the run uses
+                     "--exclude-path-regex", "/events$"])  // event streams do not end
+        } catch {
+            XCTFail(String(describing: error).suffix(8000).description)
+        }
+        print("schemathesis through the gateway: \(Int(Date().timeIntervalSince(started))) s")
+        for name in names { XCTAssertTrue(services[name]!.process.isRunning, "\(name) is still up") }
+    }
+}
+
+/// nginx with the gateway's configuration (`deploy/gateway/configure`) in front of services on this machine.
+final class Gateway {
+    let httpPort = TestEnvironment.freePort()
+    let httpsPort = TestEnvironment.freePort()
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-\(UUID().uuidString.prefix(8))")
+    private let process = Process()
+
+    init(upstreams: [(String, Int)], signInRate: String) throws {
+        let configure = TestEnvironment.root.appendingPathComponent("deploy/gateway/configure").path
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: configure)
+        p.arguments = [directory.path, String(httpPort), String(httpsPort)] + upstreams.map { "\($0.0)=127.0.0.1:\($0.1)" }
+        p.environment = ProcessInfo.processInfo.environment.merging(["GATEWAY_SIGNIN_RATE": signInRate]) { $1 }
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw TestFailure("deploy/gateway/configure failed") }
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-p", directory.path, "-c", directory.appendingPathComponent("nginx.conf").path, "-g", "daemon off;"]
+        // What nginx says before its own error log is open (a configuration it refuses).
+        let errors = directory.appendingPathComponent("stderr.log")
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        try process.run()
+        guard TestEnvironment.waitUntil(timeout: 10, { (try? APIClient(port: httpPort).get("/healthz"))?.status == 200 }) else {
+            throw TestFailure("the gateway did not start: \(log)")
+        }
+    }
+
+    var log: String {
+        ["stderr.log", "error.log"].map { (try? String(contentsOf: directory.appendingPathComponent($0), encoding: .utf8)) ?? "" }
+            .joined(separator: "\n")
+    }
+
+    /// The access log's entries, oldest first.
+    var accessLog: [[String: Any]] {
+        let text = (try? String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        if ProcessInfo.processInfo.environment["KEEP_GATEWAY"] == nil { try? FileManager.default.removeItem(at: directory) }
+    }
+}
