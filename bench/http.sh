@@ -2,14 +2,16 @@
 # HTTP benchmark: wrk against auth's GET /healthz and an authenticated GET /v1/users/me, against nginx answering a
 # fixed body, and pgbench running the query users/me makes (the session check and the user in one SELECT),
 # interleaved round by round on the same machine. Prints requests/s, p99 latency, the ratios and the CPU per 1,000
-# requests of auth and PostgreSQL (medians of RUNS rounds). Not a test: absolute numbers drift on shared machines,
-# ratios less so.
+# requests of auth and PostgreSQL (medians of RUNS rounds). The same two routes through the stack's gateway (nginx in
+# front of auth, as clients reach it) beside direct, as ratios. Not a test: absolute numbers drift on shared
+# machines, ratios less so.
 #   bench/http.sh                      DURATION=10 CONNECTIONS=64 RUNS=3
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DURATION="${DURATION:-10}"; CONNECTIONS="${CONNECTIONS:-64}"; RUNS="${RUNS:-3}"
 NGINX_PORT="${NGINX_PORT:-18080}"
 AUTH="http://127.0.0.1:8081"
+GATEWAY="http://127.0.0.1:${STACK_GATEWAY_PORT:-8080}"
 
 need=()
 command -v wrk >/dev/null || need+=(wrk)
@@ -58,13 +60,16 @@ AND EXISTS (SELECT 1 FROM auth.sessions WHERE id = '$session_id' AND user_id = '
 SQL
 
 echo "==> $CONNECTIONS connections, ${DURATION}s each, $RUNS interleaved rounds ($(nproc) cores)" >&2
-for name in nginx health me me_pg; do : >"$work/$name"; done
+for name in nginx health me me_pg gw_health gw_me; do : >"$work/$name"; done
 for i in $(seq 1 "$RUNS"); do
     wrk_once - "http://127.0.0.1:$NGINX_PORT/" >>"$work/nginx"
     wrk_once auth "$AUTH/healthz" >>"$work/health"
     wrk_once auth "$AUTH/v1/users/me" "" "Authorization: Bearer $token" >>"$work/me"
     pg_once "$work/me.sql" >>"$work/me_pg"
-    echo "  round $i: nginx $(tail -1 "$work/nginx") | healthz $(tail -1 "$work/health") | users/me $(tail -1 "$work/me") | pgbench $(tail -1 "$work/me_pg")" >&2
+    # The gateway answers its own /healthz; auth's is not routed through it, so the gateway's liveness stands in.
+    wrk_once - "$GATEWAY/healthz" >>"$work/gw_health"
+    wrk_once auth "$GATEWAY/v1/users/me" "" "Authorization: Bearer $token" >>"$work/gw_me"
+    echo "  round $i: nginx $(tail -1 "$work/nginx") | healthz $(tail -1 "$work/health") | users/me $(tail -1 "$work/me") | pgbench $(tail -1 "$work/me_pg") | gateway healthz $(tail -1 "$work/gw_health") | gateway users/me $(tail -1 "$work/gw_me")" >&2
 done
 
 echo
@@ -74,3 +79,5 @@ printf '%-28s %10.0f %9.2f %14s %20s\n' "nginx fixed body" "$(col nginx 1)" "$(c
 printf '%-28s %10.0f %9.2f %14s %20s\n' "auth GET /healthz" "$(col health 1)" "$(col health 2)" "$(ratio "$(col health 1)" "$(col nginx 1)")" "$(col health 3), $(col health 4)"
 printf '%-28s %10.0f %9.2f %14s %20s\n' "auth GET /v1/users/me" "$(col me 1)" "$(col me 2)" "$(ratio "$(col me 1)" "$(col me_pg 1)") of pg" "$(col me 3), $(col me 4)"
 printf '%-28s %10.0f %9.2f %14s %20s\n' "  pgbench, the same SELECT" "$(col me_pg 1)" "$(col me_pg 2)" "1.00" "-, $(col me_pg 3)"
+printf '%-28s %10.0f %9.2f %14s %20s\n' "gateway GET /healthz" "$(col gw_health 1)" "$(col gw_health 2)" "$(ratio "$(col gw_health 1)" "$(col nginx 1)")" "-, -"
+printf '%-28s %10.0f %9.2f %14s %20s\n' "gateway GET /v1/users/me" "$(col gw_me 1)" "$(col gw_me 2)" "$(ratio "$(col gw_me 1)" "$(col me 1)") of direct" "$(col gw_me 3), $(col gw_me 4)"
