@@ -26,7 +26,9 @@ final class Worker: @unchecked Sendable {
     private let wakeFD: Int32
     private let listener: Int32
     private var listening = true
-    private var draining = false
+    /// Since when the server has been stopping (nil while it serves).
+    private var drainingSince: Double?
+    private var draining: Bool { drainingSince != nil }
     private let inbox = Mutex<[Message]>([])
     private var open: [Int32: Connection] = [:]
     private var serial: UInt64 = 0
@@ -61,7 +63,8 @@ final class Worker: @unchecked Sendable {
         var events = [epoll_event](repeating: epoll_event(), count: 128)
         var lastSweep = monotonicSeconds()
         loop: while true {
-            let count = epoll_wait(epoll, &events, Int32(events.count), 1000)
+            // Stopping, the sweep that closes idle connections runs five times a second.
+            let count = epoll_wait(epoll, &events, Int32(events.count), draining ? 200 : 1000)
             for i in 0..<Int(max(0, count)) {
                 let fd = Int32(truncatingIfNeeded: events[i].data.u64)
                 let flags = events[i].events
@@ -99,7 +102,7 @@ final class Worker: @unchecked Sendable {
                 if !c.closed { advance(c) }
             }
             let now = monotonicSeconds()
-            if now - lastSweep >= 1 {
+            if now - lastSweep >= (draining ? 0.2 : 1) {
                 lastSweep = now
                 expire(now: now)
             }
@@ -130,13 +133,14 @@ final class Worker: @unchecked Sendable {
     }
 
     /// The server is stopping: takes the connections already waiting (each will be answered), stops watching the
-    /// listener, and closes the connections that sit idle between requests; the others close after their answer.
+    /// listener, and closes the connections that sit idle between requests; the others close after their answer, and
+    /// one that has not begun a request within a second of this is closed too (`expire`).
     private func drain() {
-        draining = true
+        drainingSince = monotonicSeconds()
         while acceptOne() {}
         listening = false
         _ = epoll_ctl(epoll, EPOLL_CTL_DEL, listener, nil)
-        for c in Array(open.values) where c.isIdle { finish(c) }
+        for c in Array(open.values) where c.isIdle && c.answered > 0 { finish(c) }
         drained.signal()
     }
 
@@ -373,7 +377,7 @@ final class Worker: @unchecked Sendable {
         if case .stream = c.phase { return }
         c.waitingSince = monotonicSeconds()
         c.lineSeen = false
-        if c.keepAlive && !c.peerClosed { return }
+        if c.keepAlive && !c.peerClosed && !draining { return }
         if c.linger && !c.peerClosed {
             // Half-closed: the client sees the end of the answer; what it still sends is read and dropped for a while.
             shutdown(c.fd, Int32(SHUT_WR))
@@ -438,6 +442,8 @@ final class Worker: @unchecked Sendable {
         for c in Array(open.values) {
             if case .draining(let until, _) = c.phase {
                 if now > until { finish(c) }
+            } else if let since = drainingSince, now - since >= 1, c.isIdle {
+                finish(c)
             } else if c.isReadingBody && now > c.bodyDeadline {
                 switch c.phase {
                 case .body(let head, _, _), .chunked(let head, _, _):
@@ -518,10 +524,10 @@ private final class Connection {
         }
     }
 
-    /// Between requests, with nothing begun, nothing to send, and at least one request answered.
+    /// Between requests (or before the first): nothing begun, nothing to send.
     var isIdle: Bool {
         guard case .head = phase else { return false }
-        return input.isEmpty && !inFlight && sent >= output.count && !responseDone && answered > 0
+        return input.isEmpty && !inFlight && sent >= output.count && !responseDone
     }
 
     /// Requests answered on this connection.

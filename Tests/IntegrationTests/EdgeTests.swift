@@ -100,6 +100,8 @@ final class EdgeTests: ServiceTestCase {
         kept.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertFalse(kept.read(for: 0.3))
         XCTAssertEqual(kept.status, 200)
+        let silent = try RawConnection(port: draining.port)  // connected, never asks anything
+        let signalled = Date()
         kill(draining.process.processIdentifier, SIGTERM)
         Thread.sleep(forTimeInterval: 0.3)
         XCTAssertEqual(try APIClient(port: draining.port).get("/readyz").status, 503, "readiness falls at once")
@@ -111,8 +113,10 @@ final class EdgeTests: ServiceTestCase {
         // After the delay: idle keep-alive connections are closed, the process exits cleanly.
         XCTAssertTrue(kept.read(for: 4), "the idle keep-alive connection is closed once the listener closes")
         XCTAssertTrue(during.read(for: 1))
+        XCTAssertTrue(silent.read(for: 3), "a connection that never began a request is closed too, a second after")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { !draining.process.isRunning })
         XCTAssertEqual(draining.process.terminationStatus, 0)
+        XCTAssertLessThan(Date().timeIntervalSince(signalled), 2 + 3, "the delay, then a quick drain (not the head deadline)")
     }
 
     func testItListensOnIPv6AndIPv4() throws {
