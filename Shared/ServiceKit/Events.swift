@@ -391,8 +391,10 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
 
     private func cleanup() {
         do {
-            let removed = try pool.withConnection { c in
-                try c.execute("DELETE FROM \(schema).outbox WHERE sent_at < now() - make_interval(secs => $1)", [retention])
+            // Background upkeep, not a request: a week of sent events may take longer than DB_STATEMENT_TIMEOUT_MS.
+            let removed = try pool.withTransaction { c in
+                try c.execute("SET LOCAL statement_timeout = 0")
+                return try c.execute("DELETE FROM \(schema).outbox WHERE sent_at < now() - make_interval(secs => $1)", [retention])
                     + c.execute("DELETE FROM \(schema).idempotency_keys WHERE created_at < now() - interval '24 hours'")
                     + c.execute("DELETE FROM \(schema).processed_events WHERE processed_at < now() - interval '30 days'")
                 // 30 days: at least OUTBOX_RETENTION_HOURS (at most 720), so a republished event is still recognised.
