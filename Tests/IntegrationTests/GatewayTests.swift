@@ -169,7 +169,7 @@ final class GatewayTests: XCTestCase {
         do {
             try IntegrationTests.run([st, "run", "http://127.0.0.1:\(gateway.httpPort)/openapi.json", "--checks", "all",
                      "--exclude-checks", "positive_data_acceptance", "--phases", "examples,coverage,fuzzing",
-                     "-n", "25", "--seed", "20261130", "--request-timeout", "5", "--workers", "2",
+                     "-n", "25", "--seed", "20261130", "--request-timeout", "5",
                      "-H", "Authorization: Bearer \(token)",
                      "--exclude-operation-id", "postV1AuthLogout",  // it would end the session the run uses
                      "--exclude-path-regex", "/events$"])  // event streams do not end
