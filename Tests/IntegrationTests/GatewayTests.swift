@@ -142,6 +142,32 @@ final class GatewayTests: XCTestCase {
                         "a trace is started at the edge")
     }
 
+    func testBrowsersOnAnAllowedOriginMayCallTheAPI() throws {
+        let gateway = try self.gateway  // the stack's default: web clients on http://localhost or 127.0.0.1, any port
+        let client = APIClient(port: gateway.httpPort)
+        let preflight = try client.send("OPTIONS", "/v1/rooms", headers: ["Origin": "http://localhost:5173",
+                                                                          "Access-Control-Request-Method": "POST",
+                                                                          "Access-Control-Request-Headers": "authorization, content-type"])
+        XCTAssertEqual(preflight.status, 204)
+        XCTAssertEqual(preflight.headers["access-control-allow-origin"], "http://localhost:5173")
+        XCTAssertEqual(preflight.headers["access-control-allow-methods"], "GET, POST", "the path's own methods")
+        XCTAssertTrue(preflight.headers["access-control-allow-headers"]?.contains("Authorization") == true)
+        XCTAssertEqual(preflight.headers["access-control-max-age"], "600")
+        XCTAssertNil(preflight.headers["access-control-allow-credentials"], "bearer tokens, no cookies")
+        let ana = try client.signup().accessToken
+        let rooms = try client.send("GET", "/v1/rooms", token: ana, headers: ["Origin": "http://localhost:5173"])
+        XCTAssertEqual(rooms.status, 200)
+        XCTAssertEqual(rooms.headers["access-control-allow-origin"], "http://localhost:5173")
+        XCTAssertTrue(rooms.headers["access-control-expose-headers"]?.contains("X-Request-Id") == true)
+        XCTAssertEqual(rooms.headers["vary"], "Origin")
+        for origin in ["https://evil.example", "http://localhost.evil.example", "null"] {
+            let other = try client.send("GET", "/v1/rooms", token: ana, headers: ["Origin": origin])
+            XCTAssertNil(other.headers["access-control-allow-origin"], origin)
+            let otherPreflight = try client.send("OPTIONS", "/v1/rooms", headers: ["Origin": origin, "Access-Control-Request-Method": "POST"])
+            XCTAssertNil(otherPreflight.headers["access-control-allow-methods"], origin)
+        }
+    }
+
     func testSignInsAreRateLimitedPerClientAddress() throws {
         let strict = try Gateway(upstreams: names.map { ($0, services[$0]!.port) }, signInRate: "6r/m")
         defer { strict.stop() }
