@@ -52,7 +52,7 @@ enum Parser {
     private static let headTooLarge = HeadResult.refused(
         HTTPError(431, "header_too_large", "The request head is larger than \(maxHead) bytes."), method: "-", path: "-")
 
-    fileprivate static let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n"), space = UInt8(ascii: " "), tab = UInt8(ascii: "\t")
+    private static let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n"), space = UInt8(ascii: " "), tab = UInt8(ascii: "\t")
 
     /// Parses the head at the start of `bytes`, resuming where `scan` stopped on the last call with the same bytes
     /// and more. Blank lines before the request line are skipped, but count against the head's limit like any byte.
@@ -134,18 +134,13 @@ enum Parser {
         headers.reserveCapacity(lines.count)
         var contentLength: Int?
         for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
-                  line[line.startIndex..<colon].allSatisfy(isToken) else {
-                return badRequest("A header line is not 'Name: value'.", method: method, path: path)
+            let rawName: Slice<UnsafeRawBufferPointer>, value: Slice<UnsafeRawBufferPointer>
+            switch field(line) {
+            case .field(let n, let v): (rawName, value) = (n, v)
+            case .malformed: return badRequest("A header line is not 'Name: value'.", method: method, path: path)
+            case .controlCharacter: return badRequest("A header value holds a control character.", method: method, path: path)
             }
-            var valueStart = line.index(after: colon), valueEnd = line.endIndex
-            while valueStart < valueEnd && (line[valueStart] == space || line[valueStart] == tab) { valueStart += 1 }
-            while valueEnd > valueStart && (line[valueEnd - 1] == space || line[valueEnd - 1] == tab) { valueEnd -= 1 }
-            let value = line[valueStart..<valueEnd]
-            guard !value.contains(where: { ($0 < 0x20 && $0 != tab) || $0 == 0x7F }) else {
-                return badRequest("A header value holds a control character.", method: method, path: path)
-            }
-            let name = String(decoding: line[line.startIndex..<colon].map(lowercased), as: UTF8.self)
+            let name = String(decoding: rawName.map(lowercased), as: UTF8.self)
             let text = String(decoding: value, as: UTF8.self)
             if name == "content-length" {
                 guard !value.isEmpty, value.count <= 15, value.allSatisfy(isDigit), let length = Int(text),
@@ -191,6 +186,25 @@ enum Parser {
         let expectsContinue = minor == 1 && body != .none && headers["expect"]?.lowercased() == "100-continue"
         return .complete(Head(method: method, path: path, query: query, minorVersion: minor, headers: headers, body: body,
                               keepAlive: keepAlive, expectsContinue: expectsContinue), consumed: consumed)
+    }
+
+    enum FieldLine {
+        case field(name: Slice<UnsafeRawBufferPointer>, value: Slice<UnsafeRawBufferPointer>)
+        case malformed
+        case controlCharacter
+    }
+
+    /// A field line, of a head or a chunked body's trailer (RFC 9112, 5): a token, a colon, and a value, without the
+    /// space or tab around it, holding no control character.
+    static func field(_ line: Slice<UnsafeRawBufferPointer>) -> FieldLine {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
+              line[line.startIndex..<colon].allSatisfy(isToken) else { return .malformed }
+        var valueStart = line.index(after: colon), valueEnd = line.endIndex
+        while valueStart < valueEnd && (line[valueStart] == space || line[valueStart] == tab) { valueStart += 1 }
+        while valueEnd > valueStart && (line[valueEnd - 1] == space || line[valueEnd - 1] == tab) { valueEnd -= 1 }
+        let value = line[valueStart..<valueEnd]
+        guard !value.contains(where: { ($0 < 0x20 && $0 != tab) || $0 == 0x7F }) else { return .controlCharacter }
+        return .field(name: line[line.startIndex..<colon], value: value)
     }
 
     /// A 400 for a malformed head; `method` and `path` as far as they were read, for the log.
@@ -276,7 +290,7 @@ enum Parser {
                         if line.isEmpty { return .done(consumed: i) }
                         trailerBytes += line.count + 2
                         guard trailerBytes <= Self.maxTrailer else { return Self.malformed("The trailer is larger than \(Self.maxTrailer) bytes.") }
-                        guard Self.isField(line) else { return Self.malformed("A trailer line is not 'Name: value'.") }
+                        guard case .field = field(line) else { return Self.malformed("A trailer line is not 'Name: value'.") }
                         continue
                     }
                     let digits = line.prefix { hexValue($0) != nil }
@@ -344,13 +358,6 @@ enum Parser {
                 }
             }
         }
-
-        /// A field line: a token, a colon, a value without control characters.
-        static func isField(_ line: Slice<UnsafeRawBufferPointer>) -> Bool {
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
-                  line[line.startIndex..<colon].allSatisfy(isToken) else { return false }
-            return !line[(colon + 1)...].contains { ($0 < 0x20 && $0 != tab) || $0 == 0x7F }
-        }
     }
 
     // MARK: Bytes
@@ -393,7 +400,7 @@ enum Parser {
         return true
     }
 
-    fileprivate static func hexValue(_ b: UInt8) -> UInt8? {
+    private static func hexValue(_ b: UInt8) -> UInt8? {
         switch b {
         case 0x30...0x39: return b - 0x30
         case 0x41...0x46: return b - 0x41 + 10
@@ -405,7 +412,7 @@ enum Parser {
     private static func lowercased(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
 
     /// A `tchar` of RFC 9110: what names of methods and headers are made of.
-    fileprivate static func isToken(_ b: UInt8) -> Bool {
+    private static func isToken(_ b: UInt8) -> Bool {
         switch b {
         case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
         case 0x21, 0x23...0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x5E...0x60, 0x7C, 0x7E: return true  // !#$%&'*+-.^_`|~
