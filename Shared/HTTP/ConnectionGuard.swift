@@ -103,6 +103,4 @@ final class BodyMemory: Sendable {
     }
 
     func release(_ bytes: Int) { used.wrappingSubtract(bytes, ordering: .relaxed) }
-
-    var inUse: Int { used.load(ordering: .relaxed) }
 }

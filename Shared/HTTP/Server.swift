@@ -54,12 +54,6 @@ public final class HTTPServer: @unchecked Sendable {
         handlers = HandlerPool(threads: handlerThreads, maxQueued: maxQueued)
     }
 
-    /// Whether `host` is an address this server can listen on.
-    public static func isListenAddress(_ host: String) -> Bool {
-        var v4 = in_addr(), v6 = in6_addr()
-        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
-    }
-
     /// Starts listening on `host` and `port`; `::` takes IPv4 connections too (dual-stack), and falls back to every
     /// IPv4 address where the machine has no IPv6. Throws when the port cannot be bound.
     public func start() throws {

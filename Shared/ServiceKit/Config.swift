@@ -155,7 +155,7 @@ public struct ServiceConfig: Sendable {
             proxies.insert(address)
         }
         let bindAddress = env.string("BIND_ADDRESS", default: "::")
-        guard HTTPServer.isListenAddress(bindAddress) else {
+        guard Validate.isIPAddress(bindAddress) else {
             throw ConfigError(variable: "BIND_ADDRESS", problem: "must be an IPv4 or IPv6 address such as :: or 0.0.0.0 (got \"\(bindAddress)\")")
         }
         let total = max(64, ConnectionLimits.raiseFileLimit() - 256)
