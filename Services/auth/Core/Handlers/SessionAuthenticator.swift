@@ -20,13 +20,10 @@ struct SessionAuthenticator: Authenticator {
     }
 
     /// The signature and expiry; the session is checked with the body, by `authenticate`.
-    func checkHead(_ request: Request) throws {
-        guard (try? verified.caller(try bearerToken(request), keys: keys.verificationKeys)) != nil else { throw HTTPError.unauthenticated() }
-    }
+    func checkHead(_ request: Request) throws { _ = try signedCaller(request) }
 
     func authenticate(_ request: Request) throws -> Caller {
-        let token = try bearerToken(request)
-        guard let caller = try? verified.caller(token, keys: keys.verificationKeys) else { throw HTTPError.unauthenticated() }
+        let caller = try signedCaller(request)
         if checksSession {
             guard try pool.withConnection({
                 try AuthStorage().isSessionActive($0, session: caller.sessionId, user: caller.userId)
@@ -34,6 +31,12 @@ struct SessionAuthenticator: Authenticator {
                 throw HTTPError.unauthenticated()
             }
         }
+        return caller
+    }
+
+    /// The caller a token signed by auth's keys names, or a 401.
+    private func signedCaller(_ request: Request) throws -> Caller {
+        guard let caller = try? verified.caller(try bearerToken(request), keys: keys.verificationKeys) else { throw HTTPError.unauthenticated() }
         return caller
     }
 }
