@@ -75,13 +75,17 @@ final class EdgeTests: ServiceTestCase {
             }
         }
         threads.forEach { $0.start() }
-        Thread.sleep(forTimeInterval: 0.2)
+        // Probe once the handlers are stuck on the lock (PostgreSQL shows them waiting for it).
+        let watcher = try database.connect()
+        XCTAssertTrue(try TestEnvironment.waitUntil(timeout: 5) {
+            let waiting: Int? = try watcher.first("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")?["n"]
+            return (waiting ?? 0) > 0
+        }, "requests wait on the lock")
         var slowest = 0.0
         for _ in 0..<20 {
             let began = Date()
             XCTAssertEqual(try APIClient(port: service.port).get("/healthz").status, 200)
             slowest = max(slowest, Date().timeIntervalSince(began))
-            Thread.sleep(forTimeInterval: 0.05)
         }
         XCTAssertLessThan(slowest, 0.25, "/healthz never waits for the handlers stuck on the lock")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 15) { results.get()?.count == 24 }, "every request was answered")
@@ -103,8 +107,8 @@ final class EdgeTests: ServiceTestCase {
         let silent = try RawConnection(port: draining.port)  // connected, never asks anything
         let signalled = Date()
         kill(draining.process.processIdentifier, SIGTERM)
-        Thread.sleep(forTimeInterval: 0.3)
-        XCTAssertEqual(try APIClient(port: draining.port).get("/readyz").status, 503, "readiness falls at once")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 1) { (try? APIClient(port: draining.port).get("/readyz"))?.status == 503 },
+                      "readiness falls at once")
         let during = try RawConnection(port: draining.port)
         during.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertFalse(during.read(for: 0.3), "a new connection is still served, and kept, during the delay")
