@@ -14,9 +14,9 @@ public struct Route: Sendable {
     public let bodyLimit: Int
     /// What the route does, for the OpenAPI document.
     public let summary: String
-    /// The security scheme that guards it (`bearer`, `operator`), nil when public; set by the wrapper that
-    /// enforces it, and listed in the OpenAPI document.
-    public let security: String?
+    /// The security schemes that guard it (`bearer`, `operator`), any one of which is accepted; empty when public.
+    /// Set by the wrapper that enforces them, and listed in the OpenAPI document.
+    public let security: [String]
     /// The JSON Schema of the request body, as JSON text, if it takes one.
     public let requestSchema: String?
     /// The success status and the JSON Schema of its body, as JSON text.
@@ -79,8 +79,8 @@ public struct Router: Sendable {
 
     public init() {}
 
-    /// Adds a route; `security` names the scheme `handler` enforces (the kit's `add(..., auth:)` sets it).
-    public mutating func add(_ method: String, _ pattern: String, summary: String = "", security: String? = nil,
+    /// Adds a route; `security` names the schemes `handler` enforces (the kit's `add(..., auth:)` sets them).
+    public mutating func add(_ method: String, _ pattern: String, summary: String = "", security: [String] = [],
                              bodyLimit: Int = defaultBodyLimit, request: String? = nil,
                              response: (Int, String?) = (200, nil), inline: Bool = false,
                              checkHead: (@Sendable (Request) -> HTTPError?)? = nil, _ handler: @escaping Handler) {

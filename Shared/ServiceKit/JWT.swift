@@ -3,7 +3,8 @@ import Foundation
 import HTTP
 import Synchronization
 
-/// The claims of an access token (conventions: `sub`, `sid`, `iat`, `exp`, `iss: "auth"`).
+/// The claims of an access token (conventions: `sub`, `sid`, `iat`, `exp`, `iss: "auth"`), or of a stream ticket,
+/// which adds `aud: "stream"` and its own id `jti`.
 public struct AccessClaims: Codable, Sendable, Equatable {
     /// The user id.
     public var sub: String
@@ -15,21 +16,29 @@ public struct AccessClaims: Codable, Sendable, Equatable {
     public var exp: Int
     /// Always `auth`.
     public var iss: String
+    /// Absent from an access token; `stream` in a stream ticket.
+    public var aud: String?
+    /// A stream ticket's id (what makes it single-use).
+    public var jti: String?
 
-    public init(sub: String, sid: String, iat: Int, exp: Int, iss: String = "auth") {
-        self.sub = sub; self.sid = sid; self.iat = iat; self.exp = exp; self.iss = iss
+    public init(sub: String, sid: String, iat: Int, exp: Int, iss: String = "auth", aud: String? = nil, jti: String? = nil) {
+        self.sub = sub; self.sid = sid; self.iat = iat; self.exp = exp; self.iss = iss; self.aud = aud; self.jti = jti
     }
 }
 
 /// Why a token was refused (never shown in detail to clients).
 public enum JWTError: Error, Equatable {
-    case malformed, unsupportedAlgorithm, unknownKey, badSignature, expired, notYetValid, wrongIssuer, lifetimeTooLong
+    case malformed, unsupportedAlgorithm, unknownKey, badSignature, expired, notYetValid, wrongIssuer, lifetimeTooLong,
+         wrongAudience
 }
 
 /// EdDSA (Ed25519) JSON Web Tokens.
 public enum JWT {
     /// The longest access-token lifetime accepted (15 minutes).
     public static let maxLifetime = 15 * 60
+    /// The audience of stream tickets, and their longest lifetime (a minute: a ticket travels in a URL).
+    public static let streamAudience = "stream"
+    public static let maxTicketLifetime = 60
     /// Clock skew tolerated on `iat` and `exp`.
     public static let leeway = 5
 
@@ -43,8 +52,10 @@ public enum JWT {
         return "\(header).\(payload).\(Base64URL.encode(signature))"
     }
 
-    /// Verifies signature, algorithm, issuer and times; `keys` maps key ids to raw Ed25519 public keys.
-    public static func verify(_ token: String, keys: [String: [UInt8]], now: Date = Date()) throws(JWTError) -> AccessClaims {
+    /// Verifies signature, algorithm, issuer, audience and times; `keys` maps key ids to raw Ed25519 public keys. An
+    /// access token has no audience (`audience` nil), so a stream ticket never passes for one, nor the reverse.
+    public static func verify(_ token: String, keys: [String: [UInt8]], audience: String? = nil,
+                              now: Date = Date()) throws(JWTError) -> AccessClaims {
         guard token.utf8.count < 4096 else { throw .malformed }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
@@ -65,6 +76,7 @@ public enum JWT {
         let signed = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
         guard ed25519Verify(publicKey: key, message: signed, signature: signature) else { throw .badSignature }
         guard let claims = try? JSONDecoder().decode(AccessClaims.self, from: Data(payloadBytes)) else { throw .malformed }
+        guard claims.aud == audience else { throw .wrongAudience }
         try check(claims, now: now)
         return claims
     }
@@ -75,7 +87,7 @@ public enum JWT {
         guard claims.iss == "auth" else { throw .wrongIssuer }
         guard claims.exp > t - leeway else { throw .expired }
         guard claims.iat <= t + leeway else { throw .notYetValid }
-        guard claims.exp - claims.iat <= maxLifetime else { throw .lifetimeTooLong }
+        guard claims.exp - claims.iat <= (claims.aud == nil ? maxLifetime : maxTicketLifetime) else { throw .lifetimeTooLong }
     }
 }
 
@@ -159,9 +171,28 @@ public struct Caller: Sendable, Equatable {
     public init(userId: UUID, sessionId: UUID) { self.userId = userId; self.sessionId = sessionId }
 }
 
+/// A stream ticket whose signature, audience and times verified: whom it names, its id, and when it expires.
+public struct StreamTicket: Sendable, Equatable {
+    public let caller: Caller
+    public let id: UUID
+    public let expiresAt: Date
+
+    /// The ticket `claims` describe, or a 401 when its ids are not UUIDs.
+    public init(_ claims: AccessClaims) throws {
+        guard let user = UUID(uuidString: claims.sub), let session = UUID(uuidString: claims.sid),
+              let id = claims.jti.flatMap(UUID.init(uuidString:)) else { throw HTTPError.unauthenticated() }
+        self.caller = Caller(userId: user, sessionId: session)
+        self.id = id
+        self.expiresAt = Date(timeIntervalSince1970: TimeInterval(claims.exp))
+    }
+}
+
 /// Turns a request's bearer token into a `Caller`, or a 401.
 public protocol Authenticator: Sendable {
     func authenticate(_ request: Request) throws -> Caller
+    /// A stream ticket (`?ticket=` of an event stream) checked as `authenticate` checks a token, or a 401. Its single
+    /// use is the stream route's to record (`StreamTickets`).
+    func ticket(_ text: String) throws -> StreamTicket
     /// What the head alone shows of the credentials, checked before a body is read: it must not block (no
     /// database, no network), and may let through what `authenticate` will refuse. Throws a 401.
     func checkHead(_ request: Request) throws
@@ -171,6 +202,8 @@ public protocol Authenticator: Sendable {
 
 extension Authenticator {
     public func end(_ stream: EventStream, whenRevoked caller: Caller) {}
+    /// By default, no ticket is accepted.
+    public func ticket(_ text: String) throws -> StreamTicket { throw HTTPError.unauthenticated() }
     /// By default, that there is a bearer token.
     public func checkHead(_ request: Request) throws { _ = try bearerToken(request) }
 }
@@ -234,24 +267,34 @@ public final class TokenVerifier: Authenticator, Sendable {
 
     public func authenticate(_ request: Request) throws -> Caller {
         let token = try bearerToken(request)
+        let caller = try withKeys { keys throws(JWTError) in try verified.caller(token, keys: keys()) }
+        if revocations?.isRevoked(caller.sessionId) == true { throw HTTPError.unauthenticated() }
+        return caller
+    }
+
+    public func ticket(_ text: String) throws -> StreamTicket {
+        let claims = try withKeys { keys throws(JWTError) in try JWT.verify(text, keys: keys(), audience: JWT.streamAudience) }
+        let ticket = try StreamTicket(claims)
+        if revocations?.isRevoked(ticket.caller.sessionId) == true { throw HTTPError.unauthenticated() }
+        return ticket
+    }
+
+    /// Runs a check with the keys (read only if it asks), fetching them again when it names a key id not yet known;
+    /// any refusal is a 401.
+    private func withKeys<T>(_ check: (() -> [String: [UInt8]]) throws(JWTError) -> T) throws -> T {
         // Until the revocations are known, a logged-out token would pass: ask the client to come back.
         if let revocations, !revocations.wereComplete { throw HTTPError.unavailable(retryAfter: 1) }
-        let caller: Caller
         do {
-            caller = try verified.caller(token, keys: currentKeys())
+            return try check(currentKeys)
         } catch .unknownKey {
             // A new key id is looked up at most every 5 s (tokens with made-up ids cannot flood auth); while no key is
             // known at all, every second.
             let stale = keys.withLock { Date().timeIntervalSince($0.lastFetch) > ($0.current.isEmpty ? 1 : 5) }
-            guard stale, refreshKeys(), let c = try? verified.caller(token, keys: currentKeys()) else {
-                throw HTTPError.unauthenticated()
-            }
-            caller = c
+            guard stale, refreshKeys(), let result = try? check(currentKeys) else { throw HTTPError.unauthenticated() }
+            return result
         } catch {
             throw HTTPError.unauthenticated()
         }
-        if revocations?.isRevoked(caller.sessionId) == true { throw HTTPError.unauthenticated() }
-        return caller
     }
 
     public func end(_ stream: EventStream, whenRevoked caller: Caller) {

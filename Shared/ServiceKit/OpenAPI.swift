@@ -18,7 +18,7 @@ public enum OpenAPI {
                 ["name": q.name, "in": "query", "required": false, "description": q.description, "schema": parse(q.schema) ?? [:]]
             }
             if !(path + query).isEmpty { op["parameters"] = path + query }
-            op["security"] = route.security.map { [[$0: [String]()]] } ?? [[String: [String]]]()
+            op["security"] = route.security.map { [$0: [String]()] }
             // A body limit other than the JSON default (an upload's 10 MiB): the gateway's route table sizes its
             // own limit from it.
             if route.bodyLimit != defaultBodyLimit { op["x-max-body-bytes"] = route.bodyLimit }
@@ -49,7 +49,7 @@ public enum OpenAPI {
             "info": ["title": "\(service) service", "version": version],
             "paths": paths,
             "components": [
-                "securitySchemes": securitySchemes.filter { name, _ in routes.contains { $0.security == name } },
+                "securitySchemes": securitySchemes.filter { name, _ in routes.contains { $0.security.contains(name) } },
                 "schemas": ["Error": parse(errorSchema)!],
             ],
         ]
@@ -69,9 +69,9 @@ public enum OpenAPI {
         var errors: [(Int, String)] = [(503, "Not ready, or a dependency is down (Retry-After)")]
         if writes || hasPath || !route.query.isEmpty { errors.append((400, "Invalid input; `field` names it")) }
         // Public writes include the ones that take credentials in their body (login, refresh).
-        if route.security != nil || writes { errors.append((401, "Missing or invalid credentials")) }
-        if hasPath || route.security == "bearer" { errors.append((404, "Not found, or not yours to see")) }
-        if route.security == "bearer" && writes { errors.append((403, "Yours to see, not to change")) }
+        if !route.security.isEmpty || writes { errors.append((401, "Missing or invalid credentials")) }
+        if hasPath || route.security.contains("bearer") { errors.append((404, "Not found, or not yours to see")) }
+        if route.security.contains("bearer") && writes { errors.append((403, "Yours to see, not to change")) }
         if writes { errors.append((409, "Conflicts with the current state")); errors.append((429, "Too many attempts (Retry-After)")) }
         if writes { errors.append((413, "Body too large")); errors.append((415, "Not a type this route takes")) }
         return errors
@@ -97,6 +97,8 @@ public enum OpenAPI {
                      "description": "The operator token (OPERATOR_TOKEN) of trusted tools such as a fleet gateway."],
         "service": ["type": "http", "scheme": "bearer",
                     "description": "The service token (SERVICE_TOKEN) this platform's services share between them."],
+        "streamTicket": ["type": "apiKey", "in": "query", "name": "ticket",
+                         "description": "A single-use stream ticket from POST /v1/auth/stream-tickets, valid for a minute: how a browser's EventSource, which cannot send a header, opens a stream."],
     ] }
 
     /// The conventions' error body.

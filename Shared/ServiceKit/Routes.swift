@@ -23,7 +23,7 @@ extension Router {
     public mutating func add(_ method: String, _ pattern: String, summary: String, bodyLimit: Int = defaultBodyLimit,
                              response: (Int, String?) = (200, nil), auth: any Authenticator,
                              _ handler: @escaping @Sendable (Request, Caller) throws -> Response) {
-        add(method, pattern, summary: summary, security: "bearer", bodyLimit: bodyLimit, response: response,
+        add(method, pattern, summary: summary, security: ["bearer"], bodyLimit: bodyLimit, response: response,
             checkHead: Self.headCheck(auth.checkHead)) {
             let caller = try auth.authenticate($0)
             let response = try handler($0, caller)
@@ -36,7 +36,7 @@ extension Router {
     public mutating func add<Body: RequestBody>(_ method: String, _ pattern: String, summary: String, body: Body.Type,
                                                 response: (Int, String?), auth: any Authenticator,
                                                 _ handler: @escaping @Sendable (Request, Caller, Body) throws -> Response) {
-        add(method, pattern, summary: summary, security: "bearer", request: Self.schemaText(Body.self), response: response,
+        add(method, pattern, summary: summary, security: ["bearer"], request: Self.schemaText(Body.self), response: response,
             checkHead: Self.headCheck(auth.checkHead)) {
             let caller = try auth.authenticate($0)
             return try handler($0, caller, try JSON.decodeBody($0, as: Body.self))
@@ -49,7 +49,7 @@ extension Router {
     /// The caller adds such routes only when the credential is enabled.
     public mutating func add(_ method: String, _ pattern: String, summary: String, response: (Int, String?) = (200, nil),
                              trusted credential: SharedSecret, _ handler: @escaping @Sendable (Request) throws -> Response) {
-        add(method, pattern, summary: summary, security: credential.scheme, response: response,
+        add(method, pattern, summary: summary, security: [credential.scheme], response: response,
             checkHead: Self.headCheck(credential.check)) {
             try credential.check($0)
             return try handler($0)
@@ -60,7 +60,7 @@ extension Router {
     public mutating func add<Body: RequestBody>(_ method: String, _ pattern: String, summary: String, body: Body.Type,
                                                 response: (Int, String?), trusted credential: SharedSecret,
                                                 _ handler: @escaping @Sendable (Request, Body) throws -> Response) {
-        add(method, pattern, summary: summary, security: credential.scheme, request: Self.schemaText(Body.self), response: response,
+        add(method, pattern, summary: summary, security: [credential.scheme], request: Self.schemaText(Body.self), response: response,
             checkHead: Self.headCheck(credential.check)) {
             try credential.check($0)
             return try handler($0, try JSON.decodeBody($0, as: Body.self))

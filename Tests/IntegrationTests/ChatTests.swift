@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTP
 import Kafka
@@ -186,6 +187,46 @@ final class ChatFlowTests: ChatTestCase {
         XCTAssertEqual(ids, ids.sorted())
         try post(room, "live again", as: ann)
         XCTAssertEqual(next(back, "message_created")?.data["text"] as? String, "live again", "then live, with no duplicate between")
+    }
+
+    /// A browser's `EventSource` cannot send a header: it opens the stream with a ticket, once.
+    func testAStreamTicketOpensOneStreamOnceAndIsNoBearerToken() throws {
+        let ann = try person(), ben = try person()
+        let room = try room(ann, joinedBy: [ben])
+        func ticket(_ p: Person) throws -> String {
+            let r = try accounts.post("/v1/auth/stream-tickets", token: p.token)
+            XCTAssertEqual(r.status, 201, String(decoding: r.body, as: UTF8.self))
+            XCTAssertEqual(r.headers["cache-control"], "no-store")
+            XCTAssertEqual(r["expiresIn"] as? Int, 60)
+            return r["ticket"] as? String ?? ""
+        }
+        XCTAssertEqual(try accounts.post("/v1/auth/stream-tickets").status, 401, "a ticket needs a token")
+        let t = try ticket(ben)
+        let stream = try SSEReader(port: api.port, path: "/v1/rooms/\(room)/events?ticket=\(t)", token: nil)
+        XCTAssertEqual(stream.status, 200)
+        try post(room, "by ticket", as: ann)
+        XCTAssertEqual(next(stream, "message_created")?.data["text"] as? String, "by ticket")
+
+        XCTAssertEqual(try SSEReader(port: api.port, path: "/v1/rooms/\(room)/events?ticket=\(t)", token: nil).status, 401,
+                       "a ticket opens one stream only (a browser's automatic reconnect must get a new one)")
+        XCTAssertEqual(try api.get("/v1/rooms", token: t).status, 401, "a ticket is not a bearer token")
+        XCTAssertEqual(try SSEReader(port: api.port, path: "/v1/rooms/\(room)/events?ticket=\(ben.token)", token: nil).status, 401,
+                       "a bearer token is not a ticket")
+        let outsider = try person()
+        XCTAssertEqual(try SSEReader(port: api.port, path: "/v1/rooms/\(room)/events?ticket=\(try ticket(outsider))", token: nil).status,
+                       404, "a ticket opens only the streams its holder may see")
+        let tampered = try ticket(ben).split(separator: ".").enumerated().map { $0 == 1 ? Substring(Base64URL.encode(Array(
+            #"{"sub":"\#(outsider.id)"}"#.utf8))) : $1 }.joined(separator: ".")
+        XCTAssertEqual(try SSEReader(port: api.port, path: "/v1/rooms/\(room)/events?ticket=\(tampered)", token: nil).status, 401)
+
+        XCTAssertEqual(try accounts.post("/v1/auth/logout", token: ben.token).status, 204)
+        let afterLogout = try ticket(ann)
+        XCTAssertEqual(try accounts.post("/v1/auth/logout", token: ann.token).status, 204)
+        XCTAssertEqual(try accounts.post("/v1/auth/stream-tickets", token: ben.token).status, 401, "no ticket for an ended session")
+        XCTAssertTrue(try TestEnvironment.waitUntil(timeout: 15) { try api.get("/v1/rooms", token: ann.token).status == 401 },
+                      "chat hears of the logout")
+        XCTAssertEqual(try SSEReader(port: api.port, path: "/v1/rooms/\(room)/events?ticket=\(afterLogout)", token: nil).status, 401,
+                       "a ticket of a session since ended opens nothing")
     }
 
     func testAMessagePostedOnOneInstanceReachesAStreamOnAnother() throws {

@@ -64,11 +64,11 @@ final class InProcessTests: XCTestCase {
 
 /// Fails on any operation of `service`'s OpenAPI document whose success response has no schema (a body that is not
 /// JSON is named here), on a body-taking method without a schema where the route reads one, and on a route whose
-/// security is not the scheme it enforces.
+/// security is not the schemes it enforces (event streams also take a stream ticket).
 func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString = #filePath, line: UInt = #line) throws {
     let notJSON: Set<String> = ["GET /metrics", "GET /v1/media/{id}", "GET /v1/chat/media/{id}", "GET /v1/parcels/{id}/events",
                                 "GET /v1/rooms/{id}/events"]
-    let noBody: Set<String> = ["POST /v1/auth/logout", "POST /v1/groups/{id}/invite-code", "POST /v1/media", "POST /v1/chat/media",
+    let noBody: Set<String> = ["POST /v1/auth/logout", "POST /v1/auth/stream-tickets", "POST /v1/groups/{id}/invite-code", "POST /v1/media", "POST /v1/chat/media",
                                "POST /v1/dispatch/media",
                                "POST /v1/rooms/{id}/invite-code", "POST /v1/rooms/{id}/typing", "PUT /v1/videos/{id}/like",
                                "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
@@ -93,10 +93,10 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
             if ["POST", "PUT", "PATCH"].contains(method.uppercased()) && !noBody.contains(name) {
                 XCTAssertNotNil(op["requestBody"], "\(service.app.config.service): \(name) has no body schema", file: file, line: line)
             }
-            let scheme = (op["security"] as? [[String: Any]])?.first?.keys.first
-            let expected = publicRoutes.contains(name) ? nil : path.hasPrefix("/v1/operator/") ? "operator"
-                : path.hasPrefix("/v1/internal/") ? "service" : "bearer"
-            XCTAssertEqual(scheme, expected, "\(service.app.config.service): \(name)", file: file, line: line)
+            let schemes = (op["security"] as? [[String: Any]])?.flatMap(\.keys) ?? []
+            let expected = publicRoutes.contains(name) ? [] : path.hasPrefix("/v1/operator/") ? ["operator"]
+                : path.hasPrefix("/v1/internal/") ? ["service"] : path.hasSuffix("/events") ? ["bearer", "streamTicket"] : ["bearer"]
+            XCTAssertEqual(schemes, expected, "\(service.app.config.service): \(name)", file: file, line: line)
         }
     }
 }

@@ -67,6 +67,23 @@ final class JWTTests: XCTestCase {
         }
     }
 
+    func testAStreamTicketAndAnAccessTokenNeverPassForEachOther() throws {
+        var ticket = claims(lifetime: JWT.maxTicketLifetime)
+        ticket.aud = JWT.streamAudience; ticket.jti = UUID().uuidString.lowercased()
+        let signedTicket = try JWT.sign(ticket, key: key, kid: "k1")
+        XCTAssertEqual(try JWT.verify(signedTicket, keys: keys, audience: JWT.streamAudience, now: now), ticket)
+        XCTAssertThrowsError(try JWT.verify(signedTicket, keys: keys, now: now)) { XCTAssertEqual($0 as? JWTError, .wrongAudience) }
+        let token = try JWT.sign(claims(), key: key, kid: "k1")
+        XCTAssertThrowsError(try JWT.verify(token, keys: keys, audience: JWT.streamAudience, now: now)) {
+            XCTAssertEqual($0 as? JWTError, .wrongAudience)
+        }
+        XCTAssertThrowsError(try VerifiedTokens().caller(signedTicket, keys: keys, now: now), "nor through the verified tokens' memory")
+        var long = ticket; long.exp = long.iat + JWT.maxTicketLifetime + 1
+        XCTAssertThrowsError(try JWT.verify(try JWT.sign(long, key: key, kid: "k1"), keys: keys, audience: JWT.streamAudience, now: now)) {
+            XCTAssertEqual($0 as? JWTError, .lifetimeTooLong, "a ticket lives a minute at most")
+        }
+    }
+
     func testGarbageIsMalformed() {
         for token in ["", "a.b", "a.b.c", "....", String(repeating: "x", count: 5000), "e30.e30.AAAA"] {
             XCTAssertThrowsError(try JWT.verify(token, keys: keys, now: now), token.prefix(20).description)

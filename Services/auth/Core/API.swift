@@ -100,6 +100,11 @@ struct SessionView: Encodable {
     var deviceToken: String?
 }
 
+struct StreamTicketView: Encodable {
+    let ticket: String
+    let expiresIn = JWT.maxTicketLifetime
+}
+
 // MARK: - Schemas for the OpenAPI document
 
 enum Schemas {
@@ -120,6 +125,10 @@ enum Schemas {
         {"type":"object","required":["sessions"],"additionalProperties":false,"properties":{"sessions":{"type":"array",
          "items":{"type":"object","required":["sessionId","revokedAt"],"additionalProperties":false,
          "properties":{"sessionId":{"type":"string","format":"uuid"},"revokedAt":{"type":"string","format":"date-time"}}}}}}
+        """
+    static let streamTicket = """
+        {"type":"object","required":["ticket","expiresIn"],"additionalProperties":false,
+         "properties":{"ticket":{"type":"string"},"expiresIn":{"type":"integer","minimum":1}}}
         """
     static let jwks = """
         {"type":"object","required":["keys"],"properties":{"keys":{"type":"array","items":{"type":"object",

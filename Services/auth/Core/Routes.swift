@@ -16,6 +16,8 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
               body: GoogleBody.self, response: (200, Schemas.session)) { try h.google($0, $1, google) }
     }
     r.add("POST", "/v1/auth/logout", summary: "Revoke the current session", response: (204, nil), auth: auth, h.logout)
+    r.add("POST", "/v1/auth/stream-tickets", summary: "A single-use ticket, valid for a minute, that opens one event stream (?ticket=)",
+          response: (201, Schemas.streamTicket), auth: auth, h.streamTicket)
     r.add("GET", "/v1/auth/jwks", summary: "The public keys that verify access tokens",
           response: (200, Schemas.jwks), h.jwks)
     r.add("GET", "/v1/users/me", summary: "The current user", response: (200, Schemas.user),

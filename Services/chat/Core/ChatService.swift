@@ -26,7 +26,7 @@ public enum ChatService {
                 }
             }
             app.add(handlers.joins.cleanup(app.pool, logger: app.logger))
-            return makeRoutes(handlers, app.makeTokenVerifier())
+            return makeRoutes(handlers, app.makeTokenVerifier(), tickets: StreamTickets(pool: app.pool, schema: "chat"))
         }
     }
 }

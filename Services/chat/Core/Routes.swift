@@ -1,8 +1,9 @@
 import HTTP
 import ServiceKit
 
-/// The chat API: the table of routes, nothing else. Every route needs a user's bearer token.
-func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator) -> Router {
+/// The chat API: the table of routes, nothing else. Every route needs a user's bearer token (or, for the event
+/// stream, a stream ticket).
+func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTickets) -> Router {
     var r = Router()
     // Rooms
     r.add("POST", "/v1/rooms", summary: "Create a team room; the creator owns it", body: CreateRoomBody.self,
@@ -34,8 +35,8 @@ func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator) -> Router {
     r.add("DELETE", "/v1/messages/{id}", summary: "Delete a message (author); it keeps its place with no text",
           response: (204, nil), auth: auth, h.deleteMessage)
     // Live
-    r.add("GET", "/v1/rooms/{id}/events", summary: "Server-Sent Events of every change, resumable with Last-Event-ID",
-          auth: auth, h.events)
+    r.addStream("/v1/rooms/{id}/events", summary: "Server-Sent Events of every change, resumable with Last-Event-ID",
+                auth: auth, tickets: tickets, h.events)
     r.add("POST", "/v1/rooms/{id}/typing", summary: "Tell the room I am typing (not stored)", response: (204, nil), auth: auth, h.typing)
     // Todos
     r.add("GET", "/v1/rooms/{id}/todos", summary: "The room's todo list: open items in their order, then done ones",

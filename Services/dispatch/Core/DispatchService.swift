@@ -48,7 +48,8 @@ public enum DispatchService {
                 try round.run(worker: $0, of: workers, recheckInterval: Double(settings.tickMs) / 1000)
             }.forEach(app.add)
             if settings.fleetFeed { app.consume("fleet", topics: [CourierLocation.type], handler: handlers.fleetFix) }
-            return makeRoutes(handlers, app.makeTokenVerifier(), fleet: settings.operatorCredential)
+            return makeRoutes(handlers, app.makeTokenVerifier(), tickets: StreamTickets(pool: app.pool, schema: "dispatch"),
+                              fleet: settings.operatorCredential)
         }
     }
 }

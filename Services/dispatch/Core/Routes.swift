@@ -2,8 +2,8 @@ import HTTP
 import ServiceKit
 
 /// The dispatch API: the table of routes, nothing else. Every route needs a bearer token: a user's, or on
-/// `/v1/operator/...` the operator's.
-func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, fleet: SharedSecret) -> Router {
+/// `/v1/operator/...` the operator's (the event stream takes a stream ticket too).
+func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: StreamTickets, fleet: SharedSecret) -> Router {
     var r = Router()
     r.add("POST", "/v1/couriers/me", summary: "Register (or update) the caller as a courier", body: RegisterCourierBody.self,
           response: (201, Schemas.courier), auth: auth, h.registerCourier)
@@ -19,8 +19,8 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, fleet: SharedS
           response: (200, Schemas.parcelPage), auth: auth, h.listParcels)
     r.add("GET", "/v1/parcels/{id}", summary: "A parcel with its history and the courier's position",
           response: (200, Schemas.parcel), auth: auth, h.getParcel)
-    r.add("GET", "/v1/parcels/{id}/events", summary: "Server-Sent Events: a snapshot, then every transition and courier position",
-          auth: auth, h.events)
+    r.addStream("/v1/parcels/{id}/events", summary: "Server-Sent Events: a snapshot, then every transition and courier position",
+                auth: auth, tickets: tickets, h.events)
     r.add("POST", "/v1/parcels/{id}/accept", summary: "The offered courier takes the parcel", response: (200, Schemas.parcel), auth: auth, h.accept)
     r.add("POST", "/v1/parcels/{id}/decline", summary: "The offered courier refuses it", response: (200, Schemas.parcel), auth: auth, h.decline)
     r.add("POST", "/v1/parcels/{id}/pickup", summary: "The courier has it", response: (200, Schemas.parcel), auth: auth, h.pickup)

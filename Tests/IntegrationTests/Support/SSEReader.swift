@@ -8,10 +8,12 @@ final class SSEReader {
     private var decoded: [UInt8] = []
     private(set) var status = 0
 
-    init(port: Int, path: String, token: String, headers: [String: String] = [:]) throws {
+    /// Opens `path` with `token` as its bearer token (none: the path carries a stream ticket).
+    init(port: Int, path: String, token: String?, headers: [String: String] = [:]) throws {
         connection = try RawConnection(port: port)
-        let extra = headers.map { "\($0.key): \($0.value)\r\n" }.joined()
-        connection.write("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nAccept: text/event-stream\r\n\(extra)\r\n")
+        let extra = (token.map { ["Authorization": "Bearer \($0)"] } ?? [:]).merging(headers) { a, _ in a }
+            .map { "\($0.key): \($0.value)\r\n" }.joined()
+        connection.write("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\(extra)\r\n")
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if let end = find([13, 10, 13, 10], in: raw) {

@@ -61,4 +61,12 @@ final class SigningKeys: Sendable {
         return try JWT.sign(AccessClaims(sub: user.lowercased, sid: session.lowercased, iat: iat,
                                          exp: iat + Self.accessLifetime), key: signing.key, kid: signing.kid)
     }
+
+    /// Signs a stream ticket for the session: single-use, for a minute (see `StreamTickets`).
+    func streamTicket(user: UUID, session: UUID, now: Date = Date()) throws -> String {
+        let signing = state.withLock { $0.signing }
+        let iat = Int(now.timeIntervalSince1970)
+        return try JWT.sign(AccessClaims(sub: user.lowercased, sid: session.lowercased, iat: iat, exp: iat + JWT.maxTicketLifetime,
+                                         aud: JWT.streamAudience, jti: UUID().lowercased), key: signing.key, kid: signing.kid)
+    }
 }

@@ -146,6 +146,14 @@ struct AuthHandlers: Sendable {
         return .noContent
     }
 
+    /// A ticket that opens one event stream of the caller's, once, within a minute (for `EventSource`).
+    func streamTicket(_ request: Request, _ caller: Caller) throws -> Response {
+        var response = try Response.json(StreamTicketView(ticket: try keys.streamTicket(user: caller.userId, session: caller.sessionId)),
+                                         status: 201)
+        response.headers.append(("Cache-Control", "no-store"))
+        return response
+    }
+
     // MARK: The current user
 
     /// Routed without the authenticator's session check: the read checks it (a revoked session is a 401).

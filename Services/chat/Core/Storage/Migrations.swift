@@ -92,4 +92,5 @@ let migrations: [Migration] = [
         \(JoinThrottle.tableSQL)
         \(MediaStore.tableSQL)
         """),
+    Migration(3, "single-use stream tickets", StreamTickets.tableSQL),
 ]

@@ -75,4 +75,5 @@ let migrations: [Migration] = [
         CREATE INDEX parcels_matchable ON parcels (created_at) WHERE status = 'awaiting_courier' AND stranded_at IS NULL;
         CREATE INDEX parcels_stranded ON parcels (created_at) WHERE status = 'awaiting_courier' AND stranded_at IS NOT NULL;
         """),
+    Migration(5, "single-use stream tickets", StreamTickets.tableSQL),
 ]

@@ -1,0 +1,62 @@
+import Foundation
+import HTTP
+import Postgres
+
+/// How a browser opens an event stream: `EventSource` cannot send an `Authorization` header, and an access token in a
+/// URL would be written down wherever URLs are (proxies' logs, history). The client asks auth for a stream ticket with
+/// its token (`POST /v1/auth/stream-tickets`) and opens the stream with `?ticket=` within a minute. A ticket is signed
+/// like an access token, with `aud: "stream"` and an id of its own: it opens one stream, once (its id is recorded in
+/// the service's `stream_tickets` table, so every instance knows), it never passes as a bearer token, and a bearer
+/// token never passes as a ticket. A browser's automatic reconnect with the same URL is then a 401 that closes the
+/// `EventSource`: the client gets a new ticket and reopens with `?lastEventId=` to resume.
+public struct StreamTickets: Sendable {
+    let pool: Pool
+    let schema: String
+
+    public init(pool: Pool, schema: String) { self.pool = pool; self.schema = schema }
+
+    /// The table, for a service's migrations.
+    public static let tableSQL = """
+        CREATE TABLE stream_tickets (
+            id uuid PRIMARY KEY,
+            expires_at timestamptz NOT NULL
+        );
+        CREATE INDEX stream_tickets_by_expiry ON stream_tickets (expires_at);
+        """
+
+    /// Records the ticket's use, or a 401 when it was used before. Tickets expired for a minute are forgotten on the
+    /// way (their signature no longer passes).
+    func redeem(_ ticket: StreamTicket) throws {
+        let recorded = try pool.withConnection { c in
+            try c.execute("""
+                WITH expired AS (DELETE FROM \(schema).stream_tickets WHERE expires_at < now() - interval '1 minute')
+                INSERT INTO \(schema).stream_tickets (id, expires_at) VALUES ($1, to_timestamp($2)) ON CONFLICT (id) DO NOTHING
+                """, [ticket.id, ticket.expiresAt.timeIntervalSince1970])
+        }
+        guard recorded == 1 else { throw HTTPError.unauthenticated() }
+    }
+}
+
+extension Router {
+    /// A route answering with an event stream, for callers with a user's access token or a stream ticket in the query
+    /// (`?ticket=`, which wins over a header); listed under both schemes. The stream ends when the caller's session is
+    /// revoked.
+    public mutating func addStream(_ pattern: String, summary: String, auth: any Authenticator, tickets: StreamTickets,
+                                   _ handler: @escaping @Sendable (Request, Caller) throws -> Response) {
+        // A ticket is checked in full with the request (a GET has no body to hold back).
+        add("GET", pattern, summary: summary, security: ["bearer", "streamTicket"],
+            checkHead: Self.headCheck { if $0.query["ticket"] == nil { try auth.checkHead($0) } }) { request in
+            let caller: Caller
+            if let text = request.query["ticket"] {
+                let ticket = try auth.ticket(text)
+                try tickets.redeem(ticket)
+                caller = ticket.caller
+            } else {
+                caller = try auth.authenticate(request)
+            }
+            let response = try handler(request, caller)
+            if let stream = response.stream { auth.end(stream, whenRevoked: caller) }
+            return response
+        }
+    }
+}
