@@ -74,6 +74,6 @@ let package = Package(
         .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "HTTP", "Kafka", "Postgres", "Models",
                                                              "AuthCore", "StoriesCore", "ChatCore", "DispatchCore",
                                                              "CurationCore"],
-                    path: "Tests/IntegrationTests", swiftSettings: settings),
+                    path: "Tests/IntegrationTests", exclude: ["browser_origin.py"], swiftSettings: settings),
     ]
 )

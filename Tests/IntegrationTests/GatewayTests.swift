@@ -168,6 +168,51 @@ final class GatewayTests: XCTestCase {
         }
     }
 
+    /// Headless Chromium (Debian's) on another origin, as a web client: a ticket with its bearer token (a CORS preflight),
+    /// an `EventSource` on the gateway with the ticket, a message live; then the network drops, the browser reconnects
+    /// by itself with the used ticket and is refused, and the page resumes with a new ticket after the last event it saw,
+    /// missing nothing and getting nothing twice.
+    func testABrowserOnAnotherOriginFollowsAChatStreamAndResumesAfterADrop() throws {
+        let gateway = try self.gateway
+        let client = APIClient(port: gateway.httpPort)
+        let ana = try client.signup().accessToken, ben = try client.signup().accessToken
+        let room = try client.post("/v1/rooms", ["name": "Browsers"], token: ana)
+        let roomId = try XCTUnwrap(room["id"] as? String)
+        XCTAssertEqual(try client.post("/v1/rooms/join", ["inviteCode": room["inviteCode"] as? String ?? ""], token: ben).status, 200)
+
+        let browser = try Browser(gatewayPort: gateway.httpPort, query: "token=\(ben)&room=\(roomId)")
+        defer { browser.stop() }
+        func waitFor(_ what: String, _ matches: ([String: Any]) -> Bool) throws -> [String: Any] {
+            var found: [String: Any]?
+            TestEnvironment.waitUntil(timeout: 30) { found = browser.reports.first(where: matches); return found != nil }
+            guard let found else { throw TestFailure("the page never reported \(what): \(browser.reports)\n\(browser.log.suffix(3000))") }
+            return found
+        }
+        _ = try waitFor("the stream opening") { $0["kind"] as? String == "open" }
+        XCTAssertEqual(try client.post("/v1/rooms/\(roomId)/messages", ["text": "first"], token: ana).status, 201)
+        let first = try waitFor("the first message") { $0["text"] as? String == "first" }
+
+        browser.dropConnections()
+        XCTAssertEqual(try client.post("/v1/rooms/\(roomId)/messages", ["text": "while away"], token: ana).status, 201)
+        let reopened = try waitFor("the stream reopening") { $0["kind"] as? String == "open" && $0["opens"] as? Int == 2 }
+        XCTAssertEqual(reopened["resumedAfter"] as? String, first["id"] as? String, "resumed after the last event seen")
+        XCTAssertEqual(try client.post("/v1/rooms/\(roomId)/messages", ["text": "after"], token: ana).status, 201)
+        _ = try waitFor("the message after the drop") { $0["text"] as? String == "after" }
+
+        let kinds = browser.reports.compactMap { $0["kind"] as? String }.filter { $0 != "message" }
+        XCTAssertEqual(kinds, ["open", "reconnecting", "closed", "open"],
+                       "the browser reconnected by itself, its used ticket was refused, and the page took a new one")
+        XCTAssertEqual(browser.reports.compactMap { $0["text"] as? String }, ["first", "while away", "after"],
+                       "every message once, in order")
+        browser.stop()  // nginx logs a stream when it ends
+        var streams: [Int?] = []
+        TestEnvironment.waitUntil(timeout: 5) {
+            streams = gateway.accessLog.filter { ($0["path"] as? String) == "/v1/rooms/\(roomId)/events" }.map { $0["status"] as? Int }
+            return streams.count >= 3
+        }
+        XCTAssertEqual(streams, [200, 401, 200], "the reconnect with the used ticket was refused")
+    }
+
     func testSignInsAreRateLimitedPerClientAddress() throws {
         let strict = try Gateway(upstreams: names.map { ($0, services[$0]!.port) }, signInRate: "6r/m")
         defer { strict.stop() }
@@ -245,4 +290,65 @@ final class Gateway {
         if process.isRunning { process.terminate(); process.waitUntilExit() }
         if ProcessInfo.processInfo.environment["KEEP_GATEWAY"] == nil { try? FileManager.default.removeItem(at: directory) }
     }
+}
+
+/// Headless Chromium with a page on another origin (`browser_origin.py`: the page on http://localhost, the API through a
+/// relay on 127.0.0.1 to the gateway, which the test can cut). `reports` are what the page told its origin.
+final class Browser {
+    private let origin = Process()
+    private let chromium = Process()
+    private let pagePort = TestEnvironment.freePort()
+    private let relayPort = TestEnvironment.freePort()
+    private let directory = FileManager.default.temporaryDirectory.appendingPathComponent("browser-\(UUID().uuidString.prefix(8))")
+
+    init(gatewayPort: Int, query: String) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for name in ["reports.jsonl", "origin.log", "chromium.log"] {
+            FileManager.default.createFile(atPath: directory.appendingPathComponent(name).path, contents: nil)
+        }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("browser_origin.py")
+        origin.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        origin.arguments = [script.path, String(pagePort), String(relayPort), String(gatewayPort),
+                            directory.appendingPathComponent("reports.jsonl").path]
+        origin.standardOutput = try FileHandle(forWritingTo: directory.appendingPathComponent("origin.log"))
+        origin.standardError = origin.standardOutput
+        try origin.run()
+        guard TestEnvironment.waitUntil(timeout: 10, { self.file("origin.log").contains("ready") }) else {
+            throw TestFailure("browser_origin.py did not start: \(file("origin.log"))")
+        }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else {
+            throw TestFailure("Chromium is missing: deploy/local/stack install puts Debian's chromium package in")
+        }
+        chromium.executableURL = URL(fileURLWithPath: "/usr/bin/chromium")
+        // No sandbox: the tests may run as root, where Chromium's sandbox refuses to start.
+        chromium.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+                              "--user-data-dir=\(directory.appendingPathComponent("profile").path)", "--enable-logging=stderr",
+                              "http://localhost:\(pagePort)/?api=http://127.0.0.1:\(relayPort)&\(query)"]
+        chromium.standardOutput = try FileHandle(forWritingTo: directory.appendingPathComponent("chromium.log"))
+        chromium.standardError = chromium.standardOutput
+        try chromium.run()
+    }
+
+    private func file(_ name: String) -> String {
+        (try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)) ?? ""
+    }
+
+    /// What the page reported, in order.
+    var reports: [[String: Any]] {
+        file("reports.jsonl").split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// Chromium's own log (the page's console included) and the origin's.
+    var log: String { file("chromium.log") + "\n" + file("origin.log") }
+
+    /// Cuts every connection between the browser and the gateway, as a network drop would.
+    func dropConnections() {
+        _ = try? APIClient(port: pagePort).send("POST", "/drop")
+    }
+
+    func stop() {
+        for p in [chromium, origin] where p.isRunning { p.terminate(); p.waitUntilExit() }
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
 }
