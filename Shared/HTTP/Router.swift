@@ -82,7 +82,7 @@ public struct Router: Sendable {
     /// Adds a route; `security` names the schemes `handler` enforces (the kit's `add(..., auth:)` sets them).
     public mutating func add(_ method: String, _ pattern: String, summary: String = "", security: [String] = [],
                              bodyLimit: Int = defaultBodyLimit, request: String? = nil,
-                             response: (Int, String?) = (200, nil), inline: Bool = false,
+                             answer response: (Int, String?) = (200, nil), inline: Bool = false,
                              checkHead: (@Sendable (Request) -> HTTPError?)? = nil, _ handler: @escaping Handler) {
         let segments = Self.split(pattern).map { part -> Route.Segment in
             if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }

@@ -36,7 +36,18 @@ public indirect enum Schema: Sendable {
     /// An array of `count` items of one shape.
     case array(Schema, count: ClosedRange<Int>)
     /// An object with these members and no others.
-    case object(KeyValuePairs<String, Member>)
+    case object(Members)
+    /// JSON Schema text written by hand, not checked: for answers not yet described by a view.
+    case documented(String)
+
+    /// The members of an object, in order: written as a dictionary literal.
+    public struct Members: Sequence, ExpressibleByDictionaryLiteral, Sendable {
+        let elements: [(key: String, value: Member)]
+        public init(_ elements: [(String, Member)]) { self.elements = elements.map { (key: $0.0, value: $0.1) } }
+        public init(dictionaryLiteral elements: (String, Member)...) { self.init(elements) }
+        public func makeIterator() -> IndexingIterator<[(key: String, value: Member)]> { elements.makeIterator() }
+        var count: Int { elements.count }
+    }
 
     /// A member of an object.
     public struct Member: Sendable {
@@ -47,6 +58,8 @@ public indirect enum Schema: Sendable {
         public static func required(_ schema: Schema) -> Member { Member(schema: schema, required: true, nullable: false) }
         /// May be absent or null.
         public static func optional(_ schema: Schema) -> Member { Member(schema: schema, required: false, nullable: true) }
+        /// Always present, and may be null (an answer's field that is empty).
+        public static func nullable(_ schema: Schema) -> Member { Member(schema: schema, required: true, nullable: true) }
         /// May be absent, never null (a PATCH field that cannot be cleared).
         public static func absentOrValue(_ schema: Schema) -> Member { Member(schema: schema, required: false, nullable: false) }
     }
@@ -148,7 +161,7 @@ extension Schema {
         case (.number(let range), .number(let n)):
             guard range.contains(n) else { throw fail("\(name) must be \(Self.number(range.lowerBound)) to \(Self.number(range.upperBound)).") }
             return value
-        case (.boolean, .bool):
+        case (.boolean, .bool), (.documented, _):
             return value
         case (.array(let item, let count), .array(let items)):
             guard items.count >= count.lowerBound else {
@@ -199,6 +212,7 @@ extension Schema {
     var typeName: String {
         switch self {
         case .text, .string, .oneOf, .uuid, .dateTime: return "a string"
+        case .documented: return "a value"
         case .integer: return "a whole number"
         case .number: return "a number"
         case .boolean: return "true or false"
@@ -211,9 +225,18 @@ extension Schema {
 // MARK: - OpenAPI
 
 extension Schema {
+    /// The JSON Schema of this shape as text.
+    public var jsonText: String {
+        if case .documented(let text) = self { return text }
+        let data = try? JSONSerialization.data(withJSONObject: jsonSchema, options: [.sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data ?? Data(), as: UTF8.self)
+    }
+
     /// The JSON Schema of this shape, for the OpenAPI document.
     public var jsonSchema: [String: Any] {
         switch self {
+        case .documented(let text):
+            return (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
         case .text(let min, let max, let multiline):
             // No control characters (but line breaks and tabs in multi-line text), and for a required text at least
             // one that is not white space: the rules `validate` applies, as a pattern.

@@ -125,7 +125,7 @@ public struct Page: Sendable {
 }
 
 /// A page of results: `{"items": [...], "nextCursor": "..." | null}`.
-public struct PageResponse<Item: Encodable>: Encodable {
+public struct PageResponse<Item> {
     public let items: [Item]
     public let nextCursor: String?
     public init(items: [Item], nextCursor: String?) { self.items = items; self.nextCursor = nextCursor }
@@ -137,7 +137,9 @@ public struct PageResponse<Item: Encodable>: Encodable {
         items = try shown.map(item)
         nextCursor = try rows.count > page.limit ? shown.last.map { Cursor.encode(try cursor($0)) } : nil
     }
+}
 
+extension PageResponse: Encodable where Item: Encodable {
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: Keys.self)
         try c.encode(items, forKey: .items)

@@ -245,6 +245,20 @@ public struct JSONOutput {
         comma = false
     }
 
+    /// The key of the next value, as `keyBytes` made it (for names known only at run time, made once).
+    @inlinable public mutating func key(_ quoted: [UInt8]) {
+        separate()
+        bytes.append(contentsOf: quoted)
+        comma = false
+    }
+
+    /// `"name":`, escaped, for `key(_:)`.
+    public static func keyBytes(_ name: String) -> [UInt8] {
+        var out: [UInt8] = []
+        JSONWriterState.append(escaping: name, to: &out)
+        return out + [UInt8(ascii: ":")]
+    }
+
     @inlinable public mutating func object(_ body: (inout JSONOutput) -> Void) { open(UInt8(ascii: "{"), UInt8(ascii: "}"), body) }
     @inlinable public mutating func array(_ body: (inout JSONOutput) -> Void) { open(UInt8(ascii: "["), UInt8(ascii: "]"), body) }
     /// An array of `elements`, each written by `body`.
@@ -263,6 +277,15 @@ public struct JSONOutput {
 
     @inlinable public mutating func string(_ s: String) { separate(); JSONWriterState.append(escaping: s, to: &bytes) }
     @inlinable public mutating func int(_ v: Int) { separate(); bytes.append(contentsOf: String(v).utf8) }
+    /// A number; a non-finite one (which JSON cannot hold) as `null`, whole numbers without `.0`.
+    public mutating func double(_ v: Double) {
+        separate()
+        guard v.isFinite else { bytes.append(contentsOf: "null".utf8); return }
+        var text = v.description
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        bytes.append(contentsOf: text.utf8)
+    }
+    @inlinable public mutating func null() { separate(); bytes.append(contentsOf: "null".utf8) }
     @inlinable public mutating func bool(_ v: Bool) {
         separate()
         if v { bytes.append(contentsOf: "true".utf8) } else { bytes.append(contentsOf: "false".utf8) }

@@ -92,21 +92,18 @@ public struct MediaRecord: Sendable {
 }
 
 /// The JSON of a stored image.
-public struct MediaView: Encodable {
-    let id: String
+public struct MediaView: View {
+    let media: MediaRecord
     let url: String
-    let contentType: String
-    let size: Int
-    let width: Int?
-    let height: Int?
-    let createdAt: String
-    let updatedAt: String
 
     /// `path`: where the service serves its images (`/v1/media`, `/v1/chat/media`).
-    public init(_ m: MediaRecord, path: String) {
-        id = m.id.lowercased; url = "\(path)/\(m.id.lowercased)"; contentType = m.contentType; size = m.size
-        width = m.width; height = m.height; createdAt = Timestamp.format(m.createdAt); updatedAt = createdAt
-    }
+    public init(_ m: MediaRecord, path: String) { media = m; url = "\(path)/\(m.id.lowercased)" }
+
+    public static let fields: [ViewField<Self>] = [
+        .field("id", \.media.id), .field("url", \.url), .field("contentType", \.media.contentType),
+        .field("size", \.media.size, .integer(1...MediaStore.limit)), .omitted("width", \.media.width),
+        .omitted("height", \.media.height), .field("createdAt", \.media.createdAt), .field("updatedAt", \.media.createdAt),
+    ]
 }
 
 /// Images uploaded to a service, in its schema's `media` table: the type comes from the bytes (JPEG, PNG, HEIC,

@@ -2,17 +2,26 @@ import Foundation
 import HTTP
 
 /// The ways a service adds its routes. Each names what guards the route (nothing, a user's token, the operator
-/// token: the wrapper that enforces it also sets the route's OpenAPI `security`) and, for a route that takes a
-/// body, its `RequestBody` type: the wrapper decodes and validates it and hands it to the handler, and its schema
-/// is the one the OpenAPI document shows. So what a route documents is what it does.
+/// token: the wrapper that enforces it also sets the route's OpenAPI `security`), for a route that takes a body its
+/// `RequestBody` type (the wrapper decodes and validates it and hands it to the handler), and the status and shape of
+/// its answer (a view's `shape`; in debug builds every such answer is checked against it). The OpenAPI document shows
+/// those same schemas. So what a route documents is what it does.
 extension Router {
     // MARK: Public routes
 
+    /// A public route.
+    public mutating func add(_ method: String, _ pattern: String, summary: String, response: (Int, Schema?),
+                             _ handler: @escaping @Sendable (Request) throws -> Response) {
+        let route = "\(method) \(pattern)"
+        add(method, pattern, summary: summary, answer: Self.text(response)) { try Self.checked(response, route, handler($0)) }
+    }
+
     /// A public route that takes a body.
     public mutating func add<Body: RequestBody>(_ method: String, _ pattern: String, summary: String, body: Body.Type,
-                                                response: (Int, String?), _ handler: @escaping @Sendable (Request, Body) throws -> Response) {
-        add(method, pattern, summary: summary, request: Self.schemaText(Body.self), response: response) {
-            try handler($0, try JSON.decodeBody($0, as: Body.self))
+                                                response: (Int, Schema?), _ handler: @escaping @Sendable (Request, Body) throws -> Response) {
+        let route = "\(method) \(pattern)"
+        add(method, pattern, summary: summary, request: Self.schemaText(Body.self), answer: Self.text(response)) {
+            try Self.checked(response, route, handler($0, try JSON.decodeBody($0, as: Body.self)))
         }
     }
 
@@ -21,25 +30,27 @@ extension Router {
     /// A route for callers with a user's access token: `auth` checks it (401 without a valid one); listed under the
     /// `bearer` scheme. An event stream it answers with ends when the caller's session is revoked.
     public mutating func add(_ method: String, _ pattern: String, summary: String, bodyLimit: Int = defaultBodyLimit,
-                             response: (Int, String?) = (200, nil), auth: any Authenticator,
+                             response: (Int, Schema?) = (200, nil), auth: any Authenticator,
                              _ handler: @escaping @Sendable (Request, Caller) throws -> Response) {
-        add(method, pattern, summary: summary, security: ["bearer"], bodyLimit: bodyLimit, response: response,
+        let route = "\(method) \(pattern)"
+        add(method, pattern, summary: summary, security: ["bearer"], bodyLimit: bodyLimit, answer: Self.text(response),
             checkHead: Self.headCheck(auth.checkHead)) {
             let caller = try auth.authenticate($0)
-            let response = try handler($0, caller)
-            if let stream = response.stream { auth.end(stream, whenRevoked: caller) }
-            return response
+            let answer = try handler($0, caller)
+            if let stream = answer.stream { auth.end(stream, whenRevoked: caller) }
+            return Self.checked(response, route, answer)
         }
     }
 
     /// A route for callers with a user's access token that takes a body (checked after the token).
     public mutating func add<Body: RequestBody>(_ method: String, _ pattern: String, summary: String, body: Body.Type,
-                                                response: (Int, String?), auth: any Authenticator,
+                                                response: (Int, Schema?), auth: any Authenticator,
                                                 _ handler: @escaping @Sendable (Request, Caller, Body) throws -> Response) {
-        add(method, pattern, summary: summary, security: ["bearer"], request: Self.schemaText(Body.self), response: response,
+        let route = "\(method) \(pattern)"
+        add(method, pattern, summary: summary, security: ["bearer"], request: Self.schemaText(Body.self), answer: Self.text(response),
             checkHead: Self.headCheck(auth.checkHead)) {
             let caller = try auth.authenticate($0)
-            return try handler($0, caller, try JSON.decodeBody($0, as: Body.self))
+            return Self.checked(response, route, try handler($0, caller, try JSON.decodeBody($0, as: Body.self)))
         }
     }
 
@@ -47,23 +58,25 @@ extension Router {
 
     /// A route for trusted callers holding `credential` (401 without it); listed under its security scheme.
     /// The caller adds such routes only when the credential is enabled.
-    public mutating func add(_ method: String, _ pattern: String, summary: String, response: (Int, String?) = (200, nil),
+    public mutating func add(_ method: String, _ pattern: String, summary: String, response: (Int, Schema?) = (200, nil),
                              trusted credential: SharedSecret, _ handler: @escaping @Sendable (Request) throws -> Response) {
-        add(method, pattern, summary: summary, security: [credential.scheme], response: response,
+        let route = "\(method) \(pattern)"
+        add(method, pattern, summary: summary, security: [credential.scheme], answer: Self.text(response),
             checkHead: Self.headCheck(credential.check)) {
             try credential.check($0)
-            return try handler($0)
+            return Self.checked(response, route, try handler($0))
         }
     }
 
     /// A trusted caller's route that takes a body (checked after the token).
     public mutating func add<Body: RequestBody>(_ method: String, _ pattern: String, summary: String, body: Body.Type,
-                                                response: (Int, String?), trusted credential: SharedSecret,
+                                                response: (Int, Schema?), trusted credential: SharedSecret,
                                                 _ handler: @escaping @Sendable (Request, Body) throws -> Response) {
-        add(method, pattern, summary: summary, security: [credential.scheme], request: Self.schemaText(Body.self), response: response,
+        let route = "\(method) \(pattern)"
+        add(method, pattern, summary: summary, security: [credential.scheme], request: Self.schemaText(Body.self), answer: Self.text(response),
             checkHead: Self.headCheck(credential.check)) {
             try credential.check($0)
-            return try handler($0, try JSON.decodeBody($0, as: Body.self))
+            return Self.checked(response, route, try handler($0, try JSON.decodeBody($0, as: Body.self)))
         }
     }
 
@@ -76,8 +89,14 @@ extension Router {
     }
 
     /// The body's JSON Schema as the route keeps it.
-    static func schemaText<Body: RequestBody>(_ type: Body.Type) -> String {
-        let data = try? JSONSerialization.data(withJSONObject: Body.schema.jsonSchema, options: [.sortedKeys, .withoutEscapingSlashes])
-        return String(decoding: data ?? Data(), as: UTF8.self)
+    static func schemaText<Body: RequestBody>(_ type: Body.Type) -> String { Body.schema.jsonText }
+
+    /// The answer's status and JSON Schema as the route keeps them.
+    static func text(_ response: (Int, Schema?)) -> (Int, String?) { (response.0, response.1?.jsonText) }
+
+    /// `answer`, checked against the route's declared answer in debug builds.
+    static func checked(_ response: (Int, Schema?), _ route: String, _ answer: Response) -> Response {
+        response.1?.check(answer, status: response.0, route: route)
+        return answer
     }
 }

@@ -356,13 +356,13 @@ public final class ServiceApp: @unchecked Sendable {
     /// `/healthz` and `/metrics` are answered by the connection's own thread (they never wait for a handler thread,
     /// so a liveness probe is not failed by slow handlers); `/readyz` asks the database and broker, on a handler thread.
     private func addHealthRoutes(_ router: inout Router) {
-        router.add("GET", "/healthz", summary: "Alive", response: (200, #"{"type":"object","required":["status"],"properties":{"status":{"const":"ok"}}}"#),
+        router.add("GET", "/healthz", summary: "Alive", answer: (200, #"{"type":"object","required":["status"],"properties":{"status":{"const":"ok"}}}"#),
                    inline: true) { _ in
             try .json(["status": "ok"])
         }
         let readySchema = #"{"type":"object","required":["status","database","broker","outbox"],"additionalProperties":{"type":"string"},"properties":{"status":{"enum":["ready","unavailable"]}}}"#
         router.add("GET", "/readyz", summary: "Ready: database, broker and the service's own checks",
-                   response: (200, readySchema)) { [unowned self] _ in
+                   answer: (200, readySchema)) { [unowned self] _ in
             var answer: [String: String] = [:]
             var ready = isServing
             if stopping.isCancelled {
@@ -398,7 +398,7 @@ public final class ServiceApp: @unchecked Sendable {
     private func addDocumentRoute(_ router: inout Router) {
         let spec = OpenAPI.json(service: config.service, routes: router.routes + [
             Route.documentation("GET", "/openapi.json", "This document", response: #"{"type":"object","required":["openapi","paths"]}"#)])
-        router.add("GET", "/openapi.json", summary: "This document", response: (200, #"{"type":"object","required":["openapi","paths"]}"#)) { _ in
+        router.add("GET", "/openapi.json", summary: "This document", answer: (200, #"{"type":"object","required":["openapi","paths"]}"#)) { _ in
             Response(status: 200, headers: [("Content-Type", "application/json")], body: spec)
         }
     }
@@ -507,7 +507,7 @@ extension Route {
     /// A route that exists only to be listed in the OpenAPI document.
     static func documentation(_ method: String, _ pattern: String, _ summary: String, response: String) -> Route {
         var r = Router()
-        r.add(method, pattern, summary: summary, response: (200, response)) { _ in Response(status: 200) }
+        r.add(method, pattern, summary: summary, answer: (200, response)) { _ in Response(status: 200) }
         return r.routes[0]
     }
 }

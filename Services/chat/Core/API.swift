@@ -95,159 +95,112 @@ struct UpdateTodoBody: RequestBody {
 // MARK: - Views
 
 /// Someone as the apps show them.
-struct PersonView: Encodable {
-    let id: String
+struct PersonView: View {
+    let id: UUID
     let name: String?
-    let avatarMediaId: String?
-    init(_ p: PersonRecord) { id = p.id.lowercased; name = p.name; avatarMediaId = p.avatarMediaId?.lowercased }
+    let avatarMediaId: UUID?
+    init(_ p: PersonRecord) { id = p.id; name = p.name; avatarMediaId = p.avatarMediaId }
 
-    func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id); try c.encode(name, forKey: .name); try c.encode(avatarMediaId, forKey: .avatarMediaId)
-    }
-    enum CodingKeys: String, CodingKey { case id, name, avatarMediaId }
+    static let fields: [ViewField<Self>] = [.field("id", \.id), .nullable("name", \.name), .nullable("avatarMediaId", \.avatarMediaId)]
 }
 
-struct MemberView: Encodable {
+struct MemberView: View {
     let user: PersonView
     let role: String
-    let joinedAt: String
-    init(_ m: MemberRecord) { user = PersonView(m.person); role = m.role; joinedAt = Timestamp.format(m.joinedAt) }
+    let joinedAt: Date
+    init(_ m: MemberRecord) { user = PersonView(m.person); role = m.role; joinedAt = m.joinedAt }
+
+    static let fields: [ViewField<Self>] = [.field("user", \.user), .field("role", \.role, Schemas.role), .field("joinedAt", \.joinedAt)]
 }
 
-struct MediaRefView: Encodable {
-    let id: String
-    let url: String
-    init(_ id: UUID) { self.id = id.lowercased; url = "/v1/chat/media/\(id.lowercased)" }
+struct MediaRefView: View {
+    let id: UUID
+    var url: String { "/v1/chat/media/\(id.lowercased)" }
+    init(_ id: UUID) { self.id = id }
+
+    static let fields: [ViewField<Self>] = [.field("id", \.id), .field("url", \.url)]
 }
 
-struct MessageView: Encodable {
-    let id: String
-    let roomId: String
-    let seq: Int64
-    let author: PersonView
-    let text: String?
-    let clientId: String?
-    let replyTo: String?
-    let media: [MediaRefView]
-    let createdAt: String
-    let updatedAt: String
-    let editedAt: String?
-    let deletedAt: String?
+struct MessageView: View {
+    let message: MessageRecord
+    init(_ m: MessageRecord) { message = m }
 
-    init(_ m: MessageRecord) {
-        id = m.id.lowercased; roomId = m.roomId.lowercased; seq = m.seq; author = PersonView(m.author); text = m.text
-        clientId = m.clientId; replyTo = m.replyTo?.lowercased; media = m.mediaIds.map(MediaRefView.init)
-        createdAt = Timestamp.format(m.createdAt)
-        updatedAt = Timestamp.format([m.createdAt, m.editedAt, m.deletedAt].compactMap { $0 }.max()!)
-        editedAt = m.editedAt.map(Timestamp.format); deletedAt = m.deletedAt.map(Timestamp.format)
-    }
+    var author: PersonView { PersonView(message.author) }
+    var media: [MediaRefView] { message.mediaIds.map(MediaRefView.init) }
+    var updatedAt: Date { [message.createdAt, message.editedAt, message.deletedAt].compactMap { $0 }.max()! }
 
-    func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id); try c.encode(roomId, forKey: .roomId); try c.encode(seq, forKey: .seq)
-        try c.encode(author, forKey: .author); try c.encode(text, forKey: .text); try c.encode(clientId, forKey: .clientId)
-        try c.encode(replyTo, forKey: .replyTo); try c.encode(media, forKey: .media); try c.encode(createdAt, forKey: .createdAt)
-        try c.encode(updatedAt, forKey: .updatedAt); try c.encode(editedAt, forKey: .editedAt); try c.encode(deletedAt, forKey: .deletedAt)
-    }
-    enum CodingKeys: String, CodingKey { case id, roomId, seq, author, text, clientId, replyTo, media, createdAt, updatedAt, editedAt, deletedAt }
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.message.id), .field("roomId", \.message.roomId), .field("seq", \.message.seq, .integer(1...Int.max)),
+        .field("author", \.author), .nullable("text", \.message.text, .text(max: 4000, multiline: true)),
+        .nullable("clientId", \.message.clientId), .nullable("replyTo", \.message.replyTo), .field("media", \.media),
+        .field("createdAt", \.message.createdAt), .field("updatedAt", \.updatedAt), .nullable("editedAt", \.message.editedAt),
+        .nullable("deletedAt", \.message.deletedAt),
+    ]
 }
 
-struct RoomView: Encodable {
-    let id: String
-    let kind: String
-    let name: String
-    let topic: String?
-    let inviteCode: String?
-    let parcelId: String?
-    let readOnly: Bool
-    let role: String
-    let lastSeq: Int64
-    let readSeq: Int64
+struct RoomView: View {
+    let room: RoomRecord
+    /// For a list of rooms: the unread count and the last message (null when there is none).
     let unreadCount: Int?
-    let lastMessage: MessageView?
+    let lastMessage: MessageView??
     let members: [MemberView]?
-    let createdAt: String
-    let updatedAt: String
 
     init(_ r: RoomRecord, unread: Int? = nil, last: MessageRecord? = nil, members: [MemberRecord]? = nil) {
-        id = r.id.lowercased; kind = r.kind; name = r.name; topic = r.topic; inviteCode = r.inviteCode.map(InviteCode.display)
-        parcelId = r.parcelId?.lowercased; readOnly = r.readOnly; role = r.role ?? "member"; lastSeq = r.messageSeq
-        readSeq = r.readSeq; unreadCount = unread; lastMessage = last.map(MessageView.init)
+        room = r; unreadCount = unread; lastMessage = unread == nil ? nil : .some(last.map(MessageView.init))
         self.members = members?.map(MemberView.init)
-        createdAt = Timestamp.format(r.createdAt); updatedAt = Timestamp.format(r.updatedAt)
     }
 
-    func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id); try c.encode(kind, forKey: .kind); try c.encode(name, forKey: .name)
-        try c.encode(topic, forKey: .topic); try c.encode(inviteCode, forKey: .inviteCode); try c.encode(parcelId, forKey: .parcelId)
-        try c.encode(readOnly, forKey: .readOnly); try c.encode(role, forKey: .role); try c.encode(lastSeq, forKey: .lastSeq)
-        try c.encode(readSeq, forKey: .readSeq); try c.encodeIfPresent(unreadCount, forKey: .unreadCount)
-        if unreadCount != nil { try c.encode(lastMessage, forKey: .lastMessage) }
-        try c.encodeIfPresent(members, forKey: .members)
-        try c.encode(createdAt, forKey: .createdAt); try c.encode(updatedAt, forKey: .updatedAt)
-    }
-    enum CodingKeys: String, CodingKey {
-        case id, kind, name, topic, inviteCode, parcelId, readOnly, role, lastSeq, readSeq, unreadCount, lastMessage, members, createdAt, updatedAt
-    }
+    var inviteCode: String? { room.inviteCode.map(InviteCode.display) }
+    var role: String { room.role ?? "member" }
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.room.id), .field("kind", \.room.kind, .oneOf(["team", "direct", "parcel"])), .field("name", \.room.name),
+        .nullable("topic", \.room.topic), .nullable("inviteCode", \.inviteCode), .nullable("parcelId", \.room.parcelId),
+        .field("readOnly", \.room.readOnly), .field("role", \.role, Schemas.role), .field("lastSeq", \.room.messageSeq),
+        .field("readSeq", \.room.readSeq), .omitted("unreadCount", \.unreadCount), .omittedOrNull("lastMessage", \.lastMessage),
+        .omitted("members", \.members), .field("createdAt", \.room.createdAt), .field("updatedAt", \.room.updatedAt),
+    ]
 }
 
-struct TodoView: Encodable {
-    let id: String
-    let roomId: String
-    let title: String
-    let done: Bool
-    let doneBy: PersonView?
-    let doneAt: String?
-    let assignee: PersonView?
-    let dueAt: String?
-    let position: Int?
-    let fromMessageId: String?
-    let createdBy: String
-    let createdAt: String
-    let updatedAt: String
+struct TodoView: View {
+    let todo: TodoRecord
+    init(_ t: TodoRecord) { todo = t }
 
-    init(_ t: TodoRecord) {
-        id = t.id.lowercased; roomId = t.roomId.lowercased; title = t.title; done = t.done; doneBy = t.doneBy.map(PersonView.init)
-        doneAt = t.doneAt.map(Timestamp.format); assignee = t.assignee.map(PersonView.init); dueAt = t.dueAt.map(Timestamp.format)
-        position = t.done ? nil : t.position; fromMessageId = t.fromMessageId?.lowercased; createdBy = t.createdBy.lowercased
-        createdAt = Timestamp.format(t.createdAt); updatedAt = Timestamp.format(t.updatedAt)
-    }
+    var doneBy: PersonView? { todo.doneBy.map(PersonView.init) }
+    var assignee: PersonView? { todo.assignee.map(PersonView.init) }
+    /// Done items have no place in the order.
+    var position: Int? { todo.done ? nil : todo.position }
 
-    func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id); try c.encode(roomId, forKey: .roomId); try c.encode(title, forKey: .title)
-        try c.encode(done, forKey: .done); try c.encode(doneBy, forKey: .doneBy); try c.encode(doneAt, forKey: .doneAt)
-        try c.encode(assignee, forKey: .assignee); try c.encode(dueAt, forKey: .dueAt); try c.encode(position, forKey: .position)
-        try c.encode(fromMessageId, forKey: .fromMessageId); try c.encode(createdBy, forKey: .createdBy)
-        try c.encode(createdAt, forKey: .createdAt); try c.encode(updatedAt, forKey: .updatedAt)
-    }
-    enum CodingKeys: String, CodingKey {
-        case id, roomId, title, done, doneBy, doneAt, assignee, dueAt, position, fromMessageId, createdBy, createdAt, updatedAt
-    }
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.todo.id), .field("roomId", \.todo.roomId), .field("title", \.todo.title), .field("done", \.todo.done),
+        .nullable("doneBy", \.doneBy), .nullable("doneAt", \.todo.doneAt), .nullable("assignee", \.assignee),
+        .nullable("dueAt", \.todo.dueAt), .nullable("position", \.position), .nullable("fromMessageId", \.todo.fromMessageId),
+        .field("createdBy", \.todo.createdBy), .field("createdAt", \.todo.createdAt), .field("updatedAt", \.todo.updatedAt),
+    ]
 }
 
 /// A member's arrival or departure, as streams show it.
-struct MembershipView: Encodable {
-    let roomId: String
+struct MembershipView: View {
+    let roomId: UUID
     let user: PersonView
     let role: String?
     let reason: String?
-    let at: String
+    let at: Date
+
+    static let fields: [ViewField<Self>] = [
+        .field("roomId", \.roomId), .field("user", \.user), .omitted("role", \.role, Schemas.role), .omitted("reason", \.reason),
+        .field("at", \.at),
+    ]
 }
 
-// MARK: - Response schemas
+/// A todo item gone, as streams show it.
+struct TodoDeletedView: View {
+    let id: UUID
+    let roomId: UUID
+
+    static let fields: [ViewField<Self>] = [.field("id", \.id), .field("roomId", \.roomId)]
+}
 
 enum Schemas {
-    static let uuid = #"{"type":"string","format":"uuid"}"#
-    static let time = #"{"type":"string","format":"date-time"}"#
-    static let person = #"{"type":"object","required":["id","name","avatarMediaId"],"properties":{"id":"# + uuid + #","name":{"type":["string","null"]},"avatarMediaId":{"type":["string","null"],"format":"uuid"}}}"#
-    static let message = #"{"type":"object","required":["id","roomId","seq","author","text","media","createdAt","updatedAt","editedAt","deletedAt"],"properties":{"id":"# + uuid + #","roomId":"# + uuid + #","seq":{"type":"integer","minimum":1},"author":"# + person + #","text":{"type":["string","null"],"maxLength":4000},"clientId":{"type":["string","null"]},"replyTo":{"type":["string","null"],"format":"uuid"},"media":{"type":"array","items":{"type":"object","required":["id","url"]}},"createdAt":"# + time + #","updatedAt":"# + time + #","editedAt":{"type":["string","null"],"format":"date-time"},"deletedAt":{"type":["string","null"],"format":"date-time"}}}"#
-    static let room = #"{"type":"object","required":["id","kind","name","readOnly","role","lastSeq","readSeq","createdAt","updatedAt"],"properties":{"id":"# + uuid + #","kind":{"enum":["team","direct","parcel"]},"name":{"type":"string"},"topic":{"type":["string","null"]},"inviteCode":{"type":["string","null"]},"parcelId":{"type":["string","null"],"format":"uuid"},"readOnly":{"type":"boolean"},"role":{"enum":["owner","member"]},"lastSeq":{"type":"integer"},"readSeq":{"type":"integer"},"unreadCount":{"type":"integer"},"lastMessage":{"oneOf":[{"type":"null"},"# + message + #"]},"members":{"type":"array","items":{"type":"object","required":["user","role","joinedAt"],"properties":{"user":"# + person + #","role":{"enum":["owner","member"]},"joinedAt":"# + time + #"}}},"createdAt":"# + time + #","updatedAt":"# + time + #"}}"#
-    static let todo = #"{"type":"object","required":["id","roomId","title","done","doneBy","doneAt","assignee","dueAt","position","createdBy","createdAt","updatedAt"],"properties":{"id":"# + uuid + #","roomId":"# + uuid + #","title":{"type":"string"},"done":{"type":"boolean"},"doneBy":{"oneOf":[{"type":"null"},"# + person + #"]},"doneAt":{"type":["string","null"],"format":"date-time"},"assignee":{"oneOf":[{"type":"null"},"# + person + #"]},"dueAt":{"type":["string","null"],"format":"date-time"},"position":{"type":["integer","null"]},"fromMessageId":{"type":["string","null"],"format":"uuid"},"createdBy":"# + uuid + #","createdAt":"# + time + #","updatedAt":"# + time + #"}}"#
-    static func page(_ item: String) -> String {
-        #"{"type":"object","required":["items","nextCursor"],"properties":{"items":{"type":"array","items":"# + item + #"},"nextCursor":{"type":["string","null"]}}}"#
-    }
-    static let media = #"{"type":"object","required":["id","url","contentType","size"]}"#
+    static let role = Schema.oneOf(["owner", "member"])
 }

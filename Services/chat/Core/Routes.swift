@@ -7,31 +7,31 @@ func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTic
     var r = Router()
     // Rooms
     r.add("POST", "/v1/rooms", summary: "Create a team room; the creator owns it", body: CreateRoomBody.self,
-          response: (201, Schemas.room), auth: auth, h.createRoom)
+          response: (201, RoomView.shape), auth: auth, h.createRoom)
     r.add("GET", "/v1/rooms", summary: "My rooms, latest activity first, with unread counts and last messages (?parcelId=)",
-          response: (200, Schemas.page(Schemas.room)), auth: auth, h.listRooms)
+          response: (200, PageResponse<RoomView>.shape), auth: auth, h.listRooms)
     r.add("POST", "/v1/rooms/join", summary: "Join a team room by its invite code", body: JoinRoomBody.self,
-          response: (200, Schemas.room), auth: auth, h.join)
+          response: (200, RoomView.shape), auth: auth, h.join)
     r.add("POST", "/v1/rooms/direct", summary: "The direct room with someone I share a group or a parcel with",
-          body: DirectRoomBody.self, response: (200, Schemas.room), auth: auth, h.direct)
-    r.add("GET", "/v1/rooms/{id}", summary: "A room with its members", response: (200, Schemas.room), auth: auth, h.getRoom)
+          body: DirectRoomBody.self, response: (200, RoomView.shape), auth: auth, h.direct)
+    r.add("GET", "/v1/rooms/{id}", summary: "A room with its members", response: (200, RoomView.shape), auth: auth, h.getRoom)
     r.add("PATCH", "/v1/rooms/{id}", summary: "Rename a team room or change its topic (owner)", body: UpdateRoomBody.self,
-          response: (200, Schemas.room), auth: auth, h.updateRoom)
+          response: (200, RoomView.shape), auth: auth, h.updateRoom)
     r.add("POST", "/v1/rooms/{id}/invite-code", summary: "Replace a team room's invite code (owner)",
-          response: (200, Schemas.room), auth: auth, h.rotateInviteCode)
+          response: (200, RoomView.shape), auth: auth, h.rotateInviteCode)
     r.add("DELETE", "/v1/rooms/{id}/members/{userId}", summary: "Remove a member (owner) or leave; their streams end",
           response: (204, nil), auth: auth, h.removeMember)
     r.add("PUT", "/v1/rooms/{id}/read", summary: "Mark the room read up to a message sequence", body: ReadBody.self,
-          response: (200, Schemas.room), auth: auth, h.markRead)
+          response: (200, RoomView.shape), auth: auth, h.markRead)
     // Messages
     r.add("POST", "/v1/rooms/{id}/messages", summary: "Post a message (a retry with the same clientId returns the first)",
-          body: PostMessageBody.self, response: (201, Schemas.message), auth: auth, h.postMessage)
+          body: PostMessageBody.self, response: (201, MessageView.shape), auth: auth, h.postMessage)
     r.add("GET", "/v1/rooms/{id}/messages", summary: "History by sequence: the latest, ?before= or ?after= (keyset)",
-          response: (200, Schemas.page(Schemas.message)), auth: auth, h.listMessages)
+          response: (200, PageResponse<MessageView>.shape), auth: auth, h.listMessages)
     r.add("GET", "/v1/rooms/{id}/search", summary: "Full-text search of the room's messages, newest first (?q=)",
-          response: (200, Schemas.page(Schemas.message)), auth: auth, h.search)
+          response: (200, PageResponse<MessageView>.shape), auth: auth, h.search)
     r.add("PATCH", "/v1/messages/{id}", summary: "Change a message's text (author)", body: EditMessageBody.self,
-          response: (200, Schemas.message), auth: auth, h.editMessage)
+          response: (200, MessageView.shape), auth: auth, h.editMessage)
     r.add("DELETE", "/v1/messages/{id}", summary: "Delete a message (author); it keeps its place with no text",
           response: (204, nil), auth: auth, h.deleteMessage)
     // Live
@@ -40,22 +40,22 @@ func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTic
     r.add("POST", "/v1/rooms/{id}/typing", summary: "Tell the room I am typing (not stored)", response: (204, nil), auth: auth, h.typing)
     // Todos
     r.add("GET", "/v1/rooms/{id}/todos", summary: "The room's todo list: open items in their order, then done ones",
-          response: (200, Schemas.page(Schemas.todo)), auth: auth, h.listTodos)
-    r.add("POST", "/v1/rooms/{id}/todos", summary: "Add an item", body: CreateTodoBody.self, response: (201, Schemas.todo),
+          response: (200, PageResponse<TodoView>.shape), auth: auth, h.listTodos)
+    r.add("POST", "/v1/rooms/{id}/todos", summary: "Add an item", body: CreateTodoBody.self, response: (201, TodoView.shape),
           auth: auth, h.createTodo)
     r.add("PATCH", "/v1/todos/{id}", summary: "Rename, check off, assign, schedule or move an item", body: UpdateTodoBody.self,
-          response: (200, Schemas.todo), auth: auth, h.updateTodo)
+          response: (200, TodoView.shape), auth: auth, h.updateTodo)
     r.add("DELETE", "/v1/todos/{id}", summary: "Remove an item", response: (204, nil), auth: auth, h.deleteTodo)
     // Media
     r.add("POST", "/v1/chat/media", summary: "Upload an image for a message (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)",
-          bodyLimit: MediaStore.limit, response: (201, Schemas.media), auth: auth, h.uploadMedia)
+          bodyLimit: MediaStore.limit, response: (201, MediaView.shape), auth: auth, h.uploadMedia)
     r.add("GET", "/v1/chat/media/{id}", summary: "An image, for its owner and the members of the rooms it was posted in",
           auth: auth, h.getMedia)
     r.query("GET", "/v1/rooms", QueryParameter.page + [QueryParameter("parcelId", schema: #"{"type":"string","format":"uuid"}"#, "Only the room of this parcel")])
     r.query("GET", "/v1/rooms/{id}/messages", QueryParameter.page + [
         QueryParameter("before", schema: #"{"type":"integer","minimum":0}"#, "Messages before this sequence"),
         QueryParameter("after", schema: #"{"type":"integer","minimum":0}"#, "Messages after this sequence")])
-    r.alsoAnswers("POST", "/v1/rooms/{id}/messages", 200, schema: Schemas.message)
+    r.alsoAnswers("POST", "/v1/rooms/{id}/messages", 200, schema: MessageView.shape.jsonText)
     r.query("GET", "/v1/rooms/{id}/search", QueryParameter.page + [QueryParameter("q", schema: #"{"type":"string","minLength":1,"maxLength":200}"#, "Words to find")])
     r.query("GET", "/v1/rooms/{id}/events", [QueryParameter("lastEventId", schema: #"{"type":"string"}"#, "Resume after this change (as the Last-Event-ID header)")])
     return r

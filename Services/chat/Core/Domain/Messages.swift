@@ -154,8 +154,7 @@ struct Todos: Sendable {
         let seq = try storage.nextSeq(c, todo.roomId).change
         try storage.deleteTodo(c, id)
         try storage.order(c, room: todo.roomId, try storage.openTodos(c, room: todo.roomId))
-        struct Deleted: Encodable { let id: String; let roomId: String }
-        try log.record(c, room: todo.roomId, seq: seq, event: "todo_deleted", view: Deleted(id: id.lowercased, roomId: todo.roomId.lowercased))
+        try log.record(c, room: todo.roomId, seq: seq, event: "todo_deleted", view: TodoDeletedView(id: id, roomId: todo.roomId))
         try log.outbox.add(TodoDeleted(roomId: todo.roomId.lowercased, todoId: id.lowercased, deletedBy: user.lowercased, seq: seq,
                                        deletedAt: Timestamp.format(Date())), subject: todo.roomId.lowercased, on: c)
     }

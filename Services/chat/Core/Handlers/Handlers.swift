@@ -26,7 +26,7 @@ struct ChatHandlers: Sendable {
     func createRoom(_ request: Request, _ caller: Caller, _ body: CreateRoomBody) throws -> Response {
         try idempotency.run(request, caller: caller.userId.lowercased) { c in
             let room = try rooms.createTeam(c, name: body.name, topic: body.topic.flatMap { $0.isEmpty ? nil : $0 }, by: caller.userId)
-            return try .json(RoomView(room, members: try storage.members(c, of: room.id)), status: 201)
+            return .json(RoomView(room, members: try storage.members(c, of: room.id)), status: 201)
         }
     }
 
@@ -40,7 +40,7 @@ struct ChatHandlers: Sendable {
             return (at, id)
         }
         let list = try pool.withConnection { try storage.rooms($0, of: caller.userId, parcel: parcel, after: after, limit: page.limit + 1) }
-        return try .json(PageResponse(list, page, item: { RoomView($0.room, unread: $0.unread, last: $0.last) },
+        return .json(PageResponse(list, page, item: { RoomView($0.room, unread: $0.unread, last: $0.last) },
                                       cursor: { [String($0.activityMicros), $0.room.id.lowercased] }))
     }
 
@@ -48,7 +48,7 @@ struct ChatHandlers: Sendable {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
             let room = try rooms.member(c, id, caller.userId)
-            return try .json(RoomView(room, members: try storage.members(c, of: id)))
+            return .json(RoomView(room, members: try storage.members(c, of: id)))
         }
     }
 
@@ -56,7 +56,7 @@ struct ChatHandlers: Sendable {
         let id = try Validate.pathID(request)
         return try pool.withTransaction { c in
             let room = try rooms.update(c, id, by: caller.userId, name: body.name, topic: body.topic)
-            return try .json(RoomView(room, members: try storage.members(c, of: id)))
+            return .json(RoomView(room, members: try storage.members(c, of: id)))
         }
     }
 
@@ -64,7 +64,7 @@ struct ChatHandlers: Sendable {
         try joins.attempt(pool, user: caller.userId, isFailure: { $0 as? ChatError == .unknownInviteCode }) {
             try pool.withTransaction { c in
                 let room = try rooms.join(c, code: body.inviteCode, user: caller.userId)
-                return try .json(RoomView(room, members: try storage.members(c, of: room.id)))
+                return .json(RoomView(room, members: try storage.members(c, of: room.id)))
             }
         }
     }
@@ -73,7 +73,7 @@ struct ChatHandlers: Sendable {
         let id = try Validate.pathID(request)
         return try pool.withTransaction { c in
             let room = try rooms.rotateInviteCode(c, id, by: caller.userId)
-            return try .json(RoomView(room, members: try storage.members(c, of: id)))
+            return .json(RoomView(room, members: try storage.members(c, of: id)))
         }
     }
 
@@ -86,7 +86,7 @@ struct ChatHandlers: Sendable {
     func direct(_ request: Request, _ caller: Caller, _ body: DirectRoomBody) throws -> Response {
         try pool.withTransaction { c in
             let room = try rooms.direct(c, caller.userId, with: body.userId)
-            return try .json(RoomView(room, members: try storage.members(c, of: room.id)))
+            return .json(RoomView(room, members: try storage.members(c, of: room.id)))
         }
     }
 
@@ -95,7 +95,7 @@ struct ChatHandlers: Sendable {
         return try pool.withTransaction { c in
             _ = try rooms.member(c, id, caller.userId)
             try storage.markRead(c, room: id, user: caller.userId, seq: body.seq)
-            return try .json(RoomView(try rooms.member(c, id, caller.userId)))
+            return .json(RoomView(try rooms.member(c, id, caller.userId)))
         }
     }
 
@@ -108,9 +108,9 @@ struct ChatHandlers: Sendable {
                 try messages.post(c, room: id, by: caller.userId, text: body.text, clientId: body.clientId, images: body.mediaIds ?? [],
                                   replyTo: body.replyTo)
             }
-            return try .json(MessageView(message), status: created ? 201 : 200)
+            return .json(MessageView(message), status: created ? 201 : 200)
         } catch let replay as Messages.Replayed {
-            return try .json(MessageView(replay.message), status: 200)
+            return .json(MessageView(replay.message), status: 200)
         }
     }
 
@@ -127,13 +127,13 @@ struct ChatHandlers: Sendable {
             let more = page.count > limit
             let next = more ? (after != nil ? items.last.map { Cursor.encode(["after", String($0.seq)]) }
                                             : items.first.map { Cursor.encode(["before", String($0.seq)]) }) : nil
-            return try .json(PageResponse(items: items.map(MessageView.init), nextCursor: next))
+            return .json(PageResponse(items: items.map(MessageView.init), nextCursor: next))
         }
     }
 
     func editMessage(_ request: Request, _ caller: Caller, _ body: EditMessageBody) throws -> Response {
         let id = try Validate.pathID(request)
-        return try .json(MessageView(try pool.withTransaction { try messages.edit($0, id, by: caller.userId, text: body.text) }))
+        return .json(MessageView(try pool.withTransaction { try messages.edit($0, id, by: caller.userId, text: body.text) }))
     }
 
     func deleteMessage(_ request: Request, _ caller: Caller) throws -> Response {
@@ -153,7 +153,7 @@ struct ChatHandlers: Sendable {
         return try pool.withConnection { c in
             _ = try rooms.member(c, id, caller.userId)
             let found = try storage.search(c, room: id, query: q, before: before, limit: page.limit + 1)
-            return try .json(PageResponse(found, page, item: MessageView.init, cursor: { [String($0.seq)] }))
+            return .json(PageResponse(found, page, item: MessageView.init, cursor: { [String($0.seq)] }))
         }
     }
 
@@ -193,7 +193,7 @@ struct ChatHandlers: Sendable {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
             _ = try rooms.member(c, id, caller.userId)
-            return try .json(PageResponse(items: try storage.todos(c, room: id).map(TodoView.init), nextCursor: nil))
+            return .json(PageResponse(items: try storage.todos(c, room: id).map(TodoView.init), nextCursor: nil))
         }
     }
 
@@ -202,7 +202,7 @@ struct ChatHandlers: Sendable {
         return try idempotency.run(request, caller: caller.userId.lowercased) { c in
             let todo = try todos.add(c, room: id, by: caller.userId, title: body.title, assignee: body.assigneeId,
                                      dueAt: body.dueAt.flatMap(Timestamp.parse), from: body.fromMessageId)
-            return try .json(TodoView(todo), status: 201)
+            return .json(TodoView(todo), status: 201)
         }
     }
 
@@ -213,7 +213,7 @@ struct ChatHandlers: Sendable {
         case .null: .null
         case .value(let text): Timestamp.parse(text).map { .value($0) } ?? .absent
         }
-        return try .json(TodoView(try pool.withTransaction {
+        return .json(TodoView(try pool.withTransaction {
             try todos.update($0, id, by: caller.userId, title: body.title, done: body.done, assignee: body.assigneeId, dueAt: dueAt,
                              position: body.position)
         }))
