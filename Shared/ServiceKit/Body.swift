@@ -254,11 +254,22 @@ extension Schema {
         case .oneOf(let values): return ["type": "string", "enum": values]
         case .uuid: return ["type": "string", "format": "uuid"]
         case .dateTime: return ["type": "string", "format": "date-time"]
-        case .integer(let r): return ["type": "integer", "minimum": r.lowerBound, "maximum": r.upperBound]
-        case .number(let r): return ["type": "number", "minimum": r.lowerBound, "maximum": r.upperBound]
+        // Bounds a type has anyway (a view's `Int`, an array of any length) are left out.
+        case .integer(let r):
+            var s: [String: Any] = ["type": "integer"]
+            if r.lowerBound != Int.min { s["minimum"] = r.lowerBound }
+            if r.upperBound != Int.max { s["maximum"] = r.upperBound }
+            return s
+        case .number(let r):
+            var s: [String: Any] = ["type": "number"]
+            if r.lowerBound.isFinite && r.lowerBound > -Double.greatestFiniteMagnitude { s["minimum"] = r.lowerBound }
+            if r.upperBound.isFinite && r.upperBound < Double.greatestFiniteMagnitude { s["maximum"] = r.upperBound }
+            return s
         case .boolean: return ["type": "boolean"]
         case .array(let item, let count):
-            return ["type": "array", "items": item.jsonSchema, "minItems": count.lowerBound, "maxItems": count.upperBound]
+            var s: [String: Any] = ["type": "array", "items": item.jsonSchema, "minItems": count.lowerBound]
+            if count.upperBound != Int.max { s["maxItems"] = count.upperBound }
+            return s
         case .object(let members):
             var properties: [String: Any] = [:]
             for (key, member) in members {

@@ -123,14 +123,16 @@ public final class EventConsumer: BackgroundService {
 
 /// The sessions auth revoked within the access-token lifetime: what `GET /v1/internal/revoked-sessions` answers,
 /// so that revocations do not depend on the broker keeping its history.
-public struct RevokedSessionList: Codable, Sendable {
-    public struct Entry: Codable, Sendable {
+public struct RevokedSessionList: Decodable, View, Sendable {
+    public struct Entry: Decodable, View, Sendable {
         public var sessionId: String
         public var revokedAt: String
         public init(sessionId: String, revokedAt: String) { self.sessionId = sessionId; self.revokedAt = revokedAt }
+        public static let fields: [ViewField<Self>] = [.field("sessionId", \.sessionId, .uuid), .field("revokedAt", \.revokedAt, .dateTime)]
     }
     public var sessions: [Entry]
     public init(sessions: [Entry]) { self.sessions = sessions }
+    public static let fields: [ViewField<Self>] = [.field("sessions", \.sessions)]
 
     /// How far back the list goes: any token signed before then has expired.
     public static var horizon: TimeInterval { Double(JWT.maxLifetime + 120) }

@@ -134,7 +134,7 @@ public final class VerifiedTokens: Sendable {
 // MARK: - JWKs
 
 /// One public key of a JWK set (`kty: OKP`, `crv: Ed25519`).
-public struct JWK: Codable, Sendable, Equatable {
+public struct JWK: Decodable, View, Sendable, Equatable {
     public var kty = "OKP"
     public var crv = "Ed25519"
     public var alg = "EdDSA"
@@ -143,12 +143,19 @@ public struct JWK: Codable, Sendable, Equatable {
     public var x: String
 
     public init(kid: String, publicKey: [UInt8]) { self.kid = kid; self.x = Base64URL.encode(publicKey) }
+
+    public static let fields: [ViewField<Self>] = [
+        .field("kty", \.kty, .oneOf(["OKP"])), .field("crv", \.crv, .oneOf(["Ed25519"])), .field("alg", \.alg, .oneOf(["EdDSA"])),
+        .field("use", \.use, .oneOf(["sig"])), .field("kid", \.kid), .field("x", \.x),
+    ]
 }
 
 /// A JWK set `{"keys": [...]}`.
-public struct JWKSet: Codable, Sendable {
+public struct JWKSet: Decodable, View, Sendable {
     public var keys: [JWK]
     public init(keys: [JWK]) { self.keys = keys }
+
+    public static let fields: [ViewField<Self>] = [.field("keys", \.keys)]
 
     /// Key id → raw public key, for the Ed25519 keys in the set.
     public var publicKeys: [String: [UInt8]] {

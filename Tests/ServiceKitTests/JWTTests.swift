@@ -111,7 +111,7 @@ final class JWTTests: XCTestCase {
 
     func testJWKSetRoundTripsTheRawKey() throws {
         let set = JWKSet(keys: [JWK(kid: "k1", publicKey: key.publicKey)])
-        let decoded = try JSONDecoder().decode(JWKSet.self, from: try JSONEncoder().encode(set))
+        let decoded = try JSONDecoder().decode(JWKSet.self, from: Data(JSON.encode(set)))
         XCTAssertEqual(decoded.publicKeys, ["k1": key.publicKey])
     }
 }

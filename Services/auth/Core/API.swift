@@ -66,31 +66,18 @@ struct ChangePasswordBody: RequestBody {
 
 // MARK: - Responses
 
-struct UserView: Encodable {
-    let id: String
-    let username: String
-    let email: String
-    let fullName: String
-    let avatarMediaId: String?
-    let createdAt: String
-    let updatedAt: String
+struct UserView: View {
+    let user: UserRecord
+    init(_ u: UserRecord) { user = u }
 
-    init(_ u: UserRecord) {
-        id = u.id.lowercased; username = u.username; email = u.email; fullName = u.fullName
-        avatarMediaId = u.avatarMediaId?.lowercased
-        createdAt = Timestamp.format(u.createdAt); updatedAt = Timestamp.format(u.updatedAt)
-    }
-
-    func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id); try c.encode(username, forKey: .username); try c.encode(email, forKey: .email)
-        try c.encode(fullName, forKey: .fullName); try c.encode(avatarMediaId, forKey: .avatarMediaId)
-        try c.encode(createdAt, forKey: .createdAt); try c.encode(updatedAt, forKey: .updatedAt)
-    }
-    enum CodingKeys: String, CodingKey { case id, username, email, fullName, avatarMediaId, createdAt, updatedAt }
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.user.id), .field("username", \.user.username, Check.usernameSchema),
+        .field("email", \.user.email, Check.emailSchema), .field("fullName", \.user.fullName, .text(max: 100)),
+        .nullable("avatarMediaId", \.user.avatarMediaId), .field("createdAt", \.user.createdAt), .field("updatedAt", \.user.updatedAt),
+    ]
 }
 
-struct SessionView: Encodable {
+struct SessionView: View {
     let user: UserView
     let accessToken: String
     let refreshToken: String
@@ -98,41 +85,17 @@ struct SessionView: Encodable {
     let expiresIn: Int
     /// Names this device in later logins (sign-up and login only).
     var deviceToken: String?
+
+    static let fields: [ViewField<Self>] = [
+        .field("user", \.user), .field("accessToken", \.accessToken), .field("refreshToken", \.refreshToken),
+        .field("tokenType", \.tokenType, .oneOf(["Bearer"])), .field("expiresIn", \.expiresIn, .integer(1...Int.max)),
+        .omitted("deviceToken", \.deviceToken),
+    ]
 }
 
-struct StreamTicketView: Encodable {
+struct StreamTicketView: View {
     let ticket: String
     let expiresIn = JWT.maxTicketLifetime
-}
 
-// MARK: - Schemas for the OpenAPI document
-
-enum Schemas {
-    static let user = """
-        {"type":"object","required":["id","username","email","fullName","avatarMediaId","createdAt","updatedAt"],
-         "additionalProperties":false,
-         "properties":{"id":{"type":"string","format":"uuid"},"username":{"type":"string","pattern":"^[a-z0-9_.]{3,32}$"},
-         "email":{"type":"string","format":"email"},"fullName":{"type":"string","minLength":1,"maxLength":100},
-         "avatarMediaId":{"type":["string","null"],"format":"uuid"},
-         "createdAt":{"type":"string","format":"date-time"},"updatedAt":{"type":"string","format":"date-time"}}}
-        """
-    static let session = """
-        {"type":"object","required":["user","accessToken","refreshToken","tokenType","expiresIn"],"additionalProperties":false,
-         "properties":{"user":\(user),"accessToken":{"type":"string"},"refreshToken":{"type":"string"},
-         "tokenType":{"const":"Bearer"},"expiresIn":{"type":"integer"},"deviceToken":{"type":"string"}}}
-        """
-    static let revokedSessions = """
-        {"type":"object","required":["sessions"],"additionalProperties":false,"properties":{"sessions":{"type":"array",
-         "items":{"type":"object","required":["sessionId","revokedAt"],"additionalProperties":false,
-         "properties":{"sessionId":{"type":"string","format":"uuid"},"revokedAt":{"type":"string","format":"date-time"}}}}}}
-        """
-    static let streamTicket = """
-        {"type":"object","required":["ticket","expiresIn"],"additionalProperties":false,
-         "properties":{"ticket":{"type":"string"},"expiresIn":{"type":"integer","minimum":1}}}
-        """
-    static let jwks = """
-        {"type":"object","required":["keys"],"properties":{"keys":{"type":"array","items":{"type":"object",
-         "required":["kty","crv","kid","x"],"properties":{"kty":{"const":"OKP"},"crv":{"const":"Ed25519"},
-         "alg":{"const":"EdDSA"},"use":{"const":"sig"},"kid":{"type":"string"},"x":{"type":"string"}}}}}}
-        """
+    static let fields: [ViewField<Self>] = [.field("ticket", \.ticket), .field("expiresIn", \.expiresIn, .integer(1...Int.max))]
 }

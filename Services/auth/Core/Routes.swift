@@ -5,31 +5,31 @@ import ServiceKit
 func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleSignIn?, services: SharedSecret) -> Router {
     var r = Router()
     r.add("POST", "/v1/auth/signup", summary: "Create an account and a session",
-          body: SignupBody.self, response: (201, .documented(Schemas.session)), h.signup)
+          body: SignupBody.self, response: (201, SessionView.shape), h.signup)
     r.add("POST", "/v1/auth/login", summary: "Open a session with username or email and password",
-          body: LoginBody.self, response: (200, .documented(Schemas.session)), h.login)
+          body: LoginBody.self, response: (200, SessionView.shape), h.login)
     r.add("POST", "/v1/auth/refresh", summary: "Rotate a refresh token for a new token pair",
-          body: RefreshBody.self, response: (200, .documented(Schemas.session)), h.refresh)
+          body: RefreshBody.self, response: (200, SessionView.shape), h.refresh)
     // Without GOOGLE_CLIENT_IDS, sign-in with Google does not exist (404, and absent from /openapi.json).
     if let google {
         r.add("POST", "/v1/auth/google", summary: "Sign in with a Google ID token (creates the account the first time)",
-              body: GoogleBody.self, response: (200, .documented(Schemas.session))) { try h.google($0, $1, google) }
+              body: GoogleBody.self, response: (200, SessionView.shape)) { try h.google($0, $1, google) }
     }
     r.add("POST", "/v1/auth/logout", summary: "Revoke the current session", response: (204, nil), auth: auth, h.logout)
     r.add("POST", "/v1/auth/stream-tickets", summary: "A single-use ticket, valid for a minute, that opens one event stream (?ticket=)",
-          response: (201, .documented(Schemas.streamTicket)), auth: auth, h.streamTicket)
+          response: (201, StreamTicketView.shape), auth: auth, h.streamTicket)
     r.add("GET", "/v1/auth/jwks", summary: "The public keys that verify access tokens",
-          response: (200, .documented(Schemas.jwks)), h.jwks)
-    r.add("GET", "/v1/users/me", summary: "The current user", response: (200, .documented(Schemas.user)),
+          response: (200, JWKSet.shape), h.jwks)
+    r.add("GET", "/v1/users/me", summary: "The current user", response: (200, UserView.shape),
           auth: auth.leavingTheSessionToTheHandler, h.me)
     r.add("PATCH", "/v1/users/me", summary: "Change the current user's profile", body: UpdateMeBody.self,
-          response: (200, .documented(Schemas.user)), auth: auth, h.updateMe)
+          response: (200, UserView.shape), auth: auth, h.updateMe)
     r.add("POST", "/v1/users/me/password", summary: "Change the password; ends every other session",
           body: ChangePasswordBody.self, response: (204, nil), auth: auth, h.changePassword)
     // Without SERVICE_TOKEN the list does not exist (404): other services then rely on session.revoked alone.
     if services.isEnabled {
         r.add("GET", "/v1/internal/revoked-sessions", summary: "Services: the sessions revoked within the access-token lifetime",
-              response: (200, .documented(Schemas.revokedSessions)), trusted: services, h.revokedSessions)
+              response: (200, RevokedSessionList.shape), trusted: services, h.revokedSessions)
     }
     return r
 }

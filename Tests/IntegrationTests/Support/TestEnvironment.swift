@@ -135,9 +135,13 @@ final class ServiceProcess {
     /// What the process wrote so far.
     var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
 
-    /// SIGTERM, then wait for the exit; returns the exit status.
+    /// SIGTERM, then wait for the exit; returns the exit status. A service that stopped by itself on a fatal error
+    /// (in the tests' debug build, an answer that breaks its route's schema) fails the test that stops it, naming the
+    /// error, even when the test itself saw only a closed connection.
     @discardableResult
     func stop(timeout: TimeInterval = 20) -> Int32 {
+        let fatal = log.split(separator: "\n").filter { $0.contains("Fatal error:") }
+        if !fatal.isEmpty { XCTFail("\(name) stopped: \(fatal.joined(separator: "\n"))") }
         guard process.isRunning else { return process.terminationStatus }
         process.terminate()
         if !TestEnvironment.waitUntil(timeout: timeout, { !process.isRunning }) {

@@ -34,7 +34,7 @@ struct AuthHandlers: Sendable {
             }
             var session = try openSession(c, user)
             session.deviceToken = try storage.addDevice(c, user: user.id)
-            return try .json(session, status: status)
+            return .json(session, status: status)
         }
         return try idempotency.run(request, caller: "anonymous", replay: replay) { c in
             let user = try storage.insertUser(c, username: username, email: email, fullName: fullName, passwordHash: hash)
@@ -44,7 +44,7 @@ struct AuthHandlers: Sendable {
                            subject: user.id.lowercased, on: c)
             var session = try openSession(c, user)
             session.deviceToken = try storage.addDevice(c, user: user.id)
-            return try .json(session, status: 201)
+            return .json(session, status: 201)
         }
     }
 
@@ -80,7 +80,7 @@ struct AuthHandlers: Sendable {
         return try pool.withTransaction { c in
             var session = try openSession(c, user)
             session.deviceToken = try device ?? storage.addDevice(c, user: user.id)
-            return try .json(session)
+            return .json(session)
         }
     }
 
@@ -95,10 +95,10 @@ struct AuthHandlers: Sendable {
         }
         let unusable = try PasswordHasher.hash(Base64URL.encode(secureRandomBytes(32)))  // signs in with Google only
         return try pool.withTransaction { c in
-            if let user = try storage.googleUser(c, subject: identity.subject) { return try .json(try openSession(c, user)) }
+            if let user = try storage.googleUser(c, subject: identity.subject) { return .json(try openSession(c, user)) }
             if let user = try storage.userByEmail(c, identity.email) {
                 try storage.linkGoogle(c, subject: identity.subject, user: user.id)
-                return try .json(try openSession(c, user))
+                return .json(try openSession(c, user))
             }
             let email = try Check.email(identity.email)
             let base = String(email.split(separator: "@")[0].lowercased().filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == ".") }
@@ -110,7 +110,7 @@ struct AuthHandlers: Sendable {
             try storage.linkGoogle(c, subject: identity.subject, user: user.id)
             try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email, fullName: user.fullName,
                                           avatarMediaId: nil, createdAt: Timestamp.format(user.createdAt)), subject: user.id.lowercased, on: c)
-            return try .json(try openSession(c, user), status: 201)
+            return .json(try openSession(c, user), status: 201)
         }
     }
 
@@ -121,7 +121,7 @@ struct AuthHandlers: Sendable {
             case .rotated(let session, let userId):
                 guard let user = try storage.user(c, id: userId) else { return nil }
                 let refresh = try storage.issueRefreshToken(c, session: session)
-                return try .json(SessionView(user: UserView(user), accessToken: try keys.accessToken(user: userId, session: session),
+                return .json(SessionView(user: UserView(user), accessToken: try keys.accessToken(user: userId, session: session),
                                              refreshToken: refresh, expiresIn: SigningKeys.accessLifetime))
             case .reused(let session, let user):
                 // A rotated token came back: someone holds a stolen copy. End the whole session.
@@ -148,7 +148,7 @@ struct AuthHandlers: Sendable {
 
     /// A ticket that opens one event stream of the caller's, once, within a minute (for `EventSource`).
     func streamTicket(_ request: Request, _ caller: Caller) throws -> Response {
-        var response = try Response.json(StreamTicketView(ticket: try keys.streamTicket(user: caller.userId, session: caller.sessionId)),
+        var response = Response.json(StreamTicketView(ticket: try keys.streamTicket(user: caller.userId, session: caller.sessionId)),
                                          status: 201)
         response.headers.append(("Cache-Control", "no-store"))
         return response
@@ -161,7 +161,7 @@ struct AuthHandlers: Sendable {
         guard let user = try pool.withConnection({ try storage.user($0, id: caller.userId, inActiveSession: caller.sessionId) }) else {
             throw HTTPError.unauthenticated()
         }
-        return try .json(UserView(user))
+        return .json(UserView(user))
     }
 
     func updateMe(_ request: Request, _ caller: Caller, _ body: UpdateMeBody) throws -> Response {
@@ -176,13 +176,13 @@ struct AuthHandlers: Sendable {
             if let email { user.email = email }
             if let username { user.username = username }
             if body.avatarMediaId.isPresent { user.avatarMediaId = avatar }
-            guard before != (user.username, user.email, user.fullName, user.avatarMediaId) else { return try .json(UserView(user)) }
+            guard before != (user.username, user.email, user.fullName, user.avatarMediaId) else { return .json(UserView(user)) }
             let updated = try storage.updateUser(c, user)
             try outbox.add(UserUpdated(userId: updated.id.lowercased, username: updated.username, email: updated.email,
                                        fullName: updated.fullName, avatarMediaId: updated.avatarMediaId?.lowercased,
                                        updatedAt: Timestamp.format(updated.updatedAt)),
                            subject: updated.id.lowercased, on: c)
-            return try .json(UserView(updated))
+            return .json(UserView(updated))
         }
     }
 
@@ -210,7 +210,7 @@ struct AuthHandlers: Sendable {
     }
 
     func jwks(_ request: Request) throws -> Response {
-        var response = try Response.json(keys.jwks)
+        var response = Response.json(keys.jwks)
         response.headers.append(("Cache-Control", "public, max-age=300"))
         return response
     }
@@ -219,7 +219,7 @@ struct AuthHandlers: Sendable {
     func revokedSessions(_ request: Request) throws -> Response {
         let since = Date().addingTimeInterval(-RevokedSessionList.horizon)
         let sessions = try pool.withConnection { try storage.revokedSessions($0, since: since) }
-        return try .json(RevokedSessionList(sessions: sessions.map {
+        return .json(RevokedSessionList(sessions: sessions.map {
             .init(sessionId: $0.id.lowercased, revokedAt: Timestamp.format($0.at))
         }))
     }
