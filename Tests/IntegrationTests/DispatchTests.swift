@@ -329,7 +329,7 @@ final class DispatchInputTests: DispatchTestCase {
         // them with a token).
         XCTAssertEqual(documented.filter { $0.contains("/v1/operator/") }, [])
         let schemes = ((try api.get("/openapi.json")["components"] as? [String: Any])?["securitySchemes"] as? [String: Any]) ?? [:]
-        XCTAssertEqual(Set(schemes.keys), ["bearer"])
+        XCTAssertEqual(Set(schemes.keys), ["bearer", "streamTicket"], "the parcel's event stream also takes a stream ticket")
     }
 }
 
