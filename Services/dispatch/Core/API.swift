@@ -12,6 +12,8 @@ enum Shapes {
     static let vehicle = Schema.oneOf(["foot", "bike", "scooter", "car"])
     static let capacity = Schema.integer(1...50)
     static let service = Schema.oneOf(ParcelService.allCases.map(\.rawValue))
+    static let status = Schema.oneOf(ParcelStatus.allCases.map(\.rawValue))
+    static let paymentMethod = Schema.oneOf(["card", "cash", "wallet"])
     /// A fix's optional parts.
     static let heading = Schema.number(0...360)
     static let speedMps = Schema.number(0...100)
@@ -76,7 +78,7 @@ struct RecipientBody: RequestBody {
 struct CreateParcelBody: RequestBody {
     static let schema = Schema.object([
         "pickup": .required(AddressBody.schema), "dropoff": .required(AddressBody.schema), "recipient": .required(RecipientBody.schema),
-        "service": .required(Shapes.service), "paymentMethod": .required(.oneOf(["card", "cash", "wallet"])),
+        "service": .required(Shapes.service), "paymentMethod": .required(Shapes.paymentMethod),
         "insured": .optional(.boolean), "description": .optional(.text(min: 0, max: 1000, multiline: true)),
         "documentPhotoMediaId": .required(.uuid),
     ])
@@ -102,91 +104,90 @@ struct FailBody: RequestBody {
 
 // MARK: - Responses
 
-struct PlaceView: Encodable {
+struct PlaceView: View {
     let lat: Double
     let lon: Double
     let address: String?
+    init(_ point: GeoPoint, address: String? = nil) { lat = point.lat; lon = point.lon; self.address = address }
+
+    static let fields: [ViewField<Self>] = [.field("lat", \.lat, Shapes.lat), .field("lon", \.lon, Shapes.lon), .omitted("address", \.address)]
 }
 
-struct CourierView: Encodable {
-    let id: String
-    let vehicle: String
-    let capacity: Int
-    let activeParcels: Int
-    let online: Bool
-    let position: PlaceView?
-    let createdAt: String
-    let updatedAt: String
+struct CourierView: View {
+    let courier: CourierRecord
+    init(_ c: CourierRecord) { courier = c }
 
-    init(_ c: CourierRecord) {
-        id = c.userId.lowercased; vehicle = c.vehicle; capacity = c.capacity; activeParcels = c.active; online = c.online
-        position = c.position.map { PlaceView(lat: $0.lat, lon: $0.lon, address: nil) }
-        createdAt = Timestamp.format(c.createdAt); updatedAt = Timestamp.format(c.updatedAt)
-    }
+    var position: PlaceView? { courier.position.map { PlaceView($0) } }
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.courier.userId), .field("vehicle", \.courier.vehicle, Shapes.vehicle), .field("capacity", \.courier.capacity),
+        .field("activeParcels", \.courier.active), .field("online", \.courier.online), .omitted("position", \.position),
+        .field("createdAt", \.courier.createdAt), .field("updatedAt", \.courier.updatedAt),
+    ]
 }
 
-struct HistoryView: Encodable {
-    let at: String
-    let from: String?
-    let to: String
-    let actor: String
-    let actorId: String?
-    let place: PlaceView?
-    init(_ h: HistoryEntry) {
-        at = Timestamp.format(h.at); from = h.from; to = h.to; actor = h.actor; actorId = h.actorId?.lowercased
-        place = h.place.map { PlaceView(lat: $0.lat, lon: $0.lon, address: nil) }
-    }
+struct HistoryView: View {
+    let entry: HistoryEntry
+    init(_ h: HistoryEntry) { entry = h }
+
+    var place: PlaceView? { entry.place.map { PlaceView($0) } }
+
+    static let fields: [ViewField<Self>] = [
+        .field("at", \.entry.at), .omitted("from", \.entry.from, Shapes.status), .field("to", \.entry.to, Shapes.status),
+        .field("actor", \.entry.actor), .omitted("actorId", \.entry.actorId), .omitted("place", \.place),
+    ]
 }
 
-struct ParcelView: Encodable {
-    let id: String
-    let status: String
-    let senderId: String
-    let recipient: [String: String?]
-    let pickup: PlaceView
-    let dropoff: PlaceView
-    let service: String
-    let paymentMethod: String
-    let insured: Bool
-    let description: String?
-    let documentPhotoMediaId: String
-    let deliveryPhotoMediaId: String?
-    let receiptPhotoMediaId: String?
+struct QuoteView: View {
     let quote: Quote
-    let courierId: String?
-    let offeredTo: String?
-    let offerExpiresAt: String?
-    let courierPosition: PlaceView?
-    let history: [HistoryView]?
-    let createdAt: String
-    let updatedAt: String
+
+    static let fields: [ViewField<Self>] = [
+        .field("currency", \.quote.currency), .field("amountMinor", \.quote.amountMinor), .field("etaSeconds", \.quote.etaSeconds),
+        .field("distanceMeters", \.quote.distanceMeters),
+    ]
+}
+
+struct RecipientView: View {
+    let userId: UUID?
+    let name: String
+    let phone: String?
+
+    static let fields: [ViewField<Self>] = [.nullable("userId", \.userId), .field("name", \.name), .nullable("phone", \.phone)]
+}
+
+struct ParcelView: View {
+    let parcel: ParcelRecord
+    let historyEntries: [HistoryEntry]?
+    let position: GeoPoint?
 
     init(_ p: ParcelRecord, history: [HistoryEntry]? = nil, courierPosition: GeoPoint? = nil) {
-        id = p.id.lowercased; status = p.status.rawValue; senderId = p.senderId.lowercased
-        recipient = ["userId": p.recipientUserId?.lowercased, "name": p.recipientName, "phone": p.recipientPhone]
-        pickup = PlaceView(lat: p.pickup.lat, lon: p.pickup.lon, address: p.pickupAddress)
-        dropoff = PlaceView(lat: p.dropoff.lat, lon: p.dropoff.lon, address: p.dropoffAddress)
-        service = p.service.rawValue; paymentMethod = p.paymentMethod; insured = p.insured; description = p.description
-        documentPhotoMediaId = p.documentPhotoMediaId.lowercased; deliveryPhotoMediaId = p.deliveryPhotoMediaId?.lowercased
-        receiptPhotoMediaId = p.receiptPhotoMediaId?.lowercased; quote = p.quote; courierId = p.courierId?.lowercased
-        offeredTo = p.status == .offered ? p.offeredTo?.lowercased : nil
-        offerExpiresAt = p.status == .offered ? p.offerExpiresAt.map(Timestamp.format) : nil
-        self.courierPosition = courierPosition.map { PlaceView(lat: $0.lat, lon: $0.lon, address: nil) }
-        self.history = history?.map(HistoryView.init)
-        createdAt = Timestamp.format(p.createdAt); updatedAt = Timestamp.format(p.updatedAt)
+        parcel = p; historyEntries = history; position = courierPosition
     }
+
+    var recipient: RecipientView { RecipientView(userId: parcel.recipientUserId, name: parcel.recipientName, phone: parcel.recipientPhone) }
+    var pickup: PlaceView { PlaceView(parcel.pickup, address: parcel.pickupAddress) }
+    var dropoff: PlaceView { PlaceView(parcel.dropoff, address: parcel.dropoffAddress) }
+    var quote: QuoteView { QuoteView(quote: parcel.quote) }
+    /// Only while the offer is open.
+    var offeredTo: UUID? { parcel.status == .offered ? parcel.offeredTo : nil }
+    var offerExpiresAt: Date? { parcel.status == .offered ? parcel.offerExpiresAt : nil }
+    var courierPosition: PlaceView? { position.map { PlaceView($0) } }
+    var history: [HistoryView]? { historyEntries?.map(HistoryView.init) }
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.parcel.id), .field("status", \.parcel.status.rawValue, Shapes.status), .field("senderId", \.parcel.senderId),
+        .field("recipient", \.recipient), .field("pickup", \.pickup), .field("dropoff", \.dropoff),
+        .field("service", \.parcel.service.rawValue, Shapes.service), .field("paymentMethod", \.parcel.paymentMethod, Shapes.paymentMethod),
+        .field("insured", \.parcel.insured), .omitted("description", \.parcel.description),
+        .field("documentPhotoMediaId", \.parcel.documentPhotoMediaId), .omitted("deliveryPhotoMediaId", \.parcel.deliveryPhotoMediaId),
+        .omitted("receiptPhotoMediaId", \.parcel.receiptPhotoMediaId), .field("quote", \.quote), .omitted("courierId", \.parcel.courierId),
+        .omitted("offeredTo", \.offeredTo), .omitted("offerExpiresAt", \.offerExpiresAt), .omitted("courierPosition", \.courierPosition),
+        .omitted("history", \.history), .field("createdAt", \.parcel.createdAt), .field("updatedAt", \.parcel.updatedAt),
+    ]
 }
 
-// MARK: - Schemas for the OpenAPI document
-
-enum Schemas {
-    static let courier = #"{"type":"object","required":["id","vehicle","capacity","activeParcels","online"]}"#
-    static let applied = #"{"type":"object","required":["applied"],"properties":{"applied":{"type":"boolean"}}}"#
-    static let quote = #"{"type":"object","required":["currency","amountMinor","etaSeconds","distanceMeters"],"properties":{"currency":{"type":"string"},"amountMinor":{"type":"integer"},"etaSeconds":{"type":"integer"},"distanceMeters":{"type":"integer"}}}"#
-    static let parcel = #"{"type":"object","required":["id","status","senderId","pickup","dropoff","service","quote","createdAt","updatedAt"],"properties":{"id":{"type":"string","format":"uuid"},"status":{"enum":["awaiting_courier","offered","assigned","picked_up","in_transit","delivered","received","cancelled","failed"]},"quote":"# + quote + #"}}"#
-    static let parcelPage = #"{"type":"object","required":["items","nextCursor"],"properties":{"items":{"type":"array","items":"# + parcel + #"},"nextCursor":{"type":["string","null"]}}}"#
-    static let media = #"{"type":"object","required":["id","url","contentType","size"]}"#
-    static let seeded = #"{"type":"object","required":["seeded"],"properties":{"seeded":{"type":"integer"}}}"#
-    static let fixesApplied = #"{"type":"object","required":["received","applied"],"properties":{"received":{"type":"integer"},"applied":{"type":"integer"}}}"#
-    static let offers = #"{"type":"object","required":["items"],"properties":{"items":{"type":"array","items":{"type":"object","required":["parcelId","courierId","pickup","service","expiresAt"],"properties":{"parcelId":{"type":"string","format":"uuid"},"courierId":{"type":"string","format":"uuid"},"pickup":{"type":"object"},"service":{"enum":["express","standard"]},"expiresAt":{"type":"string","format":"date-time"}}}}}}"#
+/// Whether a courier's own fix was applied (false: stale or out of order, ignored).
+struct AppliedView: View {
+    let applied: Bool
+    static let fields: [ViewField<Self>] = [.field("applied", \.applied)]
 }

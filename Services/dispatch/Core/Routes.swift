@@ -6,44 +6,44 @@ import ServiceKit
 func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: StreamTickets, fleet: SharedSecret) -> Router {
     var r = Router()
     r.add("POST", "/v1/couriers/me", summary: "Register (or update) the caller as a courier", body: RegisterCourierBody.self,
-          response: (201, .documented(Schemas.courier)), auth: auth, h.registerCourier)
+          response: (201, CourierView.shape), auth: auth, h.registerCourier)
     r.add("PUT", "/v1/couriers/me/status", summary: "Go online or offline", body: CourierStatusBody.self,
-          response: (200, .documented(Schemas.courier)), auth: auth, h.setStatus)
+          response: (200, CourierView.shape), auth: auth, h.setStatus)
     r.add("PUT", "/v1/couriers/me/location", summary: "A location fix; stale or out-of-order fixes are ignored",
-          body: LocationBody.self, response: (200, .documented(Schemas.applied)), auth: auth, h.location)
+          body: LocationBody.self, response: (200, AppliedView.shape), auth: auth, h.location)
     r.add("POST", "/v1/quotes", summary: "Price and ETA for a delivery", body: QuoteBody.self,
-          response: (200, .documented(Schemas.quote)), auth: auth, h.quote)
+          response: (200, QuoteView.shape), auth: auth, h.quote)
     r.add("POST", "/v1/parcels", summary: "Send a parcel; the nearest available courier is offered it", body: CreateParcelBody.self,
-          response: (201, .documented(Schemas.parcel)), auth: auth, h.createParcel)
+          response: (201, ParcelView.shape), auth: auth, h.createParcel)
     r.add("GET", "/v1/parcels", summary: "My parcels as sender, recipient or courier (?role=&status=)",
-          response: (200, .documented(Schemas.parcelPage)), auth: auth, h.listParcels)
+          response: (200, PageResponse<ParcelView>.shape), auth: auth, h.listParcels)
     r.add("GET", "/v1/parcels/{id}", summary: "A parcel with its history and the courier's position",
-          response: (200, .documented(Schemas.parcel)), auth: auth, h.getParcel)
+          response: (200, ParcelView.shape), auth: auth, h.getParcel)
     r.addStream("/v1/parcels/{id}/events", summary: "Server-Sent Events: a snapshot, then every transition and courier position",
                 auth: auth, tickets: tickets, h.events)
-    r.add("POST", "/v1/parcels/{id}/accept", summary: "The offered courier takes the parcel", response: (200, .documented(Schemas.parcel)), auth: auth, h.accept)
-    r.add("POST", "/v1/parcels/{id}/decline", summary: "The offered courier refuses it", response: (200, .documented(Schemas.parcel)), auth: auth, h.decline)
-    r.add("POST", "/v1/parcels/{id}/pickup", summary: "The courier has it", response: (200, .documented(Schemas.parcel)), auth: auth, h.pickup)
+    r.add("POST", "/v1/parcels/{id}/accept", summary: "The offered courier takes the parcel", response: (200, ParcelView.shape), auth: auth, h.accept)
+    r.add("POST", "/v1/parcels/{id}/decline", summary: "The offered courier refuses it", response: (200, ParcelView.shape), auth: auth, h.decline)
+    r.add("POST", "/v1/parcels/{id}/pickup", summary: "The courier has it", response: (200, ParcelView.shape), auth: auth, h.pickup)
     r.add("POST", "/v1/parcels/{id}/deliver", summary: "The courier handed it over, with a photo", body: PhotoBody.self,
-          response: (200, .documented(Schemas.parcel)), auth: auth, h.deliver)
+          response: (200, ParcelView.shape), auth: auth, h.deliver)
     r.add("POST", "/v1/parcels/{id}/fail", summary: "The courier could not deliver it", body: FailBody.self,
-          response: (200, .documented(Schemas.parcel)), auth: auth, h.fail)
+          response: (200, ParcelView.shape), auth: auth, h.fail)
     r.add("POST", "/v1/parcels/{id}/confirm", summary: "The recipient confirms receipt, with a photo", body: PhotoBody.self,
-          response: (200, .documented(Schemas.parcel)), auth: auth, h.confirm)
-    r.add("POST", "/v1/parcels/{id}/cancel", summary: "The sender cancels before pickup", response: (200, .documented(Schemas.parcel)), auth: auth, h.cancel)
+          response: (200, ParcelView.shape), auth: auth, h.confirm)
+    r.add("POST", "/v1/parcels/{id}/cancel", summary: "The sender cancels before pickup", response: (200, ParcelView.shape), auth: auth, h.cancel)
     r.add("POST", "/v1/dispatch/media", summary: "Upload a photo (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)", bodyLimit: MediaStore.limit,
-          response: (201, .documented(Schemas.media)), auth: auth, h.uploadMedia)
+          response: (201, MediaView.shape), auth: auth, h.uploadMedia)
     // Without OPERATOR_TOKEN the operator routes do not exist: 404, and absent from /openapi.json.
     if fleet.isEnabled {
         r.add("POST", "/v1/operator/couriers", summary: "Operator: create or update up to 1,000 couriers without sign-ups",
-              body: SeedCouriersBody.self, response: (200, .documented(Schemas.seeded)), trusted: fleet, h.seedCouriers)
+              body: SeedCouriersBody.self, response: (200, SeededView.shape), trusted: fleet, h.seedCouriers)
         r.add("POST", "/v1/operator/locations", summary: "Operator: up to 1,000 location fixes from a fleet gateway",
-              body: FleetFixesBody.self, response: (200, .documented(Schemas.fixesApplied)), trusted: fleet, h.fleetLocations)
-        r.add("GET", "/v1/operator/offers", summary: "Operator: the offers open now, the oldest first (?limit=)", response: (200, .documented(Schemas.offers)),
+              body: FleetFixesBody.self, response: (200, FixesAppliedView.shape), trusted: fleet, h.fleetLocations)
+        r.add("GET", "/v1/operator/offers", summary: "Operator: the offers open now, the oldest first (?limit=)", response: (200, OffersView.shape),
               trusted: fleet, h.openOffers)
         r.query("GET", "/v1/operator/offers", [.limit(max: DispatchHandlers.batchLimit, default: 100)])
         r.add("POST", "/v1/operator/parcels/{id}/accept", summary: "Operator: accept an offer for the courier it was made to",
-              body: OperatorAcceptBody.self, response: (200, .documented(Schemas.parcel)), trusted: fleet, h.operatorAccept)
+              body: OperatorAcceptBody.self, response: (200, ParcelView.shape), trusted: fleet, h.operatorAccept)
     }
     r.query("GET", "/v1/parcels", QueryParameter.page + [
         QueryParameter("role", schema: #"{"enum":["sender","recipient","courier"],"default":"sender"}"#, "Parcels I send, receive or carry"),

@@ -44,12 +44,33 @@ struct OperatorAcceptBody: RequestBody {
     let courierId: UUID
 }
 
-struct OfferView: Encodable {
-    let parcelId: String
-    let courierId: String
-    let pickup: PlaceView
-    let service: String
-    let expiresAt: String
+struct OfferView: View {
+    let parcel: ParcelRecord
+    let courierId: UUID
+
+    var pickup: PlaceView { PlaceView(parcel.pickup) }
+    var expiresAt: Date { parcel.offerExpiresAt ?? parcel.updatedAt }
+
+    static let fields: [ViewField<Self>] = [
+        .field("parcelId", \.parcel.id), .field("courierId", \.courierId), .field("pickup", \.pickup),
+        .field("service", \.parcel.service.rawValue, Shapes.service), .field("expiresAt", \.expiresAt),
+    ]
+}
+
+struct OffersView: View {
+    let items: [OfferView]
+    static let fields: [ViewField<Self>] = [.field("items", \.items)]
+}
+
+struct SeededView: View {
+    let seeded: Int
+    static let fields: [ViewField<Self>] = [.field("seeded", \.seeded, .integer(0...Int.max))]
+}
+
+struct FixesAppliedView: View {
+    let received: Int
+    let applied: Int
+    static let fields: [ViewField<Self>] = [.field("received", \.received, .integer(0...Int.max)), .field("applied", \.applied, .integer(0...Int.max))]
 }
 
 /// The operator's bulk path, for a trusted fleet gateway or a load tester: couriers without sign-ups, location
@@ -74,7 +95,7 @@ extension DispatchHandlers {
         let seeded = try pool.withTransaction { try storage.seedCouriers($0, couriers) }
         seeded.forEach(matcher.update)
         matcher.wake()
-        return try .json(["seeded": seeded.count])
+        return .json(SeededView(seeded: seeded.count))
     }
 
     /// `POST /v1/operator/locations`: up to 1,000 fixes for any couriers.
@@ -85,18 +106,14 @@ extension DispatchHandlers {
                     field: "fixes[\(i)].", now: now)
         }
         let applied = try pool.withTransaction { try couriers.record($0, fixes) }
-        return try .json(["received": fixes.count, "applied": applied])
+        return .json(FixesAppliedView(received: fixes.count, applied: applied))
     }
 
     /// `GET /v1/operator/offers`: the offers open now, the oldest first (`?limit=`, at most 1,000).
     func openOffers(_ request: Request) throws -> Response {
         let limit = try Page(request, maxLimit: Self.batchLimit, defaultLimit: 100).limit
         let offers = try pool.withConnection { try storage.openOffers($0, limit: limit) }
-        return try .json(["items": offers.compactMap { p in
-            p.offeredTo.map { OfferView(parcelId: p.id.lowercased, courierId: $0.lowercased,
-                                        pickup: PlaceView(lat: p.pickup.lat, lon: p.pickup.lon, address: nil),
-                                        service: p.service.rawValue, expiresAt: Timestamp.format(p.offerExpiresAt ?? p.updatedAt)) }
-        }])
+        return .json(OffersView(items: offers.compactMap { p in p.offeredTo.map { OfferView(parcel: p, courierId: $0) } }))
     }
 
     /// `POST /v1/operator/parcels/{id}/accept`: a fleet accepts an offer for the courier it was made to.

@@ -24,7 +24,7 @@ struct DispatchHandlers: Sendable {
 
     func registerCourier(_ request: Request, _ caller: Caller, _ body: RegisterCourierBody) throws -> Response {
         let courier = try pool.withTransaction { try storage.registerCourier($0, user: caller.userId, vehicle: body.vehicle, capacity: body.capacity) }
-        return try .json(CourierView(courier), status: 201)
+        return .json(CourierView(courier), status: 201)
     }
 
     func setStatus(_ request: Request, _ caller: Caller, _ body: CourierStatusBody) throws -> Response {
@@ -32,7 +32,7 @@ struct DispatchHandlers: Sendable {
             throw HTTPError.notFound("Register as a courier first.")
         }
         matcher.update(courier)
-        return try .json(CourierView(courier))
+        return .json(CourierView(courier))
     }
 
     func location(_ request: Request, _ caller: Caller, _ body: LocationBody) throws -> Response {
@@ -42,14 +42,14 @@ struct DispatchHandlers: Sendable {
             if !applied, try storage.courier(c, caller.userId) == nil { throw HTTPError.notFound("Register as a courier first.") }
             return applied  // false: stale or out of order, ignored
         }
-        return try .json(["applied": applied])
+        return .json(AppliedView(applied: applied))
     }
 
     // MARK: Quotes and parcels
 
     func quote(_ request: Request, _ caller: Caller, _ body: QuoteBody) throws -> Response {
         let meters = greatCircleMeters(body.pickup.point, body.dropoff.point)
-        return try .json(tariff.quote(meters: meters, service: body.service, insured: body.insured ?? false))
+        return .json(QuoteView(quote: tariff.quote(meters: meters, service: body.service, insured: body.insured ?? false)))
     }
 
     func createParcel(_ request: Request, _ caller: Caller, _ body: CreateParcelBody) throws -> Response {
@@ -67,7 +67,7 @@ struct DispatchHandlers: Sendable {
                                          pickup: Place(lat: pickup.lat, lon: pickup.lon), dropoff: Place(lat: dropoff.lat, lon: dropoff.lon),
                                          amountMinor: quote.amountMinor, currency: quote.currency, createdAt: Timestamp.format(at)),
                            subject: parcel.id.lowercased, on: c)
-            return try .json(ParcelView(parcel, history: try storage.history(c, parcel: parcel.id)), status: 201)
+            return .json(ParcelView(parcel, history: try storage.history(c, parcel: parcel.id)), status: 201)
         }
         matcher.wake()
         return response
@@ -78,7 +78,7 @@ struct DispatchHandlers: Sendable {
         return try pool.withConnection { c in
             guard let parcel = try storage.parcel(c, id), parcel.involves(caller.userId) else { throw ParcelError.notFound }
             let position = try parcel.courierId.flatMap { try storage.courier(c, $0)?.position }
-            return try .json(ParcelView(parcel, history: try storage.history(c, parcel: id), courierPosition: position))
+            return .json(ParcelView(parcel, history: try storage.history(c, parcel: id), courierPosition: position))
         }
     }
 
@@ -95,7 +95,7 @@ struct DispatchHandlers: Sendable {
             return id
         }
         let parcels = try pool.withConnection { try storage.list($0, user: caller.userId, role: role, status: status, after: after, limit: page.limit + 1) }
-        return try .json(PageResponse(parcels, page, item: { ParcelView($0) }, cursor: { [$0.id.lowercased] }))
+        return .json(PageResponse(parcels, page, item: { ParcelView($0) }, cursor: { [$0.id.lowercased] }))
     }
 
     // MARK: Actions
@@ -136,7 +136,7 @@ struct DispatchHandlers: Sendable {
                  _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
         let response = try pool.withTransaction { c -> Response in
             let updated = try parcels.perform(c, id, by: user, action) { try change?(c, &$0) }
-            return try .json(ParcelView(updated, history: try storage.history(c, parcel: id)))
+            return .json(ParcelView(updated, history: try storage.history(c, parcel: id)))
         }
         if action == .decline || action == .cancel { matcher.wake() }
         return response
