@@ -91,169 +91,104 @@ struct CommentBody: RequestBody {
 
 // MARK: - Responses
 
-
-struct NewsletterView: Encodable {
-    let frequency: String
-    let weekday: Int
-    let hour: Int
-    let timeZone: String
-    init(_ s: Schedule) { frequency = s.frequency; weekday = s.weekday; hour = s.hour; timeZone = s.timeZone }
+enum Shapes {
+    static let role = Schema.oneOf(["admin", "member"])
+    static let day = Schema.string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 }
 
-struct MemberView: Encodable {
-    let id: String
-    let fullName: String?
-    let avatarMediaId: String?
-    let joinedAt: String
-    let role: String
-
-    init(_ m: MemberRecord) {
-        id = m.userId.lowercased; fullName = m.fullName; avatarMediaId = m.avatarMediaId?.lowercased
-        joinedAt = Timestamp.format(m.joinedAt); role = m.role
-    }
-
-    func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id); try c.encode(fullName, forKey: .fullName)
-        try c.encode(avatarMediaId, forKey: .avatarMediaId); try c.encode(joinedAt, forKey: .joinedAt); try c.encode(role, forKey: .role)
-    }
-    enum CodingKeys: String, CodingKey { case id, fullName, avatarMediaId, joinedAt, role }
+struct NewsletterView: View {
+    let schedule: Schedule
+    static let fields: [ViewField<Self>] = [
+        .field("frequency", \.schedule.frequency, .oneOf(["daily", "weekly"])), .field("weekday", \.schedule.weekday, .integer(1...7)),
+        .field("hour", \.schedule.hour, .integer(0...23)), .field("timeZone", \.schedule.timeZone),
+    ]
 }
 
-struct GroupView: Encodable {
-    let id: String
-    let kind: String
-    let name: String
-    let imageMediaId: String?
-    let inviteCode: String?
-    let role: String
-    let newsletter: NewsletterView
-    let createdAt: String
-    let updatedAt: String
+struct MemberView: View {
+    let member: MemberRecord
+    init(_ m: MemberRecord) { member = m }
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.member.userId), .nullable("fullName", \.member.fullName), .nullable("avatarMediaId", \.member.avatarMediaId),
+        .field("joinedAt", \.member.joinedAt), .field("role", \.member.role, Shapes.role),
+    ]
+}
+
+struct GroupView: View {
+    let group: GroupRecord
     let members: [MemberView]?
+    init(_ g: GroupRecord, members: [MemberRecord]? = nil) { group = g; self.members = members?.map(MemberView.init) }
 
-    init(_ g: GroupRecord, members: [MemberRecord]? = nil) {
-        id = g.id.lowercased; kind = g.kind; name = g.name; imageMediaId = g.imageMediaId?.lowercased
-        inviteCode = g.inviteCode.map(InviteCode.display); role = g.role ?? "member"; newsletter = NewsletterView(g.schedule)
-        createdAt = Timestamp.format(g.createdAt); updatedAt = Timestamp.format(g.updatedAt)
-        self.members = members?.map(MemberView.init)
-    }
+    var inviteCode: String? { group.inviteCode.map(InviteCode.display) }
+    var role: String { group.role ?? "member" }
+    var newsletter: NewsletterView { NewsletterView(schedule: group.schedule) }
 
-    func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id); try c.encode(kind, forKey: .kind); try c.encode(name, forKey: .name)
-        try c.encode(imageMediaId, forKey: .imageMediaId); try c.encode(inviteCode, forKey: .inviteCode)
-        try c.encode(role, forKey: .role); try c.encode(newsletter, forKey: .newsletter)
-        try c.encode(createdAt, forKey: .createdAt); try c.encode(updatedAt, forKey: .updatedAt)
-        try c.encodeIfPresent(members, forKey: .members)
-    }
-    enum CodingKeys: String, CodingKey { case id, kind, name, imageMediaId, inviteCode, role, newsletter, createdAt, updatedAt, members }
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.group.id), .field("kind", \.group.kind, .oneOf(["group", "journal"])), .field("name", \.group.name),
+        .nullable("imageMediaId", \.group.imageMediaId), .nullable("inviteCode", \.inviteCode), .field("role", \.role, Shapes.role),
+        .field("newsletter", \.newsletter), .field("createdAt", \.group.createdAt), .field("updatedAt", \.group.updatedAt),
+        .omitted("members", \.members),
+    ]
 }
 
-struct MediaRef: Encodable {
-    let id: String
-    let url: String
-    init(_ id: UUID) { self.id = id.lowercased; url = "/v1/media/\(id.lowercased)" }
+struct MediaRef: View {
+    let id: UUID
+    var url: String { "/v1/media/\(id.lowercased)" }
+    init(_ id: UUID) { self.id = id }
+
+    static let fields: [ViewField<Self>] = [.field("id", \.id), .field("url", \.url)]
 }
 
-struct StoryView: Encodable {
-    let id: String
-    let authorId: String
-    let text: String
-    let backgroundColor: String?
-    let groupIds: [String]
-    let media: [MediaRef]
-    let commentCount: Int
-    let createdAt: String
-    let updatedAt: String
+struct StoryView: View {
+    let story: StoryRecord
+    init(_ s: StoryRecord) { story = s }
 
-    init(_ s: StoryRecord) {
-        id = s.id.lowercased; authorId = s.authorId.lowercased; text = s.text; backgroundColor = s.backgroundColor
-        groupIds = s.groupIds.map(\.lowercased); media = s.mediaIds.map(MediaRef.init); commentCount = s.commentCount
-        createdAt = Timestamp.format(s.createdAt); updatedAt = Timestamp.format(s.updatedAt)
-    }
+    var media: [MediaRef] { story.mediaIds.map(MediaRef.init) }
 
-    func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id); try c.encode(authorId, forKey: .authorId); try c.encode(text, forKey: .text)
-        try c.encode(backgroundColor, forKey: .backgroundColor); try c.encode(groupIds, forKey: .groupIds)
-        try c.encode(media, forKey: .media); try c.encode(commentCount, forKey: .commentCount)
-        try c.encode(createdAt, forKey: .createdAt); try c.encode(updatedAt, forKey: .updatedAt)
-    }
-    enum CodingKeys: String, CodingKey { case id, authorId, text, backgroundColor, groupIds, media, commentCount, createdAt, updatedAt }
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.story.id), .field("authorId", \.story.authorId), .field("text", \.story.text, .text(min: 0, max: 10_000, multiline: true)),
+        .nullable("backgroundColor", \.story.backgroundColor, colorSchema), .field("groupIds", \.story.groupIds), .field("media", \.media),
+        .field("commentCount", \.story.commentCount, .integer(0...Int.max)), .field("createdAt", \.story.createdAt),
+        .field("updatedAt", \.story.updatedAt),
+    ]
 }
 
-struct CommentView: Encodable {
-    let id: String
-    let storyId: String
-    let authorId: String
-    let text: String
-    let createdAt: String
-    let updatedAt: String
-    init(_ c: CommentRecord) {
-        id = c.id.lowercased; storyId = c.storyId.lowercased; authorId = c.authorId.lowercased; text = c.text
-        createdAt = Timestamp.format(c.createdAt); updatedAt = createdAt
-    }
+struct CommentView: View {
+    let comment: CommentRecord
+    init(_ c: CommentRecord) { comment = c }
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.comment.id), .field("storyId", \.comment.storyId), .field("authorId", \.comment.authorId),
+        .field("text", \.comment.text), .field("createdAt", \.comment.createdAt), .field("updatedAt", \.comment.createdAt),
+    ]
 }
 
-// MARK: - Schemas for the OpenAPI document
+/// A compiled newsletter in the list of past ones.
+struct NewsletterSummaryView: View {
+    let id: UUID
+    let periodStart: Date
+    let periodEnd: Date
+    let storyCount: Int
+    let compiledAt: Date
 
-enum Schemas {
-    static let uuid = #"{"type":"string","format":"uuid"}"#
-    static let time = #"{"type":"string","format":"date-time"}"#
-    static let schedule = """
-        {"type":"object","required":["frequency","weekday","hour","timeZone"],"properties":{"frequency":{"enum":["daily","weekly"]},
-         "weekday":{"type":"integer","minimum":1,"maximum":7},"hour":{"type":"integer","minimum":0,"maximum":23},"timeZone":{"type":"string"}}}
-        """
-    static let member = """
-        {"type":"object","required":["id","fullName","avatarMediaId","joinedAt","role"],"additionalProperties":false,
-         "properties":{"id":\(uuid),"fullName":{"type":["string","null"]},"avatarMediaId":{"type":["string","null"],"format":"uuid"},
-         "joinedAt":\(time),"role":{"enum":["admin","member"]}}}
-        """
-    static let group = """
-        {"type":"object","required":["id","kind","name","imageMediaId","inviteCode","role","newsletter","createdAt","updatedAt"],
-         "additionalProperties":false,
-         "properties":{"id":\(uuid),"kind":{"enum":["group","journal"]},"name":{"type":"string"},
-         "imageMediaId":{"type":["string","null"],"format":"uuid"},"inviteCode":{"type":["string","null"]},
-         "role":{"enum":["admin","member"]},"newsletter":\(schedule),"createdAt":\(time),"updatedAt":\(time),
-         "members":{"type":"array","items":\(member)}}}
-        """
-    static let groupPage = #"{"type":"object","required":["items","nextCursor"],"properties":{"items":{"type":"array","items":"# + group + #"},"nextCursor":{"type":["string","null"]}}}"#
-    static let story = """
-        {"type":"object","required":["id","authorId","text","backgroundColor","groupIds","media","commentCount","createdAt","updatedAt"],
-         "additionalProperties":false,
-         "properties":{"id":\(uuid),"authorId":\(uuid),"text":{"type":"string","maxLength":10000},
-         "backgroundColor":{"type":["string","null"],"pattern":"^#[0-9A-F]{6}$"},"groupIds":{"type":"array","items":\(uuid)},
-         "media":{"type":"array","items":{"type":"object","required":["id","url"],"properties":{"id":\(uuid),"url":{"type":"string"}}}},
-         "commentCount":{"type":"integer"},"createdAt":\(time),"updatedAt":\(time)}}
-        """
-    static let storyPage = #"{"type":"object","required":["items","nextCursor"],"properties":{"items":{"type":"array","items":"# + story + #"},"nextCursor":{"type":["string","null"]}}}"#
-    static let comment = """
-        {"type":"object","required":["id","storyId","authorId","text","createdAt","updatedAt"],"additionalProperties":false,
-         "properties":{"id":\(uuid),"storyId":\(uuid),"authorId":\(uuid),"text":{"type":"string"},"createdAt":\(time),"updatedAt":\(time)}}
-        """
-    static let commentPage = #"{"type":"object","required":["items","nextCursor"],"properties":{"items":{"type":"array","items":"# + comment + #"},"nextCursor":{"type":["string","null"]}}}"#
-    static let media = """
-        {"type":"object","required":["id","url","contentType","size","createdAt","updatedAt"],"additionalProperties":false,
-         "properties":{"id":\(uuid),"url":{"type":"string"},"contentType":{"enum":["image/jpeg","image/png","image/webp","image/heic"]},
-         "size":{"type":"integer"},"width":{"type":"integer"},"height":{"type":"integer"},"createdAt":\(time),"updatedAt":\(time)}}
-        """
-    static let newsletter = """
-        {"type":"object","required":["groupId","groupName","period","storyCount","members"],"properties":{"groupId":\(uuid),
-         "groupName":{"type":"string"},"period":{"type":"object","required":["from","to","timeZone"],"properties":{"from":\(time),
-         "to":\(time),"timeZone":{"type":"string"}}},"storyCount":{"type":"integer"},"members":{"type":"array","items":{"type":"object",
-         "required":["id","isMember","days"],"properties":{"id":\(uuid),"fullName":{"type":["string","null"]},"isMember":{"type":"boolean"},
-         "days":{"type":"array","items":{"type":"object","required":["date","stories"],"properties":{"date":{"type":"string"},
-         "stories":{"type":"array"}}}}}}}}}
-        """
-    static let newsletterPage = """
-        {"type":"object","required":["items","nextCursor"],"properties":{"items":{"type":"array","items":{"type":"object",
-         "required":["id","periodStart","periodEnd","storyCount","createdAt"],"properties":{"id":\(uuid),"periodStart":\(time),
-         "periodEnd":\(time),"storyCount":{"type":"integer"},"createdAt":\(time),"updatedAt":\(time)}}},"nextCursor":{"type":["string","null"]}}}
-        """
-    static let calendar = """
-        {"type":"object","required":["timeZone","from","to","days","currentStreak","longestStreak"],"properties":{"timeZone":{"type":"string"},
-         "from":{"type":"string"},"to":{"type":"string"},"days":{"type":"array","items":{"type":"string"}},
-         "currentStreak":{"type":"integer"},"longestStreak":{"type":"integer"}}}
-        """
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.id), .field("periodStart", \.periodStart), .field("periodEnd", \.periodEnd),
+        .field("storyCount", \.storyCount, .integer(0...Int.max)), .field("createdAt", \.compiledAt), .field("updatedAt", \.compiledAt),
+    ]
+}
+
+/// The days someone posted, and their streaks.
+struct CalendarView: View {
+    let timeZone: String
+    let from: String
+    let to: String
+    let days: [String]
+    let currentStreak: Int
+    let longestStreak: Int
+
+    static let fields: [ViewField<Self>] = [
+        .field("timeZone", \.timeZone), .field("from", \.from, Shapes.day), .field("to", \.to, Shapes.day),
+        .field("days", \.days, .array(Shapes.day, count: 0...Int.max)), .field("currentStreak", \.currentStreak, .integer(0...Int.max)),
+        .field("longestStreak", \.longestStreak, .integer(0...Int.max)),
+    ]
 }

@@ -5,43 +5,43 @@ import ServiceKit
 func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {
     var r = Router()
     r.add("POST", "/v1/groups", summary: "Create a group; the creator is its administrator", body: CreateGroupBody.self,
-          response: (201, .documented(Schemas.group)), auth: auth, h.createGroup)
-    r.add("GET", "/v1/groups", summary: "My groups and journals, newest first", response: (200, .documented(Schemas.groupPage)), auth: auth, h.listGroups)
-    r.add("GET", "/v1/groups/{id}", summary: "A group with its members", response: (200, .documented(Schemas.group)), auth: auth, h.getGroup)
+          response: (201, GroupView.shape), auth: auth, h.createGroup)
+    r.add("GET", "/v1/groups", summary: "My groups and journals, newest first", response: (200, PageResponse<GroupView>.shape), auth: auth, h.listGroups)
+    r.add("GET", "/v1/groups/{id}", summary: "A group with its members", response: (200, GroupView.shape), auth: auth, h.getGroup)
     r.add("PATCH", "/v1/groups/{id}", summary: "Rename, set the image or the newsletter schedule (administrator)",
-          body: UpdateGroupBody.self, response: (200, .documented(Schemas.group)), auth: auth, h.updateGroup)
+          body: UpdateGroupBody.self, response: (200, GroupView.shape), auth: auth, h.updateGroup)
     r.add("POST", "/v1/groups/join", summary: "Join a group by its invite code", body: JoinBody.self,
-          response: (200, .documented(Schemas.group)), auth: auth, h.join)
+          response: (200, GroupView.shape), auth: auth, h.join)
     r.add("POST", "/v1/groups/{id}/invite-code", summary: "Replace the invite code (administrator)",
-          response: (200, .documented(Schemas.group)), auth: auth, h.rotateInviteCode)
+          response: (200, GroupView.shape), auth: auth, h.rotateInviteCode)
     r.add("DELETE", "/v1/groups/{id}/members/{userId}", summary: "Remove a member (administrator) or leave",
           response: (204, nil), auth: auth, h.removeMember)
     r.add("GET", "/v1/groups/{id}/stories", summary: "A group's stories, newest first, optionally from/to",
-          response: (200, .documented(Schemas.storyPage)), auth: auth, h.groupStories)
+          response: (200, PageResponse<StoryView>.shape), auth: auth, h.groupStories)
     r.add("GET", "/v1/groups/{id}/newsletter", summary: "The newsletter of a period (default: the current one); ?format=html",
-          response: (200, .documented(Schemas.newsletter)), auth: auth, h.newsletter)
+          response: (200, NewsletterDocument.shape), auth: auth, h.newsletter)
     r.add("GET", "/v1/groups/{id}/newsletters", summary: "Compiled newsletters of past periods, newest first",
-          response: (200, .documented(Schemas.newsletterPage)), auth: auth, h.listNewsletters)
+          response: (200, PageResponse<NewsletterSummaryView>.shape), auth: auth, h.listNewsletters)
     r.add("GET", "/v1/groups/{id}/newsletters/{newsletterId}", summary: "One compiled newsletter as stored; ?format=html",
-          response: (200, .documented(Schemas.newsletter)), auth: auth, h.storedNewsletter)
+          response: (200, NewsletterDocument.shape), auth: auth, h.storedNewsletter)
     r.add("GET", "/v1/users/me/calendar", summary: "The days I posted and my streaks, in ?timeZone= (IANA)",
-          response: (200, .documented(Schemas.calendar)), auth: auth, h.calendar)
+          response: (200, CalendarView.shape), auth: auth, h.calendar)
     r.add("POST", "/v1/journals", summary: "Create another private journal", body: CreateJournalBody.self,
-          response: (201, .documented(Schemas.group)), auth: auth, h.createJournal)
+          response: (201, GroupView.shape), auth: auth, h.createJournal)
     r.add("POST", "/v1/media", summary: "Upload a JPEG, PNG, HEIC or WebP image (raw body, 10 MiB at most)",
-          bodyLimit: MediaStore.limit, response: (201, .documented(Schemas.media)), auth: auth, h.uploadMedia)
+          bodyLimit: MediaStore.limit, response: (201, MediaView.shape), auth: auth, h.uploadMedia)
     r.add("GET", "/v1/media/{id}", summary: "The image bytes, for its owner and the members it was shared with",
           auth: auth, h.getMedia)
     r.add("POST", "/v1/stories", summary: "Post a story to some of my groups", body: CreateStoryBody.self,
-          response: (201, .documented(Schemas.story)), auth: auth, h.createStory)
-    r.add("GET", "/v1/stories/{id}", summary: "A story", response: (200, .documented(Schemas.story)), auth: auth, h.getStory)
+          response: (201, StoryView.shape), auth: auth, h.createStory)
+    r.add("GET", "/v1/stories/{id}", summary: "A story", response: (200, StoryView.shape), auth: auth, h.getStory)
     r.add("PATCH", "/v1/stories/{id}", summary: "Change a story (author)", body: UpdateStoryBody.self,
-          response: (200, .documented(Schemas.story)), auth: auth, h.updateStory)
+          response: (200, StoryView.shape), auth: auth, h.updateStory)
     r.add("DELETE", "/v1/stories/{id}", summary: "Delete a story (author)", response: (204, nil), auth: auth, h.deleteStory)
     r.add("POST", "/v1/stories/{id}/comments", summary: "Comment on a story", body: CommentBody.self,
-          response: (201, .documented(Schemas.comment)), auth: auth, h.addComment)
+          response: (201, CommentView.shape), auth: auth, h.addComment)
     r.add("GET", "/v1/stories/{id}/comments", summary: "A story's comments, oldest first",
-          response: (200, .documented(Schemas.commentPage)), auth: auth, h.listComments)
+          response: (200, PageResponse<CommentView>.shape), auth: auth, h.listComments)
     let time = #"{"type":"string","format":"date-time"}"#
     r.query("GET", "/v1/groups", QueryParameter.page)
     r.query("GET", "/v1/groups/{id}/stories", QueryParameter.page + [QueryParameter("from", schema: time, "Stories from this time"),

@@ -5,27 +5,44 @@ import ServiceKit
 
 // MARK: - The newsletter document
 
-/// A group's newsletter for one period: every member's stories, grouped by member and local day. Written by hand
-/// (`JSONWritable`), read back from storage as `Decodable`.
-struct NewsletterDocument: Decodable, Equatable, JSONWritable {
-    struct Period: Decodable, Equatable { let from: String; let to: String; let timeZone: String }
-    struct Story: Decodable, Equatable {
+/// A group's newsletter for one period: every member's stories, grouped by member and local day. A view, read back
+/// from storage as `Decodable`. Empty names, avatars and colours are left out.
+struct NewsletterDocument: Decodable, Equatable, View {
+    struct Period: Decodable, Equatable, View {
+        let from: String; let to: String; let timeZone: String
+        static let fields: [ViewField<Self>] = [.field("from", \.from, .dateTime), .field("to", \.to, .dateTime), .field("timeZone", \.timeZone)]
+    }
+    struct Story: Decodable, Equatable, View {
         let id: String
         let text: String
         let backgroundColor: String?
         let media: [Media]
         let commentCount: Int
         let createdAt: String
+        static let fields: [ViewField<Self>] = [
+            .field("id", \.id, .uuid), .field("text", \.text), .omitted("backgroundColor", \.backgroundColor, colorSchema),
+            .field("media", \.media), .field("commentCount", \.commentCount, .integer(0...Int.max)), .field("createdAt", \.createdAt, .dateTime),
+        ]
     }
-    struct Media: Decodable, Equatable { let id: String; let url: String }
-    struct Day: Decodable, Equatable { let date: String; let stories: [Story] }
-    struct Member: Decodable, Equatable {
+    struct Media: Decodable, Equatable, View {
+        let id: String; let url: String
+        static let fields: [ViewField<Self>] = [.field("id", \.id, .uuid), .field("url", \.url)]
+    }
+    struct Day: Decodable, Equatable, View {
+        let date: String; let stories: [Story]
+        static let fields: [ViewField<Self>] = [.field("date", \.date, Shapes.day), .field("stories", \.stories)]
+    }
+    struct Member: Decodable, Equatable, View {
         let id: String
         let fullName: String?
         let avatarMediaId: String?
         /// False for someone who posted in the period and has left since.
         let isMember: Bool
         let days: [Day]
+        static let fields: [ViewField<Self>] = [
+            .field("id", \.id, .uuid), .omitted("fullName", \.fullName), .omitted("avatarMediaId", \.avatarMediaId, .uuid),
+            .field("isMember", \.isMember), .field("days", \.days),
+        ]
     }
     let groupId: String
     let groupName: String
@@ -33,48 +50,10 @@ struct NewsletterDocument: Decodable, Equatable, JSONWritable {
     let storyCount: Int
     let members: [Member]
 
-    func write(to json: inout JSONOutput) {
-        json.object { json in
-            json.field("groupId", groupId)
-            json.field("groupName", groupName)
-            json.key("period")
-            json.object { json in
-                json.field("from", period.from); json.field("to", period.to); json.field("timeZone", period.timeZone)
-            }
-            json.field("storyCount", storyCount)
-            json.key("members")
-            json.array(members) { json, member in
-                json.object { json in
-                    json.field("id", member.id)
-                    json.field("fullName", member.fullName)
-                    json.field("avatarMediaId", member.avatarMediaId)
-                    json.field("isMember", member.isMember)
-                    json.key("days")
-                    json.array(member.days) { json, day in
-                        json.object { json in
-                            json.field("date", day.date)
-                            json.key("stories")
-                            json.array(day.stories) { json, story in Self.write(story, to: &json) }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    private static func write(_ story: Story, to json: inout JSONOutput) {
-        json.object { json in
-            json.field("id", story.id)
-            json.field("text", story.text)
-            json.field("backgroundColor", story.backgroundColor)
-            json.key("media")
-            json.array(story.media) { json, media in
-                json.object { json in json.field("id", media.id); json.field("url", media.url) }
-            }
-            json.field("commentCount", story.commentCount)
-            json.field("createdAt", story.createdAt)
-        }
-    }
+    static let fields: [ViewField<Self>] = [
+        .field("groupId", \.groupId, .uuid), .field("groupName", \.groupName), .field("period", \.period),
+        .field("storyCount", \.storyCount, .integer(0...Int.max)), .field("members", \.members),
+    ]
 }
 
 /// The newsletter rules: what a period's document holds, and compiling each closed period once.

@@ -24,14 +24,14 @@ struct StoriesHandlers: Sendable {
         try idempotency.run(request, caller: caller.userId.lowercased) { c in
             if let image = body.imageMediaId { try media.requireOwned([image], by: caller.userId, field: "imageMediaId", on: c) }
             let group = try groups.create(c, kind: "group", name: body.name, image: body.imageMediaId, creator: caller.userId)
-            return try .json(GroupView(group, members: try storage.members(c, of: group.id)), status: 201)
+            return .json(GroupView(group, members: try storage.members(c, of: group.id)), status: 201)
         }
     }
 
     func createJournal(_ request: Request, _ caller: Caller, _ body: CreateJournalBody) throws -> Response {
         try idempotency.run(request, caller: caller.userId.lowercased) { c in
             let journal = try groups.create(c, kind: "journal", name: body.name, image: nil, creator: caller.userId)
-            return try .json(GroupView(journal, members: try storage.members(c, of: journal.id)), status: 201)
+            return .json(GroupView(journal, members: try storage.members(c, of: journal.id)), status: 201)
         }
     }
 
@@ -42,14 +42,14 @@ struct StoriesHandlers: Sendable {
             return id
         }
         let list = try pool.withConnection { try storage.groups($0, of: caller.userId, after: after, limit: page.limit + 1) }
-        return try .json(PageResponse(list, page, item: { GroupView($0) }, cursor: { [$0.id.lowercased] }))
+        return .json(PageResponse(list, page, item: { GroupView($0) }, cursor: { [$0.id.lowercased] }))
     }
 
     func getGroup(_ request: Request, _ caller: Caller) throws -> Response {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
             let group = try groups.member(c, id, caller.userId)
-            return try .json(GroupView(group, members: try storage.members(c, of: id)))
+            return .json(GroupView(group, members: try storage.members(c, of: id)))
         }
     }
 
@@ -69,7 +69,7 @@ struct StoriesHandlers: Sendable {
                 try storage.setNewsletterDue(c, group: id, at: try Newsletters.schedule(group).nextClose(after: Date()))
             }
             guard let updated = try storage.group(c, id, reader: caller.userId) else { throw StoriesError.notFound }
-            return try .json(GroupView(updated, members: try storage.members(c, of: id)))
+            return .json(GroupView(updated, members: try storage.members(c, of: id)))
         }
     }
 
@@ -91,7 +91,7 @@ struct StoriesHandlers: Sendable {
         try joins.attempt(pool, user: caller.userId, isFailure: { $0 as? StoriesError == .unknownInviteCode }) {
             try pool.withTransaction { c in
                 let joined = try groups.join(c, code: body.inviteCode, user: caller.userId)
-                return try .json(GroupView(joined, members: try storage.members(c, of: joined.id)))
+                return .json(GroupView(joined, members: try storage.members(c, of: joined.id)))
             }
         }
     }
@@ -100,7 +100,7 @@ struct StoriesHandlers: Sendable {
         let id = try Validate.pathID(request)
         return try pool.withTransaction { c in
             let group = try groups.rotateInviteCode(c, id, by: caller.userId)
-            return try .json(GroupView(group, members: try storage.members(c, of: id)))
+            return .json(GroupView(group, members: try storage.members(c, of: id)))
         }
     }
 
@@ -130,13 +130,13 @@ struct StoriesHandlers: Sendable {
         try idempotency.run(request, caller: caller.userId.lowercased) { c in
             let story = try stories.create(c, by: caller.userId, text: body.text, color: body.backgroundColor?.uppercased(),
                                            groups: body.groupIds, images: body.mediaIds ?? [])
-            return try .json(StoryView(story), status: 201)
+            return .json(StoryView(story), status: 201)
         }
     }
 
     func getStory(_ request: Request, _ caller: Caller) throws -> Response {
         let id = try Validate.pathID(request)
-        return try .json(StoryView(try pool.withConnection { try stories.visible($0, id, to: caller.userId) }))
+        return .json(StoryView(try pool.withConnection { try stories.visible($0, id, to: caller.userId) }))
     }
 
     func updateStory(_ request: Request, _ caller: Caller, _ body: UpdateStoryBody) throws -> Response {
@@ -145,7 +145,7 @@ struct StoriesHandlers: Sendable {
         let story = try pool.withTransaction { c in
             try stories.update(c, id, by: caller.userId, text: body.text, color: color, images: body.mediaIds)
         }
-        return try .json(StoryView(story))
+        return .json(StoryView(story))
     }
 
     func deleteStory(_ request: Request, _ caller: Caller) throws -> Response {
@@ -164,7 +164,7 @@ struct StoriesHandlers: Sendable {
         return try pool.withConnection { c in
             _ = try groups.member(c, id, caller.userId)
             let list = try storage.groupStories(c, group: id, from: from, to: to, after: after, limit: page.limit + 1)
-            return try .json(PageResponse(list, page, item: StoryView.init, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
+            return .json(PageResponse(list, page, item: StoryView.init, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
         }
     }
 
@@ -173,7 +173,7 @@ struct StoriesHandlers: Sendable {
     func addComment(_ request: Request, _ caller: Caller, _ body: CommentBody) throws -> Response {
         let id = try Validate.pathID(request)
         return try idempotency.run(request, caller: caller.userId.lowercased) { c in
-            try .json(CommentView(try stories.comment(c, on: id, by: caller.userId, text: body.text)), status: 201)
+            .json(CommentView(try stories.comment(c, on: id, by: caller.userId, text: body.text)), status: 201)
         }
     }
 
@@ -184,7 +184,7 @@ struct StoriesHandlers: Sendable {
         return try pool.withConnection { c in
             _ = try stories.visible(c, id, to: caller.userId)
             let comments = try storage.comments(c, story: id, after: after, limit: page.limit + 1)
-            return try .json(PageResponse(comments, page, item: CommentView.init, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
+            return .json(PageResponse(comments, page, item: CommentView.init, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
         }
     }
 

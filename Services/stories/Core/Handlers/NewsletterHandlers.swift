@@ -33,16 +33,12 @@ extension StoriesHandlers {
             guard values.count == 1, let v = Int64(values[0]) else { throw HTTPError.validation("cursor is not valid.", field: "cursor") }
             return v
         }
-        struct Summary: Encodable {
-            let id: String; let periodStart: String; let periodEnd: String; let storyCount: Int; let createdAt: String; let updatedAt: String
-        }
         return try pool.withConnection { c in
             _ = try groups.member(c, id, caller.userId)
             let rows = try storage.newsletters(c, group: id, before: before, limit: page.limit + 1)
-            return try .json(PageResponse(rows, page, item: { row in
-                Summary(id: (try row["id", as: UUID.self]).lowercased, periodStart: Timestamp.format(try row["period_start"]),
-                        periodEnd: Timestamp.format(try row["period_end"]), storyCount: try row["story_count"],
-                        createdAt: Timestamp.format(try row["compiled_at"]), updatedAt: Timestamp.format(try row["compiled_at"]))
+            return .json(try PageResponse(rows, page, item: { row in
+                NewsletterSummaryView(id: try row["id"], periodStart: try row["period_start"], periodEnd: try row["period_end"],
+                                      storyCount: try row["story_count"], compiledAt: try row["compiled_at"])
             }, cursor: { [String(try $0["end_us", as: Int64.self])] }))
         }
     }
@@ -73,8 +69,7 @@ extension StoriesHandlers {
         guard f <= t, t - f <= 366 else { throw HTTPError.validation("from must be before to, at most a year apart.", field: "from") }
         let days = try pool.withConnection { try storage.postingDays($0, user: caller.userId, zone: zone.identifier) }
         let streaks = LocalDay.streaks(days: days, today: today)
-        struct Calendar: Encodable { let timeZone: String; let from: String; let to: String; let days: [String]; let currentStreak: Int; let longestStreak: Int }
-        return try .json(Calendar(timeZone: zone.identifier, from: from, to: to,
+        return .json(CalendarView(timeZone: zone.identifier, from: from, to: to,
                                   days: days.filter { (LocalDay.ordinal($0) ?? -1) >= f && (LocalDay.ordinal($0) ?? Int.max) <= t },
                                   currentStreak: streaks.current, longestStreak: streaks.longest))
     }
