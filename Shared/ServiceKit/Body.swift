@@ -37,8 +37,6 @@ public indirect enum Schema: Sendable {
     case array(Schema, count: ClosedRange<Int>)
     /// An object with these members and no others.
     case object(Members)
-    /// JSON Schema text written by hand, not checked: for answers not yet described by a view.
-    case documented(String)
 
     /// The members of an object, in order: written as a dictionary literal.
     public struct Members: Sequence, ExpressibleByDictionaryLiteral, Sendable {
@@ -161,7 +159,7 @@ extension Schema {
         case (.number(let range), .number(let n)):
             guard range.contains(n) else { throw fail("\(name) must be \(Self.number(range.lowerBound)) to \(Self.number(range.upperBound)).") }
             return value
-        case (.boolean, .bool), (.documented, _):
+        case (.boolean, .bool):
             return value
         case (.array(let item, let count), .array(let items)):
             guard items.count >= count.lowerBound else {
@@ -212,7 +210,6 @@ extension Schema {
     var typeName: String {
         switch self {
         case .text, .string, .oneOf, .uuid, .dateTime: return "a string"
-        case .documented: return "a value"
         case .integer: return "a whole number"
         case .number: return "a number"
         case .boolean: return "true or false"
@@ -227,7 +224,6 @@ extension Schema {
 extension Schema {
     /// The JSON Schema of this shape as text.
     public var jsonText: String {
-        if case .documented(let text) = self { return text }
         let data = try? JSONSerialization.data(withJSONObject: jsonSchema, options: [.sortedKeys, .withoutEscapingSlashes])
         return String(decoding: data ?? Data(), as: UTF8.self)
     }
@@ -235,8 +231,6 @@ extension Schema {
     /// The JSON Schema of this shape, for the OpenAPI document.
     public var jsonSchema: [String: Any] {
         switch self {
-        case .documented(let text):
-            return (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
         case .text(let min, let max, let multiline):
             // No control characters (but line breaks and tabs in multi-line text), and for a required text at least
             // one that is not white space: the rules `validate` applies, as a pattern.

@@ -117,7 +117,14 @@ extension Array: ViewValue where Element: ViewValue {
     public func write(to json: inout JSONOutput) { json.array(self) { json, element in element.write(to: &json) } }
 }
 
-// MARK: - Pages
+// MARK: - Lists and pages
+
+/// A whole list, not paged: `{"items": [...]}`.
+public struct ItemList<Item: View>: View {
+    public let items: [Item]
+    public init(_ items: [Item]) { self.items = items }
+    public static var fields: [ViewField<Self>] { [.field("items", \.items)] }
+}
 
 extension PageResponse: ViewValue, JSONWritable, View where Item: View {
     public static var fields: [ViewField<Self>] { [.field("items", \.items), .nullable("nextCursor", \.nextCursor)] }

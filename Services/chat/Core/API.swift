@@ -110,7 +110,7 @@ struct MemberView: View {
     let joinedAt: Date
     init(_ m: MemberRecord) { user = PersonView(m.person); role = m.role; joinedAt = m.joinedAt }
 
-    static let fields: [ViewField<Self>] = [.field("user", \.user), .field("role", \.role, Schemas.role), .field("joinedAt", \.joinedAt)]
+    static let fields: [ViewField<Self>] = [.field("user", \.user), .field("role", \.role, Shapes.role), .field("joinedAt", \.joinedAt)]
 }
 
 struct MediaRefView: View {
@@ -156,7 +156,7 @@ struct RoomView: View {
     static let fields: [ViewField<Self>] = [
         .field("id", \.room.id), .field("kind", \.room.kind, .oneOf(["team", "direct", "parcel"])), .field("name", \.room.name),
         .nullable("topic", \.room.topic), .nullable("inviteCode", \.inviteCode), .nullable("parcelId", \.room.parcelId),
-        .field("readOnly", \.room.readOnly), .field("role", \.role, Schemas.role), .field("lastSeq", \.room.messageSeq),
+        .field("readOnly", \.room.readOnly), .field("role", \.role, Shapes.role), .field("lastSeq", \.room.messageSeq),
         .field("readSeq", \.room.readSeq), .omitted("unreadCount", \.unreadCount), .omittedOrNull("lastMessage", \.lastMessage),
         .omitted("members", \.members), .field("createdAt", \.room.createdAt), .field("updatedAt", \.room.updatedAt),
     ]
@@ -188,7 +188,7 @@ struct MembershipView: View {
     let at: Date
 
     static let fields: [ViewField<Self>] = [
-        .field("roomId", \.roomId), .field("user", \.user), .omitted("role", \.role, Schemas.role), .omitted("reason", \.reason),
+        .field("roomId", \.roomId), .field("user", \.user), .omitted("role", \.role, Shapes.role), .omitted("reason", \.reason),
         .field("at", \.at),
     ]
 }
@@ -201,6 +201,6 @@ struct TodoDeletedView: View {
     static let fields: [ViewField<Self>] = [.field("id", \.id), .field("roomId", \.roomId)]
 }
 
-enum Schemas {
+enum Shapes {
     static let role = Schema.oneOf(["owner", "member"])
 }

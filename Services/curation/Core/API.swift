@@ -56,7 +56,8 @@ struct PlaylistOrderBody: RequestBody {
 }
 
 struct PreferencesBody: RequestBody {
-    static let schema = Schema.object(["theme": .required(.oneOf(["system", "light", "dark", "sepia"])), "autoplay": .optional(.boolean)])
+    static let themes = Schema.oneOf(["system", "light", "dark", "sepia"])
+    static let schema = Schema.object(["theme": .required(themes), "autoplay": .optional(.boolean)])
     let theme: String
     let autoplay: Bool?
 }
@@ -68,114 +69,98 @@ func credit(_ channel: String) -> String {
     channel == "Khan Academy" ? "Khan Academy" : "\(channel), via Khan Academy"
 }
 
-struct SubjectView: Encodable {
-    let id: String, name: String, topicCount: Int, createdAt: String, updatedAt: String
-    init(_ s: SubjectRecord) {
-        id = s.id.lowercased; name = s.name; topicCount = s.topicCount
-        createdAt = Timestamp.format(s.createdAt); updatedAt = Timestamp.format(s.updatedAt)
-    }
+struct SubjectView: View {
+    let subject: SubjectRecord
+    init(_ s: SubjectRecord) { subject = s }
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.subject.id), .field("name", \.subject.name), .field("topicCount", \.subject.topicCount, .integer(0...Int.max)),
+        .field("createdAt", \.subject.createdAt), .field("updatedAt", \.subject.updatedAt),
+    ]
 }
 
-struct TopicView: Encodable {
-    let id: String, subjectId: String, name: String, videoCount: Int, createdAt: String, updatedAt: String
-    init(_ t: TopicRecord) {
-        id = t.id.lowercased; subjectId = t.subjectId.lowercased; name = t.name; videoCount = t.videoCount
-        createdAt = Timestamp.format(t.createdAt); updatedAt = Timestamp.format(t.updatedAt)
-    }
+struct TopicView: View {
+    let topic: TopicRecord
+    init(_ t: TopicRecord) { topic = t }
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.topic.id), .field("subjectId", \.topic.subjectId), .field("name", \.topic.name),
+        .field("videoCount", \.topic.videoCount, .integer(0...Int.max)), .field("createdAt", \.topic.createdAt),
+        .field("updatedAt", \.topic.updatedAt),
+    ]
 }
 
-struct VideoView: Encodable {
-    let id: String
-    let youtubeId: String
-    let topicId: String
-    let position: Int
-    let title: String
-    let description: String
-    let channel: String
-    let attribution: String
-    let license: String?
-    let durationSeconds: Int
-    let thumbnailUrl: String
-    let subtopic: String
-    let path: [String]
-    let captions: String?
-    let likeCount: Int?
-    let commentCount: Int?
-    let liked: Bool?
-    let watched: Bool?
-    let createdAt: String
-    let updatedAt: String
+struct VideoView: View {
+    let video: VideoRecord
+    /// With its captions (a single video's page).
+    let full: Bool
+    init(_ v: VideoRecord, full: Bool = false) { video = v; self.full = full }
 
-    init(_ v: VideoRecord, full: Bool = false) {
-        id = v.id.lowercased; youtubeId = v.youtubeId; topicId = v.topicId.lowercased; position = v.position; title = v.title
-        description = v.description; channel = v.channel; attribution = credit(v.channel); license = v.license
-        durationSeconds = v.durationSeconds; thumbnailUrl = "https://i.ytimg.com/vi/\(v.youtubeId)/hqdefault.jpg"
-        subtopic = v.subtopic; path = v.path.components(separatedBy: " > "); captions = full ? v.captions : nil
-        likeCount = v.likeCount; commentCount = v.commentCount; liked = v.liked; watched = v.watched
-        createdAt = Timestamp.format(v.createdAt); updatedAt = Timestamp.format(v.updatedAt)
-    }
+    var attribution: String { credit(video.channel) }
+    var thumbnailUrl: String { "https://i.ytimg.com/vi/\(video.youtubeId)/hqdefault.jpg" }
+    var path: [String] { video.path.components(separatedBy: " > ") }
+    var captions: String? { full ? video.captions : nil }
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.video.id), .field("youtubeId", \.video.youtubeId, .string(min: 11, max: 11)), .field("topicId", \.video.topicId),
+        .field("position", \.video.position), .field("title", \.video.title), .field("description", \.video.description),
+        .field("channel", \.video.channel), .field("attribution", \.attribution), .omitted("license", \.video.license),
+        .field("durationSeconds", \.video.durationSeconds, .integer(0...Int.max)), .field("thumbnailUrl", \.thumbnailUrl),
+        .field("subtopic", \.video.subtopic), .field("path", \.path), .omitted("captions", \.captions),
+        .omitted("likeCount", \.video.likeCount, .integer(0...Int.max)), .omitted("commentCount", \.video.commentCount, .integer(0...Int.max)),
+        .omitted("liked", \.video.liked), .omitted("watched", \.video.watched), .field("createdAt", \.video.createdAt),
+        .field("updatedAt", \.video.updatedAt),
+    ]
 }
 
-struct HistoryView: Encodable {
-    let video: VideoView, seconds: Int, completed: Bool, watchedAt: String
+struct HistoryView: View {
+    let video: VideoView, seconds: Int, completed: Bool, watchedAt: Date
+    static let fields: [ViewField<Self>] = [
+        .field("video", \.video), .field("seconds", \.seconds, .integer(0...Int.max)), .field("completed", \.completed),
+        .field("watchedAt", \.watchedAt),
+    ]
 }
 
-struct CommentView: Encodable {
-    let id: String, videoId: String, author: Author, text: String, createdAt: String, updatedAt: String
-    struct Author: Encodable {
-        let id: String, name: String?
-        func encode(to encoder: Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(id, forKey: .id); try c.encode(name, forKey: .name)
-        }
-        enum CodingKeys: String, CodingKey { case id, name }
-    }
-    init(_ c: CommentRecord) {
-        id = c.id.lowercased; videoId = c.videoId.lowercased; author = Author(id: c.authorId.lowercased, name: c.authorName)
-        text = c.text; createdAt = Timestamp.format(c.createdAt); updatedAt = createdAt
-    }
+struct AuthorView: View {
+    let id: UUID, name: String?
+    static let fields: [ViewField<Self>] = [.field("id", \.id), .nullable("name", \.name)]
 }
 
-struct PlaylistView: Encodable {
-    let id: String
-    let ownerId: String
-    let name: String
-    let description: String?
-    let `public`: Bool
+struct CommentView: View {
+    let comment: CommentRecord
+    init(_ c: CommentRecord) { comment = c }
+
+    var author: AuthorView { AuthorView(id: comment.authorId, name: comment.authorName) }
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.comment.id), .field("videoId", \.comment.videoId), .field("author", \.author), .field("text", \.comment.text),
+        .field("createdAt", \.comment.createdAt), .field("updatedAt", \.comment.createdAt),
+    ]
+}
+
+struct PlaylistView: View {
+    let playlist: PlaylistRecord
     let videos: [VideoView]
-    let createdAt: String
-    let updatedAt: String
 
     init(_ p: PlaylistRecord, videos: [UUID: VideoRecord]) {
-        id = p.id.lowercased; ownerId = p.ownerId.lowercased; name = p.name; description = p.description; `public` = p.isPublic
+        playlist = p
         self.videos = p.videoIds.compactMap { videos[$0] }.map { VideoView($0) }
-        createdAt = Timestamp.format(p.createdAt); updatedAt = Timestamp.format(p.updatedAt)
     }
 
-    func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id); try c.encode(ownerId, forKey: .ownerId); try c.encode(name, forKey: .name)
-        try c.encode(description, forKey: .description); try c.encode(`public`, forKey: .public); try c.encode(videos, forKey: .videos)
-        try c.encode(createdAt, forKey: .createdAt); try c.encode(updatedAt, forKey: .updatedAt)
-    }
-    enum CodingKeys: String, CodingKey { case id, ownerId, name, description, `public`, videos, createdAt, updatedAt }
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.playlist.id), .field("ownerId", \.playlist.ownerId), .field("name", \.playlist.name),
+        .nullable("description", \.playlist.description), .field("public", \.playlist.isPublic), .field("videos", \.videos),
+        .field("createdAt", \.playlist.createdAt), .field("updatedAt", \.playlist.updatedAt),
+    ]
 }
 
-// MARK: - Response schemas
+/// Someone's profile as others see it: name, avatar and public playlists.
+struct ProfileView: View {
+    let id: UUID, name: String?, avatarMediaId: UUID?, playlists: [PlaylistView]
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.id), .nullable("name", \.name), .nullable("avatarMediaId", \.avatarMediaId), .field("playlists", \.playlists),
+    ]
+}
 
-enum Schemas {
-    static let uuid = #"{"type":"string","format":"uuid"}"#
-    static let time = #"{"type":"string","format":"date-time"}"#
-    static let subject = #"{"type":"object","required":["id","name","topicCount","createdAt","updatedAt"],"properties":{"id":"# + uuid + #","name":{"type":"string"},"topicCount":{"type":"integer"},"createdAt":"# + time + #","updatedAt":"# + time + #"}}"#
-    static let topic = #"{"type":"object","required":["id","subjectId","name","videoCount","createdAt","updatedAt"],"properties":{"id":"# + uuid + #","subjectId":"# + uuid + #","name":{"type":"string"},"videoCount":{"type":"integer"},"createdAt":"# + time + #","updatedAt":"# + time + #"}}"#
-    static let video = #"{"type":"object","required":["id","youtubeId","topicId","position","title","description","channel","attribution","durationSeconds","thumbnailUrl","subtopic","path","createdAt","updatedAt"],"properties":{"id":"# + uuid + #","youtubeId":{"type":"string","minLength":11,"maxLength":11},"topicId":"# + uuid + #","position":{"type":"integer"},"title":{"type":"string"},"description":{"type":"string"},"channel":{"type":"string"},"attribution":{"type":"string"},"durationSeconds":{"type":"integer"},"thumbnailUrl":{"type":"string"},"subtopic":{"type":"string"},"path":{"type":"array","items":{"type":"string"}},"likeCount":{"type":"integer"},"commentCount":{"type":"integer"},"liked":{"type":"boolean"},"watched":{"type":"boolean"},"createdAt":"# + time + #","updatedAt":"# + time + #"}}"#
-    static let comment = #"{"type":"object","required":["id","videoId","author","text","createdAt","updatedAt"],"properties":{"id":"# + uuid + #","videoId":"# + uuid + #","author":{"type":"object","required":["id","name"]},"text":{"type":"string"},"createdAt":"# + time + #","updatedAt":"# + time + #"}}"#
-    static let playlist = #"{"type":"object","required":["id","ownerId","name","description","public","videos","createdAt","updatedAt"],"properties":{"id":"# + uuid + #","ownerId":"# + uuid + #","name":{"type":"string"},"description":{"type":["string","null"]},"public":{"type":"boolean"},"videos":{"type":"array","items":"# + video + #"},"createdAt":"# + time + #","updatedAt":"# + time + #"}}"#
-    static let history = #"{"type":"object","required":["video","seconds","completed","watchedAt"],"properties":{"video":"# + video + #","seconds":{"type":"integer"},"completed":{"type":"boolean"},"watchedAt":"# + time + #"}}"#
-    static let profile = #"{"type":"object","required":["id","name","avatarMediaId","playlists"],"properties":{"id":"# + uuid + #","name":{"type":["string","null"]},"avatarMediaId":{"type":["string","null"]},"playlists":{"type":"array","items":"# + playlist + #"}}}"#
-    static let preferences = #"{"type":"object","required":["theme","autoplay"],"properties":{"theme":{"enum":["system","light","dark","sepia"]},"autoplay":{"type":"boolean"}}}"#
-    static func page(_ item: String) -> String {
-        #"{"type":"object","required":["items","nextCursor"],"properties":{"items":{"type":"array","items":"# + item + #"},"nextCursor":{"type":["string","null"]}}}"#
-    }
-    static func list(_ item: String) -> String { #"{"type":"object","required":["items"],"properties":{"items":{"type":"array","items":"# + item + #"}}}"# }
+struct PreferencesView: View {
+    let theme: String, autoplay: Bool
+    static let fields: [ViewField<Self>] = [.field("theme", \.theme, PreferencesBody.themes), .field("autoplay", \.autoplay)]
 }

@@ -6,53 +6,53 @@ import ServiceKit
 func makeRoutes(_ h: CurationHandlers, _ auth: any Authenticator) -> Router {
     var r = Router()
     // The catalogue
-    r.add("GET", "/v1/subjects", summary: "Every subject", response: (200, .documented(Schemas.list(Schemas.subject))), h.subjects)
+    r.add("GET", "/v1/subjects", summary: "Every subject", response: (200, ItemList<SubjectView>.shape), h.subjects)
     r.add("GET", "/v1/subjects/{id}/topics", summary: "A subject's topics, in curriculum order",
-          response: (200, .documented(Schemas.list(Schemas.topic))), h.topics)
+          response: (200, ItemList<TopicView>.shape), h.topics)
     r.add("GET", "/v1/topics/{id}/videos", summary: "A topic's starter videos: its sequence, the first unwatched first",
-          response: (200, .documented(Schemas.page(Schemas.video))), h.topicVideos)
+          response: (200, PageResponse<VideoView>.shape), h.topicVideos)
     r.add("GET", "/v1/videos/{id}", summary: "A video with its like and comment counts (and, with a token, whether I liked it)",
-          response: (200, .documented(Schemas.video)), h.video)
+          response: (200, VideoView.shape), h.video)
     r.add("GET", "/v1/videos/{id}/recommendations", summary: "Endless recommendations that never leave the video's topic",
-          response: (200, .documented(Schemas.page(Schemas.video))), h.recommendations)
+          response: (200, PageResponse<VideoView>.shape), h.recommendations)
     r.add("GET", "/v1/search", summary: "Ranked full-text search of the catalogue (?q=, ?topic=)",
-          response: (200, .documented(Schemas.page(Schemas.video))), h.search)
+          response: (200, PageResponse<VideoView>.shape), h.search)
     r.add("GET", "/v1/videos/{id}/comments", summary: "A video's comments, newest first",
-          response: (200, .documented(Schemas.page(Schemas.comment))), h.comments)
+          response: (200, PageResponse<CommentView>.shape), h.comments)
     // What I do
     r.add("POST", "/v1/videos/{id}/watched", summary: "I watched (part of) this video", body: WatchedBody.self,
           response: (204, nil), auth: auth, h.watched)
-    r.add("GET", "/v1/users/me/history", summary: "What I watched, latest first", response: (200, .documented(Schemas.page(Schemas.history))),
+    r.add("GET", "/v1/users/me/history", summary: "What I watched, latest first", response: (200, PageResponse<HistoryView>.shape),
           auth: auth, h.history)
     r.add("PUT", "/v1/videos/{id}/like", summary: "Like a video", response: (204, nil), auth: auth, h.like)
     r.add("DELETE", "/v1/videos/{id}/like", summary: "Take a like back", response: (204, nil), auth: auth, h.unlike)
-    r.add("GET", "/v1/users/me/likes", summary: "What I liked, latest first", response: (200, .documented(Schemas.page(Schemas.video))),
+    r.add("GET", "/v1/users/me/likes", summary: "What I liked, latest first", response: (200, PageResponse<VideoView>.shape),
           auth: auth, h.likes)
     r.add("POST", "/v1/videos/{id}/comments", summary: "Comment on a video", body: CommentBody.self,
-          response: (201, .documented(Schemas.comment)), auth: auth, h.addComment)
+          response: (201, CommentView.shape), auth: auth, h.addComment)
     r.add("DELETE", "/v1/comments/{id}", summary: "Delete my comment", response: (204, nil), auth: auth, h.deleteComment)
     // Playlists
-    r.add("POST", "/v1/playlists", summary: "Create a playlist", body: CreatePlaylistBody.self, response: (201, .documented(Schemas.playlist)),
+    r.add("POST", "/v1/playlists", summary: "Create a playlist", body: CreatePlaylistBody.self, response: (201, PlaylistView.shape),
           auth: auth, h.createPlaylist)
-    r.add("GET", "/v1/playlists", summary: "My playlists", response: (200, .documented(Schemas.list(Schemas.playlist))), auth: auth, h.myPlaylists)
-    r.add("GET", "/v1/playlists/{id}", summary: "A playlist: mine, or anyone's public one", response: (200, .documented(Schemas.playlist)),
+    r.add("GET", "/v1/playlists", summary: "My playlists", response: (200, ItemList<PlaylistView>.shape), auth: auth, h.myPlaylists)
+    r.add("GET", "/v1/playlists/{id}", summary: "A playlist: mine, or anyone's public one", response: (200, PlaylistView.shape),
           auth: auth, h.playlist)
     r.add("PATCH", "/v1/playlists/{id}", summary: "Rename, describe, make public or private (owner)", body: UpdatePlaylistBody.self,
-          response: (200, .documented(Schemas.playlist)), auth: auth, h.updatePlaylist)
+          response: (200, PlaylistView.shape), auth: auth, h.updatePlaylist)
     r.add("DELETE", "/v1/playlists/{id}", summary: "Delete a playlist (owner)", response: (204, nil), auth: auth, h.deletePlaylist)
     r.add("POST", "/v1/playlists/{id}/items", summary: "Add a video (owner)", body: PlaylistItemBody.self,
-          response: (200, .documented(Schemas.playlist)), auth: auth, h.addItem)
-    r.add("DELETE", "/v1/playlists/{id}/items/{videoId}", summary: "Remove a video (owner)", response: (200, .documented(Schemas.playlist)),
+          response: (200, PlaylistView.shape), auth: auth, h.addItem)
+    r.add("DELETE", "/v1/playlists/{id}/items/{videoId}", summary: "Remove a video (owner)", response: (200, PlaylistView.shape),
           auth: auth, h.removeItem)
     r.add("PUT", "/v1/playlists/{id}/order", summary: "Put the videos in this order (owner)", body: PlaylistOrderBody.self,
-          response: (200, .documented(Schemas.playlist)), auth: auth, h.reorder)
+          response: (200, PlaylistView.shape), auth: auth, h.reorder)
     // People
-    r.add("GET", "/v1/users/{id}/profile", summary: "Someone's name, avatar and public playlists", response: (200, .documented(Schemas.profile)),
+    r.add("GET", "/v1/users/{id}/profile", summary: "Someone's name, avatar and public playlists", response: (200, ProfileView.shape),
           auth: auth, h.profile)
-    r.add("GET", "/v1/users/me/preferences", summary: "My theme and autoplay", response: (200, .documented(Schemas.preferences)), auth: auth,
+    r.add("GET", "/v1/users/me/preferences", summary: "My theme and autoplay", response: (200, PreferencesView.shape), auth: auth,
           h.preferences)
     r.add("PUT", "/v1/users/me/preferences", summary: "Set my theme and autoplay", body: PreferencesBody.self,
-          response: (200, .documented(Schemas.preferences)), auth: auth, h.setPreferences)
+          response: (200, PreferencesView.shape), auth: auth, h.setPreferences)
     r.query("GET", "/v1/topics/{id}/videos", QueryParameter.page)
     r.query("GET", "/v1/videos/{id}/recommendations", QueryParameter.page)
     r.query("GET", "/v1/search", QueryParameter.page + [QueryParameter("q", schema: #"{"type":"string","minLength":1,"maxLength":200}"#, "Words to find"),

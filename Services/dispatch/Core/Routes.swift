@@ -39,7 +39,7 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
               body: SeedCouriersBody.self, response: (200, SeededView.shape), trusted: fleet, h.seedCouriers)
         r.add("POST", "/v1/operator/locations", summary: "Operator: up to 1,000 location fixes from a fleet gateway",
               body: FleetFixesBody.self, response: (200, FixesAppliedView.shape), trusted: fleet, h.fleetLocations)
-        r.add("GET", "/v1/operator/offers", summary: "Operator: the offers open now, the oldest first (?limit=)", response: (200, OffersView.shape),
+        r.add("GET", "/v1/operator/offers", summary: "Operator: the offers open now, the oldest first (?limit=)", response: (200, ItemList<OfferView>.shape),
               trusted: fleet, h.openOffers)
         r.query("GET", "/v1/operator/offers", [.limit(max: DispatchHandlers.batchLimit, default: 100)])
         r.add("POST", "/v1/operator/parcels/{id}/accept", summary: "Operator: accept an offer for the courier it was made to",

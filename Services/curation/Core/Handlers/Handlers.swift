@@ -24,14 +24,14 @@ struct CurationHandlers: Sendable {
     // MARK: The catalogue
 
     func subjects(_ request: Request) throws -> Response {
-        try .json(["items": try pool.withConnection { try storage.subjects($0) }.map(SubjectView.init)])
+        .json(ItemList(try pool.withConnection { try storage.subjects($0) }.map(SubjectView.init)))
     }
 
     func topics(_ request: Request) throws -> Response {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
             guard try storage.subjectExists(c, id) else { throw CurationError.notFound }
-            return try .json(["items": try storage.topics(c, subject: id).map(TopicView.init)])
+            return .json(ItemList(try storage.topics(c, subject: id).map(TopicView.init)))
         }
     }
 
@@ -49,14 +49,14 @@ struct CurationHandlers: Sendable {
         return try pool.withConnection { c in
             guard try storage.topicExists(c, id) else { throw CurationError.notFound }
             let videos = try storage.topicVideos(c, topic: id, reader: reader, after: after, limit: page.limit + 1)
-            return try .json(PageResponse(videos, page, item: { VideoView($0) }, cursor: { [String($0.watched ?? false), String($0.position)] }))
+            return .json(PageResponse(videos, page, item: { VideoView($0) }, cursor: { [String($0.watched ?? false), String($0.position)] }))
         }
     }
 
     func video(_ request: Request) throws -> Response {
         let id = try Validate.pathID(request)
         let reader = try optionalCaller(request)
-        return try .json(VideoView(try pool.withConnection { try library.video($0, id, reader: reader) }, full: true))
+        return .json(VideoView(try pool.withConnection { try library.video($0, id, reader: reader) }, full: true))
     }
 
     /// Ranked full-text search, within a topic when given.
@@ -71,7 +71,7 @@ struct CurationHandlers: Sendable {
             return (rank, id)
         }
         let found = try pool.withConnection { try storage.search($0, query: q, topic: topic, after: after, limit: page.limit + 1) }
-        return try .json(PageResponse(found, page, item: { VideoView($0.0) }, cursor: { [String($0.1), $0.0.id.lowercased] }))
+        return .json(PageResponse(found, page, item: { VideoView($0.0) }, cursor: { [String($0.1), $0.0.id.lowercased] }))
     }
 
     /// Recommendations that stay in the video's topic, endless: the first page fixes the scroll's order (so it never
@@ -113,11 +113,11 @@ struct CurationHandlers: Sendable {
                     scroll = saved.lowercased
                 }
             }
-            guard !order.isEmpty else { return try .json(PageResponse<VideoView>(items: [], nextCursor: nil)) }
+            guard !order.isEmpty else { return .json(PageResponse<VideoView>(items: [], nextCursor: nil)) }
             let ids = (0..<min(page.limit, order.count)).map { order[(offset + $0) % order.count] }
             let found = try storage.videos(c, ids)
             let next = Cursor.encode([scroll, String(offset + ids.count)])
-            return try .json(PageResponse(items: ids.compactMap { found[$0] }.map { VideoView($0) }, nextCursor: next))
+            return .json(PageResponse(items: ids.compactMap { found[$0] }.map { VideoView($0) }, nextCursor: next))
         }
     }
 
@@ -133,8 +133,8 @@ struct CurationHandlers: Sendable {
         let page = try Page(request)
         let after = try Self.timeCursor(page)
         let rows = try pool.withConnection { try storage.history($0, user: caller.userId, after: after, limit: page.limit + 1) }
-        return try .json(PageResponse(rows, page, item: { HistoryView(video: VideoView($0.0), seconds: $0.seconds, completed: $0.completed,
-                                                                     watchedAt: Timestamp.format($0.at)) },
+        return .json(PageResponse(rows, page, item: { HistoryView(video: VideoView($0.0), seconds: $0.seconds, completed: $0.completed,
+                                                                     watchedAt: $0.at) },
                                       cursor: { [String($0.micros), $0.0.id.lowercased] }))
     }
 
@@ -154,13 +154,13 @@ struct CurationHandlers: Sendable {
         let page = try Page(request)
         let after = try Self.timeCursor(page)
         let rows = try pool.withConnection { try storage.likes($0, user: caller.userId, after: after, limit: page.limit + 1) }
-        return try .json(PageResponse(rows, page, item: { VideoView($0.0) }, cursor: { [String($0.micros), $0.0.id.lowercased] }))
+        return .json(PageResponse(rows, page, item: { VideoView($0.0) }, cursor: { [String($0.micros), $0.0.id.lowercased] }))
     }
 
     func addComment(_ request: Request, _ caller: Caller, _ body: CommentBody) throws -> Response {
         let id = try Validate.pathID(request)
         return try idempotency.run(request, caller: caller.userId.lowercased) { c in
-            try .json(CommentView(try library.comment(c, on: id, by: caller.userId, text: body.text)), status: 201)
+            .json(CommentView(try library.comment(c, on: id, by: caller.userId, text: body.text)), status: 201)
         }
     }
 
@@ -171,7 +171,7 @@ struct CurationHandlers: Sendable {
         return try pool.withConnection { c in
             _ = try library.video(c, id, reader: nil)
             let rows = try storage.comments(c, video: id, after: after, limit: page.limit + 1)
-            return try .json(PageResponse(rows, page, item: { CommentView($0.0) }, cursor: { [String($0.micros), $0.0.id.lowercased] }))
+            return .json(PageResponse(rows, page, item: { CommentView($0.0) }, cursor: { [String($0.micros), $0.0.id.lowercased] }))
         }
     }
 
@@ -191,25 +191,25 @@ struct CurationHandlers: Sendable {
         try idempotency.run(request, caller: caller.userId.lowercased) { c in
             let p = try library.create(c, by: caller.userId, name: body.name, description: body.description.flatMap { $0.isEmpty ? nil : $0 },
                                        isPublic: body.public ?? false)
-            return try .json(try view(c, p), status: 201)
+            return .json(try view(c, p), status: 201)
         }
     }
 
     func myPlaylists(_ request: Request, _ caller: Caller) throws -> Response {
         try pool.withConnection { c in
-            try .json(["items": try storage.playlists(c, owner: caller.userId, onlyPublic: false).map { try view(c, $0) }])
+            .json(ItemList(try storage.playlists(c, owner: caller.userId, onlyPublic: false).map { try view(c, $0) }))
         }
     }
 
     func playlist(_ request: Request, _ caller: Caller) throws -> Response {
         let id = try Validate.pathID(request)
-        return try pool.withConnection { c in try .json(try view(c, try library.playlist(c, id, reader: caller.userId))) }
+        return try pool.withConnection { c in .json(try view(c, try library.playlist(c, id, reader: caller.userId))) }
     }
 
     func updatePlaylist(_ request: Request, _ caller: Caller, _ body: UpdatePlaylistBody) throws -> Response {
         let id = try Validate.pathID(request)
         return try pool.withTransaction { c in
-            try .json(try view(c, try library.update(c, id, by: caller.userId, name: body.name, description: body.description,
+            .json(try view(c, try library.update(c, id, by: caller.userId, name: body.name, description: body.description,
                                                      isPublic: body.public)))
         }
     }
@@ -223,18 +223,18 @@ struct CurationHandlers: Sendable {
     func addItem(_ request: Request, _ caller: Caller, _ body: PlaylistItemBody) throws -> Response {
         let id = try Validate.pathID(request)
         return try pool.withTransaction { c in
-            try .json(try view(c, try library.add(c, id, video: body.videoId, at: body.position, by: caller.userId)))
+            .json(try view(c, try library.add(c, id, video: body.videoId, at: body.position, by: caller.userId)))
         }
     }
 
     func removeItem(_ request: Request, _ caller: Caller) throws -> Response {
         let (id, video) = (try Validate.pathID(request), try Validate.pathID(request, "videoId"))
-        return try pool.withTransaction { c in try .json(try view(c, try library.remove(c, id, video: video, by: caller.userId))) }
+        return try pool.withTransaction { c in .json(try view(c, try library.remove(c, id, video: video, by: caller.userId))) }
     }
 
     func reorder(_ request: Request, _ caller: Caller, _ body: PlaylistOrderBody) throws -> Response {
         let id = try Validate.pathID(request)
-        return try pool.withTransaction { c in try .json(try view(c, try library.reorder(c, id, body.videoIds, by: caller.userId))) }
+        return try pool.withTransaction { c in .json(try view(c, try library.reorder(c, id, body.videoIds, by: caller.userId))) }
     }
 
     /// Someone's profile as others see it: name, avatar and public playlists.
@@ -242,31 +242,20 @@ struct CurationHandlers: Sendable {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
             guard let person = try storage.profile(c, id) else { throw CurationError.notFound }
-            struct Profile: Encodable {
-                let id: String, name: String?, avatarMediaId: String?, playlists: [PlaylistView]
-                func encode(to encoder: Encoder) throws {
-                    var c = encoder.container(keyedBy: CodingKeys.self)
-                    try c.encode(id, forKey: .id); try c.encode(name, forKey: .name)
-                    try c.encode(avatarMediaId, forKey: .avatarMediaId); try c.encode(playlists, forKey: .playlists)
-                }
-                enum CodingKeys: String, CodingKey { case id, name, avatarMediaId, playlists }
-            }
             let lists = try storage.playlists(c, owner: id, onlyPublic: id != caller.userId).map { try view(c, $0) }
-            return try .json(Profile(id: id.lowercased, name: person.name, avatarMediaId: person.avatar?.lowercased, playlists: lists))
+            return .json(ProfileView(id: id, name: person.name, avatarMediaId: person.avatar, playlists: lists))
         }
     }
 
     func preferences(_ request: Request, _ caller: Caller) throws -> Response {
         let p = try pool.withConnection { try storage.preferences($0, caller.userId) }
-        return try .json(Prefs(theme: p.theme, autoplay: p.autoplay))
+        return .json(PreferencesView(theme: p.theme, autoplay: p.autoplay))
     }
 
     func setPreferences(_ request: Request, _ caller: Caller, _ body: PreferencesBody) throws -> Response {
         try pool.withConnection { try storage.setPreferences($0, caller.userId, theme: body.theme, autoplay: body.autoplay ?? true) }
-        return try .json(Prefs(theme: body.theme, autoplay: body.autoplay ?? true))
+        return .json(PreferencesView(theme: body.theme, autoplay: body.autoplay ?? true))
     }
-
-    private struct Prefs: Encodable { let theme: String; let autoplay: Bool }
 
     /// A (microseconds, id) keyset cursor.
     static func timeCursor(_ page: Page) throws -> (Int64, UUID)? {

@@ -57,11 +57,6 @@ struct OfferView: View {
     ]
 }
 
-struct OffersView: View {
-    let items: [OfferView]
-    static let fields: [ViewField<Self>] = [.field("items", \.items)]
-}
-
 struct SeededView: View {
     let seeded: Int
     static let fields: [ViewField<Self>] = [.field("seeded", \.seeded, .integer(0...Int.max))]
@@ -113,7 +108,7 @@ extension DispatchHandlers {
     func openOffers(_ request: Request) throws -> Response {
         let limit = try Page(request, maxLimit: Self.batchLimit, defaultLimit: 100).limit
         let offers = try pool.withConnection { try storage.openOffers($0, limit: limit) }
-        return .json(OffersView(items: offers.compactMap { p in p.offeredTo.map { OfferView(parcel: p, courierId: $0) } }))
+        return .json(ItemList(offers.compactMap { p in p.offeredTo.map { OfferView(parcel: p, courierId: $0) } }))
     }
 
     /// `POST /v1/operator/parcels/{id}/accept`: a fleet accepts an offer for the courier it was made to.
