@@ -18,6 +18,8 @@ public struct Request: Sendable {
     public var pathParameters: [String: String] = [:]
     /// The matched route pattern (`/v1/groups/{id}`), for logs and metrics.
     public var route: String = ""
+    /// The query parameters the matched route declares, for the check of their values.
+    public var declaredQuery: [QueryParameter] = []
     /// The request id (from `X-Request-Id`, or generated).
     public var requestId: String = ""
 

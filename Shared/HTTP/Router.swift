@@ -40,13 +40,15 @@ public struct Route: Sendable {
     }
 }
 
-/// A query parameter a route reads: its name, the JSON Schema of its value (as JSON text) and what it does.
+/// A query parameter a route reads: its name, the JSON Schema of its value (as JSON text), what it does, and the
+/// check of a value (nil when it fits).
 public struct QueryParameter: Sendable {
     public let name: String
     public let schema: String
     public let description: String
-    public init(_ name: String, schema: String, _ description: String) {
-        self.name = name; self.schema = schema; self.description = description
+    public let check: @Sendable (String) -> HTTPError?
+    public init(_ name: String, schema: String, _ description: String, check: @escaping @Sendable (String) -> HTTPError?) {
+        self.name = name; self.schema = schema; self.description = description; self.check = check
     }
 }
 

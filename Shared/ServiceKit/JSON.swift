@@ -89,10 +89,10 @@ extension HTTPError {
 extension QueryParameter {
     /// `limit` of a page.
     public static func limit(max: Int = 100, default value: Int = 20) -> QueryParameter {
-        QueryParameter("limit", schema: #"{"type":"integer","minimum":1,"maximum":\#(max),"default":\#(value)}"#, "Items per page")
+        QueryParameter("limit", .integer(1...max), "Items per page", default: String(value))
     }
     /// `cursor`: the `nextCursor` of the previous page.
-    public static let cursor = QueryParameter("cursor", schema: #"{"type":"string"}"#, "The previous page's nextCursor")
+    public static let cursor = QueryParameter("cursor", .string(max: 4096), "The previous page's nextCursor")
     /// Both.
     public static let page = [limit(), cursor]
 }

@@ -149,7 +149,7 @@ public struct MediaStore: Sendable {
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING \(MediaRecord.columns)
                 """, [UUID.v7(), owner, info.contentType, ByteArray(bytes), bytes.count, info.width, info.height,
                       hexString(sha256(bytes))])!)
-            return try .json(MediaView(media, path: path), status: 201)
+            return .json(MediaView(media, path: path), status: 201)
         }
     }
 

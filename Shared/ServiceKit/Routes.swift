@@ -6,6 +6,35 @@ import HTTP
 /// `RequestBody` type (the wrapper decodes and validates it and hands it to the handler), and the status and shape of
 /// its answer (a view's `shape`; in debug builds every such answer is checked against it). The OpenAPI document shows
 /// those same schemas. So what a route documents is what it does.
+extension QueryParameter {
+    /// A parameter whose value has `shape` (a whole number, a UUID, a time, one of some words, text), documented with
+    /// it and checked by the kit before the handler runs; `default` is what its absence means, for the document.
+    public init(_ name: String, _ shape: Schema, _ description: String, default value: String? = nil) {
+        var schema = shape.jsonSchema
+        if let value { schema["default"] = Int(value).map { $0 as Any } ?? value }
+        let text = String(decoding: (try? JSONSerialization.data(withJSONObject: schema, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data(),
+                          as: UTF8.self)
+        self.init(name, schema: text, description) { raw in
+            let value: JSONValue
+            switch shape {
+            case .integer, .number:
+                guard let n = Double(raw), n.isFinite, raw.utf8.count <= 20 else {
+                    return .validation("\(name) must be \(shape.typeName).", field: name)
+                }
+                value = .number(n)
+            case .boolean:
+                guard raw == "true" || raw == "false" else { return .validation("\(name) must be true or false.", field: name) }
+                value = .bool(raw == "true")
+            default:
+                value = .string(raw)
+            }
+            do { _ = try shape.validate(value, path: name); return nil } catch let error as HTTPError { return error } catch {
+                return .validation("\(name) is not valid.", field: name)
+            }
+        }
+    }
+}
+
 extension Router {
     // MARK: Public routes
 
@@ -13,7 +42,10 @@ extension Router {
     public mutating func add(_ method: String, _ pattern: String, summary: String, response: (Int, Schema?),
                              _ handler: @escaping @Sendable (Request) throws -> Response) {
         let route = "\(method) \(pattern)"
-        add(method, pattern, summary: summary, answer: Self.text(response)) { try Self.checked(response, route, handler($0)) }
+        add(method, pattern, summary: summary, answer: Self.text(response)) {
+            try Self.checkQuery($0)
+            return try Self.checked(response, route, handler($0))
+        }
     }
 
     /// A public route that takes a body.
@@ -21,7 +53,8 @@ extension Router {
                                                 response: (Int, Schema?), _ handler: @escaping @Sendable (Request, Body) throws -> Response) {
         let route = "\(method) \(pattern)"
         add(method, pattern, summary: summary, request: Self.schemaText(Body.self), answer: Self.text(response)) {
-            try Self.checked(response, route, handler($0, try JSON.decodeBody($0, as: Body.self)))
+            try Self.checkQuery($0)
+            return try Self.checked(response, route, handler($0, try JSON.decodeBody($0, as: Body.self)))
         }
     }
 
@@ -36,6 +69,7 @@ extension Router {
         add(method, pattern, summary: summary, security: ["bearer"], bodyLimit: bodyLimit, answer: Self.text(response),
             checkHead: Self.headCheck(auth.checkHead)) {
             let caller = try auth.authenticate($0)
+            try Self.checkQuery($0)
             let answer = try handler($0, caller)
             if let stream = answer.stream { auth.end(stream, whenRevoked: caller) }
             return Self.checked(response, route, answer)
@@ -50,6 +84,7 @@ extension Router {
         add(method, pattern, summary: summary, security: ["bearer"], request: Self.schemaText(Body.self), answer: Self.text(response),
             checkHead: Self.headCheck(auth.checkHead)) {
             let caller = try auth.authenticate($0)
+            try Self.checkQuery($0)
             return Self.checked(response, route, try handler($0, caller, try JSON.decodeBody($0, as: Body.self)))
         }
     }
@@ -64,6 +99,7 @@ extension Router {
         add(method, pattern, summary: summary, security: [credential.scheme], answer: Self.text(response),
             checkHead: Self.headCheck(credential.check)) {
             try credential.check($0)
+            try Self.checkQuery($0)
             return Self.checked(response, route, try handler($0))
         }
     }
@@ -76,6 +112,7 @@ extension Router {
         add(method, pattern, summary: summary, security: [credential.scheme], request: Self.schemaText(Body.self), answer: Self.text(response),
             checkHead: Self.headCheck(credential.check)) {
             try credential.check($0)
+            try Self.checkQuery($0)
             return Self.checked(response, route, try handler($0, try JSON.decodeBody($0, as: Body.self)))
         }
     }
@@ -93,6 +130,14 @@ extension Router {
 
     /// The answer's status and JSON Schema as the route keeps them.
     static func text(_ response: (Int, Schema?)) -> (Int, String?) { (response.0, response.1?.jsonText) }
+
+    /// The values of the query parameters the route declares, each against its shape (400 naming the first that does
+    /// not fit); run after the credentials, so that a caller without them learns nothing from a 400.
+    static func checkQuery(_ request: Request) throws {
+        for parameter in request.declaredQuery {
+            if let value = request.query[parameter.name], let error = parameter.check(value) { throw error }
+        }
+    }
 
     /// `answer`, checked against the route's declared answer in debug builds.
     static func checked(_ response: (Int, Schema?), _ route: String, _ answer: Response) -> Response {

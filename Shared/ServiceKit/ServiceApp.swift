@@ -413,6 +413,7 @@ public final class ServiceApp: @unchecked Sendable {
         case .found(let route, let params):
             request.route = route.pattern
             request.pathParameters = params
+            request.declaredQuery = route.query
             handler = { try Router.invoke(route, $0) }
         case .methodNotAllowed(let allowed):
             handler = { request in

@@ -54,6 +54,7 @@ extension Router {
             } else {
                 caller = try auth.authenticate(request)
             }
+            try Self.checkQuery(request)
             let response = try handler(request, caller)
             if let stream = response.stream { auth.end(stream, whenRevoked: caller) }
             return response

@@ -382,6 +382,15 @@ final class ChatRulesTests: ChatTestCase {
         for query in ["?before=-1", "?after=x", "?before=1&after=2", "?limit=0", "?cursor=junk"] {
             assertClientError(try api.get("/v1/rooms/\(room)/messages\(query)", token: ann.token), 400, query)
         }
+        // The kit checks every declared query parameter against its shape: the same error, naming the parameter.
+        for (query, field) in [("?before=-1", "before"), ("?after=x", "after"), ("?limit=0", "limit"), ("?limit=1e3", "limit"),
+                               ("?limit=7&before=2.5", "before")] {
+            let r = try api.get("/v1/rooms/\(room)/messages\(query)", token: ann.token)
+            XCTAssertEqual(r.errorCode, "validation_failed", query)
+            XCTAssertEqual(r.errorField, field, query)
+        }
+        XCTAssertEqual(try api.get("/v1/rooms/\(room)/messages?limit=0").status, 401, "the credentials first: a 400 tells an outsider nothing")
+        XCTAssertEqual(try api.get("/v1/rooms?parcelId=nope", token: ann.token).errorField, "parcelId")
         assertClientError(try api.get("/v1/rooms/\(room)/search?q=", token: ann.token), 400)
         assertClientError(try api.get("/v1/rooms?parcelId=nope", token: ann.token), 400)
         assertClientError(try api.patch("/v1/todos/\(todo)", ["assigneeId": UUID().uuidString], token: ann.token), 400, "not a member")

@@ -304,7 +304,7 @@ final class Browser {
     init(gatewayPort: Int, query: String) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         for name in ["reports.jsonl", "origin.log", "chromium.log"] {
-            FileManager.default.createFile(atPath: directory.appendingPathComponent(name).path, contents: nil)
+            _ = FileManager.default.createFile(atPath: directory.appendingPathComponent(name).path, contents: nil)
         }
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("browser_origin.py")
         origin.executableURL = URL(fileURLWithPath: "/usr/bin/python3")

@@ -51,12 +51,12 @@ func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTic
           bodyLimit: MediaStore.limit, response: (201, MediaView.shape), auth: auth, h.uploadMedia)
     r.add("GET", "/v1/chat/media/{id}", summary: "An image, for its owner and the members of the rooms it was posted in",
           auth: auth, h.getMedia)
-    r.query("GET", "/v1/rooms", QueryParameter.page + [QueryParameter("parcelId", schema: #"{"type":"string","format":"uuid"}"#, "Only the room of this parcel")])
+    r.query("GET", "/v1/rooms", QueryParameter.page + [QueryParameter("parcelId", .uuid, "Only the room of this parcel")])
     r.query("GET", "/v1/rooms/{id}/messages", QueryParameter.page + [
-        QueryParameter("before", schema: #"{"type":"integer","minimum":0}"#, "Messages before this sequence"),
-        QueryParameter("after", schema: #"{"type":"integer","minimum":0}"#, "Messages after this sequence")])
+        QueryParameter("before", .integer(0...Int.max), "Messages before this sequence"),
+        QueryParameter("after", .integer(0...Int.max), "Messages after this sequence")])
     r.alsoAnswers("POST", "/v1/rooms/{id}/messages", 200, schema: MessageView.shape.jsonText)
-    r.query("GET", "/v1/rooms/{id}/search", QueryParameter.page + [QueryParameter("q", schema: #"{"type":"string","minLength":1,"maxLength":200}"#, "Words to find")])
-    r.query("GET", "/v1/rooms/{id}/events", [QueryParameter("lastEventId", schema: #"{"type":"string"}"#, "Resume after this change (as the Last-Event-ID header)")])
+    r.query("GET", "/v1/rooms/{id}/search", QueryParameter.page + [QueryParameter("q", .text(max: 200), "Words to find")])
+    r.query("GET", "/v1/rooms/{id}/events", [QueryParameter("lastEventId", .integer(0...Int.max), "Resume after this change (as the Last-Event-ID header)")])
     return r
 }

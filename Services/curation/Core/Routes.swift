@@ -55,8 +55,8 @@ func makeRoutes(_ h: CurationHandlers, _ auth: any Authenticator) -> Router {
           response: (200, PreferencesView.shape), auth: auth, h.setPreferences)
     r.query("GET", "/v1/topics/{id}/videos", QueryParameter.page)
     r.query("GET", "/v1/videos/{id}/recommendations", QueryParameter.page)
-    r.query("GET", "/v1/search", QueryParameter.page + [QueryParameter("q", schema: #"{"type":"string","minLength":1,"maxLength":200}"#, "Words to find"),
-                                                        QueryParameter("topic", schema: #"{"type":"string","format":"uuid"}"#, "Only within this topic")])
+    r.query("GET", "/v1/search", QueryParameter.page + [QueryParameter("q", .text(max: 200), "Words to find"),
+                                                        QueryParameter("topic", .uuid, "Only within this topic")])
     r.query("GET", "/v1/videos/{id}/comments", QueryParameter.page)
     r.query("GET", "/v1/users/me/history", QueryParameter.page)
     r.query("GET", "/v1/users/me/likes", QueryParameter.page)

@@ -46,7 +46,7 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
               body: OperatorAcceptBody.self, response: (200, ParcelView.shape), trusted: fleet, h.operatorAccept)
     }
     r.query("GET", "/v1/parcels", QueryParameter.page + [
-        QueryParameter("role", schema: #"{"enum":["sender","recipient","courier"],"default":"sender"}"#, "Parcels I send, receive or carry"),
-        QueryParameter("status", schema: #"{"type":"string"}"#, "Only parcels in this status")])
+        QueryParameter("role", .oneOf(["sender", "recipient", "courier"]), "Parcels I send, receive or carry", default: "sender"),
+        QueryParameter("status", Shapes.status, "Only parcels in this status")])
     return r
 }

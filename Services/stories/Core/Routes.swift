@@ -42,17 +42,16 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {
           response: (201, CommentView.shape), auth: auth, h.addComment)
     r.add("GET", "/v1/stories/{id}/comments", summary: "A story's comments, oldest first",
           response: (200, PageResponse<CommentView>.shape), auth: auth, h.listComments)
-    let time = #"{"type":"string","format":"date-time"}"#
     r.query("GET", "/v1/groups", QueryParameter.page)
-    r.query("GET", "/v1/groups/{id}/stories", QueryParameter.page + [QueryParameter("from", schema: time, "Stories from this time"),
-                                                                     QueryParameter("to", schema: time, "Stories before this time")])
-    r.query("GET", "/v1/groups/{id}/newsletter", [QueryParameter("from", schema: time, "The period's start"), QueryParameter("to", schema: time, "The period's end"),
-                                                  QueryParameter("format", schema: #"{"enum":["json","html"],"default":"json"}"#, "JSON, or the rendered HTML")])
+    r.query("GET", "/v1/groups/{id}/stories", QueryParameter.page + [QueryParameter("from", .dateTime, "Stories from this time"),
+                                                                     QueryParameter("to", .dateTime, "Stories before this time")])
+    r.query("GET", "/v1/groups/{id}/newsletter", [QueryParameter("from", .dateTime, "The period's start"), QueryParameter("to", .dateTime, "The period's end"),
+                                                  QueryParameter("format", .oneOf(["json", "html"]), "JSON, or the rendered HTML", default: "json")])
     r.query("GET", "/v1/groups/{id}/newsletters", QueryParameter.page)
-    r.query("GET", "/v1/groups/{id}/newsletters/{newsletterId}", [QueryParameter("format", schema: #"{"enum":["json","html"],"default":"json"}"#, "JSON, or the rendered HTML")])
-    r.query("GET", "/v1/users/me/calendar", [QueryParameter("from", schema: #"{"type":"string","format":"date"}"#, "First day (default: this month's first)"),
-                                             QueryParameter("to", schema: #"{"type":"string","format":"date"}"#, "Last day (default: today)"),
-                                             QueryParameter("timeZone", schema: #"{"type":"string","default":"UTC"}"#, "An IANA time zone for the days")])
+    r.query("GET", "/v1/groups/{id}/newsletters/{newsletterId}", [QueryParameter("format", .oneOf(["json", "html"]), "JSON, or the rendered HTML", default: "json")])
+    r.query("GET", "/v1/users/me/calendar", [QueryParameter("from", Shapes.day, "First day (default: this month's first)"),
+                                             QueryParameter("to", Shapes.day, "Last day (default: today)"),
+                                             QueryParameter("timeZone", .string(max: 64), "An IANA time zone for the days", default: "UTC")])
     r.query("GET", "/v1/stories/{id}/comments", QueryParameter.page)
     r.alsoAnswers("GET", "/v1/groups/{id}/newsletter", 200, contentType: "text/html; charset=utf-8")
     r.alsoAnswers("GET", "/v1/groups/{id}/newsletters/{newsletterId}", 200, contentType: "text/html; charset=utf-8")
