@@ -92,7 +92,7 @@ extension QueryParameter {
         QueryParameter("limit", .integer(1...max), "Items per page", default: String(value))
     }
     /// `cursor`: the `nextCursor` of the previous page.
-    public static let cursor = QueryParameter("cursor", .string(max: 4096), "The previous page's nextCursor")
+    public static let cursor = QueryParameter("cursor", .string(), "The previous page's nextCursor")
     /// Both.
     public static let page = [limit(), cursor]
 }

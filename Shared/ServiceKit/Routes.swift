@@ -17,8 +17,15 @@ extension QueryParameter {
         self.init(name, schema: text, description) { raw in
             let value: JSONValue
             switch shape {
-            case .integer, .number:
-                guard let n = Double(raw), n.isFinite, raw.utf8.count <= 20 else {
+            case .integer:
+                // Digits as JSON writes a whole number: no `+`, no `1.0`, no `1e3`.
+                let digits = raw.utf8.drop { $0 == UInt8(ascii: "-") }
+                guard raw.utf8.count <= 19, !digits.isEmpty, digits.allSatisfy({ (48...57).contains($0) }), let n = Int(raw) else {
+                    return .validation("\(name) must be \(shape.typeName).", field: name)
+                }
+                value = .number(Double(n))
+            case .number:
+                guard raw.utf8.count <= 32, raw.first != "+", let n = Double(raw), n.isFinite else {
                     return .validation("\(name) must be \(shape.typeName).", field: name)
                 }
                 value = .number(n)

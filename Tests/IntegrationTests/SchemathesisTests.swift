@@ -36,9 +36,18 @@ final class SchemathesisTests: XCTestCase {
 
 /// One bounded schemathesis run (fixed seed) of the document at `document`, as `token`'s user; throws with its report.
 func schemathesis(_ st: String, document: String, token: String) throws {
-    try run([st, "run", document, "--checks", "all", "--exclude-checks", "positive_data_acceptance",
+    let report = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-\(UUID().uuidString.prefix(8)).txt")
+    do { try run([st, "run", document, "--checks", "all", "--exclude-checks", "positive_data_acceptance",
              "--phases", "examples,coverage,fuzzing", "-n", "25", "--seed", "20261130", "--request-timeout", "5",
              "-H", "Authorization: Bearer \(token)",
              "--exclude-operation-id", "postV1AuthLogout",  // it would end the session the run uses
              "--exclude-path-regex", "/events$"])  // event streams do not end
+    } catch {
+        // The report is long (each failure with its curl command): its head names the failures, its tail sums up.
+        let text = String(describing: error)
+        try? text.write(to: report, atomically: true, encoding: .utf8)
+        let failures = text.split(separator: "\n").filter { $0.hasPrefix("_") || $0.contains("] ") || $0.hasPrefix("- ") || $0.contains("Failed") }
+        throw TestFailure("schemathesis failed (whole report: \(report.path)):\n" + failures.prefix(60).joined(separator: "\n").prefix(6000)
+                          + "\n...\n" + text.suffix(1500))
+    }
 }

@@ -140,7 +140,8 @@ final class ServiceProcess {
     /// error, even when the test itself saw only a closed connection.
     @discardableResult
     func stop(timeout: TimeInterval = 20) -> Int32 {
-        let fatal = log.split(separator: "\n").filter { $0.contains("Fatal error:") }
+        // Swift's own `fatalError` line (`File.swift:12: Fatal error: ...`), not a log line quoting a library's.
+        let fatal = log.split(separator: "\n").filter { !$0.hasPrefix("{") && $0.contains(".swift:") && $0.contains(": Fatal error:") }
         if !fatal.isEmpty { XCTFail("\(name) stopped: \(fatal.joined(separator: "\n"))") }
         guard process.isRunning else { return process.terminationStatus }
         process.terminate()
