@@ -64,4 +64,13 @@ final class SchemaValidatorTests: XCTestCase {
         for key in ["c", "d"] { XCTAssertEqual(boolean.validate(parsed[key]!), [], key); XCTAssertFalse(integer.validate(parsed[key]!).isEmpty, key) }
         XCTAssertFalse(integer.validate(parsed["e"]!).isEmpty)
     }
+
+    /// The keywords a hand-written validator skipped: bounds (12 of the event schemas have them) and formats.
+    func testBoundsAndFormatsAreChecked() {
+        let schema = SchemaValidator(schema: ["type": "object", "properties": [
+            "n": ["type": "integer", "minimum": 0, "maximum": 3], "at": ["type": "string", "format": "date-time"]]])
+        XCTAssertEqual(schema.validate(["n": 3, "at": "2026-12-01T10:00:00Z"]), [])
+        XCTAssertEqual(schema.validate(["n": 4, "at": "not a time"]).count, 2, "\(schema.validate(["n": 4, "at": "not a time"]))")
+        XCTAssertEqual(schema.validate(["n": -1]).count, 1)
+    }
 }

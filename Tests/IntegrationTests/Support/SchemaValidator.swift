@@ -1,8 +1,8 @@
 import Foundation
-import Models
 
-/// A JSON Schema (2020-12) validator for the keywords our schemas use: type, required, properties,
-/// additionalProperties, const, enum, format (uuid, date-time), pattern, minLength, maxLength, items, oneOf.
+/// A JSON Schema (2020-12) validator: jsonschema-rs, a complete implementation (in the project's venv through
+/// schemathesis), with formats checked (`uuid`, `date-time`, ...), every keyword the schemas use included
+/// (`minimum`, `maximum`, `oneOf`, ...). Each call runs it once, in the venv's Python.
 struct SchemaValidator {
     let schema: [String: Any]
 
@@ -13,71 +13,43 @@ struct SchemaValidator {
         return SchemaValidator(schema: try JSONSerialization.jsonObject(with: data) as! [String: Any])
     }
 
-    /// The problems found (empty when valid).
-    func validate(_ value: Any) -> [String] { check(value, schema, "$") }
+    private static let script = """
+        import json, sys
+        import jsonschema_rs
+        job = json.load(sys.stdin)
+        validator = jsonschema_rs.validator_for(job["schema"], validate_formats=True)
+        print(json.dumps(["$/" + "/".join(str(p) for p in e.instance_path) + ": " + e.message
+                          for e in validator.iter_errors(job["instance"])]))
+        """
 
-    private func check(_ value: Any, _ schema: [String: Any], _ path: String) -> [String] {
-        var errors: [String] = []
-        if let c = schema["const"], !equal(c, value) { errors.append("\(path): expected \(c)") }
-        if let e = schema["enum"] as? [Any], !e.contains(where: { equal($0, value) }) { errors.append("\(path): not in enum") }
-        if let t = schema["type"] {
-            let types = (t as? [String]) ?? [t as? String ?? ""]
-            if !types.contains(where: { matches(value, $0) }) { errors.append("\(path): not of type \(types)") }
-        }
-        if let s = value as? String {
-            if let min = schema["minLength"] as? Int, s.count < min { errors.append("\(path): shorter than \(min)") }
-            if let max = schema["maxLength"] as? Int, s.count > max { errors.append("\(path): longer than \(max)") }
-            if let p = schema["pattern"] as? String, s.range(of: p, options: .regularExpression) == nil { errors.append("\(path): does not match \(p)") }
-            switch schema["format"] as? String {
-            case "uuid": if UUID(uuidString: s) == nil || s != s.lowercased() { errors.append("\(path): not a lower-case uuid") }
-            case "date-time": if Timestamp.parse(s) == nil { errors.append("\(path): not RFC 3339") }
-            default: break
+    /// The problems found (empty when valid), each with where it is (`$/data/email: ...`).
+    func validate(_ value: Any) -> [String] {
+        do {
+            let bin = try XCTUnwrapPath(ProcessInfo.processInfo.environment["SCHEMATHESIS_BIN"])
+            let python = URL(fileURLWithPath: bin).deletingLastPathComponent().appendingPathComponent("python")
+            let job = try JSONSerialization.data(withJSONObject: ["schema": schema, "instance": value], options: [.fragmentsAllowed])
+            let p = Process()
+            p.executableURL = python
+            p.arguments = ["-c", Self.script]
+            let input = Pipe(), output = Pipe()
+            p.standardInput = input
+            p.standardOutput = output
+            try p.run()
+            input.fileHandleForWriting.write(job)
+            try input.fileHandleForWriting.close()
+            let answer = output.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            guard p.terminationStatus == 0, let problems = try JSONSerialization.jsonObject(with: answer) as? [String] else {
+                return ["the validator failed: \(String(decoding: answer, as: UTF8.self))"]
             }
-        }
-        if let object = value as? [String: Any], !(value is NSNull) {
-            for key in schema["required"] as? [String] ?? [] where object[key] == nil { errors.append("\(path): missing \(key)") }
-            let properties = schema["properties"] as? [String: Any] ?? [:]
-            for (key, v) in object {
-                if let sub = properties[key] as? [String: Any] {
-                    errors += check(v, sub, "\(path).\(key)")
-                } else if schema["additionalProperties"] as? Bool == false {
-                    errors.append("\(path): unexpected property \(key)")
-                }
-            }
-        }
-        if let array = value as? [Any], let items = schema["items"] as? [String: Any] {
-            for (i, v) in array.enumerated() { errors += check(v, items, "\(path)[\(i)]") }
-        }
-        if let options = schema["oneOf"] as? [[String: Any]] {
-            let passing = options.filter { check(value, $0, path).isEmpty }.count
-            if passing != 1 { errors.append("\(path): matches \(passing) of oneOf") }
-        }
-        return errors
-    }
-
-    private func matches(_ value: Any, _ type: String) -> Bool {
-        switch type {
-        case "null": return value is NSNull
-        case "string": return value is String
-        case "boolean": return isBoolean(value)
-        case "integer": if let n = value as? NSNumber, !isBoolean(value) { return n.doubleValue == n.doubleValue.rounded() }; return false
-        case "number": return value is NSNumber && !isBoolean(value)
-        case "object": return value is [String: Any]
-        case "array": return value is [Any]
-        default: return false
+            return problems
+        } catch {
+            return ["the validator could not run: \(error)"]
         }
     }
 
-    /// JSONSerialization gives NSNumbers for both; 0 and 1 also cast to Bool, so ask the number its C type.
-    private func isBoolean(_ value: Any) -> Bool {
-        guard let n = value as? NSNumber else { return false }
-        let type = String(cString: n.objCType)
-        return type == "c" || type == "B"
-    }
-
-    private func equal(_ a: Any, _ b: Any) -> Bool {
-        if let x = a as? String, let y = b as? String { return x == y }
-        if let x = a as? NSNumber, let y = b as? NSNumber { return x == y }
-        return false
+    private func XCTUnwrapPath(_ value: String?) throws -> String {
+        guard let value else { throw TestFailure("run the tests with deploy/local/stack test (SCHEMATHESIS_BIN names the venv)") }
+        return value
     }
 }
