@@ -79,6 +79,11 @@ public final class EventConsumer: BackgroundService {
             logger.warn("not a CloudEvent; dead-lettering", ["topic": .string(message.topic), "offset": .int(Int(message.offset))])
             return deadLetter(message, reason: "not a CloudEvent", cancellation)
         }
+        // The event's trace continues here: the handler's log lines and the events it causes carry it.
+        return TraceContext.with(event.trace?.child()) { handle(event, message, cancellation) }
+    }
+
+    private func handle(_ event: ReceivedEvent, _ message: IncomingMessage, _ cancellation: Cancellation) -> Bool {
         var failures = 0
         var delay: TimeInterval = 0.2
         while !cancellation.isCancelled {
@@ -89,6 +94,7 @@ public final class EventConsumer: BackgroundService {
                         """, [event.id, message.topic])
                     if fresh == 1 { try handler(event, connection) }
                 }
+                logger.debug("event handled", ["consumer": .string(consumerName), "type": .string(event.type), "eventId": .string(event.id)])
                 metrics.increment("events_consumed_total", labels: "topic=\"\(message.topic)\"", help: "Events processed.")
                 return true
             } catch let error as PostgresError where error.kind == .unavailable {

@@ -19,11 +19,15 @@ public struct CloudEvent<Payload: Codable & Sendable>: Codable, Sendable {
     public var datacontenttype = "application/json"
     /// Names the JSON Schema in `schemas/events/` that `data` follows.
     public var dataschema: String
+    /// The W3C trace the event belongs to (the CloudEvents distributed-tracing extension): the request's, or the
+    /// event's that caused it. Absent when it has none (a scheduled job's).
+    public var traceparent: String?
     public var data: Payload
 
-    public init(id: String, source: String, type: String, time: String, subject: String, dataschema: String, data: Payload) {
+    public init(id: String, source: String, type: String, time: String, subject: String, dataschema: String,
+                traceparent: String? = nil, data: Payload) {
         self.id = id; self.source = source; self.type = type; self.time = time; self.subject = subject
-        self.dataschema = dataschema; self.data = data
+        self.dataschema = dataschema; self.traceparent = traceparent; self.data = data
     }
 }
 
@@ -37,16 +41,20 @@ public struct ReceivedEvent: Sendable {
     public let source: String
     public let subject: String
     public let time: Date?
+    /// The trace it belongs to, when it names a valid one.
+    public let trace: TraceContext?
     /// The whole message value.
     public let raw: [UInt8]
 
-    private struct Meta: Decodable { var id: String; var type: String; var source: String; var subject: String; var time: String }
+    private struct Meta: Decodable {
+        var id: String; var type: String; var source: String; var subject: String; var time: String; var traceparent: String?
+    }
 
     /// Parses the envelope; nil when the value is not a CloudEvent.
     public init?(_ value: [UInt8]) {
         guard let meta = try? JSONDecoder().decode(Meta.self, from: Data(value)) else { return nil }
         id = meta.id; type = meta.type; source = meta.source; subject = meta.subject
-        time = Timestamp.parse(meta.time); raw = value
+        time = Timestamp.parse(meta.time); trace = meta.traceparent.flatMap { TraceContext(traceparent: $0) }; raw = value
     }
 
     /// Decodes `data` as `P`.
@@ -113,8 +121,8 @@ public struct Outbox: Sendable {
     @discardableResult
     public func add<P: EventPayload>(_ payload: P, subject: String, on connection: Connection, at time: Date = Date()) throws -> String {
         let id = UUID.v7(at: time)
-        let event = CloudEvent(id: id.lowercased, source: source, type: P.type, time: Timestamp.format(time),
-                               subject: subject, dataschema: dataSchemaURI(for: P.type), data: payload)
+        let event = CloudEvent(id: id.lowercased, source: source, type: P.type, time: Timestamp.format(time), subject: subject,
+                               dataschema: dataSchemaURI(for: P.type), traceparent: TraceContext.current?.traceparent, data: payload)
         let value = String(decoding: try JSON.encode(event), as: UTF8.self)
         try connection.execute("INSERT INTO \(schema).outbox (event_id, topic, key, payload) VALUES ($1, $2, $3, $4)",
                                [id, P.type, subject, value])
@@ -229,8 +237,8 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
     /// Publishes an ephemeral event (a position, a typing notice) without the outbox and without waiting for its
     /// delivery: it may be lost, which is why anything that must not be lost goes through `Outbox.add`.
     public func publishEphemeral<P: EventPayload>(_ payload: P, subject: String, source: String, at time: String) {
-        let event = CloudEvent(id: UUID.v7().lowercased, source: source, type: P.type, time: time,
-                               subject: subject, dataschema: dataSchemaURI(for: P.type), data: payload)
+        let event = CloudEvent(id: UUID.v7().lowercased, source: source, type: P.type, time: time, subject: subject,
+                               dataschema: dataSchemaURI(for: P.type), traceparent: TraceContext.current?.traceparent, data: payload)
         guard let value = try? JSON.encode(event) else { return }
         _ = try? currentProducer().sendWithoutWaiting(OutgoingMessage(topic: P.type, key: subject, value: value,
                                                                       header: ("ce_type", P.type)))

@@ -104,7 +104,7 @@ public final class LiveFeed: BackgroundService {
             while !cancellation.isCancelled {
                 if let message = consumer.poll(timeout: 0.2), let event = ReceivedEvent(message.value), seen.insert(event.id).inserted {
                     if seen.count > 100_000 { seen = [event.id] }
-                    if let delivery = route(event) { deliver(event, delivery) }
+                    if let delivery = route(event) { TraceContext.with(event.trace?.child()) { deliver(event, delivery) } }
                 }
                 if consumer.lostItsTopics() {
                     logger.warn("the broker lost its connection or the feed's topics; attaching again", ["feed": .string(name)])
@@ -140,5 +140,7 @@ public final class LiveFeed: BackgroundService {
         let item = Item(id: id, event: delivery.event, data: data, time: event.time ?? Date(),
                         frame: EventStream.frame(event: delivery.event, id: id.isEmpty ? nil : id, data: data))
         for watcher in targets where item.time >= watcher.since { watcher.deliver(item) }
+        logger.debug("event sent to live streams", ["feed": .string(name), "type": .string(event.type), "eventId": .string(event.id),
+                                                    "streams": .int(targets.count)])
     }
 }

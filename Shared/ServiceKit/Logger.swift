@@ -18,8 +18,9 @@ public enum LogValue: Sendable, ExpressibleByStringLiteral, ExpressibleByInteger
     public init(floatLiteral value: Double) { self = .double(value) }
 }
 
-/// Writes one JSON object per line to stderr: `time`, `level`, `service`, `msg`, then the fields.
-/// Callers never pass passwords, tokens or image bytes.
+/// Writes one JSON object per line to stderr: `time`, `level`, `service`, `msg`, then the fields, with the `traceId` of
+/// the work on this thread (a request's, an event's; `TraceContext.current`). Callers never pass passwords, tokens or
+/// image bytes.
 public struct Logger: Sendable {
     /// The `service` field.
     public let service: String
@@ -40,6 +41,7 @@ public struct Logger: Sendable {
         guard level >= minimum else { return }
         var line = "{\"time\":\"\(Timestamp.format(Date()))\",\"level\":\"\(level.rawValue)\",\"service\":"
         line += Self.quote(service) + ",\"msg\":" + Self.quote(msg)
+        if let trace = TraceContext.current, fields["traceId"] == nil { line += ",\"traceId\":\"" + trace.traceId + "\"" }
         for key in fields.keys.sorted() {
             line += "," + Self.quote(key) + ":"
             switch fields[key]! {

@@ -24,6 +24,8 @@ extension Array where Element == any Middleware {
 
 /// Takes the request id from `X-Request-Id` when it is safe to log (1–128 of `[A-Za-z0-9-_.:]`), else makes one, and
 /// echoes it in the response, with `X-Content-Type-Options: nosniff` (no browser guesses a type we did not declare).
+/// Continues the request's W3C `traceparent` (the gateway's), or starts a trace, for everything the request does on
+/// this thread: its log lines and the events it causes carry it.
 public struct RequestIDMiddleware: Middleware {
     private static let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")
 
@@ -36,7 +38,8 @@ public struct RequestIDMiddleware: Middleware {
         } else {
             request.requestId = UUID.v7().lowercased
         }
-        var response = try next(request)
+        let trace = request.header("traceparent").flatMap { TraceContext(traceparent: $0)?.child() } ?? .start()
+        var response = try TraceContext.with(trace) { try next(request) }
         response.headers.append(("X-Request-Id", request.requestId))
         response.headers.append(("X-Content-Type-Options", "nosniff"))
         return response

@@ -8,15 +8,20 @@ import XCTest
 /// `user.registered` on the real topic would reach the other tests' consumers.
 final class ConsumerExampleTests: XCTestCase {
     let topic = "example." + UUID().uuidString.prefix(8).lowercased() + "." + UserRegistered.type
+    /// The id of an event whose `createdAt` is no time.
+    let badTime = UUID().uuidString.lowercased()
 
-    func event(id: String, userId: String, email: String?) -> [UInt8] {
+    /// The trace of the valid event, which the example prints.
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+    func event(id: String, userId: String, email: String?, createdAt: String = "2026-11-30T12:00:00Z") -> [UInt8] {
         var data: [String: Any] = ["userId": userId, "username": "example", "fullName": "Example",
-                                   "createdAt": "2026-11-30T12:00:00Z"]
+                                   "createdAt": createdAt]
         data["email"] = email
         let envelope: [String: Any] = [
             "specversion": "1.0", "id": id, "source": "/auth", "type": UserRegistered.type, "time": "2026-11-30T12:00:00Z",
             "subject": userId, "datacontenttype": "application/json",
-            "dataschema": "urn:backend:schema:events:user.registered", "data": data]
+            "dataschema": "urn:backend:schema:events:user.registered", "traceparent": "00-\(trace)-00f067aa0ba902b7-01", "data": data]
         return Array(try! JSONSerialization.data(withJSONObject: envelope))
     }
 
@@ -32,7 +37,10 @@ final class ConsumerExampleTests: XCTestCase {
         return output.split(separator: "\n").compactMap { line in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                   let id = object["id"] as? String, ids.contains(id), let outcome = object["outcome"] as? String else { return nil }
-            if outcome == "invalid" { XCTAssertTrue((object["reason"] as? String ?? "").contains("email"), "\(object)") }
+            XCTAssertEqual(object["traceId"] as? String, trace, "the example prints the trace id")
+            if outcome == "invalid" {
+                XCTAssertTrue((object["reason"] as? String ?? "").contains(id == badTime ? "date-time" : "email"), "\(object)")
+            }
             return (outcome, id)
         }
     }
@@ -47,19 +55,20 @@ final class ConsumerExampleTests: XCTestCase {
             // The same event again, as a relay retry or a republish delivers it.
             OutgoingMessage(topic: topic, key: user, value: event(id: valid, userId: user, email: "e@example.com")),
             OutgoingMessage(topic: topic, key: user, value: event(id: invalid, userId: user, email: nil)),
+            OutgoingMessage(topic: topic, key: user, value: event(id: badTime, userId: user, email: "e@example.com", createdAt: "not a time")),
         ])
         XCTAssertEqual(sent.compactMap { $0 }.count, 0, "\(sent)")
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("consumer-\(UUID().uuidString).sqlite3").path
         defer { try? FileManager.default.removeItem(atPath: state) }
         let group = "example-" + UUID().uuidString.prefix(8).lowercased()
-        let ids: Set = [valid, invalid]
+        let ids: Set = [valid, invalid, badTime]
 
         let first = try consume(group: group, state: state, ids: ids)
-        XCTAssertEqual(first.map { "\($0.0) \($0.1)" }, ["processed \(valid)", "duplicate \(valid)", "invalid \(invalid)"])
+        XCTAssertEqual(first.map { "\($0.0) \($0.1)" }, ["processed \(valid)", "duplicate \(valid)", "invalid \(invalid)", "invalid \(badTime)"])
         // The offsets were committed: the same group reads none of them again.
         XCTAssertEqual(try consume(group: group, state: state, ids: ids).count, 0)
         // Another group (a replay from the start) reaches them again; the ids keep the effect single.
         let replay = try consume(group: group + "-replay", state: state, ids: ids)
-        XCTAssertEqual(replay.map { "\($0.0) \($0.1)" }, ["duplicate \(valid)", "duplicate \(valid)", "invalid \(invalid)"])
+        XCTAssertEqual(replay.map { "\($0.0) \($0.1)" }, ["duplicate \(valid)", "duplicate \(valid)", "invalid \(invalid)", "invalid \(badTime)"])
     }
 }

@@ -141,3 +141,34 @@ final class CryptoTests: XCTestCase {
         XCTAssertEqual(hexString(sha256(Array("abc".utf8))), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 }
+
+final class TraceContextTests: XCTestCase {
+    func testTraceparentIsReadAsW3CDefinesVersion00() {
+        let t = TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        XCTAssertEqual(t?.traceId, "4bf92f3577b34da6a3ce929d0e0e4736")
+        XCTAssertEqual(t?.traceparent, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        let child = t?.child()
+        XCTAssertEqual(child?.traceId, t?.traceId)
+        XCTAssertNotEqual(child?.spanId, t?.spanId)
+        for bad in ["", "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+                    "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+                    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra", "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01"] {
+            XCTAssertNil(TraceContext(traceparent: bad), bad)
+        }
+        XCTAssertNotNil(TraceContext(traceparent: TraceContext.start().traceparent))
+    }
+
+    func testTheCurrentTraceIsTheThreadsAndIsRestoredAfterwards() {
+        let outer = TraceContext.start(), inner = TraceContext.start()
+        XCTAssertNil(TraceContext.current)
+        TraceContext.with(outer) {
+            XCTAssertEqual(TraceContext.current, outer)
+            TraceContext.with(inner) { XCTAssertEqual(TraceContext.current, inner) }
+            XCTAssertEqual(TraceContext.current, outer)
+            let other = Thread { XCTAssertNil(TraceContext.current, "another thread has its own") }
+            other.start()
+            while !other.isFinished { usleep(1000) }
+        }
+        XCTAssertNil(TraceContext.current)
+    }
+}

@@ -8,10 +8,11 @@ What every consumer must do, shown in one place:
   - commit the offset only after that transaction: a crash in between replays the event, which the id absorbs.
 Its "effect" here is a row in a SQLite table; put your own processing where `apply` is.
 
-  pip install confluent-kafka jsonschema
+  pip install confluent-kafka jsonschema rfc3339-validator
+  (rfc3339-validator: without it, jsonschema's format checker lets any text pass as a `date-time`.)
   python consume.py --brokers kafka:9092 --group my-app --topics story.created,parcel.status --state my-app.sqlite3
   (--idle N stops after N seconds without a message; otherwise it runs until interrupted.)
-Prints one line per event: `processed`, `duplicate` or `invalid`, with the type, id and reason; then a summary.
+Prints one line per event: `processed`, `duplicate` or `invalid`, with the type, id, trace id and reason; then a summary.
 """
 import argparse
 import json
@@ -23,6 +24,11 @@ import time
 
 import jsonschema
 from confluent_kafka import Consumer, KafkaException
+
+try:
+    import rfc3339_validator  # noqa: F401 (jsonschema's date-time check uses it when it is installed)
+except ImportError:
+    sys.exit("consume.py: pip install rfc3339-validator: without it jsonschema checks no date-time")
 
 SCHEMAS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../Shared/Models/Schemas")
 
@@ -49,6 +55,12 @@ def apply(db, event):
     """The consumer's own processing, in the transaction that records the id."""
     db.execute("INSERT INTO effects (id, type, subject, data) VALUES (?, ?, ?, ?)",
                (event["id"], event["type"], event["subject"], json.dumps(event["data"])))
+
+
+def trace_id(event):
+    """The W3C trace id of the request that caused the event (its `traceparent`), to find it in the services' logs."""
+    parts = str((event or {}).get("traceparent") or "").split("-") if isinstance(event, dict) else []
+    return parts[1] if len(parts) == 4 else None
 
 
 def handle(db, validators, message):
@@ -119,7 +131,7 @@ def main():
             outcome, event, reason = handle(db, validators, message)
             counts[outcome] += 1
             print(json.dumps({"outcome": outcome, "type": (event or {}).get("type"), "id": (event or {}).get("id"),
-                              "reason": reason or None}), flush=True)
+                              "traceId": trace_id(event), "reason": reason or None}), flush=True)
             # After processing, never before: an invalid event is committed too (it would never become valid;
             # a real consumer would also copy it to a dead-letter topic).
             consumer.commit(message=message, asynchronous=False)

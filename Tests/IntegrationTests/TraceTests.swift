@@ -1,0 +1,55 @@
+import Foundation
+import Models
+import XCTest
+
+/// One trace from a request to the last consumer: the W3C `traceparent` a request brings (the gateway's) is
+/// continued by the service, written into every event the request causes (the CloudEvents distributed-tracing
+/// extension) and continued by each consumer; every log line on the way names its trace id.
+final class TraceTests: StoriesTestCase {
+    override var serviceSettings: [String: String] { super.serviceSettings.merging(["LOG_LEVEL": "debug"]) { $1 } }
+
+    func newTrace() -> String { (UUID().uuidString + UUID().uuidString).replacingOccurrences(of: "-", with: "").lowercased().prefix(32).description }
+    func traceId(_ event: [String: Any]?) -> String? { (event?["traceparent"] as? String)?.split(separator: "-").dropFirst().first.map(String.init) }
+
+    func testATraceGoesFromTheRequestIntoItsEventsAndOnThroughTheirConsumers() throws {
+        let probe = try EventProbe(topics: [UserRegistered.type, StoryCreated.type])
+        let (signupTrace, storyTrace) = (newTrace(), newTrace())
+        let callerSpan = "00f067aa0ba902b7"
+
+        // A sign-up at auth: user.registered carries its trace, and stories' consumer of it continues the trace.
+        let name = "t" + UUID().uuidString.prefix(8).lowercased()
+        let signup = try accounts.post("/v1/auth/signup", ["username": name, "email": "\(name)@example.com",
+                                                           "password": "correct horse battery", "fullName": "Traced"],
+                                       headers: ["traceparent": "00-\(signupTrace)-\(callerSpan)-01"])
+        XCTAssertEqual(signup.status, 201)
+        let registered = probe.first { $0["type"] as? String == UserRegistered.type && $0["subject"] as? String == signup.userId }
+        XCTAssertEqual(traceId(registered), signupTrace, "the event carries the request's trace")
+        XCTAssertFalse((registered?["traceparent"] as? String ?? "").contains(callerSpan), "in a span of auth's own")
+        XCTAssertTrue(auth.log.contains(#""traceId":"\#(signupTrace)""#), "auth's access log line names the trace")
+        let eventId = registered?["id"] as? String ?? "?"
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            stories.log.split(separator: "\n").contains { $0.contains(#""msg":"event handled""#) && $0.contains(eventId)
+                && $0.contains(#""traceId":"\#(signupTrace)""#) }
+        }, "stories' consumer logs the event under the same trace")
+
+        // A story: story.created carries the trace of the request that posted it.
+        let author = Person(id: signup.userId, token: signup.accessToken)
+        let groupId = try group(author)["id"] as? String ?? ""
+        let posted = try api.post("/v1/stories", ["text": "Traced", "groupIds": [groupId]], token: author.token,
+                                  headers: ["traceparent": "00-\(storyTrace)-\(callerSpan)-01"])
+        XCTAssertEqual(posted.status, 201)
+        let created = probe.first { $0["type"] as? String == StoryCreated.type && $0["subject"] as? String == posted["id"] as? String }
+        XCTAssertEqual(traceId(created), storyTrace)
+
+        // Without a traceparent (no gateway in front), the service starts a trace of its own.
+        let untraced = try api.post("/v1/stories", ["text": "Untraced", "groupIds": [groupId]], token: author.token)
+        let started = probe.first { $0["type"] as? String == StoryCreated.type && $0["subject"] as? String == untraced["id"] as? String }
+        XCTAssertNotNil(traceId(started))
+        XCTAssertNotEqual(traceId(started), storyTrace)
+        // A malformed traceparent is not continued.
+        let forged = try api.post("/v1/stories", ["text": "Forged", "groupIds": [groupId]], token: author.token,
+                                  headers: ["traceparent": "00-\(String(repeating: "0", count: 32))-\(callerSpan)-01"])
+        let fresh = probe.first { $0["type"] as? String == StoryCreated.type && $0["subject"] as? String == forged["id"] as? String }
+        XCTAssertNotEqual(traceId(fresh), String(repeating: "0", count: 32))
+    }
+}
