@@ -53,3 +53,41 @@ final class TraceTests: StoriesTestCase {
         XCTAssertNotEqual(traceId(fresh), String(repeating: "0", count: 32))
     }
 }
+
+/// The same for a parcel: from the request that books it and the courier's that takes it, to the tracking stream.
+final class ParcelTraceTests: DispatchTestCase {
+    override var serviceSettings: [String: String] { super.serviceSettings.merging(["LOG_LEVEL": "debug"]) { $1 } }
+
+    func testAParcelsTraceReachesItsEventsAndTheTrackingStream() throws {
+        let probe = try EventProbe(topics: [ParcelCreated.type, ParcelStatusChanged.type])
+        let trace = { (UUID().uuidString + UUID().uuidString).replacingOccurrences(of: "-", with: "").lowercased().prefix(32).description }
+        let (booking, acceptance) = (trace(), trace())
+        let courier = try courier(lat: 44.4268, lon: 26.1025), sender = try person()
+        // The booking: parcel.created carries the request's trace.
+        let photo = try photo(sender)
+        let booked = try api.post("/v1/parcels", [
+            "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "Piața Universității 1"],
+            "dropoff": ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"],
+            "recipient": ["name": "Rita Recipient"], "service": "express", "paymentMethod": "card",
+            "documentPhotoMediaId": photo], token: sender.token, headers: ["traceparent": "00-\(booking)-00f067aa0ba902b7-01"])
+        XCTAssertEqual(booked.status, 201)
+        let id = booked["id"] as? String ?? ""
+        let created = probe.first { $0["type"] as? String == ParcelCreated.type && $0["subject"] as? String == id }
+        XCTAssertEqual((created?["traceparent"] as? String)?.split(separator: "-")[1].description, booking)
+
+        // The sender follows it; the courier's acceptance is a status event in the courier's trace, on the stream too.
+        let stream = try SSEReader(port: api.port, path: "/v1/parcels/\(id)/events", token: sender.token)
+        XCTAssertEqual(stream.next()?.event, "snapshot")
+        XCTAssertEqual(wait(id, as: sender, for: "offered")?["offeredTo"] as? String, courier.id)
+        let accepted = try api.post("/v1/parcels/\(id)/accept", token: courier.token,
+                                    headers: ["traceparent": "00-\(acceptance)-00f067aa0ba902b7-01"])
+        XCTAssertEqual(accepted.status, 200)
+        let status = probe.first { $0["type"] as? String == ParcelStatusChanged.type && $0["subject"] as? String == id
+            && (($0["data"] as? [String: Any])?["to"] as? String) == "assigned" }
+        XCTAssertEqual((status?["traceparent"] as? String)?.split(separator: "-")[1].description, acceptance)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 15) {
+            service.log.split(separator: "\n").contains { $0.contains(#""msg":"event sent to live streams""#)
+                && $0.contains(#""traceId":"\#(acceptance)""#) }
+        }, "the tracking feed sends the status to the stream under the acceptance's trace")
+    }
+}
