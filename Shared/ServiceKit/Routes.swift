@@ -6,42 +6,6 @@ import HTTP
 /// `RequestBody` type (the wrapper decodes and validates it and hands it to the handler), and the status and shape of
 /// its answer (a view's `shape`; in debug builds every such answer is checked against it). The OpenAPI document shows
 /// those same schemas. So what a route documents is what it does.
-extension QueryParameter {
-    /// A parameter whose value has `shape` (a whole number, a UUID, a time, one of some words, text), documented with
-    /// it and checked by the kit before the handler runs; `default` is what its absence means, for the document.
-    public init(_ name: String, _ shape: Schema, _ description: String, default value: String? = nil) {
-        var schema = shape.jsonSchema
-        if let value { schema["default"] = Int(value).map { $0 as Any } ?? value }
-        let text = String(decoding: (try? JSONSerialization.data(withJSONObject: schema, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data(),
-                          as: UTF8.self)
-        self.init(name, schema: text, description) { raw in
-            let value: JSONValue
-            switch shape {
-            case .integer:
-                // Digits as JSON writes a whole number: no `+`, no `1.0`, no `1e3`.
-                let digits = raw.utf8.drop { $0 == UInt8(ascii: "-") }
-                guard raw.utf8.count <= 19, !digits.isEmpty, digits.allSatisfy({ (48...57).contains($0) }), let n = Int(raw) else {
-                    return .validation("\(name) must be \(shape.typeName).", field: name)
-                }
-                value = .number(Double(n))
-            case .number:
-                guard raw.utf8.count <= 32, raw.first != "+", let n = Double(raw), n.isFinite else {
-                    return .validation("\(name) must be \(shape.typeName).", field: name)
-                }
-                value = .number(n)
-            case .boolean:
-                guard raw == "true" || raw == "false" else { return .validation("\(name) must be true or false.", field: name) }
-                value = .bool(raw == "true")
-            default:
-                value = .string(raw)
-            }
-            do { _ = try shape.validate(value, path: name); return nil } catch let error as HTTPError { return error } catch {
-                return .validation("\(name) is not valid.", field: name)
-            }
-        }
-    }
-}
-
 extension Router {
     // MARK: Public routes
 
@@ -150,5 +114,41 @@ extension Router {
     static func checked(_ response: (Int, Schema?), _ route: String, _ answer: Response) -> Response {
         response.1?.check(answer, status: response.0, route: route)
         return answer
+    }
+}
+
+extension QueryParameter {
+    /// A parameter whose value has `shape` (a whole number, a UUID, a time, one of some words, text), documented with
+    /// it and checked by the kit before the handler runs; `default` is what its absence means, for the document.
+    public init(_ name: String, _ shape: Schema, _ description: String, default value: String? = nil) {
+        var schema = shape.jsonSchema
+        if let value { schema["default"] = Int(value).map { $0 as Any } ?? value }
+        let text = String(decoding: (try? JSONSerialization.data(withJSONObject: schema, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data(),
+                          as: UTF8.self)
+        self.init(name, schema: text, description) { raw in
+            let value: JSONValue
+            switch shape {
+            case .integer:
+                // Digits as JSON writes a whole number: no `+`, no `1.0`, no `1e3`.
+                let digits = raw.utf8.drop { $0 == UInt8(ascii: "-") }
+                guard raw.utf8.count <= 19, !digits.isEmpty, digits.allSatisfy({ (48...57).contains($0) }), let n = Int(raw) else {
+                    return .validation("\(name) must be \(shape.typeName).", field: name)
+                }
+                value = .number(Double(n))
+            case .number:
+                guard raw.utf8.count <= 32, raw.first != "+", let n = Double(raw), n.isFinite else {
+                    return .validation("\(name) must be \(shape.typeName).", field: name)
+                }
+                value = .number(n)
+            case .boolean:
+                guard raw == "true" || raw == "false" else { return .validation("\(name) must be true or false.", field: name) }
+                value = .bool(raw == "true")
+            default:
+                value = .string(raw)
+            }
+            do { _ = try shape.validate(value, path: name); return nil } catch let error as HTTPError { return error } catch {
+                return .validation("\(name) is not valid.", field: name)
+            }
+        }
     }
 }

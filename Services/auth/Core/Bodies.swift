@@ -2,7 +2,7 @@ import Foundation
 import Models
 import ServiceKit
 
-// MARK: - Request bodies
+// What the routes take: each request body described once (`RequestBody`).
 
 struct SignupBody: RequestBody {
     static let schema = Schema.object([
@@ -62,40 +62,4 @@ struct ChangePasswordBody: RequestBody {
     static let schema = Schema.object(["currentPassword": .required(.string()), "newPassword": .required(Check.passwordSchema)])
     let currentPassword: String
     let newPassword: String
-}
-
-// MARK: - Responses
-
-struct UserView: View {
-    let user: UserRecord
-    init(_ u: UserRecord) { user = u }
-
-    static let fields: [ViewField<Self>] = [
-        .field("id", \.user.id), .field("username", \.user.username, Check.usernameSchema),
-        .field("email", \.user.email, Check.emailSchema), .field("fullName", \.user.fullName, .text(max: 100)),
-        .nullable("avatarMediaId", \.user.avatarMediaId), .field("createdAt", \.user.createdAt), .field("updatedAt", \.user.updatedAt),
-    ]
-}
-
-struct SessionView: View {
-    let user: UserView
-    let accessToken: String
-    let refreshToken: String
-    let tokenType = "Bearer"
-    let expiresIn: Int
-    /// Names this device in later logins (sign-up and login only).
-    var deviceToken: String?
-
-    static let fields: [ViewField<Self>] = [
-        .field("user", \.user), .field("accessToken", \.accessToken), .field("refreshToken", \.refreshToken),
-        .field("tokenType", \.tokenType, .oneOf(["Bearer"])), .field("expiresIn", \.expiresIn, .integer(1...Int.max)),
-        .omitted("deviceToken", \.deviceToken),
-    ]
-}
-
-struct StreamTicketView: View {
-    let ticket: String
-    let expiresIn = JWT.maxTicketLifetime
-
-    static let fields: [ViewField<Self>] = [.field("ticket", \.ticket), .field("expiresIn", \.expiresIn, .integer(1...Int.max))]
 }

@@ -1,0 +1,90 @@
+import Foundation
+import Models
+import ServiceKit
+
+// What the routes take: each request body described once (`RequestBody`).
+
+struct CreateGroupBody: RequestBody {
+    static let schema = Schema.object(["name": .required(.text(max: 100)), "imageMediaId": .optional(.uuid)])
+    let name: String
+    let imageMediaId: UUID?
+}
+
+struct NewsletterBody: RequestBody {
+    /// Only the fields given change; `timeZone` is an IANA name (checked by the handler).
+    static let schema = Schema.object([
+        "frequency": .optional(.oneOf(["daily", "weekly"])), "weekday": .optional(.integer(1...7)),
+        "hour": .optional(.integer(0...23)), "timeZone": .optional(.string(max: 64)),
+    ])
+    let frequency: String?
+    let weekday: Int?
+    let hour: Int?
+    let timeZone: String?
+}
+
+struct UpdateGroupBody: RequestBody {
+    static let schema = Schema.object([
+        "name": .absentOrValue(.text(max: 100)), "imageMediaId": .optional(.uuid), "newsletter": .absentOrValue(NewsletterBody.schema),
+    ])
+    let name: String?
+    let imageMediaId: Patch<UUID>
+    let newsletter: NewsletterBody?
+
+    enum CodingKeys: String, CodingKey { case name, imageMediaId, newsletter }
+    init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decodeIfPresent(String.self, forKey: .name)
+        imageMediaId = try c.decode(Patch<UUID>.self, forKey: .imageMediaId)
+        newsletter = try c.decodeIfPresent(NewsletterBody.self, forKey: .newsletter)
+    }
+}
+
+struct JoinBody: RequestBody {
+    /// Any string: a code that cannot be one counts as a failed attempt, like a wrong one.
+    static let schema = Schema.object(["inviteCode": .required(.string())])
+    let inviteCode: String
+}
+
+struct CreateJournalBody: RequestBody {
+    static let schema = Schema.object(["name": .required(.text(max: 100))])
+    let name: String
+}
+
+/// A story's colour, `#RRGGBB` (stored upper-cased).
+let colorSchema = Schema.string(max: 7, pattern: "^#[0-9A-Fa-f]{6}$", rule: "backgroundColor must be #RRGGBB.")
+/// A story's text: may be empty when the story has media.
+let storyTextSchema = Schema.text(min: 0, max: 10_000, multiline: true)
+
+struct CreateStoryBody: RequestBody {
+    static let schema = Schema.object([
+        "text": .required(storyTextSchema), "groupIds": .required(.array(.uuid, count: 1...50)),
+        "backgroundColor": .optional(colorSchema), "mediaIds": .optional(.array(.uuid, count: 0...20)),
+    ])
+    let text: String
+    let groupIds: [UUID]
+    let backgroundColor: String?
+    let mediaIds: [UUID]?
+}
+
+struct UpdateStoryBody: RequestBody {
+    static let schema = Schema.object([
+        "text": .absentOrValue(storyTextSchema), "backgroundColor": .optional(colorSchema),
+        "mediaIds": .absentOrValue(.array(.uuid, count: 0...20)),
+    ])
+    let text: String?
+    let backgroundColor: Patch<String>
+    let mediaIds: [UUID]?
+
+    enum CodingKeys: String, CodingKey { case text, backgroundColor, mediaIds }
+    init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        text = try c.decodeIfPresent(String.self, forKey: .text)
+        backgroundColor = try c.decode(Patch<String>.self, forKey: .backgroundColor)
+        mediaIds = try c.decodeIfPresent([UUID].self, forKey: .mediaIds)
+    }
+}
+
+struct CommentBody: RequestBody {
+    static let schema = Schema.object(["text": .required(.text(max: 2000, multiline: true))])
+    let text: String
+}
