@@ -42,13 +42,23 @@ public struct TraceContext: Sendable, Equatable {
         s.utf8.count == count && s.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
+    /// `bytes` (a multiple of 8) random bytes as lower-case hex, never all zero: every request makes 24, so without
+    /// `String(format:)`.
     private static func randomHex(_ bytes: Int) -> String {
-        var out = ""
+        var out = [UInt8]()
+        out.reserveCapacity(bytes * 2)
+        var random = SystemRandomNumberGenerator()
         repeat {
-            out = (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        } while out.allSatisfy { $0 == "0" }
-        return out
+            out.removeAll(keepingCapacity: true)
+            for _ in 0..<(bytes / 8) {
+                var v: UInt64 = random.next()
+                for _ in 0..<16 { out.append(hexDigits[Int(v & 0xF)]); v >>= 4 }
+            }
+        } while out.allSatisfy { $0 == UInt8(ascii: "0") }
+        return String(decoding: out, as: UTF8.self)
     }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     // MARK: The work on this thread
 
