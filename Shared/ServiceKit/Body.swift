@@ -223,8 +223,11 @@ extension Schema {
 
 extension Schema {
     /// The JSON Schema of this shape as text.
-    public var jsonText: String {
-        let data = try? JSONSerialization.data(withJSONObject: jsonSchema, options: [.sortedKeys, .withoutEscapingSlashes])
+    public var jsonText: String { Self.text(jsonSchema) }
+
+    /// A JSON Schema as the route table keeps it: compact, keys sorted.
+    static func text(_ schema: [String: Any]) -> String {
+        let data = try? JSONSerialization.data(withJSONObject: schema, options: [.sortedKeys, .withoutEscapingSlashes])
         return String(decoding: data ?? Data(), as: UTF8.self)
     }
 

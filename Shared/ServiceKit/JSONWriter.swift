@@ -81,12 +81,18 @@ struct JSONWriter {
     func raw(_ text: String) { bytes.append(contentsOf: text.utf8) }
 
     func double(_ v: Double) throws {
-        guard v.isFinite else {
+        guard let text = Self.number(v) else {
             throw EncodingError.invalidValue(v, .init(codingPath: [], debugDescription: "\(v) is not valid JSON"))
         }
+        raw(text)
+    }
+
+    /// A finite number as JSON writes it (whole numbers without `.0`); nil for one JSON cannot hold.
+    static func number(_ v: Double) -> String? {
+        guard v.isFinite else { return nil }
         var text = v.description
         if text.hasSuffix(".0") { text.removeLast(2) }
-        raw(text)
+        return text
     }
 
     func string(_ s: String) { Self.append(escaping: s, to: &bytes) }
@@ -280,10 +286,7 @@ public struct JSONOutput {
     /// A number; a non-finite one (which JSON cannot hold) as `null`, whole numbers without `.0`.
     public mutating func double(_ v: Double) {
         separate()
-        guard v.isFinite else { bytes.append(contentsOf: "null".utf8); return }
-        var text = v.description
-        if text.hasSuffix(".0") { text.removeLast(2) }
-        bytes.append(contentsOf: text.utf8)
+        bytes.append(contentsOf: (JSONWriterState.number(v) ?? "null").utf8)
     }
     @inlinable public mutating func null() { separate(); bytes.append(contentsOf: "null".utf8) }
     @inlinable public mutating func bool(_ v: Bool) {
