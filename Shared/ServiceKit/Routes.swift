@@ -12,21 +12,13 @@ extension Router {
     /// A public route.
     public mutating func add(_ method: String, _ pattern: String, summary: String, response: (Int, Schema?),
                              _ handler: @escaping @Sendable (Request) throws -> Response) {
-        let route = "\(method) \(pattern)"
-        add(method, pattern, summary: summary, answer: Self.text(response)) {
-            try Self.checkQuery($0)
-            return try Self.checked(response, route, handler($0))
-        }
+        add(method, pattern, summary: summary, response: response, credentials: { _ in }) { request, _ in try handler(request) }
     }
 
     /// A public route that takes a body.
     public mutating func add<Body: RequestBody>(_ method: String, _ pattern: String, summary: String, body: Body.Type,
                                                 response: (Int, Schema?), _ handler: @escaping @Sendable (Request, Body) throws -> Response) {
-        let route = "\(method) \(pattern)"
-        add(method, pattern, summary: summary, request: Self.schemaText(Body.self), answer: Self.text(response)) {
-            try Self.checkQuery($0)
-            return try Self.checked(response, route, handler($0, try JSON.decodeBody($0, as: Body.self)))
-        }
+        add(method, pattern, summary: summary, body: Body.self, response: response, credentials: { _ in }) { try handler($0, $2) }
     }
 
     // MARK: A user's access token
@@ -36,14 +28,11 @@ extension Router {
     public mutating func add(_ method: String, _ pattern: String, summary: String, bodyLimit: Int = defaultBodyLimit,
                              response: (Int, Schema?) = (200, nil), auth: any Authenticator,
                              _ handler: @escaping @Sendable (Request, Caller) throws -> Response) {
-        let route = "\(method) \(pattern)"
-        add(method, pattern, summary: summary, security: ["bearer"], bodyLimit: bodyLimit, answer: Self.text(response),
-            checkHead: Self.headCheck(auth.checkHead)) {
-            let caller = try auth.authenticate($0)
-            try Self.checkQuery($0)
-            let answer = try handler($0, caller)
+        add(method, pattern, summary: summary, security: ["bearer"], bodyLimit: bodyLimit, response: response,
+            checkHead: Self.headCheck(auth.checkHead), credentials: auth.authenticate) { request, caller in
+            let answer = try handler(request, caller)
             if let stream = answer.stream { auth.end(stream, whenRevoked: caller) }
-            return Self.checked(response, route, answer)
+            return answer
         }
     }
 
@@ -51,13 +40,8 @@ extension Router {
     public mutating func add<Body: RequestBody>(_ method: String, _ pattern: String, summary: String, body: Body.Type,
                                                 response: (Int, Schema?), auth: any Authenticator,
                                                 _ handler: @escaping @Sendable (Request, Caller, Body) throws -> Response) {
-        let route = "\(method) \(pattern)"
-        add(method, pattern, summary: summary, security: ["bearer"], request: Self.schemaText(Body.self), answer: Self.text(response),
-            checkHead: Self.headCheck(auth.checkHead)) {
-            let caller = try auth.authenticate($0)
-            try Self.checkQuery($0)
-            return Self.checked(response, route, try handler($0, caller, try JSON.decodeBody($0, as: Body.self)))
-        }
+        add(method, pattern, summary: summary, security: ["bearer"], body: Body.self, response: response,
+            checkHead: Self.headCheck(auth.checkHead), credentials: auth.authenticate, handler)
     }
 
     // MARK: Shared secrets (the operator token, the service token)
@@ -66,25 +50,48 @@ extension Router {
     /// The caller adds such routes only when the credential is enabled.
     public mutating func add(_ method: String, _ pattern: String, summary: String, response: (Int, Schema?) = (200, nil),
                              trusted credential: SharedSecret, _ handler: @escaping @Sendable (Request) throws -> Response) {
-        let route = "\(method) \(pattern)"
-        add(method, pattern, summary: summary, security: [credential.scheme], answer: Self.text(response),
-            checkHead: Self.headCheck(credential.check)) {
-            try credential.check($0)
-            try Self.checkQuery($0)
-            return Self.checked(response, route, try handler($0))
-        }
+        add(method, pattern, summary: summary, security: [credential.scheme], response: response,
+            checkHead: Self.headCheck(credential.check), credentials: credential.check) { request, _ in try handler(request) }
     }
 
     /// A trusted caller's route that takes a body (checked after the token).
     public mutating func add<Body: RequestBody>(_ method: String, _ pattern: String, summary: String, body: Body.Type,
                                                 response: (Int, Schema?), trusted credential: SharedSecret,
                                                 _ handler: @escaping @Sendable (Request, Body) throws -> Response) {
+        add(method, pattern, summary: summary, security: [credential.scheme], body: Body.self, response: response,
+            checkHead: Self.headCheck(credential.check), credentials: credential.check) { try handler($0, $2) }
+    }
+
+    // MARK: The order every route keeps
+
+    /// A route as every wrapper above adds it, in one order: the credentials (`credentials` checks them and gives what
+    /// the handler receives: a `Caller`, or nothing), then the declared query parameters, then the handler, and in
+    /// debug builds its answer against the declared one.
+    mutating func add<Credentials>(_ method: String, _ pattern: String, summary: String, security: [String] = [],
+                                   bodyLimit: Int = defaultBodyLimit, request: String? = nil, response: (Int, Schema?),
+                                   checkHead: (@Sendable (Request) -> HTTPError?)? = nil,
+                                   credentials: @escaping @Sendable (Request) throws -> Credentials,
+                                   _ handler: @escaping @Sendable (Request, Credentials) throws -> Response) {
         let route = "\(method) \(pattern)"
-        add(method, pattern, summary: summary, security: [credential.scheme], request: Self.schemaText(Body.self), answer: Self.text(response),
-            checkHead: Self.headCheck(credential.check)) {
-            try credential.check($0)
-            try Self.checkQuery($0)
-            return Self.checked(response, route, try handler($0, try JSON.decodeBody($0, as: Body.self)))
+        add(method, pattern, summary: summary, security: security, bodyLimit: bodyLimit, request: request,
+            answer: (response.0, response.1?.jsonText), checkHead: checkHead) { request in
+            let granted = try credentials(request)
+            try Self.checkQuery(request)
+            let answer = try handler(request, granted)
+            response.1?.check(answer, status: response.0, route: route)
+            return answer
+        }
+    }
+
+    /// The same for a route that takes a body: decoded and validated after the credentials and the query.
+    mutating func add<Credentials, Body: RequestBody>(_ method: String, _ pattern: String, summary: String, security: [String] = [],
+                                                      body: Body.Type, response: (Int, Schema?),
+                                                      checkHead: (@Sendable (Request) -> HTTPError?)? = nil,
+                                                      credentials: @escaping @Sendable (Request) throws -> Credentials,
+                                                      _ handler: @escaping @Sendable (Request, Credentials, Body) throws -> Response) {
+        add(method, pattern, summary: summary, security: security, request: Body.schema.jsonText, response: response,
+            checkHead: checkHead, credentials: credentials) { request, granted in
+            try handler(request, granted, try JSON.decodeBody(request, as: Body.self))
         }
     }
 
@@ -96,24 +103,12 @@ extension Router {
         }
     }
 
-    /// The body's JSON Schema as the route keeps it.
-    static func schemaText<Body: RequestBody>(_ type: Body.Type) -> String { Body.schema.jsonText }
-
-    /// The answer's status and JSON Schema as the route keeps them.
-    static func text(_ response: (Int, Schema?)) -> (Int, String?) { (response.0, response.1?.jsonText) }
-
     /// The values of the query parameters the route declares, each against its shape (400 naming the first that does
     /// not fit); run after the credentials, so that a caller without them learns nothing from a 400.
     static func checkQuery(_ request: Request) throws {
         for parameter in request.declaredQuery {
             if let value = request.query[parameter.name], let error = parameter.check(value) { throw error }
         }
-    }
-
-    /// `answer`, checked against the route's declared answer in debug builds.
-    static func checked(_ response: (Int, Schema?), _ route: String, _ answer: Response) -> Response {
-        response.1?.check(answer, status: response.0, route: route)
-        return answer
     }
 }
 
@@ -123,9 +118,7 @@ extension QueryParameter {
     public init(_ name: String, _ shape: Schema, _ description: String, default value: String? = nil) {
         var schema = shape.jsonSchema
         if let value { schema["default"] = Int(value).map { $0 as Any } ?? value }
-        let text = String(decoding: (try? JSONSerialization.data(withJSONObject: schema, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data(),
-                          as: UTF8.self)
-        self.init(name, schema: text, description) { raw in
+        self.init(name, schema: Schema.text(schema), description) { raw in
             let value: JSONValue
             switch shape {
             case .integer:

@@ -44,17 +44,14 @@ extension Router {
     public mutating func addStream(_ pattern: String, summary: String, auth: any Authenticator, tickets: StreamTickets,
                                    _ handler: @escaping @Sendable (Request, Caller) throws -> Response) {
         // A ticket is checked in full with the request (a GET has no body to hold back).
-        add("GET", pattern, summary: summary, security: ["bearer", "streamTicket"],
-            checkHead: Self.headCheck { if $0.query["ticket"] == nil { try auth.checkHead($0) } }) { request in
-            let caller: Caller
-            if let text = request.query["ticket"] {
+        add("GET", pattern, summary: summary, security: ["bearer", "streamTicket"], response: (200, nil),
+            checkHead: Self.headCheck { if $0.query["ticket"] == nil { try auth.checkHead($0) } },
+            credentials: { request -> Caller in
+                guard let text = request.query["ticket"] else { return try auth.authenticate(request) }
                 let ticket = try auth.ticket(text)
                 try tickets.redeem(ticket)
-                caller = ticket.caller
-            } else {
-                caller = try auth.authenticate(request)
-            }
-            try Self.checkQuery(request)
+                return ticket.caller
+            }) { request, caller in
             let response = try handler(request, caller)
             if let stream = response.stream { auth.end(stream, whenRevoked: caller) }
             return response
