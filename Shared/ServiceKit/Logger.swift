@@ -31,14 +31,16 @@ public struct Logger: Sendable {
         self.service = service; self.minimum = minimum
     }
 
-    public func debug(_ msg: String, _ fields: [String: LogValue] = [:]) { log(.debug, msg, fields) }
-    public func info(_ msg: String, _ fields: [String: LogValue] = [:]) { log(.info, msg, fields) }
-    public func warn(_ msg: String, _ fields: [String: LogValue] = [:]) { log(.warn, msg, fields) }
-    public func error(_ msg: String, _ fields: [String: LogValue] = [:]) { log(.error, msg, fields) }
+    public func debug(_ msg: String, _ fields: @autoclosure () -> [String: LogValue] = [:]) { log(.debug, msg, fields()) }
+    public func info(_ msg: String, _ fields: @autoclosure () -> [String: LogValue] = [:]) { log(.info, msg, fields()) }
+    public func warn(_ msg: String, _ fields: @autoclosure () -> [String: LogValue] = [:]) { log(.warn, msg, fields()) }
+    public func error(_ msg: String, _ fields: @autoclosure () -> [String: LogValue] = [:]) { log(.error, msg, fields()) }
 
-    /// Writes one line when `level` is at or above the minimum.
-    public func log(_ level: LogLevel, _ msg: String, _ fields: [String: LogValue] = [:]) {
+    /// Writes one line when `level` is at or above the minimum; `fields` are not even made below it (a debug line on
+    /// a hot path costs nothing at `info`).
+    public func log(_ level: LogLevel, _ msg: String, _ fields: @autoclosure () -> [String: LogValue] = [:]) {
         guard level >= minimum else { return }
+        let fields = fields()
         var line = "{\"time\":\"\(Timestamp.format(Date()))\",\"level\":\"\(level.rawValue)\",\"service\":"
         line += Self.quote(service) + ",\"msg\":" + Self.quote(msg)
         if let trace = TraceContext.current, fields["traceId"] == nil { line += ",\"traceId\":\"" + trace.traceId + "\"" }
