@@ -7,7 +7,7 @@ import ServiceKit
 struct SignupBody: RequestBody {
     static let schema = Schema.object([
         "username": .required(Check.usernameSchema), "email": .required(Check.emailSchema),
-        "password": .required(Check.passwordSchema), "fullName": .required(.text(max: 100)),
+        "password": .required(Check.passwordSchema), "fullName": .required(Check.fullNameSchema),
     ])
     let username: String
     let email: String
@@ -35,7 +35,7 @@ struct RefreshBody: RequestBody {
 
 struct UpdateMeBody: RequestBody {
     static let schema = Schema.object([
-        "fullName": .absentOrValue(.text(max: 100)), "email": .absentOrValue(Check.emailSchema),
+        "fullName": .absentOrValue(Check.fullNameSchema), "email": .absentOrValue(Check.emailSchema),
         "username": .absentOrValue(Check.usernameSchema), "avatarMediaId": .optional(.uuid),
     ])
     let fullName: String?

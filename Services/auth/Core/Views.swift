@@ -10,7 +10,7 @@ struct UserView: View {
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.user.id), .field("username", \.user.username, Check.usernameSchema),
-        .field("email", \.user.email, Check.emailSchema), .field("fullName", \.user.fullName, .text(max: 100)),
+        .field("email", \.user.email, Check.emailSchema), .field("fullName", \.user.fullName, Check.fullNameSchema),
         .nullable("avatarMediaId", \.user.avatarMediaId), .field("createdAt", \.user.createdAt), .field("updatedAt", \.user.updatedAt),
     ]
 }

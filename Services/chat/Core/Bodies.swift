@@ -37,7 +37,7 @@ struct DirectRoomBody: RequestBody {
 struct PostMessageBody: RequestBody {
     /// `clientId` is the client's own id for the message: a retry with the same one returns the first message.
     static let schema = Schema.object([
-        "text": .required(.text(max: 4000, multiline: true)),
+        "text": .required(Shapes.messageText),
         "clientId": .optional(.string(min: 1, max: 64, pattern: "^[!-~]+$", rule: "clientId must be 1 to 64 visible ASCII characters.")),
         "mediaIds": .optional(.array(.uuid, count: 0...10)), "replyTo": .optional(.uuid),
     ])
@@ -48,7 +48,7 @@ struct PostMessageBody: RequestBody {
 }
 
 struct EditMessageBody: RequestBody {
-    static let schema = Schema.object(["text": .required(.text(max: 4000, multiline: true))])
+    static let schema = Schema.object(["text": .required(Shapes.messageText)])
     let text: String
 }
 

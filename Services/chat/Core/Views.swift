@@ -41,7 +41,7 @@ struct MessageView: View {
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.message.id), .field("roomId", \.message.roomId), .field("seq", \.message.seq, .integer(1...Int.max)),
-        .field("author", \.author), .nullable("text", \.message.text, .text(max: 4000, multiline: true)),
+        .field("author", \.author), .nullable("text", \.message.text, Shapes.messageText),
         .nullable("clientId", \.message.clientId), .nullable("replyTo", \.message.replyTo), .field("media", \.media),
         .field("createdAt", \.message.createdAt), .field("updatedAt", \.updatedAt), .nullable("editedAt", \.message.editedAt),
         .nullable("deletedAt", \.message.deletedAt),
@@ -113,4 +113,6 @@ struct TodoDeletedView: View {
 
 enum Shapes {
     static let role = Schema.oneOf(["owner", "member"])
+    /// A message's text: up to 4,000 characters, lines allowed.
+    static let messageText = Schema.text(max: 4000, multiline: true)
 }

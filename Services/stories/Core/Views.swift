@@ -59,7 +59,7 @@ struct StoryView: View {
     var media: [MediaRef] { story.mediaIds.map(MediaRef.init) }
 
     static let fields: [ViewField<Self>] = [
-        .field("id", \.story.id), .field("authorId", \.story.authorId), .field("text", \.story.text, .text(min: 0, max: 10_000, multiline: true)),
+        .field("id", \.story.id), .field("authorId", \.story.authorId), .field("text", \.story.text, storyTextSchema),
         .nullable("backgroundColor", \.story.backgroundColor, colorSchema), .field("groupIds", \.story.groupIds), .field("media", \.media),
         .field("commentCount", \.story.commentCount, .integer(0...Int.max)), .field("createdAt", \.story.createdAt),
         .field("updatedAt", \.story.updatedAt),

@@ -41,6 +41,8 @@ enum Check {
                                               rule: "username must be 3 to 32 of a-z, 0-9, _ and .")
     /// Email addresses: at most 254 bytes here; `email` checks the rest.
     static let emailSchema = Schema.string(max: 254, bytes: true, rule: "email must be a valid email address.")
+    /// Full names: up to 100 characters of one line.
+    static let fullNameSchema = Schema.text(max: 100)
     /// Passwords: at least 10 characters, at most 1024 bytes.
     static let passwordSchema = Schema.string(min: 10, max: 1024, bytes: true)
 
