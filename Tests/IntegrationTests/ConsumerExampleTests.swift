@@ -27,8 +27,7 @@ final class ConsumerExampleTests: XCTestCase {
 
     /// Runs the example until it has been idle for a few seconds; its lines about `ids`, as (outcome, id).
     func consume(group: String, state: String, ids: Set<String>) throws -> [(String, String)] {
-        let bin = try XCTUnwrap(ProcessInfo.processInfo.environment["SCHEMATHESIS_BIN"], "run the tests with deploy/local/stack test")
-        let python = URL(fileURLWithPath: bin).deletingLastPathComponent().appendingPathComponent("python").path
+        let python = try TestEnvironment.venvPython()
         let script = TestEnvironment.root.appendingPathComponent("examples/consumer/consume.py").path
         let output = try IntegrationTests.run([python, script, "--brokers", TestEnvironment.brokers, "--group", group,
                               "--topics", topic, "--state", state, "--idle", "6",

@@ -19,9 +19,7 @@ final class DeploymentTests: XCTestCase {
 
     /// docker-compose.yml as compose reads it (anchors and merge keys resolved), through PyYAML in the stack's venv.
     func compose() throws -> [String: Any] {
-        let bin = try XCTUnwrap(ProcessInfo.processInfo.environment["SCHEMATHESIS_BIN"], "run the tests with deploy/local/stack test")
-        let python = URL(fileURLWithPath: bin).deletingLastPathComponent().appendingPathComponent("python").path
-        let json = try IntegrationTests.run([python, "-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
+        let json = try IntegrationTests.run([try TestEnvironment.venvPython(), "-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
                                              root.appendingPathComponent("docker-compose.yml").path])
         return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
     }

@@ -165,9 +165,9 @@ final class TraceContextTests: XCTestCase {
             XCTAssertEqual(TraceContext.current, outer)
             TraceContext.with(inner) { XCTAssertEqual(TraceContext.current, inner) }
             XCTAssertEqual(TraceContext.current, outer)
-            let other = Thread { XCTAssertNil(TraceContext.current, "another thread has its own") }
-            other.start()
-            while !other.isFinished { usleep(1000) }
+            let checked = DispatchSemaphore(value: 0)
+            Thread { XCTAssertNil(TraceContext.current, "another thread has its own"); checked.signal() }.start()
+            checked.wait()
         }
         XCTAssertNil(TraceContext.current)
     }

@@ -12,6 +12,11 @@ enum TestEnvironment {
     static var adminDatabaseURL: String { env["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/backend" }
     /// The shared broker.
     static var brokers: String { env["KAFKA_BROKERS"] ?? "127.0.0.1:9092" }
+    /// The Python of the stack's venv (beside schemathesis's `st`), which has the packages the tests use.
+    static func venvPython() throws -> String {
+        guard let st = env["SCHEMATHESIS_BIN"] else { throw TestFailure("run the tests with deploy/local/stack test (SCHEMATHESIS_BIN names the venv)") }
+        return URL(fileURLWithPath: st).deletingLastPathComponent().appendingPathComponent("python").path
+    }
     /// Where the service executables are.
     static var binDir: String {
         env["SERVICE_BIN_DIR"] ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
