@@ -33,11 +33,16 @@ def call(method, url, body=None, token=None, raw=None, content_type="application
         request.add_header("Content-Type", content_type)
     if token:
         request.add_header("Authorization", "Bearer " + token)
+    started = time.time()
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=30) as response:
             status, text = response.status, response.read()
     except urllib.error.HTTPError as error:
         status, text = error.code, error.read()
+    except OSError as error:  # a timeout or a refused connection: say which request, after how long
+        fail(f"{method} {url}: no answer ({error}) after {time.time() - started:.1f} s")
+    if time.time() - started > 5:
+        print(f"smoke: slow: {method} {url} took {time.time() - started:.1f} s", file=sys.stderr, flush=True)
     if status not in expect:
         fail(f"{method} {url} answered {status}: {text[:300]!r}")
     return json.loads(text) if text else None
