@@ -7,7 +7,8 @@ import PackageDescription
 let settings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 /// What a service core builds on: the kit and the wrappers it may call directly.
-let kit: [Target.Dependency] = ["ServiceKit", "Models", "HTTP", "Postgres", "Crypto"]
+let kit: [Target.Dependency] = ["ServiceKit", "Runtime", "Web", "Events", "Identity", "Features", "Models", "HTTP", "Postgres",
+                                 "Crypto"]
 
 func system(_ name: String, _ pkg: String, _ apt: String) -> Target {
     .systemLibrary(name: name, path: "Shared/\(name)", pkgConfig: pkg, providers: [.apt([apt])])
@@ -36,11 +37,29 @@ let package = Package(
         .target(name: "HTTP", dependencies: ["CShims"], path: "Shared/HTTP", swiftSettings: settings),
         .target(name: "Crypto", dependencies: ["COpenSSL", "CArgon2"], path: "Shared/Crypto", swiftSettings: settings),
 
-        // MARK: - Platform
+        // MARK: - Platform: what every service is made of, each module on the ones above it
         .target(name: "Geo", path: "Shared/Geo", swiftSettings: settings),
         .target(name: "Models", path: "Shared/Models", exclude: ["Schemas"], swiftSettings: settings),
-        .target(name: "ServiceKit", dependencies: ["CShims", "Postgres", "Kafka", "HTTP", "Crypto", "Models"],
+        // The process: logging, trace context, metrics, background services and their stop.
+        .target(name: "Runtime", dependencies: ["HTTP", "Models"], path: "Shared/Runtime", swiftSettings: settings),
+        // The web layer: bodies, views, errors, pagination, route declarations, middleware, OpenAPI, idempotency.
+        .target(name: "Web", dependencies: ["Runtime", "HTTP", "Postgres", "Crypto", "Models"], path: "Shared/Web",
+                swiftSettings: settings),
+        // Events: the outbox and its relay, consumers (de-duplication, dead letters), live feeds.
+        .target(name: "Events", dependencies: ["Runtime", "Web", "Kafka", "Postgres", "Models", "HTTP"], path: "Shared/Events",
+                swiftSettings: settings),
+        // Identity: tokens, their verifier, revoked sessions, stream tickets, the service token.
+        .target(name: "Identity", dependencies: ["Runtime", "Web", "Events", "Kafka", "Crypto", "Postgres", "Models", "HTTP"],
+                path: "Shared/Identity", swiftSettings: settings),
+        // Product pieces more than one service offers: membership by invite code, media, profiles.
+        .target(name: "Features", dependencies: ["Web", "Events", "Postgres", "Crypto", "Models", "HTTP"],
+                path: "Shared/Features", swiftSettings: settings),
+        // The application: settings, and the app that assembles the above into a service and runs it.
+        .target(name: "ServiceKit", dependencies: ["CShims", "Postgres", "Kafka", "HTTP", "Crypto", "Models", "Runtime", "Web",
+                                                   "Events", "Identity"],
                 path: "Shared/ServiceKit", swiftSettings: settings),
+        // A blocking HTTP/1.1 client that shows the wire, for tests and load tools (services call out with `Fetch`).
+        .target(name: "WireClient", path: "Shared/WireClient", swiftSettings: settings),
 
         // MARK: - Services: a core library each (routes, handlers, domain, storage, migrations, settings), started by
         // a thin executable, so a test can run a service in-process
@@ -61,17 +80,19 @@ let package = Package(
                           swiftSettings: settings),
 
         // MARK: - Benchmarks
-        .executableTarget(name: "dispatch-load", dependencies: ["HTTP", "Postgres", "Models"], path: "bench/dispatch-load",
+        .executableTarget(name: "dispatch-load", dependencies: ["WireClient", "Postgres", "Models"], path: "bench/dispatch-load",
                           swiftSettings: settings),
-        .executableTarget(name: "chat-fanout", dependencies: ["HTTP"], path: "bench/chat-fanout", swiftSettings: settings),
+        .executableTarget(name: "chat-fanout", dependencies: ["WireClient"], path: "bench/chat-fanout", swiftSettings: settings),
         .executableTarget(name: "geo-bench", dependencies: ["Geo", "Postgres"], path: "bench/geo-bench", swiftSettings: settings),
 
         // MARK: - Tests
-        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "HTTP", "Crypto", "Postgres", "Models", "Geo"],
+        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Runtime", "Web", "Events", "Identity", "Features",
+                                                          "WireClient", "HTTP", "Crypto", "Postgres", "Models", "Geo"],
                     path: "Tests/ServiceKitTests", exclude: ["h11_differential.py"], swiftSettings: settings),
         .testTarget(name: "StoriesCoreTests", dependencies: ["StoriesCore", "Models"], path: "Tests/StoriesCoreTests", swiftSettings: settings),
         .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore"], path: "Tests/DispatchCoreTests", swiftSettings: settings),
-        .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "HTTP", "Kafka", "Postgres", "Models",
+        .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "Runtime", "Web", "Events", "Identity", "Features",
+                                                             "WireClient", "HTTP", "Kafka", "Postgres", "Models",
                                                              "AuthCore", "StoriesCore", "ChatCore", "DispatchCore",
                                                              "CurationCore"],
                     path: "Tests/IntegrationTests", exclude: ["browser_origin.py"], swiftSettings: settings),

@@ -1,11 +1,15 @@
 import CShims
 import Crypto
+import Events
 import Foundation
 import HTTP
+import Identity
 import Kafka
 import Models
 import Postgres
+import Runtime
 import Synchronization
+import Web
 
 /// One service process: configuration, logger, metrics, database pool, outbox relay, consumers, live feeds, jobs
 /// and the HTTP server.
@@ -133,10 +137,15 @@ public final class ServiceApp: @unchecked Sendable {
         var fetchList: (@Sendable () throws -> RevokedSessionList)?
         if let token = config.serviceToken.token {
             fetchList = { [jwksURL = config.jwksURL] in
-                guard let client = HTTPClient(url: jwksURL, timeout: 3) else { throw HTTPClientError.cannotConnect(jwksURL) }
-                let response = try client.request("GET", "/v1/internal/revoked-sessions", headers: ["Authorization": "Bearer " + token])
-                guard response.status == 200 else { throw HTTPClientError.cannotConnect("auth answered \(response.status)") }
-                return try JSONDecoder().decode(RevokedSessionList.self, from: Data(response.body))
+                // The list is served at the host of AUTH_JWKS_URL.
+                guard let url = URL(string: "/v1/internal/revoked-sessions", relativeTo: URL(string: jwksURL)) else {
+                    throw FetchError("AUTH_JWKS_URL is not a URL")
+                }
+                guard let (status, body) = Fetch.get(url.absoluteURL, headers: ["Authorization": "Bearer " + token], timeout: 3) else {
+                    throw FetchError("auth did not answer at \(url.absoluteString)")
+                }
+                guard status == 200 else { throw FetchError("auth answered \(status)") }
+                return try JSONDecoder().decode(RevokedSessionList.self, from: body)
             }
         } else {
             logger.warn("SERVICE_TOKEN is not set: revocations come from session.revoked alone, which a broker that loses its data forgets")

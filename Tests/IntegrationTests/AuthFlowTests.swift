@@ -1,5 +1,5 @@
 import Foundation
-import ServiceKit
+import Runtime
 import XCTest
 
 /// The account lifecycle as a client app drives it.

@@ -1,4 +1,5 @@
 import Foundation
+import Web
 import XCTest
 
 /// Every stories endpoint against every kind of caller: outsider, member, administrator, removed member,

@@ -1,8 +1,9 @@
+import Events
 import Foundation
 import Kafka
 import Models
 import Postgres
-import ServiceKit
+import Runtime
 import XCTest
 
 /// The kit's consumer against the real broker and database: once-only handling, dead letters, resumption.

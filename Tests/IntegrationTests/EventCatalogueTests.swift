@@ -1,5 +1,6 @@
 import Foundation
 import Models
+import Web
 import XCTest
 
 /// The event catalogue for consumers: `docs/asyncapi.json` (AsyncAPI 3.0) and `docs/events.md`, generated from

@@ -5,8 +5,9 @@ import DispatchCore
 import Foundation
 import HTTP
 import Models
-import ServiceKit
+import Runtime
 import StoriesCore
+import WireClient
 import XCTest
 
 /// Every service runs in-process from its core library, and stops gracefully.

@@ -1,8 +1,9 @@
+@testable import Events
 import Foundation
 import Kafka
 import Models
 import Postgres
-@testable import ServiceKit
+import Runtime
 import XCTest
 
 /// The outbox relay against the real broker and database: how soon a committed event leaves, and the order of a

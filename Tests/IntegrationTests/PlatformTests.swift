@@ -1,7 +1,8 @@
 import Foundation
 import HTTP
+import Identity
 import Kafka
-import ServiceKit
+import Runtime
 import XCTest
 
 /// What every service serves and what other services use from the kit, tried against auth.

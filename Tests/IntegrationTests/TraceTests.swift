@@ -1,6 +1,6 @@
 import Foundation
 import Models
-import ServiceKit
+import Runtime
 import XCTest
 
 /// The trace id an event's `traceparent` names.

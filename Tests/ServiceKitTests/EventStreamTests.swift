@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import WireClient
 import XCTest
 
 /// Server-Sent Events through the real server, in process.

@@ -1,6 +1,7 @@
+@testable import HTTP
 import Foundation
 import Glibc
-@testable import HTTP
+import HTTP
 import XCTest
 
 /// A plain TCP connection to an in-process server, for what well-behaved clients do not send.

@@ -1,5 +1,7 @@
-import Foundation
 @testable import HTTP
+import Foundation
+import HTTP
+import Web
 import XCTest
 
 /// The parser against request smuggling and malformed heads, as RFC 9110 and 9112 say a server must read them: each

@@ -1,8 +1,9 @@
+@testable import Web
 import Crypto
 import Foundation
 import HTTP
 import Postgres
-@testable import ServiceKit
+@testable import Runtime
 import XCTest
 
 final class RouterTests: XCTestCase {

@@ -1,5 +1,5 @@
+@testable import Web
 import Foundation
-@testable import ServiceKit
 import XCTest
 
 /// The kit's body parser against Foundation's: the same values from valid JSON, a refusal for everything else.

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
-import ServiceKit
+import Identity
+import Runtime
+import Web
 import XCTest
 
 final class JWTTests: XCTestCase {

@@ -1,7 +1,9 @@
 import Foundation
 import Models
 import Postgres
+import Runtime
 import ServiceKit
+import Web
 import XCTest
 
 final class MigrationOrderTests: XCTestCase {

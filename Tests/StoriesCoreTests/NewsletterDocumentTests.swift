@@ -1,6 +1,6 @@
-import Foundation
-import ServiceKit
 @testable import StoriesCore
+import Foundation
+import Web
 import XCTest
 
 /// The newsletter is written by hand for speed and read back (stored newsletters as HTML) by `Decodable`: the two

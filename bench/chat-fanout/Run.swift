@@ -1,6 +1,6 @@
 import Foundation
-import HTTP
 import Synchronization
+import WireClient
 
 // chat-fanout opens many Server-Sent Events streams over chat instances, posts messages at a steady rate, and
 // reports how each message reached each stream: latency from the post's acceptance (its 201) to its arrival,

@@ -1,5 +1,5 @@
 import Foundation
-import HTTP
+import WireClient
 
 /// A JSON client on one keep-alive connection: one per thread.
 final class API {

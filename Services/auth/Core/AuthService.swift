@@ -1,5 +1,6 @@
 import Crypto
 import Models
+import Runtime
 import ServiceKit
 
 /// The auth service: users, sessions, credentials and signing keys (port 8081, schema `auth`).

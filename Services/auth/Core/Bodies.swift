@@ -1,6 +1,6 @@
 import Foundation
 import Models
-import ServiceKit
+import Web
 
 // What the routes take: each request body described once (`RequestBody`).
 

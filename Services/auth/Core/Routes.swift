@@ -1,5 +1,6 @@
 import HTTP
-import ServiceKit
+import Identity
+import Web
 
 /// The auth API: the table of routes, nothing else.
 func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleSignIn?, services: SharedSecret) -> Router {

@@ -1,6 +1,7 @@
 import Foundation
+import Identity
 import Models
-import ServiceKit
+import Web
 
 // What the routes answer: each view described once (`View`).
 

@@ -1,5 +1,8 @@
+import Features
 import Foundation
+import Identity
 import Models
+import Runtime
 import ServiceKit
 
 /// The chat service: team rooms with a shared todo list, direct messages and parcel conversations, live
@@ -25,7 +28,7 @@ public enum ChatService {
                 default: try rooms.groupMembership(event, connection)
                 }
             }
-            app.add(handlers.joins.cleanup(app.pool, logger: app.logger))
+            app.add(handlers.invites.cleanup(app.pool, logger: app.logger))
             return makeRoutes(handlers, app.makeTokenVerifier(), tickets: StreamTickets(pool: app.pool, schema: "chat"))
         }
     }

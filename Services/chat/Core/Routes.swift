@@ -1,5 +1,7 @@
+import Features
 import HTTP
-import ServiceKit
+import Identity
+import Web
 
 /// The chat API: the table of routes, nothing else. Every route needs a user's bearer token (or, for the event
 /// stream, a stream ticket).

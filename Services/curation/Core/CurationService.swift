@@ -1,5 +1,7 @@
+import Features
 import Foundation
 import Models
+import Runtime
 import ServiceKit
 
 /// The curation service: subjects, topics and videos, topic-locked recommendations, likes, comments, playlists

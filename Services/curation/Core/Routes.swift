@@ -1,5 +1,5 @@
 import HTTP
-import ServiceKit
+import Web
 
 /// The curation API: the table of routes, nothing else. Catalogue reads are public (a token adds what the reader
 /// did); everything personal needs a user's bearer token.

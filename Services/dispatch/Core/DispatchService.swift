@@ -1,6 +1,9 @@
 import Foundation
+import Identity
 import Models
+import Runtime
 import ServiceKit
+import Web
 
 /// The dispatch service: couriers, parcels and the matching engine (port 8084, schema `dispatch`).
 public enum DispatchService {

@@ -1,5 +1,7 @@
+import Features
 import HTTP
-import ServiceKit
+import Identity
+import Web
 
 /// The dispatch API: the table of routes, nothing else. Every route needs a bearer token: a user's, or on
 /// `/v1/operator/...` the operator's (the event stream takes a stream ticket too).

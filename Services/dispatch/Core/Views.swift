@@ -1,7 +1,7 @@
 import Foundation
 import Geo
 import Models
-import ServiceKit
+import Web
 
 // What the routes answer: each view described once (`View`).
 

@@ -1,5 +1,6 @@
+import Features
 import HTTP
-import ServiceKit
+import Web
 
 /// The stories API: the table of routes, nothing else. Every route needs a bearer token.
 func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {

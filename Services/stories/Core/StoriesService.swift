@@ -1,4 +1,5 @@
 import Models
+import Runtime
 import ServiceKit
 
 /// The stories service: groups, memberships, stories, media and newsletters (port 8082, schema `stories`).
@@ -23,7 +24,7 @@ public enum StoriesService {
             app.add(Job.every(Double(settings.newsletterScanSeconds), "compile-newsletters", logger: app.logger) {
                 try handlers.newsletters.compileDueNewsletters()
             })
-            app.add(handlers.joins.cleanup(pool, logger: app.logger))
+            app.add(handlers.invites.cleanup(pool, logger: app.logger))
             return makeRoutes(handlers, app.makeTokenVerifier())
         }
     }

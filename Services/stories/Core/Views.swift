@@ -1,6 +1,7 @@
+import Features
 import Foundation
 import Models
-import ServiceKit
+import Web
 
 // What the routes answer: each view described once (`View`).
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import WireClient
 import XCTest
 
 /// A response with its body parsed as JSON (when it is JSON).

@@ -1,5 +1,6 @@
 import AuthCore
 import Foundation
+import Runtime
 import ServiceKit
 import XCTest
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import Kafka
 import Postgres
+import WireClient
 import XCTest
 
 /// What `deploy/local/stack test` provides: the database server, the broker, the built services.

@@ -1,5 +1,5 @@
 import Foundation
-import ServiceKit
+import Web
 
 /// What the account rules refuse.
 enum AccountError: DomainError, Equatable {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
-import ServiceKit
+import HTTP
+import Runtime
 import Synchronization
 
 /// Sign-in with Google as an OpenID Connect relying party: an ID token is accepted when its RS256 signature checks

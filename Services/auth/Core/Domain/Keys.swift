@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import ServiceKit
+import Identity
 import Synchronization
 
 /// Auth's signing keys and the access tokens they sign. The keys live in the database (each instance reads them again

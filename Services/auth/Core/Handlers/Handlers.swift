@@ -1,9 +1,11 @@
 import Crypto
+import Events
 import Foundation
 import HTTP
+import Identity
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 /// The auth service's handlers: decode, validate, authorize, call storage, emit events, map the result.
 struct AuthHandlers: Sendable {

@@ -1,7 +1,8 @@
 import Foundation
 import HTTP
+import Identity
 import Postgres
-import ServiceKit
+import Web
 
 /// Auth checks its tokens against its own key and its own sessions table, so a logout takes effect at once here.
 struct SessionAuthenticator: Authenticator {

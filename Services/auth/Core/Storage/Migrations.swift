@@ -1,5 +1,5 @@
+import Events
 import Postgres
-import ServiceKit
 
 /// The auth schema, in order. Never edit an applied migration: add a new one.
 let migrations: [Migration] = [

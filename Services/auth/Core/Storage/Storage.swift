@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Models
 import Postgres
-import ServiceKit
+import Runtime
 
 /// A user row.
 struct UserRecord {

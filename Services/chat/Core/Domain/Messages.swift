@@ -1,7 +1,8 @@
+import Features
 import Foundation
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 /// The message rules: members post (with the author's own images, replying within the room), a retry with the same
 /// `clientId` gets the first message back, only the author edits or deletes, and a deleted message keeps its place

@@ -1,7 +1,9 @@
+import Events
+import Features
 import Foundation
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 /// What the chat rules refuse.
 enum ChatError: DomainError, Equatable {
@@ -134,11 +136,10 @@ struct Rooms: Sendable {
         }
     }
 
-    /// Joins the team room with `code`; nothing changes for a member.
-    func join(_ c: Connection, code: String, user: UUID) throws -> RoomRecord {
-        guard let code = code.count <= 64 ? InviteCode.normalise(code) : nil, let id = try storage.roomId(c, inviteCode: code) else {
-            throw ChatError.unknownInviteCode
-        }
+    /// Joins the team room with the invite code `code` (its stored form); nothing changes for a member. Nil when no
+    /// room has it.
+    func join(_ c: Connection, code: String, user: UUID) throws -> RoomRecord? {
+        guard let id = try storage.roomId(c, inviteCode: code) else { return nil }
         if let at = try storage.addMember(c, room: id, user: user, role: "member") {
             try log.joined(c, room: id, user: user, role: "member", at: at)
         }

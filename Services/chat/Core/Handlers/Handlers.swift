@@ -1,8 +1,10 @@
+import Events
+import Features
 import Foundation
 import HTTP
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 /// The chat service's handlers: they take the decoded request, run the domain (`Rooms`, `Messages`, `Todos`) in a
 /// transaction and map the result to its view. Anyone outside a room gets 404 for it and everything in it; a member
@@ -19,7 +21,7 @@ struct ChatHandlers: Sendable {
     var rooms: Rooms { Rooms(storage: storage, log: log) }
     var messages: Messages { Messages(storage: storage, log: log, rooms: rooms, media: media) }
     var todos: Todos { Todos(storage: storage, log: log, rooms: rooms) }
-    let joins = JoinThrottle(schema: "chat")
+    let invites = InviteJoins(schema: "chat")
 
     // MARK: Rooms
 
@@ -61,11 +63,8 @@ struct ChatHandlers: Sendable {
     }
 
     func join(_ request: Request, _ caller: Caller, _ body: JoinRoomBody) throws -> Response {
-        try joins.attempt(pool, user: caller.userId, isFailure: { $0 as? ChatError == .unknownInviteCode }) {
-            try pool.withTransaction { c in
-                let room = try rooms.join(c, code: body.inviteCode, user: caller.userId)
-                return .json(RoomView(room, members: try storage.members(c, of: room.id)))
-            }
+        try invites.join(pool, typed: body.inviteCode, user: caller.userId, unknown: ChatError.unknownInviteCode) { c, code in
+            try rooms.join(c, code: code, user: caller.userId).map { .json(RoomView($0, members: try storage.members(c, of: $0.id))) }
         }
     }
 

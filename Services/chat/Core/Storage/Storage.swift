@@ -1,7 +1,7 @@
+import Features
 import Foundation
 import Models
 import Postgres
-import ServiceKit
 
 // MARK: - Records
 

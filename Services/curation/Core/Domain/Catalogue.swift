@@ -1,7 +1,6 @@
 import Foundation
 import Models
 import Postgres
-import ServiceKit
 
 /// Imports a catalogue file: one JSON object a line (`youtubeId`, `title`, `description`, `durationSeconds`,
 /// `channel`, `subject`, `topic`, `subtopic`, `path`, and optionally `partnerContent`, `parentDescription`,

@@ -1,6 +1,6 @@
 import Foundation
+import HTTP
 import Postgres
-import ServiceKit
 
 /// Adds videos to a topic from the YouTube Data API v3: `search.list` for the query (page after page), then
 /// `videos.list` for their titles, descriptions, channels and durations, and `captions.list` to learn whether

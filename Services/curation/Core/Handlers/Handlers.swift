@@ -1,8 +1,9 @@
+import Events
 import Foundation
 import HTTP
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 /// The curation service's handlers: catalogue reads are public (a token, when given, adds what the reader did);
 /// everything personal needs a token. They decode, run the domain (`Library`, `Recommender`) and map to views.

@@ -1,5 +1,6 @@
+import Events
+import Features
 import Postgres
-import ServiceKit
 
 /// The curation schema, in order. Never edit an applied migration: add a new one.
 let migrations: [Migration] = [

@@ -1,7 +1,6 @@
 import Foundation
 import Models
 import Postgres
-import ServiceKit
 
 // MARK: - Records
 

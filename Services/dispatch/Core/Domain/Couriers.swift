@@ -2,7 +2,7 @@ import Foundation
 import Geo
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 /// A fix that breaks a rule.
 struct FixError: DomainError {

@@ -2,7 +2,7 @@ import Foundation
 import Geo
 import Models
 import Postgres
-import ServiceKit
+import Runtime
 import Synchronization
 
 /// The live positions of online couriers, in memory: rebuilt from PostgreSQL at start and kept current from the

@@ -1,8 +1,9 @@
+import Events
 import Foundation
 import Geo
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 /// What the parcel rules refuse.
 enum ParcelError: DomainError, Equatable {

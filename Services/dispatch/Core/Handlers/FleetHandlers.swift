@@ -1,9 +1,10 @@
+import Events
 import Foundation
 import Geo
 import HTTP
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 /// A courier seeded by an operator.
 struct SeededCourier {

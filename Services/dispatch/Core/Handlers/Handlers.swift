@@ -1,9 +1,11 @@
+import Events
+import Features
 import Foundation
 import Geo
 import HTTP
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 /// The dispatch service's handlers: they take the decoded request, run the domain (`Parcels`, `Couriers`) in a
 /// transaction and map the result to its view. The rules and their refusals (404 for anyone not a party, 403 for

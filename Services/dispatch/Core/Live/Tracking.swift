@@ -1,8 +1,10 @@
+import Events
 import Foundation
 import HTTP
 import Models
 import ServiceKit
 import Synchronization
+import Web
 
 /// Live tracking: every instance reads `parcel.status` and `courier.location` from now on (a kit `LiveFeed`) and
 /// forwards them to the event streams its clients hold, so a watcher sees every transition whichever instance

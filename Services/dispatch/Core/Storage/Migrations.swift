@@ -1,5 +1,7 @@
+import Events
+import Features
+import Identity
 import Postgres
-import ServiceKit
 
 /// The dispatch schema, in order. Never edit an applied migration: add a new one.
 let migrations: [Migration] = [

@@ -1,7 +1,9 @@
+import Events
+import Features
 import Foundation
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 /// What the group, story and profile rules refuse.
 enum StoriesError: DomainError, Equatable {
@@ -91,10 +93,10 @@ struct Groups: Sendable {
         return group
     }
 
-    /// Adds `user` to the group with `code` (nothing changes for a member); `unknownInviteCode` when none has it.
-    func join(_ c: Connection, code: String, user: UUID) throws -> GroupRecord {
-        guard let code = code.count <= 64 ? InviteCode.normalise(code) : nil,
-              let group = try storage.groupByInviteCode(c, code, reader: user) else { throw StoriesError.unknownInviteCode }
+    /// Adds `user` to the group with the invite code `code` (its stored form); nothing changes for a member. Nil when
+    /// no group has it.
+    func join(_ c: Connection, code: String, user: UUID) throws -> GroupRecord? {
+        guard let group = try storage.groupByInviteCode(c, code, reader: user) else { return nil }
         if group.role == nil, let joinedAt = try storage.addMember(c, group: group.id, user: user) {
             try outbox.add(GroupMemberJoined(groupId: group.id.lowercased, userId: user.lowercased, role: "member",
                                              joinedAt: Timestamp.format(joinedAt)), subject: group.id.lowercased, on: c)

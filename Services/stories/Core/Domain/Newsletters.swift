@@ -1,7 +1,8 @@
+import Events
 import Foundation
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 // MARK: - The newsletter document
 

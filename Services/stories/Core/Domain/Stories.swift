@@ -1,7 +1,9 @@
+import Events
+import Features
 import Foundation
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 /// The story rules: a story goes to groups its author is in, carries text or media (the author's own images), is
 /// changed or deleted only by its author, and is seen and commented on by the members of its groups.

@@ -1,8 +1,10 @@
+import Events
+import Features
 import Foundation
 import HTTP
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 /// The stories service's handlers: they take the decoded request, run the domain (`Groups`, `Stories`,
 /// `Newsletters`) in a transaction and map the result to its view. Anyone outside a group gets 404 for it and
@@ -16,7 +18,7 @@ struct StoriesHandlers: Sendable {
     var groups: Groups { Groups(storage: storage, outbox: outbox) }
     var stories: Stories { Stories(storage: storage, outbox: outbox, media: media) }
     var newsletters: Newsletters { Newsletters(pool: pool, storage: storage, outbox: outbox) }
-    let joins = JoinThrottle(schema: "stories")
+    let invites = InviteJoins(schema: "stories")
 
     // MARK: Groups
 
@@ -88,11 +90,8 @@ struct StoriesHandlers: Sendable {
     }
 
     func join(_ request: Request, _ caller: Caller, _ body: JoinBody) throws -> Response {
-        try joins.attempt(pool, user: caller.userId, isFailure: { $0 as? StoriesError == .unknownInviteCode }) {
-            try pool.withTransaction { c in
-                let joined = try groups.join(c, code: body.inviteCode, user: caller.userId)
-                return .json(GroupView(joined, members: try storage.members(c, of: joined.id)))
-            }
+        try invites.join(pool, typed: body.inviteCode, user: caller.userId, unknown: StoriesError.unknownInviteCode) { c, code in
+            try groups.join(c, code: code, user: caller.userId).map { .json(GroupView($0, members: try storage.members(c, of: $0.id))) }
         }
     }
 

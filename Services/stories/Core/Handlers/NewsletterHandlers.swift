@@ -2,7 +2,7 @@ import Foundation
 import HTTP
 import Models
 import Postgres
-import ServiceKit
+import Web
 
 extension StoriesHandlers {
     func newsletter(_ request: Request, _ caller: Caller) throws -> Response {

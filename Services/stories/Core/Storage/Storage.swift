@@ -1,7 +1,7 @@
+import Features
 import Foundation
 import Models
 import Postgres
-import ServiceKit
 
 /// A group or journal row, with the reader's role when read for a member.
 struct GroupRecord {

@@ -1,7 +1,9 @@
 import Crypto
 import Foundation
 import HTTP
+import Runtime
 import Synchronization
+import Web
 
 /// The claims of an access token (conventions: `sub`, `sid`, `iat`, `exp`, `iss: "auth"`), or of a stream ticket,
 /// which adds `aud: "stream"` and its own id `jti`.
@@ -167,72 +169,17 @@ public struct JWKSet: Decodable, View, Sendable {
     }
 }
 
-// MARK: - Callers
-
-/// The authenticated caller of a request.
-public struct Caller: Sendable, Equatable {
-    /// The user id.
-    public let userId: UUID
-    /// The session id.
-    public let sessionId: UUID
-    public init(userId: UUID, sessionId: UUID) { self.userId = userId; self.sessionId = sessionId }
-}
-
-/// A stream ticket whose signature, audience and times verified: whom it names, its id, and when it expires.
-public struct StreamTicket: Sendable, Equatable {
-    public let caller: Caller
-    public let id: UUID
-    public let expiresAt: Date
-
+extension StreamTicket {
     /// The ticket `claims` describe, or a 401 when its ids are not UUIDs.
     public init(_ claims: AccessClaims) throws {
         guard let user = UUID(uuidString: claims.sub), let session = UUID(uuidString: claims.sid),
               let id = claims.jti.flatMap(UUID.init(uuidString:)) else { throw HTTPError.unauthenticated() }
-        self.caller = Caller(userId: user, sessionId: session)
-        self.id = id
-        self.expiresAt = Date(timeIntervalSince1970: TimeInterval(claims.exp))
+        self.init(caller: Caller(userId: user, sessionId: session), id: id, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)))
     }
-}
-
-/// Turns a request's bearer token into a `Caller`, or a 401.
-public protocol Authenticator: Sendable {
-    func authenticate(_ request: Request) throws -> Caller
-    /// A stream ticket (`?ticket=` of an event stream) checked as `authenticate` checks a token, or a 401. Its single
-    /// use is the stream route's to record (`StreamTickets`).
-    func ticket(_ text: String) throws -> StreamTicket
-    /// What the head alone shows of the credentials, checked before a body is read: it must not block (no
-    /// database, no network), and may let through what `authenticate` will refuse. Throws a 401.
-    func checkHead(_ request: Request) throws
-    /// Closes `stream` when `caller`'s session is revoked (at once when it already is).
-    func end(_ stream: EventStream, whenRevoked caller: Caller)
-}
-
-extension Authenticator {
-    public func end(_ stream: EventStream, whenRevoked caller: Caller) {}
-    /// By default, no ticket is accepted.
-    public func ticket(_ text: String) throws -> StreamTicket { throw HTTPError.unauthenticated() }
-    /// By default, that there is a bearer token.
-    public func checkHead(_ request: Request) throws { _ = try bearerToken(request) }
-}
-
-/// The bearer token of a request, or a 401.
-public func bearerToken(_ request: Request) throws -> String {
-    guard let header = request.header("authorization") else { throw HTTPError.unauthenticated() }
-    let parts = header.split(separator: " ", maxSplits: 1)
-    guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
-        throw HTTPError.unauthenticated()
-    }
-    // Bytes, not Foundation's trimming (which went through NSString and UTF-16 on every request).
-    var token = Array(parts[1].utf8)[...]
-    while let first = token.first, first == 0x20 || first == 0x09 { token.removeFirst() }
-    while let last = token.last, last == 0x20 || last == 0x09 { token.removeLast() }
-    guard !token.isEmpty else { throw HTTPError.unauthenticated() }
-    return String(decoding: token, as: UTF8.self)
 }
 
 /// Verifies tokens offline with auth's public keys (fetched from the JWKS URL every minute, and on an unknown key id
 /// at most every 5 seconds), and refuses tokens of sessions revoked through `session.revoked`.
-///
 public final class TokenVerifier: Authenticator, Sendable {
     private let keys: Mutex<(current: [String: [UInt8]], lastFetch: Date)>
     private let jwksURL: String?
@@ -253,11 +200,10 @@ public final class TokenVerifier: Authenticator, Sendable {
     /// Fetches the key set now; false when auth could not be reached.
     @discardableResult
     public func refreshKeys() -> Bool {
-        guard let jwksURL, let client = HTTPClient(url: jwksURL, timeout: 3),
-              let path = URLComponents(string: jwksURL)?.path else { return false }
+        guard let jwksURL, let url = URL(string: jwksURL) else { return false }
         keys.withLock { $0.lastFetch = Date() }
-        guard let response = try? client.request("GET", path), response.status == 200,
-              let set = try? JSONDecoder().decode(JWKSet.self, from: Data(response.body)) else {
+        guard let (status, body) = Fetch.get(url, timeout: 3), status == 200,
+              let set = try? JSONDecoder().decode(JWKSet.self, from: body) else {
             logger.warn("could not fetch the JWK set", ["url": .string(jwksURL)])
             return false
         }

@@ -2,6 +2,8 @@ import Foundation
 import Kafka
 import Models
 import Postgres
+import Runtime
+import Web
 
 /// The CloudEvents 1.0 structured-mode envelope every event travels in.
 public struct CloudEvent<Payload: Codable & Sendable>: Codable, Sendable {
@@ -116,6 +118,9 @@ public struct Outbox: Sendable {
     /// The CloudEvents `source`, `/<service>`.
     public let source: String
     let wake: @Sendable () -> Void
+    public init(schema: String, source: String, wake: @escaping @Sendable () -> Void) {
+        self.schema = schema; self.source = source; self.wake = wake
+    }
 
     /// Adds `payload` as an event about `subject` (its aggregate id, also the Kafka key). Returns the event id.
     @discardableResult

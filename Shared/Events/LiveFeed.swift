@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import Kafka
+import Runtime
 import Synchronization
 
 /// Reads topics on every instance without a consumer group (so no join delay, and every instance sees every

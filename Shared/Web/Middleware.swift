@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import Models
+import Runtime
 import Synchronization
 
 /// One step of the request pipeline: it does its part around `next`, which runs the rest of the pipeline and the
@@ -13,7 +14,7 @@ public protocol Middleware: Sendable {
 
 extension Array where Element == any Middleware {
     /// Runs `request` through every step, then `handler`.
-    func run(_ request: Request, _ handler: (Request) throws -> Response) throws -> Response {
+    public func run(_ request: Request, _ handler: (Request) throws -> Response) throws -> Response {
         func step(_ i: Int, _ request: Request) throws -> Response {
             guard i < count else { return try handler(request) }
             return try self[i].handle(request) { try step(i + 1, $0) }
@@ -92,56 +93,12 @@ public struct ErrorMiddleware: Middleware {
     }
 }
 
-// MARK: - Domain errors
-
-/// What a service's domain refused, in its own terms: no HTTP in it. The kit turns it into a response in one place
-/// (`HTTPError.from`), so the same rule gives the same answer from a handler, and a consumer or job can tell a
-/// refusal from an outage.
-public protocol DomainError: Error, Sendable {
-    /// The kind of refusal.
-    var refusal: Refusal { get }
-    /// A sentence safe to show to the client.
-    var message: String { get }
-    /// The field it concerns, when there is one.
-    var field: String? { get }
-}
-
-extension DomainError {
-    public var field: String? { nil }
-}
-
-/// The kinds of refusal a domain knows, each with its status and code from the conventions.
-public enum Refusal: Sendable, Equatable {
-    /// The input breaks a rule (400 `validation_failed`).
-    case invalid
-    /// It does not exist, or the caller may not know it does (404).
-    case notFound
-    /// The caller is known but may not do this (403).
-    case forbidden
-    /// The state does not allow it now (409).
-    case conflict
-    /// Too many attempts (429 with `Retry-After`).
-    case rateLimited(retryAfter: Int)
-}
-
-extension HTTPError {
-    /// The response for a domain's refusal.
-    init(_ error: any DomainError) {
-        switch error.refusal {
-        case .invalid: self = .validation(error.message, field: error.field)
-        case .notFound: self = .notFound(error.message)
-        case .forbidden: self = HTTPError(403, "forbidden", error.message, field: error.field)
-        case .conflict: self = .conflict(error.message, field: error.field)
-        case .rateLimited(let seconds): self = .rateLimited(retryAfter: seconds)
-        }
-    }
-}
-
 /// Turns away a new event stream once `limit` are open in this process (503 with `Retry-After`): long-lived streams
 /// have a budget of their own, so they cannot take every connection.
 public struct StreamBudgetMiddleware: Middleware {
     let limit: Int
     let refusals: RefusalLog
+    public init(limit: Int, refusals: RefusalLog) { self.limit = limit; self.refusals = refusals }
 
     public func handle(_ request: Request, next: (Request) throws -> Response) throws -> Response {
         let response = try next(request)

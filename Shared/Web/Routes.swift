@@ -67,7 +67,7 @@ extension Router {
     /// A route as every wrapper above adds it, in one order: the credentials (`credentials` checks them and gives what
     /// the handler receives: a `Caller`, or nothing), then the declared query parameters, then the handler, and in
     /// debug builds its answer against the declared one.
-    mutating func add<Credentials>(_ method: String, _ pattern: String, summary: String, security: [String] = [],
+    public mutating func add<Credentials>(_ method: String, _ pattern: String, summary: String, security: [String] = [],
                                    bodyLimit: Int = defaultBodyLimit, request: String? = nil, response: (Int, Schema?),
                                    checkHead: (@Sendable (Request) -> HTTPError?)? = nil,
                                    credentials: @escaping @Sendable (Request) throws -> Credentials,
@@ -84,7 +84,7 @@ extension Router {
     }
 
     /// The same for a route that takes a body: decoded and validated after the credentials and the query.
-    mutating func add<Credentials, Body: RequestBody>(_ method: String, _ pattern: String, summary: String, security: [String] = [],
+    public mutating func add<Credentials, Body: RequestBody>(_ method: String, _ pattern: String, summary: String, security: [String] = [],
                                                       body: Body.Type, response: (Int, Schema?),
                                                       checkHead: (@Sendable (Request) -> HTTPError?)? = nil,
                                                       credentials: @escaping @Sendable (Request) throws -> Credentials,
@@ -97,7 +97,7 @@ extension Router {
 
     /// A credential check the server runs on the head, before it reads a body: a request that fails it is answered
     /// (401) and its connection closed, so nobody without credentials can make the service hold a body.
-    static func headCheck(_ check: @escaping @Sendable (Request) throws -> Void) -> @Sendable (Request) -> HTTPError? {
+    public static func headCheck(_ check: @escaping @Sendable (Request) throws -> Void) -> @Sendable (Request) -> HTTPError? {
         { request in
             do { try check(request); return nil } catch let error as HTTPError { return error } catch { return .unauthenticated() }
         }

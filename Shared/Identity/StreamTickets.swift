@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import Postgres
+import Web
 
 /// How a browser opens an event stream: `EventSource` cannot send an `Authorization` header, and an access token in a
 /// URL would be written down wherever URLs are (proxies' logs, history). The client asks auth for a stream ticket with

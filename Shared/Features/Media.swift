@@ -3,6 +3,7 @@ import Foundation
 import HTTP
 import Models
 import Postgres
+import Web
 
 /// What the bytes of an upload say they are: the type comes from the content, never from the header.
 public struct ImageInfo: Equatable, Sendable {

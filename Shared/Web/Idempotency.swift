@@ -9,6 +9,7 @@ import Postgres
 public struct Idempotency: Sendable {
     let pool: Pool
     let schema: String
+    public init(pool: Pool, schema: String) { self.pool = pool; self.schema = schema }
 
     /// What is kept of a first response, and how a retry is answered from it: by default the response itself; a
     /// response carrying secrets (tokens) keeps a reference instead, and the retry makes a fresh answer from it.

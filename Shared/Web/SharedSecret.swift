@@ -1,5 +1,6 @@
 import Crypto
 import HTTP
+import Runtime
 
 /// A credential shared with trusted callers and presented as a bearer token: the operator token (`OPERATOR_TOKEN`,
 /// for tools such as a fleet gateway or a load tester, on `/v1/operator/...`) and the service token

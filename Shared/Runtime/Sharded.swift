@@ -6,7 +6,7 @@ import Foundation
 /// carries one token, and with a `Mutex` the 16 server threads spent an eighth of auth's CPU waiting for its shard.
 ///
 /// `@unchecked Sendable`: each shard's value is touched only under its lock.
-final class Sharded<Value: Sendable>: @unchecked Sendable {
+public final class Sharded<Value: Sendable>: @unchecked Sendable {
     private final class Shard {
         var value: Value
         let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
@@ -15,12 +15,12 @@ final class Sharded<Value: Sendable>: @unchecked Sendable {
     }
     private let shards: [Shard]
 
-    init(count: Int, _ make: () -> Value) { shards = (0..<count).map { _ in Shard(make()) } }
+    public init(count: Int, _ make: () -> Value) { shards = (0..<count).map { _ in Shard(make()) } }
 
     private func shard(_ index: Int) -> Shard { shards[Int(UInt(bitPattern: index) % UInt(shards.count))] }
 
     /// Runs `body` on shard `index % count` under its lock, alone.
-    func withLock<R>(_ index: Int, _ body: (inout Value) throws -> R) rethrows -> R {
+    public func withLock<R>(_ index: Int, _ body: (inout Value) throws -> R) rethrows -> R {
         let shard = shard(index)
         pthread_rwlock_wrlock(shard.lock)
         defer { pthread_rwlock_unlock(shard.lock) }
@@ -28,7 +28,7 @@ final class Sharded<Value: Sendable>: @unchecked Sendable {
     }
 
     /// Reads shard `index % count`, beside other readers.
-    func read<R>(_ index: Int, _ body: (Value) throws -> R) rethrows -> R {
+    public func read<R>(_ index: Int, _ body: (Value) throws -> R) rethrows -> R {
         let shard = shard(index)
         pthread_rwlock_rdlock(shard.lock)
         defer { pthread_rwlock_unlock(shard.lock) }
@@ -36,8 +36,8 @@ final class Sharded<Value: Sendable>: @unchecked Sendable {
     }
 
     /// Every shard's value, one lock at a time.
-    var values: [Value] { shards.indices.map { read($0) { $0 } } }
+    public var values: [Value] { shards.indices.map { read($0) { $0 } } }
 
     /// Runs `body` on every shard.
-    func forEach(_ body: (inout Value) -> Void) { for i in shards.indices { withLock(i) { body(&$0) } } }
+    public func forEach(_ body: (inout Value) -> Void) { for i in shards.indices { withLock(i) { body(&$0) } } }
 }
