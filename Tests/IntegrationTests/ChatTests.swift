@@ -258,7 +258,7 @@ final class ChatDirectoryTests: ChatTestCase {
     func testDirectRoomsOnlyBetweenPeopleWhoShareAGroupAndOnePerPair() throws {
         let ann = try person(), ben = try person(), eve = try person()
         let group = UUID().uuidString.lowercased()
-        assertClientError(try api.post("/v1/rooms/direct", ["userId": ben.id], token: ann.token), 409, code: "conflict", "strangers")
+        assertClientError(try api.post("/v1/rooms/direct", ["userId": ben.id], token: ann.token), 403, code: "forbidden", "strangers")
         try publish(GroupCreated(groupId: group, kind: "group", name: "Family", createdBy: ann.id, createdAt: Timestamp.format(Date())),
                     subject: group, source: "/stories")
         try publish(GroupMemberJoined(groupId: group, userId: ben.id, role: "member", joinedAt: Timestamp.format(Date())),
@@ -279,13 +279,13 @@ final class ChatDirectoryTests: ChatTestCase {
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (ids.get() ?? []).count == 10 })
         XCTAssertEqual(Set(ids.get() ?? []).count, 1, "one direct room per pair, whatever the concurrency")
         XCTAssertEqual(try count("rooms", "kind = 'direct'"), 1)
-        assertClientError(try api.post("/v1/rooms/direct", ["userId": eve.id], token: ann.token), 409, "Eve shares nothing with Ann")
+        assertClientError(try api.post("/v1/rooms/direct", ["userId": eve.id], token: ann.token), 403, code: "forbidden", "Eve shares nothing with Ann")
         assertClientError(try api.get("/v1/rooms/\(ids.get()?.first ?? "")", token: eve.token), 404)
 
         try publish(GroupMemberLeft(groupId: group, userId: ben.id, reason: "left", removedBy: ben.id, newAdminId: nil,
                                     leftAt: Timestamp.format(Date())), subject: group, source: "/stories")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.count("group_members", "group_id = '\(group)'")) == 1 })
-        assertClientError(try api.post("/v1/rooms/direct", ["userId": ben.id], token: ann.token), 409, "no longer share a group")
+        assertClientError(try api.post("/v1/rooms/direct", ["userId": ben.id], token: ann.token), 403, code: "forbidden", "no longer share a group")
     }
 
     func testAParcelConversationOpensOnAssignmentAndTurnsReadOnlyOnDelivery() throws {

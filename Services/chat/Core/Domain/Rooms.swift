@@ -103,7 +103,7 @@ struct Rooms: Sendable {
     func direct(_ c: Connection, _ user: UUID, with other: UUID) throws -> RoomRecord {
         guard other != user else { throw ChatError.invalid("A direct room needs someone else.", field: "userId") }
         guard try storage.know(c, user, other) else {
-            throw ChatError.conflict("You can message someone you share a group or a parcel with.")
+            throw ChatError.forbidden("You can message someone you share a group or a parcel with.")
         }
         let key = [user, other].map(\.lowercased).sorted().joined(separator: ":")
         let id = UUID.v7()
