@@ -1,12 +1,16 @@
 /// Removes where a photo was taken before it is stored: the GPS block of a JPEG's Exif data is blanked, XMP
-/// packets (which may repeat it) and PNG text and Exif chunks are dropped. Orientation and colour data stay,
-/// so photos still display the right way up. WebP and HEIC are stored as uploaded (see the README).
+/// packets (which may repeat it), PNG text and Exif chunks and WebP Exif and XMP chunks are dropped. Orientation and
+/// colour data stay, so photos still display the right way up. A HEIC photo's metadata lives in items whose places
+/// other boxes record; rather than rewrite them, a HEIC that carries Exif or XMP is refused (`nil`), one without is
+/// stored as it is.
 public enum LocationScrubber {
-    /// The image without its location data; other types come back unchanged.
-    public static func scrub(_ bytes: [UInt8], contentType: String) -> [UInt8] {
+    /// The image without its location data, or nil when it cannot be removed (the upload is refused).
+    public static func scrub(_ bytes: [UInt8], contentType: String) -> [UInt8]? {
         switch contentType {
         case "image/jpeg": return jpeg(bytes)
         case "image/png": return png(bytes)
+        case "image/webp": return webp(bytes)
+        case "image/heic": return heicCarriesMetadata(bytes) ? nil : bytes
         default: return bytes
         }
     }
@@ -89,5 +93,66 @@ public enum LocationScrubber {
         }
         out += b[min(i, b.count)...]
         return out
+    }
+
+    // MARK: WebP
+
+    /// A RIFF file of chunks (FourCC, little-endian size, data padded to even): the `EXIF` and `XMP ` chunks are
+    /// dropped, the extended header's flags for them cleared and the RIFF size made right. Nil when the chunks do not
+    /// line up (a chunk past the end, or no FourCC where one should be): what follows cannot be told apart.
+    static func webp(_ b: [UInt8]) -> [UInt8]? {
+        guard b.count >= 12 else { return nil }
+        var out = Array(b.prefix(12))
+        var i = 12
+        while i < b.count {
+            guard i + 8 <= b.count, b[i..<(i + 4)].allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
+            let size = Int(b[i + 4]) | Int(b[i + 5]) << 8 | Int(b[i + 6]) << 16 | Int(b[i + 7]) << 24
+            guard i + 8 + size <= b.count else { return nil }
+            let end = min(b.count, i + 8 + size + (size & 1))  // the last chunk's padding may be missing
+            let fourCC = String(decoding: b[i..<(i + 4)], as: UTF8.self)
+            if fourCC != "EXIF" && fourCC != "XMP " {
+                var chunk = Array(b[i..<end])
+                if fourCC == "VP8X", chunk.count > 8 { chunk[8] &= ~0x0C }  // the Exif (0x08) and XMP (0x04) flags
+                out += chunk
+            }
+            i = end
+        }
+        let riff = UInt32(out.count - 8)
+        out[4] = UInt8(riff & 0xFF); out[5] = UInt8(riff >> 8 & 0xFF); out[6] = UInt8(riff >> 16 & 0xFF); out[7] = UInt8(riff >> 24)
+        return out
+    }
+
+    // MARK: HEIC
+
+    /// Whether the top-level `meta` box of an ISO base media file names an `Exif` item or an XMP one
+    /// (`application/rdf+xml`): a conservative search of its bytes, which may refuse a photo that has none.
+    static func heicCarriesMetadata(_ b: [UInt8]) -> Bool {
+        var i = 0
+        while i + 8 <= b.count {
+            var size = Int(b[i]) << 24 | Int(b[i + 1]) << 16 | Int(b[i + 2]) << 8 | Int(b[i + 3])
+            if size == 1, i + 16 <= b.count {  // a 64-bit size follows the type
+                size = b[(i + 8)..<(i + 16)].reduce(0) { $0 << 8 | Int($1) }
+            } else if size == 0 {
+                size = b.count - i  // to the end of the file
+            }
+            guard size >= 8 else { return true }  // malformed: nothing to trust
+            let end = min(b.count, i + size)
+            if b[(i + 4)..<(i + 8)].elementsEqual("meta".utf8) {
+                let meta = b[i..<end]
+                return contains(meta, Array("Exif".utf8)) || contains(meta, Array("rdf+xml".utf8))
+            }
+            i = end
+        }
+        return false
+    }
+
+    private static func contains(_ haystack: ArraySlice<UInt8>, _ needle: [UInt8]) -> Bool {
+        guard haystack.count >= needle.count else { return false }
+        var i = haystack.startIndex
+        while i + needle.count <= haystack.endIndex {
+            if haystack[i] == needle[0] && haystack[i..<(i + needle.count)].elementsEqual(needle) { return true }
+            i += 1
+        }
+        return false
     }
 }

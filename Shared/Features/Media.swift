@@ -143,7 +143,9 @@ public struct MediaStore: Sendable {
         guard let info = ImageInfo.sniff(request.body) else {
             throw HTTPError.unsupportedMediaType("Upload a JPEG, PNG, HEIC or WebP image.")
         }
-        let bytes = LocationScrubber.scrub(request.body, contentType: info.contentType)
+        guard let bytes = LocationScrubber.scrub(request.body, contentType: info.contentType) else {
+            throw HTTPError.unsupportedMediaType("Where this photo was taken cannot be removed from it here: upload it as JPEG.")
+        }
         return try idempotency.run(request, caller: owner.lowercased) { c in
             let media = try MediaRecord(c.first("""
                 INSERT INTO \(schema).media AS m (id, owner_id, content_type, bytes, size, width, height, sha256)

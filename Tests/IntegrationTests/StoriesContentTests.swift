@@ -67,6 +67,22 @@ final class StoriesContentTests: StoriesTestCase {
         let storedPNG = try api.get("/v1/media/\(png["id"]!)", token: ann.token).body
         XCTAssertFalse(String(decoding: storedPNG, as: UTF8.self).contains("Bucharest"))
         XCTAssertEqual(storedPNG, Images.png, "only the text chunk was removed")
+
+        let webp = try upload(Images.webpWithLocation, ann)
+        XCTAssertEqual(webp.status, 201)
+        XCTAssertEqual(webp["width"] as? Int, 16)
+        let storedWebP = try api.get("/v1/media/\(webp["id"]!)", token: ann.token).body
+        XCTAssertFalse(String(decoding: storedWebP, as: UTF8.self).contains("GPSLatitude"), "the XMP chunk is gone")
+        XCTAssertFalse(storedWebP.contains(subsequence: [0, 0, 0x04, 0xD2, 0, 0, 0, 100]), "the Exif chunk is gone")
+        XCTAssertEqual(storedWebP, Images.webpExtended(flags: 0), "the header no longer announces them; the image is intact")
+        var unaligned = Images.webpWithLocation
+        unaligned.remove(at: 12 + 18 + 8 + 13)  // the image chunk's padding: what follows no longer lines up
+        assertClientError(try upload(unaligned, ann), 415, code: "unsupported_media_type", "chunks that cannot be told apart")
+
+        // HEIC keeps its metadata in items other boxes locate: one that has any is refused, one without is kept as it is.
+        assertClientError(try upload(Images.heicWithExif, ann), 415, code: "unsupported_media_type", "an HEIC with Exif data")
+        let heic = try upload(Images.heic, ann)
+        XCTAssertEqual(try api.get("/v1/media/\(heic["id"]!)", token: ann.token).body, Images.heic)
     }
 
     func testStoriesGoToChosenGroupsAndOnlyTheirMembersSeeThem() throws {

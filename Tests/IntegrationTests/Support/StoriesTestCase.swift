@@ -64,6 +64,34 @@ enum Images {
             + [0xFF, 0xC0, 0x00, 0x11, 0x08, 0x01, 0xE0, 0x02, 0x80, 0x03, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1] + [0xFF, 0xDA, 0, 2, 7, 7, 0xFF, 0xD9]
     }()
 
+    /// An extended WebP of 16×9 (a VP8X header, then the lossless image of `webp`), with `chunks` after the image
+    /// and `flags` in its header.
+    static func webpExtended(flags: UInt8, chunks: [(String, [UInt8])] = []) -> [UInt8] {
+        func chunk(_ fourCC: String, _ data: [UInt8]) -> [UInt8] {
+            let n = data.count
+            return Array(fourCC.utf8) + [UInt8(n & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 24)]
+                + data + (n % 2 == 1 ? [0] : [])
+        }
+        var body = Array("WEBP".utf8) + chunk("VP8X", [flags, 0, 0, 0, 15, 0, 0, 8, 0, 0]) + Array(webp[12...]) + [0]  // padded to even
+        for (fourCC, data) in chunks { body += chunk(fourCC, data) }
+        let n = body.count
+        return Array("RIFF".utf8) + [UInt8(n & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 24)] + body
+    }
+    /// The same WebP with the Exif data of `jpegWithLocation` and an XMP packet, flagged in its header.
+    static let webpWithLocation = webpExtended(flags: 0x0C, chunks: [
+        ("EXIF", Array(jpegWithLocation[12..<92])),  // its TIFF structure, GPS block included
+        ("XMP ", Array("<x:xmpmeta><exif:GPSLatitude>44,25.2N</exif:GPSLatitude></x:xmpmeta>".utf8)),
+    ])
+    /// An HEIC whose `meta` box names an Exif item (where its GPS tags would be).
+    static let heicWithExif: [UInt8] = {
+        func box(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+            let n = payload.count + 8
+            return [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] + Array(type.utf8) + payload
+        }
+        let infe = box("infe", [2, 0, 0, 0, 0, 1, 0, 0] + Array("Exif".utf8))
+        return heic + box("meta", [0, 0, 0, 0] + box("iinf", [0, 0, 0, 0, 0, 1] + infe))
+    }()
+
     /// A PNG with a text chunk naming a place.
     static let pngWithText: [UInt8] = Array(png.prefix(33)) + [0, 0, 0, 18] + Array("tEXtLocation\0Bucharest".utf8) + [1, 2, 3, 4] + Array(png.suffix(12))
 
