@@ -68,6 +68,21 @@ final class DeploymentTests: XCTestCase {
         XCTAssertEqual((topics["environment"] as? [String: Any])?["KAFKA_REPLICATION_FACTOR"] as? String, "${KAFKA_REPLICATION_FACTOR:-1}")
     }
 
+    /// Sign-in with Google can be turned on from .env, and a one-shot job imports the catalogue once curation is up
+    /// (the check sees both work; this, that the file says so).
+    func testComposeCanTurnOnGoogleSignInAndImportsTheCatalogue() throws {
+        let defined = try compose()["services"] as? [String: Any] ?? [:]
+        let auth = (defined["auth"] as? [String: Any])?["environment"] as? [String: Any] ?? [:]
+        XCTAssertEqual(auth["GOOGLE_CLIENT_IDS"] as? String, "${GOOGLE_CLIENT_IDS:-}")
+        let curation = (defined["curation"] as? [String: Any])?["environment"] as? [String: Any] ?? [:]
+        XCTAssertEqual(curation["YOUTUBE_API_KEY"] as? String, "${YOUTUBE_API_KEY:-}")
+        let job = defined["catalogue"] as? [String: Any] ?? [:]
+        XCTAssertEqual(job["command"] as? [String], ["import", "/catalogue/videos.jsonl"])
+        XCTAssertEqual(job["volumes"] as? [String], ["${CURATION_CATALOGUE_DIR:-./deploy/demo/curation}:/catalogue:ro"])
+        XCTAssertEqual(((job["depends_on"] as? [String: Any])?["curation"] as? [String: Any])?["condition"] as? String, "service_healthy")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: root.appendingPathComponent("deploy/demo/curation/videos.jsonl").path))
+    }
+
     /// Every variable the compose file takes is documented in .env.example, and no secret has a default.
     func testEnvExampleDocumentsEverySettingAndSecretsHaveNoDefault() throws {
         let text = try read("docker-compose.yml")

@@ -1,6 +1,6 @@
 """The smoke scenario of deploy/containers/check, through the gateway's published port alone (the one origin).
 
-  smoke.py write STATE_FILE   sign up a sender and a courier, a group and a story in it, the courier online and a parcel
+  smoke.py write STATE_FILE   the demo catalogue served, sign-in with Google on; sign up a sender and a courier, a group and a story in it, the courier online and a parcel
                               offered to them; then read user.registered, story.created, parcel.created and
                               parcel.status from the broker with a client outside the containers
   smoke.py read STATE_FILE    after a restart of the whole stack: the sender logs in and reads the story and the
@@ -15,7 +15,7 @@ import urllib.request
 import uuid
 
 # One origin for every service: the gateway routes each path to the service that serves it.
-AUTH = STORIES = DISPATCH = "http://127.0.0.1:8080"
+AUTH = STORIES = DISPATCH = CURATION = "http://127.0.0.1:8080"
 JPEG = bytes([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10]) + b"JFIF" + bytes([0, 1, 1, 0, 0, 1, 0, 1, 0, 0]) \
     + bytes([0xFF, 0xC0, 0x00, 0x11, 0x08, 0x01, 0xE0, 0x02, 0x80, 0x03, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]) \
     + bytes([0xFF, 0xDA, 0, 2, 7, 7, 0xFF, 0xD9])
@@ -72,6 +72,12 @@ def offered(parcel_id, courier):
 
 
 def write(state_file):
+    subjects = call("GET", CURATION + "/v1/subjects")
+    if not subjects.get("items"):
+        fail(f"curation serves no subjects: the catalogue job imported nothing ({subjects})")
+    google = call("POST", AUTH + "/v1/auth/google", {"idToken": "not.a.token"}, expect=(401,))
+    print(f"smoke: the demo catalogue is served ({len(subjects['items'])} subjects); sign-in with Google is on "
+          f"({google['error']['code']} for a bad ID token)", flush=True)
     sender_name, sender_id, sender = signup("smoke")
     _, courier_id, courier = signup("courier")
     group = call("POST", STORIES + "/v1/groups", {"name": "smoke test"}, sender)
