@@ -37,6 +37,20 @@ public func sha256(_ bytes: [UInt8]) -> [UInt8] {
     return digest
 }
 
+/// HMAC-SHA256 of `message` under `key`.
+public func hmacSHA256(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
+    var mac = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+    var length: UInt32 = 0
+    key.withUnsafeBufferPointer { k in
+        message.withUnsafeBufferPointer { m in
+            mac.withUnsafeMutableBufferPointer { out in
+                _ = HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), m.baseAddress, m.count, out.baseAddress, &length)
+            }
+        }
+    }
+    return mac
+}
+
 /// Lower-case hexadecimal of `bytes`.
 public func hexString(_ bytes: [UInt8]) -> String {
     let digits = Array("0123456789abcdef".utf8)

@@ -97,8 +97,8 @@ public struct MediaView: View {
     let media: MediaRecord
     let url: String
 
-    /// `path`: where the service serves its images (`/v1/media`, `/v1/chat/media`).
-    public init(_ m: MediaRecord, path: String) { media = m; url = "\(path)/\(m.id.lowercased)" }
+    /// `url`: the signed URL that loads it.
+    public init(_ m: MediaRecord, url: String) { media = m; self.url = url }
 
     public static let fields: [ViewField<Self>] = [
         .field("id", \.media.id), .field("url", \.url), .field("contentType", \.media.contentType),
@@ -109,7 +109,8 @@ public struct MediaView: View {
 
 /// Images uploaded to a service, in its schema's `media` table: the type comes from the bytes (JPEG, PNG, HEIC,
 /// WebP; 415 otherwise), the place a photo was taken is removed before storing, and reads carry an ETag.
-/// Who may read an image is the service's own rule.
+/// Who may read an image is the service's own rule: it shows an image by a signed URL (`link`) to whoever may see
+/// it, and serves it to whoever holds one, or asks its rule for a caller with a bearer token.
 public struct MediaStore: Sendable {
     /// The service's schema.
     public let schema: String
@@ -119,7 +120,15 @@ public struct MediaStore: Sendable {
     /// Uploads up to 10 MiB.
     public static let limit = 10 << 20
 
-    public init(schema: String, path: String) { self.schema = schema; self.path = path }
+    /// Signs the URLs of the images.
+    public let urls: MediaURLs
+
+    public init(schema: String, path: String, urls: MediaURLs) { self.schema = schema; self.path = path; self.urls = urls }
+
+    /// The signed link of image `id`, valid for `lifetime`.
+    public func link(_ id: UUID, lifetime: TimeInterval = MediaURLs.appLifetime) -> ImageLink {
+        ImageLink(id, url: urls.url("\(path)/\(id.lowercased)", lifetime: lifetime))
+    }
 
     /// The table, for a service's migrations.
     public static let tableSQL = """
@@ -152,8 +161,22 @@ public struct MediaStore: Sendable {
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING \(MediaRecord.columns)
                 """, [UUID.v7(), owner, info.contentType, ByteArray(bytes), bytes.count, info.width, info.height,
                       hexString(sha256(bytes))])!)
-            return .json(MediaView(media, path: path), status: 201)
+            return .json(MediaView(media, url: link(media.id).url), status: 201)
         }
+    }
+
+    /// `GET <path>/{id}`: to the holder of a signed URL (`caller` nil: the route checked the signature), or to a
+    /// caller whom `visible` finds allowed (nil: 404).
+    public func serve(_ request: Request, _ id: UUID, caller: Caller?, on c: Connection,
+                      visible: (_ reader: UUID) throws -> MediaRecord?) throws -> Response {
+        let found: MediaRecord?
+        if let caller {
+            found = try visible(caller.userId)
+        } else {
+            found = try c.first("SELECT \(MediaRecord.columns) FROM \(schema).media m WHERE m.id = $1", [id]).map(MediaRecord.init)
+        }
+        guard let found else { throw HTTPError.notFound() }
+        return try serve(request, found, on: c)
     }
 
     /// The image's bytes as a response for a reader already allowed to see `media`, or 304 for a matching ETag.

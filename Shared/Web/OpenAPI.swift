@@ -72,6 +72,7 @@ public enum OpenAPI {
         if !route.security.isEmpty || writes { errors.append((401, "Missing or invalid credentials")) }
         if hasPath || route.security.contains("bearer") { errors.append((404, "Not found, or not yours to see")) }
         if route.security.contains("bearer") && writes { errors.append((403, "Yours to see, not to change")) }
+        if route.security.contains("signedURL") { errors.append((403, "A changed or expired signed URL")) }
         if writes { errors.append((409, "Conflicts with the current state")); errors.append((429, "Too many attempts (Retry-After)")) }
         if writes { errors.append((413, "Body too large")); errors.append((415, "Not a type this route takes")) }
         return errors
@@ -97,6 +98,8 @@ public enum OpenAPI {
                      "description": "The operator token (OPERATOR_TOKEN) of trusted tools such as a fleet gateway."],
         "service": ["type": "http", "scheme": "bearer",
                     "description": "The service token (SERVICE_TOKEN) this platform's services share between them."],
+        "signedURL": ["type": "apiKey", "in": "query", "name": "sig",
+                      "description": "The signature of an image URL a view gave (with its exp and kid): loads the image without a token until it expires."],
         "streamTicket": ["type": "apiKey", "in": "query", "name": "ticket",
                          "description": "A single-use stream ticket from POST /v1/auth/stream-tickets, valid for a minute: how a browser's EventSource, which cannot send a header, opens a stream."],
     ] }

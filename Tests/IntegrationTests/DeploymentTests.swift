@@ -89,7 +89,7 @@ final class DeploymentTests: XCTestCase {
         let used = Set(text.matches(of: /\$\{([A-Z_0-9]+)/).map { String($0.1) })
         let example = try read(".env.example")
         for name in used { XCTAssertTrue(example.contains("\(name)="), ".env.example does not document \(name)") }
-        for secret in ["POSTGRES_PASSWORD", "SERVICE_TOKEN", "SIGNING_KEY_ENCRYPTION_KEY"] {
+        for secret in ["POSTGRES_PASSWORD", "SERVICE_TOKEN", "SIGNING_KEY_ENCRYPTION_KEY", "MEDIA_URL_KEYS"] {
             XCTAssertTrue(text.contains("${\(secret):?"), "\(secret) must be required, not defaulted")
             XCTAssertTrue(example.contains("\n\(secret)=\n"), ".env.example must not carry a value for \(secret)")
         }

@@ -62,6 +62,15 @@ final class DispatchFlowTests: DispatchTestCase {
 
         let offered = wait(id, as: near, for: "offered")
         XCTAssertEqual(offered?["offeredTo"] as? String, near.id, "the nearest courier is offered it")
+        // The courier sees what to collect: the photo loads by the URL their view gave, without a token.
+        let document = try load(offered?["documentPhotoUrl"])
+        XCTAssertEqual(document.status, 200)
+        XCTAssertEqual(document.body, Images.jpeg)
+        let photoPath = "/v1/dispatch/media/\(created["documentPhotoMediaId"] as? String ?? "")"
+        XCTAssertEqual(try api.get(photoPath, token: near.token).status, 200, "or with their token")
+        assertClientError(try api.get(photoPath, token: far.token), 404, code: "not_found", "a courier it is not offered to")
+        assertClientError(try api.get(photoPath), 401, "neither a token nor a signature")
+        assertClientError(try load(tampered(offered?["documentPhotoUrl"])), 403, code: "forbidden", "a tampered signature")
         assertClientError(try api.get("/v1/parcels/\(id)", token: far.id == near.id ? sender.token : far.token), 404, "others see nothing")
         assertClientError(try api.post("/v1/parcels/\(id)/accept", token: sender.token), 403, code: "forbidden")
         XCTAssertEqual(try api.post("/v1/parcels/\(id)/accept", token: near.token)["status"] as? String, "assigned")
@@ -84,6 +93,9 @@ final class DispatchFlowTests: DispatchTestCase {
         assertClientError(try api.post("/v1/parcels/\(id)/confirm", ["photoMediaId": try photo(sender)], token: sender.token), 403)
         let received = try api.post("/v1/parcels/\(id)/confirm", ["photoMediaId": try photo(recipient)], token: recipient.token)
         XCTAssertEqual(received["status"] as? String, "received")
+        for field in ["documentPhotoUrl", "deliveryPhotoUrl", "receiptPhotoUrl"] {
+            XCTAssertEqual(try load(received[field]).status, 200, field)
+        }
         let history = (received["history"] as? [[String: Any]] ?? []).compactMap { $0["to"] as? String }
         XCTAssertEqual(history, ["awaiting_courier", "offered", "assigned", "picked_up", "in_transit", "delivered", "received"])
 

@@ -15,17 +15,18 @@ final class GatewayTests: XCTestCase {
     var gateway: Gateway {
         get throws {
             if let started { return started }
-            started = try Gateway(upstreams: names.map { ($0, services[$0]!.port) }, signInRate: "6000r/m")
+            started = try Gateway(upstreams: names.map { ($0, services[$0]!.port) }, signInRate: "6000r/m", httpPort: gatewayPort)
             return started!
         }
     }
     let names = ["auth", "stories", "chat", "dispatch", "curation"]
+    let gatewayPort = TestEnvironment.freePort()
 
     override func setUpWithError() throws {
         database = try TestDatabase()
         let authPort = TestEnvironment.freePort()
         let environment = ["DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(authPort)/v1/auth/jwks",
-                           "TRUSTED_PROXIES": "127.0.0.1"]
+                           "TRUSTED_PROXIES": "127.0.0.1", "PUBLIC_BASE_URL": "http://127.0.0.1:\(gatewayPort)"]
         // Every route a deployment may switch on: sign-in with Google (its keys fetched from nowhere: the route exists,
         // the table is what counts here) and dispatch's operator routes.
         services["auth"] = try ServiceProcess("auth", port: authPort, environment: environment.merging([
@@ -115,8 +116,9 @@ final class GatewayTests: XCTestCase {
         // An upload bigger than JSON's 1 MiB passes the gateway to chat (which checks what it is); past 10 MiB it does not.
         let photo = try client.send("POST", "/v1/chat/media", raw: Images.png, token: ana, headers: ["Content-Type": "image/png"])
         XCTAssertEqual(photo.status, 201)
-        XCTAssertEqual(photo["url"] as? String, "/v1/chat/media/\(photo["id"] as? String ?? "")")
-        XCTAssertEqual(try client.get(photo["url"] as? String ?? "", token: ana).body, Images.png, "the image loads by the URL the view gave")
+        XCTAssertTrue((photo["url"] as? String ?? "").hasPrefix("http://127.0.0.1:\(gateway.httpPort)/v1/chat/media/\(photo["id"] as? String ?? "")?"),
+                      "the public origin's URL")
+        XCTAssertEqual(try load(photo["url"]).body, Images.png, "the image loads by the URL the view gave, through the gateway, without a token")
         let big = try client.send("POST", "/v1/chat/media", raw: [UInt8](repeating: 0, count: 2 << 20), token: ana,
                                   headers: ["Content-Type": "image/png"])
         XCTAssertEqual(big.status, 415, "2 MiB reaches chat, which sees it is no image")
@@ -254,12 +256,14 @@ final class GatewayTests: XCTestCase {
 
 /// nginx with the gateway's configuration (`deploy/gateway/configure`) in front of services on this machine.
 final class Gateway {
-    let httpPort = TestEnvironment.freePort()
+    let httpPort: Int
     let httpsPort = TestEnvironment.freePort()
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-\(UUID().uuidString.prefix(8))")
     private let process = Process()
 
-    init(upstreams: [(String, Int)], signInRate: String) throws {
+    /// `httpPort`: the one the services' image URLs name (their `PUBLIC_BASE_URL`), when they were started first.
+    init(upstreams: [(String, Int)], signInRate: String, httpPort: Int = TestEnvironment.freePort()) throws {
+        self.httpPort = httpPort
         let configure = TestEnvironment.root.appendingPathComponent("deploy/gateway/configure").path
         let p = Process()
         p.executableURL = URL(fileURLWithPath: configure)

@@ -50,6 +50,45 @@ final class StoriesContentTests: StoriesTestCase {
         assertClientError(try api.get("/v1/media/\(UUID().uuidString.lowercased())", token: ann.token), 404)
     }
 
+    /// Every view that shows an image gives a URL that loads it without a token, as an <img> in an app, a browser or a
+    /// mail client would: short-lived in the apps, for weeks in the e-mail-ready newsletter. A changed URL is a 403.
+    func testImagesLoadByTheSignedURLsTheViewsGive() throws {
+        let ann = try person(), ben = try person()
+        let photo = try upload(Images.png, ann)
+        let id = photo["id"] as! String
+        XCTAssertEqual(try load(photo["url"]).body, Images.png, "the uploader's own view")
+        let family = try group(ann)
+        let gid = family["id"] as! String
+        XCTAssertEqual(try join(ben, family).status, 200)
+        XCTAssertEqual(try api.patch("/v1/groups/\(gid)", ["imageMediaId": id], token: ann.token).status, 200)
+        XCTAssertEqual(try load(try api.get("/v1/groups/\(gid)", token: ben.token)["imageUrl"]).body, Images.png, "the group's image")
+        let story = try api.post("/v1/stories", ["text": "Look", "groupIds": [gid], "mediaIds": [id]], token: ann.token)
+        let seen = try api.get("/v1/stories/\(story["id"]!)", token: ben.token)
+        let url = (seen["media"] as? [[String: Any]])?.first?["url"]
+        let loaded = try load(url)
+        XCTAssertEqual(loaded.body, Images.png, "Ben's view of the story")
+        XCTAssertEqual(try load(url, headers: ["If-None-Match": loaded.headers["etag"] ?? ""]).status, 304)
+        assertClientError(try load(tampered(url)), 403, code: "forbidden", "a changed signature")
+        let later = (url as? String ?? "").replacingOccurrences(of: #"exp=(\d+)"#, with: "exp=9$1", options: .regularExpression)
+        assertClientError(try load(later), 403, code: "forbidden", "a later expiry")
+        let expiry = { (u: Any?) -> TimeInterval in
+            let text = u as? String ?? ""
+            let exp = text.range(of: #"exp=\d+"#, options: .regularExpression).map { Double(text[$0].dropFirst(4)) ?? 0 } ?? 0
+            return exp - Date().timeIntervalSince1970
+        }
+        XCTAssertLessThan(expiry(url), 8 * 3600, "an app's link lives hours")
+
+        let html = String(decoding: try api.get("/v1/groups/\(gid)/newsletter?format=html", token: ben.token).body, as: UTF8.self)
+        let src = html.range(of: #"<img src="[^"]+""#, options: .regularExpression).map {
+            String(html[$0].dropFirst(10).dropLast()).replacingOccurrences(of: "&amp;", with: "&")
+        }
+        XCTAssertEqual(try load(src).body, Images.png, "the e-mail-ready newsletter's photo")
+        XCTAssertGreaterThan(expiry(src), 29 * 86400, "an e-mail's link lives weeks")
+        let json = try api.get("/v1/groups/\(gid)/newsletter", token: ben.token)
+        let day = ((json["members"] as? [[String: Any]])?.first?["days"] as? [[String: Any]])?.first
+        XCTAssertEqual(try load(((day?["stories"] as? [[String: Any]])?.first?["media"] as? [[String: Any]])?.first?["url"]).body, Images.png)
+    }
+
     func testWherePhotosWereTakenIsRemovedBeforeTheyAreStored() throws {
         let ann = try person()
         let jpeg = try upload(Images.jpegWithLocation, ann)

@@ -12,12 +12,14 @@ public enum ChatService {
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
         let consumed = [UserRegistered.type, UserUpdated.type, GroupCreated.type, GroupMemberJoined.type, GroupMemberLeft.type,
                         ParcelCreated.type, ParcelStatusChanged.type]
+        let urls = try MediaURLs(environment, defaultPort: 8083)
         return try ServiceApp(service: "chat", defaultPort: 8083, environment: environment, migrations: migrations) { app in
             let storage = ChatStorage()
             let live = RoomFeed(app, storage: storage)
             app.add(live.feed)
             app.addReadinessCheck("broker") { live.feed.isReading }
-            let handlers = ChatHandlers(pool: app.pool, outbox: app.outbox, relay: app.relay, idempotency: app.idempotency, live: live)
+            let handlers = ChatHandlers(pool: app.pool, outbox: app.outbox, relay: app.relay, idempotency: app.idempotency, live: live,
+                                        media: MediaStore(schema: "chat", path: "/v1/chat/media", urls: urls))
             // What chat learns from other services, in one consumer group: names, who shares a group, parcels.
             app.consume("directory", topics: consumed) { event, connection in
                 let rooms = handlers.rooms

@@ -24,20 +24,14 @@ struct MemberView: View {
     static let fields: [ViewField<Self>] = [.field("user", \.user), .field("role", \.role, Shapes.role), .field("joinedAt", \.joinedAt)]
 }
 
-struct MediaRefView: View {
-    let id: UUID
-    var url: String { "/v1/chat/media/\(id.lowercased)" }
-    init(_ id: UUID) { self.id = id }
-
-    static let fields: [ViewField<Self>] = [.field("id", \.id), .field("url", \.url)]
-}
-
 struct MessageView: View {
     let message: MessageRecord
-    init(_ m: MessageRecord) { message = m }
+    /// Each image with the signed URL that loads it (in a stream's event as recorded: a message read again has
+    /// fresh ones).
+    let media: [ImageLink]
+    init(_ m: MessageRecord, media: MediaStore) { message = m; self.media = m.mediaIds.map { media.link($0) } }
 
     var author: PersonView { PersonView(message.author) }
-    var media: [MediaRefView] { message.mediaIds.map(MediaRefView.init) }
     var updatedAt: Date { [message.createdAt, message.editedAt, message.deletedAt].compactMap { $0 }.max()! }
 
     static let fields: [ViewField<Self>] = [
@@ -56,8 +50,8 @@ struct RoomView: View {
     let lastMessage: MessageView??
     let members: [MemberView]?
 
-    init(_ r: RoomRecord, unread: Int? = nil, last: MessageRecord? = nil, members: [MemberRecord]? = nil) {
-        room = r; unreadCount = unread; lastMessage = unread == nil ? nil : .some(last.map(MessageView.init))
+    init(_ r: RoomRecord, unread: Int? = nil, last: MessageView? = nil, members: [MemberRecord]? = nil) {
+        room = r; unreadCount = unread; lastMessage = unread == nil ? nil : .some(last)
         self.members = members?.map(MemberView.init)
     }
 

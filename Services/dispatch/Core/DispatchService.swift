@@ -1,3 +1,4 @@
+import Features
 import Foundation
 import Identity
 import Models
@@ -35,13 +36,15 @@ public enum DispatchService {
     /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
         let settings = try Settings(environment)
+        let urls = try MediaURLs(environment, defaultPort: 8084)
         return try ServiceApp(service: "dispatch", defaultPort: 8084, environment: environment, migrations: migrations) { app in
             app.logger.info(settings.operatorCredential.isEnabled ? "operator routes enabled"
                                                                   : "operator routes off: OPERATOR_TOKEN is not set")
             let matcher = Matcher()
             let tracking = ParcelTracking(app)
             let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency,
-                                            matcher: matcher, tracking: tracking)
+                                            matcher: matcher, tracking: tracking,
+                                            media: MediaStore(schema: "dispatch", path: "/v1/dispatch/media", urls: urls))
             app.add(tracking.feed)
             app.addReadinessCheck("broker") { tracking.isReading }
             let round = MatchingRound(pool: app.pool, parcels: handlers.parcels, matcher: matcher,

@@ -35,6 +35,8 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
     r.add("POST", "/v1/parcels/{id}/cancel", summary: "The sender cancels before pickup", response: (200, ParcelView.shape), auth: auth, h.cancel)
     r.add("POST", "/v1/dispatch/media", summary: "Upload a photo (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)", bodyLimit: MediaStore.limit,
           response: (201, MediaView.shape), auth: auth, h.uploadMedia)
+    r.addImage("/v1/dispatch/media/{id}", summary: "A photo, by the signed URL a parcel gave, or for its uploader and the parcel's sender, courier and recipient",
+               auth: auth, urls: h.media.urls, h.getMedia)
     // Without OPERATOR_TOKEN the operator routes do not exist: 404, and absent from /openapi.json.
     if fleet.isEnabled {
         r.add("POST", "/v1/operator/couriers", summary: "Operator: create or update up to 1,000 couriers without sign-ups",

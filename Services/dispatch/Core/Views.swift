@@ -1,3 +1,4 @@
+import Features
 import Foundation
 import Geo
 import Models
@@ -61,8 +62,16 @@ struct ParcelView: View {
     let historyEntries: [HistoryEntry]?
     let position: GeoPoint?
 
-    init(_ p: ParcelRecord, history: [HistoryEntry]? = nil, courierPosition: GeoPoint? = nil) {
+    /// The photos' signed URLs: shown to whoever may see the parcel.
+    let documentPhotoUrl: String
+    let deliveryPhotoUrl: String?
+    let receiptPhotoUrl: String?
+
+    init(_ p: ParcelRecord, history: [HistoryEntry]? = nil, courierPosition: GeoPoint? = nil, media: MediaStore) {
         parcel = p; historyEntries = history; position = courierPosition
+        documentPhotoUrl = media.link(p.documentPhotoMediaId).url
+        deliveryPhotoUrl = p.deliveryPhotoMediaId.map { media.link($0).url }
+        receiptPhotoUrl = p.receiptPhotoMediaId.map { media.link($0).url }
     }
 
     var recipient: RecipientView { RecipientView(userId: parcel.recipientUserId, name: parcel.recipientName, phone: parcel.recipientPhone) }
@@ -80,8 +89,9 @@ struct ParcelView: View {
         .field("recipient", \.recipient), .field("pickup", \.pickup), .field("dropoff", \.dropoff),
         .field("service", \.parcel.service.rawValue, Shapes.service), .field("paymentMethod", \.parcel.paymentMethod, Shapes.paymentMethod),
         .field("insured", \.parcel.insured), .omitted("description", \.parcel.description),
-        .field("documentPhotoMediaId", \.parcel.documentPhotoMediaId), .omitted("deliveryPhotoMediaId", \.parcel.deliveryPhotoMediaId),
-        .omitted("receiptPhotoMediaId", \.parcel.receiptPhotoMediaId), .field("quote", \.quote), .omitted("courierId", \.parcel.courierId),
+        .field("documentPhotoMediaId", \.parcel.documentPhotoMediaId), .field("documentPhotoUrl", \.documentPhotoUrl),
+        .omitted("deliveryPhotoMediaId", \.parcel.deliveryPhotoMediaId), .omitted("deliveryPhotoUrl", \.deliveryPhotoUrl),
+        .omitted("receiptPhotoMediaId", \.parcel.receiptPhotoMediaId), .omitted("receiptPhotoUrl", \.receiptPhotoUrl), .field("quote", \.quote), .omitted("courierId", \.parcel.courierId),
         .omitted("offeredTo", \.offeredTo), .omitted("offerExpiresAt", \.offerExpiresAt), .omitted("courierPosition", \.courierPosition),
         .omitted("history", \.history), .field("createdAt", \.parcel.createdAt), .field("updatedAt", \.parcel.updatedAt),
     ]

@@ -31,8 +31,8 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {
           response: (201, GroupView.shape), auth: auth, h.createJournal)
     r.add("POST", "/v1/media", summary: "Upload a JPEG, PNG, HEIC or WebP image (raw body, 10 MiB at most)",
           bodyLimit: MediaStore.limit, response: (201, MediaView.shape), auth: auth, h.uploadMedia)
-    r.add("GET", "/v1/media/{id}", summary: "The image bytes, for its owner and the members it was shared with",
-          auth: auth, h.getMedia)
+    r.addImage("/v1/media/{id}", summary: "The image bytes, by the signed URL a view gave, or for its owner and the members it was shared with",
+               auth: auth, urls: h.media.urls, h.getMedia)
     r.add("POST", "/v1/stories", summary: "Post a story to some of my groups", body: CreateStoryBody.self,
           response: (201, StoryView.shape), auth: auth, h.createStory)
     r.add("GET", "/v1/stories/{id}", summary: "A story", response: (200, StoryView.shape), auth: auth, h.getStory)

@@ -1,3 +1,4 @@
+import Features
 import Models
 import Runtime
 import ServiceKit
@@ -17,9 +18,11 @@ public enum StoriesService {
     /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
         let settings = try Settings(environment)
+        let urls = try MediaURLs(environment, defaultPort: 8082)
         return try ServiceApp(service: "stories", defaultPort: 8082, environment: environment, migrations: migrations) { app in
             let pool = app.pool
-            let handlers = StoriesHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency)
+            let handlers = StoriesHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency,
+                                           media: MediaStore(schema: "stories", path: "/v1/media", urls: urls))
             app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type]) { try handlers.groups.profile($0, $1) }
             app.add(Job.every(Double(settings.newsletterScanSeconds), "compile-newsletters", logger: app.logger) {
                 try handlers.newsletters.compileDueNewsletters()

@@ -20,10 +20,12 @@ struct NewsletterView: View {
 
 struct MemberView: View {
     let member: MemberRecord
-    init(_ m: MemberRecord) { member = m }
+    let avatarUrl: String?
+    init(_ m: MemberRecord, media: MediaStore) { member = m; avatarUrl = m.avatarMediaId.map { media.link($0).url } }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.member.userId), .nullable("fullName", \.member.fullName), .nullable("avatarMediaId", \.member.avatarMediaId),
+        .nullable("avatarUrl", \.avatarUrl),
         .field("joinedAt", \.member.joinedAt), .field("role", \.member.role, Shapes.role),
     ]
 }
@@ -31,7 +33,12 @@ struct MemberView: View {
 struct GroupView: View {
     let group: GroupRecord
     let members: [MemberView]?
-    init(_ g: GroupRecord, members: [MemberRecord]? = nil) { group = g; self.members = members?.map(MemberView.init) }
+    let imageUrl: String?
+    init(_ g: GroupRecord, members: [MemberRecord]? = nil, media: MediaStore) {
+        group = g
+        self.members = members?.map { MemberView($0, media: media) }
+        imageUrl = g.imageMediaId.map { media.link($0).url }
+    }
 
     var inviteCode: String? { group.inviteCode.map(InviteCode.display) }
     var role: String { group.role ?? "member" }
@@ -39,25 +46,17 @@ struct GroupView: View {
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.group.id), .field("kind", \.group.kind, .oneOf(["group", "journal"])), .field("name", \.group.name),
-        .nullable("imageMediaId", \.group.imageMediaId), .nullable("inviteCode", \.inviteCode), .field("role", \.role, Shapes.role),
+        .nullable("imageMediaId", \.group.imageMediaId), .nullable("imageUrl", \.imageUrl), .nullable("inviteCode", \.inviteCode), .field("role", \.role, Shapes.role),
         .field("newsletter", \.newsletter), .field("createdAt", \.group.createdAt), .field("updatedAt", \.group.updatedAt),
         .omitted("members", \.members),
     ]
 }
 
-struct MediaRef: View {
-    let id: UUID
-    var url: String { "/v1/media/\(id.lowercased)" }
-    init(_ id: UUID) { self.id = id }
-
-    static let fields: [ViewField<Self>] = [.field("id", \.id), .field("url", \.url)]
-}
-
 struct StoryView: View {
     let story: StoryRecord
-    init(_ s: StoryRecord) { story = s }
-
-    var media: [MediaRef] { story.mediaIds.map(MediaRef.init) }
+    /// Each image with the signed URL that loads it.
+    let media: [ImageLink]
+    init(_ s: StoryRecord, media: MediaStore) { story = s; self.media = s.mediaIds.map { media.link($0) } }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.story.id), .field("authorId", \.story.authorId), .field("text", \.story.text, storyTextSchema),

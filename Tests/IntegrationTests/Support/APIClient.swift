@@ -61,6 +61,20 @@ extension APIResponse {
 }
 
 /// Asserts the conventions' error shape and a 4xx status.
+/// GET of an absolute URL a view gave (a signed image URL), as a browser or a mail client would: no token.
+func load(_ url: Any?, headers: [String: String] = [:]) throws -> APIResponse {
+    guard let text = url as? String, let u = URLComponents(string: text), u.host == "127.0.0.1", let port = u.port else {
+        throw TestFailure("not a URL on this machine: \(String(describing: url))")
+    }
+    return try APIClient(port: port).send("GET", u.percentEncodedPath + (u.percentEncodedQuery.map { "?" + $0 } ?? ""), headers: headers)
+}
+
+/// `url` with its signature changed (the last character of `sig`).
+func tampered(_ url: Any?) -> String {
+    let text = url as? String ?? ""
+    return String(text.dropLast()) + (text.hasSuffix("A") ? "B" : "A")
+}
+
 func assertClientError(_ r: APIResponse, _ status: Int? = nil, code: String? = nil, _ message: String = "",
                        file: StaticString = #filePath, line: UInt = #line) {
     if let status { XCTAssertEqual(r.status, status, "\(message): \(String(decoding: r.body, as: UTF8.self))", file: file, line: line) }

@@ -13,8 +13,10 @@ final class InProcessService {
     /// Makes the service from `settings` (plus the broker and quiet logs) and runs it on a thread of its own until
     /// it answers `/readyz` with 200.
     init(_ make: (Environment) throws -> ServiceApp, settings: [String: String], timeout: TimeInterval = 60) throws {
-        var values = ["PORT": "0", "KAFKA_BROKERS": TestEnvironment.brokers, "KAFKA_SESSION_TIMEOUT_MS": "6000", "LOG_LEVEL": "warn",
-                      "SHUTDOWN_DELAY_SECONDS": "0"]
+        // A port known before the start, so that the image URLs the service signs name it.
+        var values = ["PORT": String(TestEnvironment.freePort()), "KAFKA_BROKERS": TestEnvironment.brokers,
+                      "KAFKA_SESSION_TIMEOUT_MS": "6000", "LOG_LEVEL": "warn", "SHUTDOWN_DELAY_SECONDS": "0",
+                      "MEDIA_URL_KEYS": TestEnvironment.mediaURLKeys]
         for (k, v) in settings { values[k] = v }
         let app = try make(Environment(values))
         self.app = app

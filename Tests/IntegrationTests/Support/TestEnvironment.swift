@@ -13,6 +13,8 @@ enum TestEnvironment {
     static var adminDatabaseURL: String { env["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/backend" }
     /// The shared broker.
     static var brokers: String { env["KAFKA_BROKERS"] ?? "127.0.0.1:9092" }
+    /// The key the services sign image URLs with (MEDIA_URL_KEYS): one for every service of a test, as in a deployment.
+    static let mediaURLKeys = "test:" + String(repeating: "k", count: 40)
     /// The Python of the stack's venv (beside schemathesis's `st`), which has the packages the tests use.
     static func venvPython() throws -> String {
         guard let st = env["SCHEMATHESIS_BIN"] else { throw TestFailure("run the tests with deploy/local/stack test (SCHEMATHESIS_BIN names the venv)") }
@@ -110,6 +112,8 @@ final class ServiceProcess {
         env["HTTP_MAX_CONNECTIONS_PER_CLIENT"] = nil  // the stack raises it for load tests; tests see the default
         env["BIND_ADDRESS"] = nil  // likewise the stack's loopback-only address and its gateway as trusted proxy
         env["TRUSTED_PROXIES"] = nil
+        env["PUBLIC_BASE_URL"] = nil  // image URLs name the service itself, unless a test puts a gateway in front
+        env["MEDIA_URL_KEYS"] = TestEnvironment.mediaURLKeys
         for (k, v) in environment { env[k] = v }
         process.environment = env
         logURL = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(port)-\(UUID().uuidString.prefix(8)).log")

@@ -30,7 +30,7 @@ struct Messages: Sendable {
         }
         let message = try storage.insertMessage(c, id: UUID.v7(), room: id, seq: seq.message, author: author, text: text,
                                                 clientId: clientId, replyTo: replyTo, media: images)
-        try log.record(c, room: id, seq: seq.change, event: "message_created", view: MessageView(message), message: message.id)
+        try log.record(c, room: id, seq: seq.change, event: "message_created", view: MessageView(message, media: media), message: message.id)
         try log.outbox.add(ChatMessageCreated(roomId: id.lowercased, messageId: message.id.lowercased, messageSeq: message.seq,
                                               authorId: author.lowercased, mediaCount: images.count, replyTo: replyTo?.lowercased,
                                               seq: seq.change, createdAt: Timestamp.format(message.createdAt)),
@@ -60,7 +60,7 @@ struct Messages: Sendable {
         message.text = text
         message.editedAt = Date()
         try storage.saveMessage(c, message)
-        try log.record(c, room: message.roomId, seq: seq, event: "message_edited", view: MessageView(message), message: message.id)
+        try log.record(c, room: message.roomId, seq: seq, event: "message_edited", view: MessageView(message, media: media), message: message.id)
         try log.outbox.add(ChatMessageEdited(roomId: message.roomId.lowercased, messageId: id.lowercased, messageSeq: message.seq, seq: seq,
                                              editedAt: Timestamp.format(message.editedAt!)), subject: message.roomId.lowercased, on: c)
         return message
@@ -76,7 +76,7 @@ struct Messages: Sendable {
         message.deletedAt = Date()
         try storage.saveMessage(c, message)
         try storage.scrubChanges(c, message: id)
-        try log.record(c, room: message.roomId, seq: seq, event: "message_deleted", view: MessageView(message), message: message.id)
+        try log.record(c, room: message.roomId, seq: seq, event: "message_deleted", view: MessageView(message, media: media), message: message.id)
         try log.outbox.add(ChatMessageDeleted(roomId: message.roomId.lowercased, messageId: id.lowercased, messageSeq: message.seq,
                                               seq: seq, deletedAt: Timestamp.format(message.deletedAt!)),
                            subject: message.roomId.lowercased, on: c)

@@ -16,7 +16,7 @@ struct ChatHandlers: Sendable {
     let idempotency: Idempotency
     let live: RoomFeed
     let storage = ChatStorage()
-    let media = MediaStore(schema: "chat", path: "/v1/chat/media")
+    let media: MediaStore
     var log: RoomLog { RoomLog(storage: storage, outbox: outbox) }
     var rooms: Rooms { Rooms(storage: storage, log: log) }
     var messages: Messages { Messages(storage: storage, log: log, rooms: rooms, media: media) }
@@ -42,7 +42,7 @@ struct ChatHandlers: Sendable {
             return (at, id)
         }
         let list = try pool.withConnection { try storage.rooms($0, of: caller.userId, parcel: parcel, after: after, limit: page.limit + 1) }
-        return .json(PageResponse(list, page, item: { RoomView($0.room, unread: $0.unread, last: $0.last) },
+        return .json(PageResponse(list, page, item: { RoomView($0.room, unread: $0.unread, last: $0.last.map { MessageView($0, media: media) }) },
                                       cursor: { [String($0.activityMicros), $0.room.id.lowercased] }))
     }
 
@@ -107,9 +107,9 @@ struct ChatHandlers: Sendable {
                 try messages.post(c, room: id, by: caller.userId, text: body.text, clientId: body.clientId, images: body.mediaIds ?? [],
                                   replyTo: body.replyTo)
             }
-            return .json(MessageView(message), status: created ? 201 : 200)
+            return .json(MessageView(message, media: media), status: created ? 201 : 200)
         } catch let replay as Messages.Replayed {
-            return .json(MessageView(replay.message), status: 200)
+            return .json(MessageView(replay.message, media: media), status: 200)
         }
     }
 
@@ -126,13 +126,13 @@ struct ChatHandlers: Sendable {
             let more = page.count > limit
             let next = more ? (after != nil ? items.last.map { Cursor.encode(["after", String($0.seq)]) }
                                             : items.first.map { Cursor.encode(["before", String($0.seq)]) }) : nil
-            return .json(PageResponse(items: items.map(MessageView.init), nextCursor: next))
+            return .json(PageResponse(items: items.map { MessageView($0, media: media) }, nextCursor: next))
         }
     }
 
     func editMessage(_ request: Request, _ caller: Caller, _ body: EditMessageBody) throws -> Response {
         let id = try Validate.pathID(request)
-        return .json(MessageView(try pool.withTransaction { try messages.edit($0, id, by: caller.userId, text: body.text) }))
+        return .json(MessageView(try pool.withTransaction { try messages.edit($0, id, by: caller.userId, text: body.text) }, media: media))
     }
 
     func deleteMessage(_ request: Request, _ caller: Caller) throws -> Response {
@@ -152,7 +152,7 @@ struct ChatHandlers: Sendable {
         return try pool.withConnection { c in
             _ = try rooms.member(c, id, caller.userId)
             let found = try storage.search(c, room: id, query: q, before: before, limit: page.limit + 1)
-            return .json(PageResponse(found, page, item: MessageView.init, cursor: { [String($0.seq)] }))
+            return .json(PageResponse(found, page, item: { MessageView($0, media: media) }, cursor: { [String($0.seq)] }))
         }
     }
 
@@ -230,11 +230,10 @@ struct ChatHandlers: Sendable {
         try media.upload(request, owner: caller.userId, idempotency: idempotency)
     }
 
-    func getMedia(_ request: Request, _ caller: Caller) throws -> Response {
+    func getMedia(_ request: Request, _ caller: Caller?) throws -> Response {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
-            guard let found = try storage.visibleMedia(c, id, reader: caller.userId) else { throw ChatError.notFound }
-            return try media.serve(request, found, on: c)
+            try media.serve(request, id, caller: caller, on: c) { try storage.visibleMedia(c, id, reader: $0) }
         }
     }
 

@@ -17,7 +17,7 @@ struct DispatchHandlers: Sendable {
     let matcher: Matcher
     let tracking: ParcelTracking
     let storage = DispatchStorage()
-    let media = MediaStore(schema: "dispatch", path: "/v1/dispatch/media")
+    let media: MediaStore
     let tariff = Tariff()
     var parcels: Parcels { Parcels(storage: storage, outbox: outbox) }
     var couriers: Couriers { Couriers(storage: storage, parcels: parcels, matcher: matcher, tracking: tracking) }
@@ -69,7 +69,7 @@ struct DispatchHandlers: Sendable {
                                          pickup: Place(lat: pickup.lat, lon: pickup.lon), dropoff: Place(lat: dropoff.lat, lon: dropoff.lon),
                                          amountMinor: quote.amountMinor, currency: quote.currency, createdAt: Timestamp.format(at)),
                            subject: parcel.id.lowercased, on: c)
-            return .json(ParcelView(parcel, history: try storage.history(c, parcel: parcel.id)), status: 201)
+            return .json(ParcelView(parcel, history: try storage.history(c, parcel: parcel.id), media: media), status: 201)
         }
         matcher.wake()
         return response
@@ -80,7 +80,7 @@ struct DispatchHandlers: Sendable {
         return try pool.withConnection { c in
             guard let parcel = try storage.parcel(c, id), parcel.involves(caller.userId) else { throw ParcelError.notFound }
             let position = try parcel.courierId.flatMap { try storage.courier(c, $0)?.position }
-            return .json(ParcelView(parcel, history: try storage.history(c, parcel: id), courierPosition: position))
+            return .json(ParcelView(parcel, history: try storage.history(c, parcel: id), courierPosition: position, media: media))
         }
     }
 
@@ -97,7 +97,7 @@ struct DispatchHandlers: Sendable {
             return id
         }
         let parcels = try pool.withConnection { try storage.list($0, user: caller.userId, role: role, status: status, after: after, limit: page.limit + 1) }
-        return .json(PageResponse(parcels, page, item: { ParcelView($0) }, cursor: { [$0.id.lowercased] }))
+        return .json(PageResponse(parcels, page, item: { ParcelView($0, media: media) }, cursor: { [$0.id.lowercased] }))
     }
 
     // MARK: Actions
@@ -138,7 +138,7 @@ struct DispatchHandlers: Sendable {
                  _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
         let response = try pool.withTransaction { c -> Response in
             let updated = try parcels.perform(c, id, by: user, action) { try change?(c, &$0) }
-            return .json(ParcelView(updated, history: try storage.history(c, parcel: id)))
+            return .json(ParcelView(updated, history: try storage.history(c, parcel: id), media: media))
         }
         if action == .decline || action == .cancel { matcher.wake() }
         return response
@@ -148,6 +148,14 @@ struct DispatchHandlers: Sendable {
 
     func uploadMedia(_ request: Request, _ caller: Caller) throws -> Response {
         try media.upload(request, owner: caller.userId, idempotency: idempotency)
+    }
+
+    /// A parcel's photo, by the signed URL its view gave, or for its uploader and whoever the parcel involves.
+    func getMedia(_ request: Request, _ caller: Caller?) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withConnection { c in
+            try media.serve(request, id, caller: caller, on: c) { try storage.visibleMedia(c, id, reader: $0) }
+        }
     }
 
 }

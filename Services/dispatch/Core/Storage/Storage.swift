@@ -1,3 +1,4 @@
+import Features
 import Foundation
 import Geo
 import Models
@@ -200,6 +201,19 @@ struct DispatchStorage {
                   body.pickup.address, body.dropoff.lat, body.dropoff.lon, body.dropoff.address, body.service.rawValue, body.paymentMethod,
                   body.insured ?? false, body.description, photo, quote.amountMinor, quote.currency, quote.etaSeconds,
                   quote.distanceMeters])!)
+    }
+
+    /// Image `id` if `reader` uploaded it or it is a photo of a parcel that involves them (its sender, recipient,
+    /// courier, or the courier it is offered to).
+    func visibleMedia(_ c: Connection, _ id: UUID, reader: UUID) throws -> MediaRecord? {
+        try c.first("""
+            SELECT \(MediaRecord.columns) FROM dispatch.media m WHERE m.id = $1 AND (
+                m.owner_id = $2
+                OR EXISTS (SELECT 1 FROM dispatch.parcels p  -- the reader's parcels, each by its own index
+                           WHERE (p.sender_id = $2 OR p.recipient_user_id = $2 OR p.courier_id = $2
+                                  OR (p.status = 'offered' AND p.offered_to = $2))
+                             AND m.id IN (p.document_photo_media_id, p.delivery_photo_media_id, p.receipt_photo_media_id)))
+            """, [id, reader]).map(MediaRecord.init)
     }
 
     func parcel(_ c: Connection, _ id: UUID, lock: Bool = false, skipLocked: Bool = false) throws -> ParcelRecord? {

@@ -1,4 +1,5 @@
 import Events
+import Features
 import Foundation
 import Models
 import Postgres
@@ -37,11 +38,14 @@ struct NewsletterDocument: Decodable, Equatable, View {
         let id: String
         let fullName: String?
         let avatarMediaId: String?
+        /// Signed when the document is shown (`signed`); not stored.
+        var avatarUrl: String? = nil
         /// False for someone who posted in the period and has left since.
         let isMember: Bool
-        let days: [Day]
+        var days: [Day]
         static let fields: [ViewField<Self>] = [
             .field("id", \.id, .uuid), .omitted("fullName", \.fullName), .omitted("avatarMediaId", \.avatarMediaId, .uuid),
+            .omitted("avatarUrl", \.avatarUrl),
             .field("isMember", \.isMember), .field("days", \.days),
         ]
     }
@@ -49,7 +53,24 @@ struct NewsletterDocument: Decodable, Equatable, View {
     let groupName: String
     let period: Period
     let storyCount: Int
-    let members: [Member]
+    var members: [Member]
+
+    /// The document as shown: each photo's path (as stored) and each avatar a signed URL valid for `lifetime`, an
+    /// app's while it reads it, an e-mail's for weeks.
+    func signed(_ media: MediaStore, lifetime: TimeInterval) -> NewsletterDocument {
+        var doc = self
+        for m in doc.members.indices {
+            doc.members[m].avatarUrl = doc.members[m].avatarMediaId.map { media.urls.url("\(media.path)/\($0)", lifetime: lifetime) }
+            doc.members[m].days = doc.members[m].days.map { day in
+                Day(date: day.date, stories: day.stories.map { s in
+                    Story(id: s.id, text: s.text, backgroundColor: s.backgroundColor,
+                          media: s.media.map { Media(id: $0.id, url: media.urls.url("\(media.path)/\($0.id)", lifetime: lifetime)) },
+                          commentCount: s.commentCount, createdAt: s.createdAt)
+                })
+            }
+        }
+        return doc
+    }
 
     static let fields: [ViewField<Self>] = [
         .field("groupId", \.groupId, .uuid), .field("groupName", \.groupName), .field("period", \.period),

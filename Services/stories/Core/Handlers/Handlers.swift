@@ -14,7 +14,7 @@ struct StoriesHandlers: Sendable {
     let outbox: Outbox
     let idempotency: Idempotency
     let storage = StoriesStorage()
-    let media = MediaStore(schema: "stories", path: "/v1/media")
+    let media: MediaStore
     var groups: Groups { Groups(storage: storage, outbox: outbox) }
     var stories: Stories { Stories(storage: storage, outbox: outbox, media: media) }
     var newsletters: Newsletters { Newsletters(pool: pool, storage: storage, outbox: outbox) }
@@ -26,14 +26,14 @@ struct StoriesHandlers: Sendable {
         try idempotency.run(request, caller: caller.userId.lowercased) { c in
             if let image = body.imageMediaId { try media.requireOwned([image], by: caller.userId, field: "imageMediaId", on: c) }
             let group = try groups.create(c, kind: "group", name: body.name, image: body.imageMediaId, creator: caller.userId)
-            return .json(GroupView(group, members: try storage.members(c, of: group.id)), status: 201)
+            return .json(GroupView(group, members: try storage.members(c, of: group.id), media: media), status: 201)
         }
     }
 
     func createJournal(_ request: Request, _ caller: Caller, _ body: CreateJournalBody) throws -> Response {
         try idempotency.run(request, caller: caller.userId.lowercased) { c in
             let journal = try groups.create(c, kind: "journal", name: body.name, image: nil, creator: caller.userId)
-            return .json(GroupView(journal, members: try storage.members(c, of: journal.id)), status: 201)
+            return .json(GroupView(journal, members: try storage.members(c, of: journal.id), media: media), status: 201)
         }
     }
 
@@ -44,14 +44,14 @@ struct StoriesHandlers: Sendable {
             return id
         }
         let list = try pool.withConnection { try storage.groups($0, of: caller.userId, after: after, limit: page.limit + 1) }
-        return .json(PageResponse(list, page, item: { GroupView($0) }, cursor: { [$0.id.lowercased] }))
+        return .json(PageResponse(list, page, item: { GroupView($0, media: media) }, cursor: { [$0.id.lowercased] }))
     }
 
     func getGroup(_ request: Request, _ caller: Caller) throws -> Response {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
             let group = try groups.member(c, id, caller.userId)
-            return .json(GroupView(group, members: try storage.members(c, of: id)))
+            return .json(GroupView(group, members: try storage.members(c, of: id), media: media))
         }
     }
 
@@ -71,7 +71,7 @@ struct StoriesHandlers: Sendable {
                 try storage.setNewsletterDue(c, group: id, at: try Newsletters.schedule(group).nextClose(after: Date()))
             }
             guard let updated = try storage.group(c, id, reader: caller.userId) else { throw StoriesError.notFound }
-            return .json(GroupView(updated, members: try storage.members(c, of: id)))
+            return .json(GroupView(updated, members: try storage.members(c, of: id), media: media))
         }
     }
 
@@ -91,7 +91,7 @@ struct StoriesHandlers: Sendable {
 
     func join(_ request: Request, _ caller: Caller, _ body: JoinBody) throws -> Response {
         try invites.join(pool, typed: body.inviteCode, user: caller.userId, unknown: StoriesError.unknownInviteCode) { c, code in
-            try groups.join(c, code: code, user: caller.userId).map { .json(GroupView($0, members: try storage.members(c, of: $0.id))) }
+            try groups.join(c, code: code, user: caller.userId).map { .json(GroupView($0, members: try storage.members(c, of: $0.id), media: media)) }
         }
     }
 
@@ -99,7 +99,7 @@ struct StoriesHandlers: Sendable {
         let id = try Validate.pathID(request)
         return try pool.withTransaction { c in
             let group = try groups.rotateInviteCode(c, id, by: caller.userId)
-            return .json(GroupView(group, members: try storage.members(c, of: id)))
+            return .json(GroupView(group, members: try storage.members(c, of: id), media: media))
         }
     }
 
@@ -115,11 +115,10 @@ struct StoriesHandlers: Sendable {
         try media.upload(request, owner: caller.userId, idempotency: idempotency)
     }
 
-    func getMedia(_ request: Request, _ caller: Caller) throws -> Response {
+    func getMedia(_ request: Request, _ caller: Caller?) throws -> Response {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
-            guard let found = try storage.visibleMedia(c, id, reader: caller.userId) else { throw StoriesError.notFound }
-            return try media.serve(request, found, on: c)
+            try media.serve(request, id, caller: caller, on: c) { try storage.visibleMedia(c, id, reader: $0) }
         }
     }
 
@@ -129,13 +128,13 @@ struct StoriesHandlers: Sendable {
         try idempotency.run(request, caller: caller.userId.lowercased) { c in
             let story = try stories.create(c, by: caller.userId, text: body.text, color: body.backgroundColor?.uppercased(),
                                            groups: body.groupIds, images: body.mediaIds ?? [])
-            return .json(StoryView(story), status: 201)
+            return .json(StoryView(story, media: media), status: 201)
         }
     }
 
     func getStory(_ request: Request, _ caller: Caller) throws -> Response {
         let id = try Validate.pathID(request)
-        return .json(StoryView(try pool.withConnection { try stories.visible($0, id, to: caller.userId) }))
+        return .json(StoryView(try pool.withConnection { try stories.visible($0, id, to: caller.userId) }, media: media))
     }
 
     func updateStory(_ request: Request, _ caller: Caller, _ body: UpdateStoryBody) throws -> Response {
@@ -144,7 +143,7 @@ struct StoriesHandlers: Sendable {
         let story = try pool.withTransaction { c in
             try stories.update(c, id, by: caller.userId, text: body.text, color: color, images: body.mediaIds)
         }
-        return .json(StoryView(story))
+        return .json(StoryView(story, media: media))
     }
 
     func deleteStory(_ request: Request, _ caller: Caller) throws -> Response {
@@ -163,7 +162,7 @@ struct StoriesHandlers: Sendable {
         return try pool.withConnection { c in
             _ = try groups.member(c, id, caller.userId)
             let list = try storage.groupStories(c, group: id, from: from, to: to, after: after, limit: page.limit + 1)
-            return .json(PageResponse(list, page, item: StoryView.init, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
+            return .json(PageResponse(list, page, item: { StoryView($0, media: media) }, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
         }
     }
 

@@ -1,3 +1,4 @@
+import Features
 import Foundation
 import HTTP
 import Models
@@ -21,8 +22,8 @@ extension StoriesHandlers {
                 throw HTTPError.validation("A newsletter covers at most 93 days.", field: "to")
             }
             let doc = try newsletters.document(c, group: group, from: start, to: end)
-            if format == "html" { return .text(NewsletterHTML.render(doc), contentType: "text/html; charset=utf-8") }
-            return .json(doc)
+            if format == "html" { return Self.html(doc.signed(media, lifetime: MediaURLs.mailLifetime)) }
+            return .json(doc.signed(media, lifetime: MediaURLs.appLifetime))
         }
     }
 
@@ -49,11 +50,17 @@ extension StoriesHandlers {
         return try pool.withConnection { c in
             _ = try groups.member(c, id, caller.userId)
             guard let content = try storage.storedNewsletter(c, group: id, id: newsletterId) else { throw StoriesError.notFound }
-            if request.query["format"] == "html", let doc = try? JSONDecoder().decode(NewsletterDocument.self, from: Data(content.utf8)) {
-                return .text(NewsletterHTML.render(doc), contentType: "text/html; charset=utf-8")
+            guard let doc = try? JSONDecoder().decode(NewsletterDocument.self, from: Data(content.utf8)) else {
+                return Response(status: 200, headers: [("Content-Type", "application/json")], body: Array(content.utf8))
             }
-            return Response(status: 200, headers: [("Content-Type", "application/json")], body: Array(content.utf8))
+            if request.query["format"] == "html" { return Self.html(doc.signed(media, lifetime: MediaURLs.mailLifetime)) }
+            return .json(doc.signed(media, lifetime: MediaURLs.appLifetime))
         }
+    }
+
+    /// The e-mail-ready page: its photos load by their signed URLs, for weeks, in any mail client.
+    static func html(_ doc: NewsletterDocument) -> Response {
+        .text(NewsletterHTML.render(doc), contentType: "text/html; charset=utf-8")
     }
 
     func calendar(_ request: Request, _ caller: Caller) throws -> Response {

@@ -1,0 +1,105 @@
+import Crypto
+import Foundation
+import HTTP
+import Runtime
+import Web
+
+/// Image URLs that load without a bearer token, as object stores and image proxies sign them: the service that shows
+/// an image decides who may see it and signs its URL for them; the one that stores it serves any URL whose signature
+/// holds. A URL is `<PUBLIC_BASE_URL><path>?exp=<unix seconds>&kid=<key id>&sig=<base64url HMAC-SHA256 of
+/// "<path>\n<exp>">`; a tampered, expired or unknown-key URL is a 403.
+///
+/// `MEDIA_URL_KEYS` (`id:secret,id:secret`, each secret 32+ characters), the same in every service: the first key
+/// signs, every key listed verifies. To rotate, put a new key first and drop the old one once the URLs it signed
+/// expired (`mailLifetime` at most). Expiry is rounded up to the hour, so a URL stays the same for an hour and
+/// clients' caches keep working.
+public struct MediaURLs: Sendable {
+    struct Key: Sendable { let id: String; let secret: [UInt8] }
+    private let keys: [Key]
+    /// Where clients reach the API (the gateway), without a trailing slash.
+    public let base: String
+
+    /// How long a URL in an app's answer lives.
+    public static let appLifetime: TimeInterval = 6 * 3600
+    /// How long a URL in a newsletter (an e-mail kept for weeks) lives.
+    public static let mailLifetime: TimeInterval = 30 * 86400
+
+    /// From `MEDIA_URL_KEYS` and `PUBLIC_BASE_URL` (unset: `http://127.0.0.1:<PORT>`, the service itself, for a stack
+    /// without a gateway).
+    public init(_ environment: Environment, defaultPort: Int) throws {
+        guard let text = environment.optional("MEDIA_URL_KEYS") else {
+            throw ConfigError(variable: "MEDIA_URL_KEYS", problem: "is required: id:secret pairs, comma-separated, each secret 32+ characters")
+        }
+        var keys: [Key] = []
+        for pair in text.split(separator: ",") {
+            let parts = pair.split(separator: ":", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, parts[0].count <= 32,
+                  parts[0].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+                throw ConfigError(variable: "MEDIA_URL_KEYS", problem: "each entry must be id:secret with an id of 1 to 32 letters, digits, - or _")
+            }
+            guard parts[1].count >= 32 else {
+                throw ConfigError(variable: "MEDIA_URL_KEYS", problem: "the secret of key \(parts[0]) must be at least 32 characters")
+            }
+            keys.append(Key(id: parts[0], secret: Array(parts[1].utf8)))
+        }
+        let base = environment.string("PUBLIC_BASE_URL", default: "http://127.0.0.1:\(environment.string("PORT", default: String(defaultPort)))")
+        guard let url = URL(string: base), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.query == nil else {
+            throw ConfigError(variable: "PUBLIC_BASE_URL", problem: "must be an http(s) URL such as https://api.example.com")
+        }
+        self.keys = keys
+        self.base = base.hasSuffix("/") ? String(base.dropLast()) : base
+    }
+
+    /// The signed, absolute URL of `path` (an image route, `/v1/media/<id>`), valid for `lifetime` or a little more.
+    public func url(_ path: String, lifetime: TimeInterval = appLifetime, now: Date = Date()) -> String {
+        let exp = Int((now.timeIntervalSince1970 + lifetime) / 3600).advanced(by: 1) * 3600
+        let key = keys[0]
+        return "\(base)\(path)?exp=\(exp)&kid=\(key.id)&sig=\(Self.signature(key, path, exp))"
+    }
+
+    /// Whether `request` carries a signature (`sig`), and if so that it holds for its path: false when it carries
+    /// none (a bearer token may serve instead), true when it holds, 403 otherwise.
+    public func verify(_ request: Request, now: Date = Date()) throws -> Bool {
+        guard let sig = request.query["sig"] else { return false }
+        guard let exp = request.query["exp"].flatMap(Int.init), let kid = request.query["kid"],
+              let key = keys.first(where: { $0.id == kid }),
+              constantTimeEquals(Array(sig.utf8), Array(Self.signature(key, request.path, exp).utf8)) else {
+            throw HTTPError.forbidden("This image link is not valid.")
+        }
+        guard Double(exp) > now.timeIntervalSince1970 else { throw HTTPError.forbidden("This image link has expired.") }
+        return true
+    }
+
+    /// The query parameters of a signed URL, for a route's declaration.
+    public static let parameters = [
+        QueryParameter("exp", .integer(0...Int.max), "A signed URL's expiry (Unix seconds)"),
+        QueryParameter("kid", .string(max: 32), "The id of the key that signed it"),
+        QueryParameter("sig", .string(max: 64), "Its signature"),
+    ]
+
+    private static func signature(_ key: Key, _ path: String, _ exp: Int) -> String {
+        Base64URL.encode(hmacSHA256(key: key.secret, Array("\(path)\n\(exp)".utf8)))
+    }
+}
+
+/// An image in a view: its id and the signed URL that loads it.
+public struct ImageLink: View {
+    public let id: UUID
+    public let url: String
+    public init(_ id: UUID, url: String) { self.id = id; self.url = url }
+
+    public static let fields: [ViewField<Self>] = [.field("id", \.id), .field("url", \.url, .string(min: 1))]
+}
+
+extension Router {
+    /// A route serving an image: to a signed URL's bearer (`?exp&kid&sig`, checked by `urls`; the handler gets no
+    /// caller and serves the image to whoever the signer showed it to), or to a user's access token (the handler
+    /// gets the caller and decides). Listed under both schemes.
+    public mutating func addImage(_ pattern: String, summary: String, auth: any Authenticator, urls: MediaURLs,
+                                  _ handler: @escaping @Sendable (Request, Caller?) throws -> Response) {
+        add("GET", pattern, summary: summary, security: ["bearer", "signedURL"], response: (200, nil),
+            checkHead: Self.headCheck { if $0.query["sig"] == nil { try auth.checkHead($0) } },
+            credentials: { request -> Caller? in try urls.verify(request) ? nil : try auth.authenticate(request) }, handler)
+        query("GET", pattern, MediaURLs.parameters)
+    }
+}
