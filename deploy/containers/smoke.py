@@ -94,6 +94,10 @@ def write(state_file):
     offer = wait_for("the offer to the courier", lambda: offered(parcel["id"], courier))
     if offer.get("offeredTo") != courier_id:
         fail(f"the parcel was offered to {offer.get('offeredTo')}, not to the only courier online")
+    # The courier sees what to collect: the photo loads by its signed URL, through the gateway, without a token.
+    with urllib.request.urlopen(offer["documentPhotoUrl"], timeout=30) as response:
+        if response.status != 200 or response.read() != JPEG:
+            fail(f"the document photo did not load by its URL {offer['documentPhotoUrl']}")
     print(f"smoke: sign-up, group, story, courier online, parcel {parcel['id']} offered to them", flush=True)
 
     expected = {("user.registered", sender_id), ("user.registered", courier_id), ("story.created", story["id"]),
