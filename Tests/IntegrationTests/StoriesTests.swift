@@ -142,4 +142,28 @@ final class StoriesJournalTests: StoriesTestCase {
         assertClientError(try api.send("DELETE", "/v1/groups/\(id)/members/\(ann.id)", token: ann.token), 409)
         assertClientError(try api.get("/v1/groups/\(id)", token: try person().token), 404, "a journal is private")
     }
+
+    /// "All the stories I have ever woven": mine across groups and journals, newest first, each with its groups.
+    func testMyStoriesAcrossGroupsAndJournalsNewestFirst() throws {
+        let ann = try person(), ben = try person()
+        let family = try group(ann), friends = try group(ann, name: "Friends")
+        XCTAssertEqual(try join(ben, family).status, 200)
+        let journal = try api.post("/v1/journals", ["name": "Dreams"], token: ann.token)
+        let (f, g, j) = (family["id"] as! String, friends["id"] as! String, journal["id"] as! String)
+        var posted: [String] = []
+        for (text, groups) in [("to both", [f, g]), ("to my journal", [j]), ("to friends", [g])] {
+            posted.append(try api.post("/v1/stories", ["text": text, "groupIds": groups], token: ann.token)["id"] as? String ?? "")
+        }
+        XCTAssertEqual(try api.post("/v1/stories", ["text": "Ben's", "groupIds": [f]], token: ben.token).status, 201)
+        let first = try api.get("/v1/users/me/stories?limit=2", token: ann.token)
+        let items = first["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(items.map { $0["text"] as? String }, ["to friends", "to my journal"], "newest first, none of Ben's")
+        let rest = try api.get("/v1/users/me/stories?limit=2&cursor=\(first["nextCursor"] as? String ?? "")", token: ann.token)
+        let last = (rest["items"] as? [[String: Any]])?.first
+        XCTAssertEqual(last?["id"] as? String, posted[0])
+        XCTAssertEqual(Set(last?["groupIds"] as? [String] ?? []), [f, g], "every group it went to")
+        XCTAssertTrue(rest["nextCursor"] is NSNull)
+        XCTAssertEqual((try api.get("/v1/users/me/stories", token: ben.token)["items"] as? [[String: Any]])?.count, 1)
+        assertClientError(try api.get("/v1/users/me/stories?limit=0", token: ann.token), 400, code: "validation_failed")
+    }
 }

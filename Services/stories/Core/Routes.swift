@@ -27,6 +27,8 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {
           response: (200, NewsletterDocument.shape), auth: auth, h.storedNewsletter)
     r.add("GET", "/v1/users/me/calendar", summary: "The days I posted and my streaks, in ?timeZone= (IANA)",
           response: (200, CalendarView.shape), auth: auth, h.calendar)
+    r.add("GET", "/v1/users/me/stories", summary: "All the stories I have woven, across my groups and journals, newest first",
+          response: (200, PageResponse<StoryView>.shape), auth: auth, h.myStories)
     r.add("POST", "/v1/journals", summary: "Create another private journal", body: CreateJournalBody.self,
           response: (201, GroupView.shape), auth: auth, h.createJournal)
     r.add("POST", "/v1/media", summary: "Upload a JPEG, PNG, HEIC or WebP image (raw body, 10 MiB at most)",
@@ -54,6 +56,7 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {
                                              QueryParameter("to", Shapes.day, "Last day (default: today)"),
                                              QueryParameter("timeZone", .string(max: 64), "An IANA time zone for the days", default: "UTC")])
     r.query("GET", "/v1/stories/{id}/comments", QueryParameter.page)
+    r.query("GET", "/v1/users/me/stories", QueryParameter.page)
     r.alsoAnswers("GET", "/v1/groups/{id}/newsletter", 200, contentType: "text/html; charset=utf-8")
     r.alsoAnswers("GET", "/v1/groups/{id}/newsletters/{newsletterId}", 200, contentType: "text/html; charset=utf-8")
     return r

@@ -166,6 +166,16 @@ struct StoriesHandlers: Sendable {
         }
     }
 
+    /// Every story I have woven, across my groups and journals, newest first.
+    func myStories(_ request: Request, _ caller: Caller) throws -> Response {
+        let page = try Page(request)
+        let after = try Self.timeCursor(page)
+        return try pool.withConnection { c in
+            let list = try storage.authorStories(c, author: caller.userId, after: after, limit: page.limit + 1)
+            return .json(PageResponse(list, page, item: { StoryView($0, media: media) }, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
+        }
+    }
+
     // MARK: Comments
 
     func addComment(_ request: Request, _ caller: Caller, _ body: CommentBody) throws -> Response {

@@ -272,16 +272,41 @@ struct StoriesStorage {
             ORDER BY sg.created_at DESC, sg.story_id DESC LIMIT $6
             """, [group, from, to, after?.0, after?.1, limit])
         var stories = try rows.map(StoryRecord.init)
-        let media = try c.rows("""
-            SELECT story_id, media_id FROM stories.story_media WHERE story_id = ANY($1::uuid[]) ORDER BY story_id, position
-            """, [uuidArray(stories.map(\.id))])
-        var byStory: [UUID: [UUID]] = [:]
-        for row in media { byStory[try row["story_id"], default: []].append(try row["media_id"]) }
-        for i in stories.indices {
-            stories[i].groupIds = [group]
-            stories[i].mediaIds = byStory[stories[i].id] ?? []
-        }
+        for i in stories.indices { stories[i].groupIds = [group] }
+        try attachMedia(c, &stories)
         return stories
+    }
+
+    /// `author`'s stories, newest first, each with every group it went to.
+    func authorStories(_ c: Connection, author: UUID, after: (Int64, UUID)?, limit: Int) throws -> [StoryRecord] {
+        let rows = try c.rows("""
+            SELECT s.id, s.author_id, s.text, s.background_color, s.created_at, s.updated_at, \(micros("s.created_at")) AS created_us,
+                   (SELECT count(*) FROM stories.comments WHERE story_id = s.id) AS comment_count
+            FROM stories.stories s
+            WHERE s.author_id = $1 AND ($2::int8 IS NULL OR (s.created_at, s.id) < (\(fromMicros("$2")), $3::uuid))
+            ORDER BY s.created_at DESC, s.id DESC LIMIT $4
+            """, [author, after?.0, after?.1, limit])
+        var stories = try rows.map(StoryRecord.init)
+        var groups: [UUID: [UUID]] = [:]
+        for row in try c.rows("""
+            SELECT story_id, group_id FROM stories.story_groups WHERE story_id = ANY($1::uuid[]) ORDER BY story_id, group_id
+            """, [uuidArray(stories.map(\.id))]) {
+            groups[try row["story_id"], default: []].append(try row["group_id"])
+        }
+        for i in stories.indices { stories[i].groupIds = groups[stories[i].id] ?? [] }
+        try attachMedia(c, &stories)
+        return stories
+    }
+
+    /// Fills each story's images, in their order.
+    private func attachMedia(_ c: Connection, _ stories: inout [StoryRecord]) throws {
+        var byStory: [UUID: [UUID]] = [:]
+        for row in try c.rows("""
+            SELECT story_id, media_id FROM stories.story_media WHERE story_id = ANY($1::uuid[]) ORDER BY story_id, position
+            """, [uuidArray(stories.map(\.id))]) {
+            byStory[try row["story_id"], default: []].append(try row["media_id"])
+        }
+        for i in stories.indices { stories[i].mediaIds = byStory[stories[i].id] ?? [] }
     }
 
     // MARK: Comments
