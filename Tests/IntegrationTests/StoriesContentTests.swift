@@ -89,6 +89,32 @@ final class StoriesContentTests: StoriesTestCase {
         XCTAssertEqual(try load(((day?["stories"] as? [[String: Any]])?.first?["media"] as? [[String: Any]])?.first?["url"]).body, Images.png)
     }
 
+    /// The e-mail-ready newsletter as a mail client shows it: the page from a file, its photos fetched by their URLs,
+    /// without a token. Headless Chromium renders it; a probe added to the copy reports each image decoded or broken.
+    func testTheEmailReadyNewsletterShowsItsPhotosInABrowser() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else {
+            throw TestFailure("Chromium is missing: deploy/local/stack install puts Debian's chromium package in")
+        }
+        let ann = try person()
+        let family = try group(ann)
+        for _ in 0..<2 {
+            let photo = try upload(Images.decodablePNG, ann)
+            XCTAssertEqual(try api.post("/v1/stories", ["text": "Look", "groupIds": [family["id"]!], "mediaIds": [photo["id"]!]],
+                                        token: ann.token).status, 201)
+        }
+        let html = String(decoding: try api.get("/v1/groups/\(family["id"]!)/newsletter?format=html", token: ann.token).body, as: UTF8.self)
+        let probe = """
+            <script>window.addEventListener('load', () => document.body.setAttribute('data-images',
+              Array.from(document.images).map(i => i.complete && i.naturalWidth > 0 ? 'shown' : 'broken').join(',')))</script>
+            """
+        let page = FileManager.default.temporaryDirectory.appendingPathComponent("newsletter-\(UUID().uuidString.prefix(8)).html")
+        try (html.replacingOccurrences(of: "</body>", with: probe + "</body>")).write(to: page, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: page) }
+        let dom = try IntegrationTests.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                            "--virtual-time-budget=10000", "--dump-dom", page.absoluteString])
+        XCTAssertTrue(dom.contains(#"data-images="shown,shown""#), "both photos show: \(dom.suffix(400))")
+    }
+
     func testWherePhotosWereTakenIsRemovedBeforeTheyAreStored() throws {
         let ann = try person()
         let jpeg = try upload(Images.jpegWithLocation, ann)
