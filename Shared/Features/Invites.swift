@@ -5,12 +5,12 @@ import Postgres
 import Runtime
 
 /// Membership by invite code, as stories' groups and chat's rooms offer it: what holds a code is joined in one
-/// transaction, a code that nothing holds is a failure, and a user who fails too often is held back (`JoinThrottle`).
+/// transaction, a code that nothing holds is a failure, and a user who fails too often is held back (`GuessThrottle`).
 /// The service says what holds a code and what joining it does; the codes and the throttle are the same for both.
 public struct InviteJoins: Sendable {
-    public let throttle: JoinThrottle
+    public let throttle: GuessThrottle
 
-    public init(schema: String, failureLimit: Int = 10) { throttle = JoinThrottle(schema: schema, limit: failureLimit) }
+    public init(schema: String, failureLimit: Int = 10) { throttle = GuessThrottle(schema: schema, limit: failureLimit) }
 
     /// Joins what holds the code `typed` for `user`: `join` gets the code's stored form in a transaction and returns
     /// nil when nothing holds it. A code nothing holds, or text that cannot be a code, throws `unknown` and counts as
@@ -67,24 +67,30 @@ public enum InviteCode {
 }
 
 /// Limits what someone may guess: after `limit` failed attempts within 15 minutes (joining by a wrong invite
-/// code, say), further attempts are a 429 with `Retry-After` until the oldest failure ages out. Failures are rows of
-/// the service's `join_failures` table (`JoinThrottle.tableSQL` in its migrations), kept a day.
-public struct JoinThrottle: Sendable {
+/// code, looking up a username nobody has), further attempts are a 429 with `Retry-After` until the oldest failure
+/// ages out. Failures are rows of a table of the service's (`GuessThrottle.tableSQL` in its migrations), kept a day.
+public struct GuessThrottle: Sendable {
     /// The service's schema.
     public let schema: String
+    /// The table of failures (`join_failures` for invite codes).
+    public let table: String
     /// Failures within 15 minutes before attempts are refused.
     public let limit: Int
 
-    public init(schema: String, limit: Int = 10) { self.schema = schema; self.limit = limit }
+    public init(schema: String, table: String = "join_failures", limit: Int = 10) {
+        self.schema = schema; self.table = table; self.limit = limit
+    }
 
-    /// The table, for a service's migrations.
-    public static let tableSQL = """
-        CREATE TABLE join_failures (
+    /// A table of failures, for a service's migrations.
+    public static func tableSQL(_ table: String = "join_failures") -> String {
+        """
+        CREATE TABLE \(table) (
             user_id uuid NOT NULL,
             at timestamptz NOT NULL DEFAULT now()
         );
-        CREATE INDEX join_failures_by_user ON join_failures (user_id, at);
+        CREATE INDEX \(table)_by_user ON \(table) (user_id, at);
         """
+    }
 
     /// Runs `attempt` for `user` unless they failed too often; a throw that `isFailure` recognises is recorded (in
     /// its own transaction, after the attempt's rolled back) and rethrown.
@@ -92,22 +98,22 @@ public struct JoinThrottle: Sendable {
         let recent = try pool.withConnection { c in
             try c.first("""
                 SELECT count(*) AS n, COALESCE(EXTRACT(EPOCH FROM min(at) + interval '15 minutes' - now()), 0)::int AS retry
-                FROM \(schema).join_failures WHERE user_id = $1 AND at > now() - interval '15 minutes'
+                FROM \(schema).\(table) WHERE user_id = $1 AND at > now() - interval '15 minutes'
                 """, [user])!
         }
         if try recent["n", as: Int.self] >= limit { throw HTTPError.rateLimited(retryAfter: try recent["retry"]) }
         do {
             return try attempt()
         } catch where isFailure(error) {
-            _ = try pool.withConnection { try $0.execute("INSERT INTO \(schema).join_failures (user_id) VALUES ($1)", [user]) }
+            _ = try pool.withConnection { try $0.execute("INSERT INTO \(schema).\(table) (user_id) VALUES ($1)", [user]) }
             throw error
         }
     }
 
     /// The job that forgets failures older than a day.
     public func cleanup(_ pool: Pool, logger: Logger) -> Job {
-        Job.every(3600, "delete-old-join-failures", logger: logger) { [schema] in
-            _ = try pool.withConnection { try $0.execute("DELETE FROM \(schema).join_failures WHERE at < now() - interval '1 day'") }
+        Job.every(3600, "delete-old-\(table.replacingOccurrences(of: "_", with: "-"))", logger: logger) { [schema, table] in
+            _ = try pool.withConnection { try $0.execute("DELETE FROM \(schema).\(table) WHERE at < now() - interval '1 day'") }
         }
     }
 }

@@ -91,7 +91,7 @@ let migrations: [Migration] = [
             PRIMARY KEY (parcel_id, user_id, role)
         );
         CREATE INDEX parcel_parties_by_user ON parcel_parties (user_id);
-        \(JoinThrottle.tableSQL)
+        \(GuessThrottle.tableSQL())
         \(MediaStore.tableSQL)
         """),
     Migration(3, "single-use stream tickets", StreamTickets.tableSQL),

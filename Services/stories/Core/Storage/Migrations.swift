@@ -32,7 +32,7 @@ let migrations: [Migration] = [
             PRIMARY KEY (group_id, user_id)
         );
         CREATE INDEX memberships_by_user ON memberships (user_id, group_id);
-        \(JoinThrottle.tableSQL)
+        \(GuessThrottle.tableSQL())
         \(MediaStore.tableSQL)
         CREATE TABLE stories (
             id uuid PRIMARY KEY,
