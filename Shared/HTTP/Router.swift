@@ -31,6 +31,8 @@ public struct Route: Sendable {
     public internal(set) var query: [QueryParameter] = []
     /// Other successful answers it gives (status, content type, JSON Schema text), for the OpenAPI document.
     public internal(set) var alternatives: [(status: Int, contentType: String, schema: String?)] = []
+    /// Refusals of its own beyond the ones its shape implies (a limit on a read), for the OpenAPI document.
+    public internal(set) var refusals: [(status: Int, description: String)] = []
     let handler: Handler
     let segments: [Segment]
 
@@ -106,6 +108,11 @@ public struct Router: Sendable {
     public mutating func alsoAnswers(_ method: String, _ pattern: String, _ status: Int, contentType: String = "application/json",
                                      schema: String? = nil) {
         routes[index(method, pattern)].alternatives.append((status, contentType, schema))
+    }
+
+    /// Documents a refusal of the route added for `method` and `pattern` that its shape does not imply.
+    public mutating func alsoRefuses(_ method: String, _ pattern: String, _ status: Int, _ description: String) {
+        routes[index(method, pattern)].refusals.append((status, description))
     }
 
     private func index(_ method: String, _ pattern: String) -> Int {

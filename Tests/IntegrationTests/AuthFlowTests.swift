@@ -4,6 +4,28 @@ import XCTest
 
 /// The account lifecycle as a client app drives it.
 final class AuthFlowTests: AuthTestCase {
+    /// Starting a direct chat or naming a recipient: someone by their exact username, never a list, never their e-mail
+    /// address; who asks for names nobody has is held back, and then gets no answer at all for a while.
+    func testSomeoneIsFoundByTheirExactUsernameAndGuessingIsLimited() throws {
+        let ana = try api.signup("ana_lookup" + String(UUID().uuidString.prefix(6)).lowercased())
+        let bob = try api.signup("Bob_Lookup" + String(UUID().uuidString.prefix(6)).lowercased())
+        let bobName = (bob["user"] as? [String: Any])?["username"] as? String ?? ""
+        let found = try api.get("/v1/usernames/\(bobName.uppercased())", token: ana.accessToken)
+        XCTAssertEqual(found.status, 200)
+        XCTAssertEqual(found["id"] as? String, bob.userId)
+        XCTAssertEqual(found["username"] as? String, bobName)
+        XCTAssertNil(found["email"], "no e-mail address for others")
+        assertClientError(try api.get("/v1/usernames/\(bobName)"), 401, "a token is needed")
+        for i in 0..<20 {
+            assertClientError(try api.get("/v1/usernames/nobody_\(i)_\(UUID().uuidString.prefix(4))", token: ana.accessToken), 404,
+                              code: "not_found")
+        }
+        let held = try api.get("/v1/usernames/\(bobName)", token: ana.accessToken)
+        XCTAssertEqual(held.status, 429, "after 20 names nobody has, even a real one waits")
+        XCTAssertNotNil(held.headers["retry-after"])
+        XCTAssertEqual(try api.get("/v1/usernames/\(bobName)", token: bob.accessToken).status, 200, "others are not held back")
+    }
+
     func testSignupLoginMeRefreshLogoutThenTheOldTokenIsRefused() throws {
         let signup = try api.signup("Alice_01", password: "correct horse battery")
         XCTAssertEqual(signup.status, 201)

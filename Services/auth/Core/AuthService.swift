@@ -1,4 +1,5 @@
 import Crypto
+import Features
 import Models
 import Runtime
 import ServiceKit
@@ -46,6 +47,7 @@ public enum AuthService {
             app.add(Job.every(3600, "delete-old-login-failures", logger: app.logger) {
                 try pool.withConnection { try AuthStorage().deleteOldFailures($0) }
             })
+            app.add(handlers.lookups.cleanup(pool, logger: app.logger))
             if let google, !google.keys.refresh() { app.logger.warn("Google's key set could not be fetched yet (GOOGLE_JWKS_URL)") }
             return makeRoutes(handlers, SessionAuthenticator(keys: keys, pool: pool), google: google, services: app.config.serviceToken)
         }

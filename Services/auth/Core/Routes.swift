@@ -25,6 +25,9 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
           auth: auth.leavingTheSessionToTheHandler, h.me)
     r.add("PATCH", "/v1/users/me", summary: "Change the current user's profile", body: UpdateMeBody.self,
           response: (200, UserView.shape), auth: auth, h.updateMe)
+    r.add("GET", "/v1/usernames/{username}", summary: "Someone by their exact username (to start a direct chat, name a recipient)",
+          response: (200, PersonView.shape), auth: auth, h.userByUsername)
+    r.alsoRefuses("GET", "/v1/usernames/{username}", 429, "Too many names nobody has, asked within 15 minutes (Retry-After)")
     r.add("POST", "/v1/users/me/password", summary: "Change the password; ends every other session",
           body: ChangePasswordBody.self, response: (204, nil), auth: auth, h.changePassword)
     // Without SERVICE_TOKEN the list does not exist (404): other services then rely on session.revoked alone.

@@ -16,6 +16,15 @@ struct UserView: View {
     ]
 }
 
+/// Someone as another user may see them: no e-mail address.
+struct PersonView: View {
+    let user: UserRecord
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.user.id), .field("username", \.user.username, Check.usernameSchema),
+        .field("fullName", \.user.fullName, Check.fullNameSchema), .nullable("avatarMediaId", \.user.avatarMediaId),
+    ]
+}
+
 struct SessionView: View {
     let user: UserView
     let accessToken: String

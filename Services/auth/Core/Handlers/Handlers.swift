@@ -1,5 +1,6 @@
 import Crypto
 import Events
+import Features
 import Foundation
 import HTTP
 import Identity
@@ -15,6 +16,8 @@ struct AuthHandlers: Sendable {
     let keys: SigningKeys
     let login: LoginThrottle
     let storage = AuthStorage()
+    /// Lookups of usernames nobody has: 20 within 15 minutes, then 429.
+    let lookups = GuessThrottle(schema: "auth", table: "lookup_failures", limit: 20)
     /// A valid hash to verify against when the user does not exist, so timing does not tell: the hash of a random
     /// password nobody kept, written out so that no burst at start-up can leave it uncomputed.
     static let dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$h59wgGI+IvXLPnOQj1GIkA$HHGOR5f0YqjQ09UPYCsJjLTuIl/MIzoQwko0gGWavp0"
@@ -164,6 +167,18 @@ struct AuthHandlers: Sendable {
             throw HTTPError.unauthenticated()
         }
         return .json(UserView(user))
+    }
+
+    /// Someone by their exact username (case-insensitive), to start a direct chat or name a recipient: one person or
+    /// 404, never a list; a caller who keeps asking for names nobody has is held back.
+    func userByUsername(_ request: Request, _ caller: Caller) throws -> Response {
+        let username = request.parameter("username")
+        return try lookups.attempt(pool, user: caller.userId, isFailure: { $0 as? AccountError == .notFound }) {
+            guard username.count <= 32, let user = try pool.withConnection({ try storage.userByUsername($0, username) }) else {
+                throw AccountError.notFound
+            }
+            return .json(PersonView(user: user))
+        }
     }
 
     func updateMe(_ request: Request, _ caller: Caller, _ body: UpdateMeBody) throws -> Response {

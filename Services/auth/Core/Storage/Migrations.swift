@@ -1,4 +1,5 @@
 import Events
+import Features
 import Postgres
 
 /// The auth schema, in order. Never edit an applied migration: add a new one.
@@ -71,4 +72,5 @@ let migrations: [Migration] = [
         UPDATE signing_keys SET activates_at = created_at;
         ALTER TABLE signing_keys ALTER COLUMN activates_at SET NOT NULL, ALTER COLUMN activates_at SET DEFAULT now();
         """),
+    Migration(7, "lookups by a username nobody has, so that guessing names is limited", GuessThrottle.tableSQL("lookup_failures")),
 ]

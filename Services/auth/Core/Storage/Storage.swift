@@ -81,6 +81,11 @@ struct AuthStorage {
             """, [subject]).map(UserRecord.init)
     }
 
+    /// The user with `username` (case-insensitive).
+    func userByUsername(_ c: Connection, _ username: String) throws -> UserRecord? {
+        try c.first("SELECT \(UserRecord.columns) FROM auth.users WHERE lower(username) = lower($1)", [username]).map(UserRecord.init)
+    }
+
     func userByEmail(_ c: Connection, _ email: String) throws -> UserRecord? {
         try c.first("SELECT \(UserRecord.columns) FROM auth.users WHERE lower(email) = lower($1)", [email]).map(UserRecord.init)
     }
