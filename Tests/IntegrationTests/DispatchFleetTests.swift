@@ -31,7 +31,8 @@ final class DispatchFleetTests: DispatchTestCase {
         let user = (paths["/v1/parcels"]?["post"] as? [String: Any])?["security"] as? [[String: Any]]
         XCTAssertEqual(user?.first?.keys.first, "bearer")
         let schemes = (doc["components"] as? [String: Any])?["securitySchemes"] as? [String: Any] ?? [:]
-        XCTAssertEqual(Set(schemes.keys), ["bearer", "operator", "streamTicket"], "the parcel's event stream also takes a stream ticket")
+        XCTAssertEqual(Set(schemes.keys), ["bearer", "operator", "streamTicket", "signedURL"],
+                       "the parcel's event stream also takes a stream ticket, its photos a signed URL")
     }
 
     func testOperatorRoutesNeedTheOperatorToken() throws {

@@ -334,14 +334,15 @@ final class DispatchInputTests: DispatchTestCase {
                    "POST /v1/parcels", "GET /v1/parcels", "GET /v1/parcels/{id}", "GET /v1/parcels/{id}/events",
                    "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
                    "POST /v1/parcels/{id}/deliver", "POST /v1/parcels/{id}/fail", "POST /v1/parcels/{id}/confirm",
-                   "POST /v1/parcels/{id}/cancel", "POST /v1/dispatch/media"] {
+                   "POST /v1/parcels/{id}/cancel", "POST /v1/dispatch/media", "GET /v1/dispatch/media/{id}"] {
             XCTAssertTrue(documented.contains(op), op)
         }
         // Without OPERATOR_TOKEN the operator routes do not exist, so they are not listed (DispatchFleetTests checks
         // them with a token).
         XCTAssertEqual(documented.filter { $0.contains("/v1/operator/") }, [])
         let schemes = ((try api.get("/openapi.json")["components"] as? [String: Any])?["securitySchemes"] as? [String: Any]) ?? [:]
-        XCTAssertEqual(Set(schemes.keys), ["bearer", "streamTicket"], "the parcel's event stream also takes a stream ticket")
+        XCTAssertEqual(Set(schemes.keys), ["bearer", "streamTicket", "signedURL"],
+                       "the parcel's event stream also takes a stream ticket, its photos a signed URL")
     }
 }
 

@@ -67,8 +67,8 @@ final class InProcessTests: XCTestCase {
 /// JSON is named here), on a body-taking method without a schema where the route reads one, and on a route whose
 /// security is not the schemes it enforces (event streams also take a stream ticket).
 func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString = #filePath, line: UInt = #line) throws {
-    let notJSON: Set<String> = ["GET /metrics", "GET /v1/media/{id}", "GET /v1/chat/media/{id}", "GET /v1/parcels/{id}/events",
-                                "GET /v1/rooms/{id}/events"]
+    let images: Set<String> = ["GET /v1/media/{id}", "GET /v1/chat/media/{id}", "GET /v1/dispatch/media/{id}"]
+    let notJSON: Set<String> = images.union(["GET /metrics", "GET /v1/parcels/{id}/events", "GET /v1/rooms/{id}/events"])
     let noBody: Set<String> = ["POST /v1/auth/logout", "POST /v1/auth/stream-tickets", "POST /v1/groups/{id}/invite-code", "POST /v1/media", "POST /v1/chat/media",
                                "POST /v1/dispatch/media",
                                "POST /v1/rooms/{id}/invite-code", "POST /v1/rooms/{id}/typing", "PUT /v1/videos/{id}/like",
@@ -96,7 +96,8 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
             }
             let schemes = (op["security"] as? [[String: Any]])?.flatMap(\.keys) ?? []
             let expected = publicRoutes.contains(name) ? [] : path.hasPrefix("/v1/operator/") ? ["operator"]
-                : path.hasPrefix("/v1/internal/") ? ["service"] : path.hasSuffix("/events") ? ["bearer", "streamTicket"] : ["bearer"]
+                : path.hasPrefix("/v1/internal/") ? ["service"] : path.hasSuffix("/events") ? ["bearer", "streamTicket"]
+                : images.contains(name) ? ["bearer", "signedURL"] : ["bearer"]
             XCTAssertEqual(schemes, expected, "\(service.app.config.service): \(name)", file: file, line: line)
         }
     }
