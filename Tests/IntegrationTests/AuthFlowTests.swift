@@ -33,9 +33,11 @@ final class AuthFlowTests: AuthTestCase {
         XCTAssertEqual(user?["username"] as? String, "alice_01", "usernames are case-insensitive and stored lower-case")
         XCTAssertNil(user?["password"]); XCTAssertNil(user?["passwordHash"])
         XCTAssertEqual(signup["tokenType"] as? String, "Bearer")
+        XCTAssertEqual(signup.headers["cache-control"], "no-store", "tokens are kept by no cache")
 
         let login = try api.post("/v1/auth/login", ["email": "ALICE_01@example.com", "password": "correct horse battery"])
         XCTAssertEqual(login.status, 200)
+        XCTAssertEqual(login.headers["cache-control"], "no-store")
         let me = try api.get("/v1/users/me", token: login.accessToken)
         XCTAssertEqual(me.status, 200)
         XCTAssertEqual(me["id"] as? String, signup.userId)
@@ -44,6 +46,7 @@ final class AuthFlowTests: AuthTestCase {
         let refreshed = try api.post("/v1/auth/refresh", ["refreshToken": login.refreshToken])
         XCTAssertEqual(refreshed.status, 200)
         XCTAssertNotEqual(refreshed.refreshToken, login.refreshToken, "refresh tokens rotate")
+        XCTAssertEqual(refreshed.headers["cache-control"], "no-store")
         XCTAssertEqual(try api.get("/v1/users/me", token: refreshed.accessToken).status, 200)
 
         XCTAssertEqual(try api.post("/v1/auth/logout", token: refreshed.accessToken).status, 204)

@@ -68,6 +68,7 @@ final class GoogleSignInTests: XCTestCase {
 
     func testAGoogleAccountIsCreatedOnceSignsInAgainAndLinksToTheUserWithItsEmail() throws {
         let first = try api.post("/v1/auth/google", ["idToken": try token()])
+        XCTAssertEqual(first.headers["cache-control"], "no-store")
         XCTAssertEqual(first.status, 201, String(decoding: first.body, as: UTF8.self))
         XCTAssertFalse(first.accessToken.isEmpty)
         XCTAssertEqual((first["user"] as? [String: Any])?["fullName"] as? String, "Gina Google")

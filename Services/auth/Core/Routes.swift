@@ -6,15 +6,15 @@ import Web
 func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleSignIn?, services: SharedSecret) -> Router {
     var r = Router()
     r.add("POST", "/v1/auth/signup", summary: "Create an account and a session",
-          body: SignupBody.self, response: (201, SessionView.shape), h.signup)
+          body: SignupBody.self, response: (201, SessionView.shape), noStore(h.signup))
     r.add("POST", "/v1/auth/login", summary: "Open a session with username or email and password",
-          body: LoginBody.self, response: (200, SessionView.shape), h.login)
+          body: LoginBody.self, response: (200, SessionView.shape), noStore(h.login))
     r.add("POST", "/v1/auth/refresh", summary: "Rotate a refresh token for a new token pair",
-          body: RefreshBody.self, response: (200, SessionView.shape), h.refresh)
+          body: RefreshBody.self, response: (200, SessionView.shape), noStore(h.refresh))
     // Without GOOGLE_CLIENT_IDS, sign-in with Google does not exist (404, and absent from /openapi.json).
     if let google {
         r.add("POST", "/v1/auth/google", summary: "Sign in with a Google ID token (creates the account the first time)",
-              body: GoogleBody.self, response: (200, SessionView.shape)) { try h.google($0, $1, google) }
+              body: GoogleBody.self, response: (200, SessionView.shape), noStore { try h.google($0, $1, google) })
     }
     r.add("POST", "/v1/auth/logout", summary: "Revoke the current session", response: (204, nil), auth: auth, h.logout)
     r.add("POST", "/v1/auth/stream-tickets", summary: "A single-use ticket, valid for a minute, that opens one event stream (?ticket=)",
@@ -36,4 +36,13 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
               response: (200, RevokedSessionList.shape), trusted: services, h.revokedSessions)
     }
     return r
+}
+
+/// An answer that carries tokens is kept by no cache, shared or private (RFC 9111 `no-store`).
+private func noStore<Body>(_ handler: @escaping @Sendable (Request, Body) throws -> Response) -> @Sendable (Request, Body) throws -> Response {
+    { request, body in
+        var response = try handler(request, body)
+        response.headers.append(("Cache-Control", "no-store"))
+        return response
+    }
 }
