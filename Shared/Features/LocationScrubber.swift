@@ -136,7 +136,7 @@ public enum LocationScrubber {
                 size = b.count - i  // to the end of the file
             }
             guard size >= 8 else { return true }  // malformed: nothing to trust
-            let end = min(b.count, i + size)
+            let end = size < b.count - i ? i + size : b.count  // a declared size past the end (even Int.max) ends the file
             if b[(i + 4)..<(i + 8)].elementsEqual("meta".utf8) {
                 let meta = b[i..<end]
                 return contains(meta, Array("Exif".utf8)) || contains(meta, Array("rdf+xml".utf8))

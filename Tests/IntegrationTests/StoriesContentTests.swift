@@ -148,6 +148,8 @@ final class StoriesContentTests: StoriesTestCase {
         assertClientError(try upload(Images.heicWithExif, ann), 415, code: "unsupported_media_type", "an HEIC with Exif data")
         let heic = try upload(Images.heic, ann)
         XCTAssertEqual(try api.get("/v1/media/\(heic["id"]!)", token: ann.token).body, Images.heic)
+        let huge = Images.heic + [0, 0, 0, 1] + Array("mdat".utf8) + [0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
+        XCTAssertEqual(try upload(huge, ann).status, 201, "a box declaring a 64-bit size past the end is the file's last")
     }
 
     func testStoriesGoToChosenGroupsAndOnlyTheirMembersSeeThem() throws {
