@@ -139,19 +139,9 @@ public enum LocationScrubber {
             let end = size < b.count - i ? i + size : b.count  // a declared size past the end (even Int.max) ends the file
             if b[(i + 4)..<(i + 8)].elementsEqual("meta".utf8) {
                 let meta = b[i..<end]
-                return contains(meta, Array("Exif".utf8)) || contains(meta, Array("rdf+xml".utf8))
+                return meta.firstRange(of: Array("Exif".utf8)) != nil || meta.firstRange(of: Array("rdf+xml".utf8)) != nil
             }
             i = end
-        }
-        return false
-    }
-
-    private static func contains(_ haystack: ArraySlice<UInt8>, _ needle: [UInt8]) -> Bool {
-        guard haystack.count >= needle.count else { return false }
-        var i = haystack.startIndex
-        while i + needle.count <= haystack.endIndex {
-            if haystack[i] == needle[0] && haystack[i..<(i + needle.count)].elementsEqual(needle) { return true }
-            i += 1
         }
         return false
     }

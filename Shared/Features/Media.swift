@@ -127,7 +127,12 @@ public struct MediaStore: Sendable {
 
     /// The signed link of image `id`, valid for `lifetime`.
     public func link(_ id: UUID, lifetime: TimeInterval = MediaURLs.appLifetime) -> ImageLink {
-        ImageLink(id, url: urls.url("\(path)/\(id.lowercased)", lifetime: lifetime))
+        ImageLink(id, url: url(id.lowercased, lifetime: lifetime))
+    }
+
+    /// The signed URL of the image whose id is `id` (lower-case text, as a stored document holds it).
+    public func url(_ id: String, lifetime: TimeInterval = MediaURLs.appLifetime) -> String {
+        urls.url("\(path)/\(id)", lifetime: lifetime)
     }
 
     /// The table, for a service's migrations.

@@ -60,11 +60,11 @@ struct NewsletterDocument: Decodable, Equatable, View {
     func signed(_ media: MediaStore, lifetime: TimeInterval) -> NewsletterDocument {
         var doc = self
         for m in doc.members.indices {
-            doc.members[m].avatarUrl = doc.members[m].avatarMediaId.map { media.urls.url("\(media.path)/\($0)", lifetime: lifetime) }
+            doc.members[m].avatarUrl = doc.members[m].avatarMediaId.map { media.url($0, lifetime: lifetime) }
             doc.members[m].days = doc.members[m].days.map { day in
                 Day(date: day.date, stories: day.stories.map { s in
                     Story(id: s.id, text: s.text, backgroundColor: s.backgroundColor,
-                          media: s.media.map { Media(id: $0.id, url: media.urls.url("\(media.path)/\($0.id)", lifetime: lifetime)) },
+                          media: s.media.map { Media(id: $0.id, url: media.url($0.id, lifetime: lifetime)) },
                           commentCount: s.commentCount, createdAt: s.createdAt)
                 })
             }

@@ -8,19 +8,12 @@ extension StoriesStorage {
     /// The stories posted to `group` in [from, to), oldest first (at most 10,000), with their media in order.
     func storiesInPeriod(_ c: Connection, group: UUID, from: Date, to: Date) throws -> (stories: [StoryRecord], media: [UUID: [UUID]]) {
         let stories = try c.rows("""
-            SELECT s.id, s.author_id, s.text, s.background_color, s.created_at, s.updated_at, \(micros("s.created_at")) AS created_us,
-                   (SELECT count(*) FROM stories.comments WHERE story_id = s.id) AS comment_count
+            SELECT \(StoryRecord.columns)
             FROM stories.story_groups sg JOIN stories.stories s ON s.id = sg.story_id
             WHERE sg.group_id = $1 AND sg.created_at >= $2 AND sg.created_at < $3
             ORDER BY sg.created_at, sg.story_id LIMIT 10000
             """, [group, from, to]).map(StoryRecord.init)
-        var media: [UUID: [UUID]] = [:]
-        for row in try c.rows("""
-            SELECT story_id, media_id FROM stories.story_media WHERE story_id = ANY($1::uuid[]) ORDER BY story_id, position
-            """, [uuidArray(stories.map(\.id))]) {
-            media[try row["story_id"], default: []].append(try row["media_id"])
-        }
-        return (stories, media)
+        return (stories, try media(c, of: stories.map(\.id)))
     }
 
     /// The names and avatars of `users` as stories last heard them.

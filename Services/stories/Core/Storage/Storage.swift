@@ -73,6 +73,12 @@ struct StoryRecord {
         backgroundColor = try row.decode("background_color"); createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
         commentCount = try row.decode("comment_count") ?? 0
     }
+
+    /// The columns `init` reads, for queries aliasing the stories table as `s`.
+    static let columns = """
+        s.id, s.author_id, s.text, s.background_color, s.created_at, s.updated_at, \(micros("s.created_at")) AS created_us,
+        (SELECT count(*) FROM stories.comments WHERE story_id = s.id) AS comment_count
+        """
 }
 
 struct CommentRecord {
@@ -235,8 +241,7 @@ struct StoriesStorage {
     /// Nil when the reader may not see it at all.
     func story(_ c: Connection, _ id: UUID, reader: UUID, lock: Bool = false) throws -> StoryRecord? {
         guard var story = try c.first("""
-            SELECT s.id, s.author_id, s.text, s.background_color, s.created_at, s.updated_at, \(micros("s.created_at")) AS created_us,
-                   (SELECT count(*) FROM stories.comments WHERE story_id = s.id) AS comment_count
+            SELECT \(StoryRecord.columns)
             FROM stories.stories s WHERE s.id = $1\(lock ? " FOR UPDATE" : "")
             """, [id]).map(StoryRecord.init) else { return nil }
         story.groupIds = try c.rows("""
@@ -264,8 +269,7 @@ struct StoriesStorage {
     /// A group's stories in [from, to), newest first, after the keyset position (createdAt, id).
     func groupStories(_ c: Connection, group: UUID, from: Date?, to: Date?, after: (Int64, UUID)?, limit: Int) throws -> [StoryRecord] {
         let rows = try c.rows("""
-            SELECT s.id, s.author_id, s.text, s.background_color, s.created_at, s.updated_at, \(micros("s.created_at")) AS created_us,
-                   (SELECT count(*) FROM stories.comments WHERE story_id = s.id) AS comment_count
+            SELECT \(StoryRecord.columns)
             FROM stories.story_groups sg JOIN stories.stories s ON s.id = sg.story_id
             WHERE sg.group_id = $1 AND ($2::timestamptz IS NULL OR sg.created_at >= $2) AND ($3::timestamptz IS NULL OR sg.created_at < $3)
               AND ($4::int8 IS NULL OR (sg.created_at, sg.story_id) < (\(fromMicros("$4")), $5::uuid))
@@ -280,8 +284,7 @@ struct StoriesStorage {
     /// `author`'s stories, newest first, each with every group it went to.
     func authorStories(_ c: Connection, author: UUID, after: (Int64, UUID)?, limit: Int) throws -> [StoryRecord] {
         let rows = try c.rows("""
-            SELECT s.id, s.author_id, s.text, s.background_color, s.created_at, s.updated_at, \(micros("s.created_at")) AS created_us,
-                   (SELECT count(*) FROM stories.comments WHERE story_id = s.id) AS comment_count
+            SELECT \(StoryRecord.columns)
             FROM stories.stories s
             WHERE s.author_id = $1 AND ($2::int8 IS NULL OR (s.created_at, s.id) < (\(fromMicros("$2")), $3::uuid))
             ORDER BY s.created_at DESC, s.id DESC LIMIT $4
@@ -300,13 +303,19 @@ struct StoriesStorage {
 
     /// Fills each story's images, in their order.
     private func attachMedia(_ c: Connection, _ stories: inout [StoryRecord]) throws {
+        let byStory = try media(c, of: stories.map(\.id))
+        for i in stories.indices { stories[i].mediaIds = byStory[stories[i].id] ?? [] }
+    }
+
+    /// The images of each of `stories`, in their order.
+    func media(_ c: Connection, of stories: [UUID]) throws -> [UUID: [UUID]] {
         var byStory: [UUID: [UUID]] = [:]
         for row in try c.rows("""
             SELECT story_id, media_id FROM stories.story_media WHERE story_id = ANY($1::uuid[]) ORDER BY story_id, position
-            """, [uuidArray(stories.map(\.id))]) {
+            """, [uuidArray(stories)]) {
             byStory[try row["story_id"], default: []].append(try row["media_id"])
         }
-        for i in stories.indices { stories[i].mediaIds = byStory[stories[i].id] ?? [] }
+        return byStory
     }
 
     // MARK: Comments
