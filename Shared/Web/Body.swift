@@ -139,7 +139,8 @@ extension Schema {
             if let max, (bytes ? s.utf8.count : s.count) > max {
                 throw fail(rule ?? "\(name) must be at most \(max) \(bytes ? "bytes" : "characters").")
             }
-            if let pattern, s.range(of: pattern, options: .regularExpression) == nil {
+            // The match must span the whole string: ICU's `$` also matches before a final newline ("bob\n").
+            if let pattern, s.range(of: pattern, options: .regularExpression) != s.startIndex..<s.endIndex {
                 throw fail(rule ?? "\(name) does not have the expected form.")
             }
             return value
