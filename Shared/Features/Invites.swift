@@ -4,13 +4,15 @@ import HTTP
 import Postgres
 import Runtime
 
-/// Membership by invite code, as stories' groups and chat's rooms offer it: what holds a code is joined in one
+/// Membership by invite code, as stories' groups and chat's rooms offer it (and dispatch's parcels to their recipient): what holds a code is joined in one
 /// transaction, a code that nothing holds is a failure, and a user who fails too often is held back (`GuessThrottle`).
 /// The service says what holds a code and what joining it does; the codes and the throttle are the same for both.
 public struct InviteJoins: Sendable {
     public let throttle: GuessThrottle
 
-    public init(schema: String, failureLimit: Int = 10) { throttle = GuessThrottle(schema: schema, limit: failureLimit) }
+    public init(schema: String, table: String = "join_failures", failureLimit: Int = 10) {
+        throttle = GuessThrottle(schema: schema, table: table, limit: failureLimit)
+    }
 
     /// Joins what holds the code `typed` for `user`: `join` gets the code's stored form in a transaction and returns
     /// nil when nothing holds it. A code nothing holds, or text that cannot be a code, throws `unknown` and counts as

@@ -57,6 +57,12 @@ public struct MediaURLs: Sendable {
         return "\(base)\(path)?exp=\(exp)&kid=\(key.id)&sig=\(Self.signature(key, path, exp))"
     }
 
+    /// The signed URL of a profile picture, wherever a person appears: avatars are uploaded to and served by stories
+    /// (`/v1/media/<id>`), and every service signs with the same keys.
+    public func avatar(_ id: UUID?) -> String? {
+        id.map { url("/v1/media/\($0.lowercased)") }
+    }
+
     /// Whether `request` carries a signature (`sig`), and if so that it holds for its path: false when it carries
     /// none (a bearer token may serve instead), true when it holds, 403 otherwise.
     public func verify(_ request: Request, now: Date = Date()) throws -> Bool {

@@ -27,6 +27,20 @@ public struct ParcelCreated: EventPayload, Equatable {
     }
 }
 
+/// `parcel.claimed`: someone became the recipient of a parcel by the claim code its sender passed on. Key: the
+/// parcel id.
+public struct ParcelClaimed: EventPayload, Equatable {
+    public static let type = "parcel.claimed"
+    public var parcelId: String
+    public var senderId: String
+    public var recipientUserId: String
+    public var claimedAt: String
+
+    public init(parcelId: String, senderId: String, recipientUserId: String, claimedAt: String) {
+        self.parcelId = parcelId; self.senderId = senderId; self.recipientUserId = recipientUserId; self.claimedAt = claimedAt
+    }
+}
+
 /// `parcel.status`: one transition of a parcel. Key: the parcel id, so a parcel's transitions stay in order.
 public struct ParcelStatusChanged: EventPayload, Equatable {
     public static let type = "parcel.status"

@@ -36,7 +36,8 @@ public enum EventCatalogue {
 
     /// Every service but auth reads revocations with a live reader of its own.
     static let revocationReaders: [Reader] = ["chat", "curation", "dispatch", "stories"].map { .feed($0, "revocations") }
-    static let profileReaders: [Reader] = [.group("chat", "directory"), .group("curation", "profiles"), .group("stories", "profiles")]
+    static let profileReaders: [Reader] = [.group("chat", "directory"), .group("curation", "profiles"), .group("dispatch", "profiles"),
+                                           .group("stories", "profiles")]
     static let directory: [Reader] = [.group("chat", "directory")]
     static let chatFeed: [Reader] = [.feed("chat", "chat-rooms")]
 
@@ -73,6 +74,8 @@ public enum EventCatalogue {
         topic(TodoDeleted.type, key: "room id", by: "chat", "An item was removed from a room's list.", readers: chatFeed),
         topic(ChatTyping.type, key: "room id", by: "chat", "Someone is typing in a room.", ephemeral: true, readers: chatFeed),
         topic(ParcelCreated.type, key: "parcel id", by: "dispatch", "Someone booked a delivery.", readers: directory),
+        topic(ParcelClaimed.type, key: "parcel id", by: "dispatch",
+              "Someone became a parcel's recipient with the claim code its sender passed on.", readers: directory),
         topic(ParcelStatusChanged.type, key: "parcel id", by: "dispatch",
               "One transition of a parcel; the key keeps a parcel's transitions in order.",
               readers: directory + [.feed("dispatch", "parcel-tracking")]),

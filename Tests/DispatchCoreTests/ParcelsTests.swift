@@ -9,8 +9,8 @@ final class ParcelLifecycleTests: XCTestCase {
             .awaitingCourier: [.offer: .offered, .cancel: .cancelled],
             .offered: [.accept: .assigned, .decline: .awaitingCourier, .expire: .awaitingCourier, .cancel: .cancelled],
             .assigned: [.pickup: .pickedUp, .fail: .failed, .cancel: .cancelled],
-            .pickedUp: [.depart: .inTransit, .deliver: .delivered, .fail: .failed],
-            .inTransit: [.deliver: .delivered, .fail: .failed],
+            .pickedUp: [.depart: .inTransit, .deliver: .delivered, .handOver: .received, .fail: .failed],
+            .inTransit: [.deliver: .delivered, .handOver: .received, .fail: .failed],
             .delivered: [.confirm: .received],
             .received: [:], .cancelled: [:], .failed: [:],
         ]
@@ -23,7 +23,7 @@ final class ParcelLifecycleTests: XCTestCase {
     }
 
     func testEachActionBelongsToOneKindOfActor() {
-        XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .courier }, [.accept, .decline, .pickup, .deliver, .fail])
+        XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .courier }, [.accept, .decline, .pickup, .deliver, .handOver, .fail])
         XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .system }, [.offer, .expire, .depart])
         XCTAssertEqual(ParcelAction.cancel.actor, .sender)
         XCTAssertEqual(ParcelAction.confirm.actor, .recipient)

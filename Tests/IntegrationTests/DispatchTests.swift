@@ -27,9 +27,10 @@ class DispatchTestCase: ServiceTestCase {
     }
 
     func send(_ sender: Person, to recipient: Person?, from: (Double, Double) = (44.4268, 26.1025),
-              service: String = "standard") throws -> APIResponse {
+              service: String = "standard", naming: [String: Any] = [:]) throws -> APIResponse {
         var recipientBody: [String: Any] = ["name": "Rita Recipient", "phone": "+40 700 000 000"]
         if let recipient { recipientBody["userId"] = recipient.id }
+        recipientBody.merge(naming) { $1 }
         return try api.post("/v1/parcels", [
             "pickup": ["lat": from.0, "lon": from.1, "address": "Piața Universității 1"],
             "dropoff": ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"],
@@ -334,7 +335,7 @@ final class DispatchInputTests: DispatchTestCase {
                    "POST /v1/parcels", "GET /v1/parcels", "GET /v1/parcels/{id}", "GET /v1/parcels/{id}/events",
                    "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
                    "POST /v1/parcels/{id}/deliver", "POST /v1/parcels/{id}/fail", "POST /v1/parcels/{id}/confirm",
-                   "POST /v1/parcels/{id}/cancel", "POST /v1/dispatch/media", "GET /v1/dispatch/media/{id}"] {
+                   "POST /v1/parcels/{id}/cancel", "POST /v1/parcel-claims", "POST /v1/dispatch/media", "GET /v1/dispatch/media/{id}"] {
             XCTAssertTrue(documented.contains(op), op)
         }
         // Without OPERATOR_TOKEN the operator routes do not exist, so they are not listed (DispatchFleetTests checks
@@ -393,5 +394,123 @@ final class DispatchStrandedParcelTests: DispatchTestCase {
         XCTAssertEqual(next.couriers.first { $0.id == id }?.position?.lat, 44.4270, "the next read finds the committed move")
         let parcel = try XCTUnwrap(try send(sender, to: nil)["id"] as? String)  // 30 m from where the courier now is
         XCTAssertEqual(wait(parcel, as: sender, for: "offered", timeout: 5)?["offeredTo"] as? String, far.id)
+    }
+}
+
+/// Recipients as Mesajem's senders name them: by username (the account sees the parcel at once), or by anything
+/// else with a claim code the sender passes on; the PIN the recipient shows at the door proves the handover.
+final class DispatchRecipientTests: DispatchTestCase {
+    /// A courier who accepted and picked up `parcel`.
+    func carrying(_ parcel: String, _ courier: Person) throws {
+        XCTAssertNotNil(wait(parcel, as: courier, for: "offered"))
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/accept", token: courier.token)["status"] as? String, "assigned")
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/pickup", token: courier.token)["status"] as? String, "picked_up")
+    }
+
+    func testARecipientNamedByUsernameSeesTheParcelAtOnceWithItsPin() throws {
+        let sender = try person(), name = "rita" + UUID().uuidString.prefix(8).lowercased(), rita = try person(name)
+        // Dispatch learns usernames from auth's events.
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.count("profiles", "user_id = '\(rita.id)'")) == 1 })
+        let created = try send(sender, to: nil, naming: ["username": name.uppercased()])
+        XCTAssertEqual(created.status, 201, String(decoding: created.body, as: UTF8.self))
+        let id = created["id"] as? String ?? ""
+        XCTAssertEqual((created["recipient"] as? [String: Any])?["userId"] as? String, rita.id, "usernames match whatever their case")
+        XCTAssertNil(created["claimCode"], "nothing to claim")
+        let pin = created["deliveryPin"] as? String ?? ""
+        XCTAssertNotNil(pin.range(of: "^[0-9]{4}$", options: .regularExpression), pin)
+        let received = try api.get("/v1/parcels?role=recipient", token: rita.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(received.first?["id"] as? String, id, "under received at once")
+        XCTAssertEqual(received.first?["deliveryPin"] as? String, pin, "the recipient has the PIN to show")
+
+        let courier = try courier(lat: 44.4270, lon: 26.1030)
+        try carrying(id, courier)
+        let carried = try api.get("/v1/parcels/\(id)", token: courier.token)
+        XCTAssertNil(carried["deliveryPin"], "never the courier")
+        let card = try api.get("/v1/parcels/\(id)", token: rita.token)["courier"] as? [String: Any]
+        XCTAssertEqual(card?["id"] as? String, courier.id)
+        XCTAssertEqual(card?["vehicle"] as? String, "bike")
+        XCTAssertNotNil(card?["fullName"] as? String, "the courier's card")
+
+        let both = try send(sender, to: rita, naming: ["username": name])
+        assertClientError(both, 400, code: "validation_failed", "an id and a username")
+        XCTAssertEqual((both.json["error"] as? [String: Any])?["field"] as? String, "recipient.username")
+        assertClientError(try send(sender, to: nil, naming: ["username": "rita\n"]), 400, code: "validation_failed", "a username with a newline")
+    }
+
+    func testAClaimCodeHandsTheParcelToWhoeverTheSenderPassesItTo() throws {
+        let sender = try person()
+        let probe = try EventProbe(topics: ["parcel.claimed"])
+        let created = try send(sender, to: nil, naming: ["email": "later@example.com", "username": "nobody_has_this_one"])
+        XCTAssertEqual(created.status, 201, String(decoding: created.body, as: UTF8.self))
+        let id = created["id"] as? String ?? ""
+        let code = created["claimCode"] as? String ?? ""
+        XCTAssertNotNil(code.range(of: "^[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}$", options: .regularExpression), code)
+        XCTAssertTrue((created["recipient"] as? [String: Any])?["userId"] is NSNull, "a username nobody has matches nobody")
+        XCTAssertEqual((created["recipient"] as? [String: Any])?["email"] as? String, "later@example.com")
+
+        // Registering the e-mail address the sender typed hands nothing over.
+        let newcomer = try person()
+        XCTAssertEqual((try api.get("/v1/parcels?role=recipient", token: newcomer.token)["items"] as? [Any])?.count, 0)
+        assertClientError(try api.get("/v1/parcels/\(id)", token: newcomer.token), 404, code: "not_found")
+        assertClientError(try api.post("/v1/parcel-claims", ["code": code], token: sender.token), 409, code: "conflict", "the sender's own")
+        assertClientError(try api.post("/v1/parcel-claims", ["code": "AAAA-BBBB-CCCC"], token: newcomer.token), 404, code: "not_found")
+
+        // Typed as people type it: lower case, no dashes, O for 0.
+        let typed = code.replacingOccurrences(of: "-", with: "").lowercased().replacingOccurrences(of: "0", with: "o")
+        let claimed = try api.post("/v1/parcel-claims", ["code": typed], token: newcomer.token)
+        XCTAssertEqual(claimed.status, 200, String(decoding: claimed.body, as: UTF8.self))
+        XCTAssertEqual((claimed["recipient"] as? [String: Any])?["userId"] as? String, newcomer.id)
+        XCTAssertNotNil(claimed["deliveryPin"] as? String)
+        XCTAssertNil(claimed["claimCode"], "the code is the sender's, and spent")
+        XCTAssertEqual((try api.get("/v1/parcels?role=recipient", token: newcomer.token)["items"] as? [[String: Any]])?.first?["id"] as? String, id)
+        XCTAssertNil(try api.get("/v1/parcels/\(id)", token: sender.token)["claimCode"], "spent")
+        let other = try person()
+        assertClientError(try api.post("/v1/parcel-claims", ["code": code], token: other.token), 404, code: "not_found", "claimed once")
+        let event = probe.first(where: "parcel.claimed", subject: id)
+        XCTAssertEqual(event?.data("recipientUserId") as? String, newcomer.id)
+        XCTAssertEqual(try SchemaValidator.event("parcel.claimed").validate(event?.envelope ?? [:]), [])
+
+        // Codes nobody holds are limited per caller: after ten wrong ones (one above), 429.
+        for _ in 0..<8 { assertClientError(try api.post("/v1/parcel-claims", ["code": "ZZZZ-ZZZZ-ZZZZ"], token: other.token), 404) }
+        assertClientError(try api.post("/v1/parcel-claims", ["code": "not a code"], token: other.token), 404)
+        let limited = try api.post("/v1/parcel-claims", ["code": "ZZZZ-ZZZZ-ZZZZ"], token: other.token)
+        assertClientError(limited, 429, code: "rate_limited")
+        XCTAssertNotNil(limited.headers["retry-after"])
+    }
+
+    func testThePinProvesTheHandoverAndWrongOnesAreLimited() throws {
+        let sender = try person(), rita = try person()
+        let courier = try courier(lat: 44.4270, lon: 26.1030)
+        let first = try send(sender, to: rita), second = try send(sender, to: rita)
+        let (a, b) = (first["id"] as? String ?? "", second["id"] as? String ?? "")
+        let pin = first["deliveryPin"] as? String ?? ""
+        try carrying(a, courier)
+        let wrong = pin == "0000" ? "0001" : "0000"
+        let refused = try api.post("/v1/parcels/\(a)/deliver", ["photoMediaId": try photo(courier), "pin": wrong], token: courier.token)
+        assertClientError(refused, 400, code: "validation_failed", "a wrong PIN")
+        XCTAssertEqual((refused.json["error"] as? [String: Any])?["field"] as? String, "pin")
+        XCTAssertTrue(((refused.json["error"] as? [String: Any])?["message"] as? String ?? "").contains("4 tries left"))
+        let handed = try api.post("/v1/parcels/\(a)/deliver", ["photoMediaId": try photo(courier), "pin": pin], token: courier.token)
+        XCTAssertEqual(handed["status"] as? String, "received", "the PIN is the recipient's proof: received at once")
+        XCTAssertNil(handed["deliveryPin"], "done with")
+        XCTAssertEqual(try load(handed["deliveryPhotoUrl"]).status, 200)
+        XCTAssertEqual((handed["history"] as? [[String: Any]])?.last?["actor"] as? String, "courier")
+
+        try carrying(b, courier)
+        let otherPin = second["deliveryPin"] as? String ?? ""
+        let bad = otherPin == "0000" ? "0001" : "0000"
+        for left in [4, 3, 2, 1] {
+            let r = try api.post("/v1/parcels/\(b)/deliver", ["photoMediaId": try photo(courier), "pin": bad], token: courier.token)
+            assertClientError(r, 400, "wrong PIN \(5 - left)")
+        }
+        assertClientError(try api.post("/v1/parcels/\(b)/deliver", ["photoMediaId": try photo(courier), "pin": bad], token: courier.token),
+                          409, code: "conflict", "the fifth wrong PIN locks it")
+        assertClientError(try api.post("/v1/parcels/\(b)/deliver", ["photoMediaId": try photo(courier), "pin": otherPin], token: courier.token),
+                          409, code: "conflict", "even the right one, now")
+        XCTAssertEqual(try count("parcels", "id = '\(b)' AND pin_failures = 5"), 1, "each wrong PIN was counted")
+        XCTAssertEqual(try api.post("/v1/parcels/\(b)/deliver", ["photoMediaId": try photo(courier)], token: courier.token)["status"] as? String,
+                       "delivered", "without a PIN: delivered, for the recipient to confirm")
+        XCTAssertEqual(try api.post("/v1/parcels/\(b)/confirm", ["photoMediaId": try photo(rita)], token: rita.token)["status"] as? String,
+                       "received")
     }
 }

@@ -11,7 +11,7 @@ public enum ChatService {
     /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
         let consumed = [UserRegistered.type, UserUpdated.type, GroupCreated.type, GroupMemberJoined.type, GroupMemberLeft.type,
-                        ParcelCreated.type, ParcelStatusChanged.type]
+                        ParcelCreated.type, ParcelClaimed.type, ParcelStatusChanged.type]
         let urls = try MediaURLs(environment, defaultPort: 8083)
         return try ServiceApp(service: "chat", defaultPort: 8083, environment: environment, migrations: migrations) { app in
             let storage = ChatStorage()
@@ -26,6 +26,7 @@ public enum ChatService {
                 switch event.type {
                 case UserRegistered.type, UserUpdated.type: try Profiles(schema: "chat").apply(event, on: connection)
                 case ParcelCreated.type: try rooms.parcelCreated(event, connection)
+                case ParcelClaimed.type: try rooms.parcelClaimed(event, connection)
                 case ParcelStatusChanged.type: try rooms.parcelStatus(event, connection)
                 default: try rooms.groupMembership(event, connection)
                 }

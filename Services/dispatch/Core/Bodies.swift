@@ -68,11 +68,27 @@ struct AddressBody: RequestBody {
     var point: GeoPoint { GeoPoint(lat: lat, lon: lon) }
 }
 
+/// Who receives a parcel: a name for the courier, and at most one of an account's id or username (the account sees
+/// the parcel at once); without either, or with a username nobody has, the sender gets a claim code to pass on.
+/// An e-mail address or phone number is for the courier and a later claim, never a match by itself.
 struct RecipientBody: RequestBody {
-    static let schema = Schema.object(["userId": .optional(.uuid), "name": .required(.text(max: 100)), "phone": .optional(.text(max: 32))])
-    let userId: UUID?
+    static let schema = Schema.object([
+        "name": .required(.text(max: 100)), "userId": .optional(.uuid),
+        "username": .optional(.string(min: 3, max: 32, pattern: "^[A-Za-z0-9_.]+$")),
+        "email": .optional(.string(max: 254, pattern: "^[^@\\s]+@[^@\\s]+$", rule: "email must be an e-mail address.")),
+        "phone": .optional(.string(min: 3, max: 32, pattern: "^\\+?[0-9][0-9 ()-]*$", rule: "phone must be a phone number.")),
+    ])
     let name: String
+    let userId: UUID?
+    let username: String?
+    let email: String?
     let phone: String?
+}
+
+/// A recipient claiming a parcel by the code its sender passed on.
+struct ClaimBody: RequestBody {
+    static let schema = Schema.object(["code": .required(.string(min: 1, max: 64))])
+    let code: String
 }
 
 struct CreateParcelBody: RequestBody {
@@ -90,6 +106,14 @@ struct CreateParcelBody: RequestBody {
     let insured: Bool?
     let description: String?
     let documentPhotoMediaId: UUID
+}
+
+/// The courier handing a parcel over: a photo, and the PIN the recipient showed (proof of the handover, which makes
+/// it received); without a PIN it is delivered and waits for the recipient's own confirmation.
+struct DeliverBody: RequestBody {
+    static let schema = Schema.object(["photoMediaId": .required(.uuid), "pin": .optional(.string(min: 1, max: 16))])
+    let photoMediaId: UUID
+    let pin: String?
 }
 
 struct PhotoBody: RequestBody {

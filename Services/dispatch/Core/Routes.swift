@@ -26,7 +26,11 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
     r.add("POST", "/v1/parcels/{id}/accept", summary: "The offered courier takes the parcel", response: (200, ParcelView.shape), auth: auth, h.accept)
     r.add("POST", "/v1/parcels/{id}/decline", summary: "The offered courier refuses it", response: (200, ParcelView.shape), auth: auth, h.decline)
     r.add("POST", "/v1/parcels/{id}/pickup", summary: "The courier has it", response: (200, ParcelView.shape), auth: auth, h.pickup)
-    r.add("POST", "/v1/parcels/{id}/deliver", summary: "The courier handed it over, with a photo", body: PhotoBody.self,
+    r.add("POST", "/v1/parcel-claims", summary: "Become the recipient of a parcel by the claim code its sender passed on",
+          body: ClaimBody.self, response: (200, ParcelView.shape), auth: auth, h.claim)
+    r.add("POST", "/v1/parcels/{id}/deliver",
+          summary: "The courier handed it over, with a photo: received with the recipient's PIN, else delivered and awaiting their confirmation",
+          body: DeliverBody.self,
           response: (200, ParcelView.shape), auth: auth, h.deliver)
     r.add("POST", "/v1/parcels/{id}/fail", summary: "The courier could not deliver it", body: FailBody.self,
           response: (200, ParcelView.shape), auth: auth, h.fail)

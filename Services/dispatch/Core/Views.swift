@@ -50,11 +50,28 @@ struct QuoteView: View {
 }
 
 struct RecipientView: View {
-    let userId: UUID?
-    let name: String
-    let phone: String?
+    let parcel: ParcelRecord
 
-    static let fields: [ViewField<Self>] = [.nullable("userId", \.userId), .field("name", \.name), .nullable("phone", \.phone)]
+    static let fields: [ViewField<Self>] = [
+        .nullable("userId", \.parcel.recipientUserId), .field("name", \.parcel.recipientName),
+        .omitted("username", \.parcel.recipientUsername), .omitted("email", \.parcel.recipientEmail),
+        .nullable("phone", \.parcel.recipientPhone),
+    ]
+}
+
+/// The courier carrying a parcel, as its sender and recipient see them: a name, a face and a vehicle.
+struct CourierCard: View {
+    let courier: CourierRecord
+    let profile: ProfileRecord?
+    let urls: MediaURLs
+
+    var fullName: String { profile?.fullName ?? "Courier" }
+    var avatarUrl: String? { urls.avatar(profile?.avatar) }
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.courier.userId), .field("fullName", \.fullName), .omitted("username", \.profile?.username),
+        .omitted("avatarUrl", \.avatarUrl), .field("vehicle", \.courier.vehicle, Shapes.vehicle),
+    ]
 }
 
 struct ParcelView: View {
@@ -67,14 +84,23 @@ struct ParcelView: View {
     let deliveryPhotoUrl: String?
     let receiptPhotoUrl: String?
 
-    init(_ p: ParcelRecord, history: [HistoryEntry]? = nil, courierPosition: GeoPoint? = nil, media: MediaStore) {
-        parcel = p; historyEntries = history; position = courierPosition
+    /// Who asks: the claim code is the sender's to pass on, the delivery PIN the sender's and the recipient's.
+    let viewer: UUID
+    /// Only in a parcel's own answer.
+    let courier: CourierCard?
+
+    init(_ p: ParcelRecord, for viewer: UUID, history: [HistoryEntry]? = nil, courier: CourierCard? = nil, media: MediaStore) {
+        parcel = p; self.viewer = viewer; historyEntries = history; self.courier = courier; position = courier?.courier.position
         documentPhotoUrl = media.link(p.documentPhotoMediaId).url
         deliveryPhotoUrl = p.deliveryPhotoMediaId.map { media.link($0).url }
         receiptPhotoUrl = p.receiptPhotoMediaId.map { media.link($0).url }
     }
 
-    var recipient: RecipientView { RecipientView(userId: parcel.recipientUserId, name: parcel.recipientName, phone: parcel.recipientPhone) }
+    var recipient: RecipientView { RecipientView(parcel: parcel) }
+    var claimCode: String? { viewer == parcel.senderId ? parcel.claimCode.map(InviteCode.display) : nil }
+    var deliveryPin: String? {
+        [parcel.senderId, parcel.recipientUserId].contains(viewer) && !ParcelLifecycle.isFinal(parcel.status) ? parcel.deliveryPin : nil
+    }
     var pickup: PlaceView { PlaceView(parcel.pickup, address: parcel.pickupAddress) }
     var dropoff: PlaceView { PlaceView(parcel.dropoff, address: parcel.dropoffAddress) }
     var quote: QuoteView { QuoteView(quote: parcel.quote) }
@@ -86,12 +112,14 @@ struct ParcelView: View {
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.parcel.id), .field("status", \.parcel.status.rawValue, Shapes.status), .field("senderId", \.parcel.senderId),
-        .field("recipient", \.recipient), .field("pickup", \.pickup), .field("dropoff", \.dropoff),
+        .field("recipient", \.recipient), .omitted("claimCode", \.claimCode), .omitted("deliveryPin", \.deliveryPin),
+        .field("pickup", \.pickup), .field("dropoff", \.dropoff),
         .field("service", \.parcel.service.rawValue, Shapes.service), .field("paymentMethod", \.parcel.paymentMethod, Shapes.paymentMethod),
         .field("insured", \.parcel.insured), .omitted("description", \.parcel.description),
         .field("documentPhotoMediaId", \.parcel.documentPhotoMediaId), .field("documentPhotoUrl", \.documentPhotoUrl),
         .omitted("deliveryPhotoMediaId", \.parcel.deliveryPhotoMediaId), .omitted("deliveryPhotoUrl", \.deliveryPhotoUrl),
         .omitted("receiptPhotoMediaId", \.parcel.receiptPhotoMediaId), .omitted("receiptPhotoUrl", \.receiptPhotoUrl), .field("quote", \.quote), .omitted("courierId", \.parcel.courierId),
+        .omitted("courier", \.courier),
         .omitted("offeredTo", \.offeredTo), .omitted("offerExpiresAt", \.offerExpiresAt), .omitted("courierPosition", \.courierPosition),
         .omitted("history", \.history), .field("createdAt", \.parcel.createdAt), .field("updatedAt", \.parcel.updatedAt),
     ]

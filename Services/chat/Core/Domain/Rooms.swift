@@ -205,6 +205,14 @@ struct Rooms: Sendable {
         try admitParties(c, parcel: id)
     }
 
+    /// `parcel.claimed`: the recipient who claimed it is a party (and a member of its conversation, if it is open).
+    func parcelClaimed(_ event: ReceivedEvent, _ c: Connection) throws {
+        let claim = try event.decode(ParcelClaimed.self)
+        guard let id = UUID(uuidString: claim.parcelId), let recipient = UUID(uuidString: claim.recipientUserId) else { return }
+        try storage.addParcelParty(c, parcel: id, user: recipient, role: "recipient")
+        try admitParties(c, parcel: id)
+    }
+
     /// `parcel.status`: on assignment the courier is a party and the conversation opens; when the parcel is
     /// received, cancelled or failed it becomes read-only.
     func parcelStatus(_ event: ReceivedEvent, _ c: Connection) throws {

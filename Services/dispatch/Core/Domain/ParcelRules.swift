@@ -26,8 +26,10 @@ public enum ParcelAction: String, Codable, Sendable, CaseIterable {
     case pickup
     /// The courier's first fix more than 50 m from the pickup after picking up.
     case depart
-    /// The courier handed it over (with a photo).
+    /// The courier handed it over (with a photo); the recipient confirms later.
     case deliver
+    /// The courier handed it over to the recipient, who proved it with their delivery PIN (and a photo).
+    case handOver = "hand_over"
     /// The courier could not deliver it.
     case fail
     /// The recipient confirms receipt (with a photo).
@@ -39,7 +41,7 @@ public enum ParcelAction: String, Codable, Sendable, CaseIterable {
     public var actor: ParcelActor {
         switch self {
         case .offer, .expire, .depart: return .system
-        case .accept, .decline, .pickup, .deliver, .fail: return .courier
+        case .accept, .decline, .pickup, .deliver, .handOver, .fail: return .courier
         case .confirm: return .recipient
         case .cancel: return .sender
         }
@@ -57,6 +59,7 @@ public enum ParcelLifecycle {
         case (.assigned, .pickup): return .pickedUp
         case (.pickedUp, .depart): return .inTransit
         case (.pickedUp, .deliver), (.inTransit, .deliver): return .delivered
+        case (.pickedUp, .handOver), (.inTransit, .handOver): return .received
         case (.assigned, .fail), (.pickedUp, .fail), (.inTransit, .fail): return .failed
         case (.delivered, .confirm): return .received
         case (.awaitingCourier, .cancel), (.offered, .cancel), (.assigned, .cancel): return .cancelled

@@ -1,4 +1,6 @@
+import Crypto
 import Events
+import Features
 import Foundation
 import Geo
 import Models
@@ -15,12 +17,33 @@ enum ParcelError: DomainError, Equatable {
     case invalidTransition(from: ParcelStatus, action: ParcelAction)
     /// The courier carries as many parcels as their capacity allows.
     case courierFull
+    /// The PIN the courier entered is not the recipient's; `left` more tries.
+    case wrongPin(left: Int)
+    /// Too many wrong PINs: the parcel is delivered without one, and the recipient confirms.
+    case pinLocked
+    /// Nothing waits to be claimed with this code.
+    case unknownClaimCode
+    /// The sender claiming their own parcel.
+    case ownParcel
+    /// A recipient named by both an id and a username.
+    case recipientNamedTwice
 
     var refusal: Refusal {
         switch self {
         case .notFound: return .notFound
         case .notYourRole: return .forbidden
-        case .invalidTransition, .courierFull: return .conflict
+        case .invalidTransition, .courierFull, .pinLocked, .ownParcel: return .conflict
+        case .wrongPin, .recipientNamedTwice: return .invalid
+        case .unknownClaimCode: return .notFound
+        }
+    }
+
+    var field: String? {
+        switch self {
+        case .wrongPin: return "pin"
+        case .unknownClaimCode: return "code"
+        case .recipientNamedTwice: return "recipient.username"
+        default: return nil
         }
     }
 
@@ -30,6 +53,11 @@ enum ParcelError: DomainError, Equatable {
         case .notYourRole(let action): return "Only the \(action.actor.rawValue) may \(action.rawValue) this parcel."
         case .invalidTransition(let from, let action): return "A parcel that is \(from.rawValue) cannot be \(action.rawValue)ed."
         case .courierFull: return "You are carrying as many parcels as you can."
+        case .wrongPin(let left): return "That is not the recipient's PIN (\(left) \(left == 1 ? "try" : "tries") left)."
+        case .pinLocked: return "Too many wrong PINs: deliver it without one, and the recipient confirms."
+        case .unknownClaimCode: return "No parcel waits for that code."
+        case .ownParcel: return "You sent this parcel: pass the code on to its recipient."
+        case .recipientNamedTwice: return "Name the recipient by userId or by username, not both."
         }
     }
 }
@@ -39,6 +67,62 @@ enum ParcelError: DomainError, Equatable {
 struct Parcels: Sendable {
     let storage: DispatchStorage
     let outbox: Outbox
+
+    /// Wrong PINs a parcel takes before the handover needs the recipient's own confirmation.
+    static let pinTries = 5
+
+    /// Books a parcel for `sender`, waiting for a courier. Its recipient is the account named by id, or by a username
+    /// dispatch knows (from auth's events); otherwise nobody yet, and the parcel waits for whoever the sender passes
+    /// its claim code to (an e-mail address or phone number never hands it to whoever registers it). Every parcel
+    /// gets a delivery PIN for the recipient to show at the door.
+    func create(_ c: Connection, sender: UUID, body: CreateParcelBody, quote: Quote) throws -> ParcelRecord {
+        let named = body.recipient
+        if named.userId != nil && named.username != nil { throw ParcelError.recipientNamedTwice }
+        let recipient = try named.userId ?? named.username.flatMap { try storage.userId(c, username: $0) }
+        let pin = String(format: "%04d", Int(secureRandomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } % 10_000))
+        let parcel = try storage.insertParcel(c, id: UUID.v7(), sender: sender, body: body, recipientUserId: recipient,
+                                              claimCode: recipient == nil ? InviteCode.generate() : nil, pin: pin, quote: quote)
+        let at = try storage.addHistory(c, parcel: parcel.id, from: nil, to: .awaitingCourier, actor: .sender, actorId: sender,
+                                        place: parcel.pickup)
+        try outbox.add(ParcelCreated(parcelId: parcel.id.lowercased, senderId: sender.lowercased,
+                                     recipientUserId: recipient?.lowercased, service: parcel.service.rawValue,
+                                     pickup: Place(lat: parcel.pickup.lat, lon: parcel.pickup.lon),
+                                     dropoff: Place(lat: parcel.dropoff.lat, lon: parcel.dropoff.lon),
+                                     amountMinor: quote.amountMinor, currency: quote.currency, createdAt: Timestamp.format(at)),
+                       subject: parcel.id.lowercased, on: c)
+        return parcel
+    }
+
+    /// `user` becomes the recipient of the parcel waiting for claim code `code` (normalised); nil when none waits
+    /// for it. The code is spent.
+    func claim(_ c: Connection, code: String, by user: UUID) throws -> ParcelRecord? {
+        guard var parcel = try storage.parcel(c, claimCode: code) else { return nil }
+        guard parcel.senderId != user else { throw ParcelError.ownParcel }
+        parcel.recipientUserId = user
+        parcel.claimCode = nil
+        try storage.save(c, parcel)
+        try outbox.add(ParcelClaimed(parcelId: parcel.id.lowercased, senderId: parcel.senderId.lowercased,
+                                     recipientUserId: user.lowercased, claimedAt: Timestamp.format(Date())),
+                       subject: parcel.id.lowercased, on: c)
+        return parcel
+    }
+
+    /// The parcel's courier hands it over to the recipient who showed `pin`: received at once, with `photo`. A wrong
+    /// PIN is counted (and committed with the transaction, so the caller returns the failure rather than throwing
+    /// it); after `pinTries` the PIN no longer works and the recipient confirms instead.
+    func handOver(_ c: Connection, _ id: UUID, by courier: UUID, pin: String, photo: UUID) throws -> Result<ParcelRecord, ParcelError> {
+        guard let parcel = try storage.parcel(c, id, lock: true), parcel.involves(courier) else { throw ParcelError.notFound }
+        guard parcel.courierId == courier else { throw ParcelError.notYourRole(.handOver) }
+        guard ParcelLifecycle.next(from: parcel.status, on: .handOver) != nil else {
+            throw ParcelError.invalidTransition(from: parcel.status, action: .handOver)
+        }
+        guard parcel.pinFailures < Self.pinTries else { throw ParcelError.pinLocked }
+        guard constantTimeEquals(Array(pin.utf8), Array(parcel.deliveryPin.utf8)) else {
+            let failures = try storage.countWrongPin(c, id)
+            return .failure(failures >= Self.pinTries ? .pinLocked : .wrongPin(left: Self.pinTries - failures))
+        }
+        return .success(try perform(c, id, by: courier, .handOver) { $0.deliveryPhotoMediaId = photo })
+    }
 
     /// One party's action on a parcel: found and locked (`notFound` for anyone not a party), authorized, changed by
     /// `change` (say, its delivery photo), then moved on by the status machine.
@@ -83,7 +167,7 @@ struct Parcels: Sendable {
             if from == .assigned, let courier = p.courierId { _ = try storage.changeLoad(c, courier: courier, by: -1) }
             p.offeredTo = nil
             p.offerExpiresAt = nil
-        case .deliver, .fail:
+        case .deliver, .handOver, .fail:
             if let courier = p.courierId { _ = try storage.changeLoad(c, courier: courier, by: -1) }
         default: break
         }

@@ -19,6 +19,8 @@ struct DispatchHandlers: Sendable {
     let storage = DispatchStorage()
     let media: MediaStore
     let tariff = Tariff()
+    /// Claim codes, limited in guesses as invite codes are.
+    let claims = InviteJoins(schema: "dispatch", table: "claim_failures")
     var parcels: Parcels { Parcels(storage: storage, outbox: outbox) }
     var couriers: Couriers { Couriers(storage: storage, parcels: parcels, matcher: matcher, tracking: tracking) }
 
@@ -55,21 +57,12 @@ struct DispatchHandlers: Sendable {
     }
 
     func createParcel(_ request: Request, _ caller: Caller, _ body: CreateParcelBody) throws -> Response {
-        let (pickup, dropoff, service) = (body.pickup.point, body.dropoff.point, body.service)
-        let (recipient, photo) = (body.recipient.userId, body.documentPhotoMediaId)
-        let quote = tariff.quote(meters: greatCircleMeters(pickup, dropoff), service: service, insured: body.insured ?? false)
+        let quote = tariff.quote(meters: greatCircleMeters(body.pickup.point, body.dropoff.point), service: body.service,
+                                 insured: body.insured ?? false)
         let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
-            try media.requireOwned([photo], by: caller.userId, field: "documentPhotoMediaId", on: c)
-            let parcel = try storage.insertParcel(c, id: UUID.v7(), sender: caller.userId, body: body, recipientUserId: recipient,
-                                                  photo: photo, quote: quote)
-            let at = try storage.addHistory(c, parcel: parcel.id, from: nil, to: .awaitingCourier, actor: .sender,
-                                            actorId: caller.userId, place: pickup)
-            try outbox.add(ParcelCreated(parcelId: parcel.id.lowercased, senderId: caller.userId.lowercased,
-                                         recipientUserId: recipient?.lowercased, service: service.rawValue,
-                                         pickup: Place(lat: pickup.lat, lon: pickup.lon), dropoff: Place(lat: dropoff.lat, lon: dropoff.lon),
-                                         amountMinor: quote.amountMinor, currency: quote.currency, createdAt: Timestamp.format(at)),
-                           subject: parcel.id.lowercased, on: c)
-            return .json(ParcelView(parcel, history: try storage.history(c, parcel: parcel.id), media: media), status: 201)
+            try media.requireOwned([body.documentPhotoMediaId], by: caller.userId, field: "documentPhotoMediaId", on: c)
+            let parcel = try parcels.create(c, sender: caller.userId, body: body, quote: quote)
+            return .json(try view(c, parcel, for: caller.userId), status: 201)
         }
         matcher.wake()
         return response
@@ -79,8 +72,23 @@ struct DispatchHandlers: Sendable {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
             guard let parcel = try storage.parcel(c, id), parcel.involves(caller.userId) else { throw ParcelError.notFound }
-            let position = try parcel.courierId.flatMap { try storage.courier(c, $0)?.position }
-            return .json(ParcelView(parcel, history: try storage.history(c, parcel: id), courierPosition: position, media: media))
+            return .json(try view(c, parcel, for: caller.userId))
+        }
+    }
+
+    /// A parcel as `viewer` sees it on its own: with its history, its courier's card and position.
+    func view(_ c: Connection, _ parcel: ParcelRecord, for viewer: UUID) throws -> ParcelView {
+        let courier = try parcel.courierId.flatMap { id in
+            try storage.courier(c, id).map { CourierCard(courier: $0, profile: try storage.profile(c, id), urls: media.urls) }
+        }
+        return ParcelView(parcel, for: viewer, history: try storage.history(c, parcel: parcel.id), courier: courier, media: media)
+    }
+
+    /// `POST /v1/parcel-claims`: the caller becomes the recipient of the parcel its sender gave them the code of.
+    /// Codes nobody holds count against the caller (`claims.throttle`).
+    func claim(_ request: Request, _ caller: Caller, _ body: ClaimBody) throws -> Response {
+        try claims.join(pool, typed: body.code, user: caller.userId, unknown: ParcelError.unknownClaimCode) { c, code in
+            try parcels.claim(c, code: code, by: caller.userId).map { .json(try view(c, $0, for: caller.userId)) }
         }
     }
 
@@ -97,7 +105,7 @@ struct DispatchHandlers: Sendable {
             return id
         }
         let parcels = try pool.withConnection { try storage.list($0, user: caller.userId, role: role, status: status, after: after, limit: page.limit + 1) }
-        return .json(PageResponse(parcels, page, item: { ParcelView($0, media: media) }, cursor: { [$0.id.lowercased] }))
+        return .json(PageResponse(parcels, page, item: { ParcelView($0, for: caller.userId, media: media) }, cursor: { [$0.id.lowercased] }))
     }
 
     // MARK: Actions
@@ -107,12 +115,23 @@ struct DispatchHandlers: Sendable {
     func pickup(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .pickup) }
     func cancel(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .cancel) }
 
-    func deliver(_ request: Request, _ caller: Caller, _ body: PhotoBody) throws -> Response {
+    /// Delivered with a photo, or with the recipient's PIN too, received.
+    func deliver(_ request: Request, _ caller: Caller, _ body: DeliverBody) throws -> Response {
         let photo = body.photoMediaId
-        return try act(request, caller, .deliver) { c, p in
-            try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
-            p.deliveryPhotoMediaId = photo
+        guard let pin = body.pin else {
+            return try act(request, caller, .deliver) { c, p in
+                try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
+                p.deliveryPhotoMediaId = photo
+            }
         }
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c -> Result<Response, ParcelError> in
+            try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
+            switch try parcels.handOver(c, id, by: caller.userId, pin: pin, photo: photo) {
+            case .success(let parcel): return .success(.json(try view(c, parcel, for: caller.userId)))
+            case .failure(let refusal): return .failure(refusal)  // the wrong PIN is counted: commit, then refuse
+            }
+        }.get()
     }
 
     func confirm(_ request: Request, _ caller: Caller, _ body: PhotoBody) throws -> Response {
@@ -138,7 +157,7 @@ struct DispatchHandlers: Sendable {
                  _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
         let response = try pool.withTransaction { c -> Response in
             let updated = try parcels.perform(c, id, by: user, action) { try change?(c, &$0) }
-            return .json(ParcelView(updated, history: try storage.history(c, parcel: id), media: media))
+            return .json(try view(c, updated, for: user))
         }
         if action == .decline || action == .cancel { matcher.wake() }
         return response

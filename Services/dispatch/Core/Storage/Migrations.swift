@@ -78,4 +78,17 @@ let migrations: [Migration] = [
         CREATE INDEX parcels_stranded ON parcels (created_at) WHERE status = 'awaiting_courier' AND stranded_at IS NOT NULL;
         """),
     Migration(5, "single-use stream tickets", StreamTickets.tableSQL),
+    // Recipients named by username, e-mail or phone: a username dispatch knows (from auth's events) is the
+    // recipient at once; anyone else claims the parcel with the code the sender passes on. The PIN is the
+    // recipient's proof at the door; wrong ones are counted.
+    Migration(6, "named recipients, claim codes and delivery PINs", """
+        \(Profiles.tableSQL)
+        CREATE INDEX profiles_by_username ON profiles (lower(username));
+        \(GuessThrottle.tableSQL("claim_failures"))
+        ALTER TABLE parcels ADD COLUMN recipient_username text, ADD COLUMN recipient_email text,
+            ADD COLUMN claim_code text UNIQUE,
+            ADD COLUMN delivery_pin text NOT NULL DEFAULT lpad((floor(random() * 10000))::int::text, 4, '0'),
+            ADD COLUMN pin_failures int NOT NULL DEFAULT 0;
+        ALTER TABLE parcels ALTER COLUMN delivery_pin DROP DEFAULT;
+        """),
 ]

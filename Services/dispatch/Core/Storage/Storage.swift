@@ -8,9 +8,16 @@ import Postgres
 struct ParcelRecord {
     let id: UUID
     let senderId: UUID
-    let recipientUserId: UUID?
+    var recipientUserId: UUID?
     let recipientName: String
+    let recipientUsername: String?
+    let recipientEmail: String?
     let recipientPhone: String?
+    /// The code the sender passes on while nobody is the recipient yet (stored normalised).
+    var claimCode: String?
+    /// The recipient's proof at the door, and how many wrong ones a courier entered.
+    let deliveryPin: String
+    var pinFailures: Int
     let pickup: GeoPoint
     let pickupAddress: String
     let dropoff: GeoPoint
@@ -34,6 +41,8 @@ struct ParcelRecord {
     init(_ r: Row) throws {
         id = try r["id"]; senderId = try r["sender_id"]; recipientUserId = try r.decode("recipient_user_id")
         recipientName = try r["recipient_name"]; recipientPhone = try r.decode("recipient_phone")
+        recipientUsername = try r.decode("recipient_username"); recipientEmail = try r.decode("recipient_email")
+        claimCode = try r.decode("claim_code"); deliveryPin = try r["delivery_pin"]; pinFailures = try r["pin_failures"]
         pickup = GeoPoint(lat: try r["pickup_lat"], lon: try r["pickup_lon"]); pickupAddress = try r["pickup_address"]
         dropoff = GeoPoint(lat: try r["dropoff_lat"], lon: try r["dropoff_lon"]); dropoffAddress = try r["dropoff_address"]
         service = ParcelService(rawValue: try r["service"]) ?? .standard; paymentMethod = try r["payment_method"]
@@ -51,6 +60,13 @@ struct ParcelRecord {
     func involves(_ user: UUID) -> Bool {
         user == senderId || user == recipientUserId || user == courierId || (status == .offered && user == offeredTo)
     }
+}
+
+/// What dispatch knows of a person from auth's events.
+struct ProfileRecord {
+    let username: String
+    let fullName: String
+    let avatar: UUID?
 }
 
 struct HistoryEntry {
@@ -189,18 +205,43 @@ struct DispatchStorage {
 
     // MARK: Parcels
 
-    func insertParcel(_ c: Connection, id: UUID, sender: UUID, body: CreateParcelBody, recipientUserId: UUID?,
-                      photo: UUID, quote: Quote) throws -> ParcelRecord {
-        try ParcelRecord(c.first("""
-            INSERT INTO dispatch.parcels (id, sender_id, recipient_user_id, recipient_name, recipient_phone,
+    func insertParcel(_ c: Connection, id: UUID, sender: UUID, body: CreateParcelBody, recipientUserId: UUID?, claimCode: String?,
+                      pin: String, quote: Quote) throws -> ParcelRecord {
+        let r = body.recipient
+        return try ParcelRecord(c.first("""
+            INSERT INTO dispatch.parcels (id, sender_id, recipient_user_id, recipient_name, recipient_phone, recipient_username,
+                recipient_email, claim_code, delivery_pin,
                 pickup_lat, pickup_lon, pickup_address, dropoff_lat, dropoff_lon, dropoff_address, service, payment_method,
                 insured, description, document_photo_media_id, amount_minor, currency, eta_seconds, distance_m, status)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, 'awaiting_courier')
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
+                'awaiting_courier')
             RETURNING *
-            """, [id, sender, recipientUserId, body.recipient.name, body.recipient.phone, body.pickup.lat, body.pickup.lon,
+            """, [id, sender, recipientUserId, r.name, r.phone, r.username, r.email, claimCode, pin, body.pickup.lat, body.pickup.lon,
                   body.pickup.address, body.dropoff.lat, body.dropoff.lon, body.dropoff.address, body.service.rawValue, body.paymentMethod,
-                  body.insured ?? false, body.description, photo, quote.amountMinor, quote.currency, quote.etaSeconds,
+                  body.insured ?? false, body.description, body.documentPhotoMediaId, quote.amountMinor, quote.currency, quote.etaSeconds,
                   quote.distanceMeters])!)
+    }
+
+    /// The account with `username` (case-insensitive) as auth's events told it; nil when dispatch knows nobody by it.
+    func userId(_ c: Connection, username: String) throws -> UUID? {
+        try c.first("SELECT user_id FROM dispatch.profiles WHERE lower(username) = lower($1) ORDER BY updated_at DESC LIMIT 1",
+                    [username])?["user_id"]
+    }
+
+    /// A person's name and avatar as auth's events told them.
+    func profile(_ c: Connection, _ user: UUID) throws -> ProfileRecord? {
+        try c.first("SELECT username, full_name, avatar_media_id FROM dispatch.profiles WHERE user_id = $1", [user])
+            .map { ProfileRecord(username: try $0["username"], fullName: try $0["full_name"], avatar: try $0.decode("avatar_media_id")) }
+    }
+
+    /// The parcel that claim code `code` (normalised) names, locked.
+    func parcel(_ c: Connection, claimCode code: String) throws -> ParcelRecord? {
+        try c.first("SELECT * FROM dispatch.parcels WHERE claim_code = $1 FOR UPDATE", [code]).map(ParcelRecord.init)
+    }
+
+    /// One more wrong PIN for a parcel; how many there have been.
+    func countWrongPin(_ c: Connection, _ id: UUID) throws -> Int {
+        try c.first("UPDATE dispatch.parcels SET pin_failures = pin_failures + 1 WHERE id = $1 RETURNING pin_failures", [id])!["pin_failures"]
     }
 
     /// Image `id` if `reader` uploaded it or it is a photo of a parcel that involves them (its sender, recipient,
@@ -224,10 +265,11 @@ struct DispatchStorage {
     func save(_ c: Connection, _ p: ParcelRecord) throws {
         try c.execute("""
             UPDATE dispatch.parcels SET status = $2, courier_id = $3, offered_to = $4, offer_expires_at = $5,
-                delivery_photo_media_id = $6, receipt_photo_media_id = $7, failure_reason = $8, updated_at = now()
+                delivery_photo_media_id = $6, receipt_photo_media_id = $7, failure_reason = $8, recipient_user_id = $9,
+                claim_code = $10, updated_at = now()
             WHERE id = $1
             """, [p.id, p.status.rawValue, p.courierId, p.offeredTo, p.offerExpiresAt, p.deliveryPhotoMediaId,
-                  p.receiptPhotoMediaId, p.failureReason])
+                  p.receiptPhotoMediaId, p.failureReason, p.recipientUserId, p.claimCode])
     }
 
     func addHistory(_ c: Connection, parcel: UUID, from: ParcelStatus?, to: ParcelStatus, actor: ParcelActor, actorId: UUID?,
