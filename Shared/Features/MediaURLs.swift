@@ -57,10 +57,11 @@ public struct MediaURLs: Sendable {
         return "\(base)\(path)?exp=\(exp)&kid=\(key.id)&sig=\(Self.signature(key, path, exp))"
     }
 
-    /// The signed URL of a profile picture, wherever a person appears: avatars are uploaded to and served by stories
-    /// (`/v1/media/<id>`), and every service signs with the same keys.
-    public func avatar(_ id: UUID?) -> String? {
-        id.map { url("/v1/media/\($0.lowercased)") }
+    /// The face of a person wherever they appear: their avatar's signed URL (avatars are uploaded to and served by
+    /// stories, `/v1/media/<id>`, and every service signs with the same keys), else the picture hosted elsewhere that
+    /// auth's events gave (Google's), else none.
+    public func avatar(_ id: UUID?, picture: String? = nil) -> String? {
+        id.map { url("/v1/media/\($0.lowercased)") } ?? picture
     }
 
     /// Whether `request` carries a signature (`sig`), and if so that it holds for its path: false when it carries

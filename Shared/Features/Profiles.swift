@@ -22,28 +22,40 @@ public struct Profiles: Sendable {
         );
         """
 
+    /// The column of a picture hosted elsewhere (Google's), added by a later migration of each service.
+    public static let pictureSQL = "ALTER TABLE profiles ADD COLUMN picture_url text;"
+
     /// Records what a `user.registered` or `user.updated` event says; the user's id, and whether they are new (a
     /// `user.registered`). Nil for any other event, or one that names no user.
     @discardableResult
     public func apply(_ event: ReceivedEvent, on c: Connection) throws -> (user: UUID, registered: Bool)? {
-        let (user, username, fullName, avatar, at, registered): (String, String, String, String?, String, Bool)
+        let (user, username, fullName, avatar, picture, at, registered): (String, String, String, String?, String?, String, Bool)
         switch event.type {
         case UserRegistered.type:
             let u = try event.decode(UserRegistered.self)
-            (user, username, fullName, avatar, at, registered) = (u.userId, u.username, u.fullName, u.avatarMediaId, u.createdAt, true)
+            (user, username, fullName, avatar, picture, at, registered) = (u.userId, u.username, u.fullName, u.avatarMediaId, u.pictureUrl,
+                                                                            u.createdAt, true)
         case UserUpdated.type:
             let u = try event.decode(UserUpdated.self)
-            (user, username, fullName, avatar, at, registered) = (u.userId, u.username, u.fullName, u.avatarMediaId, u.updatedAt, false)
+            (user, username, fullName, avatar, picture, at, registered) = (u.userId, u.username, u.fullName, u.avatarMediaId, u.pictureUrl,
+                                                                            u.updatedAt, false)
         default:
             return nil
         }
         guard let id = UUID(uuidString: user) else { return nil }
         try c.execute("""
-            INSERT INTO \(schema).profiles (user_id, username, full_name, avatar_media_id, updated_at) VALUES ($1, $2, $3, $4, $5)
+            INSERT INTO \(schema).profiles (user_id, username, full_name, avatar_media_id, picture_url, updated_at)
+            VALUES ($1, $2, $3, $4, $5, $6)
             ON CONFLICT (user_id) DO UPDATE SET username = EXCLUDED.username, full_name = EXCLUDED.full_name,
-                avatar_media_id = EXCLUDED.avatar_media_id, updated_at = EXCLUDED.updated_at
+                avatar_media_id = EXCLUDED.avatar_media_id, picture_url = EXCLUDED.picture_url, updated_at = EXCLUDED.updated_at
             WHERE \(schema).profiles.updated_at <= EXCLUDED.updated_at
-            """, [id, username, fullName, avatar.flatMap(UUID.init(uuidString:)), Timestamp.parse(at) ?? Date()])
+            """, [id, username, fullName, avatar.flatMap(UUID.init(uuidString:)), picture.flatMap(Self.picture),
+                  Timestamp.parse(at) ?? Date()])
         return (id, registered)
+    }
+
+    /// A picture URL as it may be shown: http(s), at most 2,048 characters; anything else is dropped.
+    public static func picture(_ url: String) -> String? {
+        (url.hasPrefix("https://") || url.hasPrefix("http://")) && url.utf8.count <= 2048 && !url.contains(where: \.isWhitespace) ? url : nil
     }
 }

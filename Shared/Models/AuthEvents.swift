@@ -14,11 +14,14 @@ public struct UserRegistered: EventPayload, Equatable {
     public var email: String
     public var fullName: String
     public var avatarMediaId: String?
+    /// A picture hosted elsewhere (Google's), the face shown while there is no avatar.
+    public var pictureUrl: String?
     public var createdAt: String
 
-    public init(userId: String, username: String, email: String, fullName: String, avatarMediaId: String?, createdAt: String) {
+    public init(userId: String, username: String, email: String, fullName: String, avatarMediaId: String?, pictureUrl: String? = nil,
+                createdAt: String) {
         self.userId = userId; self.username = username; self.email = email
-        self.fullName = fullName; self.avatarMediaId = avatarMediaId; self.createdAt = createdAt
+        self.fullName = fullName; self.avatarMediaId = avatarMediaId; self.pictureUrl = pictureUrl; self.createdAt = createdAt
     }
 }
 
@@ -30,11 +33,14 @@ public struct UserUpdated: EventPayload, Equatable {
     public var email: String
     public var fullName: String
     public var avatarMediaId: String?
+    /// A picture hosted elsewhere (Google's), the face shown while there is no avatar.
+    public var pictureUrl: String?
     public var updatedAt: String
 
-    public init(userId: String, username: String, email: String, fullName: String, avatarMediaId: String?, updatedAt: String) {
+    public init(userId: String, username: String, email: String, fullName: String, avatarMediaId: String?, pictureUrl: String? = nil,
+                updatedAt: String) {
         self.userId = userId; self.username = username; self.email = email
-        self.fullName = fullName; self.avatarMediaId = avatarMediaId; self.updatedAt = updatedAt
+        self.fullName = fullName; self.avatarMediaId = avatarMediaId; self.pictureUrl = pictureUrl; self.updatedAt = updatedAt
     }
 }
 

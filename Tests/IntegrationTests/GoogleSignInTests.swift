@@ -3,63 +3,32 @@ import Foundation
 import HTTP
 import XCTest
 
-/// Sign-in with Google against a stand-in issuer: RSA keys made here with the `openssl` command, served as a JWK set
-/// by a server of the test's own, tokens signed as Google signs them.
+/// Sign-in with Google against a stand-in issuer (`GoogleStandIn`).
 final class GoogleSignInTests: XCTestCase {
     var database: TestDatabase!
     var auth: ServiceProcess!
     var api: APIClient!
-    var issuer: HTTPServer!
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("google-\(UUID().uuidString.prefix(8))")
-    let clientId = "test-client.apps.googleusercontent.com"
-    var key: String { dir.appendingPathComponent("key.pem").path }
-    var otherKey: String { dir.appendingPathComponent("other.pem").path }
+    var google: GoogleStandIn!
+    var clientId: String { google.clientId }
+    var otherKey: String { google.otherKey }
 
     override func setUpWithError() throws {
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        for path in [key, otherKey] {
-            try IntegrationTests.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", path])
-        }
-        let modulus = try IntegrationTests.run(["openssl", "rsa", "-in", key, "-noout", "-modulus"])
-            .trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "Modulus=", with: "")
-        let n = stride(from: 0, to: modulus.count, by: 2).map { i -> UInt8 in
-            let start = modulus.index(modulus.startIndex, offsetBy: i)
-            return UInt8(modulus[start..<modulus.index(start, offsetBy: 2)], radix: 16)!
-        }
-        let jwks = Array(#"{"keys":[{"kid":"k1","kty":"RSA","alg":"RS256","use":"sig","n":"\#(Base64URL.encode(n))","e":"AQAB"}]}"#.utf8)
-        let port = TestEnvironment.freePort()
-        issuer = HTTPServer(port: UInt16(port), threads: 2, route: { _, _ in .notFound }) { _, _ in
-            Response(status: 200, headers: [("Content-Type", "application/json")], body: jwks)
-        }
-        try issuer.start()
+        google = try GoogleStandIn()
         database = try TestDatabase()
         auth = try ServiceProcess.startReady("auth", environment: [
-            "DATABASE_URL": database.url, "GOOGLE_CLIENT_IDS": "other-client, \(clientId)",
-            "GOOGLE_JWKS_URL": "http://127.0.0.1:\(port)/certs"])
+            "DATABASE_URL": database.url, "GOOGLE_CLIENT_IDS": "other-client, \(clientId)", "GOOGLE_JWKS_URL": google.jwksURL])
         api = APIClient(port: auth.port)
     }
 
     override func tearDown() {
         if let auth, let run = testRun, run.failureCount > 0 { print("--- auth log ---\n\(auth.log.suffix(3000))") }
         auth?.stop()
-        issuer?.stop(grace: 0)
+        google?.stop()
         database?.drop()
-        try? FileManager.default.removeItem(at: dir)
     }
 
-    /// An ID token as Google would sign it, with `changes` to its claims (nil removes one).
     func token(_ changes: [String: Any?] = [:], kid: String = "k1", alg: String = "RS256", signedWith keyFile: String? = nil) throws -> String {
-        let now = Int(Date().timeIntervalSince1970)
-        var claims: [String: Any] = ["iss": "https://accounts.google.com", "aud": clientId, "sub": "g-1234567890",
-                                     "email": "gina@example.com", "email_verified": true, "name": "Gina Google",
-                                     "iat": now - 10, "exp": now + 3600]
-        for (k, v) in changes { claims[k] = v }
-        let header = Base64URL.encode(Array(try JSONSerialization.data(withJSONObject: ["alg": alg, "kid": kid, "typ": "JWT"])))
-        let payload = Base64URL.encode(Array(try JSONSerialization.data(withJSONObject: claims)))
-        let input = dir.appendingPathComponent("input-\(UUID().uuidString)"), signature = dir.appendingPathComponent("sig-\(UUID().uuidString)")
-        try Data("\(header).\(payload)".utf8).write(to: input)
-        try IntegrationTests.run(["openssl", "dgst", "-sha256", "-sign", keyFile ?? key, "-out", signature.path, input.path])
-        return "\(header).\(payload).\(Base64URL.encode(Array(try Data(contentsOf: signature))))"
+        try google.token(changes, kid: kid, alg: alg, signedWith: keyFile)
     }
 
     func count(_ table: String) throws -> Int {

@@ -11,6 +11,7 @@ public enum AuthService {
         let google = try GoogleSignIn.Settings(environment).map { GoogleSignIn(settings: $0, keys: .init(url: $0.jwksURL)) }
         let addressFailures = try environment.int("LOGIN_ADDRESS_MAX_FAILURES", default: 100, range: 1...1_000_000)
         let box = try sealingKey(environment)
+        let urls = try MediaURLs(environment, defaultPort: 8081)
         let rotate = Command("rotate-keys", usage: "rotate-keys [--activate-in SECONDS]") { app, arguments in
             var seconds = 300
             if !arguments.isEmpty {
@@ -43,7 +44,8 @@ public enum AuthService {
                 }
             })
             let handlers = AuthHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, keys: keys,
-                                        login: LoginThrottle(addressFailures: addressFailures, trustedProxies: app.config.trustedProxies))
+                                        login: LoginThrottle(addressFailures: addressFailures, trustedProxies: app.config.trustedProxies),
+                                        urls: urls)
             app.add(Job.every(3600, "delete-old-login-failures", logger: app.logger) {
                 try pool.withConnection { try AuthStorage().deleteOldFailures($0) }
             })

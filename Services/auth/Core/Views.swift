@@ -1,27 +1,35 @@
 import Foundation
+import Features
 import Identity
 import Models
 import Web
 
 // What the routes answer: each view described once (`View`).
 
+/// The signed-in user: their avatar by its id (stories stores it) and its signed URL.
 struct UserView: View {
     let user: UserRecord
-    init(_ u: UserRecord) { user = u }
+    let avatarUrl: String?
+    init(_ u: UserRecord, urls: MediaURLs) { user = u; avatarUrl = urls.avatar(u.avatarMediaId, picture: u.pictureUrl) }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.user.id), .field("username", \.user.username, Check.usernameSchema),
         .field("email", \.user.email, Check.emailSchema), .field("fullName", \.user.fullName, Check.fullNameSchema),
-        .nullable("avatarMediaId", \.user.avatarMediaId), .field("createdAt", \.user.createdAt), .field("updatedAt", \.user.updatedAt),
+        .nullable("avatarMediaId", \.user.avatarMediaId), .nullable("avatarUrl", \.avatarUrl), .field("createdAt", \.user.createdAt),
+        .field("updatedAt", \.user.updatedAt),
     ]
 }
 
 /// Someone as another user may see them: no e-mail address.
 struct PersonView: View {
     let user: UserRecord
+    let avatarUrl: String?
+    init(_ u: UserRecord, urls: MediaURLs) { user = u; avatarUrl = urls.avatar(u.avatarMediaId, picture: u.pictureUrl) }
+
     static let fields: [ViewField<Self>] = [
         .field("id", \.user.id), .field("username", \.user.username, Check.usernameSchema),
         .field("fullName", \.user.fullName, Check.fullNameSchema), .nullable("avatarMediaId", \.user.avatarMediaId),
+        .nullable("avatarUrl", \.avatarUrl),
     ]
 }
 

@@ -5,21 +5,26 @@ import Web
 
 // What the routes answer: each view described once (`View`).
 
-/// Someone as the apps show them.
+/// Someone as the apps show them: a name, and a face by its signed URL (in a stream's event as recorded).
 struct PersonView: View {
     let id: UUID
     let name: String?
     let avatarMediaId: UUID?
-    init(_ p: PersonRecord) { id = p.id; name = p.name; avatarMediaId = p.avatarMediaId }
+    let avatarUrl: String?
+    init(_ p: PersonRecord, urls: MediaURLs) {
+        id = p.id; name = p.name; avatarMediaId = p.avatarMediaId; avatarUrl = urls.avatar(p.avatarMediaId, picture: p.pictureUrl)
+    }
 
-    static let fields: [ViewField<Self>] = [.field("id", \.id), .nullable("name", \.name), .nullable("avatarMediaId", \.avatarMediaId)]
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.id), .nullable("name", \.name), .nullable("avatarMediaId", \.avatarMediaId), .nullable("avatarUrl", \.avatarUrl),
+    ]
 }
 
 struct MemberView: View {
     let user: PersonView
     let role: String
     let joinedAt: Date
-    init(_ m: MemberRecord) { user = PersonView(m.person); role = m.role; joinedAt = m.joinedAt }
+    init(_ m: MemberRecord, urls: MediaURLs) { user = PersonView(m.person, urls: urls); role = m.role; joinedAt = m.joinedAt }
 
     static let fields: [ViewField<Self>] = [.field("user", \.user), .field("role", \.role, Shapes.role), .field("joinedAt", \.joinedAt)]
 }
@@ -29,9 +34,11 @@ struct MessageView: View {
     /// Each image with the signed URL that loads it (in a stream's event as recorded: a message read again has
     /// fresh ones).
     let media: [ImageLink]
-    init(_ m: MessageRecord, media: MediaStore) { message = m; self.media = m.mediaIds.map { media.link($0) } }
+    let author: PersonView
+    init(_ m: MessageRecord, media: MediaStore) {
+        message = m; self.media = m.mediaIds.map { media.link($0) }; author = PersonView(m.author, urls: media.urls)
+    }
 
-    var author: PersonView { PersonView(message.author) }
     var updatedAt: Date { [message.createdAt, message.editedAt, message.deletedAt].compactMap { $0 }.max()! }
 
     static let fields: [ViewField<Self>] = [
@@ -50,9 +57,8 @@ struct RoomView: View {
     let lastMessage: MessageView??
     let members: [MemberView]?
 
-    init(_ r: RoomRecord, unread: Int? = nil, last: MessageView? = nil, members: [MemberRecord]? = nil) {
-        room = r; unreadCount = unread; lastMessage = unread == nil ? nil : .some(last)
-        self.members = members?.map(MemberView.init)
+    init(_ r: RoomRecord, unread: Int? = nil, last: MessageView? = nil, members: [MemberView]? = nil) {
+        room = r; unreadCount = unread; lastMessage = unread == nil ? nil : .some(last); self.members = members
     }
 
     var inviteCode: String? { room.inviteCode.map(InviteCode.display) }
@@ -69,10 +75,12 @@ struct RoomView: View {
 
 struct TodoView: View {
     let todo: TodoRecord
-    init(_ t: TodoRecord) { todo = t }
+    let doneBy: PersonView?
+    let assignee: PersonView?
+    init(_ t: TodoRecord, urls: MediaURLs) {
+        todo = t; doneBy = t.doneBy.map { PersonView($0, urls: urls) }; assignee = t.assignee.map { PersonView($0, urls: urls) }
+    }
 
-    var doneBy: PersonView? { todo.doneBy.map(PersonView.init) }
-    var assignee: PersonView? { todo.assignee.map(PersonView.init) }
     /// Done items have no place in the order.
     var position: Int? { todo.done ? nil : todo.position }
 

@@ -20,6 +20,7 @@ public enum CurationService {
     /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
         let settings = try Settings(environment)
+        let urls = try MediaURLs(environment, defaultPort: 8085)
         return try ServiceApp(service: "curation", defaultPort: 8085, environment: environment, migrations: migrations,
                               commands: [importCommand, youtubeCommand]) { app in
             let storage = CurationStorage()
@@ -46,7 +47,7 @@ public enum CurationService {
             app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type]) { try Profiles(schema: "curation").apply($0, on: $1) }
             let verifier = app.makeTokenVerifier()
             let handlers = CurationHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, recommender: recommender,
-                                            verifier: verifier)
+                                            verifier: verifier, urls: urls)
             return makeRoutes(handlers, verifier)
         }
     }

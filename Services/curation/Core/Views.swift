@@ -1,3 +1,4 @@
+import Features
 import Foundation
 import Models
 import Web
@@ -60,15 +61,16 @@ struct HistoryView: View {
 }
 
 struct AuthorView: View {
-    let id: UUID, name: String?
-    static let fields: [ViewField<Self>] = [.field("id", \.id), .nullable("name", \.name)]
+    let id: UUID, name: String?, avatarUrl: String?
+    static let fields: [ViewField<Self>] = [.field("id", \.id), .nullable("name", \.name), .nullable("avatarUrl", \.avatarUrl)]
 }
 
 struct CommentView: View {
     let comment: CommentRecord
-    init(_ c: CommentRecord) { comment = c }
-
-    var author: AuthorView { AuthorView(id: comment.authorId, name: comment.authorName) }
+    let author: AuthorView
+    init(_ c: CommentRecord, urls: MediaURLs) {
+        comment = c; author = AuthorView(id: c.authorId, name: c.authorName, avatarUrl: urls.avatar(c.authorAvatar, picture: c.authorPicture))
+    }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.comment.id), .field("videoId", \.comment.videoId), .field("author", \.author), .field("text", \.comment.text),
@@ -92,11 +94,12 @@ struct PlaylistView: View {
     ]
 }
 
-/// Someone's profile as others see it: name, avatar and public playlists.
+/// Someone's profile as others see it: name, avatar (its id, and its signed URL) and public playlists.
 struct ProfileView: View {
-    let id: UUID, name: String?, avatarMediaId: UUID?, playlists: [PlaylistView]
+    let id: UUID, name: String?, avatarMediaId: UUID?, avatarUrl: String?, playlists: [PlaylistView]
     static let fields: [ViewField<Self>] = [
-        .field("id", \.id), .nullable("name", \.name), .nullable("avatarMediaId", \.avatarMediaId), .field("playlists", \.playlists),
+        .field("id", \.id), .nullable("name", \.name), .nullable("avatarMediaId", \.avatarMediaId), .nullable("avatarUrl", \.avatarUrl),
+        .field("playlists", \.playlists),
     ]
 }
 

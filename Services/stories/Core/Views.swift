@@ -21,7 +21,7 @@ struct NewsletterView: View {
 struct MemberView: View {
     let member: MemberRecord
     let avatarUrl: String?
-    init(_ m: MemberRecord, media: MediaStore) { member = m; avatarUrl = m.avatarMediaId.map { media.link($0).url } }
+    init(_ m: MemberRecord, media: MediaStore) { member = m; avatarUrl = m.avatarMediaId.map { media.link($0).url } ?? m.pictureUrl }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.member.userId), .nullable("fullName", \.member.fullName), .nullable("avatarMediaId", \.member.avatarMediaId),

@@ -125,8 +125,9 @@ final class ServiceProcess {
     }
 
     /// Starts `name` and waits until its `/readyz` answers 200.
-    static func startReady(_ name: String, environment: [String: String], timeout: TimeInterval = 60) throws -> ServiceProcess {
-        let service = try ServiceProcess(name, environment: environment)
+    static func startReady(_ name: String, port: Int = TestEnvironment.freePort(), environment: [String: String],
+                           timeout: TimeInterval = 60) throws -> ServiceProcess {
+        let service = try ServiceProcess(name, port: port, environment: environment)
         try service.waitReady(timeout: timeout)
         return service
     }

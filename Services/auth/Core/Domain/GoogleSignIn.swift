@@ -1,4 +1,5 @@
 import Crypto
+import Features
 import Foundation
 import HTTP
 import Runtime
@@ -33,6 +34,8 @@ struct GoogleSignIn: Sendable {
         let subject: String
         let email: String
         let name: String?
+        /// Their Google picture (`picture`), when it is an http(s) URL of at most 2,048 characters.
+        let picture: String?
     }
 
     /// Why a token was refused (the client is told only that it was).
@@ -67,7 +70,8 @@ struct GoogleSignIn: Sendable {
         guard let sub = claims["sub"] as? String, !sub.isEmpty, sub.count <= 255, let email = claims["email"] as? String,
               !email.isEmpty else { throw .malformed }
         guard verified else { throw .emailNotVerified }
-        return Identity(subject: sub, email: email, name: (claims["name"] as? String).map { String($0.prefix(100)) })
+        return Identity(subject: sub, email: email, name: (claims["name"] as? String).map { String($0.prefix(100)) },
+                        picture: (claims["picture"] as? String).flatMap(Profiles.picture))
     }
 
     /// Google's public keys by `kid`, fetched again (at most every 10 s) when asked for one it does not have.

@@ -15,6 +15,8 @@ struct AuthHandlers: Sendable {
     let idempotency: Idempotency
     let keys: SigningKeys
     let login: LoginThrottle
+    /// Signs avatar URLs.
+    let urls: MediaURLs
     let storage = AuthStorage()
     /// Lookups of usernames nobody has: 20 within 15 minutes, then 429.
     let lookups = GuessThrottle(schema: "auth", table: "lookup_failures", limit: 20)
@@ -100,10 +102,10 @@ struct AuthHandlers: Sendable {
         }
         let unusable = try PasswordHasher.hash(Base64URL.encode(secureRandomBytes(32)))  // signs in with Google only
         return try pool.withTransaction { c in
-            if let user = try storage.googleUser(c, subject: identity.subject) { return .json(try openSession(c, user)) }
+            if let user = try storage.googleUser(c, subject: identity.subject) { return .json(try openSession(c, try picture(c, user, identity))) }
             if let user = try storage.userByEmail(c, identity.email) {
                 try storage.linkGoogle(c, subject: identity.subject, user: user.id)
-                return .json(try openSession(c, user))
+                return .json(try openSession(c, try picture(c, user, identity)))
             }
             let email = try Check.email(identity.email)
             let base = String(email.split(separator: "@")[0].lowercased().filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == ".") }
@@ -111,12 +113,31 @@ struct AuthHandlers: Sendable {
             var username = base.count >= 3 ? base : "user"
             while try storage.usernameTaken(c, username) { username = String(base.prefix(24)) + "_" + String(Int.random(in: 1000...9_999_999)) }
             let name = identity.name.flatMap { $0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? nil : $0 } ?? username
-            let user = try storage.insertUser(c, username: username, email: email, fullName: name, passwordHash: unusable)
+            let user = try storage.insertUser(c, username: username, email: email, fullName: name, passwordHash: unusable,
+                                              pictureUrl: identity.picture)
             try storage.linkGoogle(c, subject: identity.subject, user: user.id)
             try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email, fullName: user.fullName,
-                                          avatarMediaId: nil, createdAt: Timestamp.format(user.createdAt)), subject: user.id.lowercased, on: c)
+                                          avatarMediaId: nil, pictureUrl: user.pictureUrl, createdAt: Timestamp.format(user.createdAt)),
+                           subject: user.id.lowercased, on: c)
             return .json(try openSession(c, user), status: 201)
         }
+    }
+
+    /// The user with the Google picture this sign-in brought, kept (and announced) when it changed.
+    private func picture(_ c: Connection, _ user: UserRecord, _ identity: GoogleSignIn.Identity) throws -> UserRecord {
+        guard let picture = identity.picture, picture != user.pictureUrl else { return user }
+        var changed = user
+        changed.pictureUrl = picture
+        let updated = try storage.updateUser(c, changed)
+        try announce(c, updated)
+        return updated
+    }
+
+    private func announce(_ c: Connection, _ updated: UserRecord) throws {
+        try outbox.add(UserUpdated(userId: updated.id.lowercased, username: updated.username, email: updated.email,
+                                   fullName: updated.fullName, avatarMediaId: updated.avatarMediaId?.lowercased,
+                                   pictureUrl: updated.pictureUrl, updatedAt: Timestamp.format(updated.updatedAt)),
+                       subject: updated.id.lowercased, on: c)
     }
 
     func refresh(_ request: Request, _ body: RefreshBody) throws -> Response {
@@ -126,7 +147,7 @@ struct AuthHandlers: Sendable {
             case .rotated(let session, let userId):
                 guard let user = try storage.user(c, id: userId) else { return nil }
                 let refresh = try storage.issueRefreshToken(c, session: session)
-                return .json(SessionView(user: UserView(user), accessToken: try keys.accessToken(user: userId, session: session),
+                return .json(SessionView(user: UserView(user, urls: urls), accessToken: try keys.accessToken(user: userId, session: session),
                                              refreshToken: refresh, expiresIn: SigningKeys.accessLifetime))
             case .reused(let session, let user):
                 // A rotated token came back: someone holds a stolen copy. End the whole session.
@@ -166,7 +187,7 @@ struct AuthHandlers: Sendable {
         guard let user = try pool.withConnection({ try storage.user($0, id: caller.userId, inActiveSession: caller.sessionId) }) else {
             throw HTTPError.unauthenticated()
         }
-        return .json(UserView(user))
+        return .json(UserView(user, urls: urls))
     }
 
     /// Someone by their exact username (case-insensitive), to start a direct chat or name a recipient: one person or
@@ -177,7 +198,7 @@ struct AuthHandlers: Sendable {
             guard username.count <= 32, let user = try pool.withConnection({ try storage.userByUsername($0, username) }) else {
                 throw AccountError.notFound
             }
-            return .json(PersonView(user: user))
+            return .json(PersonView(user, urls: urls))
         }
     }
 
@@ -193,13 +214,10 @@ struct AuthHandlers: Sendable {
             if let email { user.email = email }
             if let username { user.username = username }
             if body.avatarMediaId.isPresent { user.avatarMediaId = avatar }
-            guard before != (user.username, user.email, user.fullName, user.avatarMediaId) else { return .json(UserView(user)) }
+            guard before != (user.username, user.email, user.fullName, user.avatarMediaId) else { return .json(UserView(user, urls: urls)) }
             let updated = try storage.updateUser(c, user)
-            try outbox.add(UserUpdated(userId: updated.id.lowercased, username: updated.username, email: updated.email,
-                                       fullName: updated.fullName, avatarMediaId: updated.avatarMediaId?.lowercased,
-                                       updatedAt: Timestamp.format(updated.updatedAt)),
-                           subject: updated.id.lowercased, on: c)
-            return .json(UserView(updated))
+            try announce(c, updated)
+            return .json(UserView(updated, urls: urls))
         }
     }
 
@@ -245,7 +263,7 @@ struct AuthHandlers: Sendable {
 
     private func openSession(_ c: Connection, _ user: UserRecord) throws -> SessionView {
         let (session, refresh) = try storage.createSession(c, user: user.id)
-        return SessionView(user: UserView(user), accessToken: try keys.accessToken(user: user.id, session: session),
+        return SessionView(user: UserView(user, urls: urls), accessToken: try keys.accessToken(user: user.id, session: session),
                            refreshToken: refresh, expiresIn: SigningKeys.accessLifetime)
     }
 

@@ -73,4 +73,5 @@ let migrations: [Migration] = [
         ALTER TABLE signing_keys ALTER COLUMN activates_at SET NOT NULL, ALTER COLUMN activates_at SET DEFAULT now();
         """),
     Migration(7, "lookups by a username nobody has, so that guessing names is limited", GuessThrottle.tableSQL("lookup_failures")),
+    Migration(8, "the Google picture, the face shown until the user sets an avatar", "ALTER TABLE users ADD COLUMN picture_url text"),
 ]

@@ -11,16 +11,18 @@ struct UserRecord {
     var email: String
     var fullName: String
     var avatarMediaId: UUID?
+    /// Google's picture of them, from their last sign-in with Google.
+    var pictureUrl: String?
     let createdAt: Date
     var updatedAt: Date
 
     init(_ row: Row) throws {
         id = try row["id"]; username = try row["username"]; email = try row["email"]
-        fullName = try row["full_name"]; avatarMediaId = try row.decode("avatar_media_id")
+        fullName = try row["full_name"]; avatarMediaId = try row.decode("avatar_media_id"); pictureUrl = try row.decode("picture_url")
         createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
     }
 
-    static let columns = "id, username, email, full_name, avatar_media_id, created_at, updated_at"
+    static let columns = "id, username, email, full_name, avatar_media_id, picture_url, created_at, updated_at"
 }
 
 /// What became of a presented refresh token.
@@ -37,12 +39,13 @@ struct AuthStorage {
 
     // MARK: Users
 
-    func insertUser(_ c: Connection, username: String, email: String, fullName: String, passwordHash: String) throws -> UserRecord {
+    func insertUser(_ c: Connection, username: String, email: String, fullName: String, passwordHash: String,
+                    pictureUrl: String? = nil) throws -> UserRecord {
         do {
             let row = try c.first("""
-                INSERT INTO auth.users (id, username, email, full_name, password_hash) VALUES ($1, $2, $3, $4, $5)
+                INSERT INTO auth.users (id, username, email, full_name, password_hash, picture_url) VALUES ($1, $2, $3, $4, $5, $6)
                 RETURNING \(UserRecord.columns)
-                """, [UUID.v7(), username, email, fullName, passwordHash])
+                """, [UUID.v7(), username, email, fullName, passwordHash, pictureUrl])
             return try UserRecord(row!)
         } catch let error as PostgresError where error.kind == .uniqueViolation {
             throw Self.duplicate(error)
@@ -105,9 +108,9 @@ struct AuthStorage {
     func updateUser(_ c: Connection, _ user: UserRecord) throws -> UserRecord {
         do {
             let row = try c.first("""
-                UPDATE auth.users SET username = $2, email = $3, full_name = $4, avatar_media_id = $5, updated_at = now()
+                UPDATE auth.users SET username = $2, email = $3, full_name = $4, avatar_media_id = $5, picture_url = $6, updated_at = now()
                 WHERE id = $1 RETURNING \(UserRecord.columns)
-                """, [user.id, user.username, user.email, user.fullName, user.avatarMediaId])
+                """, [user.id, user.username, user.email, user.fullName, user.avatarMediaId, user.pictureUrl])
             guard let row else { throw AccountError.notFound }
             return try UserRecord(row)
         } catch let error as PostgresError where error.kind == .uniqueViolation {

@@ -104,7 +104,7 @@ struct Todos: Sendable {
         try check(c, room: id, assignee: assignee, message: message)
         let todo = try storage.insertTodo(c, id: UUID.v7(), room: id, title: title, assignee: assignee, dueAt: dueAt,
                                           fromMessage: message, createdBy: user)
-        try log.record(c, room: id, seq: seq, event: "todo_created", view: TodoView(todo))
+        try log.record(c, room: id, seq: seq, event: "todo_created", view: TodoView(todo, urls: log.urls))
         try log.outbox.add(TodoCreated(roomId: id.lowercased, todoId: todo.id.lowercased, createdBy: user.lowercased,
                                        assigneeId: assignee?.lowercased, seq: seq, createdAt: Timestamp.format(todo.createdAt)),
                            subject: id.lowercased, on: c)
@@ -142,7 +142,7 @@ struct Todos: Sendable {
             try storage.order(c, room: todo.roomId, open)
         }
         let updated = try storage.todo(c, id)!
-        try log.record(c, room: todo.roomId, seq: seq, event: "todo_updated", view: TodoView(updated))
+        try log.record(c, room: todo.roomId, seq: seq, event: "todo_updated", view: TodoView(updated, urls: log.urls))
         try log.outbox.add(TodoUpdated(roomId: todo.roomId.lowercased, todoId: id.lowercased, updatedBy: user.lowercased, done: updated.done,
                                        doneBy: updated.doneBy?.id.lowercased, assigneeId: updated.assignee?.id.lowercased, seq: seq,
                                        updatedAt: Timestamp.format(updated.updatedAt)), subject: todo.roomId.lowercased, on: c)

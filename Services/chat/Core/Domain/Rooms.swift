@@ -43,6 +43,8 @@ enum ChatError: DomainError, Equatable {
 struct RoomLog: Sendable {
     let storage: ChatStorage
     let outbox: Outbox
+    /// Signs the avatars in what streams send.
+    let urls: MediaURLs
 
     /// Stores change `seq` of `room` as SSE `event` with `view` as its data.
     func record(_ c: Connection, room: UUID, seq: Int64, event: String, view: some View, message: UUID? = nil) throws {
@@ -55,7 +57,7 @@ struct RoomLog: Sendable {
         let seq = try storage.nextSeq(c, room).change
         let person = try storage.members(c, of: room).first { $0.person.id == user }?.person ?? PersonRecord(id: user, name: nil, avatarMediaId: nil)
         try record(c, room: room, seq: seq, event: "member_joined",
-                   view: MembershipView(roomId: room, user: PersonView(person), role: role, reason: nil, at: at))
+                   view: MembershipView(roomId: room, user: PersonView(person, urls: urls), role: role, reason: nil, at: at))
         try outbox.add(ChatMemberJoined(roomId: room.lowercased, userId: user.lowercased, role: role, seq: seq, joinedAt: Timestamp.format(at)),
                        subject: room.lowercased, on: c)
     }
@@ -178,7 +180,7 @@ struct Rooms: Sendable {
         let reason = leaving ? "left" : "removed"
         let now = Date()
         try log.record(c, room: id, seq: seq, event: "member_left",
-                       view: MembershipView(roomId: id, user: PersonView(person), role: nil, reason: reason, at: now))
+                       view: MembershipView(roomId: id, user: PersonView(person, urls: log.urls), role: nil, reason: reason, at: now))
         try log.outbox.add(ChatMemberLeft(roomId: id.lowercased, userId: target.lowercased, reason: reason, removedBy: user.lowercased,
                                           seq: seq, leftAt: Timestamp.format(now)), subject: id.lowercased, on: c)
     }

@@ -17,7 +17,12 @@ struct ChatHandlers: Sendable {
     let live: RoomFeed
     let storage = ChatStorage()
     let media: MediaStore
-    var log: RoomLog { RoomLog(storage: storage, outbox: outbox) }
+    /// A room's members as its answers show them.
+    func members(_ c: Connection, of room: UUID) throws -> [MemberView] {
+        try storage.members(c, of: room).map { MemberView($0, urls: media.urls) }
+    }
+
+    var log: RoomLog { RoomLog(storage: storage, outbox: outbox, urls: media.urls) }
     var rooms: Rooms { Rooms(storage: storage, log: log) }
     var messages: Messages { Messages(storage: storage, log: log, rooms: rooms, media: media) }
     var todos: Todos { Todos(storage: storage, log: log, rooms: rooms) }
@@ -28,7 +33,7 @@ struct ChatHandlers: Sendable {
     func createRoom(_ request: Request, _ caller: Caller, _ body: CreateRoomBody) throws -> Response {
         try idempotency.run(request, caller: caller.userId.lowercased) { c in
             let room = try rooms.createTeam(c, name: body.name, topic: body.topic.flatMap { $0.isEmpty ? nil : $0 }, by: caller.userId)
-            return .json(RoomView(room, members: try storage.members(c, of: room.id)), status: 201)
+            return .json(RoomView(room, members: try members(c, of: room.id)), status: 201)
         }
     }
 
@@ -50,7 +55,7 @@ struct ChatHandlers: Sendable {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
             let room = try rooms.member(c, id, caller.userId)
-            return .json(RoomView(room, members: try storage.members(c, of: id)))
+            return .json(RoomView(room, members: try members(c, of: id)))
         }
     }
 
@@ -58,13 +63,13 @@ struct ChatHandlers: Sendable {
         let id = try Validate.pathID(request)
         return try pool.withTransaction { c in
             let room = try rooms.update(c, id, by: caller.userId, name: body.name, topic: body.topic)
-            return .json(RoomView(room, members: try storage.members(c, of: id)))
+            return .json(RoomView(room, members: try members(c, of: id)))
         }
     }
 
     func join(_ request: Request, _ caller: Caller, _ body: JoinRoomBody) throws -> Response {
         try invites.join(pool, typed: body.inviteCode, user: caller.userId, unknown: ChatError.unknownInviteCode) { c, code in
-            try rooms.join(c, code: code, user: caller.userId).map { .json(RoomView($0, members: try storage.members(c, of: $0.id))) }
+            try rooms.join(c, code: code, user: caller.userId).map { .json(RoomView($0, members: try members(c, of: $0.id))) }
         }
     }
 
@@ -72,7 +77,7 @@ struct ChatHandlers: Sendable {
         let id = try Validate.pathID(request)
         return try pool.withTransaction { c in
             let room = try rooms.rotateInviteCode(c, id, by: caller.userId)
-            return .json(RoomView(room, members: try storage.members(c, of: id)))
+            return .json(RoomView(room, members: try members(c, of: id)))
         }
     }
 
@@ -85,7 +90,7 @@ struct ChatHandlers: Sendable {
     func direct(_ request: Request, _ caller: Caller, _ body: DirectRoomBody) throws -> Response {
         try pool.withTransaction { c in
             let room = try rooms.direct(c, caller.userId, with: body.userId)
-            return .json(RoomView(room, members: try storage.members(c, of: room.id)))
+            return .json(RoomView(room, members: try members(c, of: room.id)))
         }
     }
 
@@ -192,7 +197,7 @@ struct ChatHandlers: Sendable {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
             _ = try rooms.member(c, id, caller.userId)
-            return .json(PageResponse(items: try storage.todos(c, room: id).map(TodoView.init), nextCursor: nil))
+            return .json(PageResponse(items: try storage.todos(c, room: id).map { TodoView($0, urls: media.urls) }, nextCursor: nil))
         }
     }
 
@@ -201,7 +206,7 @@ struct ChatHandlers: Sendable {
         return try idempotency.run(request, caller: caller.userId.lowercased) { c in
             let todo = try todos.add(c, room: id, by: caller.userId, title: body.title, assignee: body.assigneeId,
                                      dueAt: body.dueAt.flatMap(Timestamp.parse), from: body.fromMessageId)
-            return .json(TodoView(todo), status: 201)
+            return .json(TodoView(todo, urls: media.urls), status: 201)
         }
     }
 
@@ -215,7 +220,7 @@ struct ChatHandlers: Sendable {
         return .json(TodoView(try pool.withTransaction {
             try todos.update($0, id, by: caller.userId, title: body.title, done: body.done, assignee: body.assigneeId, dueAt: dueAt,
                              position: body.position)
-        }))
+        }, urls: media.urls))
     }
 
     func deleteTodo(_ request: Request, _ caller: Caller) throws -> Response {

@@ -95,4 +95,5 @@ let migrations: [Migration] = [
         \(MediaStore.tableSQL)
         """),
     Migration(3, "single-use stream tickets", StreamTickets.tableSQL),
+    Migration(4, "pictures hosted elsewhere (Google's) in profiles", Profiles.pictureSQL),
 ]

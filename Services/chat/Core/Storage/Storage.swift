@@ -41,6 +41,7 @@ struct PersonRecord {
     let id: UUID
     let name: String?
     let avatarMediaId: UUID?
+    var pictureUrl: String? = nil
 }
 
 struct MemberRecord {
@@ -65,13 +66,15 @@ struct MessageRecord {
     static let columns = """
         m.id, m.room_id, m.seq, m.author_id, m.text, m.client_id, m.reply_to, array_to_string(m.media_ids, ',') AS media_text,
         m.created_at, m.edited_at,
-        m.deleted_at, p.full_name AS author_name, p.avatar_media_id AS author_avatar
+        m.deleted_at, p.full_name AS author_name, p.avatar_media_id AS author_avatar,
+        p.picture_url AS author_picture
         """
     static let from = "chat.messages m LEFT JOIN chat.profiles p ON p.user_id = m.author_id"
 
     init(_ row: Row) throws {
         id = try row["id"]; roomId = try row["room_id"]; seq = try row["seq"]
-        author = PersonRecord(id: try row["author_id"], name: try row.decode("author_name"), avatarMediaId: try row.decode("author_avatar"))
+        author = PersonRecord(id: try row["author_id"], name: try row.decode("author_name"), avatarMediaId: try row.decode("author_avatar"),
+                              pictureUrl: try row.decode("author_picture"))
         text = try row.decode("text"); clientId = try row.decode("client_id"); replyTo = try row.decode("reply_to")
         mediaIds = try row["media_text", as: String.self].split(separator: ",").compactMap { UUID(uuidString: String($0)) }
         createdAt = try row["created_at"]; editedAt = try row.decode("edited_at"); deletedAt = try row.decode("deleted_at")
@@ -96,7 +99,8 @@ struct TodoRecord {
     static let columns = """
         t.id, t.room_id, t.title, t.done, t.done_by, t.done_at, t.assignee_id, t.due_at, t.position, t.from_message_id,
         t.created_by, t.created_at, t.updated_at, db.full_name AS done_by_name, db.avatar_media_id AS done_by_avatar,
-        a.full_name AS assignee_name, a.avatar_media_id AS assignee_avatar
+        db.picture_url AS done_by_picture, a.full_name AS assignee_name, a.avatar_media_id AS assignee_avatar,
+        a.picture_url AS assignee_picture
         """
     static let from = """
         chat.todos t LEFT JOIN chat.profiles db ON db.user_id = t.done_by LEFT JOIN chat.profiles a ON a.user_id = t.assignee_id
@@ -105,11 +109,13 @@ struct TodoRecord {
     init(_ row: Row) throws {
         id = try row["id"]; roomId = try row["room_id"]; title = try row["title"]; done = try row["done"]
         doneBy = try row.decode("done_by", as: UUID.self).map {
-            PersonRecord(id: $0, name: try row.decode("done_by_name"), avatarMediaId: try row.decode("done_by_avatar"))
+            PersonRecord(id: $0, name: try row.decode("done_by_name"), avatarMediaId: try row.decode("done_by_avatar"),
+                         pictureUrl: try row.decode("done_by_picture"))
         }
         doneAt = try row.decode("done_at")
         assignee = try row.decode("assignee_id", as: UUID.self).map {
-            PersonRecord(id: $0, name: try row.decode("assignee_name"), avatarMediaId: try row.decode("assignee_avatar"))
+            PersonRecord(id: $0, name: try row.decode("assignee_name"), avatarMediaId: try row.decode("assignee_avatar"),
+                         pictureUrl: try row.decode("assignee_picture"))
         }
         dueAt = try row.decode("due_at"); position = try row["position"]; fromMessageId = try row.decode("from_message_id")
         createdBy = try row["created_by"]; createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
@@ -219,11 +225,11 @@ struct ChatStorage: Sendable {
 
     func members(_ c: Connection, of room: UUID) throws -> [MemberRecord] {
         try c.rows("""
-            SELECT mb.user_id, mb.role, mb.joined_at, p.full_name, p.avatar_media_id FROM chat.members mb
+            SELECT mb.user_id, mb.role, mb.joined_at, p.full_name, p.avatar_media_id, p.picture_url FROM chat.members mb
             LEFT JOIN chat.profiles p ON p.user_id = mb.user_id WHERE mb.room_id = $1 ORDER BY mb.joined_at, mb.user_id
             """, [room]).map {
             MemberRecord(person: PersonRecord(id: try $0["user_id"], name: try $0.decode("full_name"),
-                                              avatarMediaId: try $0.decode("avatar_media_id")),
+                                              avatarMediaId: try $0.decode("avatar_media_id"), pictureUrl: try $0.decode("picture_url")),
                          role: try $0["role"], joinedAt: try $0["joined_at"])
         }
     }

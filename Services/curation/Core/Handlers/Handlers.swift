@@ -1,3 +1,4 @@
+import Features
 import Events
 import Foundation
 import HTTP
@@ -13,6 +14,8 @@ struct CurationHandlers: Sendable {
     let idempotency: Idempotency
     let recommender: Recommender
     let verifier: any Authenticator
+    /// Signs the avatars of the people the answers show.
+    let urls: MediaURLs
     let storage = CurationStorage()
     var library: Library { Library(storage: storage, outbox: outbox) }
 
@@ -161,7 +164,7 @@ struct CurationHandlers: Sendable {
     func addComment(_ request: Request, _ caller: Caller, _ body: CommentBody) throws -> Response {
         let id = try Validate.pathID(request)
         return try idempotency.run(request, caller: caller.userId.lowercased) { c in
-            .json(CommentView(try library.comment(c, on: id, by: caller.userId, text: body.text)), status: 201)
+            .json(CommentView(try library.comment(c, on: id, by: caller.userId, text: body.text), urls: urls), status: 201)
         }
     }
 
@@ -172,7 +175,7 @@ struct CurationHandlers: Sendable {
         return try pool.withConnection { c in
             _ = try library.video(c, id, reader: nil)
             let rows = try storage.comments(c, video: id, after: after, limit: page.limit + 1)
-            return .json(PageResponse(rows, page, item: { CommentView($0.0) }, cursor: { [String($0.micros), $0.0.id.lowercased] }))
+            return .json(PageResponse(rows, page, item: { CommentView($0.0, urls: urls) }, cursor: { [String($0.micros), $0.0.id.lowercased] }))
         }
     }
 
@@ -244,7 +247,8 @@ struct CurationHandlers: Sendable {
         return try pool.withConnection { c in
             guard let person = try storage.profile(c, id) else { throw CurationError.notFound }
             let lists = try storage.playlists(c, owner: id, onlyPublic: id != caller.userId).map { try view(c, $0) }
-            return .json(ProfileView(id: id, name: person.name, avatarMediaId: person.avatar, playlists: lists))
+            return .json(ProfileView(id: id, name: person.name, avatarMediaId: person.avatar, avatarUrl: urls.avatar(person.avatar, picture: person.picture),
+                                     playlists: lists))
         }
     }
 

@@ -105,4 +105,5 @@ let migrations: [Migration] = [
         );
         CREATE INDEX scrolls_by_time ON scrolls (created_at);
         """),
+    Migration(3, "pictures hosted elsewhere (Google's) in profiles", Profiles.pictureSQL),
 ]

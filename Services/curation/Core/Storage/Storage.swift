@@ -47,7 +47,9 @@ struct VideoRecord {
     }
 }
 
-struct CommentRecord { let id: UUID; let videoId: UUID; let authorId: UUID; let authorName: String?; let text: String; let createdAt: Date }
+struct CommentRecord {
+    let id: UUID; let videoId: UUID; let authorId: UUID; let authorName: String?; let authorAvatar: UUID?; let authorPicture: String?; let text: String; let createdAt: Date
+}
 
 struct PlaylistRecord {
     let id: UUID
@@ -277,14 +279,14 @@ struct CurationStorage: Sendable {
 
     func comment(_ c: Connection, _ id: UUID) throws -> CommentRecord? {
         try c.first("""
-            SELECT cm.id, cm.video_id, cm.author_id, cm.text, cm.created_at, p.full_name FROM curation.comments cm
+            SELECT cm.id, cm.video_id, cm.author_id, cm.text, cm.created_at, p.full_name, p.avatar_media_id, p.picture_url FROM curation.comments cm
             LEFT JOIN curation.profiles p ON p.user_id = cm.author_id WHERE cm.id = $1
             """, [id]).map(Self.commentRecord)
     }
 
     func comments(_ c: Connection, video: UUID, after: (Int64, UUID)?, limit: Int) throws -> [(CommentRecord, micros: Int64)] {
         try c.rows("""
-            SELECT cm.id, cm.video_id, cm.author_id, cm.text, cm.created_at, p.full_name,
+            SELECT cm.id, cm.video_id, cm.author_id, cm.text, cm.created_at, p.full_name, p.avatar_media_id, p.picture_url,
                    (EXTRACT(EPOCH FROM cm.created_at) * 1000000)::int8 AS at_us
             FROM curation.comments cm LEFT JOIN curation.profiles p ON p.user_id = cm.author_id WHERE cm.video_id = $1
               AND ($2::int8 IS NULL OR ((EXTRACT(EPOCH FROM cm.created_at) * 1000000)::int8, cm.id) < ($2::int8, $3::uuid))
@@ -298,7 +300,7 @@ struct CurationStorage: Sendable {
 
     private static func commentRecord(_ r: Row) throws -> CommentRecord {
         CommentRecord(id: try r["id"], videoId: try r["video_id"], authorId: try r["author_id"], authorName: try r.decode("full_name"),
-                      text: try r["text"], createdAt: try r["created_at"])
+                      authorAvatar: try r.decode("avatar_media_id"), authorPicture: try r.decode("picture_url"), text: try r["text"], createdAt: try r["created_at"])
     }
 
     // MARK: Playlists
@@ -348,9 +350,9 @@ struct CurationStorage: Sendable {
 
     // MARK: People
 
-    func profile(_ c: Connection, _ user: UUID) throws -> (name: String, username: String, avatar: UUID?)? {
-        try c.first("SELECT full_name, username, avatar_media_id FROM curation.profiles WHERE user_id = $1", [user]).map {
-            (try $0["full_name"], try $0["username"], try $0.decode("avatar_media_id"))
+    func profile(_ c: Connection, _ user: UUID) throws -> (name: String, username: String, avatar: UUID?, picture: String?)? {
+        try c.first("SELECT full_name, username, avatar_media_id, picture_url FROM curation.profiles WHERE user_id = $1", [user]).map {
+            (try $0["full_name"], try $0["username"], try $0.decode("avatar_media_id"), try $0.decode("picture_url"))
         }
     }
 

@@ -67,6 +67,7 @@ struct ProfileRecord {
     let username: String
     let fullName: String
     let avatar: UUID?
+    let picture: String?
 }
 
 struct HistoryEntry {
@@ -230,8 +231,9 @@ struct DispatchStorage {
 
     /// A person's name and avatar as auth's events told them.
     func profile(_ c: Connection, _ user: UUID) throws -> ProfileRecord? {
-        try c.first("SELECT username, full_name, avatar_media_id FROM dispatch.profiles WHERE user_id = $1", [user])
-            .map { ProfileRecord(username: try $0["username"], fullName: try $0["full_name"], avatar: try $0.decode("avatar_media_id")) }
+        try c.first("SELECT username, full_name, avatar_media_id, picture_url FROM dispatch.profiles WHERE user_id = $1", [user])
+            .map { ProfileRecord(username: try $0["username"], fullName: try $0["full_name"], avatar: try $0.decode("avatar_media_id"),
+                                 picture: try $0.decode("picture_url")) }
     }
 
     /// The parcel that claim code `code` (normalised) names, locked.

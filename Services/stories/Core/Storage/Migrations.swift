@@ -80,4 +80,5 @@ let migrations: [Migration] = [
             UNIQUE (group_id, period_end)
         );
         """),
+    Migration(4, "pictures hosted elsewhere (Google's) in profiles", Profiles.pictureSQL),
 ]

@@ -46,11 +46,13 @@ struct MemberRecord {
     let userId: UUID
     let fullName: String?
     let avatarMediaId: UUID?
+    let pictureUrl: String?
     let role: String
     let joinedAt: Date
 
     init(_ row: Row) throws {
         userId = try row["user_id"]; fullName = try row.decode("full_name"); avatarMediaId = try row.decode("avatar_media_id")
+        pictureUrl = try row.decode("picture_url")
         role = try row["role"]; joinedAt = try row["joined_at"]
     }
 }
@@ -144,7 +146,7 @@ struct StoriesStorage {
 
     func members(_ c: Connection, of group: UUID) throws -> [MemberRecord] {
         try c.rows("""
-            SELECT m.user_id, m.role, m.joined_at, p.full_name, p.avatar_media_id
+            SELECT m.user_id, m.role, m.joined_at, p.full_name, p.avatar_media_id, p.picture_url
             FROM stories.memberships m LEFT JOIN stories.profiles p ON p.user_id = m.user_id
             WHERE m.group_id = $1 ORDER BY m.joined_at, m.user_id
             """, [group]).map(MemberRecord.init)
