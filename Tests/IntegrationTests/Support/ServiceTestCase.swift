@@ -65,13 +65,7 @@ class ServiceTestCase: XCTestCase {
     /// Waits until the service's consumers hold their partitions. Stopping a process while its group join is
     /// still pending leaves Tansu waiting for that member, and later joins of the group never complete.
     func waitForConsumers(_ service: ServiceProcess, timeout: TimeInterval = 60) throws {
-        let client = APIClient(port: service.port)
-        let assigned = TestEnvironment.waitUntil(timeout: timeout) {
-            let metrics = (try? client.get("/metrics")).map { String(decoding: $0.body, as: UTF8.self) } ?? ""
-            let lines = metrics.split(separator: "\n").filter { $0.hasPrefix("kafka_consumer_assigned_partitions{") }
-            return !lines.isEmpty && lines.allSatisfy { !$0.hasSuffix(" 0.0") }
-        }
-        if !assigned { throw TestFailure("\(service.name)'s consumers were not assigned partitions:\n\(service.log.suffix(2000))") }
+        if !consumersAssigned(service, timeout: timeout) { throw TestFailure("\(service.name)'s consumers were not assigned partitions:\n\(service.log.suffix(2000))") }
     }
 
     /// A signed-up person: their id and access token.

@@ -1,0 +1,334 @@
+import Foundation
+import XCTest
+
+/// Each app's journey as its client plays it: its screens in the order the app's navigation goes, through the public
+/// origin (the gateway) only, with nothing a client could not know: its own tokens, the ids the API showed it, and
+/// codes people pass on. What each screen would show is checked, images included, fetched by the URL the view gave
+/// and without a token, as an `<img>` would.
+final class JourneyTests: XCTestCase {
+    var origin: PublicOrigin!
+    var google: GoogleStandIn?
+    var api: APIClient { origin.api }
+
+    struct Person { let id: String; let token: String; let username: String }
+
+    override func setUpWithError() throws {
+        let youStudy = name.contains("YouStudy")
+        if youStudy { google = try GoogleStandIn() }
+        var settings: [String: [String: String]] = ["dispatch": ["DISPATCH_TICK_MS": "100", "FLEET_FEED": "off"]]
+        if let google { settings["auth"] = ["GOOGLE_CLIENT_IDS": google.clientId, "GOOGLE_JWKS_URL": google.jwksURL] }
+        origin = try PublicOrigin(settings: settings) { database in
+            guard youStudy else { return }
+            // The catalogue, imported as the deployment's one-shot job does.
+            let importer = try ServiceProcess("curation", environment: ["DATABASE_URL": database.url],
+                                              arguments: ["import", CurationTestCase.shipped])
+            importer.process.waitUntilExit()
+            XCTAssertEqual(importer.process.terminationStatus, 0, importer.log)
+        }
+    }
+
+    override func tearDown() {
+        origin?.stop(failed: (testRun?.failureCount ?? 0) > 0)
+        google?.stop()
+    }
+
+    // MARK: What every app's client does
+
+    /// Signs up `name` (unique per run) as the app's sign-up screen does.
+    func signUp(_ name: String) throws -> Person {
+        let username = name + String(UUID().uuidString.prefix(6)).lowercased()
+        let r = try api.post("/v1/auth/signup", ["username": username, "email": "\(username)@example.com",
+                                                 "password": "correct horse battery", "fullName": name.capitalized + " Tester"])
+        XCTAssertEqual(r.status, 201, String(decoding: r.body, as: UTF8.self))
+        return Person(id: r.userId, token: r.accessToken, username: username)
+    }
+
+    /// Uploads a photo to `path` (the app's photo picker), its answer.
+    func upload(_ path: String, _ image: [UInt8] = Images.png, type: String = "image/png", as who: Person) throws -> [String: Any] {
+        let r = try api.send("POST", path, raw: image, token: who.token, headers: ["Content-Type": type])
+        XCTAssertEqual(r.status, 201, String(decoding: r.body, as: UTF8.self))
+        return r.json
+    }
+
+    /// Asserts that an image URL a view gave loads as `image`, without a token.
+    func assertLoads(_ url: Any?, _ what: String, image: [UInt8] = Images.png, file: StaticString = #filePath, line: UInt = #line) {
+        guard let text = url as? String, text.hasPrefix("http://127.0.0.1:\(origin.gatewayPort)/") else {
+            return XCTFail("\(what): not a URL on the public origin: \(String(describing: url))", file: file, line: line)
+        }
+        let r = try? load(text)
+        XCTAssertEqual(r?.status, 200, "\(what): \(String(decoding: r?.body ?? [], as: UTF8.self))", file: file, line: line)
+        XCTAssertEqual(r?.body, image, what, file: file, line: line)
+    }
+
+    /// What a screen shows once the backend caught up (the services learn from each other's events): `read` again
+    /// until `shows` holds, as a client's pull-to-refresh would.
+    @discardableResult
+    func eventually(_ what: String, timeout: TimeInterval = 20, _ read: () throws -> APIResponse,
+                    shows: ([String: Any]) -> Bool, file: StaticString = #filePath, line: UInt = #line) -> [String: Any] {
+        var last: [String: Any] = [:]
+        let ok = TestEnvironment.waitUntil(timeout: timeout) {
+            last = (try? read())?.json ?? [:]
+            return shows(last)
+        }
+        XCTAssertTrue(ok, "\(what): \(last)", file: file, line: line)
+        return last
+    }
+
+    // MARK: Tapestry
+
+    func testTapestry() throws {
+        // Register; Ana creates the family's group and passes its code on; Ben joins with it.
+        let ana = try signUp("ana"), ben = try signUp("ben")
+        let created = try api.post("/v1/groups", ["name": "Family"], token: ana.token)
+        XCTAssertEqual(created.status, 201)
+        let group = created["id"] as? String ?? "", code = created["inviteCode"] as? String ?? ""
+        let joined = try api.post("/v1/groups/join", ["inviteCode": code.lowercased()], token: ben.token)
+        XCTAssertEqual(joined["id"] as? String, group, "joined by the code, however typed")
+
+        // Both post a story: text, a photo, a colour.
+        for (who, text, colour) in [(ana, "Sunday lunch at grandma's", "#FFAA00"), (ben, "First snow", "#3366FF")] {
+            let photo = try upload("/v1/media", as: who)
+            let story = try api.post("/v1/stories", ["text": text, "groupIds": [group], "backgroundColor": colour, "mediaIds": [photo["id"]!]],
+                                     token: who.token)
+            XCTAssertEqual(story.status, 201, String(decoding: story.body, as: UTF8.self))
+        }
+
+        // Each sees the group's stream: both stories, their authors among the members, their photos.
+        for who in [ana, ben] {
+            let screen = try api.get("/v1/groups/\(group)", token: who.token)
+            let members = Dictionary(uniqueKeysWithValues: (screen["members"] as? [[String: Any]] ?? []).map { ($0["id"] as? String ?? "", $0) })
+            let stories = try api.get("/v1/groups/\(group)/stories", token: who.token)["items"] as? [[String: Any]] ?? []
+            XCTAssertEqual(stories.compactMap { $0["text"] as? String }, ["First snow", "Sunday lunch at grandma's"], "newest first")
+            XCTAssertEqual(stories.compactMap { $0["backgroundColor"] as? String }, ["#3366FF", "#FFAA00"])
+            for story in stories {
+                XCTAssertNotNil(members[story["authorId"] as? String ?? ""]?["fullName"] as? String, "the author's name, from the members")
+                assertLoads((story["media"] as? [[String: Any]])?.first?["url"], "a story's photo")
+            }
+        }
+
+        // The period's newsletter: as the app shows it (JSON) and as an e-mail client would (HTML), photos included.
+        let newsletter = try api.get("/v1/groups/\(group)/newsletter", token: ben.token)
+        XCTAssertEqual(newsletter.status, 200)
+        let days = (newsletter["members"] as? [[String: Any]] ?? []).flatMap { $0["days"] as? [[String: Any]] ?? [] }
+        let photos = days.flatMap { $0["stories"] as? [[String: Any]] ?? [] }.flatMap { $0["media"] as? [[String: Any]] ?? [] }
+        XCTAssertEqual(photos.count, 2)
+        for photo in photos { assertLoads(photo["url"], "a newsletter photo") }
+        let html = String(decoding: try api.get("/v1/groups/\(group)/newsletter?format=html", token: ana.token).body, as: UTF8.self)
+        let sources = html.matches(of: /<img src="([^"]+)"/).map { String($0.1).replacingOccurrences(of: "&amp;", with: "&") }
+        XCTAssertEqual(sources.count, 2, html)
+        for source in sources { assertLoads(source, "the e-mail-ready newsletter's photo") }
+
+        // Ana's profile: a new name and an avatar, shown to her and, once stories has heard, to the group.
+        let avatar = try upload("/v1/media", as: ana)
+        let me = try api.patch("/v1/users/me", ["fullName": "Ana Weaver", "avatarMediaId": avatar["id"]!], token: ana.token)
+        XCTAssertEqual(me["fullName"] as? String, "Ana Weaver")
+        assertLoads(me["avatarUrl"], "Ana's avatar on her profile")
+        let seen = eventually("the group shows Ana's new name and face", { try api.get("/v1/groups/\(group)", token: ben.token) }) { screen in
+            (screen["members"] as? [[String: Any]] ?? []).contains { $0["id"] as? String == ana.id && $0["fullName"] as? String == "Ana Weaver" }
+        }
+        let anaAsMember = (seen["members"] as? [[String: Any]] ?? []).first { $0["id"] as? String == ana.id }
+        assertLoads(anaAsMember?["avatarUrl"], "Ana's avatar among the members")
+
+        // Group settings: renamed, given an image; Ben leaves, and the group is gone from his screens.
+        let image = try upload("/v1/media", Images.decodablePNG, as: ana)
+        let renamed = try api.patch("/v1/groups/\(group)", ["name": "The Weavers", "imageMediaId": image["id"]!], token: ana.token)
+        XCTAssertEqual(renamed["name"] as? String, "The Weavers")
+        let listed = (try api.get("/v1/groups", token: ben.token)["items"] as? [[String: Any]] ?? []).first { $0["id"] as? String == group }
+        XCTAssertEqual(listed?["name"] as? String, "The Weavers")
+        assertLoads(listed?["imageUrl"], "the group's image in Ben's list", image: Images.decodablePNG)
+        XCTAssertEqual(try api.send("DELETE", "/v1/groups/\(group)/members/\(ben.id)", token: ben.token).status, 204)
+        let left = try api.get("/v1/groups", token: ben.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertFalse(left.contains { $0["id"] as? String == group }, "gone from his list (his own journal stays)")
+        assertClientError(try api.get("/v1/groups/\(group)/stories", token: ben.token), 404, code: "not_found", "no longer his to see")
+        // Everything Ana has woven, across her groups and journals.
+        XCTAssertEqual((try api.get("/v1/users/me/stories", token: ana.token)["items"] as? [[String: Any]])?.count, 1)
+    }
+
+    // MARK: Mesajem
+
+    func testMesajem() throws {
+        // The sender and a courier register; the courier goes online near the pickup.
+        let sender = try signUp("sam"), courier = try signUp("cora")
+        XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "scooter", "capacity": 3], token: courier.token).status, 201)
+        XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/status", json: ["online": true], token: courier.token)["online"] as? Bool, true)
+        XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4270, "lon": 26.1030], token: courier.token)["applied"] as? Bool,
+                       true)
+
+        // A quote, then the booking: the document's photo, and a recipient named by e-mail, who has no account yet.
+        let pickup: [String: Any] = ["lat": 44.4268, "lon": 26.1025, "address": "Piața Universității 1"]
+        let dropoff: [String: Any] = ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"]
+        let quote = try api.post("/v1/quotes", ["pickup": ["lat": 44.4268, "lon": 26.1025], "dropoff": ["lat": 44.45, "lon": 26.09],
+                                                "service": "express", "insured": true], token: sender.token)
+        XCTAssertGreaterThan(quote["amountMinor"] as? Int ?? 0, 0)
+        let document = try upload("/v1/dispatch/media", Images.jpeg, type: "image/jpeg", as: sender)
+        let booked = try api.post("/v1/parcels", [
+            "pickup": pickup, "dropoff": dropoff, "service": "express", "insured": true, "paymentMethod": "card",
+            "recipient": ["name": "Rita Recipient", "email": "rita@example.com", "phone": "+40 700 000 000"],
+            "documentPhotoMediaId": document["id"]!], token: sender.token)
+        XCTAssertEqual(booked.status, 201, String(decoding: booked.body, as: UTF8.self))
+        let parcel = booked["id"] as? String ?? ""
+        XCTAssertEqual((booked["quote"] as? [String: Any])?["amountMinor"] as? Int, quote["amountMinor"] as? Int, "the price quoted")
+        let claimCode = try XCTUnwrap(booked["claimCode"] as? String, "a code for Sam to pass on to Rita")
+
+        // The courier is offered it, sees what to collect, accepts and picks it up.
+        let offer = eventually("the offer on the courier's screen", { try api.get("/v1/parcels?role=courier", token: courier.token) }) {
+            ($0["items"] as? [[String: Any]])?.first { $0["id"] as? String == parcel }?["status"] as? String == "offered"
+        }
+        let offered = (offer["items"] as? [[String: Any]])?.first { $0["id"] as? String == parcel }
+        assertLoads(offered?["documentPhotoUrl"], "the document's photo for the courier", image: Images.jpeg)
+        XCTAssertNil(offered?["deliveryPin"], "the PIN is never the courier's")
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/accept", token: courier.token)["status"] as? String, "assigned")
+        let tracked = try api.get("/v1/parcels/\(parcel)", token: sender.token)
+        XCTAssertEqual((tracked["courier"] as? [String: Any])?["fullName"] as? String, "Cora Tester", "the sender sees who comes")
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/pickup", token: courier.token)["status"] as? String, "picked_up")
+
+        // A chat with the courier, in the parcel's conversation.
+        let rooms = eventually("the parcel's conversation", { try api.get("/v1/rooms", token: sender.token) }) {
+            ($0["items"] as? [[String: Any]] ?? []).contains { $0["parcelId"] as? String == parcel }
+        }
+        let room = (rooms["items"] as? [[String: Any]] ?? []).first { $0["parcelId"] as? String == parcel }?["id"] as? String ?? ""
+        XCTAssertEqual(try api.post("/v1/rooms/\(room)/messages", ["text": "Ring twice, please"], token: sender.token).status, 201)
+        let heard = try api.get("/v1/rooms/\(room)/messages", token: courier.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(heard.first?["text"] as? String, "Ring twice, please")
+        XCTAssertEqual((heard.first?["author"] as? [String: Any])?["name"] as? String, "Sam Tester")
+        XCTAssertEqual(try api.post("/v1/rooms/\(room)/messages", ["text": "On my way"], token: courier.token).status, 201)
+
+        // On the way, then delivered with a photo; Rita has no account, so she confirms later.
+        _ = try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4400, "lon": 26.0950], token: courier.token)
+        let delivered = try api.post("/v1/parcels/\(parcel)/deliver", ["photoMediaId": try upload("/v1/dispatch/media", as: courier)["id"]!],
+                                     token: courier.token)
+        XCTAssertEqual(delivered["status"] as? String, "delivered")
+
+        // Rita registers only now, with the code Sam passed on, finds the parcel under "received" and confirms.
+        let rita = try signUp("rita")
+        let claimed = try api.post("/v1/parcel-claims", ["code": claimCode], token: rita.token)
+        XCTAssertEqual(claimed.status, 200, String(decoding: claimed.body, as: UTF8.self))
+        let received = try api.get("/v1/parcels?role=recipient", token: rita.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(received.map { $0["id"] as? String }, [parcel])
+        assertLoads(received.first?["documentPhotoUrl"], "what was sent, for Rita", image: Images.jpeg)
+        assertLoads(received.first?["deliveryPhotoUrl"], "the courier's photo at the door, for Rita")
+        let mine = eventually("Rita in the parcel's conversation", { try api.get("/v1/rooms/\(room)/messages", token: rita.token) }) {
+            ($0["items"] as? [[String: Any]])?.count == 2
+        }
+        XCTAssertEqual((mine["items"] as? [[String: Any]])?.compactMap { $0["text"] as? String }, ["Ring twice, please", "On my way"])
+        let confirmed = try api.post("/v1/parcels/\(parcel)/confirm", ["photoMediaId": try upload("/v1/dispatch/media", as: rita)["id"]!],
+                                     token: rita.token)
+        XCTAssertEqual(confirmed["status"] as? String, "received")
+
+        // The sender's tracking shows each step, and every photo.
+        let final = try api.get("/v1/parcels/\(parcel)", token: sender.token)
+        XCTAssertEqual((final["history"] as? [[String: Any]] ?? []).compactMap { $0["to"] as? String },
+                       ["awaiting_courier", "offered", "assigned", "picked_up", "in_transit", "delivered", "received"])
+        for field in ["documentPhotoUrl", "deliveryPhotoUrl", "receiptPhotoUrl"] {
+            assertLoads(final[field], "the sender's \(field)", image: field == "documentPhotoUrl" ? Images.jpeg : Images.png)
+        }
+    }
+
+    // MARK: Team chat
+
+    func testTeamChat() throws {
+        // Ana signs up, opens a room and invites Bob, who has a face.
+        let ana = try signUp("ana"), bob = try signUp("bob")
+        let avatar = try upload("/v1/media", as: bob)
+        XCTAssertEqual(try api.patch("/v1/users/me", ["avatarMediaId": avatar["id"]!], token: bob.token).status, 200)
+        let room = try api.post("/v1/rooms", ["name": "Launch", "topic": "Friday's release"], token: ana.token)
+        XCTAssertEqual(room.status, 201)
+        let id = room["id"] as? String ?? ""
+        let code = try api.post("/v1/rooms/\(id)/invite-code", token: ana.token)["inviteCode"] as? String ?? ""
+        XCTAssertEqual(try api.post("/v1/rooms/join", ["inviteCode": code], token: bob.token)["id"] as? String, id)
+
+        // Messages with their authors' names and faces; the history pages back.
+        for i in 1...5 {
+            let (who, text) = i % 2 == 1 ? (ana, "Ana's note \(i)") : (bob, "Bob's note \(i)")
+            XCTAssertEqual(try api.post("/v1/rooms/\(id)/messages", ["text": text], token: who.token).status, 201)
+        }
+        // The latest page, in reading order; older pages go back from it.
+        let page = eventually("Bob's face on his messages", { try api.get("/v1/rooms/\(id)/messages?limit=2", token: ana.token) }) {
+            (($0["items"] as? [[String: Any]])?.first?["author"] as? [String: Any])?["avatarUrl"] is String
+        }
+        let newest = page["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(newest.compactMap { $0["text"] as? String }, ["Bob's note 4", "Ana's note 5"])
+        XCTAssertEqual((newest.last?["author"] as? [String: Any])?["name"] as? String, "Ana Tester")
+        assertLoads((newest.first?["author"] as? [String: Any])?["avatarUrl"], "Bob's face by his message")
+        let older = try api.get("/v1/rooms/\(id)/messages?limit=10&cursor=\(page["nextCursor"] as? String ?? "")", token: bob.token)
+        XCTAssertEqual((older["items"] as? [[String: Any]])?.compactMap { $0["text"] as? String }, ["Ana's note 1", "Bob's note 2", "Ana's note 3"])
+        let members = try api.get("/v1/rooms/\(id)", token: bob.token)["members"] as? [[String: Any]] ?? []
+        XCTAssertEqual(Set(members.compactMap { ($0["user"] as? [String: Any])?["id"] as? String }), [ana.id, bob.id])
+
+        // The shared todo list: added by one, checked off by the other.
+        let todo = try api.post("/v1/rooms/\(id)/todos", ["title": "Write the release notes"], token: ana.token)
+        XCTAssertEqual(todo.status, 201)
+        let done = try api.patch("/v1/todos/\(todo["id"] as? String ?? "")", ["done": true], token: bob.token)
+        XCTAssertEqual(done["done"] as? Bool, true)
+        XCTAssertEqual((done["doneBy"] as? [String: Any])?["id"] as? String, bob.id)
+        let list = try api.get("/v1/rooms/\(id)/todos", token: ana.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(list.first?["done"] as? Bool, true, "Ana sees it checked off")
+    }
+
+    // MARK: YouStudy
+
+    func testYouStudy() throws {
+        let google = try XCTUnwrap(google)
+        // Sign in with Google: Gina's Google picture is her face until she sets one.
+        let signIn = try api.post("/v1/auth/google", ["idToken": try google.token(["picture": google.pictureURL])])
+        XCTAssertEqual(signIn.status, 201, String(decoding: signIn.body, as: UTF8.self))
+        let gina = Person(id: signIn.userId, token: signIn.accessToken, username: "")
+        XCTAssertEqual((signIn["user"] as? [String: Any])?["avatarUrl"] as? String, google.pictureURL)
+
+        // Subject → topic → its videos.
+        let subjects = try api.get("/v1/subjects", token: gina.token)["items"] as? [[String: Any]] ?? []
+        let math = try XCTUnwrap(subjects.first { $0["name"] as? String == "Math" })
+        let topics = try api.get("/v1/subjects/\(math["id"] as? String ?? "")/topics", token: gina.token)["items"] as? [[String: Any]] ?? []
+        let topic = try XCTUnwrap(topics.first { ($0["videoCount"] as? Int ?? 0) >= 12 }, "a topic with videos to scroll")
+        let topicId = topic["id"] as? String ?? ""
+        let videos = try api.get("/v1/topics/\(topicId)/videos?limit=5", token: gina.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(videos.count, 5)
+        let video = videos[0]["id"] as? String ?? ""
+
+        // Watch it; the recommendations beside it scroll on and never leave the topic.
+        XCTAssertEqual(try api.post("/v1/videos/\(video)/watched", ["seconds": 240, "completed": true], token: gina.token).status, 204)
+        var cursor: String?, seen: [String] = []
+        for _ in 0..<3 {
+            let page = try api.get("/v1/videos/\(video)/recommendations?limit=3" + (cursor.map { "&cursor=\($0)" } ?? ""), token: gina.token)
+            let items = page["items"] as? [[String: Any]] ?? []
+            XCTAssertEqual(items.count, 3, "the scroll goes on")
+            XCTAssertTrue(items.allSatisfy { $0["topicId"] as? String == topicId }, "never another topic")
+            seen += items.compactMap { $0["id"] as? String }
+            cursor = page["nextCursor"] as? String
+        }
+        XCTAssertEqual(Set(seen).count, 9, "no video twice")
+        XCTAssertFalse(seen.contains(video), "not the one being watched")
+
+        // Like, comment, collect in a playlist.
+        XCTAssertEqual(try api.send("PUT", "/v1/videos/\(video)/like", token: gina.token).status, 204)
+        let comment = try api.post("/v1/videos/\(video)/comments", ["text": "The clearest explanation I found"], token: gina.token)
+        XCTAssertEqual(comment.status, 201)
+        let playlist = try api.post("/v1/playlists", ["name": "Exam revision", "public": true], token: gina.token)
+        XCTAssertEqual(playlist.status, 201)
+        let playlistId = playlist["id"] as? String ?? ""
+        for v in [video] + seen.prefix(2) {
+            XCTAssertEqual(try api.post("/v1/playlists/\(playlistId)/items", ["videoId": v], token: gina.token).status, 200)
+        }
+
+        // Another student sees her comment with her face, and her profile with it and her playlist.
+        let leo = try signUp("leo")
+        let comments = eventually("Gina's face by her comment", { try api.get("/v1/videos/\(video)/comments", token: leo.token) }) {
+            (($0["items"] as? [[String: Any]])?.first?["author"] as? [String: Any])?["avatarUrl"] as? String == google.pictureURL
+        }
+        XCTAssertEqual(((comments["items"] as? [[String: Any]])?.first?["author"] as? [String: Any])?["name"] as? String, "Gina Google")
+        let profile = try api.get("/v1/users/\(gina.id)/profile", token: leo.token)
+        XCTAssertEqual(profile["name"] as? String, "Gina Google")
+        assertLoadsOutside(profile["avatarUrl"], "Gina's Google picture on her profile")
+        let lists = profile["playlists"] as? [[String: Any]] ?? []
+        XCTAssertEqual(lists.first?["name"] as? String, "Exam revision")
+        XCTAssertEqual((lists.first?["videos"] as? [[String: Any]])?.count, 3)
+        XCTAssertEqual(try api.get("/v1/videos/\(video)", token: gina.token)["liked"] as? Bool, true)
+    }
+
+    /// A picture hosted outside the backend (Google's), loaded as an `<img>` would.
+    func assertLoadsOutside(_ url: Any?, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
+        let r = try? load(url)
+        XCTAssertEqual(r?.status, 200, what, file: file, line: line)
+        XCTAssertEqual(r?.body, Images.png, what, file: file, line: line)
+    }
+}
