@@ -42,7 +42,8 @@ public struct MediaURLs: Sendable {
             }
             keys.append(Key(id: parts[0], secret: Array(parts[1].utf8)))
         }
-        let base = environment.string("PUBLIC_BASE_URL", default: "http://127.0.0.1:\(environment.string("PORT", default: String(defaultPort)))")
+        let port = try environment.int("PORT", default: defaultPort, range: 0...65535)
+        let base = environment.string("PUBLIC_BASE_URL", default: "http://127.0.0.1:\(port)")
         guard let url = URL(string: base), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.query == nil else {
             throw ConfigError(variable: "PUBLIC_BASE_URL", problem: "must be an http(s) URL such as https://api.example.com")
         }

@@ -95,7 +95,9 @@ final class JourneyTests: XCTestCase {
 
         // Each sees the group's stream: both stories, their authors among the members, their photos.
         for who in [ana, ben] {
-            let screen = try api.get("/v1/groups/\(group)", token: who.token)
+            let screen = eventually("the members' names (stories hears them from auth)", { try api.get("/v1/groups/\(group)", token: who.token) }) {
+                ($0["members"] as? [[String: Any]] ?? []).allSatisfy { $0["fullName"] is String }
+            }
             let members = Dictionary(uniqueKeysWithValues: (screen["members"] as? [[String: Any]] ?? []).map { ($0["id"] as? String ?? "", $0) })
             let stories = try api.get("/v1/groups/\(group)/stories", token: who.token)["items"] as? [[String: Any]] ?? []
             XCTAssertEqual(stories.compactMap { $0["text"] as? String }, ["First snow", "Sunday lunch at grandma's"], "newest first")
@@ -178,8 +180,9 @@ final class JourneyTests: XCTestCase {
         assertLoads(offered?["documentPhotoUrl"], "the document's photo for the courier", image: Images.jpeg)
         XCTAssertNil(offered?["deliveryPin"], "the PIN is never the courier's")
         XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/accept", token: courier.token)["status"] as? String, "assigned")
-        let tracked = try api.get("/v1/parcels/\(parcel)", token: sender.token)
-        XCTAssertEqual((tracked["courier"] as? [String: Any])?["fullName"] as? String, "Cora Tester", "the sender sees who comes")
+        eventually("the sender sees who comes (dispatch hears names from auth)", { try api.get("/v1/parcels/\(parcel)", token: sender.token) }) {
+            ($0["courier"] as? [String: Any])?["fullName"] as? String == "Cora Tester"
+        }
         XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/pickup", token: courier.token)["status"] as? String, "picked_up")
 
         // A chat with the courier, in the parcel's conversation.
