@@ -42,7 +42,7 @@ public struct Profiles: Sendable {
         default:
             return nil
         }
-        guard let id = UUID(uuidString: user) else { return nil }
+        guard let id = UUID(uuidString: user), try !Erasure.isErased(id, schema: schema, on: c) else { return nil }
         try c.execute("""
             INSERT INTO \(schema).profiles (user_id, username, full_name, avatar_media_id, picture_url, updated_at)
             VALUES ($1, $2, $3, $4, $5, $6)

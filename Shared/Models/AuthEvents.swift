@@ -44,12 +44,22 @@ public struct UserUpdated: EventPayload, Equatable {
     }
 }
 
+/// `user.deleted`: an account was erased (its owner deleted it and the grace period passed). Every service erases or
+/// anonymises what it holds of the user. Key: the user id.
+public struct UserDeleted: EventPayload, Equatable {
+    public static let type = "user.deleted"
+    public var userId: String
+    public var deletedAt: String
+
+    public init(userId: String, deletedAt: String) { self.userId = userId; self.deletedAt = deletedAt }
+}
+
 /// `session.revoked`: every access token of this session must stop working. Key: the user id.
 public struct SessionRevoked: EventPayload, Equatable {
     public static let type = "session.revoked"
     public var sessionId: String
     public var userId: String
-    /// `logout`, `password_changed` or `refresh_token_reuse`.
+    /// `logout`, `password_changed`, `refresh_token_reuse` or `account_deleted`.
     public var reason: String
     public var revokedAt: String
 

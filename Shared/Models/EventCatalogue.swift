@@ -44,8 +44,10 @@ public enum EventCatalogue {
     public static let topics: [Topic] = [
         topic(UserRegistered.type, key: "user id", by: "auth", "A new account exists.", readers: profileReaders),
         topic(UserUpdated.type, key: "user id", by: "auth", "A profile after a change.", readers: profileReaders),
+        topic(UserDeleted.type, key: "user id", by: "auth",
+              "An account was erased: every service erases or anonymises what it holds of the user.", readers: profileReaders),
         topic(SessionRevoked.type, key: "user id", by: "auth",
-              "Every access token of this session must stop working (logout, password change, refresh-token reuse).",
+              "Every access token of this session must stop working (logout, password change, refresh-token reuse, account deletion).",
               readers: revocationReaders),
         topic(GroupCreated.type, key: "group id", by: "stories", "A group or journal exists.", readers: directory),
         topic(GroupMemberJoined.type, key: "group id", by: "stories", "Someone joined a group by its invite code.",

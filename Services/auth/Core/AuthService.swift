@@ -12,6 +12,7 @@ public enum AuthService {
         let addressFailures = try environment.int("LOGIN_ADDRESS_MAX_FAILURES", default: 100, range: 1...1_000_000)
         let box = try sealingKey(environment)
         let urls = try MediaURLs(environment, defaultPort: 8081)
+        let graceHours = try environment.int("ACCOUNT_DELETION_GRACE_HOURS", default: 168, range: 0...2160)
         let rotate = Command("rotate-keys", usage: "rotate-keys [--activate-in SECONDS]") { app, arguments in
             var seconds = 300
             if !arguments.isEmpty {
@@ -45,7 +46,8 @@ public enum AuthService {
             })
             let handlers = AuthHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, keys: keys,
                                         login: LoginThrottle(addressFailures: addressFailures, trustedProxies: app.config.trustedProxies),
-                                        urls: urls)
+                                        urls: urls, google: google, deletionGrace: Double(graceHours) * 3600)
+            app.add(Job.every(5, "erase-deleted-accounts", logger: app.logger) { try handlers.eraseDueAccounts() })
             app.add(Job.every(3600, "delete-old-login-failures", logger: app.logger) {
                 try pool.withConnection { try AuthStorage().deleteOldFailures($0) }
             })

@@ -58,6 +58,14 @@ struct GoogleBody: RequestBody {
     let idToken: String
 }
 
+/// Deleting one's account takes the password again, or for an account that signs in with Google only, a fresh
+/// Google ID token.
+struct DeleteAccountBody: RequestBody {
+    static let schema = Schema.object(["password": .optional(.string()), "idToken": .optional(.string(min: 1, max: 8192))])
+    let password: String?
+    let idToken: String?
+}
+
 struct ChangePasswordBody: RequestBody {
     static let schema = Schema.object(["currentPassword": .required(.string()), "newPassword": .required(Check.passwordSchema)])
     let currentPassword: String

@@ -28,6 +28,12 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
     r.add("GET", "/v1/usernames/{username}", summary: "Someone by their exact username (to start a direct chat, name a recipient)",
           response: (200, PersonView.shape), auth: auth, h.userByUsername)
     r.alsoRefuses("GET", "/v1/usernames/{username}", 429, "Too many names nobody has, asked within 15 minutes (Retry-After)")
+    r.add("DELETE", "/v1/users/me", summary: "Delete my account (re-authenticated): erased everywhere after a grace period; signing in again keeps it",
+          body: DeleteAccountBody.self, response: (202, DeletionView.shape), auth: auth, h.deleteMe)
+    r.add("GET", "/v1/users/me/sessions", summary: "Where I am signed in", response: (200, ItemList<DeviceSessionView>.shape),
+          auth: auth, h.sessions)
+    r.add("DELETE", "/v1/users/me/sessions", summary: "Sign out every device but this one", response: (204, nil), auth: auth, h.signOutOthers)
+    r.add("DELETE", "/v1/users/me/sessions/{id}", summary: "Sign out one device", response: (204, nil), auth: auth, h.signOut)
     r.add("POST", "/v1/users/me/password", summary: "Change the password; ends every other session",
           body: ChangePasswordBody.self, response: (204, nil), auth: auth, h.changePassword)
     // Without SERVICE_TOKEN the list does not exist (404): other services then rely on session.revoked alone.

@@ -33,6 +33,23 @@ struct PersonView: View {
     ]
 }
 
+/// A signed-in device, in the list of my sessions.
+struct DeviceSessionView: View {
+    let session: SessionRecord
+    let current: Bool
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.session.id), .nullable("device", \.session.device), .field("current", \.current),
+        .field("createdAt", \.session.createdAt), .field("lastUsedAt", \.session.lastUsedAt),
+    ]
+}
+
+/// An account whose deletion is scheduled: when it goes, unless its owner signs in again before.
+struct DeletionView: View {
+    let deletesAt: Date
+    static let fields: [ViewField<Self>] = [.field("deletesAt", \.deletesAt)]
+}
+
 struct SessionView: View {
     let user: UserView
     let accessToken: String

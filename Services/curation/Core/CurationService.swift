@@ -44,7 +44,10 @@ public enum CurationService {
             try refresh()
             app.add(Job.every(Double(settings.refreshSeconds), "catalogue-refresh", logger: app.logger, refresh))
             app.add(Job.every(3600, "delete-old-scrolls", logger: app.logger) { try pool.withConnection { try storage.deleteOldScrolls($0) } })
-            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type]) { try Profiles(schema: "curation").apply($0, on: $1) }
+            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type, UserDeleted.type]) { event, c in
+                if event.type == UserDeleted.type { try Leaving().userDeleted(event, c) }
+                else { try Profiles(schema: "curation").apply(event, on: c) }
+            }
             let verifier = app.makeTokenVerifier()
             let handlers = CurationHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, recommender: recommender,
                                             verifier: verifier, urls: urls)

@@ -53,8 +53,10 @@ public enum DispatchService {
             matcher.services(interval: Double(settings.tickMs) / 1000, workers: workers, pool: app.pool, logger: app.logger) {
                 try round.run(worker: $0, of: workers, recheckInterval: Double(settings.tickMs) / 1000)
             }.forEach(app.add)
-            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type]) { event, connection in
-                try Profiles(schema: "dispatch").apply(event, on: connection)
+            let leaving = Leaving(parcels: handlers.parcels, media: handlers.media)
+            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type, UserDeleted.type]) { event, connection in
+                if event.type == UserDeleted.type { try leaving.userDeleted(event, connection) }
+                else { try Profiles(schema: "dispatch").apply(event, on: connection) }
             }
             app.add(handlers.claims.cleanup(app.pool, logger: app.logger))
             if settings.fleetFeed { app.consume("fleet", topics: [CourierLocation.type], handler: handlers.fleetFix) }

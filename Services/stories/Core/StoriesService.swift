@@ -23,7 +23,10 @@ public enum StoriesService {
             let pool = app.pool
             let handlers = StoriesHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency,
                                            media: MediaStore(schema: "stories", path: "/v1/media", urls: urls))
-            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type]) { try handlers.groups.profile($0, $1) }
+            let leaving = Leaving(storage: handlers.storage, media: handlers.media)
+            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type, UserDeleted.type]) { event, c in
+                try event.type == UserDeleted.type ? leaving.userDeleted(event, c) : handlers.groups.profile(event, c)
+            }
             app.add(Job.every(Double(settings.newsletterScanSeconds), "compile-newsletters", logger: app.logger) {
                 try handlers.newsletters.compileDueNewsletters()
             })

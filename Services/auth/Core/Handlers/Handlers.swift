@@ -17,6 +17,10 @@ struct AuthHandlers: Sendable {
     let login: LoginThrottle
     /// Signs avatar URLs.
     let urls: MediaURLs
+    /// Sign-in with Google, when it is on: it also re-authenticates a Google account that deletes itself.
+    let google: GoogleSignIn?
+    /// How long a deleted account waits before it is erased (`ACCOUNT_DELETION_GRACE_HOURS`).
+    let deletionGrace: TimeInterval
     let storage = AuthStorage()
     /// Lookups of usernames nobody has: 20 within 15 minutes, then 429.
     let lookups = GuessThrottle(schema: "auth", table: "lookup_failures", limit: 20)
@@ -39,7 +43,7 @@ struct AuthHandlers: Sendable {
             guard let id = UUID(uuidString: String(decoding: kept, as: UTF8.self)), let user = try storage.user(c, id: id) else {
                 throw HTTPError.conflict("The account this request created no longer exists.")
             }
-            var session = try openSession(c, user)
+            var session = try openSession(c, user, request)
             session.deviceToken = try storage.addDevice(c, user: user.id)
             return .json(session, status: status)
         }
@@ -49,7 +53,7 @@ struct AuthHandlers: Sendable {
                                           fullName: user.fullName, avatarMediaId: nil,
                                           createdAt: Timestamp.format(user.createdAt)),
                            subject: user.id.lowercased, on: c)
-            var session = try openSession(c, user)
+            var session = try openSession(c, user, request)
             session.deviceToken = try storage.addDevice(c, user: user.id)
             return .json(session, status: 201)
         }
@@ -85,7 +89,7 @@ struct AuthHandlers: Sendable {
             throw HTTPError.unauthenticated(Self.loginFailed)
         }
         return try pool.withTransaction { c in
-            var session = try openSession(c, user)
+            var session = try openSession(c, user, request)
             session.deviceToken = try device ?? storage.addDevice(c, user: user.id)
             return .json(session)
         }
@@ -102,10 +106,12 @@ struct AuthHandlers: Sendable {
         }
         let unusable = try PasswordHasher.hash(Base64URL.encode(secureRandomBytes(32)))  // signs in with Google only
         return try pool.withTransaction { c in
-            if let user = try storage.googleUser(c, subject: identity.subject) { return .json(try openSession(c, try picture(c, user, identity))) }
+            if let user = try storage.googleUser(c, subject: identity.subject) {
+                return .json(try openSession(c, try picture(c, user, identity), request))
+            }
             if let user = try storage.userByEmail(c, identity.email) {
                 try storage.linkGoogle(c, subject: identity.subject, user: user.id)
-                return .json(try openSession(c, try picture(c, user, identity)))
+                return .json(try openSession(c, try picture(c, user, identity), request))
             }
             let email = try Check.email(identity.email)
             let base = String(email.split(separator: "@")[0].lowercased().filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == ".") }
@@ -119,7 +125,7 @@ struct AuthHandlers: Sendable {
             try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email, fullName: user.fullName,
                                           avatarMediaId: nil, pictureUrl: user.pictureUrl, createdAt: Timestamp.format(user.createdAt)),
                            subject: user.id.lowercased, on: c)
-            return .json(try openSession(c, user), status: 201)
+            return .json(try openSession(c, user, request), status: 201)
         }
     }
 
@@ -146,6 +152,7 @@ struct AuthHandlers: Sendable {
             switch try storage.useRefreshToken(c, body.refreshToken) {
             case .rotated(let session, let userId):
                 guard let user = try storage.user(c, id: userId) else { return nil }
+                try storage.touchSession(c, session)
                 let refresh = try storage.issueRefreshToken(c, session: session)
                 return .json(SessionView(user: UserView(user, urls: urls), accessToken: try keys.accessToken(user: userId, session: session),
                                              refreshToken: refresh, expiresIn: SigningKeys.accessLifetime))
@@ -223,17 +230,7 @@ struct AuthHandlers: Sendable {
 
     func changePassword(_ request: Request, _ caller: Caller, _ body: ChangePasswordBody) throws -> Response {
         let newPassword = body.newPassword
-        let account = "user:" + caller.userId.lowercased
-        let client = "session:" + caller.sessionId.lowercased
-        let recent = try pool.withConnection { try storage.recentFailures($0, account: account, client: client) }
-        if let wait = login.wait(device: false, recent) { throw HTTPError.rateLimited(retryAfter: wait) }
-        guard let current = try pool.withConnection({ try storage.passwordHash($0, user: caller.userId) }) else {
-            throw HTTPError.notFound()
-        }
-        guard body.currentPassword.utf8.count <= 1024, try PasswordHasher.verify(body.currentPassword, encoded: current) else {
-            try pool.withConnection { try storage.recordFailure($0, account: account, client: client) }
-            throw HTTPError(403, "forbidden", "The current password is not correct.", field: "currentPassword")
-        }
+        try reauthenticate(caller, password: body.currentPassword, field: "currentPassword")
         let hash = try PasswordHasher.hash(newPassword)
         try pool.withTransaction { c in
             try storage.setPassword(c, user: caller.userId, hash: hash)
@@ -242,6 +239,69 @@ struct AuthHandlers: Sendable {
             }
         }
         return .noContent
+    }
+
+    // MARK: Sessions and leaving
+
+    /// `GET /v1/users/me/sessions`: where I am signed in.
+    func sessions(_ request: Request, _ caller: Caller) throws -> Response {
+        let sessions = try pool.withConnection { try storage.sessions($0, user: caller.userId) }
+        return .json(ItemList(sessions.map { DeviceSessionView(session: $0, current: $0.id == caller.sessionId) }))
+    }
+
+    /// `DELETE /v1/users/me/sessions/{id}`: signs out one of my devices (this one too).
+    func signOut(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        try pool.withTransaction { c in
+            guard try storage.revokeSession(c, id, of: caller.userId, reason: "logout") else { throw HTTPError.notFound() }
+            try emitRevoked(c, session: id, user: caller.userId, reason: "logout")
+        }
+        return .noContent
+    }
+
+    /// `DELETE /v1/users/me/sessions`: signs out every device but this one.
+    func signOutOthers(_ request: Request, _ caller: Caller) throws -> Response {
+        try pool.withTransaction { c in
+            for session in try storage.revokeOtherSessions(c, user: caller.userId, keep: caller.sessionId, reason: "logout") {
+                try emitRevoked(c, session: session, user: caller.userId, reason: "logout")
+            }
+        }
+        return .noContent
+    }
+
+    /// `DELETE /v1/users/me`: with the password (or, for a Google account, a fresh Google ID token) the account is
+    /// scheduled for deletion after the grace period and every session ends now. Signing in again before then keeps
+    /// it; after it, `user.deleted` tells every service to erase what it holds.
+    func deleteMe(_ request: Request, _ caller: Caller, _ body: DeleteAccountBody) throws -> Response {
+        let user = caller.userId
+        if let token = body.idToken, body.password == nil {
+            guard let google, let identity = try? google.verify(token),
+                  try pool.withConnection({ try storage.googleUser($0, subject: identity.subject)?.id }) == user else {
+                throw HTTPError(403, "forbidden", "That is not a Google sign-in of this account.", field: "idToken")
+            }
+        } else {
+            guard let password = body.password else { throw HTTPError.validation("Give your password (or a Google ID token).", field: "password") }
+            try reauthenticate(caller, password: password, field: "password")
+        }
+        let at = Date().addingTimeInterval(deletionGrace)
+        try pool.withTransaction { c in
+            try storage.scheduleDeletion(c, user: user, at: at)
+            let ended = try storage.revokeOtherSessions(c, user: user, keep: caller.sessionId, reason: "account_deleted")
+                + (try storage.revokeSession(c, caller.sessionId, reason: "account_deleted") ? [caller.sessionId] : [])
+            for session in ended { try emitRevoked(c, session: session, user: user, reason: "account_deleted") }
+        }
+        return .json(DeletionView(deletesAt: at), status: 202)
+    }
+
+    /// Erases up to 50 accounts whose grace period is over, each announced by `user.deleted`.
+    func eraseDueAccounts() throws {
+        try pool.withTransaction { c in
+            for user in try storage.dueDeletions(c, limit: 50) {
+                try storage.deleteUser(c, user)
+                try outbox.add(UserDeleted(userId: user.lowercased, deletedAt: Timestamp.format(Date())), subject: user.lowercased, on: c)
+                try Erasure.forget(user, schema: "auth", on: c)
+            }
+        }
     }
 
     func jwks(_ request: Request) throws -> Response {
@@ -261,8 +321,26 @@ struct AuthHandlers: Sendable {
 
     // MARK: Helpers
 
-    private func openSession(_ c: Connection, _ user: UserRecord) throws -> SessionView {
-        let (session, refresh) = try storage.createSession(c, user: user.id)
+    /// The signed-in caller proves it is them with their password (`field` names it when it is wrong): failures are
+    /// counted and slowed as logins are.
+    private func reauthenticate(_ caller: Caller, password: String, field: String) throws {
+        let account = "user:" + caller.userId.lowercased
+        let client = "session:" + caller.sessionId.lowercased
+        let recent = try pool.withConnection { try storage.recentFailures($0, account: account, client: client) }
+        if let wait = login.wait(device: false, recent) { throw HTTPError.rateLimited(retryAfter: wait) }
+        guard let hash = try pool.withConnection({ try storage.passwordHash($0, user: caller.userId) }) else { throw HTTPError.notFound() }
+        guard password.utf8.count <= 1024, try PasswordHasher.verify(password, encoded: hash) else {
+            try pool.withConnection { try storage.recordFailure($0, account: account, client: client) }
+            throw HTTPError(403, "forbidden", "The password is not correct.", field: field)
+        }
+    }
+
+    /// A new session for `user` signing in on the device `request` came from: signing in keeps an account whose
+    /// deletion was pending.
+    private func openSession(_ c: Connection, _ user: UserRecord, _ request: Request) throws -> SessionView {
+        _ = try storage.cancelDeletion(c, user: user.id)
+        let device = request.header("user-agent").map { String($0.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(200)) }
+        let (session, refresh) = try storage.createSession(c, user: user.id, device: device)
         return SessionView(user: UserView(user, urls: urls), accessToken: try keys.accessToken(user: user.id, session: session),
                            refreshToken: refresh, expiresIn: SigningKeys.accessLifetime)
     }

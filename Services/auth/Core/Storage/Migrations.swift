@@ -74,4 +74,11 @@ let migrations: [Migration] = [
         """),
     Migration(7, "lookups by a username nobody has, so that guessing names is limited", GuessThrottle.tableSQL("lookup_failures")),
     Migration(8, "the Google picture, the face shown until the user sets an avatar", "ALTER TABLE users ADD COLUMN picture_url text"),
+    // Signed-in devices a user can list and sign out; accounts deleted after a grace period to undo it in.
+    Migration(9, "sessions' devices and last use; account deletion", """
+        ALTER TABLE sessions ADD COLUMN device text, ADD COLUMN last_used_at timestamptz;
+        ALTER TABLE users ADD COLUMN deletes_at timestamptz;
+        CREATE INDEX users_to_delete ON users (deletes_at) WHERE deletes_at IS NOT NULL;
+        \(Erasure.tableSQL)
+        """),
 ]

@@ -25,6 +25,14 @@ struct UserRecord {
     static let columns = "id, username, email, full_name, avatar_media_id, picture_url, created_at, updated_at"
 }
 
+/// A signed-in device: a session and what the client called itself when it began.
+struct SessionRecord {
+    let id: UUID
+    let device: String?
+    let createdAt: Date
+    let lastUsedAt: Date
+}
+
 /// What became of a presented refresh token.
 enum RefreshOutcome {
     case rotated(session: UUID, user: UUID)
@@ -125,9 +133,9 @@ struct AuthStorage {
     // MARK: Sessions
 
     /// Opens a session and returns it with its first refresh token (the token itself is stored only hashed).
-    func createSession(_ c: Connection, user: UUID) throws -> (session: UUID, refreshToken: String) {
+    func createSession(_ c: Connection, user: UUID, device: String?) throws -> (session: UUID, refreshToken: String) {
         let session = UUID.v7()
-        try c.execute("INSERT INTO auth.sessions (id, user_id) VALUES ($1, $2)", [session, user])
+        try c.execute("INSERT INTO auth.sessions (id, user_id, device, last_used_at) VALUES ($1, $2, $3, now())", [session, user, device])
         return (session, try issueRefreshToken(c, session: session))
     }
 
@@ -159,6 +167,57 @@ struct AuthStorage {
             return .reused(session: try row["session_id"], user: try row["user_id"])
         }
         return .invalid
+    }
+
+    /// A session was used (its refresh token rotated).
+    func touchSession(_ c: Connection, _ session: UUID) throws {
+        try c.execute("UPDATE auth.sessions SET last_used_at = now() WHERE id = $1", [session])
+    }
+
+    /// The user's active sessions, the most recently used first.
+    func sessions(_ c: Connection, user: UUID) throws -> [SessionRecord] {
+        try c.rows("""
+            SELECT id, device, created_at, COALESCE(last_used_at, created_at) AS last_used_at FROM auth.sessions
+            WHERE user_id = $1 AND revoked_at IS NULL ORDER BY last_used_at DESC NULLS LAST, id DESC LIMIT 200
+            """, [user]).map { SessionRecord(id: try $0["id"], device: try $0.decode("device"), createdAt: try $0["created_at"],
+                                            lastUsedAt: try $0["last_used_at"]) }
+    }
+
+    /// Revokes the user's session `session`; true when it was theirs and active until now.
+    func revokeSession(_ c: Connection, _ session: UUID, of user: UUID, reason: String) throws -> Bool {
+        try c.execute("""
+            UPDATE auth.sessions SET revoked_at = now(), revoke_reason = $3 WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL
+            """, [session, user, reason]) == 1
+    }
+
+    // MARK: Account deletion
+
+    /// Schedules the user's account for deletion at `at`.
+    func scheduleDeletion(_ c: Connection, user: UUID, at: Date) throws {
+        try c.execute("UPDATE auth.users SET deletes_at = $2 WHERE id = $1", [user, at])
+    }
+
+    /// Keeps an account whose deletion was pending; true when one was.
+    func cancelDeletion(_ c: Connection, user: UUID) throws -> Bool {
+        try c.execute("UPDATE auth.users SET deletes_at = NULL WHERE id = $1 AND deletes_at IS NOT NULL", [user]) == 1
+    }
+
+    /// Up to `limit` accounts whose grace period is over and whose events (their sessions' revocations) are all sent,
+    /// locked (another instance's are skipped).
+    func dueDeletions(_ c: Connection, limit: Int) throws -> [UUID] {
+        try c.rows("""
+            SELECT id FROM auth.users u WHERE deletes_at <= now()
+              AND NOT EXISTS (SELECT 1 FROM auth.outbox o WHERE o.sent_at IS NULL AND o.key = u.id::text)
+            ORDER BY deletes_at LIMIT $1 FOR UPDATE SKIP LOCKED
+            """, [limit]).map { try $0["id"] }
+    }
+
+    /// Erases the user: their row (sessions, refresh tokens, devices and the Google link go with it) and what names
+    /// them in the other tables.
+    func deleteUser(_ c: Connection, _ user: UUID) throws {
+        try c.execute("DELETE FROM auth.login_failures WHERE account_key = $1", ["user:" + user.lowercased])
+        try c.execute("DELETE FROM auth.lookup_failures WHERE user_id = $1", [user])
+        try c.execute("DELETE FROM auth.users WHERE id = $1", [user])
     }
 
     /// Revokes a session; true when it was active until now.

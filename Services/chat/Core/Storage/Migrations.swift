@@ -96,4 +96,5 @@ let migrations: [Migration] = [
         """),
     Migration(3, "single-use stream tickets", StreamTickets.tableSQL),
     Migration(4, "pictures hosted elsewhere (Google's) in profiles", Profiles.pictureSQL),
+    Migration(5, "accounts erased here, by a hash of their id", Erasure.tableSQL),
 ]

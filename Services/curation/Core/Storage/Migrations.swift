@@ -106,4 +106,5 @@ let migrations: [Migration] = [
         CREATE INDEX scrolls_by_time ON scrolls (created_at);
         """),
     Migration(3, "pictures hosted elsewhere (Google's) in profiles", Profiles.pictureSQL),
+    Migration(4, "accounts erased here, by a hash of their id", Erasure.tableSQL),
 ]

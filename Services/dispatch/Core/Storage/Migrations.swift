@@ -84,6 +84,7 @@ let migrations: [Migration] = [
     Migration(6, "named recipients, claim codes and delivery PINs", """
         \(Profiles.tableSQL)
         \(Profiles.pictureSQL)
+        \(Erasure.tableSQL)
         CREATE INDEX profiles_by_username ON profiles (lower(username));
         \(GuessThrottle.tableSQL("claim_failures"))
         ALTER TABLE parcels ADD COLUMN recipient_username text, ADD COLUMN recipient_email text,

@@ -52,7 +52,7 @@ struct NewsletterDocument: Decodable, Equatable, View {
     let groupId: String
     let groupName: String
     let period: Period
-    let storyCount: Int
+    var storyCount: Int
     var members: [Member]
 
     /// The document as shown: each photo's path (as stored) and each avatar a signed URL valid for `lifetime`, an

@@ -1,0 +1,19 @@
+import Events
+import Features
+import Foundation
+import Models
+import Postgres
+
+/// What curation does when an account is erased (`user.deleted`): the person's likes, watching history, comments,
+/// playlists, preferences and recommendation scrolls go, and so do their name and face.
+struct Leaving: Sendable {
+    func userDeleted(_ event: ReceivedEvent, _ c: Connection) throws {
+        guard let user = UUID(uuidString: try event.decode(UserDeleted.self).userId) else { return }
+        for (table, column) in [("likes", "user_id"), ("watches", "user_id"), ("comments", "author_id"), ("playlists", "owner_id"),
+                                ("preferences", "user_id"), ("scrolls", "user_id")] {
+            try c.execute("DELETE FROM curation.\(table) WHERE \(column) = $1", [user])
+        }
+        try Profiles(schema: "curation").forget(user, on: c)
+        try Erasure.forget(user, schema: "curation", on: c)
+    }
+}

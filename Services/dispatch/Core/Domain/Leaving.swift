@@ -1,0 +1,47 @@
+import Events
+import Features
+import Foundation
+import Models
+import Postgres
+
+/// What dispatch does when an account is erased (`user.deleted`). Parcels are records of a sale and stay as long as
+/// the law asks (`docs/privacy.md`), anonymised: the erased sender or recipient is nobody (`Erasure.nobody`, or no
+/// recipient), their names, phone, e-mail and addresses go and their end of the route is rounded to about a
+/// kilometre; an erased courier is nobody on the parcels they carried and in their history. Their photos, courier
+/// record, name and face go.
+struct Leaving: Sendable {
+    let parcels: Parcels
+    let media: MediaStore
+
+    func userDeleted(_ event: ReceivedEvent, _ c: Connection) throws {
+        guard let user = UUID(uuidString: try event.decode(UserDeleted.self).userId) else { return }
+        let nobody = Erasure.nobody
+        try c.execute("""
+            UPDATE dispatch.parcels SET sender_id = $2, pickup_address = '', pickup_lat = round(pickup_lat::numeric, 2),
+                pickup_lon = round(pickup_lon::numeric, 2), description = NULL, claim_code = NULL,
+                recipient_name = '', recipient_phone = NULL, recipient_email = NULL, recipient_username = NULL, dropoff_address = ''
+            WHERE sender_id = $1
+            """, [user, nobody])
+        try c.execute("""
+            UPDATE dispatch.parcels SET recipient_user_id = NULL, recipient_name = '', recipient_phone = NULL, recipient_email = NULL,
+                recipient_username = NULL, dropoff_address = '', dropoff_lat = round(dropoff_lat::numeric, 2),
+                dropoff_lon = round(dropoff_lon::numeric, 2)
+            WHERE recipient_user_id = $1
+            """, [user])
+        try c.execute("UPDATE dispatch.parcels SET courier_id = $2 WHERE courier_id = $1", [user, nobody])
+        // An offer open to them lapses, as one nobody answered does.
+        let offers: [UUID] = try c.rows("SELECT id FROM dispatch.parcels WHERE offered_to = $1 AND status = 'offered'", [user]).map { try $0["id"] }
+        for id in offers {
+            if let parcel = try parcels.storage.parcel(c, id, lock: true), parcel.status == .offered {
+                _ = try parcels.apply(c, parcel, .expire, actor: .system, actorId: nil, place: nil)
+            }
+        }
+        try c.execute("UPDATE dispatch.parcel_history SET actor_id = NULL WHERE actor_id = $1", [user])
+        for (table, column) in [("parcel_declines", "courier_id"), ("couriers", "user_id"), ("claim_failures", "user_id")] {
+            try c.execute("DELETE FROM dispatch.\(table) WHERE \(column) = $1", [user])
+        }
+        try media.forget(owner: user, on: c)
+        try Profiles(schema: "dispatch").forget(user, on: c)
+        try Erasure.forget(user, schema: "dispatch", on: c)
+    }
+}
