@@ -158,7 +158,7 @@ final class BadInputTests: AuthTestCase {
             assertClientError(r, 401, code: "unauthenticated", header.prefix(30).description)
         }
         assertClientError(try api.get("/v1/nothing/here"), 404, code: "not_found")
-        assertClientError(try api.send("DELETE", "/v1/users/me"), 405)
+        assertClientError(try api.send("PUT", "/v1/users/me"), 405)
         assertClientError(try api.post("/v1/auth/signup", ["username": "idem_bad", "email": "i@example.com", "password": "correct horse battery",
                                                            "fullName": "I"], headers: ["Idempotency-Key": String(repeating: "k", count: 300)]),
                           400, code: "validation_failed")
