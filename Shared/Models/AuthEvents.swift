@@ -54,6 +54,27 @@ public struct UserDeleted: EventPayload, Equatable {
     public init(userId: String, deletedAt: String) { self.userId = userId; self.deletedAt = deletedAt }
 }
 
+/// `user.blocked`: someone blocked another person: no direct room between them, the blocked one's messages and
+/// comments hidden from them, no joining what they run. Key: the id of the one who blocked.
+public struct UserBlocked: EventPayload, Equatable {
+    public static let type = "user.blocked"
+    public var userId: String
+    public var blockedUserId: String
+    public var at: String
+
+    public init(userId: String, blockedUserId: String, at: String) { self.userId = userId; self.blockedUserId = blockedUserId; self.at = at }
+}
+
+/// `user.unblocked`: a block was lifted. Key: the id of the one who had blocked.
+public struct UserUnblocked: EventPayload, Equatable {
+    public static let type = "user.unblocked"
+    public var userId: String
+    public var blockedUserId: String
+    public var at: String
+
+    public init(userId: String, blockedUserId: String, at: String) { self.userId = userId; self.blockedUserId = blockedUserId; self.at = at }
+}
+
 /// `session.revoked`: every access token of this session must stop working. Key: the user id.
 public struct SessionRevoked: EventPayload, Equatable {
     public static let type = "session.revoked"

@@ -40,6 +40,23 @@ public struct VideoCommented: EventPayload, Equatable {
     }
 }
 
+/// `video.comment_taken_down`: an operator took a reported comment down; it is gone for every reader. Key: the
+/// video id.
+public struct VideoCommentTakenDown: EventPayload, Equatable {
+    public static let type = "video.comment_taken_down"
+    public var videoId: String
+    public var commentId: String
+    /// Absent when its author's account was erased.
+    public var authorId: String?
+    public var reportId: String
+    public var takenDownAt: String
+
+    public init(videoId: String, commentId: String, authorId: String?, reportId: String, takenDownAt: String) {
+        self.videoId = videoId; self.commentId = commentId; self.authorId = authorId; self.reportId = reportId
+        self.takenDownAt = takenDownAt
+    }
+}
+
 /// `playlist.updated`: a playlist was created, renamed, made public or private, had its items changed, or was
 /// deleted (`deleted` true). Key: the playlist id.
 public struct PlaylistUpdated: EventPayload, Equatable {

@@ -39,6 +39,7 @@ public enum EventCatalogue {
     static let profileReaders: [Reader] = [.group("chat", "directory"), .group("curation", "profiles"), .group("dispatch", "profiles"),
                                            .group("stories", "profiles")]
     static let directory: [Reader] = [.group("chat", "directory")]
+    static let blockReaders: [Reader] = [.group("chat", "directory"), .group("curation", "profiles"), .group("stories", "profiles")]
     static let chatFeed: [Reader] = [.feed("chat", "chat-rooms")]
 
     public static let topics: [Topic] = [
@@ -46,6 +47,10 @@ public enum EventCatalogue {
         topic(UserUpdated.type, key: "user id", by: "auth", "A profile after a change.", readers: profileReaders),
         topic(UserDeleted.type, key: "user id", by: "auth",
               "An account was erased: every service erases or anonymises what it holds of the user.", readers: profileReaders),
+        topic(UserBlocked.type, key: "user id (of the one who blocked)", by: "auth",
+              "Someone blocked another person: no direct room, their messages and comments hidden, no joining what they run.",
+              readers: blockReaders),
+        topic(UserUnblocked.type, key: "user id (of the one who had blocked)", by: "auth", "A block was lifted.", readers: blockReaders),
         topic(SessionRevoked.type, key: "user id", by: "auth",
               "Every access token of this session must stop working (logout, password change, refresh-token reuse, account deletion).",
               readers: revocationReaders),
@@ -85,6 +90,8 @@ public enum EventCatalogue {
               readers: [.group("dispatch", "fleet"), .feed("dispatch", "parcel-tracking")]),
         topic(VideoLiked.type, key: "video id", by: "curation", "Someone liked a video, or took the like back."),
         topic(VideoWatched.type, key: "video id", by: "curation", "Someone watched part or all of a video."),
+        topic(VideoCommentTakenDown.type, key: "video id", by: "curation",
+              "An operator took a reported comment down: it is gone for every reader."),
         topic(VideoCommented.type, key: "video id", by: "curation", "Someone commented on a video (the text stays out)."),
         topic(PlaylistUpdated.type, key: "playlist id", by: "curation", "A playlist was created, changed or deleted."),
     ]

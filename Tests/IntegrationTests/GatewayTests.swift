@@ -28,11 +28,11 @@ final class GatewayTests: XCTestCase {
         let environment = ["DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(authPort)/v1/auth/jwks",
                            "TRUSTED_PROXIES": "127.0.0.1", "PUBLIC_BASE_URL": "http://127.0.0.1:\(gatewayPort)"]
         // Every route a deployment may switch on: sign-in with Google (its keys fetched from nowhere: the route exists,
-        // the table is what counts here) and dispatch's operator routes.
+        // the table is what counts here), dispatch's operator routes and curation's queue of reports.
         services["auth"] = try ServiceProcess("auth", port: authPort, environment: environment.merging([
             "GOOGLE_CLIENT_IDS": "backend-tests.apps.googleusercontent.com", "GOOGLE_JWKS_URL": "http://127.0.0.1:9/certs"]) { $1 })
         for name in names.dropFirst() {
-            let extra = name == "dispatch" ? ["OPERATOR_TOKEN": String(repeating: "o", count: 40)] : [:]
+            let extra = ["dispatch", "curation"].contains(name) ? ["OPERATOR_TOKEN": String(repeating: "o", count: 40)] : [:]
             services[name] = try ServiceProcess(name, environment: environment.merging(extra) { $1 })
         }
         for name in names { try services[name]!.waitReady() }

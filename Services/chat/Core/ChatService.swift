@@ -10,7 +10,7 @@ import ServiceKit
 public enum ChatService {
     /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
-        let consumed = [UserRegistered.type, UserUpdated.type, UserDeleted.type, GroupCreated.type, GroupMemberJoined.type, GroupMemberLeft.type,
+        let consumed = Blocks.topics + [UserRegistered.type, UserUpdated.type, UserDeleted.type, GroupCreated.type, GroupMemberJoined.type, GroupMemberLeft.type,
                         ParcelCreated.type, ParcelClaimed.type, ParcelStatusChanged.type]
         let urls = try MediaURLs(environment, defaultPort: 8083)
         return try ServiceApp(service: "chat", defaultPort: 8083, environment: environment, migrations: migrations) { app in
@@ -27,6 +27,7 @@ public enum ChatService {
                 switch event.type {
                 case UserRegistered.type, UserUpdated.type: try Profiles(schema: "chat").apply(event, on: connection)
                 case UserDeleted.type: try leaving.userDeleted(event, connection)
+                case UserBlocked.type, UserUnblocked.type: try Blocks(schema: "chat").apply(event, on: connection)
                 case ParcelCreated.type: try rooms.parcelCreated(event, connection)
                 case ParcelClaimed.type: try rooms.parcelClaimed(event, connection)
                 case ParcelStatusChanged.type: try rooms.parcelStatus(event, connection)

@@ -3,6 +3,7 @@ import Foundation
 import Models
 import Runtime
 import ServiceKit
+import Web
 
 /// The curation service: subjects, topics and videos, topic-locked recommendations, likes, comments, playlists
 /// (port 8085, schema `curation`). `curation import FILE.jsonl` loads a catalogue.
@@ -11,9 +12,12 @@ public enum CurationService {
     struct Settings {
         /// `CATALOGUE_REFRESH_SECONDS` (default 30): how often the recommendation index looks for catalogue changes.
         let refreshSeconds: Int
+        /// `OPERATOR_TOKEN`: the moderators' credential; enables the queue of reports.
+        let moderators: SharedSecret
 
         init(_ environment: Environment) throws {
             refreshSeconds = try environment.int("CATALOGUE_REFRESH_SECONDS", default: 30, range: 1...3600)
+            moderators = try SharedSecret.operatorToken(environment)
         }
     }
 
@@ -44,14 +48,17 @@ public enum CurationService {
             try refresh()
             app.add(Job.every(Double(settings.refreshSeconds), "catalogue-refresh", logger: app.logger, refresh))
             app.add(Job.every(3600, "delete-old-scrolls", logger: app.logger) { try pool.withConnection { try storage.deleteOldScrolls($0) } })
-            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type, UserDeleted.type]) { event, c in
-                if event.type == UserDeleted.type { try Leaving().userDeleted(event, c) }
-                else { try Profiles(schema: "curation").apply(event, on: c) }
+            app.consume("profiles", topics: Blocks.topics + [UserRegistered.type, UserUpdated.type, UserDeleted.type]) { event, c in
+                switch event.type {
+                case UserDeleted.type: try Leaving().userDeleted(event, c)
+                case UserBlocked.type, UserUnblocked.type: try Blocks(schema: "curation").apply(event, on: c)
+                default: try Profiles(schema: "curation").apply(event, on: c)
+                }
             }
             let verifier = app.makeTokenVerifier()
             let handlers = CurationHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, recommender: recommender,
                                             verifier: verifier, urls: urls)
-            return makeRoutes(handlers, verifier)
+            return makeRoutes(handlers, verifier, moderators: settings.moderators)
         }
     }
 

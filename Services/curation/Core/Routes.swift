@@ -1,9 +1,10 @@
+import Features
 import HTTP
 import Web
 
 /// The curation API: the table of routes, nothing else. Catalogue reads are public (a token adds what the reader
 /// did); everything personal needs a user's bearer token.
-func makeRoutes(_ h: CurationHandlers, _ auth: any Authenticator) -> Router {
+func makeRoutes(_ h: CurationHandlers, _ auth: any Authenticator, moderators: SharedSecret) -> Router {
     var r = Router()
     // The catalogue
     r.add("GET", "/v1/subjects", summary: "Every subject", response: (200, ItemList<SubjectView>.shape), h.subjects)
@@ -31,6 +32,16 @@ func makeRoutes(_ h: CurationHandlers, _ auth: any Authenticator) -> Router {
     r.add("POST", "/v1/videos/{id}/comments", summary: "Comment on a video", body: CommentBody.self,
           response: (201, CommentView.shape), auth: auth, h.addComment)
     r.add("DELETE", "/v1/comments/{id}", summary: "Delete my comment", response: (204, nil), auth: auth, h.deleteComment)
+    r.add("POST", "/v1/comments/{id}/reports", summary: "Report a comment to the operators", body: ReportBody.self,
+          response: (201, ReportView.shape), auth: auth, h.reportComment)
+    // Without OPERATOR_TOKEN (the moderators' credential here) the queue of reports does not exist (404).
+    if moderators.isEnabled {
+        r.add("GET", "/v1/operator/curation/reports", summary: "Operator: the open reports, the oldest first (?limit=)",
+              response: (200, ItemList<QueuedReportView>.shape), trusted: moderators, h.openReports)
+        r.query("GET", "/v1/operator/curation/reports", [.limit(max: 500, default: 100)])
+        r.add("POST", "/v1/operator/curation/reports/{id}", summary: "Operator: take the reported comment down everywhere, or dismiss the report",
+              body: DecisionBody.self, response: (200, ReportView.shape), trusted: moderators, h.decide)
+    }
     // Playlists
     r.add("POST", "/v1/playlists", summary: "Create a playlist", body: CreatePlaylistBody.self, response: (201, PlaylistView.shape),
           auth: auth, h.createPlaylist)

@@ -24,8 +24,12 @@ public enum StoriesService {
             let handlers = StoriesHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency,
                                            media: MediaStore(schema: "stories", path: "/v1/media", urls: urls))
             let leaving = Leaving(storage: handlers.storage, media: handlers.media)
-            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type, UserDeleted.type]) { event, c in
-                try event.type == UserDeleted.type ? leaving.userDeleted(event, c) : handlers.groups.profile(event, c)
+            app.consume("profiles", topics: Blocks.topics + [UserRegistered.type, UserUpdated.type, UserDeleted.type]) { event, c in
+                switch event.type {
+                case UserDeleted.type: try leaving.userDeleted(event, c)
+                case UserBlocked.type, UserUnblocked.type: try Blocks(schema: "stories").apply(event, on: c)
+                default: try handlers.groups.profile(event, c)
+                }
             }
             app.add(Job.every(Double(settings.newsletterScanSeconds), "compile-newsletters", logger: app.logger) {
                 try handlers.newsletters.compileDueNewsletters()

@@ -241,6 +241,39 @@ struct AuthHandlers: Sendable {
         return .noContent
     }
 
+    // MARK: Blocks
+
+    /// `GET /v1/users/me/blocks`: the people I blocked.
+    func blocks(_ request: Request, _ caller: Caller) throws -> Response {
+        .json(ItemList(try pool.withConnection { try storage.blocked($0, by: caller.userId) }.map { PersonView($0, urls: urls) }))
+    }
+
+    /// `PUT /v1/users/me/blocks/{userId}`: blocks someone (again: nothing changes), announced by `user.blocked`.
+    func block(_ request: Request, _ caller: Caller) throws -> Response {
+        let other = try Validate.pathID(request, "userId")
+        guard other != caller.userId else { throw HTTPError.validation("You cannot block yourself.", field: "userId") }
+        try pool.withTransaction { c in
+            guard try storage.user(c, id: other) != nil else { throw HTTPError.notFound() }
+            if try storage.block(c, caller.userId, other) {
+                try outbox.add(UserBlocked(userId: caller.userId.lowercased, blockedUserId: other.lowercased, at: Timestamp.format(Date())),
+                               subject: caller.userId.lowercased, on: c)
+            }
+        }
+        return .noContent
+    }
+
+    /// `DELETE /v1/users/me/blocks/{userId}`: lifts a block (none: nothing changes), announced by `user.unblocked`.
+    func unblock(_ request: Request, _ caller: Caller) throws -> Response {
+        let other = try Validate.pathID(request, "userId")
+        try pool.withTransaction { c in
+            if try storage.unblock(c, caller.userId, other) {
+                try outbox.add(UserUnblocked(userId: caller.userId.lowercased, blockedUserId: other.lowercased, at: Timestamp.format(Date())),
+                               subject: caller.userId.lowercased, on: c)
+            }
+        }
+        return .noContent
+    }
+
     // MARK: Sessions and leaving
 
     /// `GET /v1/users/me/sessions`: where I am signed in.

@@ -81,4 +81,13 @@ let migrations: [Migration] = [
         CREATE INDEX users_to_delete ON users (deletes_at) WHERE deletes_at IS NOT NULL;
         \(Erasure.tableSQL)
         """),
+    Migration(10, "people a user blocked", """
+        CREATE TABLE blocks (
+            user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            blocked_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (user_id, blocked_id)
+        );
+        CREATE INDEX blocks_by_blocked ON blocks (blocked_id);
+        """),
 ]

@@ -190,6 +190,26 @@ struct AuthStorage {
             """, [session, user, reason]) == 1
     }
 
+    // MARK: Blocks
+
+    /// `user` blocks `other`; true when they had not before.
+    func block(_ c: Connection, _ user: UUID, _ other: UUID) throws -> Bool {
+        try c.execute("INSERT INTO auth.blocks (user_id, blocked_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [user, other]) == 1
+    }
+
+    /// `user` lifts their block of `other`; true when there was one.
+    func unblock(_ c: Connection, _ user: UUID, _ other: UUID) throws -> Bool {
+        try c.execute("DELETE FROM auth.blocks WHERE user_id = $1 AND blocked_id = $2", [user, other]) == 1
+    }
+
+    /// The people `user` blocked, by username (at most 1,000).
+    func blocked(_ c: Connection, by user: UUID) throws -> [UserRecord] {
+        try c.rows("""
+            SELECT \(UserRecord.columns) FROM auth.users WHERE id IN (SELECT blocked_id FROM auth.blocks WHERE user_id = $1)
+            ORDER BY username LIMIT 1000
+            """, [user]).map(UserRecord.init)
+    }
+
     // MARK: Account deletion
 
     /// Schedules the user's account for deletion at `at`.

@@ -104,6 +104,7 @@ struct Rooms: Sendable {
     /// share a stories group or a parcel.
     func direct(_ c: Connection, _ user: UUID, with other: UUID) throws -> RoomRecord {
         guard other != user else { throw ChatError.invalid("A direct room needs someone else.", field: "userId") }
+        guard try !Blocks(schema: "chat").between(user, other, on: c) else { throw ChatError.forbidden("You cannot message this person.") }
         guard try storage.know(c, user, other) else {
             throw ChatError.forbidden("You can message someone you share a group or a parcel with.")
         }
@@ -142,6 +143,9 @@ struct Rooms: Sendable {
     /// room has it.
     func join(_ c: Connection, code: String, user: UUID) throws -> RoomRecord? {
         guard let id = try storage.roomId(c, inviteCode: code) else { return nil }
+        // Its owner blocked them: as if the code held nothing.
+        let owners = "SELECT user_id FROM chat.members WHERE room_id = $1 AND role = 'owner'"
+        guard try !Blocks(schema: "chat").isBlocked(user, byAnyOf: owners, id, on: c) else { return nil }
         if let at = try storage.addMember(c, room: id, user: user, role: "member") {
             try log.joined(c, room: id, user: user, role: "member", at: at)
         }

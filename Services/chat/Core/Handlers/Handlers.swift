@@ -125,7 +125,7 @@ struct ChatHandlers: Sendable {
         guard before == nil || after == nil else { throw HTTPError.validation("Give before or after, not both.", field: "after") }
         return try pool.withConnection { c in
             _ = try rooms.member(c, id, caller.userId)
-            let page = try storage.messages(c, room: id, before: before, after: after, limit: limit + 1)
+            let page = try storage.messages(c, room: id, reader: caller.userId, before: before, after: after, limit: limit + 1)
             // One more than asked tells whether there is more in the direction read.
             let items = after != nil ? Array(page.prefix(limit)) : Array(page.suffix(limit))
             let more = page.count > limit
@@ -156,7 +156,7 @@ struct ChatHandlers: Sendable {
         }
         return try pool.withConnection { c in
             _ = try rooms.member(c, id, caller.userId)
-            let found = try storage.search(c, room: id, query: q, before: before, limit: page.limit + 1)
+            let found = try storage.search(c, room: id, reader: caller.userId, query: q, before: before, limit: page.limit + 1)
             return .json(PageResponse(found, page, item: { MessageView($0, media: media) }, cursor: { [String($0.seq)] }))
         }
     }

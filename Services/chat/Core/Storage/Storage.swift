@@ -295,27 +295,30 @@ struct ChatStorage: Sendable {
                       [m.id, m.text, PostgresArray(m.mediaIds), m.editedAt, m.deletedAt])
     }
 
-    /// A page of a room's messages in sequence order: the `limit` before `before`, or after `after`, or the latest.
-    func messages(_ c: Connection, room: UUID, before: Int64?, after: Int64?, limit: Int) throws -> [MessageRecord] {
+    /// A page of a room's messages as `reader` sees them (none of people they blocked), in sequence order: the
+    /// `limit` before `before`, or after `after`, or the latest.
+    func messages(_ c: Connection, room: UUID, reader: UUID, before: Int64?, after: Int64?, limit: Int) throws -> [MessageRecord] {
+        let visible = Blocks(schema: "chat").notBlockedBy(reader: 4, author: "m.author_id")
         if let after {
             return try c.rows("""
-                SELECT \(MessageRecord.columns) FROM \(MessageRecord.from) WHERE m.room_id = $1 AND m.seq > $2 ORDER BY m.seq LIMIT $3
-                """, [room, after, limit]).map(MessageRecord.init)
+                SELECT \(MessageRecord.columns) FROM \(MessageRecord.from) WHERE m.room_id = $1 AND m.seq > $2 AND \(visible)
+                ORDER BY m.seq LIMIT $3
+                """, [room, after, limit, reader]).map(MessageRecord.init)
         }
         return try c.rows("""
             SELECT \(MessageRecord.columns) FROM \(MessageRecord.from)
-            WHERE m.room_id = $1 AND ($2::int8 IS NULL OR m.seq < $2) ORDER BY m.seq DESC LIMIT $3
-            """, [room, before, limit]).map(MessageRecord.init).reversed()
+            WHERE m.room_id = $1 AND ($2::int8 IS NULL OR m.seq < $2) AND \(visible) ORDER BY m.seq DESC LIMIT $3
+            """, [room, before, limit, reader]).map(MessageRecord.init).reversed()
     }
 
-    /// Messages of a room matching `query` (PostgreSQL full-text, words in any order), newest first.
-    func search(_ c: Connection, room: UUID, query: String, before: Int64?, limit: Int) throws -> [MessageRecord] {
+    /// Messages of a room matching `query` (PostgreSQL full-text, words in any order) as `reader` sees them, newest first.
+    func search(_ c: Connection, room: UUID, reader: UUID, query: String, before: Int64?, limit: Int) throws -> [MessageRecord] {
         try c.rows("""
             SELECT \(MessageRecord.columns) FROM \(MessageRecord.from)
             WHERE m.room_id = $1 AND m.deleted_at IS NULL AND m.search @@ plainto_tsquery('simple', $2)
-              AND ($3::int8 IS NULL OR m.seq < $3)
+              AND ($3::int8 IS NULL OR m.seq < $3) AND \(Blocks(schema: "chat").notBlockedBy(reader: 5, author: "m.author_id"))
             ORDER BY m.seq DESC LIMIT $4
-            """, [room, query, before, limit]).map(MessageRecord.init)
+            """, [room, query, before, limit, reader]).map(MessageRecord.init)
     }
 
     // MARK: Todos

@@ -14,6 +14,8 @@ struct Leaving: Sendable {
             try c.execute("DELETE FROM curation.\(table) WHERE \(column) = $1", [user])
         }
         try Profiles(schema: "curation").forget(user, on: c)
+        try Blocks(schema: "curation").forget(user, on: c)
+        try Reports(schema: "curation").forget(user, on: c)
         try Erasure.forget(user, schema: "curation", on: c)
     }
 }

@@ -1,4 +1,5 @@
 import Events
+import Features
 import Foundation
 import Models
 import Postgres
@@ -12,12 +13,15 @@ enum CurationError: DomainError, Equatable {
     case notYours(String)
     /// A value naming what is not there.
     case invalid(String, field: String)
+    /// A report an operator decided already.
+    case decided
 
     var refusal: Refusal {
         switch self {
         case .notFound: return .notFound
         case .notYours: return .forbidden
         case .invalid: return .invalid
+        case .decided: return .conflict
         }
     }
 
@@ -25,6 +29,7 @@ enum CurationError: DomainError, Equatable {
         switch self {
         case .notFound: return "Not found."
         case .notYours(let m), .invalid(let m, _): return m
+        case .decided: return "This report was decided already."
         }
     }
 
@@ -36,6 +41,7 @@ enum CurationError: DomainError, Equatable {
 struct Library: Sendable {
     let storage: CurationStorage
     let outbox: Outbox
+    var reports: Reports { Reports(schema: "curation") }
 
     func video(_ c: Connection, _ id: UUID, reader: UUID?) throws -> VideoRecord {
         guard let v = try storage.video(c, id, reader: reader) else { throw CurationError.notFound }
@@ -65,6 +71,27 @@ struct Library: Sendable {
         try outbox.add(VideoCommented(videoId: video.lowercased, commentId: comment.id.lowercased, authorId: user.lowercased,
                                       createdAt: Timestamp.format(comment.createdAt)), subject: video.lowercased, on: c)
         return comment
+    }
+
+    /// `reporter` reports a comment (anyone may read comments, so anyone signed in may report one).
+    func report(_ c: Connection, comment id: UUID, by reporter: UUID, reason: String, note: String?) throws -> ReportRecord {
+        guard let comment = try storage.comment(c, id) else { throw CurationError.notFound }
+        return try reports.file(c, kind: "comment", target: id, author: comment.authorId, reporter: reporter, reason: reason, note: note)
+    }
+
+    /// An operator's decision on an open report: a comment taken down is gone for every reader, and
+    /// `video.comment_taken_down` says so; dismissed, it stays. Either settles every open report of it.
+    func decide(_ c: Connection, report id: UUID, takeDown: Bool) throws -> ReportRecord {
+        guard let report = try reports.report(c, id) else { throw CurationError.notFound }
+        guard report.status == "open" else { throw CurationError.decided }
+        if takeDown, let comment = try storage.comment(c, report.targetId) {
+            try storage.deleteComment(c, comment.id)
+            try outbox.add(VideoCommentTakenDown(videoId: comment.videoId.lowercased, commentId: comment.id.lowercased,
+                                                 authorId: report.authorId?.lowercased, reportId: report.id.lowercased,
+                                                 takenDownAt: Timestamp.format(Date())), subject: comment.videoId.lowercased, on: c)
+        }
+        try reports.settle(c, report, takeDown ? "taken_down" : "dismissed")
+        return try reports.report(c, id) ?? report
     }
 
     func deleteComment(_ c: Connection, _ id: UUID, by user: UUID) throws {

@@ -172,11 +172,32 @@ struct CurationHandlers: Sendable {
         let id = try Validate.pathID(request)
         let page = try Page(request)
         let after = try Self.timeCursor(page)
+        let reader = try optionalCaller(request)
         return try pool.withConnection { c in
             _ = try library.video(c, id, reader: nil)
-            let rows = try storage.comments(c, video: id, after: after, limit: page.limit + 1)
+            let rows = try storage.comments(c, video: id, reader: reader, after: after, limit: page.limit + 1)
             return .json(PageResponse(rows, page, item: { CommentView($0.0, urls: urls) }, cursor: { [String($0.micros), $0.0.id.lowercased] }))
         }
+    }
+
+    /// `POST /v1/comments/{id}/reports`: I report a comment for an operator to look at.
+    func reportComment(_ request: Request, _ caller: Caller, _ body: ReportBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in
+            .json(ReportView(try library.report(c, comment: id, by: caller.userId, reason: body.reason, note: body.note)), status: 201)
+        }
+    }
+
+    /// `GET /v1/operator/curation/reports`: the open reports, the oldest first.
+    func openReports(_ request: Request) throws -> Response {
+        let limit = try Page(request, maxLimit: 500, defaultLimit: 100).limit
+        return .json(ItemList(try pool.withConnection { try library.reports.open($0, limit: limit) }.map(QueuedReportView.init)))
+    }
+
+    /// `POST /v1/operator/curation/reports/{id}`: take the reported comment down, or dismiss the report.
+    func decide(_ request: Request, _ body: DecisionBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in .json(ReportView(try library.decide(c, report: id, takeDown: body.action == "take_down"))) }
     }
 
     func deleteComment(_ request: Request, _ caller: Caller) throws -> Response {

@@ -107,4 +107,6 @@ let migrations: [Migration] = [
         """),
     Migration(3, "pictures hosted elsewhere (Google's) in profiles", Profiles.pictureSQL),
     Migration(4, "accounts erased here, by a hash of their id", Erasure.tableSQL),
+    Migration(5, "who blocked whom", Blocks.tableSQL),
+    Migration(6, "reports of comments, and operators' decisions", Reports.tableSQL),
 ]

@@ -1,3 +1,4 @@
+import Features
 import Foundation
 import Models
 import Postgres
@@ -284,14 +285,16 @@ struct CurationStorage: Sendable {
             """, [id]).map(Self.commentRecord)
     }
 
-    func comments(_ c: Connection, video: UUID, after: (Int64, UUID)?, limit: Int) throws -> [(CommentRecord, micros: Int64)] {
+    /// A video's comments, newest first; a signed-in `reader` sees none of people they blocked.
+    func comments(_ c: Connection, video: UUID, reader: UUID?, after: (Int64, UUID)?, limit: Int) throws -> [(CommentRecord, micros: Int64)] {
         try c.rows("""
             SELECT cm.id, cm.video_id, cm.author_id, cm.text, cm.created_at, p.full_name, p.avatar_media_id, p.picture_url,
                    (EXTRACT(EPOCH FROM cm.created_at) * 1000000)::int8 AS at_us
             FROM curation.comments cm LEFT JOIN curation.profiles p ON p.user_id = cm.author_id WHERE cm.video_id = $1
               AND ($2::int8 IS NULL OR ((EXTRACT(EPOCH FROM cm.created_at) * 1000000)::int8, cm.id) < ($2::int8, $3::uuid))
+              AND ($5::uuid IS NULL OR \(Blocks(schema: "curation").notBlockedBy(reader: 5, author: "cm.author_id")))
             ORDER BY cm.created_at DESC, cm.id DESC LIMIT $4
-            """, [video, after?.0, after?.1, limit]).map { (try Self.commentRecord($0), try $0["at_us"]) }
+            """, [video, after?.0, after?.1, limit, reader]).map { (try Self.commentRecord($0), try $0["at_us"]) }
     }
 
     func deleteComment(_ c: Connection, _ id: UUID) throws {

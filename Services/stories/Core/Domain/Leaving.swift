@@ -23,6 +23,7 @@ struct Leaving: Sendable {
         }
         try media.forget(owner: user, on: c)
         try Profiles(schema: "stories").forget(user, on: c)
+        try Blocks(schema: "stories").forget(user, on: c)
         try Erasure.forget(user, schema: "stories", on: c)
     }
 }

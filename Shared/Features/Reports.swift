@@ -1,0 +1,128 @@
+import Foundation
+import HTTP
+import Postgres
+import Web
+
+/// Reports of content from users (App Store Guideline 1.2), in a service's schema (`Reports.tableSQL` in its
+/// migrations): who reported what and why, and what an operator decided. A person reports a thing once (again:
+/// their reason is updated); a decision settles every open report of the thing.
+public struct Reports: Sendable {
+    public let schema: String
+
+    public init(schema: String) { self.schema = schema }
+
+    public static let tableSQL = """
+        CREATE TABLE reports (
+            id uuid PRIMARY KEY,
+            kind text NOT NULL,
+            target_id uuid NOT NULL,
+            author_id uuid,
+            reporter_id uuid NOT NULL,
+            reason text NOT NULL,
+            note text,
+            status text NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'taken_down', 'dismissed')),
+            created_at timestamptz NOT NULL DEFAULT now(),
+            resolved_at timestamptz,
+            UNIQUE (kind, target_id, reporter_id)
+        );
+        CREATE INDEX reports_open ON reports (created_at, id) WHERE status = 'open';
+        CREATE INDEX reports_by_target ON reports (kind, target_id);
+        """
+
+    /// Why someone reports a thing.
+    public static let reasons = ["spam", "harassment", "hate", "violence", "sexual", "self_harm", "other"]
+
+    /// `reporter` reports `target` (a `kind` of thing by `author`); their earlier report of it is updated.
+    public func file(_ c: Connection, kind: String, target: UUID, author: UUID?, reporter: UUID, reason: String, note: String?) throws
+        -> ReportRecord {
+        try ReportRecord(c.first("""
+            INSERT INTO \(schema).reports (id, kind, target_id, author_id, reporter_id, reason, note) VALUES ($1, $2, $3, $4, $5, $6, $7)
+            ON CONFLICT (kind, target_id, reporter_id) DO UPDATE SET reason = EXCLUDED.reason, note = EXCLUDED.note,
+                status = 'open', resolved_at = NULL
+            RETURNING *
+            """, [UUID.v7(), kind, target, author, reporter, reason, note])!)
+    }
+
+    /// Open reports, the oldest first.
+    public func open(_ c: Connection, limit: Int) throws -> [ReportRecord] {
+        try c.rows("SELECT * FROM \(schema).reports WHERE status = 'open' ORDER BY created_at, id LIMIT $1", [limit]).map(ReportRecord.init)
+    }
+
+    /// The report, locked.
+    public func report(_ c: Connection, _ id: UUID) throws -> ReportRecord? {
+        try c.first("SELECT * FROM \(schema).reports WHERE id = $1 FOR UPDATE", [id]).map(ReportRecord.init)
+    }
+
+    /// Settles every open report of the reported thing with `status`.
+    public func settle(_ c: Connection, _ report: ReportRecord, _ status: String) throws {
+        try c.execute("""
+            UPDATE \(schema).reports SET status = $3, resolved_at = now() WHERE kind = $1 AND target_id = $2 AND status = 'open'
+            """, [report.kind, report.targetId, status])
+    }
+
+    /// Forgets an erased account's reports; what they wrote that others reported stays reported, without their name.
+    public func forget(_ user: UUID, on c: Connection) throws {
+        try c.execute("DELETE FROM \(schema).reports WHERE reporter_id = $1", [user])
+        try c.execute("UPDATE \(schema).reports SET author_id = NULL WHERE author_id = $1", [user])
+    }
+}
+
+public struct ReportRecord: Sendable {
+    public let id: UUID
+    public let kind: String
+    public let targetId: UUID
+    public let authorId: UUID?
+    public let reporterId: UUID
+    public let reason: String
+    public let note: String?
+    public let status: String
+    public let createdAt: Date
+    public let resolvedAt: Date?
+
+    public init(_ r: Row) throws {
+        id = try r["id"]; kind = try r["kind"]; targetId = try r["target_id"]; authorId = try r.decode("author_id")
+        reporterId = try r["reporter_id"]; reason = try r["reason"]; note = try r.decode("note"); status = try r["status"]
+        createdAt = try r["created_at"]; resolvedAt = try r.decode("resolved_at")
+    }
+}
+
+/// A report as the one who filed it sees it.
+public struct ReportView: View {
+    public let report: ReportRecord
+    public init(_ r: ReportRecord) { report = r }
+    var updatedAt: Date { report.resolvedAt ?? report.createdAt }
+
+    public static let fields: [ViewField<Self>] = [
+        .field("id", \.report.id), .field("kind", \.report.kind), .field("targetId", \.report.targetId),
+        .field("reason", \.report.reason, .oneOf(Reports.reasons)), .nullable("note", \.report.note),
+        .field("status", \.report.status, .oneOf(["open", "taken_down", "dismissed"])), .field("createdAt", \.report.createdAt),
+        .field("updatedAt", \.updatedAt),
+    ]
+}
+
+/// A report in the operator's queue: also who wrote the thing and who reported it.
+public struct QueuedReportView: View {
+    public let report: ReportRecord
+    public init(_ r: ReportRecord) { report = r }
+
+    public static let fields: [ViewField<Self>] = [
+        .field("id", \.report.id), .field("kind", \.report.kind), .field("targetId", \.report.targetId),
+        .nullable("authorId", \.report.authorId), .field("reporterId", \.report.reporterId),
+        .field("reason", \.report.reason, .oneOf(Reports.reasons)), .nullable("note", \.report.note), .field("createdAt", \.report.createdAt),
+    ]
+}
+
+/// What a report says: a reason, and a note of 500 characters at most.
+public struct ReportBody: RequestBody {
+    public static let schema = Schema.object([
+        "reason": .required(.oneOf(Reports.reasons)), "note": .optional(.text(min: 0, max: 500, multiline: true)),
+    ])
+    public let reason: String
+    public let note: String?
+}
+
+/// An operator's decision on a report: take the thing down everywhere it shows, or dismiss the report.
+public struct DecisionBody: RequestBody {
+    public static let schema = Schema.object(["action": .required(.oneOf(["take_down", "dismiss"]))])
+    public let action: String
+}
