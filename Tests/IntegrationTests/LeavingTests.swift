@@ -117,6 +117,23 @@ final class LeavingTests: XCTestCase {
         XCTAssertEqual(try api.send("PUT", "/v1/users/me/preferences", json: ["theme": "dark", "autoplay": false], token: ana.token).status, 200)
         XCTAssertEqual(try api.get("/v1/videos/\(video)/recommendations?limit=2", token: ana.token).status, 200)
 
+        // Her copy of it all, as one archive gathered from every service.
+        let export = try api.get("/v1/users/me/export", token: ana.token)
+        XCTAssertEqual(export.status, 200)
+        XCTAssertEqual(export.headers["content-disposition"], "attachment; filename=\"export.json\"")
+        XCTAssertEqual(export["unavailable"] as? [String], [])
+        XCTAssertEqual((export["account"] as? [String: Any])?["username"] as? String, ana.username)
+        XCTAssertEqual(((export["account"] as? [String: Any])?["sessions"] as? [Any])?.count, 1)
+        let text = String(decoding: export.body, as: UTF8.self)
+        for thing in ["Ana's secret", "Ana was here", "Ana's message", "Ana's todo", "Ana's street 1", "Ana's comment", "Ana's list",
+                      parcel, video, groupId, room] {
+            XCTAssertTrue(text.contains(thing), "the export holds \(thing)")
+        }
+        let images = ["stories", "chat", "dispatch"].flatMap { ((export[$0] as? [String: Any])?["images"] as? [[String: Any]]) ?? [] }
+        XCTAssertEqual(images.count, 4, "her avatar, her story's photo, her chat photo, her document")
+        for image in images { XCTAssertEqual(try load(image["url"]).status, 200) }
+        XCTAssertEqual(((export["curation"] as? [String: Any])?["preferences"] as? [String: Any])?["theme"] as? String, "dark")
+
         // Deleting takes her password again.
         assertClientError(try api.send("DELETE", "/v1/users/me", json: ["password": "wrong password!"], token: ana.token), 403, code: "forbidden")
         assertClientError(try api.send("DELETE", "/v1/users/me", json: [:], token: ana.token), 400, code: "validation_failed")

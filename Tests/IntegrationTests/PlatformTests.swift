@@ -61,7 +61,7 @@ final class PlatformTests: AuthTestCase {
         let expected = ["POST /v1/auth/signup", "POST /v1/auth/login", "POST /v1/auth/refresh", "POST /v1/auth/logout",
                         "POST /v1/auth/stream-tickets", "GET /v1/auth/jwks", "GET /v1/users/me", "PATCH /v1/users/me", "POST /v1/users/me/password",
                         "GET /v1/usernames/{username}", "DELETE /v1/users/me", "GET /v1/users/me/sessions", "DELETE /v1/users/me/sessions",
-                        "DELETE /v1/users/me/sessions/{id}", "GET /v1/users/me/blocks", "PUT /v1/users/me/blocks/{userId}",
+                        "DELETE /v1/users/me/sessions/{id}", "GET /v1/users/me/blocks", "PUT /v1/users/me/blocks/{userId}", "GET /v1/users/me/export",
                         "DELETE /v1/users/me/blocks/{userId}", "GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json"]
         let documented = paths.flatMap { path, ops in ops.keys.map { "\($0.uppercased()) \(path)" } }
         XCTAssertEqual(Set(documented), Set(expected))

@@ -3,6 +3,7 @@ import Features
 import Models
 import Runtime
 import ServiceKit
+import Web
 
 /// The auth service: users, sessions, credentials and signing keys (port 8081, schema `auth`).
 public enum AuthService {
@@ -13,6 +14,7 @@ public enum AuthService {
         let box = try sealingKey(environment)
         let urls = try MediaURLs(environment, defaultPort: 8081)
         let graceHours = try environment.int("ACCOUNT_DELETION_GRACE_HOURS", default: 168, range: 0...2160)
+        let exports = try Exports(environment, token: try SharedSecret.serviceToken(environment).token)
         let rotate = Command("rotate-keys", usage: "rotate-keys [--activate-in SECONDS]") { app, arguments in
             var seconds = 300
             if !arguments.isEmpty {
@@ -46,7 +48,8 @@ public enum AuthService {
             })
             let handlers = AuthHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, keys: keys,
                                         login: LoginThrottle(addressFailures: addressFailures, trustedProxies: app.config.trustedProxies),
-                                        urls: urls, google: google, deletionGrace: Double(graceHours) * 3600)
+                                        urls: urls, google: google, deletionGrace: Double(graceHours) * 3600,
+                                        exports: exports)
             app.add(Job.every(5, "erase-deleted-accounts", logger: app.logger) { try handlers.eraseDueAccounts() })
             app.add(Job.every(3600, "delete-old-login-failures", logger: app.logger) {
                 try pool.withConnection { try AuthStorage().deleteOldFailures($0) }

@@ -30,6 +30,8 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
     r.alsoRefuses("GET", "/v1/usernames/{username}", 429, "Too many names nobody has, asked within 15 minutes (Retry-After)")
     r.add("DELETE", "/v1/users/me", summary: "Delete my account (re-authenticated): erased everywhere after a grace period; signing in again keeps it",
           body: DeleteAccountBody.self, response: (202, DeletionView.shape), auth: auth, h.deleteMe)
+    r.add("GET", "/v1/users/me/export", summary: "Everything the backend holds of me, as one JSON archive", response: (200, nil),
+          auth: auth, h.export)
     r.add("GET", "/v1/users/me/blocks", summary: "The people I blocked", response: (200, ItemList<PersonView>.shape), auth: auth, h.blocks)
     r.add("PUT", "/v1/users/me/blocks/{userId}", summary: "Block someone: no direct room with me, their messages and comments hidden from me, no joining what I run",
           response: (204, nil), auth: auth, h.block)

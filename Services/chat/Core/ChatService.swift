@@ -35,7 +35,8 @@ public enum ChatService {
                 }
             }
             app.add(handlers.invites.cleanup(app.pool, logger: app.logger))
-            return makeRoutes(handlers, app.makeTokenVerifier(), tickets: StreamTickets(pool: app.pool, schema: "chat"))
+            return makeRoutes(handlers, app.makeTokenVerifier(), tickets: StreamTickets(pool: app.pool, schema: "chat"),
+                              services: app.config.serviceToken)
         }
     }
 }

@@ -5,8 +5,9 @@ import Web
 
 /// The chat API: the table of routes, nothing else. Every route needs a user's bearer token (or, for the event
 /// stream, a stream ticket).
-func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTickets) -> Router {
+func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTickets, services: SharedSecret) -> Router {
     var r = Router()
+    r.addExport(services: services) { user in try h.pool.withConnection { try h.storage.export($0, user, media: h.media) } }
     // Rooms
     r.add("POST", "/v1/rooms", summary: "Create a team room; the creator owns it", body: CreateRoomBody.self,
           response: (201, RoomView.shape), auth: auth, h.createRoom)

@@ -58,7 +58,7 @@ public enum CurationService {
             let verifier = app.makeTokenVerifier()
             let handlers = CurationHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, recommender: recommender,
                                             verifier: verifier, urls: urls)
-            return makeRoutes(handlers, verifier, moderators: settings.moderators)
+            return makeRoutes(handlers, verifier, moderators: settings.moderators, services: app.config.serviceToken)
         }
     }
 

@@ -4,8 +4,9 @@ import Web
 
 /// The curation API: the table of routes, nothing else. Catalogue reads are public (a token adds what the reader
 /// did); everything personal needs a user's bearer token.
-func makeRoutes(_ h: CurationHandlers, _ auth: any Authenticator, moderators: SharedSecret) -> Router {
+func makeRoutes(_ h: CurationHandlers, _ auth: any Authenticator, moderators: SharedSecret, services: SharedSecret) -> Router {
     var r = Router()
+    r.addExport(services: services) { user in try h.pool.withConnection { try h.storage.export($0, user) } }
     // The catalogue
     r.add("GET", "/v1/subjects", summary: "Every subject", response: (200, ItemList<SubjectView>.shape), h.subjects)
     r.add("GET", "/v1/subjects/{id}/topics", summary: "A subject's topics, in curriculum order",

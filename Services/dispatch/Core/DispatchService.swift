@@ -61,7 +61,7 @@ public enum DispatchService {
             app.add(handlers.claims.cleanup(app.pool, logger: app.logger))
             if settings.fleetFeed { app.consume("fleet", topics: [CourierLocation.type], handler: handlers.fleetFix) }
             return makeRoutes(handlers, app.makeTokenVerifier(), tickets: StreamTickets(pool: app.pool, schema: "dispatch"),
-                              fleet: settings.operatorCredential)
+                              fleet: settings.operatorCredential, services: app.config.serviceToken)
         }
     }
 }

@@ -5,7 +5,7 @@ import Web
 
 /// The dispatch API: the table of routes, nothing else. Every route needs a bearer token: a user's, or on
 /// `/v1/operator/...` the operator's (the event stream takes a stream ticket too).
-func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: StreamTickets, fleet: SharedSecret) -> Router {
+func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: StreamTickets, fleet: SharedSecret, services: SharedSecret) -> Router {
     var r = Router()
     r.add("POST", "/v1/couriers/me", summary: "Register (or update) the caller as a courier", body: RegisterCourierBody.self,
           response: (201, CourierView.shape), auth: auth, h.registerCourier)
@@ -41,6 +41,7 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
           response: (201, MediaView.shape), auth: auth, h.uploadMedia)
     r.addImage("/v1/dispatch/media/{id}", summary: "A photo, by the signed URL a parcel gave, or for its uploader and the parcel's sender, courier and recipient",
                auth: auth, urls: h.media.urls, h.getMedia)
+    r.addExport(services: services) { user in try h.pool.withConnection { try h.storage.export($0, user, media: h.media) } }
     // Without OPERATOR_TOKEN the operator routes do not exist: 404, and absent from /openapi.json.
     if fleet.isEnabled {
         r.add("POST", "/v1/operator/couriers", summary: "Operator: create or update up to 1,000 couriers without sign-ups",

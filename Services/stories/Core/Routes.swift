@@ -3,8 +3,9 @@ import HTTP
 import Web
 
 /// The stories API: the table of routes, nothing else. Every route needs a bearer token.
-func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator) -> Router {
+func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator, services: SharedSecret) -> Router {
     var r = Router()
+    r.addExport(services: services) { user in try h.pool.withConnection { try h.storage.export($0, user, media: h.media) } }
     r.add("POST", "/v1/groups", summary: "Create a group; the creator is its administrator", body: CreateGroupBody.self,
           response: (201, GroupView.shape), auth: auth, h.createGroup)
     r.add("GET", "/v1/groups", summary: "My groups and journals, newest first", response: (200, PageResponse<GroupView>.shape), auth: auth, h.listGroups)

@@ -35,7 +35,7 @@ public enum StoriesService {
                 try handlers.newsletters.compileDueNewsletters()
             })
             app.add(handlers.invites.cleanup(pool, logger: app.logger))
-            return makeRoutes(handlers, app.makeTokenVerifier())
+            return makeRoutes(handlers, app.makeTokenVerifier(), services: app.config.serviceToken)
         }
     }
 }

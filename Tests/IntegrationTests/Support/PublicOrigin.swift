@@ -17,14 +17,16 @@ final class PublicOrigin {
     /// (a catalogue import, as an operator's job would).
     init(settings: [String: [String: String]] = [:], prepare: ((TestDatabase) throws -> Void)? = nil) throws {
         database = try TestDatabase()
-        let authPort = TestEnvironment.freePort()
-        environment = ["DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(authPort)/v1/auth/jwks",
-                       "TRUSTED_PROXIES": "127.0.0.1", "PUBLIC_BASE_URL": "http://127.0.0.1:\(gatewayPort)"]
-        self.settings = settings
+        let ports = Dictionary(uniqueKeysWithValues: Self.names.map { ($0, TestEnvironment.freePort()) })
+        environment = ["DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(ports["auth"]!)/v1/auth/jwks",
+                       "TRUSTED_PROXIES": "127.0.0.1", "PUBLIC_BASE_URL": "http://127.0.0.1:\(gatewayPort)",
+                       "SERVICE_TOKEN": String(repeating: "s", count: 40)]
+        let sources = Self.names.dropFirst().map { "\($0)=http://127.0.0.1:\(ports[$0]!)" }.joined(separator: ",")
+        self.settings = settings.merging(["auth": ["EXPORT_SOURCES": sources]]) { own, _ in own.merging(["EXPORT_SOURCES": sources]) { $1 } }
         do {
             try prepare?(database)
-            services["auth"] = try ServiceProcess.startReady("auth", port: authPort, environment: environment.merging(settings["auth"] ?? [:]) { $1 })
-            for name in Self.names.dropFirst() { services[name] = try start(name) }
+            services["auth"] = try ServiceProcess.startReady("auth", port: ports["auth"]!, environment: environment.merging(self.settings["auth"] ?? [:]) { $1 })
+            for name in Self.names.dropFirst() { services[name] = try start(name, port: ports[name]) }
             for name in Self.names.dropFirst() { try services[name]!.waitReady() }
             gateway = try Gateway(upstreams: Self.names.map { ($0, services[$0]!.port) }, signInRate: "6000r/m", httpPort: gatewayPort)
             for name in Self.names.dropFirst() { try waitForConsumers(name) }

@@ -21,6 +21,8 @@ struct AuthHandlers: Sendable {
     let google: GoogleSignIn?
     /// How long a deleted account waits before it is erased (`ACCOUNT_DELETION_GRACE_HOURS`).
     let deletionGrace: TimeInterval
+    /// Where a person's export is gathered from.
+    let exports: Exports
     let storage = AuthStorage()
     /// Lookups of usernames nobody has: 20 within 15 minutes, then 429.
     let lookups = GuessThrottle(schema: "auth", table: "lookup_failures", limit: 20)
@@ -239,6 +241,15 @@ struct AuthHandlers: Sendable {
             }
         }
         return .noContent
+    }
+
+    /// `GET /v1/users/me/export`: everything the backend holds of me, as one JSON archive to download.
+    func export(_ request: Request, _ caller: Caller) throws -> Response {
+        let account = try pool.withConnection { try storage.export($0, caller.userId) }
+        let archive = exports.archive(of: caller.userId, account: account)
+        let body = try JSONSerialization.data(withJSONObject: archive, options: [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted])
+        return Response(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store"),
+                                               ("Content-Disposition", "attachment; filename=\"export.json\"")], body: Array(body))
     }
 
     // MARK: Blocks

@@ -1,0 +1,25 @@
+import Features
+import Foundation
+import Postgres
+
+extension DispatchStorage {
+    /// What dispatch holds of `user`, for their export: their courier record, the parcels they sent, received or
+    /// carried, and their photos.
+    func export(_ c: Connection, _ user: UUID, media: MediaStore) throws -> [String: Any] {
+        try Export.document(c, """
+            SELECT json_build_object(
+                'courier', (SELECT json_build_object('vehicle', vehicle, 'capacity', capacity, 'online', online, 'createdAt', created_at)
+                            FROM dispatch.couriers WHERE user_id = $1),
+                'parcels', (SELECT coalesce(json_agg(json_build_object('id', id,
+                                'role', CASE WHEN sender_id = $1 THEN 'sender' WHEN recipient_user_id = $1 THEN 'recipient' ELSE 'courier' END,
+                                'status', status, 'service', service, 'pickupAddress', pickup_address, 'dropoffAddress', dropoff_address,
+                                'recipientName', recipient_name, 'recipientPhone', recipient_phone, 'recipientEmail', recipient_email,
+                                'description', description, 'amountMinor', amount_minor, 'currency', currency, 'createdAt', created_at)
+                                ORDER BY created_at), '[]'::json)
+                            FROM dispatch.parcels WHERE sender_id = $1 OR recipient_user_id = $1 OR courier_id = $1),
+                'images', (SELECT coalesce(json_agg(json_build_object('id', id, 'contentType', content_type, 'size', size, 'createdAt', created_at)
+                                                    ORDER BY created_at), '[]'::json) FROM dispatch.media WHERE owner_id = $1)
+            )::text AS export
+            """, [user], media: media)
+    }
+}

@@ -1,0 +1,26 @@
+import Features
+import Foundation
+import Postgres
+
+extension StoriesStorage {
+    /// What stories holds of `user`, for their export: groups and journals, stories, comments and images.
+    func export(_ c: Connection, _ user: UUID, media: MediaStore) throws -> [String: Any] {
+        try Export.document(c, """
+            SELECT json_build_object(
+                'groups', (SELECT coalesce(json_agg(json_build_object('id', g.id, 'kind', g.kind, 'name', g.name, 'role', m.role,
+                                                                      'joinedAt', m.joined_at) ORDER BY m.joined_at), '[]'::json)
+                           FROM stories.memberships m JOIN stories.groups g ON g.id = m.group_id WHERE m.user_id = $1),
+                'stories', (SELECT coalesce(json_agg(json_build_object('id', s.id, 'text', s.text, 'backgroundColor', s.background_color,
+                               'createdAt', s.created_at, 'updatedAt', s.updated_at,
+                               'groupIds', (SELECT coalesce(json_agg(sg.group_id), '[]'::json) FROM stories.story_groups sg WHERE sg.story_id = s.id),
+                               'imageIds', (SELECT coalesce(json_agg(sm.media_id ORDER BY sm.position), '[]'::json)
+                                            FROM stories.story_media sm WHERE sm.story_id = s.id)) ORDER BY s.created_at), '[]'::json)
+                            FROM stories.stories s WHERE s.author_id = $1),
+                'comments', (SELECT coalesce(json_agg(json_build_object('id', id, 'storyId', story_id, 'text', text, 'createdAt', created_at)
+                                                      ORDER BY created_at), '[]'::json) FROM stories.comments WHERE author_id = $1),
+                'images', (SELECT coalesce(json_agg(json_build_object('id', id, 'contentType', content_type, 'size', size, 'createdAt', created_at)
+                                                    ORDER BY created_at), '[]'::json) FROM stories.media WHERE owner_id = $1)
+            )::text AS export
+            """, [user], media: media)
+    }
+}
