@@ -17,14 +17,7 @@ final class JourneyTests: XCTestCase {
         if youStudy { google = try GoogleStandIn() }
         var settings: [String: [String: String]] = ["dispatch": ["DISPATCH_TICK_MS": "100", "FLEET_FEED": "off"]]
         if let google { settings["auth"] = ["GOOGLE_CLIENT_IDS": google.clientId, "GOOGLE_JWKS_URL": google.jwksURL] }
-        origin = try PublicOrigin(settings: settings) { database in
-            guard youStudy else { return }
-            // The catalogue, imported as the deployment's one-shot job does.
-            let importer = try ServiceProcess("curation", environment: ["DATABASE_URL": database.url],
-                                              arguments: ["import", CurationTestCase.shipped])
-            importer.process.waitUntilExit()
-            XCTAssertEqual(importer.process.terminationStatus, 0, importer.log)
-        }
+        origin = try PublicOrigin(settings: settings, prepare: youStudy ? PublicOrigin.catalogue() : nil)
     }
 
     override func tearDown() {

@@ -11,14 +11,8 @@ final class LeavingTests: XCTestCase {
 
     override func setUpWithError() throws {
         origin = try PublicOrigin(settings: ["auth": ["ACCOUNT_DELETION_GRACE_HOURS": "0"],
-                                             "dispatch": ["DISPATCH_TICK_MS": "100", "FLEET_FEED": "off"]]) { database in
-            let lines = try String(contentsOfFile: CurationTestCase.shipped, encoding: .utf8).split(separator: "\n").prefix(12)
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("catalogue-\(UUID().uuidString).jsonl")
-            try lines.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
-            let importer = try ServiceProcess("curation", environment: ["DATABASE_URL": database.url], arguments: ["import", file.path])
-            importer.process.waitUntilExit()
-            XCTAssertEqual(importer.process.terminationStatus, 0, importer.log)
-        }
+                                             "dispatch": ["DISPATCH_TICK_MS": "100", "FLEET_FEED": "off"]],
+                                  prepare: PublicOrigin.catalogue(first: 12))
     }
 
     override func tearDown() {

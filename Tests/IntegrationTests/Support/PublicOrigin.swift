@@ -54,6 +54,22 @@ final class PublicOrigin {
         }
     }
 
+    /// A `prepare` that imports the first `lines` videos of the shipped catalogue (all: nil), as the deployment's
+    /// one-shot job does.
+    static func catalogue(first lines: Int? = nil) -> (TestDatabase) throws -> Void {
+        { database in
+            var path = CurationTestCase.shipped
+            if let lines {
+                let chosen = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").prefix(lines)
+                path = FileManager.default.temporaryDirectory.appendingPathComponent("catalogue-\(UUID().uuidString).jsonl").path
+                try chosen.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+            }
+            let importer = try ServiceProcess("curation", environment: ["DATABASE_URL": database.url], arguments: ["import", path])
+            importer.process.waitUntilExit()
+            guard importer.process.terminationStatus == 0 else { throw TestFailure("the catalogue import failed: \(importer.log)") }
+        }
+    }
+
     func stop(failed: Bool) {
         if failed {
             for (name, service) in services.sorted(by: { $0.key < $1.key }) { print("--- \(name) log ---\n\(service.log.suffix(2000))") }
