@@ -167,6 +167,23 @@ final class AuthFlowTests: AuthTestCase {
         XCTAssertEqual(try api.get("/v1/users/me", token: a.accessToken)["username"] as? String, "erin_a")
     }
 
+    func testPhoneAndPostalAddressAreTheirOwnersAndANewEmailIsNotProven() throws {
+        let a = try api.signup("fay_a"), b = try api.signup("fay_b")
+        XCTAssertEqual(try api.get("/v1/users/me", token: a.accessToken)["emailVerified"] as? Bool, false, "nobody proved it yet")
+        let updated = try api.patch("/v1/users/me", ["phone": "+40 721 000 111", "postalAddress": "Strada Lungă 3\nBrașov"], token: a.accessToken)
+        XCTAssertEqual(updated["phone"] as? String, "+40 721 000 111")
+        XCTAssertEqual(updated["postalAddress"] as? String, "Strada Lungă 3\nBrașov")
+        let seen = try api.get("/v1/usernames/fay_a", token: b.accessToken)
+        XCTAssertNil(seen["phone"], "others never see the phone")
+        XCTAssertNil(seen["postalAddress"], "nor the address")
+        for bad in [["phone": "call me"], ["phone": "12\n"], ["postalAddress": String(repeating: "a", count: 301)]] {
+            assertClientError(try api.patch("/v1/users/me", bad, token: a.accessToken), 400, code: "validation_failed")
+        }
+        let cleared = try api.patch("/v1/users/me", ["phone": NSNull(), "postalAddress": NSNull()], token: a.accessToken)
+        XCTAssertTrue(cleared["phone"] is NSNull)
+        XCTAssertTrue(cleared["postalAddress"] is NSNull)
+    }
+
     func testPasswordChangeEndsOtherSessionsButKeepsThisOne() throws {
         let signup = try api.signup("frank_pw", password: "correct horse battery")
         let other = try api.post("/v1/auth/login", ["username": "frank_pw", "password": "correct horse battery"])

@@ -41,6 +41,7 @@ final class GoogleSignInTests: XCTestCase {
         XCTAssertEqual(first.status, 201, String(decoding: first.body, as: UTF8.self))
         XCTAssertFalse(first.accessToken.isEmpty)
         XCTAssertEqual((first["user"] as? [String: Any])?["fullName"] as? String, "Gina Google")
+        XCTAssertEqual((first["user"] as? [String: Any])?["emailVerified"] as? Bool, true, "Google proved the address")
         XCTAssertEqual(try api.get("/v1/users/me", token: first.accessToken).status, 200, "a usual session")
         let again = try api.post("/v1/auth/google", ["idToken": try token()])
         XCTAssertEqual(again.status, 200)

@@ -37,19 +37,24 @@ struct UpdateMeBody: RequestBody {
     static let schema = Schema.object([
         "fullName": .absentOrValue(Check.fullNameSchema), "email": .absentOrValue(Check.emailSchema),
         "username": .absentOrValue(Check.usernameSchema), "avatarMediaId": .optional(.uuid),
+        "phone": .optional(Check.phoneSchema), "postalAddress": .optional(.text(max: 300, multiline: true)),
     ])
     let fullName: String?
     let email: String?
     let username: String?
     let avatarMediaId: Patch<UUID>
+    let phone: Patch<String>
+    let postalAddress: Patch<String>
 
-    enum CodingKeys: String, CodingKey { case fullName, email, username, avatarMediaId }
+    enum CodingKeys: String, CodingKey { case fullName, email, username, avatarMediaId, phone, postalAddress }
     init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         fullName = try c.decodeIfPresent(String.self, forKey: .fullName)
         email = try c.decodeIfPresent(String.self, forKey: .email)
         username = try c.decodeIfPresent(String.self, forKey: .username)
         avatarMediaId = try c.decode(Patch<UUID>.self, forKey: .avatarMediaId)
+        phone = try c.decode(Patch<String>.self, forKey: .phone)
+        postalAddress = try c.decode(Patch<String>.self, forKey: .postalAddress)
     }
 }
 

@@ -15,8 +15,9 @@ struct UserView: View {
     static let fields: [ViewField<Self>] = [
         .field("id", \.user.id), .field("username", \.user.username, Check.usernameSchema),
         .field("email", \.user.email, Check.emailSchema), .field("fullName", \.user.fullName, Check.fullNameSchema),
-        .nullable("avatarMediaId", \.user.avatarMediaId), .nullable("avatarUrl", \.avatarUrl), .field("createdAt", \.user.createdAt),
-        .field("updatedAt", \.user.updatedAt),
+        .nullable("avatarMediaId", \.user.avatarMediaId), .nullable("avatarUrl", \.avatarUrl), .field("emailVerified", \.user.emailVerified),
+        .nullable("phone", \.user.phone, Check.phoneSchema), .nullable("postalAddress", \.user.postalAddress),
+        .field("createdAt", \.user.createdAt), .field("updatedAt", \.user.updatedAt),
     ]
 }
 

@@ -40,6 +40,8 @@ enum Check {
     static let usernameSchema = Schema.string(min: 3, max: 32, pattern: "^[A-Za-z0-9_.]+$",
                                               rule: "username must be 3 to 32 of a-z, 0-9, _ and .")
     /// Email addresses: at most 254 bytes here; `email` checks the rest.
+    /// A phone number as people write it: digits, an optional leading +, spaces, dashes and brackets.
+    static let phoneSchema = Schema.string(min: 3, max: 32, pattern: "^\\+?[0-9][0-9 ()-]*$", rule: "phone must be a phone number.")
     static let emailSchema = Schema.string(max: 254, bytes: true, rule: "email must be a valid email address.")
     /// Full names: up to 100 characters of one line.
     static let fullNameSchema = Schema.text(max: 100)

@@ -111,8 +111,12 @@ struct AuthHandlers: Sendable {
             if let user = try storage.googleUser(c, subject: identity.subject) {
                 return .json(try openSession(c, try picture(c, user, identity), request))
             }
-            if let user = try storage.userByEmail(c, identity.email) {
+            if var user = try storage.userByEmail(c, identity.email) {
                 try storage.linkGoogle(c, subject: identity.subject, user: user.id)
+                if !user.emailVerified {  // Google verified the address this account gave
+                    user.emailVerified = true
+                    user = try storage.updateUser(c, user)
+                }
                 return .json(try openSession(c, try picture(c, user, identity), request))
             }
             let email = try Check.email(identity.email)
@@ -122,7 +126,7 @@ struct AuthHandlers: Sendable {
             while try storage.usernameTaken(c, username) { username = String(base.prefix(24)) + "_" + String(Int.random(in: 1000...9_999_999)) }
             let name = identity.name.flatMap { $0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? nil : $0 } ?? username
             let user = try storage.insertUser(c, username: username, email: email, fullName: name, passwordHash: unusable,
-                                              pictureUrl: identity.picture)
+                                              pictureUrl: identity.picture, emailVerified: true)  // Google verified it
             try storage.linkGoogle(c, subject: identity.subject, user: user.id)
             try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email, fullName: user.fullName,
                                           avatarMediaId: nil, pictureUrl: user.pictureUrl, createdAt: Timestamp.format(user.createdAt)),
@@ -218,12 +222,19 @@ struct AuthHandlers: Sendable {
         let avatar = body.avatarMediaId.value
         return try pool.withTransaction { c in
             guard var user = try storage.user(c, id: caller.userId) else { throw HTTPError.notFound() }
-            let before = (user.username, user.email, user.fullName, user.avatarMediaId)
+            let before = (user.username, user.email, user.fullName, user.avatarMediaId, user.phone, user.postalAddress)
             if let fullName { user.fullName = fullName }
-            if let email { user.email = email }
+            if let email {
+                if email.lowercased() != user.email.lowercased() { user.emailVerified = false }  // a new address is not proven
+                user.email = email
+            }
             if let username { user.username = username }
             if body.avatarMediaId.isPresent { user.avatarMediaId = avatar }
-            guard before != (user.username, user.email, user.fullName, user.avatarMediaId) else { return .json(UserView(user, urls: urls)) }
+            if body.phone.isPresent { user.phone = body.phone.value }
+            if body.postalAddress.isPresent { user.postalAddress = body.postalAddress.value.flatMap { $0.isEmpty ? nil : $0 } }
+            guard before != (user.username, user.email, user.fullName, user.avatarMediaId, user.phone, user.postalAddress) else {
+                return .json(UserView(user, urls: urls))
+            }
             let updated = try storage.updateUser(c, user)
             try announce(c, updated)
             return .json(UserView(updated, urls: urls))

@@ -90,4 +90,9 @@ let migrations: [Migration] = [
         );
         CREATE INDEX blocks_by_blocked ON blocks (blocked_id);
         """),
+    Migration(11, "phone, postal address and whether the e-mail address is proven", """
+        ALTER TABLE users ADD COLUMN phone text CHECK (length(phone) <= 32), ADD COLUMN postal_address text CHECK (length(postal_address) <= 300),
+            ADD COLUMN email_verified boolean NOT NULL DEFAULT false;
+        UPDATE users SET email_verified = true WHERE id IN (SELECT user_id FROM google_accounts);
+        """),
 ]

@@ -13,16 +13,24 @@ struct UserRecord {
     var avatarMediaId: UUID?
     /// Google's picture of them, from their last sign-in with Google.
     var pictureUrl: String?
+    /// For Mesajem: where to reach them, for themselves to see and change.
+    var phone: String?
+    var postalAddress: String?
+    /// Whether they proved the e-mail address is theirs (Google did, for an account it signs in).
+    var emailVerified: Bool
     let createdAt: Date
     var updatedAt: Date
 
     init(_ row: Row) throws {
         id = try row["id"]; username = try row["username"]; email = try row["email"]
         fullName = try row["full_name"]; avatarMediaId = try row.decode("avatar_media_id"); pictureUrl = try row.decode("picture_url")
+        phone = try row.decode("phone"); postalAddress = try row.decode("postal_address"); emailVerified = try row["email_verified"]
         createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
     }
 
-    static let columns = "id, username, email, full_name, avatar_media_id, picture_url, created_at, updated_at"
+    static let columns = """
+        id, username, email, full_name, avatar_media_id, picture_url, phone, postal_address, email_verified, created_at, updated_at
+        """
 }
 
 /// A signed-in device: a session and what the client called itself when it began.
@@ -48,12 +56,12 @@ struct AuthStorage {
     // MARK: Users
 
     func insertUser(_ c: Connection, username: String, email: String, fullName: String, passwordHash: String,
-                    pictureUrl: String? = nil) throws -> UserRecord {
+                    pictureUrl: String? = nil, emailVerified: Bool = false) throws -> UserRecord {
         do {
             let row = try c.first("""
-                INSERT INTO auth.users (id, username, email, full_name, password_hash, picture_url) VALUES ($1, $2, $3, $4, $5, $6)
-                RETURNING \(UserRecord.columns)
-                """, [UUID.v7(), username, email, fullName, passwordHash, pictureUrl])
+                INSERT INTO auth.users (id, username, email, full_name, password_hash, picture_url, email_verified)
+                VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING \(UserRecord.columns)
+                """, [UUID.v7(), username, email, fullName, passwordHash, pictureUrl, emailVerified])
             return try UserRecord(row!)
         } catch let error as PostgresError where error.kind == .uniqueViolation {
             throw Self.duplicate(error)
@@ -116,9 +124,11 @@ struct AuthStorage {
     func updateUser(_ c: Connection, _ user: UserRecord) throws -> UserRecord {
         do {
             let row = try c.first("""
-                UPDATE auth.users SET username = $2, email = $3, full_name = $4, avatar_media_id = $5, picture_url = $6, updated_at = now()
+                UPDATE auth.users SET username = $2, email = $3, full_name = $4, avatar_media_id = $5, picture_url = $6, phone = $7,
+                    postal_address = $8, email_verified = $9, updated_at = now()
                 WHERE id = $1 RETURNING \(UserRecord.columns)
-                """, [user.id, user.username, user.email, user.fullName, user.avatarMediaId, user.pictureUrl])
+                """, [user.id, user.username, user.email, user.fullName, user.avatarMediaId, user.pictureUrl, user.phone, user.postalAddress,
+                      user.emailVerified])
             guard let row else { throw AccountError.notFound }
             return try UserRecord(row)
         } catch let error as PostgresError where error.kind == .uniqueViolation {
