@@ -349,9 +349,22 @@ public final class Consumer: @unchecked Sendable {
         rd_kafka_poll_set_consumer(handle)
     }
 
+    /// Leaves the group, waiting for the broker at most 3 s: leaving is a round trip, but a broker in the middle of a
+    /// rebalance (Tansu holds a join for half the session timeout) could keep a stopping service past its grace
+    /// period and have it killed. Without an answer it goes anyway; the group notices when the session expires.
     deinit {
-        rd_kafka_consumer_close(handle)
-        rd_kafka_destroy(handle)
+        if let queue = rd_kafka_queue_new(handle) {
+            if let error = rd_kafka_consumer_close_queue(handle, queue) {
+                rd_kafka_error_destroy(error)
+            } else {
+                let until = Date().addingTimeInterval(3)
+                while rd_kafka_consumer_closed(handle) == 0 && Date() < until {
+                    if let event = rd_kafka_queue_poll(queue, 100) { rd_kafka_event_destroy(event) }
+                }
+            }
+            rd_kafka_queue_destroy(queue)
+        }
+        rd_kafka_destroy_flags(handle, Int32(RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE))
     }
 
     /// Joins the group for `topics`.

@@ -170,10 +170,14 @@ public final class ServiceGroup: Sendable {
         let all = running.withLock { list -> [Running] in defer { list = [] }; return list }
         var late: [String] = []
         for entry in all.reversed() {
+            let asked = Date()
             entry.cancellation.cancel(deadline: deadline)
             if !entry.done.wait(until: deadline) {
                 late.append(entry.name)
                 logger.error("did not stop by the shutdown deadline", ["service": .string(entry.name)])
+            } else if Date().timeIntervalSince(asked) > 1 {  // what to look at when a container's grace runs out
+                logger.warn("slow to stop", ["service": .string(entry.name),
+                                             "seconds": .double(Date().timeIntervalSince(asked))])
             }
         }
         return late
