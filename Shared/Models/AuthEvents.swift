@@ -35,12 +35,15 @@ public struct UserUpdated: EventPayload, Equatable {
     public var avatarMediaId: String?
     /// A picture hosted elsewhere (Google's), the face shown while there is no avatar.
     public var pictureUrl: String?
+    /// The phone number the user gave, for dispatch to show the sender and recipient of a parcel its courier carries.
+    public var phone: String?
     public var updatedAt: String
 
     public init(userId: String, username: String, email: String, fullName: String, avatarMediaId: String?, pictureUrl: String? = nil,
-                updatedAt: String) {
+                phone: String? = nil, updatedAt: String) {
         self.userId = userId; self.username = username; self.email = email
-        self.fullName = fullName; self.avatarMediaId = avatarMediaId; self.pictureUrl = pictureUrl; self.updatedAt = updatedAt
+        self.fullName = fullName; self.avatarMediaId = avatarMediaId; self.pictureUrl = pictureUrl; self.phone = phone
+        self.updatedAt = updatedAt
     }
 }
 

@@ -144,6 +144,7 @@ final class JourneyTests: XCTestCase {
     func testMesajem() throws {
         // The sender and a courier register; the courier goes online near the pickup.
         let sender = try signUp("sam"), courier = try signUp("cora")
+        XCTAssertEqual(try api.patch("/v1/users/me", ["phone": "+40 711 222 333"], token: courier.token)["phone"] as? String, "+40 711 222 333")
         XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "scooter", "capacity": 3], token: courier.token).status, 201)
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/status", json: ["online": true], token: courier.token)["online"] as? Bool, true)
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4270, "lon": 26.1030], token: courier.token)["applied"] as? Bool,
@@ -173,8 +174,10 @@ final class JourneyTests: XCTestCase {
         assertLoads(offered?["documentPhotoUrl"], "the document's photo for the courier", image: Images.jpeg)
         XCTAssertNil(offered?["deliveryPin"], "the PIN is never the courier's")
         XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/accept", token: courier.token)["status"] as? String, "assigned")
-        eventually("the sender sees who comes (dispatch hears names from auth)", { try api.get("/v1/parcels/\(parcel)", token: sender.token) }) {
+        eventually("the sender sees who comes and can call them (dispatch hears names from auth)",
+                   { try api.get("/v1/parcels/\(parcel)", token: sender.token) }) {
             ($0["courier"] as? [String: Any])?["fullName"] as? String == "Cora Tester"
+                && ($0["courier"] as? [String: Any])?["phone"] as? String == "+40 711 222 333"
         }
         XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/pickup", token: courier.token)["status"] as? String, "picked_up")
 
@@ -194,6 +197,9 @@ final class JourneyTests: XCTestCase {
         let delivered = try api.post("/v1/parcels/\(parcel)/deliver", ["photoMediaId": try upload("/v1/dispatch/media", as: courier)["id"]!],
                                      token: courier.token)
         XCTAssertEqual(delivered["status"] as? String, "delivered")
+        let after = try api.get("/v1/parcels/\(parcel)", token: sender.token)["courier"] as? [String: Any]
+        XCTAssertEqual(after?["fullName"] as? String, "Cora Tester")
+        XCTAssertNil(after?["phone"], "the courier's phone only while they carry the parcel")
 
         // Rita registers only now, with the code Sam passed on, finds the parcel under "received" and confirms.
         let rita = try signUp("rita")

@@ -56,7 +56,10 @@ public enum DispatchService {
             let leaving = Leaving(parcels: handlers.parcels, media: handlers.media)
             app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type, UserDeleted.type]) { event, connection in
                 if event.type == UserDeleted.type { try leaving.userDeleted(event, connection) }
-                else { try Profiles(schema: "dispatch").apply(event, on: connection) }
+                else {
+                    try Profiles(schema: "dispatch").apply(event, on: connection)
+                    try handlers.parcels.storage.recordPhone(connection, event)
+                }
             }
             app.add(handlers.claims.cleanup(app.pool, logger: app.logger))
             if settings.fleetFeed { app.consume("fleet", topics: [CourierLocation.type], handler: handlers.fleetFix) }

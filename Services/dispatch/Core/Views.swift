@@ -63,6 +63,8 @@ struct RecipientView: View {
 struct CourierCard: View {
     let courier: CourierRecord
     let profile: ProfileRecord?
+    /// Given only to whom may call the courier.
+    let phone: String?
     let urls: MediaURLs
 
     var fullName: String { profile?.fullName ?? "Courier" }
@@ -71,6 +73,7 @@ struct CourierCard: View {
     static let fields: [ViewField<Self>] = [
         .field("id", \.courier.userId), .field("fullName", \.fullName), .omitted("username", \.profile?.username),
         .omitted("avatarUrl", \.avatarUrl), .field("vehicle", \.courier.vehicle, Shapes.vehicle),
+        .omitted("phone", \.phone),
     ]
 }
 

@@ -148,7 +148,7 @@ struct AuthHandlers: Sendable {
     private func announce(_ c: Connection, _ updated: UserRecord) throws {
         try outbox.add(UserUpdated(userId: updated.id.lowercased, username: updated.username, email: updated.email,
                                    fullName: updated.fullName, avatarMediaId: updated.avatarMediaId?.lowercased,
-                                   pictureUrl: updated.pictureUrl, updatedAt: Timestamp.format(updated.updatedAt)),
+                                   pictureUrl: updated.pictureUrl, phone: updated.phone, updatedAt: Timestamp.format(updated.updatedAt)),
                        subject: updated.id.lowercased, on: c)
     }
 

@@ -76,10 +76,16 @@ struct DispatchHandlers: Sendable {
         }
     }
 
-    /// A parcel as `viewer` sees it on its own: with its history, its courier's card and position.
+    /// A parcel as `viewer` sees it on its own: with its history, its courier's card and position; the courier's
+    /// phone only to its sender and recipient, and only while the courier carries it (assigned until delivered).
     func view(_ c: Connection, _ parcel: ParcelRecord, for viewer: UUID) throws -> ParcelView {
+        let carrying: Set<ParcelStatus> = [.assigned, .pickedUp, .inTransit]
+        let mayCall = carrying.contains(parcel.status) && (viewer == parcel.senderId || viewer == parcel.recipientUserId)
         let courier = try parcel.courierId.flatMap { id in
-            try storage.courier(c, id).map { CourierCard(courier: $0, profile: try storage.profile(c, id), urls: media.urls) }
+            try storage.courier(c, id).map {
+                let profile = try storage.profile(c, id)
+                return CourierCard(courier: $0, profile: profile, phone: mayCall ? profile?.phone : nil, urls: media.urls)
+            }
         }
         return ParcelView(parcel, for: viewer, history: try storage.history(c, parcel: parcel.id), courier: courier, media: media)
     }

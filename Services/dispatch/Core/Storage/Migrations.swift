@@ -93,4 +93,5 @@ let migrations: [Migration] = [
             ADD COLUMN pin_failures int NOT NULL DEFAULT 0;
         ALTER TABLE parcels ALTER COLUMN delivery_pin DROP DEFAULT;
         """),
+    Migration(7, "the phone a courier's parties may call", "ALTER TABLE profiles ADD COLUMN phone text CHECK (length(phone) <= 32);"),
 ]

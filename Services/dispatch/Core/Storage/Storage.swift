@@ -1,3 +1,4 @@
+import Events
 import Features
 import Foundation
 import Geo
@@ -68,6 +69,7 @@ struct ProfileRecord {
     let fullName: String
     let avatar: UUID?
     let picture: String?
+    let phone: String?
 }
 
 struct HistoryEntry {
@@ -231,9 +233,17 @@ struct DispatchStorage {
 
     /// A person's name and avatar as auth's events told them.
     func profile(_ c: Connection, _ user: UUID) throws -> ProfileRecord? {
-        try c.first("SELECT username, full_name, avatar_media_id, picture_url FROM dispatch.profiles WHERE user_id = $1", [user])
+        try c.first("SELECT username, full_name, avatar_media_id, picture_url, phone FROM dispatch.profiles WHERE user_id = $1", [user])
             .map { ProfileRecord(username: try $0["username"], fullName: try $0["full_name"], avatar: try $0.decode("avatar_media_id"),
-                                 picture: try $0.decode("picture_url")) }
+                                 picture: try $0.decode("picture_url"), phone: try $0.decode("phone")) }
+    }
+
+    /// Records the phone number a `user.updated` gave, when that event is the newest of the user's (`Profiles.apply`
+    /// kept it); a number removed is removed here too.
+    func recordPhone(_ c: Connection, _ event: ReceivedEvent) throws {
+        guard event.type == UserUpdated.type, let u = try? event.decode(UserUpdated.self), let user = UUID(uuidString: u.userId),
+              let at = Timestamp.parse(u.updatedAt) else { return }
+        try c.execute("UPDATE dispatch.profiles SET phone = $2 WHERE user_id = $1 AND updated_at = $3", [user, u.phone, at])
     }
 
     /// The parcel that claim code `code` (normalised) names, locked.
