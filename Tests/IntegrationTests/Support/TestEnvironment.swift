@@ -38,18 +38,32 @@ enum TestEnvironment {
         return dirs.sorted { $0.compare($1, options: .numeric) == .orderedAscending }.last.map { "/usr/lib/postgresql/\($0)/bin" }
     }
 
-    /// A free TCP port on 127.0.0.1.
+    /// A free TCP port on 127.0.0.1, never the same twice in a run. Not from the kernel's ephemeral range
+    /// (32768-60999), as a port bound to 0 would be: between being picked and being bound by the service it is for,
+    /// such a port can be taken by any outgoing connection, an earlier service's to PostgreSQL say, and the service
+    /// then cannot listen.
     static func freePort() -> Int {
+        while true {
+            let port = Int.random(in: 20_000...32_000)
+            portsLock.lock()
+            let fresh = portsHandedOut.insert(port).inserted
+            portsLock.unlock()
+            if fresh && canBind(port) { return port }
+        }
+    }
+
+    nonisolated(unsafe) private static var portsHandedOut: Set<Int> = []
+    private static let portsLock = NSLock()
+
+    private static func canBind(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        return Int(UInt16(bigEndian: addr.sin_port))
+        addr.sin_port = UInt16(port).bigEndian
+        let len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } } == 0
     }
 
     /// Polls `condition` every `every` seconds (50 ms) until it holds or `timeout` passes.
