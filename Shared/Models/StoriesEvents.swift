@@ -88,12 +88,17 @@ public struct NewsletterCompiled: EventPayload, Equatable {
     public var periodEnd: String
     public var storyCount: Int
     public var memberIds: [String]
+    /// The members who want it by e-mail too (a subset of `memberIds`).
+    public var emailMemberIds: [String]?
+    /// The members who want no word of it (a subset of `memberIds`; it is in their app all the same).
+    public var offMemberIds: [String]?
     public var compiledAt: String
 
     public init(groupId: String, newsletterId: String, periodStart: String, periodEnd: String, storyCount: Int,
-                memberIds: [String], compiledAt: String) {
+                memberIds: [String], emailMemberIds: [String] = [], offMemberIds: [String] = [], compiledAt: String) {
         self.groupId = groupId; self.newsletterId = newsletterId; self.periodStart = periodStart; self.periodEnd = periodEnd
-        self.storyCount = storyCount; self.memberIds = memberIds; self.compiledAt = compiledAt
+        self.storyCount = storyCount; self.memberIds = memberIds; self.emailMemberIds = emailMemberIds; self.offMemberIds = offMemberIds
+        self.compiledAt = compiledAt
     }
 }
 

@@ -80,6 +80,10 @@ final class LeavingTests: XCTestCase {
         let photoUrl = (story["media"] as? [[String: Any]])?.first?["url"] as? String
         let bensStory = try api.post("/v1/stories", ["text": "Ben's day", "groupIds": [groupId]], token: ben.token)["id"] as? String ?? ""
         XCTAssertEqual(try api.post("/v1/stories/\(bensStory)/comments", ["text": "Ana was here"], token: ana.token).status, 201)
+        // She and Ben would rather not see each other's stories; she takes the newsletter by e-mail.
+        XCTAssertEqual(try api.send("PUT", "/v1/users/me/hidden-authors/\(ben.id)", token: ana.token).status, 204)
+        XCTAssertEqual(try api.send("PUT", "/v1/users/me/hidden-authors/\(ana.id)", token: ben.token).status, 204)
+        XCTAssertEqual(try api.send("PUT", "/v1/groups/\(groupId)/newsletter-delivery", json: ["delivery": "email"], token: ana.token).status, 200)
 
         let room = try api.post("/v1/rooms", ["name": "Plans", "topic": "Ana's topic"], token: ana.token)["id"] as? String ?? ""
         let code = try api.post("/v1/rooms/\(room)/invite-code", token: ana.token)["inviteCode"] as? String ?? ""
@@ -127,6 +131,10 @@ final class LeavingTests: XCTestCase {
         XCTAssertEqual(images.count, 4, "her avatar, her story's photo, her chat photo, her document")
         for image in images { XCTAssertEqual(try load(image["url"]).status, 200) }
         XCTAssertEqual(((export["curation"] as? [String: Any])?["preferences"] as? [String: Any])?["theme"] as? String, "dark")
+        let storiesPart = export["stories"] as? [String: Any]
+        XCTAssertEqual((storiesPart?["hiddenAuthors"] as? [[String: Any]])?.map { $0["userId"] as? String }, [ben.id])
+        XCTAssertEqual((storiesPart?["groups"] as? [[String: Any]])?.first { $0["id"] as? String == groupId }?["newsletterDelivery"] as? String,
+                       "email")
 
         // Deleting takes her password again.
         assertClientError(try api.send("DELETE", "/v1/users/me", json: ["password": "wrong password!"], token: ana.token), 403, code: "forbidden")

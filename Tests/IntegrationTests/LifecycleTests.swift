@@ -75,7 +75,8 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
                                "POST /v1/dispatch/media",
                                "POST /v1/rooms/{id}/invite-code", "POST /v1/rooms/{id}/typing", "PUT /v1/videos/{id}/like",
                                "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
-                               "POST /v1/parcels/{id}/cancel", "PUT /v1/users/me/blocks/{userId}"]
+                               "POST /v1/parcels/{id}/cancel", "PUT /v1/users/me/blocks/{userId}",
+                               "PUT /v1/users/me/hidden-authors/{userId}"]
     let publicRoutes: Set<String> = ["GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "GET /v1/auth/jwks",
                                      "POST /v1/auth/signup", "POST /v1/auth/login", "POST /v1/auth/refresh",
                                      "GET /v1/subjects", "GET /v1/subjects/{id}/topics", "GET /v1/topics/{id}/videos", "GET /v1/videos/{id}",

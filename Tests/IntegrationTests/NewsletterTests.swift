@@ -74,6 +74,8 @@ final class NewsletterTests: StoriesTestCase {
         let family = try group(ann)
         let gid = family["id"] as! String
         XCTAssertEqual(try join(ben, family).status, 200)
+        let byMail = try api.send("PUT", "/v1/groups/\(gid)/newsletter-delivery", json: ["delivery": "email"], token: ben.token)
+        XCTAssertEqual(byMail["newsletterDelivery"] as? String, "email")
         let probe = try EventProbe(topics: ["newsletter.compiled", "reminder.due"])
         _ = try post(ann, "Something happened", to: [gid], at: "2026-11-20T12:00:00Z")
         let second = try startInstance(ownGroups: true)  // the two share newsletters through row locks, not a group
@@ -90,6 +92,8 @@ final class NewsletterTests: StoriesTestCase {
         XCTAssertNotNil(first)
         XCTAssertEqual(first?.data("storyCount") as? Int, 1)
         XCTAssertEqual(Set(first?.data("memberIds") as? [String] ?? []), [ann.id, ben.id])
+        XCTAssertEqual(first?.data("emailMemberIds") as? [String], [ben.id], "who asked for it by e-mail")
+        XCTAssertEqual(first?.data("offMemberIds") as? [String], [])
         XCTAssertEqual(try SchemaValidator.event("newsletter.compiled").validate(first?.envelope ?? [:]), [])
         XCTAssertEqual(try count("newsletters", "group_id = '\(gid)' AND period_end = '2026-11-22T18:00:00Z'"), 1, "compiled once by two instances")
 

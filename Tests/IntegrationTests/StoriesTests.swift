@@ -113,6 +113,60 @@ final class StoriesGroupTests: StoriesTestCase {
         assertClientError(try api.get("/v1/groups?limit=0", token: ann.token), 400)
         assertClientError(try api.get("/v1/groups?cursor=garbage", token: ann.token), 400)
     }
+
+    func testMyNewsletterDeliveryAndThePeopleWhoseStoriesIHide() throws {
+        let ann = try person(), ben = try person(), cat = try person(), outsider = try person()
+        let family = try group(ann)
+        let gid = family["id"] as! String
+        XCTAssertEqual(family["newsletterDelivery"] as? String, "app", "in the app until I choose")
+        XCTAssertEqual(try join(ben, family).status, 200)
+        XCTAssertEqual(try join(cat, family).status, 200)
+
+        // Ben takes the newsletter by e-mail too; the choice is his alone.
+        let chosen = try api.send("PUT", "/v1/groups/\(gid)/newsletter-delivery", json: ["delivery": "email"], token: ben.token)
+        XCTAssertEqual(chosen.status, 200, String(decoding: chosen.body, as: UTF8.self))
+        XCTAssertEqual(chosen["newsletterDelivery"] as? String, "email")
+        XCTAssertEqual(try api.get("/v1/groups/\(gid)", token: ben.token)["newsletterDelivery"] as? String, "email")
+        XCTAssertEqual(try api.get("/v1/groups/\(gid)", token: ann.token)["newsletterDelivery"] as? String, "app")
+        assertClientError(try api.send("PUT", "/v1/groups/\(gid)/newsletter-delivery", json: ["delivery": "fax"], token: ben.token), 400,
+                          code: "validation_failed")
+        assertClientError(try api.send("PUT", "/v1/groups/\(gid)/newsletter-delivery", json: ["delivery": "off"], token: outsider.token), 404)
+        let journal = try api.post("/v1/journals", ["name": "Mine"], token: ann.token)
+        assertClientError(try api.send("PUT", "/v1/groups/\(journal["id"] as? String ?? "")/newsletter-delivery", json: ["delivery": "email"],
+                                       token: ann.token), 409)
+
+        // Ann would rather not see Ben's stories: gone from her stream and newsletter, not from Cat's.
+        XCTAssertEqual(try api.post("/v1/stories", ["text": "Ben's news", "groupIds": [gid]], token: ben.token).status, 201)
+        XCTAssertEqual(try api.post("/v1/stories", ["text": "Cat's news", "groupIds": [gid]], token: cat.token).status, 201)
+        XCTAssertEqual(try api.send("PUT", "/v1/users/me/hidden-authors/\(ben.id)", token: ann.token).status, 204)
+        XCTAssertEqual(try api.send("PUT", "/v1/users/me/hidden-authors/\(ben.id)", token: ann.token).status, 204, "again: nothing changes")
+        func stream(_ who: Person) throws -> [String] {
+            (try api.get("/v1/groups/\(gid)/stories", token: who.token)["items"] as? [[String: Any]] ?? []).compactMap { $0["text"] as? String }
+        }
+        XCTAssertEqual(try stream(ann), ["Cat's news"])
+        XCTAssertEqual(try stream(cat), ["Cat's news", "Ben's news"])
+        let annLetter = try api.get("/v1/groups/\(gid)/newsletter", token: ann.token)
+        XCTAssertEqual(annLetter["storyCount"] as? Int, 1)
+        XCTAssertFalse((annLetter["members"] as? [[String: Any]] ?? []).contains { $0["id"] as? String == ben.id })
+        XCTAssertEqual(try api.get("/v1/groups/\(gid)/newsletter", token: cat.token)["storyCount"] as? Int, 2)
+        let page = String(decoding: try api.get("/v1/groups/\(gid)/newsletter?format=html", token: ann.token).body, as: UTF8.self)
+        XCTAssertTrue(page.contains("Cat&#39;s news") || page.contains("Cat's news"))
+        XCTAssertFalse(page.contains("Ben&#39;s news") || page.contains("Ben's news"), "nothing of Ben's in Ann's page")
+        let hidden = try api.get("/v1/users/me/hidden-authors", token: ann.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(hidden.map { $0["id"] as? String }, [ben.id])
+        XCTAssertNotNil(hidden.first?["hiddenAt"] as? String)
+
+        // Only someone I share a group with, and never myself.
+        assertClientError(try api.send("PUT", "/v1/users/me/hidden-authors/\(outsider.id)", token: ann.token), 404)
+        assertClientError(try api.send("PUT", "/v1/users/me/hidden-authors/\(ann.id)", token: ann.token), 400, code: "validation_failed")
+        assertClientError(try api.get("/v1/users/me/hidden-authors?limit=0", token: ann.token), 400, code: "validation_failed")
+
+        // Shown again.
+        XCTAssertEqual(try api.send("DELETE", "/v1/users/me/hidden-authors/\(ben.id)", token: ann.token).status, 204)
+        XCTAssertEqual(try api.send("DELETE", "/v1/users/me/hidden-authors/\(ben.id)", token: ann.token).status, 204)
+        XCTAssertEqual(try stream(ann), ["Cat's news", "Ben's news"])
+        XCTAssertEqual(try count("hidden_authors", "user_id = '\(ann.id)'"), 0)
+    }
 }
 
 final class StoriesJournalTests: StoriesTestCase {
@@ -166,4 +220,5 @@ final class StoriesJournalTests: StoriesTestCase {
         XCTAssertEqual((try api.get("/v1/users/me/stories", token: ben.token)["items"] as? [[String: Any]])?.count, 1)
         assertClientError(try api.get("/v1/users/me/stories?limit=0", token: ann.token), 400, code: "validation_failed")
     }
+
 }

@@ -39,6 +39,11 @@ struct UpdateGroupBody: RequestBody {
     }
 }
 
+struct NewsletterDeliveryBody: RequestBody {
+    static let schema = Schema.object(["delivery": .required(.oneOf(Preferences.deliveries))])
+    let delivery: String
+}
+
 struct JoinBody: RequestBody {
     /// Any string: a code that cannot be one counts as a failed attempt, like a wrong one.
     static let schema = Schema.object(["inviteCode": .required(.string())])

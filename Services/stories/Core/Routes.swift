@@ -18,6 +18,14 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator, services: Share
           response: (200, GroupView.shape), auth: auth, h.rotateInviteCode)
     r.add("DELETE", "/v1/groups/{id}/members/{userId}", summary: "Remove a member (administrator) or leave",
           response: (204, nil), auth: auth, h.removeMember)
+    r.add("PUT", "/v1/groups/{id}/newsletter-delivery", summary: "How I take this group's newsletter: off, in the app, or by e-mail too",
+          body: NewsletterDeliveryBody.self, response: (200, GroupView.shape), auth: auth, h.setNewsletterDelivery)
+    r.add("GET", "/v1/users/me/hidden-authors", summary: "The people whose stories I would rather not see, the latest first",
+          response: (200, PageResponse<HiddenAuthorView>.shape), auth: auth, h.hiddenAuthors)
+    r.add("PUT", "/v1/users/me/hidden-authors/{userId}", summary: "Hide someone's stories from my streams and newsletters",
+          response: (204, nil), auth: auth, h.hideAuthor)
+    r.add("DELETE", "/v1/users/me/hidden-authors/{userId}", summary: "Show someone's stories again",
+          response: (204, nil), auth: auth, h.showAuthor)
     r.add("GET", "/v1/groups/{id}/stories", summary: "A group's stories, newest first, optionally from/to",
           response: (200, PageResponse<StoryView>.shape), auth: auth, h.groupStories)
     r.add("GET", "/v1/groups/{id}/newsletter", summary: "The newsletter of a period (default: the current one); ?format=html",
@@ -58,6 +66,7 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator, services: Share
                                              QueryParameter("timeZone", .string(max: 64), "An IANA time zone for the days", default: "UTC")])
     r.query("GET", "/v1/stories/{id}/comments", QueryParameter.page)
     r.query("GET", "/v1/users/me/stories", QueryParameter.page)
+    r.query("GET", "/v1/users/me/hidden-authors", QueryParameter.page)
     r.alsoAnswers("GET", "/v1/groups/{id}/newsletter", 200, contentType: "text/html; charset=utf-8")
     r.alsoAnswers("GET", "/v1/groups/{id}/newsletters/{newsletterId}", 200, contentType: "text/html; charset=utf-8")
     return r

@@ -43,12 +43,27 @@ struct GroupView: View {
     var inviteCode: String? { group.inviteCode.map(InviteCode.display) }
     var role: String { group.role ?? "member" }
     var newsletter: NewsletterView { NewsletterView(schedule: group.schedule) }
+    /// The reader's own choice: how they take the newsletter.
+    var newsletterDelivery: String { group.newsletterDelivery ?? "app" }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.group.id), .field("kind", \.group.kind, .oneOf(["group", "journal"])), .field("name", \.group.name),
         .nullable("imageMediaId", \.group.imageMediaId), .nullable("imageUrl", \.imageUrl), .nullable("inviteCode", \.inviteCode), .field("role", \.role, Shapes.role),
-        .field("newsletter", \.newsletter), .field("createdAt", \.group.createdAt), .field("updatedAt", \.group.updatedAt),
+        .field("newsletter", \.newsletter),
+        .field("newsletterDelivery", \.newsletterDelivery, .oneOf(Preferences.deliveries)), .field("createdAt", \.group.createdAt), .field("updatedAt", \.group.updatedAt),
         .omitted("members", \.members),
+    ]
+}
+
+/// Someone whose stories the reader hides.
+struct HiddenAuthorView: View {
+    let author: HiddenAuthorRecord
+    let avatarUrl: String?
+    init(_ a: HiddenAuthorRecord, media: MediaStore) { author = a; avatarUrl = a.avatarMediaId.map { media.link($0).url } ?? a.pictureUrl }
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.author.userId), .nullable("fullName", \.author.fullName), .nullable("avatarUrl", \.avatarUrl),
+        .field("hiddenAt", \.author.hiddenAt),
     ]
 }
 

@@ -17,7 +17,7 @@ struct Leaving: Sendable {
         guard let user = UUID(uuidString: try event.decode(UserDeleted.self).userId) else { return }
         try storage.forget(user, on: c)
         for (id, content) in try storage.newsletters(c, naming: user) {
-            let document = try JSONDecoder().decode(NewsletterDocument.self, from: Data(content.utf8)).without(user)
+            let document = try JSONDecoder().decode(NewsletterDocument.self, from: Data(content.utf8)).without([user])
             try storage.replaceNewsletter(c, id, content: String(decoding: JSON.encode(document), as: UTF8.self),
                                           storyCount: document.storyCount)
         }
@@ -25,17 +25,6 @@ struct Leaving: Sendable {
         try Profiles(schema: "stories").forget(user, on: c)
         try Blocks(schema: "stories").forget(user, on: c)
         try Erasure.forget(user, schema: "stories", on: c)
-    }
-}
-
-extension NewsletterDocument {
-    /// The document without `user`'s part.
-    func without(_ user: UUID) -> NewsletterDocument {
-        var doc = self
-        let theirs = doc.members.filter { UUID(uuidString: $0.id) == user }
-        doc.members.removeAll { UUID(uuidString: $0.id) == user }
-        doc.storyCount -= theirs.reduce(0) { $0 + $1.days.reduce(0) { $0 + $1.stories.count } }
-        return doc
     }
 }
 
@@ -69,6 +58,7 @@ extension StoriesStorage {
         try c.execute("UPDATE stories.groups SET image_media_id = NULL WHERE image_media_id IN (SELECT id FROM stories.media WHERE owner_id = $1)",
                       [user])
         try c.execute("DELETE FROM stories.join_failures WHERE user_id = $1", [user])
+        try c.execute("DELETE FROM stories.hidden_authors WHERE user_id = $1 OR author_id = $1", [user])
     }
 
     /// The newsletters whose document names `user`.

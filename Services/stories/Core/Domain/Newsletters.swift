@@ -78,6 +78,18 @@ struct NewsletterDocument: Decodable, Equatable, View {
     ]
 }
 
+extension NewsletterDocument {
+    /// The document without the parts of `users` (an erased person, the authors a reader hides).
+    func without(_ users: Set<UUID>) -> NewsletterDocument {
+        guard !users.isEmpty else { return self }
+        var doc = self
+        let theirs = doc.members.filter { UUID(uuidString: $0.id).map(users.contains) == true }
+        doc.members.removeAll { UUID(uuidString: $0.id).map(users.contains) == true }
+        doc.storyCount -= theirs.reduce(0) { $0 + $1.days.reduce(0) { $0 + $1.stories.count } }
+        return doc
+    }
+}
+
 /// The newsletter rules: what a period's document holds, and compiling each closed period once.
 struct Newsletters: Sendable {
     let pool: Pool
@@ -147,9 +159,14 @@ struct Newsletters: Sendable {
                     if let (id, at) = try storage.storeNewsletter(c, group: group.id, from: start, to: end,
                                                                    storyCount: doc.storyCount, content: content) {
                         let members = doc.members.filter(\.isMember)
+                        let deliveries = try storage.newsletterDeliveries(c, group: group.id)
+                        func taking(_ way: String) -> [String] {
+                            members.map(\.id).filter { UUID(uuidString: $0).flatMap { deliveries[$0] } == way }
+                        }
                         try outbox.add(NewsletterCompiled(groupId: group.id.lowercased, newsletterId: id.lowercased,
                                                           periodStart: doc.period.from, periodEnd: doc.period.to,
                                                           storyCount: doc.storyCount, memberIds: members.map(\.id),
+                                                          emailMemberIds: taking("email"), offMemberIds: taking("off"),
                                                           compiledAt: Timestamp.format(at)), subject: group.id.lowercased, on: c)
                         for member in members where member.days.isEmpty {
                             try outbox.add(ReminderDue(userId: member.id, groupId: group.id.lowercased, reason: "no_story_in_period",

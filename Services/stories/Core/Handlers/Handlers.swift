@@ -18,6 +18,7 @@ struct StoriesHandlers: Sendable {
     var groups: Groups { Groups(storage: storage, outbox: outbox) }
     var stories: Stories { Stories(storage: storage, outbox: outbox, media: media) }
     var newsletters: Newsletters { Newsletters(pool: pool, storage: storage, outbox: outbox) }
+    var preferences: Preferences { Preferences(storage: storage) }
     let invites = InviteJoins(schema: "stories")
 
     // MARK: Groups
@@ -109,6 +110,43 @@ struct StoriesHandlers: Sendable {
         return .noContent
     }
 
+    // MARK: Preferences
+
+    /// `PUT /v1/groups/{id}/newsletter-delivery`: how I take this group's newsletter.
+    func setNewsletterDelivery(_ request: Request, _ caller: Caller, _ body: NewsletterDeliveryBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in
+            var group = try groups.member(c, id, caller.userId)
+            try preferences.setDelivery(c, group, user: caller.userId, body.delivery)
+            group.newsletterDelivery = body.delivery
+            return .json(GroupView(group, members: try storage.members(c, of: id), media: media))
+        }
+    }
+
+    func hiddenAuthors(_ request: Request, _ caller: Caller) throws -> Response {
+        let page = try Page(request)
+        let after = try Self.timeCursor(page)
+        return try pool.withConnection { c in
+            let list = try storage.hiddenAuthorList(c, of: caller.userId, after: after, limit: page.limit + 1)
+            return .json(PageResponse(list, page, item: { HiddenAuthorView($0, media: media) },
+                                      cursor: { [String($0.hiddenMicros), $0.userId.lowercased] }))
+        }
+    }
+
+    /// `PUT /v1/users/me/hidden-authors/{userId}`: I would rather not see their stories.
+    func hideAuthor(_ request: Request, _ caller: Caller) throws -> Response {
+        let author = try Validate.pathID(request, "userId")
+        try pool.withTransaction { try preferences.hide($0, author, from: caller.userId) }
+        return .noContent
+    }
+
+    /// `DELETE /v1/users/me/hidden-authors/{userId}`: their stories show again (whether or not they were hidden).
+    func showAuthor(_ request: Request, _ caller: Caller) throws -> Response {
+        let author = try Validate.pathID(request, "userId")
+        _ = try pool.withConnection { try storage.unhide($0, author, from: caller.userId) }
+        return .noContent
+    }
+
     // MARK: Media
 
     func uploadMedia(_ request: Request, _ caller: Caller) throws -> Response {
@@ -161,7 +199,7 @@ struct StoriesHandlers: Sendable {
         let after = try Self.timeCursor(page)
         return try pool.withConnection { c in
             _ = try groups.member(c, id, caller.userId)
-            let list = try storage.groupStories(c, group: id, from: from, to: to, after: after, limit: page.limit + 1)
+            let list = try storage.groupStories(c, group: id, reader: caller.userId, from: from, to: to, after: after, limit: page.limit + 1)
             return .json(PageResponse(list, page, item: { StoryView($0, media: media) }, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
         }
     }

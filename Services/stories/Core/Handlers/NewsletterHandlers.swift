@@ -21,7 +21,7 @@ extension StoriesHandlers {
             guard end.timeIntervalSince(start) <= 93 * 86_400 else {
                 throw HTTPError.validation("A newsletter covers at most 93 days.", field: "to")
             }
-            let doc = try newsletters.document(c, group: group, from: start, to: end)
+            let doc = try newsletters.document(c, group: group, from: start, to: end).without(try storage.hiddenAuthors(c, of: caller.userId))
             if format == "html" { return Self.html(doc.signed(media, lifetime: MediaURLs.mailLifetime)) }
             return .json(doc.signed(media, lifetime: MediaURLs.appLifetime))
         }
@@ -50,9 +50,10 @@ extension StoriesHandlers {
         return try pool.withConnection { c in
             _ = try groups.member(c, id, caller.userId)
             guard let content = try storage.storedNewsletter(c, group: id, id: newsletterId) else { throw StoriesError.notFound }
-            guard let doc = try? JSONDecoder().decode(NewsletterDocument.self, from: Data(content.utf8)) else {
+            guard var doc = try? JSONDecoder().decode(NewsletterDocument.self, from: Data(content.utf8)) else {
                 return Response(status: 200, headers: [("Content-Type", "application/json")], body: Array(content.utf8))
             }
+            doc = doc.without(try storage.hiddenAuthors(c, of: caller.userId))
             if request.query["format"] == "html" { return Self.html(doc.signed(media, lifetime: MediaURLs.mailLifetime)) }
             return .json(doc.signed(media, lifetime: MediaURLs.appLifetime))
         }

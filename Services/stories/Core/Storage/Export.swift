@@ -3,12 +3,13 @@ import Foundation
 import Postgres
 
 extension StoriesStorage {
-    /// What stories holds of `user`, for their export: groups and journals, stories, comments and images.
+    /// What stories holds of `user`, for their export: groups and journals (with how they take each newsletter),
+    /// stories, comments, images, and the people whose stories they hide.
     func export(_ c: Connection, _ user: UUID, media: MediaStore) throws -> [String: Any] {
         try Export.document(c, """
             SELECT json_build_object(
                 'groups', (SELECT coalesce(json_agg(json_build_object('id', g.id, 'kind', g.kind, 'name', g.name, 'role', m.role,
-                                                                      'joinedAt', m.joined_at) ORDER BY m.joined_at), '[]'::json)
+                                                                      'newsletterDelivery', m.newsletter, 'joinedAt', m.joined_at) ORDER BY m.joined_at), '[]'::json)
                            FROM stories.memberships m JOIN stories.groups g ON g.id = m.group_id WHERE m.user_id = $1),
                 'stories', (SELECT coalesce(json_agg(json_build_object('id', s.id, 'text', s.text, 'backgroundColor', s.background_color,
                                'createdAt', s.created_at, 'updatedAt', s.updated_at,
@@ -19,7 +20,9 @@ extension StoriesStorage {
                 'comments', (SELECT coalesce(json_agg(json_build_object('id', id, 'storyId', story_id, 'text', text, 'createdAt', created_at)
                                                       ORDER BY created_at), '[]'::json) FROM stories.comments WHERE author_id = $1),
                 'images', (SELECT coalesce(json_agg(json_build_object('id', id, 'contentType', content_type, 'size', size, 'createdAt', created_at)
-                                                    ORDER BY created_at), '[]'::json) FROM stories.media WHERE owner_id = $1)
+                                                    ORDER BY created_at), '[]'::json) FROM stories.media WHERE owner_id = $1),
+                'hiddenAuthors', (SELECT coalesce(json_agg(json_build_object('userId', author_id, 'hiddenAt', hidden_at) ORDER BY hidden_at),
+                                                  '[]'::json) FROM stories.hidden_authors WHERE user_id = $1)
             )::text AS export
             """, [user], media: media)
     }

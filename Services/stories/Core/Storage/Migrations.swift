@@ -83,4 +83,14 @@ let migrations: [Migration] = [
     Migration(4, "pictures hosted elsewhere (Google's) in profiles", Profiles.pictureSQL),
     Migration(5, "accounts erased here, by a hash of their id", Erasure.tableSQL),
     Migration(6, "who blocked whom", Blocks.tableSQL),
+    Migration(7, "each member's newsletter delivery, and the authors a person would rather not see", """
+        ALTER TABLE memberships ADD COLUMN newsletter text NOT NULL DEFAULT 'app' CHECK (newsletter IN ('off', 'app', 'email'));
+        CREATE TABLE hidden_authors (
+            user_id uuid NOT NULL,
+            author_id uuid NOT NULL,
+            hidden_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            PRIMARY KEY (user_id, author_id)
+        );
+        CREATE INDEX hidden_authors_by_author ON hidden_authors (author_id);
+        """),
 ]

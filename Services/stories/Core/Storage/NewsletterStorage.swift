@@ -29,7 +29,7 @@ extension StoriesStorage {
     /// Groups whose period has closed (or that have no close time yet), locked for this instance alone.
     func dueGroups(_ c: Connection, limit: Int) throws -> [(GroupRecord, Date?)] {
         try c.rows("""
-            SELECT \(GroupRecord.columns), NULL AS role, g.newsletter_due_at FROM stories.groups g
+            SELECT \(GroupRecord.columns), NULL AS role, NULL AS newsletter, g.newsletter_due_at FROM stories.groups g
             WHERE g.kind = 'group' AND (g.newsletter_due_at IS NULL OR g.newsletter_due_at <= now())
             ORDER BY g.newsletter_due_at NULLS FIRST LIMIT $1 FOR UPDATE SKIP LOCKED
             """, [limit]).map { (try GroupRecord($0), try $0.decode("newsletter_due_at")) }

@@ -14,7 +14,9 @@ struct GroupRecord {
     var schedule: Schedule
     let createdAt: Date
     var updatedAt: Date
+    /// The reader's membership: their role, and how they take the newsletter (`off`, `app`, `email`).
     var role: String?
+    var newsletterDelivery: String?
 
     init(_ row: Row) throws {
         id = try row["id"]; kind = try row["kind"]; name = try row["name"]; imageMediaId = try row.decode("image_media_id")
@@ -22,6 +24,7 @@ struct GroupRecord {
         schedule = Schedule(frequency: try row["newsletter_frequency"], weekday: try row["newsletter_weekday"],
                             hour: try row["newsletter_hour"], timeZone: try row["newsletter_time_zone"])
         createdAt = try row["created_at"]; updatedAt = try row["updated_at"]; role = try row.decode("role")
+        newsletterDelivery = try row.decode("newsletter")
     }
 
     static let columns = """
@@ -121,7 +124,7 @@ struct StoriesStorage {
     /// The group with `reader`'s role (nil role when not a member).
     func group(_ c: Connection, _ id: UUID, reader: UUID, lock: Bool = false) throws -> GroupRecord? {
         try c.first("""
-            SELECT \(GroupRecord.columns), m.role FROM stories.groups g
+            SELECT \(GroupRecord.columns), m.role, m.newsletter FROM stories.groups g
             LEFT JOIN stories.memberships m ON m.group_id = g.id AND m.user_id = $2
             WHERE g.id = $1\(lock ? " FOR UPDATE OF g" : "")
             """, [id, reader]).map(GroupRecord.init)
@@ -129,7 +132,7 @@ struct StoriesStorage {
 
     func groupByInviteCode(_ c: Connection, _ code: String, reader: UUID) throws -> GroupRecord? {
         try c.first("""
-            SELECT \(GroupRecord.columns), m.role FROM stories.groups g
+            SELECT \(GroupRecord.columns), m.role, m.newsletter FROM stories.groups g
             LEFT JOIN stories.memberships m ON m.group_id = g.id AND m.user_id = $2
             WHERE g.invite_code = $1
             """, [code, reader]).map(GroupRecord.init)
@@ -138,7 +141,7 @@ struct StoriesStorage {
     /// The reader's groups and journals, newest first, after the keyset position `after` (a group id).
     func groups(_ c: Connection, of user: UUID, after: UUID?, limit: Int) throws -> [GroupRecord] {
         try c.rows("""
-            SELECT \(GroupRecord.columns), m.role FROM stories.memberships m JOIN stories.groups g ON g.id = m.group_id
+            SELECT \(GroupRecord.columns), m.role, m.newsletter FROM stories.memberships m JOIN stories.groups g ON g.id = m.group_id
             WHERE m.user_id = $1 AND ($2::uuid IS NULL OR g.id < $2::uuid)
             ORDER BY g.id DESC LIMIT $3
             """, [user, after, limit]).map(GroupRecord.init)
@@ -268,15 +271,17 @@ struct StoriesStorage {
         try c.execute("DELETE FROM stories.stories WHERE id = $1", [id])
     }
 
-    /// A group's stories in [from, to), newest first, after the keyset position (createdAt, id).
-    func groupStories(_ c: Connection, group: UUID, from: Date?, to: Date?, after: (Int64, UUID)?, limit: Int) throws -> [StoryRecord] {
+    /// A group's stories in [from, to), newest first, after the keyset position (createdAt, id), but those of authors
+    /// `reader` hides.
+    func groupStories(_ c: Connection, group: UUID, reader: UUID, from: Date?, to: Date?, after: (Int64, UUID)?, limit: Int) throws -> [StoryRecord] {
         let rows = try c.rows("""
             SELECT \(StoryRecord.columns)
             FROM stories.story_groups sg JOIN stories.stories s ON s.id = sg.story_id
             WHERE sg.group_id = $1 AND ($2::timestamptz IS NULL OR sg.created_at >= $2) AND ($3::timestamptz IS NULL OR sg.created_at < $3)
               AND ($4::int8 IS NULL OR (sg.created_at, sg.story_id) < (\(fromMicros("$4")), $5::uuid))
+              AND NOT EXISTS (SELECT 1 FROM stories.hidden_authors h WHERE h.user_id = $7 AND h.author_id = s.author_id)
             ORDER BY sg.created_at DESC, sg.story_id DESC LIMIT $6
-            """, [group, from, to, after?.0, after?.1, limit])
+            """, [group, from, to, after?.0, after?.1, limit, reader])
         var stories = try rows.map(StoryRecord.init)
         for i in stories.indices { stories[i].groupIds = [group] }
         try attachMedia(c, &stories)
