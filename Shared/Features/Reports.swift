@@ -60,9 +60,10 @@ public struct Reports: Sendable {
             """, [report.kind, report.targetId, status])
     }
 
-    /// Forgets an erased account's reports; what they wrote that others reported stays reported, without their name.
+    /// Forgets an erased account's reports, and the reports of them as a person; what they wrote that others reported
+    /// stays reported, without their name.
     public func forget(_ user: UUID, on c: Connection) throws {
-        try c.execute("DELETE FROM \(schema).reports WHERE reporter_id = $1", [user])
+        try c.execute("DELETE FROM \(schema).reports WHERE reporter_id = $1 OR target_id = $1", [user])
         try c.execute("UPDATE \(schema).reports SET author_id = NULL WHERE author_id = $1", [user])
     }
 }
@@ -125,4 +126,34 @@ public struct ReportBody: RequestBody {
 public struct DecisionBody: RequestBody {
     public static let schema = Schema.object(["action": .required(.oneOf(["take_down", "dismiss"]))])
     public let action: String
+}
+
+extension Router {
+    /// The moderators' queue of a service's reports under `/v1/operator/{service}/reports`, for holders of
+    /// `moderators` (without it the queue does not exist: 404): the open reports, the oldest first, and a decision on
+    /// one. Taking down calls `takeDown` (remove the thing everywhere it shows and say so in an event), in the
+    /// transaction that settles every open report of the thing; a report decided already is 409.
+    public mutating func addModeration(_ service: String, what: String, moderators: SharedSecret, pool: Pool, reports: Reports,
+                                       takeDown: @escaping @Sendable (Connection, ReportRecord) throws -> Void) {
+        guard moderators.isEnabled else { return }
+        let path = "/v1/operator/\(service)/reports"
+        add("GET", path, summary: "Operator: the open reports, the oldest first (?limit=)",
+            response: (200, ItemList<QueuedReportView>.shape), trusted: moderators) { request in
+            let limit = try Page(request, maxLimit: 500, defaultLimit: 100).limit
+            return .json(ItemList(try pool.withConnection { try reports.open($0, limit: limit) }.map(QueuedReportView.init)))
+        }
+        query("GET", path, [.limit(max: 500, default: 100)])
+        add("POST", path + "/{id}", summary: "Operator: take the reported \(what) down everywhere, or dismiss the report",
+            body: DecisionBody.self, response: (200, ReportView.shape), trusted: moderators) { request, body in
+            let id = try Validate.pathID(request)
+            return try pool.withTransaction { c in
+                guard let report = try reports.report(c, id) else { throw HTTPError.notFound() }
+                guard report.status == "open" else { throw HTTPError.conflict("This report was decided already.") }
+                let takingDown = body.action == "take_down"
+                if takingDown { try takeDown(c, report) }
+                try reports.settle(c, report, takingDown ? "taken_down" : "dismissed")
+                return .json(ReportView(try reports.report(c, id) ?? report))
+            }
+        }
+    }
 }

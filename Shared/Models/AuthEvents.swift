@@ -47,6 +47,19 @@ public struct UserUpdated: EventPayload, Equatable {
     }
 }
 
+/// `user.suspended`: a moderator suspended an account after a report of the person: it signs in no more, and every
+/// session of it ended (`session.revoked`, reason `suspended`). Key: the user id.
+public struct UserSuspended: EventPayload, Equatable {
+    public static let type = "user.suspended"
+    public var userId: String
+    public var reportId: String
+    public var suspendedAt: String
+
+    public init(userId: String, reportId: String, suspendedAt: String) {
+        self.userId = userId; self.reportId = reportId; self.suspendedAt = suspendedAt
+    }
+}
+
 /// `user.deleted`: an account was erased (its owner deleted it and the grace period passed). Every service erases or
 /// anonymises what it holds of the user. Key: the user id.
 public struct UserDeleted: EventPayload, Equatable {

@@ -96,9 +96,12 @@ public struct ChatMessageDeleted: EventPayload, Equatable {
     public var messageSeq: Int64
     public var seq: Int64
     public var deletedAt: String
+    /// Present when an operator took the message down after this report, rather than its author deleting it.
+    public var reportId: String?
 
-    public init(roomId: String, messageId: String, messageSeq: Int64, seq: Int64, deletedAt: String) {
+    public init(roomId: String, messageId: String, messageSeq: Int64, seq: Int64, deletedAt: String, reportId: String? = nil) {
         self.roomId = roomId; self.messageId = messageId; self.messageSeq = messageSeq; self.seq = seq; self.deletedAt = deletedAt
+        self.reportId = reportId
     }
 }
 

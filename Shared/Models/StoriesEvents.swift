@@ -79,6 +79,23 @@ public struct StoryCommented: EventPayload, Equatable {
     }
 }
 
+/// `story.taken_down`: an operator took a reported story down; it is gone for every member of every group it was
+/// in. Key: the story id.
+public struct StoryTakenDown: EventPayload, Equatable {
+    public static let type = "story.taken_down"
+    public var storyId: String
+    public var groupIds: [String]
+    /// Absent when its author's account was erased.
+    public var authorId: String?
+    public var reportId: String
+    public var takenDownAt: String
+
+    public init(storyId: String, groupIds: [String], authorId: String?, reportId: String, takenDownAt: String) {
+        self.storyId = storyId; self.groupIds = groupIds; self.authorId = authorId; self.reportId = reportId
+        self.takenDownAt = takenDownAt
+    }
+}
+
 /// `newsletter.compiled`: a group's period closed and its newsletter is stored. Key: the group id.
 public struct NewsletterCompiled: EventPayload, Equatable {
     public static let type = "newsletter.compiled"

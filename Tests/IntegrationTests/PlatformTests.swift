@@ -62,7 +62,8 @@ final class PlatformTests: AuthTestCase {
                         "POST /v1/auth/stream-tickets", "GET /v1/auth/jwks", "GET /v1/users/me", "PATCH /v1/users/me", "POST /v1/users/me/password",
                         "GET /v1/usernames/{username}", "DELETE /v1/users/me", "GET /v1/users/me/sessions", "DELETE /v1/users/me/sessions",
                         "DELETE /v1/users/me/sessions/{id}", "GET /v1/users/me/blocks", "PUT /v1/users/me/blocks/{userId}", "GET /v1/users/me/export",
-                        "DELETE /v1/users/me/blocks/{userId}", "GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json"]
+                        "DELETE /v1/users/me/blocks/{userId}", "POST /v1/users/{id}/reports", "GET /healthz", "GET /readyz", "GET /metrics",
+                        "GET /openapi.json"]
         let documented = paths.flatMap { path, ops in ops.keys.map { "\($0.uppercased()) \(path)" } }
         XCTAssertEqual(Set(documented), Set(expected))
         // Every documented operation is really routed (no 404 for the path, no 405 for the method).

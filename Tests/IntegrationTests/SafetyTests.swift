@@ -9,7 +9,9 @@ final class SafetyTests: XCTestCase {
     let moderator = String(repeating: "m", count: 40)
 
     override func setUpWithError() throws {
-        origin = try PublicOrigin(settings: ["curation": ["OPERATOR_TOKEN": moderator]], prepare: PublicOrigin.catalogue(first: 3))
+        origin = try PublicOrigin(settings: ["auth": ["OPERATOR_TOKEN": moderator], "curation": ["OPERATOR_TOKEN": moderator],
+                                             "stories": ["OPERATOR_TOKEN": moderator], "chat": ["OPERATOR_TOKEN": moderator]],
+                                  prepare: PublicOrigin.catalogue(first: 3))
     }
 
     override func tearDown() {
@@ -128,5 +130,89 @@ final class SafetyTests: XCTestCase {
         XCTAssertEqual(event?.data("authorId") as? String, leo.id)
         XCTAssertEqual(try SchemaValidator.event("video.comment_taken_down").validate(event?.envelope ?? [:]), [])
         XCTAssertEqual((try api.get("/v1/operator/curation/reports", token: moderator)["items"] as? [Any])?.count, 0, "the queue is empty")
+    }
+
+    func testAReportedStoryOrMessageTakenDownIsGoneForEveryMember() throws {
+        let ana = try signUp("ana"), leo = try signUp("leo"), outsider = try signUp("out")
+        // A group and a room they share; Leo posts a story and a message Ana reports.
+        let group = try api.post("/v1/groups", ["name": "Family"], token: ana.token)
+        let groupId = group["id"] as? String ?? ""
+        XCTAssertEqual(try api.post("/v1/groups/join", ["inviteCode": group["inviteCode"] as? String ?? ""], token: leo.token).status, 200)
+        let story = try api.post("/v1/stories", ["text": "Buy cheap pills", "groupIds": [groupId]], token: leo.token)["id"] as? String ?? ""
+        let fine = try api.post("/v1/stories", ["text": "A fine day", "groupIds": [groupId]], token: leo.token)["id"] as? String ?? ""
+        let room = try api.post("/v1/rooms", ["name": "Plans"], token: ana.token)
+        let roomId = room["id"] as? String ?? ""
+        XCTAssertEqual(try api.post("/v1/rooms/join", ["inviteCode": room["inviteCode"] as? String ?? ""], token: leo.token).status, 200)
+        let message = try api.post("/v1/rooms/\(roomId)/messages", ["text": "Buy cheap pills"], token: leo.token)["id"] as? String ?? ""
+
+        // Only someone who can see a thing can report it.
+        assertClientError(try api.post("/v1/stories/\(story)/reports", ["reason": "spam"], token: outsider.token), 404)
+        assertClientError(try api.post("/v1/messages/\(message)/reports", ["reason": "spam"], token: outsider.token), 404)
+        assertClientError(try api.post("/v1/stories/\(story)/reports", ["reason": "boring"], token: ana.token), 400, code: "validation_failed")
+        let storyReport = try api.post("/v1/stories/\(story)/reports", ["reason": "spam"], token: ana.token)
+        XCTAssertEqual(storyReport.status, 201, String(decoding: storyReport.body, as: UTF8.self))
+        let messageReport = try api.post("/v1/messages/\(message)/reports", ["reason": "spam", "note": "again"], token: ana.token)
+        XCTAssertEqual(messageReport.status, 201, String(decoding: messageReport.body, as: UTF8.self))
+
+        // Each service's moderators see their queue, and take both down.
+        assertClientError(try api.get("/v1/operator/stories/reports", token: ana.token), 401)
+        let stories = try api.get("/v1/operator/stories/reports", token: moderator)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(stories.map { $0["targetId"] as? String }, [story])
+        XCTAssertEqual(stories.first?["authorId"] as? String, leo.id)
+        let messages = try api.get("/v1/operator/chat/reports", token: moderator)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(messages.map { $0["targetId"] as? String }, [message])
+        let probe = try EventProbe(topics: ["story.taken_down", "chat.message_deleted"])
+        XCTAssertEqual(try api.post("/v1/operator/stories/reports/\(storyReport["id"] as? String ?? "")", ["action": "take_down"],
+                                    token: moderator)["status"] as? String, "taken_down")
+        XCTAssertEqual(try api.post("/v1/operator/chat/reports/\(messageReport["id"] as? String ?? "")", ["action": "take_down"],
+                                    token: moderator)["status"] as? String, "taken_down")
+        assertClientError(try api.post("/v1/operator/chat/reports/\(messageReport["id"] as? String ?? "")", ["action": "dismiss"],
+                                       token: moderator), 409, code: "conflict")
+
+        // Gone for every member, its author too: the story from the stream and the newsletter, the message's text.
+        for who in [ana, leo] {
+            let stream = try api.get("/v1/groups/\(groupId)/stories", token: who.token)["items"] as? [[String: Any]] ?? []
+            XCTAssertEqual(stream.map { $0["id"] as? String }, [fine])
+            assertClientError(try api.get("/v1/stories/\(story)", token: who.token), 404)
+            XCTAssertEqual(try api.get("/v1/groups/\(groupId)/newsletter", token: who.token)["storyCount"] as? Int, 1)
+            let history = try api.get("/v1/rooms/\(roomId)/messages", token: who.token)["items"] as? [[String: Any]] ?? []
+            let shown = history.first { $0["id"] as? String == message }
+            XCTAssertNotNil(shown?["deletedAt"] as? String, "it keeps its place, deleted")
+            XCTAssertNil(shown?["text"] as? String)
+        }
+        let storyEvent = probe.first { $0["type"] as? String == "story.taken_down" && $0.data("storyId") as? String == story }
+        XCTAssertEqual(storyEvent?.data("groupIds") as? [String], [groupId])
+        XCTAssertEqual(storyEvent?.data("authorId") as? String, leo.id)
+        XCTAssertEqual(try SchemaValidator.event("story.taken_down").validate(storyEvent?.envelope ?? [:]), [])
+        let messageEvent = probe.first { $0["type"] as? String == "chat.message_deleted" && $0.data("messageId") as? String == message }
+        XCTAssertEqual(messageEvent?.data("reportId") as? String, messageReport["id"] as? String)
+        XCTAssertEqual(try SchemaValidator.event("chat.message_deleted").validate(messageEvent?.envelope ?? [:]), [])
+    }
+
+    func testAReportedPersonTakenDownIsSuspended() throws {
+        let ana = try signUp("ana")
+        let trollName = "troll" + String(UUID().uuidString.prefix(6)).lowercased()
+        let troll = try api.signup(trollName)
+        XCTAssertEqual(troll.status, 201)
+        assertClientError(try api.post("/v1/users/\(ana.id)/reports", ["reason": "spam"], token: ana.token), 400, code: "validation_failed")
+        assertClientError(try api.post("/v1/users/\(UUID().uuidString.lowercased())/reports", ["reason": "spam"], token: ana.token), 404)
+        let report = try api.post("/v1/users/\(troll.userId)/reports", ["reason": "harassment", "note": "threats"], token: ana.token)
+        XCTAssertEqual(report.status, 201, String(decoding: report.body, as: UTF8.self))
+        let queue = try api.get("/v1/operator/auth/reports", token: moderator)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(queue.map { $0["targetId"] as? String }, [troll.userId])
+        XCTAssertEqual(try api.get("/v1/users/me", token: troll.accessToken).status, 200)
+
+        let probe = try EventProbe(topics: ["user.suspended"])
+        let decided = try api.post("/v1/operator/auth/reports/\(report["id"] as? String ?? "")", ["action": "take_down"], token: moderator)
+        XCTAssertEqual(decided["status"] as? String, "taken_down")
+        // Every session ended, in auth and in the other services; signing in again is refused.
+        XCTAssertEqual(try api.get("/v1/users/me", token: troll.accessToken).status, 401)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { (try? self.api.get("/v1/groups", token: troll.accessToken).status) == 401 })
+        XCTAssertEqual(try api.post("/v1/auth/refresh", ["refreshToken": troll.refreshToken]).status, 401)
+        let again = try api.post("/v1/auth/login", ["username": trollName, "password": "correct horse battery"])
+        assertClientError(again, 403, code: "forbidden")
+        let event = probe.first { $0["type"] as? String == "user.suspended" && $0["subject"] as? String == troll.userId }
+        XCTAssertEqual(event?.data("reportId") as? String, report["id"] as? String)
+        XCTAssertEqual(try SchemaValidator.event("user.suspended").validate(event?.envelope ?? [:]), [])
     }
 }

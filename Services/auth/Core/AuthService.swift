@@ -14,6 +14,7 @@ public enum AuthService {
         let box = try sealingKey(environment)
         let urls = try MediaURLs(environment, defaultPort: 8081)
         let graceHours = try environment.int("ACCOUNT_DELETION_GRACE_HOURS", default: 168, range: 0...2160)
+        let moderators = try SharedSecret.operatorToken(environment)  // OPERATOR_TOKEN: the moderators' credential
         let exports = try Exports(environment, token: try SharedSecret.serviceToken(environment).token)
         let rotate = Command("rotate-keys", usage: "rotate-keys [--activate-in SECONDS]") { app, arguments in
             var seconds = 300
@@ -56,7 +57,8 @@ public enum AuthService {
             })
             app.add(handlers.lookups.cleanup(pool, logger: app.logger))
             if let google, !google.keys.refresh() { app.logger.warn("Google's key set could not be fetched yet (GOOGLE_JWKS_URL)") }
-            return makeRoutes(handlers, SessionAuthenticator(keys: keys, pool: pool), google: google, services: app.config.serviceToken)
+            return makeRoutes(handlers, SessionAuthenticator(keys: keys, pool: pool), google: google, moderators: moderators,
+                              services: app.config.serviceToken)
         }
     }
 

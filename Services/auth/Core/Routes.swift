@@ -1,9 +1,11 @@
+import Features
 import HTTP
 import Identity
 import Web
 
 /// The auth API: the table of routes, nothing else.
-func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleSignIn?, services: SharedSecret) -> Router {
+func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleSignIn?, moderators: SharedSecret,
+                services: SharedSecret) -> Router {
     var r = Router()
     r.add("POST", "/v1/auth/signup", summary: "Create an account and a session",
           body: SignupBody.self, response: (201, SessionView.shape), noStore(h.signup))
@@ -36,6 +38,11 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
     r.add("PUT", "/v1/users/me/blocks/{userId}", summary: "Block someone: no direct room with me, their messages and comments hidden from me, no joining what I run",
           response: (204, nil), auth: auth, h.block)
     r.add("DELETE", "/v1/users/me/blocks/{userId}", summary: "Lift a block", response: (204, nil), auth: auth, h.unblock)
+    r.add("POST", "/v1/users/{id}/reports", summary: "Report a person to the moderators", body: ReportBody.self,
+          response: (201, ReportView.shape), auth: auth, h.reportPerson)
+    // Without OPERATOR_TOKEN (the moderators' credential here) the queue of reports does not exist (404).
+    r.addModeration("auth", what: "person (the account is suspended)", moderators: moderators, pool: h.pool, reports: Reports(schema: "auth"),
+                    takeDown: h.suspend)
     r.add("GET", "/v1/users/me/sessions", summary: "Where I am signed in", response: (200, ItemList<DeviceSessionView>.shape),
           auth: auth, h.sessions)
     r.add("DELETE", "/v1/users/me/sessions", summary: "Sign out every device but this one", response: (204, nil), auth: auth, h.signOutOthers)

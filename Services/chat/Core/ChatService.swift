@@ -4,6 +4,7 @@ import Identity
 import Models
 import Runtime
 import ServiceKit
+import Web
 
 /// The chat service: team rooms with a shared todo list, direct messages and parcel conversations, live
 /// (port 8083, schema `chat`).
@@ -13,6 +14,7 @@ public enum ChatService {
         let consumed = Blocks.topics + [UserRegistered.type, UserUpdated.type, UserDeleted.type, GroupCreated.type, GroupMemberJoined.type, GroupMemberLeft.type,
                         ParcelCreated.type, ParcelClaimed.type, ParcelStatusChanged.type]
         let urls = try MediaURLs(environment, defaultPort: 8083)
+        let moderators = try SharedSecret.operatorToken(environment)  // OPERATOR_TOKEN: the moderators' credential
         return try ServiceApp(service: "chat", defaultPort: 8083, environment: environment, migrations: migrations) { app in
             let storage = ChatStorage()
             let live = RoomFeed(app, storage: storage)
@@ -36,7 +38,7 @@ public enum ChatService {
             }
             app.add(handlers.invites.cleanup(app.pool, logger: app.logger))
             return makeRoutes(handlers, app.makeTokenVerifier(), tickets: StreamTickets(pool: app.pool, schema: "chat"),
-                              services: app.config.serviceToken)
+                              moderators: moderators, services: app.config.serviceToken)
         }
     }
 }

@@ -5,7 +5,8 @@ import Web
 
 /// The chat API: the table of routes, nothing else. Every route needs a user's bearer token (or, for the event
 /// stream, a stream ticket).
-func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTickets, services: SharedSecret) -> Router {
+func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTickets, moderators: SharedSecret,
+                services: SharedSecret) -> Router {
     var r = Router()
     r.addExport(services: services) { user in try h.pool.withConnection { try h.storage.export($0, user, media: h.media) } }
     // Rooms
@@ -37,6 +38,11 @@ func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTic
           response: (200, MessageView.shape), auth: auth, h.editMessage)
     r.add("DELETE", "/v1/messages/{id}", summary: "Delete a message (author); it keeps its place with no text",
           response: (204, nil), auth: auth, h.deleteMessage)
+    r.add("POST", "/v1/messages/{id}/reports", summary: "Report a message to the moderators", body: ReportBody.self,
+          response: (201, ReportView.shape), auth: auth, h.reportMessage)
+    // Without OPERATOR_TOKEN (the moderators' credential here) the queue of reports does not exist (404).
+    r.addModeration("chat", what: "message", moderators: moderators, pool: h.pool, reports: Reports(schema: "chat"),
+                    takeDown: h.messages.takeDown)
     // Live
     r.addStream("/v1/rooms/{id}/events", summary: "Server-Sent Events of every change, resumable with Last-Event-ID",
                 auth: auth, tickets: tickets, h.events)

@@ -36,13 +36,7 @@ func makeRoutes(_ h: CurationHandlers, _ auth: any Authenticator, moderators: Sh
     r.add("POST", "/v1/comments/{id}/reports", summary: "Report a comment to the operators", body: ReportBody.self,
           response: (201, ReportView.shape), auth: auth, h.reportComment)
     // Without OPERATOR_TOKEN (the moderators' credential here) the queue of reports does not exist (404).
-    if moderators.isEnabled {
-        r.add("GET", "/v1/operator/curation/reports", summary: "Operator: the open reports, the oldest first (?limit=)",
-              response: (200, ItemList<QueuedReportView>.shape), trusted: moderators, h.openReports)
-        r.query("GET", "/v1/operator/curation/reports", [.limit(max: 500, default: 100)])
-        r.add("POST", "/v1/operator/curation/reports/{id}", summary: "Operator: take the reported comment down everywhere, or dismiss the report",
-              body: DecisionBody.self, response: (200, ReportView.shape), trusted: moderators, h.decide)
-    }
+    r.addModeration("curation", what: "comment", moderators: moderators, pool: h.pool, reports: h.library.reports, takeDown: h.library.takeDown)
     // Playlists
     r.add("POST", "/v1/playlists", summary: "Create a playlist", body: CreatePlaylistBody.self, response: (201, PlaylistView.shape),
           auth: auth, h.createPlaylist)

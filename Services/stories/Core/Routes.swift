@@ -3,7 +3,7 @@ import HTTP
 import Web
 
 /// The stories API: the table of routes, nothing else. Every route needs a bearer token.
-func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator, services: SharedSecret) -> Router {
+func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator, moderators: SharedSecret, services: SharedSecret) -> Router {
     var r = Router()
     r.addExport(services: services) { user in try h.pool.withConnection { try h.storage.export($0, user, media: h.media) } }
     r.add("POST", "/v1/groups", summary: "Create a group; the creator is its administrator", body: CreateGroupBody.self,
@@ -50,6 +50,11 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator, services: Share
     r.add("PATCH", "/v1/stories/{id}", summary: "Change a story (author)", body: UpdateStoryBody.self,
           response: (200, StoryView.shape), auth: auth, h.updateStory)
     r.add("DELETE", "/v1/stories/{id}", summary: "Delete a story (author)", response: (204, nil), auth: auth, h.deleteStory)
+    r.add("POST", "/v1/stories/{id}/reports", summary: "Report a story to the moderators", body: ReportBody.self,
+          response: (201, ReportView.shape), auth: auth, h.reportStory)
+    // Without OPERATOR_TOKEN (the moderators' credential here) the queue of reports does not exist (404).
+    r.addModeration("stories", what: "story", moderators: moderators, pool: h.pool, reports: Reports(schema: "stories"),
+                    takeDown: h.stories.takeDown)
     r.add("POST", "/v1/stories/{id}/comments", summary: "Comment on a story", body: CommentBody.self,
           response: (201, CommentView.shape), auth: auth, h.addComment)
     r.add("GET", "/v1/stories/{id}/comments", summary: "A story's comments, oldest first",

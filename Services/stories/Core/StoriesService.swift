@@ -2,6 +2,7 @@ import Features
 import Models
 import Runtime
 import ServiceKit
+import Web
 
 /// The stories service: groups, memberships, stories, media and newsletters (port 8082, schema `stories`).
 public enum StoriesService {
@@ -9,9 +10,12 @@ public enum StoriesService {
     struct Settings {
         /// `NEWSLETTER_SCAN_SECONDS`: how often due newsletters are compiled (default 30).
         let newsletterScanSeconds: Int
+        /// `OPERATOR_TOKEN`: the moderators' credential; enables the queue of reports.
+        let moderators: SharedSecret
 
         init(_ environment: Environment) throws {
             newsletterScanSeconds = try environment.int("NEWSLETTER_SCAN_SECONDS", default: 30, range: 1...3600)
+            moderators = try SharedSecret.operatorToken(environment)
         }
     }
 
@@ -35,7 +39,7 @@ public enum StoriesService {
                 try handlers.newsletters.compileDueNewsletters()
             })
             app.add(handlers.invites.cleanup(pool, logger: app.logger))
-            return makeRoutes(handlers, app.makeTokenVerifier(), services: app.config.serviceToken)
+            return makeRoutes(handlers, app.makeTokenVerifier(), moderators: settings.moderators, services: app.config.serviceToken)
         }
     }
 }

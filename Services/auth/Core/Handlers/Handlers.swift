@@ -296,6 +296,28 @@ struct AuthHandlers: Sendable {
         return .noContent
     }
 
+    /// `POST /v1/users/{id}/reports`: I report a person to the moderators.
+    func reportPerson(_ request: Request, _ caller: Caller, _ body: ReportBody) throws -> Response {
+        let other = try Validate.pathID(request)
+        guard other != caller.userId else { throw HTTPError.validation("You cannot report yourself.", field: "id") }
+        return try pool.withTransaction { c in
+            guard try storage.user(c, id: other) != nil else { throw HTTPError.notFound() }
+            return .json(ReportView(try Reports(schema: "auth").file(c, kind: "person", target: other, author: other, reporter: caller.userId,
+                                                                     reason: body.reason, note: body.note)), status: 201)
+        }
+    }
+
+    /// A reported person a moderator takes down: the account is suspended (it signs in no more), every session of
+    /// it ends now, and `user.suspended` says so. What they wrote stays until it is reported itself.
+    func suspend(_ c: Connection, _ report: ReportRecord) throws {
+        guard try storage.suspend(c, report.targetId) else { return }
+        for session in try storage.revokeOtherSessions(c, user: report.targetId, keep: Erasure.nobody, reason: "suspended") {
+            try emitRevoked(c, session: session, user: report.targetId, reason: "suspended")
+        }
+        try outbox.add(UserSuspended(userId: report.targetId.lowercased, reportId: report.id.lowercased, suspendedAt: Timestamp.format(Date())),
+                       subject: report.targetId.lowercased, on: c)
+    }
+
     // MARK: Sessions and leaving
 
     /// `GET /v1/users/me/sessions`: where I am signed in.
@@ -354,6 +376,7 @@ struct AuthHandlers: Sendable {
             for user in try storage.dueDeletions(c, limit: 50) {
                 try storage.deleteUser(c, user)
                 try outbox.add(UserDeleted(userId: user.lowercased, deletedAt: Timestamp.format(Date())), subject: user.lowercased, on: c)
+                try Reports(schema: "auth").forget(user, on: c)
                 try Erasure.forget(user, schema: "auth", on: c)
             }
         }
@@ -393,6 +416,7 @@ struct AuthHandlers: Sendable {
     /// A new session for `user` signing in on the device `request` came from: signing in keeps an account whose
     /// deletion was pending.
     private func openSession(_ c: Connection, _ user: UserRecord, _ request: Request) throws -> SessionView {
+        guard user.suspendedAt == nil else { throw HTTPError(403, "forbidden", "This account is suspended.") }
         _ = try storage.cancelDeletion(c, user: user.id)
         let device = request.header("user-agent").map { String($0.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(200)) }
         let (session, refresh) = try storage.createSession(c, user: user.id, device: device)

@@ -95,4 +95,8 @@ let migrations: [Migration] = [
             ADD COLUMN email_verified boolean NOT NULL DEFAULT false;
         UPDATE users SET email_verified = true WHERE id IN (SELECT user_id FROM google_accounts);
         """),
+    Migration(12, "reports of people, and accounts suspended after them", """
+        ALTER TABLE users ADD COLUMN suspended_at timestamptz;
+        \(Reports.tableSQL)
+        """),
 ]

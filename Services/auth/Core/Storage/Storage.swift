@@ -18,6 +18,8 @@ struct UserRecord {
     var postalAddress: String?
     /// Whether they proved the e-mail address is theirs (Google did, for an account it signs in).
     var emailVerified: Bool
+    /// When a moderator suspended the account after a report (it signs in no more).
+    var suspendedAt: Date?
     let createdAt: Date
     var updatedAt: Date
 
@@ -25,11 +27,12 @@ struct UserRecord {
         id = try row["id"]; username = try row["username"]; email = try row["email"]
         fullName = try row["full_name"]; avatarMediaId = try row.decode("avatar_media_id"); pictureUrl = try row.decode("picture_url")
         phone = try row.decode("phone"); postalAddress = try row.decode("postal_address"); emailVerified = try row["email_verified"]
-        createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
+        suspendedAt = try row.decode("suspended_at"); createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
     }
 
     static let columns = """
-        id, username, email, full_name, avatar_media_id, picture_url, phone, postal_address, email_verified, created_at, updated_at
+        id, username, email, full_name, avatar_media_id, picture_url, phone, postal_address, email_verified, suspended_at, created_at,
+        updated_at
         """
 }
 
@@ -257,6 +260,11 @@ struct AuthStorage {
     }
 
     /// Revokes every active session of `user` except `keep`; returns the revoked ids.
+    /// Suspends `user`; false when they were suspended already.
+    func suspend(_ c: Connection, _ user: UUID) throws -> Bool {
+        try c.execute("UPDATE auth.users SET suspended_at = now() WHERE id = $1 AND suspended_at IS NULL", [user]) == 1
+    }
+
     func revokeOtherSessions(_ c: Connection, user: UUID, keep: UUID, reason: String) throws -> [UUID] {
         try c.rows("""
             UPDATE auth.sessions SET revoked_at = now(), revoke_reason = $3

@@ -29,6 +29,7 @@ struct Leaving: Sendable {
         try media.forget(owner: user, on: c)
         try Profiles(schema: "chat").forget(user, on: c)
         try Blocks(schema: "chat").forget(user, on: c)
+        try Reports(schema: "chat").forget(user, on: c)
         try Erasure.forget(user, schema: "chat", on: c)
     }
 

@@ -68,7 +68,27 @@ struct Messages: Sendable {
 
     /// Deletes a message, by its author: it keeps its place with no text or images.
     func delete(_ c: Connection, _ id: UUID, by user: UUID) throws {
-        var message = try authored(c, id, by: user)
+        try remove(c, try authored(c, id, by: user), report: nil)
+    }
+
+    /// `reporter` reports a message of a room they are in.
+    func report(_ c: Connection, _ id: UUID, by reporter: UUID, reason: String, note: String?) throws -> ReportRecord {
+        let message = try visible(c, id, to: reporter)
+        guard message.deletedAt == nil else { throw ChatError.notFound }
+        return try Reports(schema: "chat").file(c, kind: "message", target: id, author: message.author.id, reporter: reporter,
+                                                reason: reason, note: note)
+    }
+
+    /// A reported message an operator takes down: it goes as its author's deletion would, for every member and every
+    /// live stream, and `chat.message_deleted` names the report.
+    func takeDown(_ c: Connection, _ report: ReportRecord) throws {
+        guard let message = try storage.message(c, report.targetId, lock: true) else { return }
+        try remove(c, message, report: report.id)
+    }
+
+    private func remove(_ c: Connection, _ found: MessageRecord, report: UUID?) throws {
+        var message = found
+        let id = message.id
         guard message.deletedAt == nil else { return }
         let seq = try storage.nextSeq(c, message.roomId).change
         message.text = nil
@@ -78,7 +98,7 @@ struct Messages: Sendable {
         try storage.scrubChanges(c, message: id)
         try log.record(c, room: message.roomId, seq: seq, event: "message_deleted", view: MessageView(message, media: media), message: message.id)
         try log.outbox.add(ChatMessageDeleted(roomId: message.roomId.lowercased, messageId: id.lowercased, messageSeq: message.seq,
-                                              seq: seq, deletedAt: Timestamp.format(message.deletedAt!)),
+                                              seq: seq, deletedAt: Timestamp.format(message.deletedAt!), reportId: report?.lowercased),
                            subject: message.roomId.lowercased, on: c)
     }
 

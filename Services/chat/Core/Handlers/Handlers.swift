@@ -146,6 +146,14 @@ struct ChatHandlers: Sendable {
         return .noContent
     }
 
+    /// `POST /v1/messages/{id}/reports`: I report a message of my room to the moderators.
+    func reportMessage(_ request: Request, _ caller: Caller, _ body: ReportBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in
+            .json(ReportView(try messages.report(c, id, by: caller.userId, reason: body.reason, note: body.note)), status: 201)
+        }
+    }
+
     func search(_ request: Request, _ caller: Caller) throws -> Response {
         let id = try Validate.pathID(request)
         let page = try Page(request)

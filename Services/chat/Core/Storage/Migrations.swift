@@ -98,4 +98,5 @@ let migrations: [Migration] = [
     Migration(4, "pictures hosted elsewhere (Google's) in profiles", Profiles.pictureSQL),
     Migration(5, "accounts erased here, by a hash of their id", Erasure.tableSQL),
     Migration(6, "who blocked whom", Blocks.tableSQL),
+    Migration(7, "reports of messages, for the moderators", Reports.tableSQL),
 ]

@@ -13,15 +13,12 @@ enum CurationError: DomainError, Equatable {
     case notYours(String)
     /// A value naming what is not there.
     case invalid(String, field: String)
-    /// A report an operator decided already.
-    case decided
 
     var refusal: Refusal {
         switch self {
         case .notFound: return .notFound
         case .notYours: return .forbidden
         case .invalid: return .invalid
-        case .decided: return .conflict
         }
     }
 
@@ -29,7 +26,6 @@ enum CurationError: DomainError, Equatable {
         switch self {
         case .notFound: return "Not found."
         case .notYours(let m), .invalid(let m, _): return m
-        case .decided: return "This report was decided already."
         }
     }
 
@@ -79,19 +75,13 @@ struct Library: Sendable {
         return try reports.file(c, kind: "comment", target: id, author: comment.authorId, reporter: reporter, reason: reason, note: note)
     }
 
-    /// An operator's decision on an open report: a comment taken down is gone for every reader, and
-    /// `video.comment_taken_down` says so; dismissed, it stays. Either settles every open report of it.
-    func decide(_ c: Connection, report id: UUID, takeDown: Bool) throws -> ReportRecord {
-        guard let report = try reports.report(c, id) else { throw CurationError.notFound }
-        guard report.status == "open" else { throw CurationError.decided }
-        if takeDown, let comment = try storage.comment(c, report.targetId) {
-            try storage.deleteComment(c, comment.id)
-            try outbox.add(VideoCommentTakenDown(videoId: comment.videoId.lowercased, commentId: comment.id.lowercased,
-                                                 authorId: report.authorId?.lowercased, reportId: report.id.lowercased,
-                                                 takenDownAt: Timestamp.format(Date())), subject: comment.videoId.lowercased, on: c)
-        }
-        try reports.settle(c, report, takeDown ? "taken_down" : "dismissed")
-        return try reports.report(c, id) ?? report
+    /// A reported comment an operator takes down: gone for every reader, and `video.comment_taken_down` says so.
+    func takeDown(_ c: Connection, _ report: ReportRecord) throws {
+        guard let comment = try storage.comment(c, report.targetId) else { return }
+        try storage.deleteComment(c, comment.id)
+        try outbox.add(VideoCommentTakenDown(videoId: comment.videoId.lowercased, commentId: comment.id.lowercased,
+                                             authorId: report.authorId?.lowercased, reportId: report.id.lowercased,
+                                             takenDownAt: Timestamp.format(Date())), subject: comment.videoId.lowercased, on: c)
     }
 
     func deleteComment(_ c: Connection, _ id: UUID, by user: UUID) throws {

@@ -188,18 +188,6 @@ struct CurationHandlers: Sendable {
         }
     }
 
-    /// `GET /v1/operator/curation/reports`: the open reports, the oldest first.
-    func openReports(_ request: Request) throws -> Response {
-        let limit = try Page(request, maxLimit: 500, defaultLimit: 100).limit
-        return .json(ItemList(try pool.withConnection { try library.reports.open($0, limit: limit) }.map(QueuedReportView.init)))
-    }
-
-    /// `POST /v1/operator/curation/reports/{id}`: take the reported comment down, or dismiss the report.
-    func decide(_ request: Request, _ body: DecisionBody) throws -> Response {
-        let id = try Validate.pathID(request)
-        return try pool.withTransaction { c in .json(ReportView(try library.decide(c, report: id, takeDown: body.action == "take_down"))) }
-    }
-
     func deleteComment(_ request: Request, _ caller: Caller) throws -> Response {
         let id = try Validate.pathID(request)
         try pool.withTransaction { try library.deleteComment($0, id, by: caller.userId) }

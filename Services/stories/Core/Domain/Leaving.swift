@@ -24,6 +24,7 @@ struct Leaving: Sendable {
         try media.forget(owner: user, on: c)
         try Profiles(schema: "stories").forget(user, on: c)
         try Blocks(schema: "stories").forget(user, on: c)
+        try Reports(schema: "stories").forget(user, on: c)
         try Erasure.forget(user, schema: "stories", on: c)
     }
 }
@@ -61,9 +62,9 @@ extension StoriesStorage {
         try c.execute("DELETE FROM stories.hidden_authors WHERE user_id = $1 OR author_id = $1", [user])
     }
 
-    /// The newsletters whose document names `user`.
-    func newsletters(_ c: Connection, naming user: UUID) throws -> [(UUID, String)] {
-        try c.rows("SELECT id, content FROM stories.newsletters WHERE strpos(content, $1) > 0", [user.lowercased])
+    /// The newsletters whose document names `id` (a person, a story).
+    func newsletters(_ c: Connection, naming id: UUID) throws -> [(UUID, String)] {
+        try c.rows("SELECT id, content FROM stories.newsletters WHERE strpos(content, $1) > 0", [id.lowercased])
             .map { (try $0["id"], try $0["content"]) }
     }
 

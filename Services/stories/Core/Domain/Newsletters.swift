@@ -88,6 +88,19 @@ extension NewsletterDocument {
         doc.storyCount -= theirs.reduce(0) { $0 + $1.days.reduce(0) { $0 + $1.stories.count } }
         return doc
     }
+
+    /// The document without one story (taken down), and without a day it leaves empty.
+    func without(story: UUID) -> NewsletterDocument {
+        var doc = self
+        for m in doc.members.indices {
+            doc.members[m].days = doc.members[m].days.compactMap { day in
+                let kept = day.stories.filter { UUID(uuidString: $0.id) != story }
+                doc.storyCount -= day.stories.count - kept.count
+                return kept.isEmpty ? nil : NewsletterDocument.Day(date: day.date, stories: kept)
+            }
+        }
+        return doc
+    }
 }
 
 /// The newsletter rules: what a period's document holds, and compiling each closed period once.

@@ -56,6 +56,28 @@ struct Stories: Sendable {
         try storage.deleteStory(c, id)
     }
 
+    /// `reporter` reports a story they can see to the moderators.
+    func report(_ c: Connection, _ id: UUID, by reporter: UUID, reason: String, note: String?) throws -> ReportRecord {
+        let story = try visible(c, id, to: reporter)
+        return try Reports(schema: "stories").file(c, kind: "story", target: id, author: story.authorId, reporter: reporter,
+                                                   reason: reason, note: note)
+    }
+
+    /// A reported story an operator takes down: gone from every group, comment and newsletter it was in, and
+    /// `story.taken_down` says so.
+    func takeDown(_ c: Connection, _ report: ReportRecord) throws {
+        guard let author = report.authorId, let story = try storage.story(c, report.targetId, reader: author, lock: true) else { return }
+        try storage.deleteStory(c, story.id)
+        for (id, content) in try storage.newsletters(c, naming: story.id) {
+            let document = try JSONDecoder().decode(NewsletterDocument.self, from: Data(content.utf8)).without(story: story.id)
+            try storage.replaceNewsletter(c, id, content: String(decoding: JSON.encode(document), as: UTF8.self),
+                                          storyCount: document.storyCount)
+        }
+        try outbox.add(StoryTakenDown(storyId: story.id.lowercased, groupIds: story.groupIds.map(\.lowercased), authorId: author.lowercased,
+                                      reportId: report.id.lowercased, takenDownAt: Timestamp.format(Date())),
+                       subject: story.id.lowercased, on: c)
+    }
+
     /// A comment on a story `author` can see.
     func comment(_ c: Connection, on id: UUID, by author: UUID, text: String) throws -> CommentRecord {
         let story = try visible(c, id, to: author)

@@ -110,6 +110,14 @@ struct StoriesHandlers: Sendable {
         return .noContent
     }
 
+    /// `POST /v1/stories/{id}/reports`: I report a story I can see to the moderators.
+    func reportStory(_ request: Request, _ caller: Caller, _ body: ReportBody) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withTransaction { c in
+            .json(ReportView(try stories.report(c, id, by: caller.userId, reason: body.reason, note: body.note)), status: 201)
+        }
+    }
+
     // MARK: Preferences
 
     /// `PUT /v1/groups/{id}/newsletter-delivery`: how I take this group's newsletter.

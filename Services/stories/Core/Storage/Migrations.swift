@@ -93,4 +93,5 @@ let migrations: [Migration] = [
         );
         CREATE INDEX hidden_authors_by_author ON hidden_authors (author_id);
         """),
+    Migration(8, "reports of stories, for the moderators", Reports.tableSQL),
 ]
