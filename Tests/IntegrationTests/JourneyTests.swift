@@ -137,6 +137,24 @@ final class JourneyTests: XCTestCase {
         assertClientError(try api.get("/v1/groups/\(group)/stories", token: ben.token), 404, code: "not_found", "no longer his to see")
         // Everything Ana has woven, across her groups and journals.
         XCTAssertEqual((try api.get("/v1/users/me/stories", token: ana.token)["items"] as? [[String: Any]])?.count, 1)
+
+        // Her settings: the newsletter by e-mail too. Then her data as one archive: all this journey made of hers.
+        XCTAssertEqual(try api.send("PUT", "/v1/groups/\(group)/newsletter-delivery", json: ["delivery": "email"], token: ana.token)
+                       .status, 200)
+        let export = try api.get("/v1/users/me/export", token: ana.token)
+        XCTAssertEqual(export.status, 200)
+        XCTAssertEqual((export["account"] as? [String: Any])?["fullName"] as? String, "Ana Weaver")
+        let part = export["stories"] as? [String: Any] ?? [:]
+        XCTAssertEqual((part["stories"] as? [[String: Any]])?.compactMap { $0["text"] as? String }, ["Sunday lunch at grandma's"])
+        let mine = (part["groups"] as? [[String: Any]])?.first { $0["id"] as? String == group }
+        XCTAssertEqual(mine?["name"] as? String, "The Weavers")
+        XCTAssertEqual(mine?["newsletterDelivery"] as? String, "email")
+        let images = part["images"] as? [[String: Any]] ?? []
+        XCTAssertEqual(images.count, 3, "her story's photo, her avatar, the group's image")
+        for picture in images {
+            assertLoads(picture["url"], "an image of her export",
+                        image: picture["id"] as? String == image["id"] as? String ? Images.decodablePNG : Images.png)
+        }
     }
 
     // MARK: Mesajem
