@@ -29,6 +29,7 @@ let package = Package(
         system("CRdKafka", "rdkafka", "librdkafka-dev"),
         system("COpenSSL", "libcrypto", "libssl-dev"),
         system("CArgon2", "libargon2", "libargon2-dev"),
+        system("CCurl", "libcurl", "libcurl4-openssl-dev"),
         .target(name: "CShims", dependencies: ["CRdKafka"], path: "Shared/CShims"),
 
         // MARK: - Thin wrappers (the only code that imports a C module)
@@ -36,6 +37,8 @@ let package = Package(
         .target(name: "Kafka", dependencies: ["CRdKafka", "CShims"], path: "Shared/Kafka", swiftSettings: settings),
         .target(name: "HTTP", dependencies: ["CShims"], path: "Shared/HTTP", swiftSettings: settings),
         .target(name: "Crypto", dependencies: ["COpenSSL", "CArgon2"], path: "Shared/Crypto", swiftSettings: settings),
+        // Sending mail over SMTP (STARTTLS, AUTH) with libcurl.
+        .target(name: "Mail", dependencies: ["CCurl"], path: "Shared/Mail", swiftSettings: settings),
 
         // MARK: - Platform: what every service is made of, each module on the ones above it
         .target(name: "Geo", path: "Shared/Geo", swiftSettings: settings),
@@ -87,7 +90,7 @@ let package = Package(
 
         // MARK: - Tests
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Runtime", "Web", "Events", "Identity", "Features",
-                                                          "WireClient", "HTTP", "Crypto", "Postgres", "Models", "Geo"],
+                                                          "WireClient", "HTTP", "Crypto", "Postgres", "Models", "Geo", "Mail"],
                     path: "Tests/ServiceKitTests", exclude: ["h11_differential.py"], swiftSettings: settings),
         .testTarget(name: "StoriesCoreTests", dependencies: ["StoriesCore", "Models"], path: "Tests/StoriesCoreTests", swiftSettings: settings),
         .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore"], path: "Tests/DispatchCoreTests", swiftSettings: settings),
