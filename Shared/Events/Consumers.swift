@@ -96,7 +96,7 @@ public final class EventConsumer: BackgroundService {
                     if fresh == 1 { try handler(event, connection) }
                 }
                 logger.debug("event handled", ["consumer": .string(consumerName), "type": .string(event.type), "eventId": .string(event.id)])
-                metrics.increment("events_consumed_total", labels: "topic=\"\(message.topic)\"", help: "Events processed.")
+                metrics.increment("events_consumed_total", labels: "topic=\"\(Metrics.escape(message.topic))\"", help: "Events processed.")
                 return true
             } catch let error as PostgresError where error.kind == .unavailable {
                 // An outage: wait and retry; dead-lettering would lose good events.
@@ -118,7 +118,7 @@ public final class EventConsumer: BackgroundService {
             let out = OutgoingMessage(topic: message.topic + ".dlq", key: String(decoding: message.key, as: UTF8.self),
                                       value: message.value, header: ("dlq_reason", String(reason.prefix(200))))
             if let producer = try? relay.currentProducer(), producer.send([out]).first! == nil {
-                metrics.increment("events_dead_lettered_total", labels: "topic=\"\(message.topic)\"",
+                metrics.increment("events_dead_lettered_total", labels: "topic=\"\(Metrics.escape(message.topic))\"",
                                   help: "Events sent to a dead-letter topic.")
                 return true
             }

@@ -98,8 +98,10 @@ public final class Metrics: Sendable {
         return out
     }
 
-    static func escape(_ s: String) -> String {
-        guard s.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") }) else { return s }
+    /// A label value as the text format writes it: backslash, double quote and line feed escaped.
+    public static func escape(_ s: String) -> String {
+        guard s.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") }) else { return s }
         return s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
     }
 }

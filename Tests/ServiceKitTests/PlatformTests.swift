@@ -86,6 +86,14 @@ final class MetricsTests: XCTestCase {
         XCTAssertTrue(text.contains("outbox_published_events_total 2.0"))
         XCTAssertTrue(text.contains(#"db_pool_connections{state="idle"} 3.0"#))
     }
+
+    /// Whatever a label value holds, each sample stays on one line of the text format.
+    func testLabelValuesAreEscaped() {
+        let m = Metrics()
+        m.observeRequest(method: "GET", route: "/a\\b\"c\nd", status: 404, seconds: 0.001)
+        let lines = m.render().split(separator: "\n").filter { $0.hasPrefix("http_server_request_duration_seconds_count") }
+        XCTAssertEqual(lines, [#"http_server_request_duration_seconds_count{method="GET",route="/a\\b\"c\nd",status="404"} 1"#])
+    }
 }
 
 final class CivilDateTests: XCTestCase {
