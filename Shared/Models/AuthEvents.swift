@@ -47,6 +47,35 @@ public struct UserUpdated: EventPayload, Equatable {
     }
 }
 
+/// `user.email_verification_requested`: a mail should prove that `email` is the user's: its link carries `token`
+/// (single-use, until `expiresAt`). A secret: for the notification service alone. Key: the user id.
+public struct EmailVerificationRequested: EventPayload, Equatable {
+    public static let type = "user.email_verification_requested"
+    public var userId: String
+    public var email: String
+    public var token: String
+    public var expiresAt: String
+
+    public init(userId: String, email: String, token: String, expiresAt: String) {
+        self.userId = userId; self.email = email; self.token = token; self.expiresAt = expiresAt
+    }
+}
+
+/// `user.password_reset_requested`: someone asked to reset the password of the account with `email`; the mail's
+/// link carries `token` (single-use, until `expiresAt`). A secret: for the notification service alone. Key: the
+/// user id.
+public struct PasswordResetRequested: EventPayload, Equatable {
+    public static let type = "user.password_reset_requested"
+    public var userId: String
+    public var email: String
+    public var token: String
+    public var expiresAt: String
+
+    public init(userId: String, email: String, token: String, expiresAt: String) {
+        self.userId = userId; self.email = email; self.token = token; self.expiresAt = expiresAt
+    }
+}
+
 /// `user.suspended`: a moderator suspended an account after a report of the person: it signs in no more, and every
 /// session of it ended (`session.revoked`, reason `suspended`). Key: the user id.
 public struct UserSuspended: EventPayload, Equatable {

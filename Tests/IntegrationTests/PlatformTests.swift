@@ -62,7 +62,9 @@ final class PlatformTests: AuthTestCase {
                         "POST /v1/auth/stream-tickets", "GET /v1/auth/jwks", "GET /v1/users/me", "PATCH /v1/users/me", "POST /v1/users/me/password",
                         "GET /v1/usernames/{username}", "DELETE /v1/users/me", "GET /v1/users/me/sessions", "DELETE /v1/users/me/sessions",
                         "DELETE /v1/users/me/sessions/{id}", "GET /v1/users/me/blocks", "PUT /v1/users/me/blocks/{userId}", "GET /v1/users/me/export",
-                        "DELETE /v1/users/me/blocks/{userId}", "POST /v1/users/{id}/reports", "GET /healthz", "GET /readyz", "GET /metrics",
+                        "DELETE /v1/users/me/blocks/{userId}", "POST /v1/users/{id}/reports",
+                        "POST /v1/auth/password-reset", "POST /v1/auth/password-reset/confirm", "POST /v1/auth/email-verification",
+                        "GET /v1/auth/email-verification", "POST /v1/users/me/email-verification", "GET /healthz", "GET /readyz", "GET /metrics",
                         "GET /openapi.json"]
         let documented = paths.flatMap { path, ops in ops.keys.map { "\($0.uppercased()) \(path)" } }
         XCTAssertEqual(Set(documented), Set(expected))

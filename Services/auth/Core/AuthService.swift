@@ -53,7 +53,10 @@ public enum AuthService {
                                         exports: exports)
             app.add(Job.every(5, "erase-deleted-accounts", logger: app.logger) { try handlers.eraseDueAccounts() })
             app.add(Job.every(3600, "delete-old-login-failures", logger: app.logger) {
-                try pool.withConnection { try AuthStorage().deleteOldFailures($0) }
+                try pool.withConnection { c in
+                    try AuthStorage().deleteOldFailures(c)
+                    try AuthStorage().deleteOldMailRequests(c)
+                }
             })
             app.add(handlers.lookups.cleanup(pool, logger: app.logger))
             if let google, !google.keys.refresh() { app.logger.warn("Google's key set could not be fetched yet (GOOGLE_JWKS_URL)") }

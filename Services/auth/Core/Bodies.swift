@@ -71,6 +71,23 @@ struct DeleteAccountBody: RequestBody {
     let idToken: String?
 }
 
+struct PasswordResetBody: RequestBody {
+    /// Any string: an address nobody has gets the same answer as one somebody has.
+    static let schema = Schema.object(["email": .required(.string(max: 254))])
+    let email: String
+}
+
+struct NewPasswordBody: RequestBody {
+    static let schema = Schema.object(["token": .required(.string(max: 64)), "newPassword": .required(Check.passwordSchema)])
+    let token: String
+    let newPassword: String
+}
+
+struct EmailTokenBody: RequestBody {
+    static let schema = Schema.object(["token": .required(.string(max: 64))])
+    let token: String
+}
+
 struct ChangePasswordBody: RequestBody {
     static let schema = Schema.object(["currentPassword": .required(.string()), "newPassword": .required(Check.passwordSchema)])
     let currentPassword: String

@@ -18,6 +18,17 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
         r.add("POST", "/v1/auth/google", summary: "Sign in with a Google ID token (creates the account the first time)",
               body: GoogleBody.self, response: (200, SessionView.shape), noStore { try h.google($0, $1, google) })
     }
+    r.add("POST", "/v1/auth/password-reset", summary: "Forgot password: a reset mail to the account with this address, if there is one (202 either way)",
+          body: PasswordResetBody.self, response: (202, nil), h.requestPasswordReset)
+    r.alsoRefuses("POST", "/v1/auth/password-reset", 429, "Too many requests from this client within the hour (Retry-After)")
+    r.add("POST", "/v1/auth/password-reset/confirm", summary: "Set a new password with the token the reset mail carried; every session ends",
+          body: NewPasswordBody.self, response: (204, nil), h.resetPassword)
+    r.add("POST", "/v1/auth/email-verification", summary: "Confirm my address with the token the mail carried",
+          body: EmailTokenBody.self, response: (204, nil), h.verifyEmail)
+    r.add("GET", "/v1/auth/email-verification", summary: "The verification mail's link: confirms the address, answers a page",
+          response: (200, nil), h.verifyEmailLink)
+    r.query("GET", "/v1/auth/email-verification", [QueryParameter("token", .string(max: 64), "The token the mail carried")])
+    r.alsoAnswers("GET", "/v1/auth/email-verification", 200, contentType: "text/html; charset=utf-8")
     r.add("POST", "/v1/auth/logout", summary: "Revoke the current session", response: (204, nil), auth: auth, h.logout)
     r.add("POST", "/v1/auth/stream-tickets", summary: "A single-use ticket, valid for a minute, that opens one event stream (?ticket=)",
           response: (201, StreamTicketView.shape), auth: auth, h.streamTicket)
@@ -27,6 +38,8 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
           auth: auth.leavingTheSessionToTheHandler, h.me)
     r.add("PATCH", "/v1/users/me", summary: "Change the current user's profile", body: UpdateMeBody.self,
           response: (200, UserView.shape), auth: auth, h.updateMe)
+    r.add("POST", "/v1/users/me/email-verification", summary: "Another mail proving my address (409 when it is proven)",
+          response: (202, nil), auth: auth, h.resendVerification)
     r.add("GET", "/v1/usernames/{username}", summary: "Someone by their exact username (to start a direct chat, name a recipient)",
           response: (200, PersonView.shape), auth: auth, h.userByUsername)
     r.alsoRefuses("GET", "/v1/usernames/{username}", 429, "Too many names nobody has, asked within 15 minutes (Retry-After)")

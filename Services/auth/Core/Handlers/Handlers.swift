@@ -51,6 +51,7 @@ struct AuthHandlers: Sendable {
         }
         return try idempotency.run(request, caller: "anonymous", replay: replay) { c in
             let user = try storage.insertUser(c, username: username, email: email, fullName: fullName, passwordHash: hash)
+            try proofs.requestVerification(c, user)
             try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email,
                                           fullName: user.fullName, avatarMediaId: nil,
                                           createdAt: Timestamp.format(user.createdAt)),
@@ -237,6 +238,7 @@ struct AuthHandlers: Sendable {
             }
             let updated = try storage.updateUser(c, user)
             try announce(c, updated)
+            try proofs.requestVerification(c, updated)  // a new address is proven by a mail to it
             return .json(UserView(updated, urls: urls))
         }
     }
@@ -424,7 +426,7 @@ struct AuthHandlers: Sendable {
                            refreshToken: refresh, expiresIn: SigningKeys.accessLifetime)
     }
 
-    private func emitRevoked(_ c: Connection, session: UUID, user: UUID, reason: String) throws {
+    func emitRevoked(_ c: Connection, session: UUID, user: UUID, reason: String) throws {
         try outbox.add(SessionRevoked(sessionId: session.lowercased, userId: user.lowercased, reason: reason,
                                       revokedAt: Timestamp.format(Date())),
                        subject: user.lowercased, on: c)

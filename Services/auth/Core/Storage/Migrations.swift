@@ -99,4 +99,21 @@ let migrations: [Migration] = [
         ALTER TABLE users ADD COLUMN suspended_at timestamptz;
         \(Reports.tableSQL)
         """),
+    Migration(13, "tokens mailed to prove an address or reset a password, and the requests for them", """
+        CREATE TABLE email_tokens (
+            token_hash text PRIMARY KEY,
+            user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            purpose text NOT NULL CHECK (purpose IN ('verify', 'reset')),
+            email text NOT NULL,
+            expires_at timestamptz NOT NULL,
+            used_at timestamptz,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX email_tokens_by_user ON email_tokens (user_id, purpose) WHERE used_at IS NULL;
+        CREATE TABLE mail_requests (
+            key text NOT NULL,
+            at timestamptz NOT NULL DEFAULT clock_timestamp()
+        );
+        CREATE INDEX mail_requests_by_key ON mail_requests (key, at);
+        """),
 ]

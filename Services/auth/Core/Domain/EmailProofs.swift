@@ -1,0 +1,77 @@
+import Events
+import Foundation
+import HTTP
+import Models
+import Postgres
+
+/// Proving an e-mail address and setting a forgotten password, by single-use tokens only a mail carries. auth issues
+/// them and announces them (`user.email_verification_requested`, `user.password_reset_requested`) for the
+/// notification service to deliver: it sends no mail itself. A newer token of a kind retires the older one.
+struct EmailProofs: Sendable {
+    let storage: AuthStorage
+    let outbox: Outbox
+
+    static let verificationLifetime: TimeInterval = 24 * 3600
+    static let resetLifetime: TimeInterval = 30 * 60
+    /// Mails to one address within an hour: more are not sent, and the latest mail's link still works, so that
+    /// nobody can flood a mailbox nor keep its owner from the link (the answer does not change: nothing to probe).
+    static let mailsPerAddress = 5
+    /// Reset requests from one client within an hour; then 429.
+    static let requestsPerClient = 30
+
+    /// Asks for a mail proving `user`'s address (after sign-up, a changed address, or their asking again).
+    func requestVerification(_ c: Connection, _ user: UserRecord) throws {
+        guard !user.emailVerified, try mayMail(c, user.email) else { return }
+        let token = try storage.issueEmailToken(c, user: user.id, purpose: "verify", email: user.email, lifetime: Self.verificationLifetime)
+        try outbox.add(EmailVerificationRequested(userId: user.id.lowercased, email: user.email, token: token,
+                                                  expiresAt: Timestamp.format(Date().addingTimeInterval(Self.verificationLifetime))),
+                       subject: user.id.lowercased, on: c)
+    }
+
+    /// The address the token was sent to is proven, if it is still the account's; nil for a token that is not (any
+    /// longer) good.
+    func verify(_ c: Connection, token: String) throws -> UserRecord? {
+        guard token.utf8.count <= 64, let found = try storage.useEmailToken(c, token, purpose: "verify"),
+              var user = try storage.user(c, id: found.userId), user.email.lowercased() == found.email.lowercased() else { return nil }
+        if !user.emailVerified {
+            user.emailVerified = true
+            user = try storage.updateUser(c, user)
+        }
+        return user
+    }
+
+    /// "Forgot password": a reset mail for the account with `email`, if there is one that may sign in; the same
+    /// answer either way. `client` is the caller's address.
+    func requestReset(_ c: Connection, email: String, client: String) throws {
+        guard try storage.recentMailRequests(c, key: "reset-client:" + client) < Self.requestsPerClient else {
+            throw HTTPError.rateLimited(retryAfter: 3600)
+        }
+        try storage.recordMailRequest(c, key: "reset-client:" + client)
+        guard let user = try storage.userByEmail(c, email), user.suspendedAt == nil, try mayMail(c, user.email) else { return }
+        let token = try storage.issueEmailToken(c, user: user.id, purpose: "reset", email: user.email, lifetime: Self.resetLifetime)
+        try outbox.add(PasswordResetRequested(userId: user.id.lowercased, email: user.email, token: token,
+                                              expiresAt: Timestamp.format(Date().addingTimeInterval(Self.resetLifetime))),
+                       subject: user.id.lowercased, on: c)
+    }
+
+    /// Sets the password of the account the token was sent for; the user, or nil for a token that is not good. The
+    /// caller ends every session of theirs.
+    func reset(_ c: Connection, token: String, passwordHash: String) throws -> UserRecord? {
+        guard token.utf8.count <= 64, let found = try storage.useEmailToken(c, token, purpose: "reset"),
+              var user = try storage.user(c, id: found.userId), user.email.lowercased() == found.email.lowercased() else { return nil }
+        try storage.setPassword(c, user: user.id, hash: passwordHash)
+        if !user.emailVerified {  // the mail reached them: the address is theirs
+            user.emailVerified = true
+            user = try storage.updateUser(c, user)
+        }
+        return user
+    }
+
+    /// Whether another mail may go to `address` this hour (counted when it may).
+    private func mayMail(_ c: Connection, _ address: String) throws -> Bool {
+        let key = "mail-address:" + address.lowercased()
+        guard try storage.recentMailRequests(c, key: key) < Self.mailsPerAddress else { return false }
+        try storage.recordMailRequest(c, key: key)
+        return true
+    }
+}

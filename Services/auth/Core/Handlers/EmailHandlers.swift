@@ -1,0 +1,70 @@
+import Crypto
+import Features
+import Foundation
+import HTTP
+import Identity
+import Postgres
+import Web
+
+/// Proving an address and resetting a forgotten password (`EmailProofs`): what the apps and the mails' links call.
+extension AuthHandlers {
+    var proofs: EmailProofs { EmailProofs(storage: storage, outbox: outbox) }
+
+    static let badLink = "This link has expired or was used already: ask for a new one."
+
+    /// `POST /v1/auth/password-reset`: a reset mail for the account with that address, if there is one; 202 whether
+    /// or not there is.
+    func requestPasswordReset(_ request: Request, _ body: PasswordResetBody) throws -> Response {
+        let client = request.clientAddress(trustedProxies: login.trustedProxies)
+        try pool.withTransaction { try proofs.requestReset($0, email: body.email.trimmingCharacters(in: .whitespaces), client: client) }
+        return Response(status: 202)
+    }
+
+    /// `POST /v1/auth/password-reset/confirm`: the new password, with the token the mail's link carried; every session
+    /// of the account ends.
+    func resetPassword(_ request: Request, _ body: NewPasswordBody) throws -> Response {
+        let hash = try PasswordHasher.hash(body.newPassword)
+        try pool.withTransaction { c in
+            guard let user = try proofs.reset(c, token: body.token, passwordHash: hash) else {
+                throw HTTPError.validation(Self.badLink, field: "token")
+            }
+            for session in try storage.revokeOtherSessions(c, user: user.id, keep: Erasure.nobody, reason: "password_reset") {
+                try emitRevoked(c, session: session, user: user.id, reason: "password_reset")
+            }
+        }
+        return .noContent
+    }
+
+    /// `POST /v1/auth/email-verification`: the address the token was mailed to is proven (an app's screen).
+    func verifyEmail(_ request: Request, _ body: EmailTokenBody) throws -> Response {
+        guard try pool.withTransaction({ try proofs.verify($0, token: body.token) }) != nil else {
+            throw HTTPError.validation(Self.badLink, field: "token")
+        }
+        return .noContent
+    }
+
+    /// `GET /v1/auth/email-verification?token=`: the mail's link, opened in a browser: a page that says how it went.
+    func verifyEmailLink(_ request: Request) throws -> Response {
+        let token = request.query["token"] ?? ""
+        let user = try pool.withTransaction { try proofs.verify($0, token: token) }
+        let (status, title, text) = user == nil ? (400, "This link no longer works", Self.badLink)
+            : (200, "Address confirmed", "Thank you: your e-mail address is confirmed. You can close this page.")
+        let page = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
+            + "<title>\(title)</title></head><body style=\"font-family:sans-serif;max-width:32em;margin:4em auto\"><h1>\(title)</h1><p>\(text)</p></body></html>"
+        var response = Response.text(page, contentType: "text/html; charset=utf-8")
+        response.status = status
+        response.headers.append(("Cache-Control", "no-store"))
+        response.headers.append(("Referrer-Policy", "no-referrer"))
+        return response
+    }
+
+    /// `POST /v1/users/me/email-verification`: another mail proving my address.
+    func resendVerification(_ request: Request, _ caller: Caller) throws -> Response {
+        try pool.withTransaction { c in
+            guard let user = try storage.user(c, id: caller.userId) else { throw HTTPError.notFound() }
+            guard !user.emailVerified else { throw HTTPError.conflict("Your address is confirmed already.") }
+            try proofs.requestVerification(c, user)
+        }
+        return Response(status: 202)
+    }
+}

@@ -1,0 +1,50 @@
+import Crypto
+import Foundation
+import Postgres
+
+/// A token sent by mail to prove an address (`verify`) or to set a new password (`reset`), as stored: its hash only.
+struct EmailTokenRecord {
+    let userId: UUID
+    let purpose: String
+    let email: String
+}
+
+extension AuthStorage {
+    /// A new single-use token for `user` at `email`, valid for `lifetime`; an earlier unused one of the same purpose
+    /// stops working (only the latest mail's link does). Returns the token, which only the mail carries.
+    func issueEmailToken(_ c: Connection, user: UUID, purpose: String, email: String, lifetime: TimeInterval) throws -> String {
+        let token = Base64URL.encode(secureRandomBytes(32))
+        try c.execute("UPDATE auth.email_tokens SET used_at = now() WHERE user_id = $1 AND purpose = $2 AND used_at IS NULL", [user, purpose])
+        try c.execute("""
+            INSERT INTO auth.email_tokens (token_hash, user_id, purpose, email, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
+            """, [Self.hash(token), user, purpose, email, lifetime])
+        return token
+    }
+
+    /// Uses `token` for `purpose` if it is unused and unexpired: nil otherwise (whichever it was, the caller says the same).
+    func useEmailToken(_ c: Connection, _ token: String, purpose: String) throws -> EmailTokenRecord? {
+        try c.first("""
+            UPDATE auth.email_tokens SET used_at = now()
+            WHERE token_hash = $1 AND purpose = $2 AND used_at IS NULL AND expires_at > now()
+            RETURNING user_id, purpose, email
+            """, [Self.hash(token), purpose]).map {
+            EmailTokenRecord(userId: try $0["user_id"], purpose: try $0["purpose"], email: try $0["email"])
+        }
+    }
+
+    /// Records a request under `key` (an address mailed, a client asking).
+    func recordMailRequest(_ c: Connection, key: String) throws {
+        try c.execute("INSERT INTO auth.mail_requests (key) VALUES ($1)", [key])
+    }
+
+    /// How many requests `key` made within the hour.
+    func recentMailRequests(_ c: Connection, key: String) throws -> Int {
+        try c.first("SELECT count(*)::int AS n FROM auth.mail_requests WHERE key = $1 AND at > now() - interval '1 hour'", [key])?["n"] ?? 0
+    }
+
+    /// Forgets requests and tokens older than a day.
+    func deleteOldMailRequests(_ c: Connection) throws {
+        try c.execute("DELETE FROM auth.mail_requests WHERE at < now() - interval '1 day'")
+        try c.execute("DELETE FROM auth.email_tokens WHERE expires_at < now() - interval '1 day'")
+    }
+}
