@@ -202,7 +202,7 @@ public struct MediaStore: Sendable {
     public func requireOwned(_ ids: [UUID], by owner: UUID, field: String, on c: Connection) throws {
         guard !ids.isEmpty else { return }
         let owned: Int = try c.first("SELECT count(*) AS n FROM \(schema).media WHERE id = ANY($1::uuid[]) AND owner_id = $2",
-                                     ["{" + ids.map(\.lowercased).joined(separator: ",") + "}", owner])!["n"]
+                                     [PostgresArray(ids), owner])!["n"]
         guard owned == ids.count else { throw HTTPError.validation("\(field) must name images you uploaded.", field: field) }
     }
 }

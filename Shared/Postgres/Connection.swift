@@ -179,7 +179,6 @@ extension Date: PostgresEncodable, PostgresDecodable {
     }
 }
 
-/// Raw bytes, sent and read as `bytea` in hex form.
 /// A one-dimensional array parameter (`$1::uuid[]`, `$2::float8[]`, ...), sent in PostgreSQL's text form; nil
 /// elements are NULL. For statements that take a whole batch at once through `unnest`.
 public struct PostgresArray: PostgresEncodable {
@@ -203,6 +202,7 @@ public struct PostgresArray: PostgresEncodable {
     }
 }
 
+/// Raw bytes, sent and read as `bytea` in hex form.
 public struct ByteArray: PostgresEncodable, PostgresDecodable, Equatable {
     /// The bytes.
     public var bytes: [UInt8]

@@ -61,18 +61,11 @@ extension ChatStorage {
             """, [user, nobody]).map { try $0["id"] }
         let rooms: [UUID] = try c.rows("SELECT room_id FROM chat.members WHERE user_id = $1", [user]).map { try $0["room_id"] }
         // A room they owned with nobody else owning it: its longest member owns it now.
-        try c.execute("""
-            UPDATE chat.members m SET role = 'owner' FROM (
-                SELECT DISTINCT ON (room_id) room_id, user_id FROM chat.members
-                WHERE user_id <> $1 AND room_id IN (SELECT room_id FROM chat.members WHERE user_id = $1 AND role = 'owner')
-                  AND room_id NOT IN (SELECT room_id FROM chat.members WHERE user_id <> $1 AND role = 'owner')
-                ORDER BY room_id, joined_at, user_id) heir
-            WHERE m.room_id = heir.room_id AND m.user_id = heir.user_id
-            """, [user])
+        try Succession.promoteHeirs(c, table: "chat.members", container: "room_id", role: "owner", leaving: user)
         try c.execute("DELETE FROM chat.members WHERE user_id = $1", [user])
         try c.execute("""
             DELETE FROM chat.rooms r WHERE r.id = ANY($1::uuid[]) AND NOT EXISTS (SELECT 1 FROM chat.members m WHERE m.room_id = r.id)
-            """, ["{" + rooms.map(\.lowercased).joined(separator: ",") + "}"])
+            """, [PostgresArray(rooms)])
         try c.execute("UPDATE chat.rooms SET created_by = NULL WHERE created_by = $1", [user])
         try c.execute("UPDATE chat.rooms SET direct_key = 'erased:' || id WHERE kind = 'direct' AND strpos(direct_key, $1) > 0",
                       [user.lowercased])
@@ -90,7 +83,7 @@ extension ChatStorage {
         try c.rows("""
             SELECT room_id, seq, message_id, body FROM chat.changes
             WHERE strpos(body, $1) > 0 OR message_id = ANY($2::uuid[])
-            """, [user.lowercased, "{" + messages.map(\.lowercased).joined(separator: ",") + "}"])
+            """, [user.lowercased, PostgresArray(Array(messages))])
             .map { (try $0["room_id"], try $0["seq"], try $0.decode("message_id"), try $0["body"]) }
     }
 

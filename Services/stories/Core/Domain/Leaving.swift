@@ -36,14 +36,7 @@ extension StoriesStorage {
         try c.execute("DELETE FROM stories.comments WHERE author_id = $1", [user])
         let theirs: [UUID] = try c.rows("SELECT group_id FROM stories.memberships WHERE user_id = $1", [user]).map { try $0["group_id"] }
         // A group they ran with nobody else running it: its longest member runs it now.
-        try c.execute("""
-            UPDATE stories.memberships m SET role = 'admin' FROM (
-                SELECT DISTINCT ON (group_id) group_id, user_id FROM stories.memberships
-                WHERE user_id <> $1 AND group_id IN (SELECT group_id FROM stories.memberships WHERE user_id = $1 AND role = 'admin')
-                  AND group_id NOT IN (SELECT group_id FROM stories.memberships WHERE user_id <> $1 AND role = 'admin')
-                ORDER BY group_id, joined_at, user_id) heir
-            WHERE m.group_id = heir.group_id AND m.user_id = heir.user_id
-            """, [user])
+        try Succession.promoteHeirs(c, table: "stories.memberships", container: "group_id", role: "admin", leaving: user)
         try c.execute("DELETE FROM stories.memberships WHERE user_id = $1", [user])
         // What they created is credited to whoever runs it now; what nobody is left in goes (their journals too).
         try c.execute("""
@@ -55,7 +48,7 @@ extension StoriesStorage {
         try c.execute("""
             DELETE FROM stories.groups g WHERE (g.created_by = $1 OR g.id = ANY($2::uuid[]))
                 AND NOT EXISTS (SELECT 1 FROM stories.memberships m WHERE m.group_id = g.id)
-            """, [user, uuidArray(theirs)])
+            """, [user, PostgresArray(theirs)])
         try c.execute("UPDATE stories.groups SET image_media_id = NULL WHERE image_media_id IN (SELECT id FROM stories.media WHERE owner_id = $1)",
                       [user])
         try c.execute("DELETE FROM stories.join_failures WHERE user_id = $1", [user])

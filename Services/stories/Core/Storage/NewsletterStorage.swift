@@ -20,7 +20,7 @@ extension StoriesStorage {
     func profiles(_ c: Connection, _ users: [UUID]) throws -> [UUID: (fullName: String?, avatar: UUID?)] {
         var profiles: [UUID: (fullName: String?, avatar: UUID?)] = [:]
         for row in try c.rows("SELECT user_id, full_name, avatar_media_id FROM stories.profiles WHERE user_id = ANY($1::uuid[])",
-                              [uuidArray(users)]) {
+                              [PostgresArray(users)]) {
             profiles[try row["user_id"]] = (try row.decode("full_name"), try row.decode("avatar_media_id"))
         }
         return profiles

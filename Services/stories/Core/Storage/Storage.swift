@@ -217,7 +217,7 @@ struct StoriesStorage {
     /// The groups among `ids` that `user` belongs to.
     func memberGroups(_ c: Connection, _ ids: [UUID], user: UUID) throws -> Set<UUID> {
         Set(try c.rows("SELECT group_id FROM stories.memberships WHERE group_id = ANY($1::uuid[]) AND user_id = $2",
-                       [uuidArray(ids), user]).map { try $0["group_id"] })
+                       [PostgresArray(ids), user]).map { try $0["group_id"] })
     }
 
     func createStory(_ c: Connection, author: UUID, text: String, color: String?, groups: [UUID], media: [UUID]) throws -> StoryRecord {
@@ -227,7 +227,7 @@ struct StoriesStorage {
             """, [UUID.v7(), author, text, color])!)
         try c.execute("""
             INSERT INTO stories.story_groups (story_id, group_id, created_at) SELECT $1, g, $3 FROM unnest($2::uuid[]) AS g
-            """, [story.id, uuidArray(groups), story.createdAt])
+            """, [story.id, PostgresArray(groups), story.createdAt])
         try setStoryMedia(c, story.id, media)
         story.groupIds = groups
         story.mediaIds = media
@@ -239,7 +239,7 @@ struct StoriesStorage {
         try c.execute("""
             INSERT INTO stories.story_media (story_id, position, media_id)
             SELECT $1, ordinality, m FROM unnest($2::uuid[]) WITH ORDINALITY AS t(m, ordinality)
-            """, [story, uuidArray(media)])
+            """, [story, PostgresArray(media)])
     }
 
     /// The story as `reader` may see it: its author sees all its groups, a member only the groups they share.
@@ -300,7 +300,7 @@ struct StoriesStorage {
         var groups: [UUID: [UUID]] = [:]
         for row in try c.rows("""
             SELECT story_id, group_id FROM stories.story_groups WHERE story_id = ANY($1::uuid[]) ORDER BY story_id, group_id
-            """, [uuidArray(stories.map(\.id))]) {
+            """, [PostgresArray(stories.map(\.id))]) {
             groups[try row["story_id"], default: []].append(try row["group_id"])
         }
         for i in stories.indices { stories[i].groupIds = groups[stories[i].id] ?? [] }
@@ -319,7 +319,7 @@ struct StoriesStorage {
         var byStory: [UUID: [UUID]] = [:]
         for row in try c.rows("""
             SELECT story_id, media_id FROM stories.story_media WHERE story_id = ANY($1::uuid[]) ORDER BY story_id, position
-            """, [uuidArray(stories)]) {
+            """, [PostgresArray(stories)]) {
             byStory[try row["story_id"], default: []].append(try row["media_id"])
         }
         return byStory
@@ -348,6 +348,3 @@ struct StoriesStorage {
 func micros(_ column: String) -> String { "(EXTRACT(EPOCH FROM \(column)) * 1000000)::int8" }
 /// SQL for the timestamp of a microseconds parameter.
 func fromMicros(_ parameter: String) -> String { "('epoch'::timestamptz + \(parameter)::int8 * interval '1 microsecond')" }
-
-/// A PostgreSQL array literal of UUIDs.
-func uuidArray(_ ids: [UUID]) -> String { "{" + ids.map(\.lowercased).joined(separator: ",") + "}" }

@@ -1,0 +1,19 @@
+import Foundation
+import Postgres
+
+/// Who runs a group or a room once the person who ran it is gone for good: its longest-standing member.
+public enum Succession {
+    /// In `table` (a schema's members: `container`, `user_id`, `role`, `joined_at`), every container where `user` was
+    /// the only `role` holder gets its longest other member (then the lowest id) as `role` holder; call it before
+    /// `user`'s rows go.
+    public static func promoteHeirs(_ c: Connection, table: String, container: String, role: String, leaving user: UUID) throws {
+        try c.execute("""
+            UPDATE \(table) m SET role = $2 FROM (
+                SELECT DISTINCT ON (\(container)) \(container), user_id FROM \(table)
+                WHERE user_id <> $1 AND \(container) IN (SELECT \(container) FROM \(table) WHERE user_id = $1 AND role = $2)
+                  AND \(container) NOT IN (SELECT \(container) FROM \(table) WHERE user_id <> $1 AND role = $2)
+                ORDER BY \(container), joined_at, user_id) heir
+            WHERE m.\(container) = heir.\(container) AND m.user_id = heir.user_id
+            """, [user, role])
+    }
+}
