@@ -16,12 +16,15 @@ public struct UserRegistered: EventPayload, Equatable {
     public var avatarMediaId: String?
     /// A picture hosted elsewhere (Google's), the face shown while there is no avatar.
     public var pictureUrl: String?
+    /// Whether the address is proven (Google's sign-in proves it).
+    public var emailVerified: Bool?
     public var createdAt: String
 
     public init(userId: String, username: String, email: String, fullName: String, avatarMediaId: String?, pictureUrl: String? = nil,
-                createdAt: String) {
+                emailVerified: Bool? = nil, createdAt: String) {
         self.userId = userId; self.username = username; self.email = email
-        self.fullName = fullName; self.avatarMediaId = avatarMediaId; self.pictureUrl = pictureUrl; self.createdAt = createdAt
+        self.fullName = fullName; self.avatarMediaId = avatarMediaId; self.pictureUrl = pictureUrl; self.emailVerified = emailVerified
+        self.createdAt = createdAt
     }
 }
 
@@ -37,13 +40,15 @@ public struct UserUpdated: EventPayload, Equatable {
     public var pictureUrl: String?
     /// The phone number the user gave, for dispatch to show the sender and recipient of a parcel its courier carries.
     public var phone: String?
+    /// Whether the address is proven: a person named by it as a parcel's recipient is matched only then.
+    public var emailVerified: Bool?
     public var updatedAt: String
 
     public init(userId: String, username: String, email: String, fullName: String, avatarMediaId: String?, pictureUrl: String? = nil,
-                phone: String? = nil, updatedAt: String) {
+                phone: String? = nil, emailVerified: Bool? = nil, updatedAt: String) {
         self.userId = userId; self.username = username; self.email = email
         self.fullName = fullName; self.avatarMediaId = avatarMediaId; self.pictureUrl = pictureUrl; self.phone = phone
-        self.updatedAt = updatedAt
+        self.emailVerified = emailVerified; self.updatedAt = updatedAt
     }
 }
 

@@ -437,6 +437,31 @@ final class DispatchRecipientTests: DispatchTestCase {
         assertClientError(try send(sender, to: nil, naming: ["username": "rita\n"]), 400, code: "validation_failed", "a username with a newline")
     }
 
+    func testARecipientNamedByAnAddressTheyProvedSeesTheParcelAtOnce() throws {
+        let probe = try EventProbe(topics: ["user.email_verification_requested"])
+        let sender = try person(), name = "vera" + UUID().uuidString.prefix(8).lowercased(), vera = try person(name)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.count("profiles", "user_id = '\(vera.id)'")) == 1 })
+        // Not proven yet: a claim code, as for an address anybody could register.
+        let before = try send(sender, to: nil, naming: ["email": "\(name)@example.com"])
+        XCTAssertNotNil(before["claimCode"] as? String)
+        XCTAssertTrue((before["recipient"] as? [String: Any])?["userId"] is NSNull)
+
+        // She proves it with the token her verification mail carries (the notification service delivers it).
+        let mail = probe.first { $0["type"] as? String == "user.email_verification_requested" && $0["subject"] as? String == vera.id }
+        XCTAssertEqual(try accounts.post("/v1/auth/email-verification", ["token": mail?.data("token") as? String ?? ""]).status, 204)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            (try? self.count("profiles", "user_id = '\(vera.id)' AND email_verified")) == 1
+        }, "user.updated tells dispatch the address is proven")
+        let after = try send(sender, to: nil, naming: ["email": "\(name.uppercased())@Example.com"])
+        XCTAssertEqual(after.status, 201, String(decoding: after.body, as: UTF8.self))
+        XCTAssertEqual((after["recipient"] as? [String: Any])?["userId"] as? String, vera.id, "whatever its case")
+        XCTAssertNil(after["claimCode"], "nothing to claim")
+        let received = (try api.get("/v1/parcels?role=recipient", token: vera.token)["items"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        XCTAssertEqual(received, [after["id"] as? String ?? ""], "the later parcel at once; the earlier one waits for its code")
+        // Naming one's own proven address sends nothing to oneself.
+        XCTAssertNotNil(try send(vera, to: nil, naming: ["email": "\(name)@example.com"])["claimCode"] as? String)
+    }
+
     func testAClaimCodeHandsTheParcelToWhoeverTheSenderPassesItTo() throws {
         let sender = try person()
         let probe = try EventProbe(topics: ["parcel.claimed"])

@@ -58,7 +58,7 @@ public enum DispatchService {
                 if event.type == UserDeleted.type { try leaving.userDeleted(event, connection) }
                 else {
                     try Profiles(schema: "dispatch").apply(event, on: connection)
-                    try handlers.parcels.storage.recordPhone(connection, event)
+                    try handlers.parcels.storage.recordContact(connection, event)
                 }
             }
             app.add(handlers.claims.cleanup(app.pool, logger: app.logger))

@@ -10,6 +10,8 @@ import Postgres
 struct EmailProofs: Sendable {
     let storage: AuthStorage
     let outbox: Outbox
+    /// `user.updated` for a user whose address became proven.
+    let announce: @Sendable (Connection, UserRecord) throws -> Void
 
     static let verificationLifetime: TimeInterval = 24 * 3600
     static let resetLifetime: TimeInterval = 30 * 60
@@ -28,16 +30,12 @@ struct EmailProofs: Sendable {
                        subject: user.id.lowercased, on: c)
     }
 
-    /// The address the token was sent to is proven, if it is still the account's; nil for a token that is not (any
-    /// longer) good.
+    /// The address the token was sent to is proven, if it is still the account's (announced in `user.updated`);
+    /// nil for a token that is not (any longer) good.
     func verify(_ c: Connection, token: String) throws -> UserRecord? {
         guard token.utf8.count <= 64, let found = try storage.useEmailToken(c, token, purpose: "verify"),
-              var user = try storage.user(c, id: found.userId), user.email.lowercased() == found.email.lowercased() else { return nil }
-        if !user.emailVerified {
-            user.emailVerified = true
-            user = try storage.updateUser(c, user)
-        }
-        return user
+              let user = try storage.user(c, id: found.userId), user.email.lowercased() == found.email.lowercased() else { return nil }
+        return try proven(c, user)
     }
 
     /// "Forgot password": a reset mail for the account with `email`, if there is one that may sign in; the same
@@ -58,13 +56,19 @@ struct EmailProofs: Sendable {
     /// caller ends every session of theirs.
     func reset(_ c: Connection, token: String, passwordHash: String) throws -> UserRecord? {
         guard token.utf8.count <= 64, let found = try storage.useEmailToken(c, token, purpose: "reset"),
-              var user = try storage.user(c, id: found.userId), user.email.lowercased() == found.email.lowercased() else { return nil }
+              let user = try storage.user(c, id: found.userId), user.email.lowercased() == found.email.lowercased() else { return nil }
         try storage.setPassword(c, user: user.id, hash: passwordHash)
-        if !user.emailVerified {  // the mail reached them: the address is theirs
-            user.emailVerified = true
-            user = try storage.updateUser(c, user)
-        }
-        return user
+        return try proven(c, user)  // the mail reached them: the address is theirs
+    }
+
+    /// The user with their address proven, announced when that is news.
+    private func proven(_ c: Connection, _ user: UserRecord) throws -> UserRecord {
+        guard !user.emailVerified else { return user }
+        var changed = user
+        changed.emailVerified = true
+        let updated = try storage.updateUser(c, changed)
+        try announce(c, updated)
+        return updated
     }
 
     /// Whether another mail may go to `address` this hour (counted when it may).

@@ -8,7 +8,7 @@ import Web
 
 /// Proving an address and resetting a forgotten password (`EmailProofs`): what the apps and the mails' links call.
 extension AuthHandlers {
-    var proofs: EmailProofs { EmailProofs(storage: storage, outbox: outbox) }
+    var proofs: EmailProofs { EmailProofs(storage: storage, outbox: outbox, announce: announce) }
 
     static let badLink = "This link has expired or was used already: ask for a new one."
 
@@ -43,16 +43,17 @@ extension AuthHandlers {
         return .noContent
     }
 
-    /// `GET /v1/auth/email-verification?token=`: the mail's link, opened in a browser: a page that says how it went.
+    /// `GET /v1/auth/email-verification?token=`: the mail's link, opened in a browser: a page that says how it went
+    /// (200 either way: it is for a person to read).
     func verifyEmailLink(_ request: Request) throws -> Response {
         let token = request.query["token"] ?? ""
+        guard token.utf8.count <= 64 else { throw HTTPError.validation("token is not one a mail carried.", field: "token") }
         let user = try pool.withTransaction { try proofs.verify($0, token: token) }
-        let (status, title, text) = user == nil ? (400, "This link no longer works", Self.badLink)
-            : (200, "Address confirmed", "Thank you: your e-mail address is confirmed. You can close this page.")
+        let (title, text) = user == nil ? ("This link no longer works", Self.badLink)
+            : ("Address confirmed", "Thank you: your e-mail address is confirmed. You can close this page.")
         let page = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
             + "<title>\(title)</title></head><body style=\"font-family:sans-serif;max-width:32em;margin:4em auto\"><h1>\(title)</h1><p>\(text)</p></body></html>"
         var response = Response.text(page, contentType: "text/html; charset=utf-8")
-        response.status = status
         response.headers.append(("Cache-Control", "no-store"))
         response.headers.append(("Referrer-Policy", "no-referrer"))
         return response

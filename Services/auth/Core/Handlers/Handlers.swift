@@ -53,7 +53,7 @@ struct AuthHandlers: Sendable {
             let user = try storage.insertUser(c, username: username, email: email, fullName: fullName, passwordHash: hash)
             try proofs.requestVerification(c, user)
             try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email,
-                                          fullName: user.fullName, avatarMediaId: nil,
+                                          fullName: user.fullName, avatarMediaId: nil, emailVerified: false,
                                           createdAt: Timestamp.format(user.createdAt)),
                            subject: user.id.lowercased, on: c)
             var session = try openSession(c, user, request)
@@ -117,6 +117,7 @@ struct AuthHandlers: Sendable {
                 if !user.emailVerified {  // Google verified the address this account gave
                     user.emailVerified = true
                     user = try storage.updateUser(c, user)
+                    try announce(c, user)
                 }
                 return .json(try openSession(c, try picture(c, user, identity), request))
             }
@@ -130,7 +131,8 @@ struct AuthHandlers: Sendable {
                                               pictureUrl: identity.picture, emailVerified: true)  // Google verified it
             try storage.linkGoogle(c, subject: identity.subject, user: user.id)
             try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email, fullName: user.fullName,
-                                          avatarMediaId: nil, pictureUrl: user.pictureUrl, createdAt: Timestamp.format(user.createdAt)),
+                                          avatarMediaId: nil, pictureUrl: user.pictureUrl, emailVerified: true,
+                                          createdAt: Timestamp.format(user.createdAt)),
                            subject: user.id.lowercased, on: c)
             return .json(try openSession(c, user, request), status: 201)
         }
@@ -146,10 +148,12 @@ struct AuthHandlers: Sendable {
         return updated
     }
 
-    private func announce(_ c: Connection, _ updated: UserRecord) throws {
+    /// `user.updated`, with the profile as it is now.
+    func announce(_ c: Connection, _ updated: UserRecord) throws {
         try outbox.add(UserUpdated(userId: updated.id.lowercased, username: updated.username, email: updated.email,
                                    fullName: updated.fullName, avatarMediaId: updated.avatarMediaId?.lowercased,
-                                   pictureUrl: updated.pictureUrl, phone: updated.phone, updatedAt: Timestamp.format(updated.updatedAt)),
+                                   pictureUrl: updated.pictureUrl, phone: updated.phone, emailVerified: updated.emailVerified,
+                                   updatedAt: Timestamp.format(updated.updatedAt)),
                        subject: updated.id.lowercased, on: c)
     }
 

@@ -71,14 +71,15 @@ struct Parcels: Sendable {
     /// Wrong PINs a parcel takes before the handover needs the recipient's own confirmation.
     static let pinTries = 5
 
-    /// Books a parcel for `sender`, waiting for a courier. Its recipient is the account named by id, or by a username
-    /// dispatch knows (from auth's events); otherwise nobody yet, and the parcel waits for whoever the sender passes
-    /// its claim code to (an e-mail address or phone number never hands it to whoever registers it). Every parcel
-    /// gets a delivery PIN for the recipient to show at the door.
+    /// Books a parcel for `sender`, waiting for a courier. Its recipient is the account named by id, by a username
+    /// dispatch knows (from auth's events), or by an e-mail address its owner proved; otherwise nobody yet, and the
+    /// parcel waits for whoever the sender passes its claim code to (an address nobody proved, or a phone number,
+    /// never hands it to whoever registers it). Every parcel gets a delivery PIN for the recipient to show at the door.
     func create(_ c: Connection, sender: UUID, body: CreateParcelBody, quote: Quote) throws -> ParcelRecord {
         let named = body.recipient
         if named.userId != nil && named.username != nil { throw ParcelError.recipientNamedTwice }
         let recipient = try named.userId ?? named.username.flatMap { try storage.userId(c, username: $0) }
+            ?? named.email.flatMap { try storage.userId(c, verifiedEmail: $0) }.flatMap { $0 == sender ? nil : $0 }
         let pin = String(format: "%04d", Int(secureRandomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } % 10_000))
         let parcel = try storage.insertParcel(c, id: UUID.v7(), sender: sender, body: body, recipientUserId: recipient,
                                               claimCode: recipient == nil ? InviteCode.generate() : nil, pin: pin, quote: quote)

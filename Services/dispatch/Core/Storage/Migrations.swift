@@ -94,4 +94,8 @@ let migrations: [Migration] = [
         ALTER TABLE parcels ALTER COLUMN delivery_pin DROP DEFAULT;
         """),
     Migration(7, "the phone a courier's parties may call", "ALTER TABLE profiles ADD COLUMN phone text CHECK (length(phone) <= 32);"),
+    Migration(8, "addresses people proved, to match a recipient named by one", """
+        ALTER TABLE profiles ADD COLUMN email text, ADD COLUMN email_verified boolean NOT NULL DEFAULT false;
+        CREATE INDEX profiles_by_verified_email ON profiles (lower(email)) WHERE email_verified;
+        """),
 ]

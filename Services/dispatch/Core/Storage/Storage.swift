@@ -238,12 +238,27 @@ struct DispatchStorage {
                                  picture: try $0.decode("picture_url"), phone: try $0.decode("phone")) }
     }
 
-    /// Records the phone number a `user.updated` gave, when that event is the newest of the user's (`Profiles.apply`
-    /// kept it); a number removed is removed here too.
-    func recordPhone(_ c: Connection, _ event: ReceivedEvent) throws {
-        guard event.type == UserUpdated.type, let u = try? event.decode(UserUpdated.self), let user = UUID(uuidString: u.userId),
-              let at = Timestamp.parse(u.updatedAt) else { return }
-        try c.execute("UPDATE dispatch.profiles SET phone = $2 WHERE user_id = $1 AND updated_at = $3", [user, u.phone, at])
+    /// Records how to reach a person from a `user.registered` or `user.updated`, when that event is the newest of the
+    /// user's (`Profiles.apply` kept it): their phone number (a number removed is removed here too), and their e-mail
+    /// address with whether they proved it.
+    func recordContact(_ c: Connection, _ event: ReceivedEvent) throws {
+        let (id, email, verified, phone, time): (String, String, Bool?, String?, String)
+        if event.type == UserUpdated.type, let u = try? event.decode(UserUpdated.self) {
+            (id, email, verified, phone, time) = (u.userId, u.email, u.emailVerified, u.phone, u.updatedAt)
+        } else if event.type == UserRegistered.type, let u = try? event.decode(UserRegistered.self) {
+            (id, email, verified, phone, time) = (u.userId, u.email, u.emailVerified, nil, u.createdAt)
+        } else { return }
+        guard let user = UUID(uuidString: id), let at = Timestamp.parse(time) else { return }
+        try c.execute("""
+            UPDATE dispatch.profiles SET phone = $2, email = $3, email_verified = $4 WHERE user_id = $1 AND updated_at = $5
+            """, [user, phone, email, verified ?? false, at])
+    }
+
+    /// The account that proved `email` (case-insensitive), as auth's events told it; nil when none did.
+    func userId(_ c: Connection, verifiedEmail email: String) throws -> UUID? {
+        try c.first("""
+            SELECT user_id FROM dispatch.profiles WHERE lower(email) = lower($1) AND email_verified ORDER BY updated_at DESC LIMIT 1
+            """, [email])?["user_id"]
     }
 
     /// The parcel that claim code `code` (normalised) names, locked.
