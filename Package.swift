@@ -1,5 +1,5 @@
 // swift-tools-version: 6.0
-// The backend: five services over one shared kit. No package dependencies:
+// The backend: six services over one shared kit. No package dependencies:
 // C libraries from Debian come in through the systemLibrary targets below.
 import PackageDescription
 
@@ -22,6 +22,7 @@ let package = Package(
         .executable(name: "chat", targets: ["chat"]),
         .executable(name: "curation", targets: ["curation"]),
         .executable(name: "dispatch", targets: ["DispatchMain"]),
+        .executable(name: "notify", targets: ["notify"]),
     ],
     targets: [
         // MARK: - C libraries
@@ -82,6 +83,9 @@ let package = Package(
         .executableTarget(name: "DispatchMain", dependencies: ["DispatchCore", "ServiceKit"], path: "Services/dispatch/Main",
                           swiftSettings: settings),
 
+        .target(name: "NotifyCore", dependencies: kit + ["Mail"], path: "Services/notify/Core", swiftSettings: settings),
+        .executableTarget(name: "notify", dependencies: ["NotifyCore", "ServiceKit"], path: "Services/notify/Main", swiftSettings: settings),
+
         // MARK: - Benchmarks
         .executableTarget(name: "dispatch-load", dependencies: ["WireClient", "Postgres", "Models"], path: "bench/dispatch-load",
                           swiftSettings: settings),
@@ -90,14 +94,14 @@ let package = Package(
 
         // MARK: - Tests
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Runtime", "Web", "Events", "Identity", "Features",
-                                                          "WireClient", "HTTP", "Crypto", "Postgres", "Models", "Geo", "Mail"],
+                                                          "WireClient", "HTTP", "Crypto", "Postgres", "Models", "Geo"],
                     path: "Tests/ServiceKitTests", exclude: ["h11_differential.py"], swiftSettings: settings),
         .testTarget(name: "StoriesCoreTests", dependencies: ["StoriesCore", "Models"], path: "Tests/StoriesCoreTests", swiftSettings: settings),
         .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore"], path: "Tests/DispatchCoreTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "Runtime", "Web", "Events", "Identity", "Features",
                                                              "WireClient", "HTTP", "Kafka", "Postgres", "Models",
                                                              "AuthCore", "StoriesCore", "ChatCore", "DispatchCore",
-                                                             "CurationCore"],
+                                                             "CurationCore", "NotifyCore", "Mail"],
                     path: "Tests/IntegrationTests", exclude: ["browser_origin.py"], swiftSettings: settings),
     ]
 )

@@ -9,7 +9,7 @@ SIGNUPS="${SIGNUPS:-400}"; CONNECTIONS="${CONNECTIONS:-32}"
 "$ROOT/deploy/local/stack" down >&2
 "$ROOT/deploy/local/stack" up >&2
 STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
-SERVICES=(auth stories chat dispatch curation)
+SERVICES=(auth stories chat dispatch curation notify)
 rss() { for s in "${SERVICES[@]}"; do awk '/VmRSS/ {printf "%d ", $2 / 1024}' "/proc/$(cat "$STATE/$s.pid")/status"; done; }
 fresh="$(rss)"
 ( end=$(($(date +%s) + 8)); while [ "$(date +%s)" -lt "$end" ]; do

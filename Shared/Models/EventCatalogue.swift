@@ -35,22 +35,25 @@ public enum EventCatalogue {
     }
 
     /// Every service but auth reads revocations with a live reader of its own.
-    static let revocationReaders: [Reader] = ["chat", "curation", "dispatch", "stories"].map { .feed($0, "revocations") }
+    static let revocationReaders: [Reader] = ["chat", "curation", "dispatch", "notify", "stories"].map { .feed($0, "revocations") }
     static let profileReaders: [Reader] = [.group("chat", "directory"), .group("curation", "profiles"), .group("dispatch", "profiles"),
                                            .group("stories", "profiles")]
     static let directory: [Reader] = [.group("chat", "directory")]
     static let blockReaders: [Reader] = [.group("chat", "directory"), .group("curation", "profiles"), .group("stories", "profiles")]
     static let chatFeed: [Reader] = [.feed("chat", "chat-rooms")]
+    static let mail: [Reader] = [.group("notify", "mail")]
 
     public static let topics: [Topic] = [
         topic(UserRegistered.type, key: "user id", by: "auth", "A new account exists.", readers: profileReaders),
         topic(UserUpdated.type, key: "user id", by: "auth", "A profile after a change.", readers: profileReaders),
         topic(UserDeleted.type, key: "user id", by: "auth",
-              "An account was erased: every service erases or anonymises what it holds of the user.", readers: profileReaders),
+              "An account was erased: every service erases or anonymises what it holds of the user.", readers: profileReaders + mail),
         topic(EmailVerificationRequested.type, key: "user id", by: "auth",
-              "A mail should prove the user's address; its link carries a single-use token (a secret: for the notification service alone)."),
+              "A mail should prove the user's address; its link carries a single-use token (a secret: for the notification service alone).",
+              readers: mail),
         topic(PasswordResetRequested.type, key: "user id", by: "auth",
-              "Someone asked to reset a password; the mail's link carries a single-use token (a secret: for the notification service alone)."),
+              "Someone asked to reset a password; the mail's link carries a single-use token (a secret: for the notification service alone).",
+              readers: mail),
         topic(UserSuspended.type, key: "user id", by: "auth",
               "A moderator suspended an account after a report of the person: it signs in no more, and its sessions ended."),
         topic(UserBlocked.type, key: "user id (of the one who blocked)", by: "auth",

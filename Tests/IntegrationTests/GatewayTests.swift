@@ -19,7 +19,7 @@ final class GatewayTests: XCTestCase {
             return started!
         }
     }
-    let names = ["auth", "stories", "chat", "dispatch", "curation"]
+    let names = ["auth", "stories", "chat", "dispatch", "curation", "notify"]
     let gatewayPort = TestEnvironment.freePort()
 
     override func setUpWithError() throws {

@@ -197,7 +197,7 @@ final class LeavingTests: XCTestCase {
     func rowsNaming(_ id: String, _ database: Connection) throws -> [String] {
         let tables = try database.rows("""
             SELECT table_schema || '.' || table_name AS name FROM information_schema.tables
-            WHERE table_schema IN ('auth', 'stories', 'chat', 'dispatch', 'curation') AND table_type = 'BASE TABLE'
+            WHERE table_schema IN ('auth', 'stories', 'chat', 'dispatch', 'curation', 'notify') AND table_type = 'BASE TABLE'
             """).map { try $0["name", as: String.self] }
         var found: [String] = []
         for table in tables {

@@ -5,6 +5,7 @@ import DispatchCore
 import Foundation
 import HTTP
 import Models
+import NotifyCore
 import Runtime
 import StoriesCore
 import WireClient
@@ -25,7 +26,8 @@ final class InProcessTests: XCTestCase {
         let curation = try InProcessService(CurationService.makeApp, settings: common)
         let dispatch = try InProcessService(DispatchService.makeApp, settings: common.merging([
             "FLEET_FEED": "off", "OPERATOR_TOKEN": "op-" + UUID().uuidString + UUID().uuidString]) { $1 })
-        print("five services ready in-process in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+        let notify = try InProcessService(NotifyService.makeApp, settings: common)
+        print("six services ready in-process in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
 
         let person = try APIClient(port: auth.port).signup()
         XCTAssertEqual(person.status, 201)
@@ -37,7 +39,7 @@ final class InProcessTests: XCTestCase {
 
         // The event catalogue (docs/events.md) names what each service reads; dispatch's fleet consumer is off here.
         var read: [String: Set<EventCatalogue.Reader>] = [:]
-        for service in [auth, stories, chat, dispatch, curation] {
+        for service in [auth, stories, chat, dispatch, curation, notify] {
             for (topic, reader) in service.app.readers { read[topic, default: []].insert(reader) }
         }
         XCTAssertTrue(Set(read.keys).isSubset(of: Set(EventCatalogue.topics.map(\.name))), "a topic read that the catalogue lacks")
@@ -47,15 +49,15 @@ final class InProcessTests: XCTestCase {
         }
 
         // Every route documents what it takes and what it answers, and the scheme that guards it.
-        for service in [auth, stories, chat, dispatch, curation] {
+        for service in [auth, stories, chat, dispatch, curation, notify] {
             try assertEveryRouteIsDescribed(service)
         }
 
         // Not mid-join: a member stopped while Tansu holds its join can hang later joins of other tests.
-        for service in [stories, chat, curation] where !service.waitForConsumers() {
+        for service in [stories, chat, curation, notify] where !service.waitForConsumers() {
             print("\(service.app.config.service)'s consumers were not assigned in 30 s; stopping it anyway")
         }
-        for service in [curation, dispatch, chat, stories, auth] {
+        for service in [notify, curation, dispatch, chat, stories, auth] {
             let port = service.port
             XCTAssertTrue(service.stop(), "\(service.app.config.service) returns from run when stopped")
             XCTAssertThrowsError(try HTTPClient(port: port, timeout: 1).request("GET", "/healthz"), "its port is closed")

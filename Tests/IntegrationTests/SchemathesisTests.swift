@@ -18,7 +18,7 @@ final class SchemathesisTests: XCTestCase {
         let auth = try ServiceProcess("auth", port: authPort, environment: environment)
         defer { auth.stop() }
         try auth.waitReady()
-        let others = try ["stories", "chat", "dispatch", "curation"].map { try ServiceProcess.startReady($0, environment: environment) }
+        let others = try ["stories", "chat", "dispatch", "curation", "notify"].map { try ServiceProcess.startReady($0, environment: environment) }
         defer { others.forEach { $0.stop() } }
         let token = try APIClient(port: authPort).signup().accessToken
         for service in [auth] + others {

@@ -1,10 +1,10 @@
 import Foundation
 import XCTest
 
-/// The backend as a client meets it: the five services on a database of the test's own, behind the nginx gateway,
-/// the one origin (their image URLs name it), their consumer groups the test's own. `api` is the gateway.
+/// The backend as a client meets it: the six services on a database of the test's own, behind the nginx gateway,
+/// the one origin (their image URLs name it), their consumer groups the run's (`groups`). `api` is the gateway.
 final class PublicOrigin {
-    static let names = ["auth", "stories", "chat", "dispatch", "curation"]
+    static let names = ["auth", "stories", "chat", "dispatch", "curation", "notify"]
     let database: TestDatabase
     let gatewayPort = TestEnvironment.freePort()
     private(set) var services: [String: ServiceProcess] = [:]
@@ -36,7 +36,12 @@ final class PublicOrigin {
         }
     }
 
-    private func start(_ name: String, groups: String = "t" + UUID().uuidString.prefix(8).lowercased() + "-", port: Int? = nil) throws -> ServiceProcess {
+    /// The consumer groups of every public origin of a run: each origin's services go on from where the last one's
+    /// stopped, instead of reading every event the run's broker holds from the beginning (a backlog that grows with
+    /// the suite, and once kept chat half a minute behind a test).
+    static let groups = "t" + UUID().uuidString.prefix(8).lowercased() + "-"
+
+    private func start(_ name: String, groups: String = PublicOrigin.groups, port: Int? = nil) throws -> ServiceProcess {
         let env = environment.merging(settings[name] ?? [:]) { $1 }.merging(["KAFKA_GROUP_PREFIX": groups]) { $1 }
         return try ServiceProcess(name, port: port ?? TestEnvironment.freePort(), environment: env)
     }
@@ -47,7 +52,7 @@ final class PublicOrigin {
         if consumersAssigned(services[name]!, timeout: 30) { return }
         let port = services[name]!.port
         services[name]!.stop()
-        services[name] = try start(name, port: port)
+        services[name] = try start(name, groups: "t" + UUID().uuidString.prefix(8).lowercased() + "-", port: port)
         try services[name]!.waitReady()
         guard consumersAssigned(services[name]!, timeout: 60) else {
             throw TestFailure("\(name)'s consumers were not assigned partitions:\n\(services[name]!.log.suffix(2000))")

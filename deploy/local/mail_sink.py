@@ -1,9 +1,10 @@
-"""A real SMTP server for the mail tests: aiosmtpd, STARTTLS required, AUTH (PLAIN, LOGIN) for one account and only
-over TLS, every message accepted stored in a Maildir. It prints "ready" once listening, and stops when its standard
-input closes.
+"""A real SMTP server that keeps what it receives: aiosmtpd (PyPI), every message accepted stored in a Maildir a
+person or a test can read. For the tests: STARTTLS required and AUTH (PLAIN, LOGIN) for one account, over TLS only.
+It prints "ready" once listening, and stops when its standard input closes.
 
-    python smtp_server.py PORT MAILDIR CERT KEY USER PASSWORD
-    python smtp_server.py --read MESSAGE_FILE   (prints what a mail client sees of it, as JSON)
+    python mail_sink.py PORT MAILDIR CERT KEY USER PASSWORD
+    python mail_sink.py --local PORT MAILDIR   (the local stack's: plain SMTP on 127.0.0.1, until SIGTERM)
+    python mail_sink.py --read MESSAGE_FILE   (prints what a mail client sees of it, as JSON)
 """
 import email
 import email.policy
@@ -48,8 +49,24 @@ def serve(port, maildir, cert, key, user, password):
     controller.stop()
 
 
+def serve_local(port, maildir):
+    import signal
+    import threading
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.handlers import Mailbox
+
+    controller = Controller(Mailbox(maildir), hostname="127.0.0.1", port=int(port))
+    controller.start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop.wait()
+    controller.stop()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--read":
         read(sys.argv[2])
+    elif sys.argv[1] == "--local":
+        serve_local(sys.argv[2], sys.argv[3])
     else:
         serve(*sys.argv[1:7])
