@@ -69,9 +69,10 @@ struct MailSender: Sendable {
         }
     }
 
-    /// Sends one batch; how many it took.
+    /// Sends the next due delivery; how many it took (0 or 1). One at a time: a lease covers one exchange, so a slow
+    /// server cannot outlast the lease of a delivery still waiting in a batch (another loop would send it again).
     func round(_ client: SMTPClient) throws -> Int {
-        let due = try pool.withTransaction { try storage.claimDue($0, limit: 10, lease: Double(settings.timeout + 30)) }
+        let due = try pool.withTransaction { try storage.claimDue($0, limit: 1, lease: Double(settings.timeout + 30)) }
         for delivery in due { try send(delivery, client) }
         return due.count
     }
