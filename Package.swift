@@ -40,6 +40,8 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL", "CArgon2"], path: "Shared/Crypto", swiftSettings: settings),
         // Sending mail over SMTP (STARTTLS, AUTH) with libcurl.
         .target(name: "Mail", dependencies: ["CCurl"], path: "Shared/Mail", swiftSettings: settings),
+        // Sending Web Push messages: VAPID, aes128gcm encryption (RFC 8291/8292), and the POST with libcurl.
+        .target(name: "Push", dependencies: ["CCurl", "Crypto"], path: "Shared/Push", swiftSettings: settings),
 
         // MARK: - Platform: what every service is made of, each module on the ones above it
         .target(name: "Geo", path: "Shared/Geo", swiftSettings: settings),
@@ -83,7 +85,7 @@ let package = Package(
         .executableTarget(name: "DispatchMain", dependencies: ["DispatchCore", "ServiceKit"], path: "Services/dispatch/Main",
                           swiftSettings: settings),
 
-        .target(name: "NotifyCore", dependencies: kit + ["Mail"], path: "Services/notify/Core", swiftSettings: settings),
+        .target(name: "NotifyCore", dependencies: kit + ["Mail", "Push"], path: "Services/notify/Core", swiftSettings: settings),
         .executableTarget(name: "notify", dependencies: ["NotifyCore", "ServiceKit"], path: "Services/notify/Main", swiftSettings: settings),
 
         // MARK: - Benchmarks
@@ -101,7 +103,7 @@ let package = Package(
         .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "Runtime", "Web", "Events", "Identity", "Features",
                                                              "WireClient", "HTTP", "Kafka", "Postgres", "Models",
                                                              "AuthCore", "StoriesCore", "ChatCore", "DispatchCore",
-                                                             "CurationCore", "NotifyCore", "Mail"],
+                                                             "CurationCore", "NotifyCore", "Mail", "Push"],
                     path: "Tests/IntegrationTests", exclude: ["browser_origin.py"], swiftSettings: settings),
     ]
 )

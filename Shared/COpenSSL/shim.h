@@ -5,3 +5,6 @@
 #include <openssl/err.h>
 #include <openssl/x509.h>
 #include <openssl/hmac.h>
+#include <openssl/bn.h>
+#include <openssl/ec.h>
+#include <openssl/core_names.h>

@@ -125,6 +125,143 @@ public enum Base64URL {
     }
 }
 
+// MARK: - AES-GCM
+
+/// AES-GCM with a nonce the caller chooses (AES-128 for a 16-byte key, AES-256 for a 32-byte one): the ciphertext
+/// followed by the 16-byte tag. A nonce must never be used twice with one key.
+public enum AESGCM {
+    public static func seal(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8] = []) throws -> [UInt8] {
+        guard key.count == 16 || key.count == 32, nonce.count == 12 else { throw CryptoError.invalidKey }
+        guard let ctx = EVP_CIPHER_CTX_new() else { throw CryptoError.operationFailed("context") }
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        var length: Int32 = 0
+        var out = [UInt8](repeating: 0, count: plaintext.count + 16)
+        var tag = [UInt8](repeating: 0, count: 16)
+        guard EVP_EncryptInit_ex(ctx, key.count == 16 ? EVP_aes_128_gcm() : EVP_aes_256_gcm(), nil, key, nonce) == 1,
+              aad.isEmpty || EVP_EncryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1,
+              EVP_EncryptUpdate(ctx, &out, &length, plaintext, Int32(plaintext.count)) == 1 else {
+            throw CryptoError.operationFailed("encrypt")
+        }
+        let written = Int(length)
+        let ok = out.withUnsafeMutableBufferPointer { EVP_EncryptFinal_ex(ctx, $0.baseAddress! + written, &length) }
+        guard ok == 1, EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, &tag) == 1 else { throw CryptoError.operationFailed("encrypt") }
+        return Array(out.prefix(written + Int(length))) + tag
+    }
+}
+
+// MARK: - HKDF
+
+/// HKDF with SHA-256 (RFC 5869), for at most 32 bytes of output: extract with `salt`, expand with `info`.
+public func hkdfSHA256(salt: [UInt8], ikm: [UInt8], info: [UInt8], length: Int) -> [UInt8] {
+    precondition(length <= 32, "one block of HKDF-Expand")
+    let prk = hmacSHA256(key: salt, ikm)
+    return Array(hmacSHA256(key: prk, info + [1]).prefix(length))
+}
+
+// MARK: - P-256 (ECDSA and ECDH)
+
+/// A P-256 key pair: signs ES256 (VAPID) and agrees on secrets by ECDH (Web Push encryption). Held as the 32-byte
+/// private scalar and the 65-byte uncompressed public point, the forms Web Push settings and subscriptions use.
+public struct P256PrivateKey: Sendable {
+    /// The 32-byte private scalar.
+    public let raw: [UInt8]
+    /// The 65-byte uncompressed public point (0x04 || x || y).
+    public let publicKey: [UInt8]
+
+    /// Generates a fresh key.
+    public init() throws {
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw CryptoError.operationFailed("context") }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        var pkey: OpaquePointer?
+        guard EVP_PKEY_keygen_init(ctx) == 1, EVP_PKEY_CTX_set_group_name(ctx, "P-256") == 1, EVP_PKEY_generate(ctx, &pkey) == 1,
+              let pkey else { throw CryptoError.operationFailed("generate") }
+        defer { EVP_PKEY_free(pkey) }
+        var bn: OpaquePointer?
+        guard EVP_PKEY_get_bn_param(pkey, OSSL_PKEY_PARAM_PRIV_KEY, &bn) == 1, let bn else { throw CryptoError.operationFailed("generate") }
+        defer { BN_clear_free(bn) }
+        var scalar = [UInt8](repeating: 0, count: 32)
+        guard BN_bn2binpad(bn, &scalar, 32) == 32 else { throw CryptoError.operationFailed("generate") }
+        try self.init(raw: scalar)
+    }
+
+    /// The key of a 32-byte private scalar (its public point is computed); `invalidKey` for one that is not a key.
+    public init(raw: [UInt8]) throws {
+        guard raw.count == 32 else { throw CryptoError.invalidKey }
+        let pkey = try Self.load(raw)
+        defer { EVP_PKEY_free(pkey) }
+        var point = [UInt8](repeating: 0, count: 65)
+        var length = 0
+        guard EVP_PKEY_get_octet_string_param(pkey, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, &point, 65, &length) == 1, length == 65 else {
+            ERR_clear_error()
+            throw CryptoError.invalidKey
+        }
+        self.raw = raw
+        self.publicKey = point
+    }
+
+    /// An ES256 signature of `message` (SHA-256, then ECDSA): r and s, 32 bytes each, as JWS wants it.
+    public func sign(_ message: [UInt8]) throws -> [UInt8] {
+        let pkey = try Self.load(raw)
+        defer { EVP_PKEY_free(pkey) }
+        guard let ctx = EVP_MD_CTX_new() else { throw CryptoError.operationFailed("context") }
+        defer { EVP_MD_CTX_free(ctx) }
+        var der = [UInt8](repeating: 0, count: 80)
+        var length = der.count
+        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, pkey) == 1,
+              message.withUnsafeBufferPointer({ EVP_DigestSign(ctx, &der, &length, $0.baseAddress, $0.count) }) == 1,
+              let rs = Self.rawSignature(Array(der.prefix(length))) else { throw CryptoError.operationFailed("sign") }
+        return rs
+    }
+
+    /// The ECDH secret (32 bytes) shared with the holder of `peer`, a 65-byte uncompressed point; `invalidKey` when
+    /// `peer` is not a point of the curve.
+    public func sharedSecret(with peer: [UInt8]) throws -> [UInt8] {
+        guard peer.count == 65, peer[0] == 4 else { throw CryptoError.invalidKey }
+        let spki: [UInt8] = [0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08, 0x2A, 0x86, 0x48,
+                             0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00] + peer
+        guard let other = spki.withUnsafeBufferPointer({ b -> OpaquePointer? in
+            var cursor: UnsafePointer<UInt8>? = b.baseAddress
+            return d2i_PUBKEY(nil, &cursor, b.count)
+        }) else { ERR_clear_error(); throw CryptoError.invalidKey }
+        defer { EVP_PKEY_free(other) }
+        let pkey = try Self.load(raw)
+        defer { EVP_PKEY_free(pkey) }
+        guard let ctx = EVP_PKEY_CTX_new(pkey, nil) else { throw CryptoError.operationFailed("context") }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        var secret = [UInt8](repeating: 0, count: 32)
+        var length = 32
+        guard EVP_PKEY_derive_init(ctx) == 1, EVP_PKEY_derive_set_peer(ctx, other) == 1, EVP_PKEY_derive(ctx, &secret, &length) == 1,
+              length == 32 else { ERR_clear_error(); throw CryptoError.invalidKey }
+        return secret
+    }
+
+    /// The key from its scalar, through SEC 1's ECPrivateKey without the public point (OpenSSL computes it).
+    private static func load(_ raw: [UInt8]) throws -> OpaquePointer {
+        let der: [UInt8] = [0x30, 0x31, 0x02, 0x01, 0x01, 0x04, 0x20] + raw + [0xA0, 0x0A, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]
+        guard let pkey = der.withUnsafeBufferPointer({ b -> OpaquePointer? in
+            var cursor: UnsafePointer<UInt8>? = b.baseAddress
+            return d2i_PrivateKey(EVP_PKEY_EC, nil, &cursor, b.count)
+        }) else { ERR_clear_error(); throw CryptoError.invalidKey }
+        return pkey
+    }
+
+    /// r || s from a DER ECDSA-Sig-Value (SEQUENCE { INTEGER r, INTEGER s }).
+    private static func rawSignature(_ der: [UInt8]) -> [UInt8]? {
+        guard der.count >= 8, der[0] == 0x30, Int(der[1]) == der.count - 2 else { return nil }
+        var at = 2, out: [UInt8] = []
+        for _ in 0..<2 {
+            guard at + 2 <= der.count, der[at] == 0x02 else { return nil }
+            let n = Int(der[at + 1])
+            guard at + 2 + n <= der.count else { return nil }
+            let value = der[(at + 2)..<(at + 2 + n)].drop(while: { $0 == 0 })
+            guard value.count <= 32 else { return nil }
+            out += [UInt8](repeating: 0, count: 32 - value.count) + value
+            at += 2 + n
+        }
+        return out
+    }
+}
+
 // MARK: - AES-256-GCM
 
 /// Authenticated encryption of small secrets at rest (a signing key's seed): a box is a random 12-byte nonce, the
@@ -133,20 +270,7 @@ public enum SecretBox {
     public static func seal(_ plaintext: [UInt8], key: [UInt8], aad: [UInt8]) throws -> [UInt8] {
         guard key.count == 32 else { throw CryptoError.invalidKey }
         let nonce = secureRandomBytes(12)
-        guard let ctx = EVP_CIPHER_CTX_new() else { throw CryptoError.operationFailed("context") }
-        defer { EVP_CIPHER_CTX_free(ctx) }
-        var length: Int32 = 0
-        var out = [UInt8](repeating: 0, count: plaintext.count + 16)
-        var tag = [UInt8](repeating: 0, count: 16)
-        guard EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce) == 1,
-              aad.isEmpty || EVP_EncryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1,
-              EVP_EncryptUpdate(ctx, &out, &length, plaintext, Int32(plaintext.count)) == 1 else {
-            throw CryptoError.operationFailed("encrypt")
-        }
-        let written = Int(length)
-        let ok = out.withUnsafeMutableBufferPointer { EVP_EncryptFinal_ex(ctx, $0.baseAddress! + written, &length) }
-        guard ok == 1, EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, &tag) == 1 else { throw CryptoError.operationFailed("encrypt") }
-        return nonce + out.prefix(written + Int(length)) + tag
+        return nonce + (try AESGCM.seal(plaintext, key: key, nonce: nonce, aad: aad))
     }
 
     /// The plaintext, or `invalidKey` when the key, the box or `aad` is not the one it was sealed with.
