@@ -41,6 +41,7 @@ public enum EventCatalogue {
     static let directory: [Reader] = [.group("chat", "directory")]
     static let blockReaders: [Reader] = [.group("chat", "directory"), .group("curation", "profiles"), .group("stories", "profiles")]
     static let chatFeed: [Reader] = [.feed("chat", "chat-rooms")]
+    /// notify's consumer: what becomes a mail or a push (its group is still named for the first of them).
     static let mail: [Reader] = [.group("notify", "mail")]
 
     public static let topics: [Topic] = [
@@ -74,7 +75,7 @@ public enum EventCatalogue {
         topic(StoryTakenDown.type, key: "story id", by: "stories",
               "An operator took a reported story down: it is gone for every member of every group it was in."),
         topic(NewsletterCompiled.type, key: "group id", by: "stories", "A group's period closed and its newsletter is stored."),
-        topic(ReminderDue.type, key: "user id", by: "stories", "A member posted nothing in a period that just closed."),
+        topic(ReminderDue.type, key: "user id", by: "stories", "A member posted nothing in a period that just closed.", readers: mail),
         topic(ChatRoomCreated.type, key: "room id", by: "chat",
               "A team room, the direct room of a pair, or the conversation of a parcel exists.", readers: chatFeed),
         topic(ChatRoomUpdated.type, key: "room id", by: "chat",
@@ -91,12 +92,12 @@ public enum EventCatalogue {
               "An item was renamed, checked off or on, assigned, given a due time or moved.", readers: chatFeed),
         topic(TodoDeleted.type, key: "room id", by: "chat", "An item was removed from a room's list.", readers: chatFeed),
         topic(ChatTyping.type, key: "room id", by: "chat", "Someone is typing in a room.", ephemeral: true, readers: chatFeed),
-        topic(ParcelCreated.type, key: "parcel id", by: "dispatch", "Someone booked a delivery.", readers: directory),
+        topic(ParcelCreated.type, key: "parcel id", by: "dispatch", "Someone booked a delivery.", readers: directory + mail),
         topic(ParcelClaimed.type, key: "parcel id", by: "dispatch",
-              "Someone became a parcel's recipient with the claim code its sender passed on.", readers: directory),
+              "Someone became a parcel's recipient with the claim code its sender passed on.", readers: directory + mail),
         topic(ParcelStatusChanged.type, key: "parcel id", by: "dispatch",
               "One transition of a parcel; the key keeps a parcel's transitions in order.",
-              readers: directory + [.feed("dispatch", "parcel-tracking")]),
+              readers: directory + mail + [.feed("dispatch", "parcel-tracking")]),
         topic(CourierLocation.type, key: "courier id", by: "dispatch", "A courier's position.", ephemeral: true,
               readers: [.group("dispatch", "fleet"), .feed("dispatch", "parcel-tracking")]),
         topic(VideoLiked.type, key: "video id", by: "curation", "Someone liked a video, or took the like back."),

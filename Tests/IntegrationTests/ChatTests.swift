@@ -39,15 +39,7 @@ class ChatTestCase: ServiceTestCase {
 
     /// Publishes an event as another service would (for what chat learns from stories and dispatch).
     func publish<P: EventPayload>(_ payload: P, subject: String, source: String) throws {
-        var config = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "test-publisher")
-        config.log = { _, _ in }
-        let event: [String: Any] = ["specversion": "1.0", "id": UUID().uuidString.lowercased(), "source": source, "type": P.type,
-                                    "time": Timestamp.format(Date()), "subject": subject, "datacontenttype": "application/json",
-                                    "dataschema": "urn:backend:schema:events:\(P.type)",
-                                    "data": try JSONSerialization.jsonObject(with: try JSONEncoder().encode(payload))]
-        let value = Array(try JSONSerialization.data(withJSONObject: event))
-        let results = try Producer(config: config).send([OutgoingMessage(topic: P.type, key: subject, value: value, header: ("ce_type", P.type))])
-        XCTAssertNil(results.first!, "published \(P.type)")
+        try EventProbe.publish(payload, subject: subject, source: source)
     }
 
     /// The next event of `stream` named `name`, skipping others.

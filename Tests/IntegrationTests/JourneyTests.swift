@@ -1,4 +1,5 @@
 import Foundation
+import Models
 import XCTest
 
 /// Each app's journey as its client plays it: its screens in the order the app's navigation goes, through the public
@@ -8,6 +9,7 @@ import XCTest
 final class JourneyTests: XCTestCase {
     var origin: PublicOrigin!
     var google: GoogleStandIn?
+    var push: PushEndpoint?
     var api: APIClient { origin.api }
 
     struct Person { let id: String; let token: String; let username: String }
@@ -17,12 +19,14 @@ final class JourneyTests: XCTestCase {
         if youStudy { google = try GoogleStandIn() }
         var settings: [String: [String: String]] = ["dispatch": ["DISPATCH_TICK_MS": "100", "FLEET_FEED": "off"]]
         if let google { settings["auth"] = ["GOOGLE_CLIENT_IDS": google.clientId, "GOOGLE_JWKS_URL": google.jwksURL] }
+        if name.contains("Mesajem") { push = try PushEndpoint() }
         origin = try PublicOrigin(settings: settings, prepare: youStudy ? PublicOrigin.catalogue() : nil)
     }
 
     override func tearDown() {
         origin?.stop(failed: (testRun?.failureCount ?? 0) > 0)
         google?.stop()
+        push?.stop()
     }
 
     // MARK: What every app's client does
@@ -34,6 +38,17 @@ final class JourneyTests: XCTestCase {
                                                  "password": "correct horse battery", "fullName": name.capitalized + " Tester"])
         XCTAssertEqual(r.status, 201, String(decoding: r.body, as: UTF8.self))
         return Person(id: r.userId, token: r.accessToken, username: username)
+    }
+
+    /// Turns on notifications on `who`'s device, as a browser does: subscribes to the push service with the server's
+    /// VAPID key and registers the subscription; the device's endpoint.
+    func allowNotifications(_ who: Person) throws -> String {
+        let push = try XCTUnwrap(self.push)
+        let key = try XCTUnwrap(try api.get("/v1/push/key", token: who.token)["publicKey"] as? String, "the VAPID key to subscribe with")
+        let subscription = try push.subscribe(applicationServerKey: key)
+        let r = try api.post("/v1/push/subscriptions", subscription, token: who.token)
+        XCTAssertEqual(r.status, 201, String(decoding: r.body, as: UTF8.self))
+        return subscription["endpoint"] as? String ?? ""
     }
 
     /// Uploads a photo to `path` (the app's photo picker), its answer.
@@ -167,6 +182,7 @@ final class JourneyTests: XCTestCase {
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/status", json: ["online": true], token: courier.token)["online"] as? Bool, true)
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4270, "lon": 26.1030], token: courier.token)["applied"] as? Bool,
                        true)
+        let courierPhone = try allowNotifications(courier), senderPhone = try allowNotifications(sender)
 
         // A quote, then the booking: the document's photo, and a recipient named by e-mail, who has no account yet.
         let pickup: [String: Any] = ["lat": 44.4268, "lon": 26.1025, "address": "Piața Universității 1"]
@@ -191,6 +207,16 @@ final class JourneyTests: XCTestCase {
         let offered = (offer["items"] as? [[String: Any]])?.first { $0["id"] as? String == parcel }
         assertLoads(offered?["documentPhotoUrl"], "the document's photo for the courier", image: Images.jpeg)
         XCTAssertNil(offered?["deliveryPin"], "the PIN is never the courier's")
+        // The courier's phone rang: an urgent push, kept no longer than the offer stands, within a second of the offer.
+        let ring = try XCTUnwrap(try push!.waitFor(1, at: courierPhone).first, "the offer's push")
+        let ringing = ring["payload"] as? [String: Any]
+        XCTAssertEqual(ringing?["kind"] as? String, "parcel_offer")
+        XCTAssertEqual((ringing?["data"] as? [String: Any])?["parcelId"] as? String, parcel)
+        XCTAssertEqual(ring["urgency"] as? String, "high")
+        XCTAssertLessThanOrEqual(ring["ttl"] as? Int ?? .max, 30)
+        let offeredAt = try api.get("/v1/parcels/\(parcel)", token: sender.token)["history"] as? [[String: Any]] ?? []
+        let at = try XCTUnwrap(Timestamp.parse(offeredAt.first { $0["to"] as? String == "offered" }?["at"] as? String ?? ""))
+        XCTAssertLessThan((ring["receivedAt"] as? Double ?? .infinity) - at.timeIntervalSince1970, 1.0, "the push within a second of the offer")
         XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/accept", token: courier.token)["status"] as? String, "assigned")
         eventually("the sender sees who comes and can call them (dispatch hears names from auth)",
                    { try api.get("/v1/parcels/\(parcel)", token: sender.token) }) {
@@ -234,6 +260,15 @@ final class JourneyTests: XCTestCase {
         let confirmed = try api.post("/v1/parcels/\(parcel)/confirm", ["photoMediaId": try upload("/v1/dispatch/media", as: rita)["id"]!],
                                      token: rita.token)
         XCTAssertEqual(confirmed["status"] as? String, "received")
+
+        // Sam's phone heard of each step Sam did not take; Rita, who did the last, is not told of it.
+        let steps = try push!.waitFor(5, at: senderPhone).compactMap { $0["payload"] as? [String: Any] }
+        XCTAssertEqual(Set(steps.compactMap { ($0["data"] as? [String: Any])?["status"] as? String }),
+                       ["assigned", "picked_up", "in_transit", "delivered", "received"], "\(steps)")
+        XCTAssertEqual(steps.count, 5, "each step once")
+        XCTAssertTrue(steps.allSatisfy { $0["url"] as? String == "/parcels/\(parcel)" }, "a tap opens the parcel")
+        let refusals = try push!.refusals()
+        XCTAssertEqual(refusals.count, 0, "every push was signed and encrypted as a push service wants: \(refusals.reasons)")
 
         // The sender's tracking shows each step, and every photo.
         let final = try api.get("/v1/parcels/\(parcel)", token: sender.token)

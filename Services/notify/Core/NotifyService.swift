@@ -2,12 +2,13 @@ import Features
 import Foundation
 import Mail
 import Models
+import Push
 import Runtime
 import ServiceKit
 import Web
 
-/// The notify service: turns events into mail, once per event and person, with a log of what was sent to whom
-/// (port 8086, schema `notify`). Web Push and the other kinds of notification come next (issue 23).
+/// The notify service: turns events into mail and Web Push messages, once per event, person and channel, with a log of
+/// what was sent to whom (port 8086, schema `notify`).
 public enum NotifyService {
     /// Notify's own settings, read and checked before anything starts.
     struct Settings {
@@ -22,6 +23,15 @@ public enum NotifyService {
         /// `MAIL_SENDERS` (4): loops sending side by side, each with its own connection.
         let senders: Int
         let mails: Mails
+        /// `VAPID_PRIVATE_KEY` (the 32-byte P-256 scalar, base64url) and, during a rotation, `VAPID_PREVIOUS_PRIVATE_KEY`;
+        /// `VAPID_SUBJECT` (default `mailto:` and `MAIL_FROM`). Unset: no Web Push.
+        let push: PushKeys?
+        /// `PUSH_ALLOWED_ORIGINS`: the push services a subscription may name (default: the browsers').
+        let allowed: AllowedOrigins
+        /// `PUSH_SENDERS` (4) loops, each exchange bounded by `PUSH_TIMEOUT_SECONDS` (10).
+        let pushSenders: Int
+        let pushTimeout: Int
+        let notices: Notices
 
         init(_ environment: Environment) throws {
             if let url = environment.optional("SMTP_URL") {
@@ -55,6 +65,23 @@ public enum NotifyService {
                 throw ConfigError(variable: "PASSWORD_RESET_URL", problem: "must be an http(s) URL: the apps' reset-password page")
             }
             mails = Mails(base: origin, resetURL: reset)
+            let subject = environment.string("VAPID_SUBJECT", default: "mailto:" + from.address)
+            guard subject.hasPrefix("mailto:") || subject.hasPrefix("https://") else {
+                throw ConfigError(variable: "VAPID_SUBJECT", problem: "must be a mailto: or https: contact for the push services")
+            }
+            func vapid(_ name: String) throws -> VAPID? {
+                guard let key = environment.optional(name) else { return nil }
+                guard let vapid = try? VAPID(privateKey: key, subject: subject) else {
+                    throw ConfigError(variable: name, problem: "must be a P-256 private key: 32 bytes in base64url (deploy/local/stack vapid-key prints one)")
+                }
+                return vapid
+            }
+            let previous = try vapid("VAPID_PREVIOUS_PRIVATE_KEY")
+            push = try vapid("VAPID_PRIVATE_KEY").map { PushKeys(current: $0, previous: previous) }
+            allowed = try AllowedOrigins(environment.string("PUSH_ALLOWED_ORIGINS", default: AllowedOrigins.browsers))
+            pushSenders = try environment.int("PUSH_SENDERS", default: 4, range: 1...64)
+            pushTimeout = try environment.int("PUSH_TIMEOUT_SECONDS", default: 10, range: 1...60)
+            notices = Notices(offerSeconds: try environment.int("OFFER_TIMEOUT_SECONDS", default: 30, range: 1...3600))
         }
     }
 
@@ -63,9 +90,9 @@ public enum NotifyService {
         let settings = try Settings(environment)
         return try ServiceApp(service: "notify", defaultPort: 8086, environment: environment, migrations: migrations) { app in
             let storage = NotifyStorage()
-            let deliveries = Deliveries(storage: storage, mails: settings.mails)
+            let deliveries = Deliveries(storage: storage, mails: settings.mails, notices: settings.notices)
             let leaving = Leaving(storage: storage)
-            app.consume("mail", topics: [EmailVerificationRequested.type, PasswordResetRequested.type, UserDeleted.type]) { event, c in
+            app.consume("mail", topics: Deliveries.topics + [UserDeleted.type]) { event, c in
                 if event.type == UserDeleted.type { try leaving.userDeleted(event, c) } else { try deliveries.record(event, c) }
             }
             if let smtp = settings.smtp {
@@ -75,12 +102,20 @@ public enum NotifyService {
             } else {
                 app.logger.warn("SMTP_URL is not set: no mail is sent; deliveries wait until it is")
             }
+            if let keys = settings.push {
+                let sender = PushSender(pool: app.pool, storage: storage, keys: keys, timeout: settings.pushTimeout, metrics: app.metrics,
+                                        logger: app.logger)
+                try sender.services(workers: settings.pushSenders).forEach(app.add)
+            } else {
+                app.logger.warn("VAPID_PRIVATE_KEY is not set: no Web Push (its routes answer 404)")
+            }
             let pool = app.pool
             app.metrics.addGauges {
                 guard let backlog = try? pool.withConnection({ try storage.backlog($0) }) else { return [] }
                 return [("notify_backlog_deliveries", "", Double(backlog.count)), ("notify_backlog_oldest_seconds", "", backlog.oldest)]
             }
-            let handlers = NotifyHandlers(pool: pool, storage: storage)
+            let handlers = NotifyHandlers(pool: pool, storage: storage,
+                                          subscriptions: settings.push.map { Subscriptions(storage: storage, keys: $0, allowed: settings.allowed) })
             return makeRoutes(handlers, app.makeTokenVerifier(), services: app.config.serviceToken)
         }
     }

@@ -6,11 +6,30 @@ struct DeliveryView: View {
     let delivery: DeliveryRecord
     init(_ d: DeliveryRecord) { delivery = d }
 
+    static let kinds = ["email_verification", "password_reset", "reminder", "parcel_offer", "parcel_step"]
+
     static let fields: [ViewField<Self>] = [
-        .field("id", \.delivery.id), .field("kind", \.delivery.kind, .oneOf(["email_verification", "password_reset"])),
-        .field("channel", \.delivery.channel, .oneOf(["email"])), .field("address", \.delivery.address),
+        .field("id", \.delivery.id), .field("kind", \.delivery.kind, .oneOf(kinds)),
+        .field("channel", \.delivery.channel, .oneOf(["email", "push"])), .field("address", \.delivery.address),
         .field("subject", \.delivery.subject), .field("status", \.delivery.status, .oneOf(["pending", "sending", "sent", "failed"])),
         .field("attempts", \.delivery.attempts, .integer(0...Int.max)), .field("createdAt", \.delivery.createdAt),
         .nullable("sentAt", \.delivery.sentAt),
     ]
+}
+
+/// A push subscription of mine: where it goes, and until when.
+struct SubscriptionView: View {
+    let subscription: SubscriptionRecord
+    init(_ s: SubscriptionRecord) { subscription = s }
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.subscription.id), .field("endpoint", \.subscription.endpoint),
+        .nullable("expiresAt", \.subscription.expiresAt), .field("createdAt", \.subscription.createdAt),
+    ]
+}
+
+/// The VAPID public key to subscribe with (`applicationServerKey`).
+struct PushKeyView: View {
+    let publicKey: String
+    static let fields: [ViewField<Self>] = [.field("publicKey", \.publicKey)]
 }

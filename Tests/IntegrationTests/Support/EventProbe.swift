@@ -1,10 +1,25 @@
 import Foundation
 import Kafka
+import Models
+import XCTest
 
 /// Reads a topic from the beginning (no consumer group) and finds events by a predicate, waiting for them.
 final class EventProbe {
     private let consumer: Consumer
     private(set) var seen: [[String: Any]] = []
+
+    /// Publishes an event as another service would, with the id `id` (the same id twice: a repeat).
+    static func publish<P: EventPayload>(_ payload: P, subject: String, source: String, id: String = UUID().uuidString.lowercased()) throws {
+        var config = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "test-publisher")
+        config.log = { _, _ in }
+        let event: [String: Any] = ["specversion": "1.0", "id": id, "source": source, "type": P.type,
+                                    "time": Timestamp.format(Date()), "subject": subject, "datacontenttype": "application/json",
+                                    "dataschema": "urn:backend:schema:events:\(P.type)",
+                                    "data": try JSONSerialization.jsonObject(with: try JSONEncoder().encode(payload))]
+        let value = Array(try JSONSerialization.data(withJSONObject: event))
+        let results = try Producer(config: config).send([OutgoingMessage(topic: P.type, key: subject, value: value, header: ("ce_type", P.type))])
+        XCTAssertNil(results.first!, "published \(P.type)")
+    }
 
     init(topics: [String], brokers: String = TestEnvironment.brokers) throws {
         var config = KafkaConfig(brokers: brokers, clientId: "test-probe")

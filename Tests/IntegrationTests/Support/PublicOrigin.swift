@@ -20,7 +20,9 @@ final class PublicOrigin {
         let ports = Dictionary(uniqueKeysWithValues: Self.names.map { ($0, TestEnvironment.freePort()) })
         environment = ["DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(ports["auth"]!)/v1/auth/jwks",
                        "TRUSTED_PROXIES": "127.0.0.1", "PUBLIC_BASE_URL": "http://127.0.0.1:\(gatewayPort)",
-                       "SERVICE_TOKEN": String(repeating: "s", count: 40)]
+                       "SERVICE_TOKEN": String(repeating: "s", count: 40),
+                       // notify's Web Push identity (a key made for the tests), and the push endpoint a test starts.
+                       "VAPID_PRIVATE_KEY": PushEndpoint.testKey, "PUSH_ALLOWED_ORIGINS": "http://127.0.0.1:*"]
         let sources = Self.names.dropFirst().map { "\($0)=http://127.0.0.1:\(ports[$0]!)" }.joined(separator: ",")
         self.settings = settings.merging(["auth": ["EXPORT_SOURCES": sources]]) { own, _ in own.merging(["EXPORT_SOURCES": sources]) { $1 } }
         do {

@@ -29,4 +29,33 @@ let migrations: [Migration] = [
         CREATE INDEX deliveries_by_user ON deliveries (user_id, created_at);
         \(Erasure.tableSQL)
         """),
+    Migration(3, "Web Push: subscriptions, push deliveries (one per event, person and subscription), parcels' parties", """
+        CREATE TABLE push_subscriptions (
+            id uuid PRIMARY KEY,
+            user_id uuid NOT NULL,
+            endpoint text NOT NULL UNIQUE,
+            p256dh text NOT NULL,
+            auth text NOT NULL,
+            vapid_key text NOT NULL,
+            expires_at timestamptz,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX push_subscriptions_by_user ON push_subscriptions (user_id);
+        ALTER TABLE deliveries DROP CONSTRAINT deliveries_channel_check;
+        ALTER TABLE deliveries ADD CONSTRAINT deliveries_channel_check CHECK (channel IN ('email', 'push'));
+        ALTER TABLE deliveries ADD COLUMN subscription_id uuid REFERENCES push_subscriptions (id) ON DELETE SET NULL,
+            ADD COLUMN ttl int, ADD COLUMN urgency text, ADD COLUMN topic text;
+        ALTER TABLE deliveries DROP CONSTRAINT deliveries_event_id_user_id_channel_key;
+        CREATE UNIQUE INDEX deliveries_once_by_mail ON deliveries (event_id, user_id) WHERE channel = 'email';
+        CREATE UNIQUE INDEX deliveries_once_by_push ON deliveries (event_id, subscription_id) WHERE channel = 'push';
+        CREATE INDEX deliveries_by_subscription ON deliveries (subscription_id) WHERE subscription_id IS NOT NULL;
+        CREATE TABLE parcels (
+            id uuid PRIMARY KEY,
+            sender_id uuid NOT NULL,
+            recipient_id uuid,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX parcels_by_sender ON parcels (sender_id);
+        CREATE INDEX parcels_by_recipient ON parcels (recipient_id);
+        """),
 ]

@@ -1,5 +1,6 @@
 import Features
 import Foundation
+import Models
 import Postgres
 
 /// A delivery as the log keeps it.
@@ -20,6 +21,11 @@ struct DeliveryRecord {
     let expiresAt: Date?
     let createdAt: Date
     let sentAt: Date?
+    /// A push delivery's subscription (nil once it was removed), and how the push service is to keep it.
+    let subscriptionId: UUID?
+    let ttl: Int?
+    let urgency: String?
+    let topic: String?
 
     init(_ r: Row) throws {
         id = try r["id"]; eventId = try r["event_id"]; userId = try r["user_id"]; channel = try r["channel"]; kind = try r["kind"]
@@ -27,30 +33,119 @@ struct DeliveryRecord {
         status = try r["status"]; attempts = try r["attempts"]; lastError = try r.decode("last_error"); expiresAt = try r.decode("expires_at")
         createdAt = try r["created_at"]
         sentAt = try r.decode("sent_at")
+        subscriptionId = try r.decode("subscription_id"); ttl = try r.decode("ttl"); urgency = try r.decode("urgency")
+        topic = try r.decode("topic")
     }
+}
+
+/// A browser's or app's push subscription, as registered.
+struct SubscriptionRecord {
+    let id: UUID
+    let userId: UUID
+    let endpoint: String
+    let p256dh: String
+    let auth: String
+    /// The VAPID public key it was made for (the one that must sign its messages).
+    let vapidKey: String
+    let expiresAt: Date?
+    let createdAt: Date
+
+    init(_ r: Row) throws {
+        id = try r["id"]; userId = try r["user_id"]; endpoint = try r["endpoint"]; p256dh = try r["p256dh"]; auth = try r["auth"]
+        vapidKey = try r["vapid_key"]; expiresAt = try r.decode("expires_at"); createdAt = try r["created_at"]
+    }
+}
+
+/// A push delivery due, with its subscription's keys.
+struct DuePush {
+    let delivery: DeliveryRecord
+    let subscription: SubscriptionRecord?
 }
 
 /// The delivery log: what is to be sent to whom, by which channel, and how it went.
 struct NotifyStorage: Sendable {
-    /// Records a delivery of event `eventId` to `user` by `channel`, once: false when it was recorded before (the event
-    /// came again).
-    func record(_ c: Connection, id: UUID, eventId: String, user: UUID, channel: String, kind: String, address: String, subject: String,
+    /// Records a mail of event `eventId` to `user`, once: false when it was recorded before (the event came again).
+    func record(_ c: Connection, id: UUID, eventId: String, user: UUID, kind: String, address: String, subject: String,
                 text: String, html: String?, expiresAt: Date?) throws -> Bool {
         try c.execute("""
             INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, body_html, expires_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (event_id, user_id, channel) DO NOTHING
-            """, [id, eventId, user, channel, kind, address, subject, text, html, expiresAt]) == 1
+            VALUES ($1, $2, $3, 'email', $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING
+            """, [id, eventId, user, kind, address, subject, text, html, expiresAt]) == 1
     }
 
-    /// Takes up to `limit` deliveries that are due, each leased for `lease` seconds: another sender (or this one,
-    /// restarted after a crash) takes it again only once the lease ran out, so a kill repeats only what was in flight.
-    func claimDue(_ c: Connection, limit: Int, lease: TimeInterval) throws -> [DeliveryRecord] {
+    /// Records a push of event `eventId` to each of `user`'s live subscriptions, once per subscription; how many were
+    /// new. `payload` is the JSON the device receives; `address` shows which push service took it.
+    func recordPush(_ c: Connection, eventId: String, user: UUID, kind: String, title: String, payload: String, ttl: Int,
+                    urgency: String, topic: String?, expiresAt: Date?) throws -> Int {
+        var recorded = 0
+        for s in try subscriptions(c, of: user) where (s.expiresAt ?? .distantFuture) > Date() {
+            let origin = URL(string: s.endpoint).map { "\($0.scheme ?? "https")://\($0.host ?? "")" + ($0.port.map { ":\($0)" } ?? "") } ?? ""
+            recorded += try c.execute("""
+                INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, expires_at,
+                                               subscription_id, ttl, urgency, topic)
+                VALUES ($1, $2, $3, 'push', $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING
+                """, [UUID.v7(), eventId, user, kind, origin, title, payload, expiresAt, s.id, ttl, urgency, topic])
+        }
+        return recorded
+    }
+
+    /// Takes up to `limit` deliveries by `channel` that are due, each leased for `lease` seconds: another sender (or
+    /// this one, restarted after a crash) takes it again only once the lease ran out, so a kill repeats only what was
+    /// in flight.
+    func claimDue(_ c: Connection, channel: String, limit: Int, lease: TimeInterval) throws -> [DeliveryRecord] {
         try c.rows("""
             UPDATE notify.deliveries SET status = 'sending', attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $2)
             WHERE id IN (SELECT id FROM notify.deliveries WHERE status IN ('pending', 'sending') AND next_attempt_at <= now()
-                         ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+                         AND channel = $3 ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
             RETURNING *
-            """, [limit, lease]).map(DeliveryRecord.init)
+            """, [limit, lease, channel]).map(DeliveryRecord.init)
+    }
+
+    func subscription(_ c: Connection, _ id: UUID) throws -> SubscriptionRecord? {
+        try c.first("SELECT * FROM notify.push_subscriptions WHERE id = $1", [id]).map(SubscriptionRecord.init)
+    }
+
+    /// Registers an endpoint for `user` (again: its keys and owner are replaced, as when a browser subscribes anew).
+    func subscribe(_ c: Connection, id: UUID, user: UUID, endpoint: String, p256dh: String, auth: String, vapidKey: String,
+                   expiresAt: Date?) throws -> SubscriptionRecord {
+        try SubscriptionRecord(c.first("""
+            INSERT INTO notify.push_subscriptions (id, user_id, endpoint, p256dh, auth, vapid_key, expires_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            ON CONFLICT (endpoint) DO UPDATE SET user_id = $2, p256dh = $4, auth = $5, vapid_key = $6, expires_at = $7
+            RETURNING *
+            """, [id, user, endpoint, p256dh, auth, vapidKey, expiresAt])!)
+    }
+
+    func subscriptions(_ c: Connection, of user: UUID) throws -> [SubscriptionRecord] {
+        try c.rows("SELECT * FROM notify.push_subscriptions WHERE user_id = $1 ORDER BY created_at, id", [user]).map(SubscriptionRecord.init)
+    }
+
+    func subscriptionCount(_ c: Connection, of user: UUID) throws -> Int {
+        try c.first("SELECT count(*)::int AS n FROM notify.push_subscriptions WHERE user_id = $1", [user])?["n"] ?? 0
+    }
+
+    /// Removes a subscription (`user`'s own, when given); false when there was none. Its deliveries not yet sent are
+    /// given up.
+    @discardableResult
+    func unsubscribe(_ c: Connection, _ id: UUID, user: UUID?) throws -> Bool {
+        try c.execute("""
+            UPDATE notify.deliveries SET status = 'failed', body_text = NULL, last_error = 'unsubscribed'
+            WHERE subscription_id = $1 AND status IN ('pending', 'sending')
+            """, [id])
+        return try c.execute("DELETE FROM notify.push_subscriptions WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2::uuid)", [id, user]) == 1
+    }
+
+    /// A parcel's sender and recipient, as far as notify knows them.
+    func parcelParties(_ c: Connection, _ id: UUID) throws -> (sender: UUID, recipient: UUID?)? {
+        guard let row = try c.first("SELECT sender_id, recipient_id FROM notify.parcels WHERE id = $1", [id]) else { return nil }
+        return (try row["sender_id"], try row.decode("recipient_id"))
+    }
+
+    func recordParcel(_ c: Connection, _ id: UUID, sender: UUID, recipient: UUID?) throws {
+        try c.execute("""
+            INSERT INTO notify.parcels (id, sender_id, recipient_id) VALUES ($1, $2, $3)
+            ON CONFLICT (id) DO UPDATE SET recipient_id = coalesce($3, notify.parcels.recipient_id)
+            """, [id, sender, recipient])
     }
 
     /// Sent: what it said is not kept (a verification or reset link is a secret).
@@ -91,6 +186,9 @@ struct NotifyStorage: Sendable {
 
     func forget(_ user: UUID, on c: Connection) throws {
         try c.execute("DELETE FROM notify.deliveries WHERE user_id = $1", [user])
+        try c.execute("DELETE FROM notify.push_subscriptions WHERE user_id = $1", [user])
+        try c.execute("DELETE FROM notify.parcels WHERE sender_id = $1", [user])
+        try c.execute("UPDATE notify.parcels SET recipient_id = NULL WHERE recipient_id = $1", [user])
     }
 
     /// What notify holds of `user`, for their export: what was sent to them, and when.
@@ -98,7 +196,9 @@ struct NotifyStorage: Sendable {
         try Export.document(c, """
             SELECT json_build_object('deliveries', (SELECT coalesce(json_agg(json_build_object(
                 'id', id, 'kind', kind, 'channel', channel, 'address', address, 'subject', subject, 'status', status,
-                'createdAt', created_at, 'sentAt', sent_at) ORDER BY id), '[]'::json) FROM notify.deliveries WHERE user_id = $1))::text AS export
+                'createdAt', created_at, 'sentAt', sent_at) ORDER BY id), '[]'::json) FROM notify.deliveries WHERE user_id = $1),
+                'pushSubscriptions', (SELECT coalesce(json_agg(json_build_object('id', id, 'endpoint', endpoint, 'createdAt', created_at)
+                ORDER BY created_at), '[]'::json) FROM notify.push_subscriptions WHERE user_id = $1))::text AS export
             """, [user])
     }
 }

@@ -1,0 +1,67 @@
+import Foundation
+import Models
+import Web
+
+/// One push notification: what the device shows (`title`, `body`, and where a tap leads, `url`, a path of the app),
+/// and how the push service is to keep it (RFC 8030: `ttl`, `urgency`, and `topic`, under which a newer notice
+/// replaces an older one not yet delivered).
+struct Notice: Encodable {
+    let kind: String
+    let title: String
+    let body: String
+    let url: String
+    let data: [String: String]
+    let ttl: Int
+    let urgency: String
+    let topic: String?
+    /// Not worth delivering after.
+    let expiresAt: Date
+
+    /// The JSON the device decrypts: `{kind, title, body, url, data}`.
+    var payload: String { String(decoding: (try? JSON.encode(self)) ?? [], as: UTF8.self) }
+
+    private enum CodingKeys: String, CodingKey { case kind, title, body, url, data }
+}
+
+/// What each kind of push says.
+struct Notices: Sendable {
+    /// How long an offer stands (dispatch's `OFFER_TIMEOUT_SECONDS`): an offer notice is not worth more.
+    let offerSeconds: Int
+
+    /// A Tapestry member who has not posted in a period that is about to close.
+    func reminder(_ e: ReminderDue) -> Notice {
+        let closes = Timestamp.parse(e.periodEnd) ?? Date().addingTimeInterval(3600)
+        return Notice(kind: "reminder", title: "Your group is waiting for your story",
+                      body: "You have not posted this period yet: share a moment before the newsletter is put together.",
+                      url: "/groups/\(e.groupId)", data: ["groupId": e.groupId, "periodEnd": e.periodEnd],
+                      ttl: max(60, min(86_400, Int(closes.timeIntervalSinceNow))), urgency: "normal",
+                      topic: "reminder" + e.groupId.replacingOccurrences(of: "-", with: "").prefix(24), expiresAt: closes)
+    }
+
+    /// A courier offered a parcel: at once, and not after the offer lapsed.
+    func offer(_ e: ParcelStatusChanged) -> Notice {
+        let at = Timestamp.parse(e.at) ?? Date()
+        return Notice(kind: "parcel_offer", title: "A delivery for you", body: "A parcel near you waits for a courier: accept it in the app.",
+                      url: "/courier/offers/\(e.parcelId)", data: ["parcelId": e.parcelId], ttl: offerSeconds, urgency: "high",
+                      topic: "offer" + e.parcelId.replacingOccurrences(of: "-", with: "").prefix(27),
+                      expiresAt: at.addingTimeInterval(TimeInterval(offerSeconds)))
+    }
+
+    /// A step of a parcel its sender and recipient hear of; nil for the steps that are dispatch's own business.
+    func parcelStep(_ e: ParcelStatusChanged) -> Notice? {
+        let text: [String: (String, String)] = [
+            "assigned": ("A courier is on the way", "A courier took your parcel and is heading to the pickup."),
+            "picked_up": ("Your parcel was picked up", "The courier has your parcel."),
+            "in_transit": ("Your parcel is on its way", "The courier is taking your parcel to the drop-off."),
+            "delivered": ("Your parcel was delivered", "The courier handed your parcel over."),
+            "received": ("Delivery confirmed", "The recipient confirmed they received the parcel."),
+            "cancelled": ("The delivery was cancelled", "The parcel will not be delivered."),
+            "failed": ("The delivery failed", "The courier could not deliver the parcel."),
+        ]
+        guard let (title, body) = text[e.to] else { return nil }
+        let at = Timestamp.parse(e.at) ?? Date()
+        return Notice(kind: "parcel_step", title: title, body: body, url: "/parcels/\(e.parcelId)",
+                      data: ["parcelId": e.parcelId, "status": e.to], ttl: 86_400, urgency: ["delivered", "failed"].contains(e.to) ? "high" : "normal",
+                      topic: "parcel" + e.parcelId.replacingOccurrences(of: "-", with: "").prefix(26), expiresAt: at.addingTimeInterval(86_400))
+    }
+}

@@ -1,0 +1,147 @@
+import Crypto
+import Events
+import Features
+import Foundation
+import Mail
+import Models
+import Postgres
+import Push
+import Runtime
+
+/// Sends the mail that is due: `workers` loops side by side, each with a connection of its own, so a slow exchange
+/// holds up only its own loop. A delivery taken is leased for the exchange's bound: after a kill, only the ones in
+/// flight are sent again (with the same Message-ID, which mail clients fold into one).
+struct MailSender: Sendable {
+    let pool: Pool
+    let storage: NotifyStorage
+    let settings: SMTPSettings
+    let from: MailAddress
+    let bounce: String
+    let metrics: Metrics
+    let logger: Logger
+
+    func services(workers: Int) throws -> [Job] {
+        try (0..<workers).map { i in
+            let client = try SMTPClient(settings)
+            return Job("mail-sender-\(i)") { cancellation in
+                while cancellation.sleep(0.5) {
+                    do {
+                        while !cancellation.isCancelled, try round(client) > 0 {}
+                    } catch {
+                        logger.warn("the mail sender cannot reach the database; retrying", ["error": .string("\(error)")])
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends the next due delivery; how many it took (0 or 1). One at a time: a lease covers one exchange, so a slow
+    /// server cannot outlast the lease of a delivery still waiting in a batch (another loop would send it again).
+    func round(_ client: SMTPClient) throws -> Int {
+        let due = try pool.withTransaction { try storage.claimDue($0, channel: "email", limit: 1, lease: Double(settings.timeout + 30)) }
+        for delivery in due { try send(delivery, client) }
+        return due.count
+    }
+
+    private func send(_ d: DeliveryRecord, _ client: SMTPClient) throws {
+        var outcome = "sent"
+        do {
+            guard (d.expiresAt ?? .distantFuture) > Date() else { throw MailError.permanent("its link expired") }
+            guard let text = d.bodyText else { throw MailError.permanent("nothing left to send") }
+            let message = MailMessage(from: from, envelopeFrom: bounce, to: try MailAddress(d.address), subject: d.subject, text: text,
+                                      html: d.bodyHTML, messageId: "<\(d.id.lowercased)@\(from.address.split(separator: "@").last ?? "localhost")>")
+            try client.send(message)
+            try pool.withConnection { try storage.markSent($0, d.id) }
+        } catch let error as MailError {
+            var retry: TimeInterval?
+            if case .temporary = error { retry = Deliveries.retryDelay(after: d.attempts) }
+            outcome = retry == nil ? "failed" : "retry"
+            try pool.withConnection { try storage.markFailed($0, d.id, error: "\(error)", retryIn: retry) }
+            logger.warn(retry == nil ? "a mail was given up" : "a mail will be tried again",
+                        ["delivery": .string(d.id.lowercased), "kind": .string(d.kind), "attempts": .int(d.attempts), "error": .string("\(error)")])
+        }
+        metrics.increment("notify_deliveries_total", labels: "channel=\"email\",outcome=\"\(outcome)\"",
+                          help: "Deliveries tried, by channel and outcome (sent, retry, failed).")
+    }
+}
+
+/// Sends the push messages that are due, as `MailSender` sends mail: `workers` loops, one delivery at a time each,
+/// leased for the exchange's bound. A push service's answer decides what follows (RFC 8030): 201 sent; 404 and 410
+/// the subscription is gone (removed, with what waited for it); 429 and 5xx again later, after `Retry-After` when
+/// it says; anything else given up.
+struct PushSender: Sendable {
+    let pool: Pool
+    let storage: NotifyStorage
+    let keys: PushKeys
+    let timeout: Int
+    let metrics: Metrics
+    let logger: Logger
+
+    func services(workers: Int) throws -> [Job] {
+        try (0..<workers).map { i in
+            let client = try PushClient(timeout: timeout)
+            return Job("push-sender-\(i)") { cancellation in
+                while cancellation.sleep(0.2) {
+                    do {
+                        while !cancellation.isCancelled, try round(client) > 0 {}
+                    } catch {
+                        logger.warn("the push sender cannot reach the database; retrying", ["error": .string("\(error)")])
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends the next due push; how many it took (0 or 1).
+    func round(_ client: PushClient) throws -> Int {
+        let due = try pool.withTransaction { try storage.claimDue($0, channel: "push", limit: 1, lease: Double(timeout + 30)) }
+        for delivery in due { try send(delivery, client) }
+        return due.count
+    }
+
+    private func send(_ d: DeliveryRecord, _ client: PushClient) throws {
+        let outcome: PushOutcome
+        if (d.expiresAt ?? .distantFuture) <= Date() {
+            outcome = .rejected("it expired before it could be delivered")
+        } else if let subscriptionId = d.subscriptionId, let s = try pool.withConnection({ try storage.subscription($0, subscriptionId) }) {
+            outcome = prepare(d, s).map { client.send($0) } ?? .rejected("its subscription's keys or VAPID key are not usable")
+        } else {
+            outcome = .rejected("unsubscribed")
+        }
+        var label = "sent"
+        try pool.withConnection { c in
+            switch outcome {
+            case .accepted:
+                try storage.markSent(c, d.id)
+            case .gone:
+                label = "gone"
+                if let s = d.subscriptionId { try storage.unsubscribe(c, s, user: nil) }
+                try storage.markFailed(c, d.id, error: "the push service no longer knows the subscription: removed", retryIn: nil)
+            case .retry(let why, let after):
+                let backoff = Deliveries.retryDelay(after: d.attempts)
+                label = backoff == nil ? "failed" : "retry"
+                try storage.markFailed(c, d.id, error: why, retryIn: backoff.map { max($0, min(after ?? 0, 3600)) })
+            case .rejected(let why):
+                label = "failed"
+                try storage.markFailed(c, d.id, error: why, retryIn: nil)
+            }
+        }
+        if label != "sent" {
+            logger.warn("a push was not delivered", ["delivery": .string(d.id.lowercased), "kind": .string(d.kind), "outcome": .string(label),
+                                                    "attempts": .int(d.attempts), "address": .string(d.address)])
+        }
+        metrics.increment("notify_deliveries_total", labels: "channel=\"push\",outcome=\"\(label)\"",
+                          help: "Deliveries tried, by channel and outcome (sent, retry, failed, gone).")
+    }
+
+    /// The encrypted message for `s`, signed with the VAPID key it was made for; nil when that key is no longer
+    /// configured or the subscription's keys are not a P-256 point and a 16-byte secret.
+    private func prepare(_ d: DeliveryRecord, _ s: SubscriptionRecord) -> PushRequest? {
+        guard let vapid = keys.key(for: s.vapidKey), let endpoint = URL(string: s.endpoint), let p256dh = Base64URL.decode(s.p256dh),
+              let auth = Base64URL.decode(s.auth), let body = try? WebPushEncryption.encrypt(Array((d.bodyText ?? "").utf8), p256dh: p256dh, auth: auth),
+              let authorization = try? vapid.authorization(for: endpoint) else { return nil }
+        let ttl = max(0, min(d.ttl ?? 86_400, Int((d.expiresAt ?? .distantFuture).timeIntervalSinceNow)))
+        return PushRequest(endpoint: s.endpoint, body: body, ttl: ttl, urgency: d.urgency ?? "normal", topic: d.topic,
+                           authorization: authorization)
+    }
+}
