@@ -75,7 +75,7 @@ public enum EventCatalogue {
         topic(StoryTakenDown.type, key: "story id", by: "stories",
               "An operator took a reported story down: it is gone for every member of every group it was in."),
         topic(NewsletterCompiled.type, key: "group id", by: "stories", "A group's period closed and its newsletter is stored."),
-        topic(ReminderDue.type, key: "user id", by: "stories", "A member posted nothing in a period that just closed.", readers: mail),
+        topic(ReminderDue.type, key: "user id", by: "stories", "A member has posted nothing yet in a period that closes soon (`periodEnd`): a day before a weekly one closes, three hours before a daily one, not at night in the group's time zone.", readers: mail),
         topic(ChatRoomCreated.type, key: "room id", by: "chat",
               "A team room, the direct room of a pair, or the conversation of a parcel exists.", readers: chatFeed),
         topic(ChatRoomUpdated.type, key: "room id", by: "chat",

@@ -119,7 +119,7 @@ public struct NewsletterCompiled: EventPayload, Equatable {
     }
 }
 
-/// `reminder.due`: a member posted nothing in a period that just closed. Key: the user id.
+/// `reminder.due`: a member has posted nothing yet in a period that closes soon (`periodEnd`). Key: the user id.
 public struct ReminderDue: EventPayload, Equatable {
     public static let type = "reminder.due"
     public var userId: String

@@ -69,14 +69,46 @@ final class NewsletterTests: StoriesTestCase {
         assertClientError(try api.get("/v1/groups/\(gid)/newsletter?from=2026-01-01T00:00:00Z&to=2026-12-01T00:00:00Z", token: ann.token), 400)
     }
 
-    func testAClosedPeriodIsCompiledOnceWithRemindersForSilentMembersEvenWithTwoInstances() throws {
+    func testSilentMembersAreRemindedOnceBeforeThePeriodCloses() throws {
+        let ann = try person(), ben = try person()
+        let family = try group(ann)
+        let gid = family["id"] as! String
+        XCTAssertEqual(try join(ben, family).status, 200)
+        // A daily period closing at 15:00 in a zone where it is 13:something now: its reminder (12:00) is just past.
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC")!
+        let offset = 13 - utc.component(.hour, from: Date())
+        let zone = offset == 0 ? "Etc/GMT" : offset > 0 ? "Etc/GMT-\(offset)" : "Etc/GMT+\(-offset)"
+        let changed = try api.patch("/v1/groups/\(gid)", ["newsletter": ["frequency": "daily", "hour": 15, "timeZone": zone]], token: ann.token)
+        XCTAssertEqual(changed.status, 200, String(decoding: changed.body, as: UTF8.self))
+        let probe = try EventProbe(topics: ["reminder.due"])
+        _ = try post(ann, "Today's moment", to: [gid])
+
+        // A schedule just set does not remind at once for a time already past: tomorrow's reminder is planned.
+        func planned() -> Date? {
+            try? database.connect().first("SELECT reminder_due_at FROM stories.groups WHERE id = $1::uuid", [gid])?.decode("reminder_due_at")
+        }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (planned() ?? .distantPast) > Date().addingTimeInterval(20 * 3600) })
+        // Its time come (as if it were 12:00 today): Ben, who posted nothing this period, is reminded; Ann is not.
+        try database.connect().execute("UPDATE stories.groups SET reminder_due_at = now() - interval '1 minute' WHERE id = $1::uuid", [gid])
+        let reminders = probe.events(timeout: 20) { $0["type"] as? String == "reminder.due" && $0.data("groupId") as? String == gid }
+        XCTAssertEqual(reminders.map { $0["subject"] as? String }, [ben.id], "only the member who posted nothing yet")
+        XCTAssertEqual(try SchemaValidator.event("reminder.due").validate(reminders.first?.envelope ?? [:]), [])
+        let closes = try XCTUnwrap(Timestamp.parse(reminders.first?.data("periodEnd") as? String ?? ""))
+        XCTAssertTrue(closes > Date() && closes < Date().addingTimeInterval(3 * 3600), "before the period closes, at \(closes)")
+        // Once: the next is tomorrow's.
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (planned() ?? .distantPast) > Date().addingTimeInterval(20 * 3600) })
+        XCTAssertEqual(probe.events(timeout: 1) { $0["type"] as? String == "reminder.due" && $0.data("groupId") as? String == gid }.count, 1)
+    }
+
+    func testAClosedPeriodIsCompiledOnceEvenWithTwoInstances() throws {
         let ann = try person(), ben = try person()
         let family = try group(ann)
         let gid = family["id"] as! String
         XCTAssertEqual(try join(ben, family).status, 200)
         let byMail = try api.send("PUT", "/v1/groups/\(gid)/newsletter-delivery", json: ["delivery": "email"], token: ben.token)
         XCTAssertEqual(byMail["newsletterDelivery"] as? String, "email")
-        let probe = try EventProbe(topics: ["newsletter.compiled", "reminder.due"])
+        let probe = try EventProbe(topics: ["newsletter.compiled"])
         _ = try post(ann, "Something happened", to: [gid], at: "2026-11-20T12:00:00Z")
         let second = try startInstance(ownGroups: true)  // the two share newsletters through row locks, not a group
         defer { second.stop() }
@@ -96,11 +128,6 @@ final class NewsletterTests: StoriesTestCase {
         XCTAssertEqual(first?.data("offMemberIds") as? [String], [])
         XCTAssertEqual(try SchemaValidator.event("newsletter.compiled").validate(first?.envelope ?? [:]), [])
         XCTAssertEqual(try count("newsletters", "group_id = '\(gid)' AND period_end = '2026-11-22T18:00:00Z'"), 1, "compiled once by two instances")
-
-        let reminders = probe.events(timeout: 20) { $0["type"] as? String == "reminder.due" && $0.data("groupId") as? String == gid
-            && $0.data("periodEnd") as? String == "2026-11-22T18:00:00.000Z" }
-        XCTAssertEqual(reminders.map { $0["subject"] as? String }, [ben.id], "only the member who posted nothing")
-        XCTAssertEqual(try SchemaValidator.event("reminder.due").validate(reminders.first?.envelope ?? [:]), [])
 
         let list = try api.get("/v1/groups/\(gid)/newsletters", token: ben.token)
         XCTAssertEqual(list.status, 200)

@@ -27,6 +27,21 @@ final class NewsletterScheduleTests: XCTestCase {
         XCTAssertEqual(Timestamp.format(monday.nextClose(after: utc("2026-11-30T00:00:00Z"))), "2026-12-07T00:00:00.000Z")
     }
 
+    func testRemindersComeBeforeTheCloseAndNotAtNight() {
+        let daily = NewsletterSchedule(frequency: "daily", weekday: 7, hour: 18, timeZone: berlin)
+        // Three hours before a daily close at 18:00 Berlin (17:00 UTC).
+        XCTAssertEqual(Timestamp.format(daily.reminder(before: utc("2026-11-30T17:00:00Z"))), "2026-11-30T14:00:00.000Z")
+        // A day before a weekly close.
+        let weekly = NewsletterSchedule(frequency: "weekly", weekday: 7, hour: 18, timeZone: berlin)
+        XCTAssertEqual(Timestamp.format(weekly.reminder(before: utc("2026-12-06T17:00:00Z"))), "2026-12-05T17:00:00.000Z")
+        // A close at 09:00 would remind at 06:00: at 21:00 the evening before instead.
+        let morning = NewsletterSchedule(frequency: "daily", weekday: 7, hour: 9, timeZone: berlin)
+        XCTAssertEqual(Timestamp.format(morning.reminder(before: utc("2026-11-30T08:00:00Z"))), "2026-11-29T20:00:00.000Z")
+        // A weekly close at 07:00 Monday: Sunday 07:00 is night too, so Saturday 21:00.
+        let early = NewsletterSchedule(frequency: "weekly", weekday: 1, hour: 7, timeZone: berlin)
+        XCTAssertEqual(Timestamp.format(early.reminder(before: utc("2026-11-30T06:00:00Z"))), "2026-11-28T20:00:00.000Z")
+    }
+
     func testDaylightSavingChangesStretchAndShrinkPeriods() {
         let s = NewsletterSchedule(frequency: "daily", weekday: 7, hour: 18, timeZone: berlin)
         // Spring forward on 2026-03-29: that day has 23 hours.

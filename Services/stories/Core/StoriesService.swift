@@ -37,6 +37,7 @@ public enum StoriesService {
             }
             app.add(Job.every(Double(settings.newsletterScanSeconds), "compile-newsletters", logger: app.logger) {
                 try handlers.newsletters.compileDueNewsletters()
+                try handlers.newsletters.sendDueReminders()
             })
             app.add(handlers.invites.cleanup(pool, logger: app.logger))
             return makeRoutes(handlers, app.makeTokenVerifier(), moderators: settings.moderators, services: app.config.serviceToken)

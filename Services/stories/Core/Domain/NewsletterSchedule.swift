@@ -48,6 +48,18 @@ public struct NewsletterSchedule: Sendable, Equatable {
 
     /// The local calendar date of `date`, as `YYYY-MM-DD`.
     public func localDay(_ date: Date) -> String { LocalDay.of(date, in: timeZone) }
+
+    /// When the members who have not posted are reminded of the period closing at `close`: a day before a weekly
+    /// period closes, three hours before a daily one; when that falls in the night of the group's time zone (22:00 to
+    /// 08:00), at 21:00 the evening before instead.
+    public func reminder(before close: Date) -> Date {
+        let time = close.addingTimeInterval(frequency == "weekly" ? -86_400 : -3 * 3600)
+        let hour = calendar.component(.hour, from: time)
+        guard hour >= 22 || hour < 8 else { return time }
+        let evening = calendar.nextDate(after: time, matching: DateComponents(hour: 21, minute: 0, second: 0), matchingPolicy: .nextTime,
+                                        direction: .backward)
+        return evening ?? time
+    }
 }
 
 /// Calendar dates in a time zone, and posting streaks over them.

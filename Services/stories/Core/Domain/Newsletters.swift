@@ -153,7 +153,7 @@ struct Newsletters: Sendable {
 
     /// Compiles the newsletters of every period that has closed: once per group and period, whatever the number of
     /// instances (row locks and a unique period) and restarts (the close time is stored). Emits `newsletter.compiled`
-    /// and `reminder.due` for members who posted nothing. Returns how many it compiled.
+    /// Returns how many it compiled.
     @discardableResult
     func compileDueNewsletters(now: Date = Date()) throws -> Int {
         var compiled = 0
@@ -181,11 +181,6 @@ struct Newsletters: Sendable {
                                                           storyCount: doc.storyCount, memberIds: members.map(\.id),
                                                           emailMemberIds: taking("email"), offMemberIds: taking("off"),
                                                           compiledAt: Timestamp.format(at)), subject: group.id.lowercased, on: c)
-                        for member in members where member.days.isEmpty {
-                            try outbox.add(ReminderDue(userId: member.id, groupId: group.id.lowercased, reason: "no_story_in_period",
-                                                       periodStart: doc.period.from, periodEnd: doc.period.to),
-                                           subject: member.id, on: c)
-                        }
                         compiled += 1
                     }
                     try storage.setNewsletterDue(c, group: group.id, at: schedule.nextClose(after: end))
@@ -193,6 +188,40 @@ struct Newsletters: Sendable {
                 return due.count
             }
             if batch == 0 { return compiled }
+        }
+    }
+
+    /// Reminds the members of each group who have posted nothing yet in a period about to close
+    /// (`NewsletterSchedule.reminder(before:)`): `reminder.due`, once per group and period whatever the number of
+    /// instances (row locks; the next reminder's time is stored). A reminder missed by more than its period (the
+    /// service was down) is not sent late. Returns how many groups it reminded.
+    @discardableResult
+    func sendDueReminders(now: Date = Date()) throws -> Int {
+        var reminded = 0
+        while true {
+            let batch: Int = try pool.withTransaction { c in
+                let due = try storage.dueReminders(c, limit: 20)
+                for (group, at) in due {
+                    let schedule = try Self.schedule(group)
+                    let period = schedule.period(containing: now)
+                    if let at, at <= now, schedule.reminder(before: period.end) <= now {
+                        let (stories, _) = try storage.storiesInPeriod(c, group: group.id, from: period.start, to: now)
+                        let posted = Set(stories.map(\.authorId))
+                        for member in try storage.members(c, of: group.id) where !posted.contains(member.userId) {
+                            try outbox.add(ReminderDue(userId: member.userId.lowercased, groupId: group.id.lowercased, reason: "no_story_in_period",
+                                                       periodStart: Timestamp.format(period.start), periodEnd: Timestamp.format(period.end)),
+                                           subject: member.userId.lowercased, on: c)
+                        }
+                        reminded += 1
+                    }
+                    // This period's reminder when it is still ahead (a group just made, a reminder missed while down), else
+                    // the next period's.
+                    let this = schedule.reminder(before: period.end)
+                    try storage.setReminderDue(c, group: group.id, at: this > now ? this : schedule.reminder(before: schedule.nextClose(after: period.end)))
+                }
+                return due.count
+            }
+            if batch == 0 { return reminded }
         }
     }
 }

@@ -70,6 +70,7 @@ struct StoriesHandlers: Sendable {
             if body.newsletter != nil {
                 // The current period now ends by the new schedule.
                 try storage.setNewsletterDue(c, group: id, at: try Newsletters.schedule(group).nextClose(after: Date()))
+                try storage.setReminderDue(c, group: id, at: nil)  // planned again by the new schedule
             }
             guard let updated = try storage.group(c, id, reader: caller.userId) else { throw StoriesError.notFound }
             return .json(GroupView(updated, members: try storage.members(c, of: id), media: media))

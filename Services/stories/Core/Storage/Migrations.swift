@@ -94,4 +94,8 @@ let migrations: [Migration] = [
         CREATE INDEX hidden_authors_by_author ON hidden_authors (author_id);
         """),
     Migration(8, "reports of stories, for the moderators", Reports.tableSQL),
+    Migration(9, "when a group's silent members are next reminded, before its period closes", """
+        ALTER TABLE groups ADD COLUMN reminder_due_at timestamptz;
+        CREATE INDEX groups_reminder_due ON groups (reminder_due_at) WHERE kind = 'group';
+        """),
 ]

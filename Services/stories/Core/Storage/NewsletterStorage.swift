@@ -35,6 +35,20 @@ extension StoriesStorage {
             """, [limit]).map { (try GroupRecord($0), try $0.decode("newsletter_due_at")) }
     }
 
+    /// Up to `limit` groups whose reminder is due (or was never planned), locked for this instance, with that time.
+    func dueReminders(_ c: Connection, limit: Int) throws -> [(GroupRecord, Date?)] {
+        try c.rows("""
+            SELECT \(GroupRecord.columns), NULL AS role, NULL AS newsletter, g.reminder_due_at FROM stories.groups g
+            WHERE g.kind = 'group' AND (g.reminder_due_at IS NULL OR g.reminder_due_at <= now())
+            ORDER BY g.reminder_due_at NULLS FIRST LIMIT $1 FOR UPDATE SKIP LOCKED
+            """, [limit]).map { (try GroupRecord($0), try $0.decode("reminder_due_at")) }
+    }
+
+    /// nil: planned again at the next scan.
+    func setReminderDue(_ c: Connection, group: UUID, at: Date?) throws {
+        try c.execute("UPDATE stories.groups SET reminder_due_at = $2 WHERE id = $1", [group, at])
+    }
+
     func setNewsletterDue(_ c: Connection, group: UUID, at: Date) throws {
         try c.execute("UPDATE stories.groups SET newsletter_due_at = $2 WHERE id = $1", [group, at])
     }
