@@ -45,8 +45,8 @@ public enum EventCatalogue {
     static let mail: [Reader] = [.group("notify", "mail")]
 
     public static let topics: [Topic] = [
-        topic(UserRegistered.type, key: "user id", by: "auth", "A new account exists.", readers: profileReaders),
-        topic(UserUpdated.type, key: "user id", by: "auth", "A profile after a change.", readers: profileReaders),
+        topic(UserRegistered.type, key: "user id", by: "auth", "A new account exists.", readers: profileReaders + mail),
+        topic(UserUpdated.type, key: "user id", by: "auth", "A profile after a change.", readers: profileReaders + mail),
         topic(UserDeleted.type, key: "user id", by: "auth",
               "An account was erased: every service erases or anonymises what it holds of the user.", readers: profileReaders + mail),
         topic(EmailVerificationRequested.type, key: "user id", by: "auth",
@@ -74,7 +74,7 @@ public enum EventCatalogue {
         topic(StoryCommented.type, key: "story id", by: "stories", "A comment on a story."),
         topic(StoryTakenDown.type, key: "story id", by: "stories",
               "An operator took a reported story down: it is gone for every member of every group it was in."),
-        topic(NewsletterCompiled.type, key: "group id", by: "stories", "A group's period closed and its newsletter is stored."),
+        topic(NewsletterCompiled.type, key: "group id", by: "stories", "A group's period closed and its newsletter is stored.", readers: mail),
         topic(ReminderDue.type, key: "user id", by: "stories", "A member has posted nothing yet in a period that closes soon (`periodEnd`): a day before a weekly one closes, three hours before a daily one, not at night in the group's time zone.", readers: mail),
         topic(ChatRoomCreated.type, key: "room id", by: "chat",
               "A team room, the direct room of a pair, or the conversation of a parcel exists.", readers: chatFeed),

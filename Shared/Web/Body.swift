@@ -131,12 +131,14 @@ extension Schema {
             guard trimmed.count >= min else {
                 throw fail(min <= 1 ? "\(name) must not be empty." : "\(name) must be at least \(min) characters.")
             }
-            guard trimmed.count <= max else { throw fail("\(name) must be at most \(max) characters.") }
+            // As JSON Schema's maxLength counts (Unicode scalars, as sent): combining marks count, and so does white space
+            // that is trimmed afterwards, so the document's limit and this one are the same.
+            guard raw.unicodeScalars.count <= max else { throw fail("\(name) must be at most \(max) characters.") }
             return .string(trimmed)
         case (.string(let min, let max, let pattern, let bytes, let rule), .string(let s)):
             try Self.noNUL(s, path)
             guard s.count >= min else { throw fail(rule ?? "\(name) must be at least \(min) characters.") }
-            if let max, (bytes ? s.utf8.count : s.count) > max {
+            if let max, (bytes ? s.utf8.count : s.unicodeScalars.count) > max {
                 throw fail(rule ?? "\(name) must be at most \(max) \(bytes ? "bytes" : "characters").")
             }
             // The match must span the whole string: ICU's `$` also matches before a final newline ("bob\n").

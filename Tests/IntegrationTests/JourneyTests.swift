@@ -10,6 +10,7 @@ final class JourneyTests: XCTestCase {
     var origin: PublicOrigin!
     var google: GoogleStandIn?
     var push: PushEndpoint?
+    var mail: MailServer?
     var api: APIClient { origin.api }
 
     struct Person { let id: String; let token: String; let username: String }
@@ -20,6 +21,8 @@ final class JourneyTests: XCTestCase {
         var settings: [String: [String: String]] = ["dispatch": ["DISPATCH_TICK_MS": "100", "FLEET_FEED": "off"]]
         if let google { settings["auth"] = ["GOOGLE_CLIENT_IDS": google.clientId, "GOOGLE_JWKS_URL": google.jwksURL] }
         if name.contains("Mesajem") { push = try PushEndpoint() }
+        if name.contains("Tapestry") { mail = try MailServer() }
+        if let mail { (settings["notify"], settings["stories"]) = (mail.environment, ["NEWSLETTER_SCAN_SECONDS": "1"]) }
         origin = try PublicOrigin(settings: settings, prepare: youStudy ? PublicOrigin.catalogue() : nil)
     }
 
@@ -27,6 +30,7 @@ final class JourneyTests: XCTestCase {
         origin?.stop(failed: (testRun?.failureCount ?? 0) > 0)
         google?.stop()
         push?.stop()
+        mail?.stop()
     }
 
     // MARK: What every app's client does
@@ -49,6 +53,16 @@ final class JourneyTests: XCTestCase {
         let r = try api.post("/v1/push/subscriptions", subscription, token: who.token)
         XCTAssertEqual(r.status, 201, String(decoding: r.body, as: UTF8.self))
         return subscription["endpoint"] as? String ?? ""
+    }
+
+    /// The mails that reached `who`'s address, once there are `count`.
+    func mails(to who: Person, count: Int) throws -> [[String: Any]] {
+        var mine: [[String: Any]] = []
+        _ = try TestEnvironment.waitUntil(timeout: 30, every: 0.2) {
+            mine = try XCTUnwrap(mail).received().filter { ($0["to"] as? String ?? "").contains("\(who.username)@example.com") }
+            return mine.count >= count
+        }
+        return mine
     }
 
     /// Uploads a photo to `path` (the app's photo picker), its answer.
@@ -127,6 +141,33 @@ final class JourneyTests: XCTestCase {
         let sources = html.matches(of: /<img src="([^"]+)"/).map { String($0.1).replacingOccurrences(of: "&amp;", with: "&") }
         XCTAssertEqual(sources.count, 2, html)
         for source in sources { assertLoads(source, "the e-mail-ready newsletter's photo") }
+
+        // Ben wants the newsletter by e-mail: he proves his address with the link of the mail sign-up sent him, and
+        // says so. The period closes (as if its hour had come), and the newsletter reaches his mailbox, photos loading
+        // from their URLs, with a one-click unsubscribe that works without signing in.
+        let welcome = try XCTUnwrap(try mails(to: ben, count: 1).first, "the verification mail")
+        let link = try XCTUnwrap((welcome["text"] as? String)?.firstMatch(of: /http:\/\/[^\s]+/).map { String($0.0) }, "its link")
+        XCTAssertTrue(link.hasPrefix("http://127.0.0.1:\(origin.gatewayPort)/v1/auth/email-verification?token="), link)
+        XCTAssertEqual(try load(link).status, 200)
+        XCTAssertEqual(try api.send("PUT", "/v1/groups/\(group)/newsletter-delivery", json: ["delivery": "email"], token: ben.token).status, 200)
+        eventually("the notification service knows the address Ben proved", { try api.get("/v1/users/me/export", token: ben.token) }) {
+            (($0["notify"] as? [String: Any])?["address"] as? [String: Any])?["verified"] as? Bool == true
+        }
+        try origin.database.connect().execute("UPDATE stories.groups SET newsletter_due_at = now() WHERE id = $1::uuid", [group])
+        let letter = try XCTUnwrap(try mails(to: ben, count: 2).last, "the newsletter by mail")
+        XCTAssertEqual(letter["subject"] as? String, "Family: the newsletter to \(Timestamp.format(Date()).prefix(10))")
+        let mailed = (letter["html"] as? String ?? "").matches(of: /<img src="([^"]+)"/).map { String($0.1).replacingOccurrences(of: "&amp;", with: "&") }
+        XCTAssertEqual(mailed.count, 2, letter["html"] as? String ?? "")
+        for source in mailed { assertLoads(source, "a photo in the mailed newsletter") }
+        XCTAssertTrue((letter["text"] as? String ?? "").contains("First snow"), "the text part tells the stories too")
+        XCTAssertEqual(letter["listUnsubscribePost"] as? String, "List-Unsubscribe=One-Click")
+        let unsubscribe = try XCTUnwrap((letter["listUnsubscribe"] as? String)?.trimmingCharacters(in: CharacterSet(charactersIn: "<>")))
+        XCTAssertTrue(unsubscribe.hasPrefix("http://127.0.0.1:\(origin.gatewayPort)/v1/notifications/unsubscribe?token="), unsubscribe)
+        let path = String(unsubscribe.dropFirst("http://127.0.0.1:\(origin.gatewayPort)".count))
+        XCTAssertEqual(try api.send("POST", path, raw: Array("List-Unsubscribe=One-Click".utf8),
+                                    headers: ["Content-Type": "application/x-www-form-urlencoded"]).status, 200)
+        let choices = try api.get("/v1/notifications/preferences", token: ben.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(choices.first { $0["kind"] as? String == "newsletter" }?["enabled"] as? Bool, false, "unsubscribed in one click")
 
         // Ana's profile: a new name and an avatar, shown to her and, once stories has heard, to the group.
         let avatar = try upload("/v1/media", as: ana)

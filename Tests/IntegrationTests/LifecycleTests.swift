@@ -75,17 +75,21 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
                                              "GET /v1/users/me/export", "GET /v1/internal/users/{id}/export",
                                              // Accepted with nothing to say, and the page the verification mail links to.
                                              "POST /v1/auth/password-reset", "POST /v1/users/me/email-verification",
-                                             "GET /v1/auth/email-verification"])
+                                             "GET /v1/auth/email-verification",
+                                             // The pages a mail's unsubscribe link opens and posts.
+                                             "GET /v1/notifications/unsubscribe", "POST /v1/notifications/unsubscribe"])
     let noBody: Set<String> = ["POST /v1/auth/logout", "POST /v1/auth/stream-tickets", "POST /v1/groups/{id}/invite-code", "POST /v1/media", "POST /v1/chat/media",
                                "POST /v1/dispatch/media",
                                "POST /v1/rooms/{id}/invite-code", "POST /v1/rooms/{id}/typing", "PUT /v1/videos/{id}/like",
                                "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
                                "POST /v1/parcels/{id}/cancel", "PUT /v1/users/me/blocks/{userId}",
-                               "PUT /v1/users/me/hidden-authors/{userId}", "POST /v1/users/me/email-verification"]
+                               "PUT /v1/users/me/hidden-authors/{userId}", "POST /v1/users/me/email-verification",
+                               "POST /v1/notifications/unsubscribe"]
     let publicRoutes: Set<String> = ["GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "GET /v1/auth/jwks",
                                      "POST /v1/auth/signup", "POST /v1/auth/login", "POST /v1/auth/refresh",
                                      "POST /v1/auth/password-reset", "POST /v1/auth/password-reset/confirm",
                                      "POST /v1/auth/email-verification", "GET /v1/auth/email-verification",
+                                     "GET /v1/notifications/unsubscribe", "POST /v1/notifications/unsubscribe",
                                      "GET /v1/subjects", "GET /v1/subjects/{id}/topics", "GET /v1/topics/{id}/videos", "GET /v1/videos/{id}",
                                      "GET /v1/videos/{id}/recommendations", "GET /v1/search", "GET /v1/videos/{id}/comments"]
     let api = APIClient(port: service.port)

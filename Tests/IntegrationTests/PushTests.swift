@@ -10,18 +10,20 @@ final class PushTests: XCTestCase {
     var push: PushEndpoint!
     var auth: ServiceProcess!
     var notify: ServiceProcess!
+    var notifyEnvironment: [String: String] = [:]
     var api: APIClient { APIClient(port: notify.port) }
 
     override func setUpWithError() throws {
         database = try TestDatabase()
         push = try PushEndpoint()
         auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
-        notify = try ServiceProcess.startReady("notify", environment: [
+        notifyEnvironment = [
             "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks",
             "KAFKA_GROUP_PREFIX": "t" + UUID().uuidString.prefix(8).lowercased() + "-",
             "VAPID_PRIVATE_KEY": PushEndpoint.testKey, "VAPID_SUBJECT": "mailto:ops@backend.example",
-            "PUSH_ALLOWED_ORIGINS": "http://127.0.0.1:\(push.port)",
-        ])
+            "PUSH_ALLOWED_ORIGINS": "http://127.0.0.1:\(push.port)", "PUSH_TIMEOUT_SECONDS": "2",
+        ]
+        notify = try ServiceProcess.startReady("notify", environment: notifyEnvironment)
         XCTAssertTrue(consumersAssigned(notify, timeout: 30), "notify's consumer holds its partitions")
     }
 
@@ -89,5 +91,92 @@ final class PushTests: XCTestCase {
         XCTAssertEqual(try api.send("DELETE", "/v1/push/subscriptions/\(mine)", token: other.accessToken).status, 404)
         XCTAssertEqual(try api.send("DELETE", "/v1/push/subscriptions/\(mine)", token: me.accessToken).status, 204)
         XCTAssertEqual((try api.get("/v1/push/subscriptions", token: me.accessToken)["items"] as? [[String: Any]])?.count, 0)
+    }
+
+    func testPreferencesAndQuietHoursDecideWhatReachesMeAndWhen() throws {
+        let signup = APIClient(port: auth.port)
+        let me = try signup.signup("quin" + UUID().uuidString.prefix(8).lowercased(), password: "correct horse battery")
+        let friend = try signup.signup("fred" + UUID().uuidString.prefix(8).lowercased(), password: "correct horse battery")
+        let key = try XCTUnwrap(try api.get("/v1/push/key", token: me.accessToken)["publicKey"] as? String)
+        let phone = try push.subscribe(applicationServerKey: key), friends = try push.subscribe(applicationServerKey: key)
+        XCTAssertEqual(try api.post("/v1/push/subscriptions", phone, token: me.accessToken).status, 201)
+        XCTAssertEqual(try api.post("/v1/push/subscriptions", friends, token: friend.accessToken).status, 201)
+        func mine() throws -> [[String: Any]] {
+            (try api.get("/v1/notifications", token: me.accessToken)["items"] as? [[String: Any]] ?? []).filter { $0["channel"] as? String == "push" }
+        }
+
+        // Everything is on until I say otherwise; what cannot be turned off is not offered.
+        let choices = try api.get("/v1/notifications/preferences", token: me.accessToken)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(choices.count, 4)
+        XCTAssertTrue(choices.allSatisfy { $0["enabled"] as? Bool == true })
+        XCTAssertEqual(try api.send("PUT", "/v1/notifications/preferences/reminder/push", json: ["enabled": false], token: me.accessToken)["enabled"] as? Bool,
+                       false)
+        XCTAssertEqual(try api.send("PUT", "/v1/notifications/preferences/password_reset/email", json: ["enabled": false], token: me.accessToken).status, 404)
+        XCTAssertEqual(try api.send("PUT", "/v1/notifications/preferences/reminder/push", json: ["enabled": "no"], token: me.accessToken).status, 400)
+
+        // Reminders off: mine is not sent; my friend's, after it in the same partition, is (so mine was looked at).
+        try EventProbe.publish(reminder(me.userId), subject: me.userId, source: "stories")
+        try EventProbe.publish(reminder(friend.userId), subject: me.userId, source: "stories")
+        XCTAssertEqual(try push.waitFor(1, at: friends["endpoint"]).count, 1)
+        XCTAssertEqual(try mine().count, 0, "nothing recorded for a kind I turned off")
+
+        // Quiet hours around now (in Tokyo): a reminder waits, an offer does not (it is worth nothing later).
+        XCTAssertEqual(try api.send("PUT", "/v1/notifications/preferences/reminder/push", json: ["enabled": true], token: me.accessToken).status, 200)
+        var tokyo = Calendar(identifier: .gregorian)
+        tokyo.timeZone = TimeZone(identifier: "Asia/Tokyo")!
+        let hour = tokyo.component(.hour, from: Date())
+        let quiet = ["from": String(format: "%02d:00", (hour + 23) % 24), "to": String(format: "%02d:00", (hour + 2) % 24), "timeZone": "Asia/Tokyo"]
+        XCTAssertEqual(try api.send("PUT", "/v1/notifications/quiet-hours", json: quiet, token: me.accessToken).status, 200)
+        XCTAssertEqual(try api.get("/v1/notifications/quiet-hours", token: me.accessToken)["from"] as? String, quiet["from"])
+        XCTAssertEqual(try api.send("PUT", "/v1/notifications/quiet-hours", json: ["from": "25:00", "to": "07:00", "timeZone": "Asia/Tokyo"],
+                                    token: me.accessToken).status, 400)
+        XCTAssertEqual(try api.send("PUT", "/v1/notifications/quiet-hours", json: ["from": "22:00", "to": "07:00", "timeZone": "Mars/Olympus"],
+                                    token: me.accessToken).status, 400)
+        try EventProbe.publish(reminder(me.userId), subject: me.userId, source: "stories")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { ((try? mine()) ?? []).count == 1 }, "the reminder is recorded")
+        let parcel = UUID().uuidString.lowercased()
+        try EventProbe.publish(ParcelStatusChanged(parcelId: parcel, from: "awaiting_courier", to: "offered", actor: "system", actorId: nil,
+                                                   courierId: me.userId, place: nil, at: Timestamp.format(Date())), subject: parcel, source: "dispatch")
+        let rang = try push.waitFor(1, at: phone["endpoint"])
+        XCTAssertEqual(rang.compactMap { ($0["payload"] as? [String: Any])?["kind"] as? String }, ["parcel_offer"], "the offer, not the reminder")
+        XCTAssertEqual(try mine().first { $0["kind"] as? String == "reminder" }?["status"] as? String, "pending", "held until the quiet hours end")
+
+        // Quiet hours over (removed): the reminder that waited arrives.
+        XCTAssertEqual(try api.send("DELETE", "/v1/notifications/quiet-hours", token: me.accessToken).status, 204)
+        XCTAssertEqual(try api.get("/v1/notifications/quiet-hours", token: me.accessToken).status, 404)
+        XCTAssertEqual(try push.waitFor(2, at: phone["endpoint"]).compactMap { ($0["payload"] as? [String: Any])?["kind"] as? String },
+                       ["parcel_offer", "reminder"])
+    }
+
+    func testAKill9DuringABurstLosesNoPushAndRepeatsOnlyWhatWasInFlight() throws {
+        let me = try APIClient(port: auth.port).signup("kim" + UUID().uuidString.prefix(8).lowercased(), password: "correct horse battery")
+        let key = try XCTUnwrap(try api.get("/v1/push/key", token: me.accessToken)["publicKey"] as? String)
+        let phone = try push.subscribe(applicationServerKey: key)
+        XCTAssertEqual(try api.post("/v1/push/subscriptions", phone, token: me.accessToken).status, 201)
+        try push.slow(phone["endpoint"], delay: 0.05)  // a push service taking 50 ms a message: sends are in flight at the kill
+
+        let burst = 200
+        try EventProbe.publish((0..<burst).map { _ in reminder(me.userId) }, subject: me.userId, source: "stories")
+        XCTAssertTrue(try TestEnvironment.waitUntil(timeout: 30, every: 0.02) { try push.messages(phone["endpoint"]).count >= 40 })
+        notify.kill9()
+        let beforeKill = try push.messages(phone["endpoint"]).count
+        notify = try ServiceProcess.startReady("notify", port: notify.port, environment: notifyEnvironment)
+
+        func groups() throws -> [String] {
+            try push.messages(phone["endpoint"]).compactMap { (($0["payload"] as? [String: Any])?["data"] as? [String: Any])?["groupId"] as? String }
+        }
+        XCTAssertTrue(try TestEnvironment.waitUntil(timeout: 90, every: 0.2) { Set(try groups()).count == burst }, "every reminder arrives")
+        // and nothing is left to send: the ones in flight at the kill were sent again once their lease ran out.
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60, every: 0.2) {
+            (try? database.connect().first("SELECT count(*)::int AS n FROM notify.deliveries WHERE channel = 'push' AND status IN ('pending', 'sending')")?["n", as: Int.self]) == 0
+        }, "the log has nothing left to send")
+        let received = try groups()
+        let repeated = received.count - Set(received).count
+        print("notify kill -9 during a burst of \(burst) pushes: \(beforeKill) delivered before the kill, \(received.count - beforeKill) after, "
+              + "\(burst - Set(received).count) lost, \(repeated) delivered twice (at most 4 in flight: one per sender loop)")
+        XCTAssertEqual(Set(received).count, burst, "none lost")
+        XCTAssertLessThanOrEqual(repeated, 4, "only what the 4 senders had in flight")
+        let refusals = try push.refusals()
+        XCTAssertEqual(refusals.count, 0, "\(refusals.reasons)")
     }
 }

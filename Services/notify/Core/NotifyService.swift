@@ -32,6 +32,8 @@ public enum NotifyService {
         let pushSenders: Int
         let pushTimeout: Int
         let notices: Notices
+        /// `STORIES_URL`: where stories answers services (`http://stories:8082`), for the newsletters it mails.
+        let stories: URL?
 
         init(_ environment: Environment) throws {
             if let url = environment.optional("SMTP_URL") {
@@ -81,6 +83,14 @@ public enum NotifyService {
             allowed = try AllowedOrigins(environment.string("PUSH_ALLOWED_ORIGINS", default: AllowedOrigins.browsers))
             pushSenders = try environment.int("PUSH_SENDERS", default: 4, range: 1...64)
             pushTimeout = try environment.int("PUSH_TIMEOUT_SECONDS", default: 10, range: 1...60)
+            if let text = environment.optional("STORIES_URL") {
+                guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                    throw ConfigError(variable: "STORIES_URL", problem: "must be an http(s) URL such as http://stories:8082")
+                }
+                stories = url
+            } else {
+                stories = nil
+            }
             notices = Notices(offerSeconds: try environment.int("OFFER_TIMEOUT_SECONDS", default: 30, range: 1...3600))
         }
     }
@@ -96,8 +106,10 @@ public enum NotifyService {
                 if event.type == UserDeleted.type { try leaving.userDeleted(event, c) } else { try deliveries.record(event, c) }
             }
             if let smtp = settings.smtp {
+                let newsletters = settings.stories.flatMap { url in app.config.serviceToken.token.map { NewsletterCopies(base: url, token: $0) } }
+                if newsletters == nil { app.logger.warn("STORIES_URL or SERVICE_TOKEN is not set: newsletters are not mailed") }
                 let sender = MailSender(pool: app.pool, storage: storage, settings: smtp, from: settings.from, bounce: settings.bounce,
-                                        metrics: app.metrics, logger: app.logger)
+                                        newsletters: newsletters, base: settings.mails.base, metrics: app.metrics, logger: app.logger)
                 try sender.services(workers: settings.senders).forEach(app.add)
             } else {
                 app.logger.warn("SMTP_URL is not set: no mail is sent; deliveries wait until it is")

@@ -9,6 +9,24 @@ func makeRoutes(_ h: NotifyHandlers, _ auth: any Authenticator, services: Shared
     r.add("GET", "/v1/notifications", summary: "What was sent to me, and when: the newest first",
           response: (200, PageResponse<DeliveryView>.shape), auth: auth, h.list)
     r.query("GET", "/v1/notifications", QueryParameter.page)
+    r.add("GET", "/v1/notifications/preferences", summary: "What I get, by kind and channel", response: (200, ItemList<PreferenceView>.shape),
+          auth: auth, h.preferences)
+    r.add("PUT", "/v1/notifications/preferences/{kind}/{channel}", summary: "Turn one kind of notification by one channel on or off",
+          body: PreferenceBody.self, response: (200, PreferenceView.shape), auth: auth, h.setPreference)
+    r.add("GET", "/v1/notifications/quiet-hours", summary: "My quiet hours (404 when I have none)", response: (200, QuietHoursView.shape),
+          auth: auth, h.quietHours)
+    r.add("PUT", "/v1/notifications/quiet-hours", summary: "Set my quiet hours: pushes wait until they end, but for a courier's offers",
+          body: QuietHoursBody.self, response: (200, QuietHoursView.shape), auth: auth, h.setQuietHours)
+    r.add("DELETE", "/v1/notifications/quiet-hours", summary: "No quiet hours", response: (204, nil), auth: auth, h.clearQuietHours)
+    // A mail's unsubscribe link (RFC 8058): opened, a page with a button; posted (one click, by the mail client), done.
+    r.add("GET", "/v1/notifications/unsubscribe", summary: "A mail's unsubscribe link, opened: a page with the button that unsubscribes",
+          response: (200, nil), h.unsubscribePage)
+    r.add("POST", "/v1/notifications/unsubscribe", summary: "Unsubscribe without signing in (RFC 8058 one-click, or the page's button)",
+          response: (200, nil), h.unsubscribeByLink)
+    for method in ["GET", "POST"] {
+        r.query(method, "/v1/notifications/unsubscribe", [QueryParameter("token", .string(max: 64), "The token the mail's link carried")])
+        r.alsoAnswers(method, "/v1/notifications/unsubscribe", 200, contentType: "text/html; charset=utf-8")
+    }
     // Without VAPID_PRIVATE_KEY there is no Web Push: these answer 404.
     r.add("GET", "/v1/push/key", summary: "The VAPID public key to subscribe with (the applicationServerKey)",
           response: (200, PushKeyView.shape), auth: auth, h.pushKey)

@@ -6,7 +6,7 @@ struct DeliveryView: View {
     let delivery: DeliveryRecord
     init(_ d: DeliveryRecord) { delivery = d }
 
-    static let kinds = ["email_verification", "password_reset", "reminder", "parcel_offer", "parcel_step"]
+    static let kinds = ["email_verification", "password_reset", "newsletter", "reminder", "parcel_offer", "parcel_step"]
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.delivery.id), .field("kind", \.delivery.kind, .oneOf(kinds)),
@@ -32,4 +32,23 @@ struct SubscriptionView: View {
 struct PushKeyView: View {
     let publicKey: String
     static let fields: [ViewField<Self>] = [.field("publicKey", \.publicKey)]
+}
+
+/// Whether I get one kind of notification by one channel.
+struct PreferenceView: View {
+    let kind: String
+    let channel: String
+    let enabled: Bool
+    static let fields: [ViewField<Self>] = [
+        .field("kind", \.kind, .oneOf(Preferences.choices.map(\.kind))), .field("channel", \.channel, .oneOf(["email", "push"])),
+        .field("enabled", \.enabled),
+    ]
+}
+
+/// My quiet hours: pushes wait from `from` to `to` (`HH:MM`) in `timeZone`, but for a courier's offers.
+struct QuietHoursView: View {
+    let from: String
+    let to: String
+    let timeZone: String
+    static let fields: [ViewField<Self>] = [.field("from", \.from), .field("to", \.to), .field("timeZone", \.timeZone)]
 }

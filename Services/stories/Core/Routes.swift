@@ -64,6 +64,11 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator, moderators: Sha
                                                                      QueryParameter("to", .dateTime, "Stories before this time")])
     r.query("GET", "/v1/groups/{id}/newsletter", [QueryParameter("from", .dateTime, "The period's start"), QueryParameter("to", .dateTime, "The period's end"),
                                                   QueryParameter("format", .oneOf(["json", "html"]), "JSON, or the rendered HTML", default: "json")])
+    if services.isEnabled {
+        r.add("GET", "/v1/internal/newsletters/{newsletterId}/copies/{userId}",
+              summary: "Services: a stored newsletter as a member sees it, ready to mail (404 for one no longer a member)",
+              response: (200, NewsletterCopyView.shape), trusted: services, h.newsletterCopy)
+    }
     r.query("GET", "/v1/groups/{id}/newsletters", QueryParameter.page)
     r.query("GET", "/v1/groups/{id}/newsletters/{newsletterId}", [QueryParameter("format", .oneOf(["json", "html"]), "JSON, or the rendered HTML", default: "json")])
     r.query("GET", "/v1/users/me/calendar", [QueryParameter("from", Shapes.day, "First day (default: this month's first)"),

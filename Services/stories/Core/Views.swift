@@ -120,3 +120,11 @@ struct CalendarView: View {
         .field("longestStreak", \.longestStreak, .integer(0...Int.max)),
     ]
 }
+
+/// A newsletter ready to mail to one member (for notify): the subject, and the text and HTML parts.
+struct NewsletterCopyView: View {
+    let subject: String
+    let text: String
+    let html: String
+    static let fields: [ViewField<Self>] = [.field("subject", \.subject), .field("text", \.text), .field("html", \.html)]
+}

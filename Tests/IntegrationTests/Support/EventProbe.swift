@@ -10,15 +10,22 @@ final class EventProbe {
 
     /// Publishes an event as another service would, with the id `id` (the same id twice: a repeat).
     static func publish<P: EventPayload>(_ payload: P, subject: String, source: String, id: String = UUID().uuidString.lowercased()) throws {
+        try publish([payload], subject: subject, source: source, ids: [id])
+    }
+
+    /// Publishes events in one batch, in order, each with a fresh id unless `ids` gives them.
+    static func publish<P: EventPayload>(_ payloads: [P], subject: String, source: String, ids: [String]? = nil) throws {
         var config = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "test-publisher")
         config.log = { _, _ in }
-        let event: [String: Any] = ["specversion": "1.0", "id": id, "source": source, "type": P.type,
-                                    "time": Timestamp.format(Date()), "subject": subject, "datacontenttype": "application/json",
-                                    "dataschema": "urn:backend:schema:events:\(P.type)",
-                                    "data": try JSONSerialization.jsonObject(with: try JSONEncoder().encode(payload))]
-        let value = Array(try JSONSerialization.data(withJSONObject: event))
-        let results = try Producer(config: config).send([OutgoingMessage(topic: P.type, key: subject, value: value, header: ("ce_type", P.type))])
-        XCTAssertNil(results.first!, "published \(P.type)")
+        let messages = try payloads.enumerated().map { i, payload in
+            let event: [String: Any] = ["specversion": "1.0", "id": ids?[i] ?? UUID().uuidString.lowercased(), "source": source, "type": P.type,
+                                        "time": Timestamp.format(Date()), "subject": subject, "datacontenttype": "application/json",
+                                        "dataschema": "urn:backend:schema:events:\(P.type)",
+                                        "data": try JSONSerialization.jsonObject(with: try JSONEncoder().encode(payload))]
+            return OutgoingMessage(topic: P.type, key: subject, value: Array(try JSONSerialization.data(withJSONObject: event)), header: ("ce_type", P.type))
+        }
+        let results = try Producer(config: config).send(messages)
+        XCTAssertTrue(results.allSatisfy { $0 == nil }, "published \(payloads.count) \(P.type)")
     }
 
     init(topics: [String], brokers: String = TestEnvironment.brokers) throws {

@@ -55,6 +55,12 @@ final class PushEndpoint {
         return r.json
     }
 
+    /// Makes the endpoint answer each message only after `delay` seconds (a slow push service).
+    func slow(_ endpoint: Any?, delay: Double) throws {
+        let id = (endpoint as? String ?? "").split(separator: "/").last.map(String.init) ?? ""
+        XCTAssertEqual(try client.send("PATCH", "/subscriptions/" + id, json: ["delay": delay]).status, 204)
+    }
+
     /// What reached the subscription at `endpoint`, decrypted: `payload`, `ttl`, `urgency`, `topic`, `receivedAt`.
     func messages(_ endpoint: Any?) throws -> [[String: Any]] {
         let id = (endpoint as? String ?? "").split(separator: "/").last.map(String.init) ?? ""

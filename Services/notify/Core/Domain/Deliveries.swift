@@ -18,13 +18,35 @@ struct Deliveries: Sendable {
     static let maxAttempts = 8
 
     /// The events notify reads, for its consumer.
-    static let topics = [EmailVerificationRequested.type, PasswordResetRequested.type, ReminderDue.type, ParcelCreated.type,
-                         ParcelClaimed.type, ParcelStatusChanged.type]
+    static let topics = [UserRegistered.type, UserUpdated.type, EmailVerificationRequested.type, PasswordResetRequested.type,
+                         ReminderDue.type, NewsletterCompiled.type, ParcelCreated.type, ParcelClaimed.type, ParcelStatusChanged.type]
+
+    /// How long a compiled newsletter is worth mailing.
+    static let newsletterLifetime: TimeInterval = 7 * 86_400
 
     /// Records what `event` asks to deliver: nothing for an account erased since, a repeat, or something that
     /// expired already (a notify started long after, reading the topic from its start, sends no stale links).
     func record(_ event: ReceivedEvent, _ c: Connection) throws {
         switch event.type {
+        case UserRegistered.type:
+            let e = try event.decode(UserRegistered.self)
+            guard let id = UUID(uuidString: e.userId), try !Erasure.isErased(id, schema: "notify", on: c) else { return }
+            try storage.recordPerson(c, id, email: e.email, verified: e.emailVerified ?? false)
+        case UserUpdated.type:
+            let e = try event.decode(UserUpdated.self)
+            guard let id = UUID(uuidString: e.userId), try !Erasure.isErased(id, schema: "notify", on: c) else { return }
+            try storage.recordPerson(c, id, email: e.email, verified: e.emailVerified ?? false)
+        case NewsletterCompiled.type:
+            let e = try event.decode(NewsletterCompiled.self)
+            let expires = (Timestamp.parse(e.compiledAt) ?? Date()).addingTimeInterval(Self.newsletterLifetime)
+            guard expires > Date() else { return }
+            // By mail to those who asked for it so, at an address they proved, unless they unsubscribed.
+            for member in Set(e.emailMemberIds ?? []) {
+                guard let id = UUID(uuidString: member), try !Erasure.isErased(id, schema: "notify", on: c),
+                      let address = try storage.provenAddress(c, id), try storage.allows(c, id, kind: "newsletter", channel: "email") else { continue }
+                _ = try storage.record(c, id: UUID.v7(), eventId: event.id, user: id, kind: "newsletter", address: address,
+                                       subject: "Your group's newsletter", text: nil, html: nil, expiresAt: expires, reference: e.newsletterId)
+            }
         case EmailVerificationRequested.type:
             let e = try event.decode(EmailVerificationRequested.self)
             try mail(event, c, to: e.userId, at: e.email, kind: "email_verification", expires: e.expiresAt, mails.verification(e))
@@ -69,7 +91,8 @@ struct Deliveries: Sendable {
     private func push(_ event: ReceivedEvent, _ c: Connection, to users: [String], _ notice: Notice) throws {
         guard notice.expiresAt > Date() else { return }
         for user in Set(users) {
-            guard let id = UUID(uuidString: user), try !Erasure.isErased(id, schema: "notify", on: c) else { continue }
+            guard let id = UUID(uuidString: user), try !Erasure.isErased(id, schema: "notify", on: c),
+                  try storage.allows(c, id, kind: notice.kind, channel: "push") else { continue }
             _ = try storage.recordPush(c, eventId: event.id, user: id, kind: notice.kind, title: notice.title, payload: notice.payload,
                                        ttl: notice.ttl, urgency: notice.urgency, topic: notice.topic, expiresAt: notice.expiresAt)
         }

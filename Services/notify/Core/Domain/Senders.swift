@@ -2,6 +2,7 @@ import Crypto
 import Events
 import Features
 import Foundation
+import HTTP
 import Mail
 import Models
 import Postgres
@@ -17,6 +18,9 @@ struct MailSender: Sendable {
     let settings: SMTPSettings
     let from: MailAddress
     let bounce: String
+    /// Where newsletters are fetched from, and the origin one-click unsubscribe links point at.
+    let newsletters: NewsletterCopies?
+    let base: String
     let metrics: Metrics
     let logger: Logger
 
@@ -38,7 +42,7 @@ struct MailSender: Sendable {
     /// Sends the next due delivery; how many it took (0 or 1). One at a time: a lease covers one exchange, so a slow
     /// server cannot outlast the lease of a delivery still waiting in a batch (another loop would send it again).
     func round(_ client: SMTPClient) throws -> Int {
-        let due = try pool.withTransaction { try storage.claimDue($0, channel: "email", limit: 1, lease: Double(settings.timeout + 30)) }
+        let due = try pool.withTransaction { try storage.claimDue($0, channel: "email", limit: 1, lease: Double(settings.timeout + 45)) }
         for delivery in due { try send(delivery, client) }
         return due.count
     }
@@ -46,10 +50,21 @@ struct MailSender: Sendable {
     private func send(_ d: DeliveryRecord, _ client: SMTPClient) throws {
         var outcome = "sent"
         do {
-            guard (d.expiresAt ?? .distantFuture) > Date() else { throw MailError.permanent("its link expired") }
-            guard let text = d.bodyText else { throw MailError.permanent("nothing left to send") }
-            let message = MailMessage(from: from, envelopeFrom: bounce, to: try MailAddress(d.address), subject: d.subject, text: text,
-                                      html: d.bodyHTML, messageId: "<\(d.id.lowercased)@\(from.address.split(separator: "@").last ?? "localhost")>")
+            guard (d.expiresAt ?? .distantFuture) > Date() else { throw MailError.permanent("it expired before it could be sent") }
+            var (subject, text, html, unsubscribe) = (d.subject, d.bodyText, d.bodyHTML, String?.none)
+            if d.kind == "newsletter" {
+                guard let newsletters, let reference = d.reference else { throw MailError.permanent("STORIES_URL is not set: no newsletter to fetch") }
+                let copy = try newsletters.copy(reference, for: d.userId)
+                (subject, text, html) = (copy.subject, copy.text, copy.html)
+                let token = try pool.withConnection {
+                    try storage.unsubscribeToken($0, d.userId, kind: "newsletter", channel: "email", fresh: Base64URL.encode(secureRandomBytes(24)))
+                }
+                unsubscribe = base + "/v1/notifications/unsubscribe?token=" + token
+            }
+            guard let text else { throw MailError.permanent("nothing left to send") }
+            let message = MailMessage(from: from, envelopeFrom: bounce, to: try MailAddress(d.address), subject: subject, text: text,
+                                      html: html, messageId: "<\(d.id.lowercased)@\(from.address.split(separator: "@").last ?? "localhost")>",
+                                      unsubscribe: unsubscribe)
             try client.send(message)
             try pool.withConnection { try storage.markSent($0, d.id) }
         } catch let error as MailError {
@@ -62,6 +77,27 @@ struct MailSender: Sendable {
         }
         metrics.increment("notify_deliveries_total", labels: "channel=\"email\",outcome=\"\(outcome)\"",
                           help: "Deliveries tried, by channel and outcome (sent, retry, failed).")
+    }
+}
+
+/// A newsletter as the member it is mailed to sees it, from stories (`STORIES_URL`, with the service token): fetched
+/// when it is sent, so the log holds no copy, and a member who left the group since gets none.
+struct NewsletterCopies: Sendable {
+    let base: URL
+    let token: String
+
+    func copy(_ newsletter: String, for user: UUID) throws -> (subject: String, text: String, html: String) {
+        guard let id = UUID(uuidString: newsletter) else { throw MailError.permanent("not a newsletter id") }
+        let url = base.appendingPathComponent("v1/internal/newsletters/\(id.lowercased)/copies/\(user.lowercased)")
+        guard let (status, body) = Fetch.get(url, headers: ["Authorization": "Bearer \(token)"], timeout: 10) else {
+            throw MailError.temporary("stories did not answer")
+        }
+        if status == 404 { throw MailError.permanent("no longer a member of the newsletter's group") }
+        guard status == 200, let copy = try? JSONSerialization.jsonObject(with: body) as? [String: Any], let subject = copy["subject"] as? String,
+              let text = copy["text"] as? String, let html = copy["html"] as? String else {
+            throw MailError.temporary("stories answered \(status)")
+        }
+        return (subject, text, html)
     }
 }
 
@@ -94,14 +130,24 @@ struct PushSender: Sendable {
 
     /// Sends the next due push; how many it took (0 or 1).
     func round(_ client: PushClient) throws -> Int {
-        let due = try pool.withTransaction { try storage.claimDue($0, channel: "push", limit: 1, lease: Double(timeout + 30)) }
+        // The lease: the exchange's bound (libcurl's timeout), twice over, and a margin for the database.
+        let due = try pool.withTransaction { try storage.claimDue($0, channel: "push", limit: 1, lease: Double(2 * timeout + 5)) }
         for delivery in due { try send(delivery, client) }
         return due.count
     }
 
     private func send(_ d: DeliveryRecord, _ client: PushClient) throws {
         let outcome: PushOutcome
-        if (d.expiresAt ?? .distantFuture) <= Date() {
+        let quietUntil = d.kind == "parcel_offer" ? nil : try pool.withConnection { try storage.quietHours($0, of: d.userId) }.flatMap {
+            QuietHours.end(starts: $0.starts, ends: $0.ends, timeZone: $0.timeZone)
+        }
+        if let quietUntil, quietUntil < (d.expiresAt ?? .distantFuture) {
+            try pool.withConnection { try storage.postpone($0, d.id, until: quietUntil) }
+            return
+        }
+        if quietUntil != nil {
+            outcome = .rejected("it would expire before the quiet hours end")
+        } else if (d.expiresAt ?? .distantFuture) <= Date() {
             outcome = .rejected("it expired before it could be delivered")
         } else if let subscriptionId = d.subscriptionId, let s = try pool.withConnection({ try storage.subscription($0, subscriptionId) }) {
             outcome = prepare(d, s).map { client.send($0) } ?? .rejected("its subscription's keys or VAPID key are not usable")

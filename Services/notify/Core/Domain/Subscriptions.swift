@@ -74,6 +74,22 @@ struct PushSubscriptionBody: RequestBody {
     }
 }
 
+struct PreferenceBody: RequestBody {
+    static let schema = Schema.object(["enabled": .required(.boolean)])
+    let enabled: Bool
+}
+
+struct QuietHoursBody: RequestBody {
+    static let schema = Schema.object([
+        "from": .required(.string(pattern: "^([01][0-9]|2[0-3]):[0-5][0-9]$", rule: "a time of day, HH:MM")),
+        "to": .required(.string(pattern: "^([01][0-9]|2[0-3]):[0-5][0-9]$", rule: "a time of day, HH:MM")),
+        "timeZone": .required(.string(min: 1, max: 64)),
+    ])
+    let from: String
+    let to: String
+    let timeZone: String
+}
+
 /// Registering and removing push subscriptions.
 struct Subscriptions: Sendable {
     let storage: NotifyStorage
@@ -103,4 +119,36 @@ struct Subscriptions: Sendable {
         return try storage.subscribe(c, id: UUID.v7(), user: user, endpoint: body.endpoint, p256dh: Base64URL.encode(point),
                                      auth: Base64URL.encode(secret), vapidKey: keys.current.publicKey, expiresAt: expires)
     }
+}
+
+/// What people may turn off, by kind and channel (a verification or reset mail cannot be).
+enum Preferences {
+    static let choices: [(kind: String, channel: String)] = [
+        ("reminder", "push"), ("parcel_step", "push"), ("parcel_offer", "push"), ("newsletter", "email"),
+    ]
+}
+
+/// Quiet hours: from `starts` to `ends` (minutes of the day, wrapping past midnight) in `timeZone`, pushes wait, but
+/// for a courier's offer, which is worth nothing later.
+enum QuietHours {
+    /// When the quiet hours around `now` end; nil when `now` is not in them.
+    static func end(starts: Int, ends: Int, timeZone: String, now: Date = Date()) -> Date? {
+        guard starts != ends, let zone = TimeZone(identifier: timeZone) else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let parts = calendar.dateComponents([.hour, .minute], from: now)
+        let minute = (parts.hour ?? 0) * 60 + (parts.minute ?? 0)
+        let quiet = starts < ends ? (starts..<ends).contains(minute) : minute >= starts || minute < ends
+        guard quiet else { return nil }
+        return calendar.nextDate(after: now, matching: DateComponents(hour: ends / 60, minute: ends % 60, second: 0), matchingPolicy: .nextTime)
+    }
+
+    /// `HH:MM` as minutes of the day.
+    static func minutes(_ text: String) -> Int? {
+        let parts = text.split(separator: ":").compactMap { Int($0) }
+        guard text.count == 5, parts.count == 2, (0..<24).contains(parts[0]), (0..<60).contains(parts[1]) else { return nil }
+        return parts[0] * 60 + parts[1]
+    }
+
+    static func text(_ minutes: Int) -> String { String(format: "%02d:%02d", minutes / 60, minutes % 60) }
 }

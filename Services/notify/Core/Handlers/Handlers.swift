@@ -58,3 +58,92 @@ extension NotifyHandlers {
         return .noContent
     }
 }
+
+/// Preferences, quiet hours, and the unsubscribe links in mails.
+extension NotifyHandlers {
+    /// `GET /v1/notifications/preferences`: every choice, on unless I turned it off.
+    func preferences(_ request: Request, _ caller: Caller) throws -> Response {
+        let mine = try pool.withConnection { try storage.preferences($0, of: caller.userId) }
+        return .json(ItemList(Preferences.choices.map { PreferenceView(kind: $0.kind, channel: $0.channel, enabled: mine["\($0.kind)/\($0.channel)"] ?? true) }))
+    }
+
+    /// `PUT /v1/notifications/preferences/{kind}/{channel}`
+    func setPreference(_ request: Request, _ caller: Caller, _ body: PreferenceBody) throws -> Response {
+        let kind = request.parameter("kind"), channel = request.parameter("channel")
+        guard Preferences.choices.contains(where: { $0.kind == kind && $0.channel == channel }) else { throw HTTPError.notFound() }
+        try pool.withConnection { try storage.setPreference($0, caller.userId, kind: kind, channel: channel, enabled: body.enabled) }
+        return .json(PreferenceView(kind: kind, channel: channel, enabled: body.enabled))
+    }
+
+    /// `GET /v1/notifications/quiet-hours`
+    func quietHours(_ request: Request, _ caller: Caller) throws -> Response {
+        guard let q = try pool.withConnection({ try storage.quietHours($0, of: caller.userId) }) else { throw HTTPError.notFound("You have no quiet hours.") }
+        return .json(QuietHoursView(from: QuietHours.text(q.starts), to: QuietHours.text(q.ends), timeZone: q.timeZone))
+    }
+
+    /// `PUT /v1/notifications/quiet-hours`
+    func setQuietHours(_ request: Request, _ caller: Caller, _ body: QuietHoursBody) throws -> Response {
+        guard let starts = QuietHours.minutes(body.from) else { throw HTTPError.validation("from must be a time of day, HH:MM.", field: "from") }
+        guard let ends = QuietHours.minutes(body.to) else { throw HTTPError.validation("to must be a time of day, HH:MM.", field: "to") }
+        guard starts != ends else { throw HTTPError.validation("from and to must differ.", field: "to") }
+        guard TimeZone(identifier: body.timeZone) != nil, body.timeZone.contains("/") || body.timeZone == "UTC" else {
+            throw HTTPError.validation("timeZone must be an IANA time zone such as Europe/Berlin.", field: "timeZone")
+        }
+        try pool.withConnection { try storage.setQuietHours($0, of: caller.userId, (starts, ends, body.timeZone)) }
+        return .json(QuietHoursView(from: body.from, to: body.to, timeZone: body.timeZone))
+    }
+
+    /// `DELETE /v1/notifications/quiet-hours`
+    func clearQuietHours(_ request: Request, _ caller: Caller) throws -> Response {
+        try pool.withConnection { try storage.setQuietHours($0, of: caller.userId, nil) }
+        return .noContent
+    }
+
+    /// `GET /v1/notifications/unsubscribe?token=`: a page whose button posts the one-click unsubscribe (opening a
+    /// link unsubscribes nobody: mail scanners open links).
+    func unsubscribePage(_ request: Request) throws -> Response {
+        let token = try Self.linkToken(request)
+        guard let target = try pool.withConnection({ try storage.unsubscribeTarget($0, token: token) }) else {
+            return Self.page("This link no longer works", "<p>Change what you receive in the app's settings.</p>")
+        }
+        return Self.page("Unsubscribe", """
+            <p>Stop receiving \(Self.describe(target.kind)) by \(target.channel == "email" ? "e-mail" : "push")?</p>
+            <form method="post" action="/v1/notifications/unsubscribe?token=\(token)"><button type="submit">Unsubscribe</button></form>
+            """)
+    }
+
+    /// `POST /v1/notifications/unsubscribe?token=`: turned off, without signing in (RFC 8058).
+    func unsubscribeByLink(_ request: Request) throws -> Response {
+        let token = try Self.linkToken(request)
+        let done = try pool.withConnection { c -> Bool in
+            guard let target = try storage.unsubscribeTarget(c, token: token) else { return false }
+            try storage.setPreference(c, target.user, kind: target.kind, channel: target.channel, enabled: false)
+            return true
+        }
+        return done ? Self.page("You are unsubscribed", "<p>You can turn it on again in the app's settings.</p>")
+            : Self.page("This link no longer works", "<p>Change what you receive in the app's settings.</p>")
+    }
+
+    private static func linkToken(_ request: Request) throws -> String {
+        let token = request.query["token"] ?? ""
+        guard token.utf8.count <= 64, token.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+            throw HTTPError.validation("token is not one a mail carried.", field: "token")
+        }
+        return token
+    }
+
+    private static func describe(_ kind: String) -> String {
+        ["newsletter": "your groups' newsletters", "reminder": "reminders to post", "parcel_step": "parcel updates",
+         "parcel_offer": "delivery offers"][kind] ?? "these notifications"
+    }
+
+    private static func page(_ title: String, _ body: String) -> Response {
+        var response = Response.text("""
+            <!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+            <title>\(title)</title></head><body style="font-family:sans-serif;max-width:32em;margin:4em auto"><h1>\(title)</h1>\(body)</body></html>
+            """, contentType: "text/html; charset=utf-8")
+        response.headers.append(("Cache-Control", "no-store"))
+        response.headers.append(("Referrer-Policy", "no-referrer"))
+        return response
+    }
+}

@@ -58,4 +58,32 @@ let migrations: [Migration] = [
         CREATE INDEX parcels_by_sender ON parcels (sender_id);
         CREATE INDEX parcels_by_recipient ON parcels (recipient_id);
         """),
+    Migration(4, "people's addresses, newsletters by mail, preferences, one-click unsubscribe links and quiet hours", """
+        CREATE TABLE people (
+            user_id uuid PRIMARY KEY,
+            email text NOT NULL,
+            email_verified boolean NOT NULL DEFAULT false
+        );
+        ALTER TABLE deliveries ADD COLUMN reference text;
+        CREATE TABLE preferences (
+            user_id uuid NOT NULL,
+            kind text NOT NULL,
+            channel text NOT NULL CHECK (channel IN ('email', 'push')),
+            enabled boolean NOT NULL,
+            PRIMARY KEY (user_id, kind, channel)
+        );
+        CREATE TABLE unsubscribe_tokens (
+            token text PRIMARY KEY,
+            user_id uuid NOT NULL,
+            kind text NOT NULL,
+            channel text NOT NULL,
+            UNIQUE (user_id, kind, channel)
+        );
+        CREATE TABLE quiet_hours (
+            user_id uuid PRIMARY KEY,
+            starts_at smallint NOT NULL CHECK (starts_at BETWEEN 0 AND 1439),
+            ends_at smallint NOT NULL CHECK (ends_at BETWEEN 0 AND 1439),
+            time_zone text NOT NULL
+        );
+        """),
 ]

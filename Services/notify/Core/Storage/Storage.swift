@@ -26,6 +26,8 @@ struct DeliveryRecord {
     let ttl: Int?
     let urgency: String?
     let topic: String?
+    /// What the content is fetched from when it is sent (a newsletter's id).
+    let reference: String?
 
     init(_ r: Row) throws {
         id = try r["id"]; eventId = try r["event_id"]; userId = try r["user_id"]; channel = try r["channel"]; kind = try r["kind"]
@@ -34,7 +36,7 @@ struct DeliveryRecord {
         createdAt = try r["created_at"]
         sentAt = try r.decode("sent_at")
         subscriptionId = try r.decode("subscription_id"); ttl = try r.decode("ttl"); urgency = try r.decode("urgency")
-        topic = try r.decode("topic")
+        topic = try r.decode("topic"); reference = try r.decode("reference")
     }
 }
 
@@ -65,12 +67,88 @@ struct DuePush {
 /// The delivery log: what is to be sent to whom, by which channel, and how it went.
 struct NotifyStorage: Sendable {
     /// Records a mail of event `eventId` to `user`, once: false when it was recorded before (the event came again).
+    /// Without `text`, its content is fetched by `reference` when it is sent.
     func record(_ c: Connection, id: UUID, eventId: String, user: UUID, kind: String, address: String, subject: String,
-                text: String, html: String?, expiresAt: Date?) throws -> Bool {
+                text: String?, html: String?, expiresAt: Date?, reference: String? = nil) throws -> Bool {
         try c.execute("""
-            INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, body_html, expires_at)
-            VALUES ($1, $2, $3, 'email', $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING
-            """, [id, eventId, user, kind, address, subject, text, html, expiresAt]) == 1
+            INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, body_html, expires_at, reference)
+            VALUES ($1, $2, $3, 'email', $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING
+            """, [id, eventId, user, kind, address, subject, text, html, expiresAt, reference]) == 1
+    }
+
+    /// Someone's address as auth last announced it, and whether they proved it.
+    func recordPerson(_ c: Connection, _ user: UUID, email: String, verified: Bool) throws {
+        try c.execute("""
+            INSERT INTO notify.people (user_id, email, email_verified) VALUES ($1, $2, $3)
+            ON CONFLICT (user_id) DO UPDATE SET email = $2, email_verified = $3
+            """, [user, email, verified])
+    }
+
+    /// The address `user` proved, if they did.
+    func provenAddress(_ c: Connection, _ user: UUID) throws -> String? {
+        try c.first("SELECT email FROM notify.people WHERE user_id = $1 AND email_verified", [user])?["email"]
+    }
+
+    /// Whether `user` wants `kind` by `channel` (yes unless they said no).
+    func allows(_ c: Connection, _ user: UUID, kind: String, channel: String) throws -> Bool {
+        try c.first("SELECT enabled FROM notify.preferences WHERE user_id = $1 AND kind = $2 AND channel = $3", [user, kind, channel])?["enabled"] ?? true
+    }
+
+    func preferences(_ c: Connection, of user: UUID) throws -> [String: Bool] {
+        var out: [String: Bool] = [:]
+        for row in try c.rows("SELECT kind, channel, enabled FROM notify.preferences WHERE user_id = $1", [user]) {
+            out["\(try row["kind", as: String.self])/\(try row["channel", as: String.self])"] = try row["enabled"]
+        }
+        return out
+    }
+
+    func setPreference(_ c: Connection, _ user: UUID, kind: String, channel: String, enabled: Bool) throws {
+        try c.execute("""
+            INSERT INTO notify.preferences (user_id, kind, channel, enabled) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (user_id, kind, channel) DO UPDATE SET enabled = $4
+            """, [user, kind, channel, enabled])
+    }
+
+    /// The one-click unsubscribe token of (`user`, `kind`, `channel`): made once, the same in every mail after.
+    func unsubscribeToken(_ c: Connection, _ user: UUID, kind: String, channel: String, fresh: String) throws -> String {
+        try c.execute("""
+            INSERT INTO notify.unsubscribe_tokens (token, user_id, kind, channel) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (user_id, kind, channel) DO NOTHING
+            """, [fresh, user, kind, channel])
+        return try c.first("SELECT token FROM notify.unsubscribe_tokens WHERE user_id = $1 AND kind = $2 AND channel = $3",
+                           [user, kind, channel])?["token"] ?? fresh
+    }
+
+    /// What an unsubscribe token stands for.
+    func unsubscribeTarget(_ c: Connection, token: String) throws -> (user: UUID, kind: String, channel: String)? {
+        guard let row = try c.first("SELECT user_id, kind, channel FROM notify.unsubscribe_tokens WHERE token = $1", [token]) else { return nil }
+        return (try row["user_id"], try row["kind"], try row["channel"])
+    }
+
+    /// `user`'s quiet hours: minutes of the day from and to, in their time zone.
+    func quietHours(_ c: Connection, of user: UUID) throws -> (starts: Int, ends: Int, timeZone: String)? {
+        guard let row = try c.first("SELECT starts_at::int AS s, ends_at::int AS e, time_zone FROM notify.quiet_hours WHERE user_id = $1", [user]) else {
+            return nil
+        }
+        return (try row["s"], try row["e"], try row["time_zone"])
+    }
+
+    /// Sets (or, nil, removes) `user`'s quiet hours; what they held back is looked at again at once.
+    func setQuietHours(_ c: Connection, of user: UUID, _ hours: (starts: Int, ends: Int, timeZone: String)?) throws {
+        try c.execute("""
+            UPDATE notify.deliveries SET next_attempt_at = now()
+            WHERE user_id = $1 AND channel = 'push' AND status = 'pending' AND attempts = 0 AND next_attempt_at > now()
+            """, [user])
+        guard let hours else { try c.execute("DELETE FROM notify.quiet_hours WHERE user_id = $1", [user]); return }
+        try c.execute("""
+            INSERT INTO notify.quiet_hours (user_id, starts_at, ends_at, time_zone) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (user_id) DO UPDATE SET starts_at = $2, ends_at = $3, time_zone = $4
+            """, [user, hours.starts, hours.ends, hours.timeZone])
+    }
+
+    /// Holds a delivery until `at` (quiet hours), without counting a try.
+    func postpone(_ c: Connection, _ id: UUID, until at: Date) throws {
+        try c.execute("UPDATE notify.deliveries SET status = 'pending', attempts = attempts - 1, next_attempt_at = $2 WHERE id = $1", [id, at])
     }
 
     /// Records a push of event `eventId` to each of `user`'s live subscriptions, once per subscription; how many were
@@ -187,6 +265,9 @@ struct NotifyStorage: Sendable {
     func forget(_ user: UUID, on c: Connection) throws {
         try c.execute("DELETE FROM notify.deliveries WHERE user_id = $1", [user])
         try c.execute("DELETE FROM notify.push_subscriptions WHERE user_id = $1", [user])
+        for table in ["people", "preferences", "unsubscribe_tokens", "quiet_hours"] {
+            try c.execute("DELETE FROM notify.\(table) WHERE user_id = $1", [user])
+        }
         try c.execute("DELETE FROM notify.parcels WHERE sender_id = $1", [user])
         try c.execute("UPDATE notify.parcels SET recipient_id = NULL WHERE recipient_id = $1", [user])
     }
@@ -198,7 +279,12 @@ struct NotifyStorage: Sendable {
                 'id', id, 'kind', kind, 'channel', channel, 'address', address, 'subject', subject, 'status', status,
                 'createdAt', created_at, 'sentAt', sent_at) ORDER BY id), '[]'::json) FROM notify.deliveries WHERE user_id = $1),
                 'pushSubscriptions', (SELECT coalesce(json_agg(json_build_object('id', id, 'endpoint', endpoint, 'createdAt', created_at)
-                ORDER BY created_at), '[]'::json) FROM notify.push_subscriptions WHERE user_id = $1))::text AS export
+                ORDER BY created_at), '[]'::json) FROM notify.push_subscriptions WHERE user_id = $1),
+                'preferences', (SELECT coalesce(json_agg(json_build_object('kind', kind, 'channel', channel, 'enabled', enabled)
+                ORDER BY kind, channel), '[]'::json) FROM notify.preferences WHERE user_id = $1),
+                'quietHours', (SELECT json_build_object('from', starts_at, 'to', ends_at, 'timeZone', time_zone) FROM notify.quiet_hours
+                WHERE user_id = $1),
+                'address', (SELECT json_build_object('email', email, 'verified', email_verified) FROM notify.people WHERE user_id = $1))::text AS export
             """, [user])
     }
 }

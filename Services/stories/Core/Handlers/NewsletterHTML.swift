@@ -48,5 +48,22 @@ enum NewsletterHTML {
         html += "</div></body></html>\n"
         return html
     }
-}
 
+    /// The plain-text part of the newsletter's mail: each member's stories by day, photos as links.
+    static func text(_ doc: NewsletterDocument) -> String {
+        var out = "\(doc.groupName): \(doc.period.from.prefix(10)) to \(doc.period.to.prefix(10)), \(doc.storyCount) "
+            + (doc.storyCount == 1 ? "story" : "stories") + "\n"
+        for member in doc.members {
+            out += "\n\(member.fullName ?? "A member")\n"
+            if member.days.isEmpty { out += "  Nothing this time.\n" }
+            for day in member.days {
+                out += "  \(day.date)\n"
+                for story in day.stories {
+                    out += "    " + story.text.replacingOccurrences(of: "\n", with: "\n    ") + "\n"
+                    for m in story.media { out += "    Photo: \(m.url)\n" }
+                }
+            }
+        }
+        return out
+    }
+}

@@ -59,6 +59,20 @@ extension StoriesHandlers {
         }
     }
 
+    /// `GET /v1/internal/newsletters/{newsletterId}/copies/{userId}` (services): a stored newsletter as a member sees it
+    /// (the authors they hid left out), ready to mail: `{subject, text, html}`, the photos by URLs signed for weeks.
+    /// 404 for one who is no longer a member of its group.
+    func newsletterCopy(_ request: Request) throws -> Response {
+        let id = try Validate.pathID(request, "newsletterId"), user = try Validate.pathID(request, "userId")
+        return try pool.withConnection { c in
+            guard let (group, content) = try storage.storedNewsletter(c, id: id), try storage.group(c, group, reader: user)?.role != nil,
+                  let doc = try? JSONDecoder().decode(NewsletterDocument.self, from: Data(content.utf8)) else { throw StoriesError.notFound }
+            let mine = doc.without(try storage.hiddenAuthors(c, of: user)).signed(media, lifetime: MediaURLs.mailLifetime)
+            return .json(NewsletterCopyView(subject: "\(doc.groupName): the newsletter to \(doc.period.to.prefix(10))",
+                                            text: NewsletterHTML.text(mine), html: NewsletterHTML.render(mine)))
+        }
+    }
+
     /// The e-mail-ready page: its photos load by their signed URLs, for weeks, in any mail client.
     static func html(_ doc: NewsletterDocument) -> Response {
         .text(NewsletterHTML.render(doc), contentType: "text/html; charset=utf-8")

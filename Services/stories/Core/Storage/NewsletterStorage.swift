@@ -70,6 +70,12 @@ extension StoriesStorage {
             """, [group, before, limit])
     }
 
+    /// A stored newsletter by its id alone: its group and content.
+    func storedNewsletter(_ c: Connection, id: UUID) throws -> (group: UUID, content: String)? {
+        guard let row = try c.first("SELECT group_id, content FROM stories.newsletters WHERE id = $1", [id]) else { return nil }
+        return (try row["group_id"], try row["content"])
+    }
+
     func storedNewsletter(_ c: Connection, group: UUID, id: UUID) throws -> String? {
         try c.first("SELECT content FROM stories.newsletters WHERE group_id = $1 AND id = $2", [group, id])?["content"]
     }
