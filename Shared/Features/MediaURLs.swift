@@ -43,12 +43,8 @@ public struct MediaURLs: Sendable {
             keys.append(Key(id: parts[0], secret: Array(parts[1].utf8)))
         }
         let port = try environment.int("PORT", default: defaultPort, range: 0...65535)
-        let base = environment.string("PUBLIC_BASE_URL", default: "http://127.0.0.1:\(port)")
-        guard let url = URL(string: base), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.query == nil else {
-            throw ConfigError(variable: "PUBLIC_BASE_URL", problem: "must be an http(s) URL such as https://api.example.com")
-        }
+        self.base = try environment.publicBaseURL(port: port)
         self.keys = keys
-        self.base = base.hasSuffix("/") ? String(base.dropLast()) : base
     }
 
     /// The signed, absolute URL of `path` (an image route, `/v1/media/<id>`), valid for `lifetime` or a little more.

@@ -29,6 +29,16 @@ public struct Environment: Sendable {
         return v
     }
 
+    /// `PUBLIC_BASE_URL`: the origin clients reach the API at (the gateway), without a trailing slash; unset, the
+    /// service itself on `port` (a stack without a gateway).
+    public func publicBaseURL(port: Int) throws -> String {
+        let base = string("PUBLIC_BASE_URL", default: "http://127.0.0.1:\(port)")
+        guard let url = URL(string: base), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.query == nil else {
+            throw ConfigError(variable: "PUBLIC_BASE_URL", problem: "must be an http(s) URL such as https://api.example.com")
+        }
+        return base.hasSuffix("/") ? String(base.dropLast()) : base
+    }
+
     /// An integer in `range`.
     public func int(_ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
         guard let text = optional(name) else { return value }

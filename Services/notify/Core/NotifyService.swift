@@ -57,11 +57,7 @@ public enum NotifyService {
             guard (try? MailAddress(bounce)) != nil else { throw ConfigError(variable: "MAIL_BOUNCE_ADDRESS", problem: "must be an e-mail address") }
             senders = try environment.int("MAIL_SENDERS", default: 4, range: 1...64)
             let port = try environment.int("PORT", default: 8086, range: 0...65535)
-            let base = environment.string("PUBLIC_BASE_URL", default: "http://127.0.0.1:\(port)")
-            guard let url = URL(string: base), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.query == nil else {
-                throw ConfigError(variable: "PUBLIC_BASE_URL", problem: "must be an http(s) URL such as https://api.example.com")
-            }
-            let origin = base.hasSuffix("/") ? String(base.dropLast()) : base
+            let origin = try environment.publicBaseURL(port: port)
             let reset = environment.string("PASSWORD_RESET_URL", default: origin + "/reset-password")
             guard let resetURL = URL(string: reset), ["http", "https"].contains(resetURL.scheme ?? ""), resetURL.host != nil else {
                 throw ConfigError(variable: "PASSWORD_RESET_URL", problem: "must be an http(s) URL: the apps' reset-password page")

@@ -1,5 +1,6 @@
 import Foundation
 import Models
+import Web
 
 /// What each kind of mail says, and the links in it.
 struct Mails: Sendable {
@@ -43,8 +44,5 @@ struct Mails: Sendable {
         """
     }
 
-    private func escape(_ s: String) -> String {
-        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
-            .replacingOccurrences(of: "\"", with: "&quot;")
-    }
+    private func escape(_ s: String) -> String { HTML.escape(s) }
 }

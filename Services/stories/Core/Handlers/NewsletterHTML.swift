@@ -1,19 +1,10 @@
 import Foundation
+import Web
 
 enum NewsletterHTML {
     /// A self-contained page (inline styles, no scripts, no external resources but the story photos' own URLs).
     static func render(_ doc: NewsletterDocument) -> String {
-        func esc(_ s: String) -> String {
-            var out = ""
-            for ch in s.unicodeScalars {
-                switch ch {
-                case "&": out += "&amp;"; case "<": out += "&lt;"; case ">": out += "&gt;"
-                case "\"": out += "&quot;"; case "'": out += "&#39;"; case "\n": out += "<br>"
-                default: out.unicodeScalars.append(ch)
-                }
-            }
-            return out
-        }
+        func esc(_ s: String) -> String { HTML.escape(s, lineBreaks: true) }
         var html = """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
