@@ -201,7 +201,9 @@ final class StartupTests: XCTestCase {
     func testABadSettingStopsTheProcessAtOnceWithOneLineNamingIt() throws {
         for (service, variable, value) in [("dispatch", "OFFER_TIMEOUT_SECONDS", "soon"), ("stories", "JWT_PUBLIC_KEY", "not-a-key"),
                                            ("auth", "SHUTDOWN_TIMEOUT_SECONDS", "0"), ("stories", "NEWSLETTER_SCAN_SECONDS", "-1"),
-                                           ("dispatch", "MEDIA_URL_KEYS", "k1:short"), ("stories", "PUBLIC_BASE_URL", "ftp://x")] {
+                                           ("dispatch", "MEDIA_URL_KEYS", "k1:short"), ("stories", "PUBLIC_BASE_URL", "ftp://x"),
+                                           ("notify", "VAPID_PRIVATE_KEY", "not-a-key"), ("notify", "PUSH_ALLOWED_ORIGINS", "ftp://push.example.com"),
+                                           ("notify", "STORIES_URL", "stories:8082")] {
             let started = Date()
             // An unreachable database: the check must come before any wait for it.
             let process = try ServiceProcess(service, environment: [
