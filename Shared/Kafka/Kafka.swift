@@ -13,6 +13,8 @@ public struct KafkaConfig: Sendable {
     public var clientId: String
     /// Consumer group session timeout (Tansu holds a join for about half of it).
     public var sessionTimeoutMs: Int = 6000
+    /// Where a consumer group with no committed offsets starts: `earliest` (every event the topic holds) or `latest`.
+    public var newGroupStart = "earliest"
     /// Any further librdkafka properties.
     public var extra: [String: String] = [:]
     /// Where librdkafka's own log lines go (level 0–7, message).
@@ -338,7 +340,7 @@ public final class Consumer: @unchecked Sendable {
     public init(config: KafkaConfig, groupId: String) throws {
         sink = CallbackSink(log: config.log)
         let conf = try makeConf(config, [
-            "group.id": groupId, "enable.auto.commit": "false", "auto.offset.reset": "earliest",
+            "group.id": groupId, "enable.auto.commit": "false", "auto.offset.reset": config.newGroupStart,
             "session.timeout.ms": String(config.sessionTimeoutMs),
             "heartbeat.interval.ms": String(max(100, config.sessionTimeoutMs / 3)),
             "fetch.wait.max.ms": "100", "enable.partition.eof": "false",

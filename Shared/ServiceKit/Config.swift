@@ -22,6 +22,10 @@ public struct ServiceConfig: Sendable {
     /// `KAFKA_GROUP_PREFIX`: put before every consumer group id (`<prefix><service>-<name>`), so environments sharing
     /// one Kafka cluster keep their groups apart (default none).
     public var kafkaGroupPrefix: String
+    /// `KAFKA_NEW_GROUP_START`: where a consumer group that has committed nothing yet starts reading, `earliest`
+    /// (default: every event the topics hold) or `latest` (a service deployed for the first time that should not act
+    /// on the past, such as notify sending old news).
+    public var kafkaNewGroupStart: String
     /// `KAFKA_TOPIC_PARTITIONS` for topics this service creates (default 3).
     public var kafkaPartitions: Int
     /// `KAFKA_REPLICATION_FACTOR` for topics this service creates (default 1).
@@ -134,6 +138,7 @@ public struct ServiceConfig: Sendable {
             kafkaBrokers: brokers,
             kafkaSessionTimeoutMs: try env.int("KAFKA_SESSION_TIMEOUT_MS", default: 10000, range: 1000...300_000),
             kafkaGroupPrefix: groupPrefix,
+            kafkaNewGroupStart: try env.choice("KAFKA_NEW_GROUP_START", default: "earliest", ["earliest", "latest"]),
             kafkaPartitions: try env.int("KAFKA_TOPIC_PARTITIONS", default: 3, range: 1...1000),
             kafkaReplicationFactor: try env.int("KAFKA_REPLICATION_FACTOR", default: 1, range: 1...10),
             logLevel: LogLevel(rawValue: level) ?? .info,
@@ -160,6 +165,7 @@ public struct ServiceConfig: Sendable {
     public func kafka(logger: Logger) -> KafkaConfig {
         var kafka = KafkaConfig(brokers: kafkaBrokers, clientId: service)
         kafka.sessionTimeoutMs = kafkaSessionTimeoutMs
+        kafka.newGroupStart = kafkaNewGroupStart
         if let kafkaDebug { kafka.extra["debug"] = kafkaDebug }
         kafka.log = { level, message in logger.log(level <= 3 ? .error : level == 4 ? .warn : .debug, message) }
         return kafka

@@ -17,7 +17,7 @@ final class NotifyTests: XCTestCase {
         auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
         notify = try ServiceProcess.startReady("notify", environment: mail.environment.merging([
             "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks",
-            "KAFKA_GROUP_PREFIX": "t" + UUID().uuidString.prefix(8).lowercased() + "-",
+            "KAFKA_GROUP_PREFIX": "t" + UUID().uuidString.prefix(8).lowercased() + "-", "KAFKA_NEW_GROUP_START": "latest",
             // The links lead to auth here (a gateway in front in a deployment), and to the apps' reset screen.
             "PUBLIC_BASE_URL": "http://127.0.0.1:\(auth.port)", "PASSWORD_RESET_URL": "https://app.example.com/reset-password",
             "MAIL_FROM": "no-reply@backend.example", "MAIL_FROM_NAME": "Backend",

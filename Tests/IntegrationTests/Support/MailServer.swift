@@ -15,8 +15,7 @@ final class MailServer {
     private let script = TestEnvironment.root.appendingPathComponent("deploy/local/mail_sink.py").path
 
     init() throws {
-        let st = try XCTUnwrap(ProcessInfo.processInfo.environment["SCHEMATHESIS_BIN"], "run the tests with deploy/local/stack test")
-        python = URL(fileURLWithPath: st).deletingLastPathComponent().appendingPathComponent("python").path
+        python = try TestEnvironment.python()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("mail-" + UUID().uuidString)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try Self.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
@@ -26,26 +25,12 @@ final class MailServer {
 
     deinit { stop(); try? FileManager.default.removeItem(at: directory) }
 
-    /// Listens (again, after `stop`, on the same port when it was given one).
+    /// Listens (again, after `stop`, on the same port).
     func start() throws {
-        let fixed = port != 0
-        for _ in 0..<5 {
-            if !fixed { port = TestEnvironment.freePort() }
-            let server = Process()
-            server.executableURL = URL(fileURLWithPath: python)
-            server.arguments = [script, String(port), path("maildir"), path("cert.pem"), path("key.pem"), user, password]
-            let input = Pipe(), output = Pipe()
-            server.standardInput = input
-            server.standardOutput = output
-            server.standardError = FileHandle.nullDevice
-            try server.run()
-            if String(decoding: output.fileHandleForReading.availableData, as: UTF8.self).hasPrefix("ready") {
-                (process, self.input) = (server, input)
-                return
-            }
-            server.terminate()
+        let started = try TestEnvironment.startHelper("mail_sink.py", port: port == 0 ? nil : port) { [self] port in
+            [String(port), path("maildir"), path("cert.pem"), path("key.pem"), user, password]
         }
-        throw TestFailure("the SMTP server did not start")
+        (process, input, port) = (started.process, started.input, started.port)
     }
 
     /// Stops listening (its standard input closes); what it stored stays.

@@ -8,31 +8,12 @@ final class PushEndpoint {
     /// A VAPID private key for the tests' notify (deploy/local/stack vapid-key made it).
     static let testKey = "Ik9mYiuhUl5_jhitakPObkV0FLfyGMAuITqT2fBInzM"
 
-    private(set) var port = 0
+    let port: Int
     private var process: Process?
     private var input: Pipe?
 
     init() throws {
-        let st = try XCTUnwrap(ProcessInfo.processInfo.environment["SCHEMATHESIS_BIN"], "run the tests with deploy/local/stack test")
-        let python = URL(fileURLWithPath: st).deletingLastPathComponent().appendingPathComponent("python").path
-        let script = TestEnvironment.root.appendingPathComponent("deploy/local/push_endpoint.py").path
-        for _ in 0..<5 {
-            port = TestEnvironment.freePort()
-            let server = Process()
-            server.executableURL = URL(fileURLWithPath: python)
-            server.arguments = [script, String(port)]
-            let input = Pipe(), output = Pipe()
-            server.standardInput = input
-            server.standardOutput = output
-            server.standardError = FileHandle.nullDevice
-            try server.run()
-            if String(decoding: output.fileHandleForReading.availableData, as: UTF8.self).hasPrefix("ready") {
-                (process, self.input) = (server, input)
-                return
-            }
-            server.terminate()
-        }
-        throw TestFailure("the push endpoint did not start")
+        (process, input, port) = try TestEnvironment.startHelper("push_endpoint.py") { [String($0)] }
     }
 
     deinit { stop() }

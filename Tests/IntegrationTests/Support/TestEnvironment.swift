@@ -66,6 +66,32 @@ enum TestEnvironment {
         return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } } == 0
     }
 
+    /// The stack's Python (its venv, where the PyPI packages are).
+    static func python() throws -> String {
+        let st = try XCTUnwrap(ProcessInfo.processInfo.environment["SCHEMATHESIS_BIN"], "run the tests with deploy/local/stack test")
+        return URL(fileURLWithPath: st).deletingLastPathComponent().appendingPathComponent("python").path
+    }
+
+    /// A Python server of the stack's (`deploy/local/<script>`: the mail sink, the push service stand-in) on `port`, or
+    /// a free one, once it printed "ready"; closing `input` stops it.
+    static func startHelper(_ script: String, port fixed: Int? = nil, arguments: (Int) -> [String]) throws -> (process: Process, input: Pipe, port: Int) {
+        let python = try python(), path = root.appendingPathComponent("deploy/local/\(script)").path
+        for _ in 0..<5 {
+            let port = fixed ?? freePort()
+            let server = Process()
+            server.executableURL = URL(fileURLWithPath: python)
+            server.arguments = [path] + arguments(port)
+            let input = Pipe(), output = Pipe()
+            server.standardInput = input
+            server.standardOutput = output
+            server.standardError = FileHandle.nullDevice
+            try server.run()
+            if String(decoding: output.fileHandleForReading.availableData, as: UTF8.self).hasPrefix("ready") { return (server, input, port) }
+            server.terminate()
+        }
+        throw TestFailure("\(script) did not start")
+    }
+
     /// Polls `condition` every `every` seconds (50 ms) until it holds or `timeout` passes.
     @discardableResult
     static func waitUntil(timeout: TimeInterval, every: TimeInterval = 0.05, _ condition: () throws -> Bool) rethrows -> Bool {
@@ -128,6 +154,7 @@ final class ServiceProcess {
         env["TRUSTED_PROXIES"] = nil
         env["PUBLIC_BASE_URL"] = nil  // image URLs name the service itself, unless a test puts a gateway in front
         env["MEDIA_URL_KEYS"] = TestEnvironment.mediaURLKeys
+        for name in ["VAPID_PRIVATE_KEY", "PUSH_ALLOWED_ORIGINS", "STORIES_URL", "CHAT_URL"] { env[name] = nil }  // notify's: a test sets its own
         for (k, v) in environment { env[k] = v }
         process.environment = env
         logURL = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(port)-\(UUID().uuidString.prefix(8)).log")
