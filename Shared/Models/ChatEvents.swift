@@ -66,11 +66,13 @@ public struct ChatMessageCreated: EventPayload, Equatable {
     public var replyTo: String?
     public var seq: Int64
     public var createdAt: String
+    /// The room's members the text names as `@username` (absent: none); the text itself stays out of the event.
+    public var mentionedIds: [String]?
 
     public init(roomId: String, messageId: String, messageSeq: Int64, authorId: String, mediaCount: Int, replyTo: String?,
-                seq: Int64, createdAt: String) {
+                seq: Int64, createdAt: String, mentionedIds: [String]? = nil) {
         self.roomId = roomId; self.messageId = messageId; self.messageSeq = messageSeq; self.authorId = authorId
-        self.mediaCount = mediaCount; self.replyTo = replyTo; self.seq = seq; self.createdAt = createdAt
+        self.mediaCount = mediaCount; self.replyTo = replyTo; self.seq = seq; self.createdAt = createdAt; self.mentionedIds = mentionedIds
     }
 }
 

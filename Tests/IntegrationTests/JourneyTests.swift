@@ -21,7 +21,7 @@ final class JourneyTests: XCTestCase {
         var settings: [String: [String: String]] = ["dispatch": ["DISPATCH_TICK_MS": "100", "FLEET_FEED": "off"]]
         if let google { settings["auth"] = ["GOOGLE_CLIENT_IDS": google.clientId, "GOOGLE_JWKS_URL": google.jwksURL] }
         if name.contains("Mesajem") { push = try PushEndpoint() }
-        if name.contains("Tapestry") { mail = try MailServer() }
+        if name.contains("Tapestry") { (mail, push) = (try MailServer(), try PushEndpoint()) }
         if let mail { (settings["notify"], settings["stories"]) = (mail.environment, ["NEWSLETTER_SCAN_SECONDS": "1"]) }
         origin = try PublicOrigin(settings: settings, prepare: youStudy ? PublicOrigin.catalogue() : nil)
     }
@@ -107,6 +107,24 @@ final class JourneyTests: XCTestCase {
         let joined = try api.post("/v1/groups/join", ["inviteCode": code.lowercased()], token: ben.token)
         XCTAssertEqual(joined["id"] as? String, group, "joined by the code, however typed")
 
+        // A daily newsletter closing at 15:00 where it is 13:something now; Ben turns on notifications. When the
+        // reminder's time comes (12:00, as if it were now), his phone reminds him to post before the period closes.
+        let offset = 13 - Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: Date()).hour!
+        let zone = offset == 0 ? "Etc/GMT" : offset > 0 ? "Etc/GMT-\(offset)" : "Etc/GMT+\(-offset)"
+        XCTAssertEqual(try api.patch("/v1/groups/\(group)", ["newsletter": ["frequency": "daily", "hour": 15, "timeZone": zone]], token: ana.token)
+                       .status, 200)
+        let phone = try allowNotifications(ben)
+        let database = try origin.database.connect()
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            ((try? database.first("SELECT reminder_due_at FROM stories.groups WHERE id = $1::uuid", [group])?.decode("reminder_due_at") as Date?) ?? nil) != nil
+        }, "stories planned the reminder")
+        try database.execute("UPDATE stories.groups SET reminder_due_at = now() WHERE id = $1::uuid", [group])
+        let reminder = try XCTUnwrap(try push!.waitFor(1, at: phone).first?["payload"] as? [String: Any], "the reminder on Ben's phone")
+        XCTAssertEqual(reminder["kind"] as? String, "reminder")
+        XCTAssertEqual(reminder["url"] as? String, "/groups/\(group)")
+        let closes = Timestamp.parse((reminder["data"] as? [String: Any])?["periodEnd"] as? String ?? "") ?? .distantPast
+        XCTAssertTrue(closes > Date(), "before the period closes")
+
         // Both post a story: text, a photo, a colour.
         for (who, text, colour) in [(ana, "Sunday lunch at grandma's", "#FFAA00"), (ben, "First snow", "#3366FF")] {
             let photo = try upload("/v1/media", as: who)
@@ -153,7 +171,7 @@ final class JourneyTests: XCTestCase {
         eventually("the notification service knows the address Ben proved", { try api.get("/v1/users/me/export", token: ben.token) }) {
             (($0["notify"] as? [String: Any])?["address"] as? [String: Any])?["verified"] as? Bool == true
         }
-        try origin.database.connect().execute("UPDATE stories.groups SET newsletter_due_at = now() WHERE id = $1::uuid", [group])
+        try database.execute("UPDATE stories.groups SET newsletter_due_at = now() WHERE id = $1::uuid", [group])
         let letter = try XCTUnwrap(try mails(to: ben, count: 2).last, "the newsletter by mail")
         XCTAssertEqual(letter["subject"] as? String, "Family: the newsletter to \(Timestamp.format(Date()).prefix(10))")
         let mailed = (letter["html"] as? String ?? "").matches(of: /<img src="([^"]+)"/).map { String($0.1).replacingOccurrences(of: "&amp;", with: "&") }

@@ -11,17 +11,18 @@ final class PushTests: XCTestCase {
     var auth: ServiceProcess!
     var notify: ServiceProcess!
     var notifyEnvironment: [String: String] = [:]
+    let serviceToken = String(repeating: "t", count: 40)
     var api: APIClient { APIClient(port: notify.port) }
 
     override func setUpWithError() throws {
         database = try TestDatabase()
         push = try PushEndpoint()
-        auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
+        auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url, "SERVICE_TOKEN": serviceToken])
         notifyEnvironment = [
             "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks",
-            "KAFKA_GROUP_PREFIX": "t" + UUID().uuidString.prefix(8).lowercased() + "-",
+            "KAFKA_GROUP_PREFIX": "t" + UUID().uuidString.prefix(8).lowercased() + "-", "KAFKA_NEW_GROUP_START": "latest",
             "VAPID_PRIVATE_KEY": PushEndpoint.testKey, "VAPID_SUBJECT": "mailto:ops@backend.example",
-            "PUSH_ALLOWED_ORIGINS": "http://127.0.0.1:\(push.port)", "PUSH_TIMEOUT_SECONDS": "2",
+            "PUSH_ALLOWED_ORIGINS": "http://127.0.0.1:\(push.port)", "PUSH_TIMEOUT_SECONDS": "2", "SERVICE_TOKEN": serviceToken,
         ]
         notify = try ServiceProcess.startReady("notify", environment: notifyEnvironment)
         XCTAssertTrue(consumersAssigned(notify, timeout: 30), "notify's consumer holds its partitions")
@@ -107,7 +108,7 @@ final class PushTests: XCTestCase {
 
         // Everything is on until I say otherwise; what cannot be turned off is not offered.
         let choices = try api.get("/v1/notifications/preferences", token: me.accessToken)["items"] as? [[String: Any]] ?? []
-        XCTAssertEqual(choices.count, 4)
+        XCTAssertEqual(choices.count, 6)
         XCTAssertTrue(choices.allSatisfy { $0["enabled"] as? Bool == true })
         XCTAssertEqual(try api.send("PUT", "/v1/notifications/preferences/reminder/push", json: ["enabled": false], token: me.accessToken)["enabled"] as? Bool,
                        false)
@@ -178,5 +179,64 @@ final class PushTests: XCTestCase {
         XCTAssertLessThanOrEqual(repeated, 4, "only what the 4 senders had in flight")
         let refusals = try push.refusals()
         XCTAssertEqual(refusals.count, 0, "\(refusals.reasons)")
+    }
+
+    func testChatMembersWhoAreAwayHearOfARoomOnceAWindowAndOfAMentionAtOnce() throws {
+        // chat beside notify, sharing the service token notify asks it what members have not read with.
+        let token = serviceToken
+        let chat = try ServiceProcess.startReady("chat", environment: [
+            "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks", "SERVICE_TOKEN": token,
+            "KAFKA_GROUP_PREFIX": notifyEnvironment["KAFKA_GROUP_PREFIX"]!])
+        defer { _ = chat.stop() }
+        notify.stop()
+        notifyEnvironment.merge(["CHAT_URL": "http://127.0.0.1:\(chat.port)", "CHAT_WINDOW_SECONDS": "3"]) { $1 }
+        notify = try ServiceProcess.startReady("notify", port: notify.port, environment: notifyEnvironment)
+        XCTAssertTrue(consumersAssigned(notify, timeout: 30))
+        let rooms = APIClient(port: chat.port), accounts = APIClient(port: auth.port)
+        func person(_ name: String) throws -> (id: String, token: String, username: String) {
+            let username = name + UUID().uuidString.prefix(8).lowercased()
+            let r = try accounts.signup(username, password: "correct horse battery")
+            return (r.userId, r.accessToken, username)
+        }
+        let ann = try person("ann"), ben = try person("ben"), cat = try person("cat"), dan = try person("dan")
+        let room = try rooms.post("/v1/rooms", ["name": "Team"], token: ann.token)
+        XCTAssertEqual(room.status, 201, String(decoding: room.body, as: UTF8.self))
+        let id = room["id"] as? String ?? ""
+        var phones: [String: Any] = [:]
+        let key = try XCTUnwrap(try api.get("/v1/push/key", token: ben.token)["publicKey"] as? String)
+        for who in [ben, cat, dan] {
+            XCTAssertEqual(try rooms.post("/v1/rooms/join", ["inviteCode": room["inviteCode"] as? String ?? ""], token: who.token).status, 200)
+            let phone = try push.subscribe(applicationServerKey: key)
+            XCTAssertEqual(try api.post("/v1/push/subscriptions", phone, token: who.token).status, 201)
+            phones[who.id] = phone["endpoint"]
+        }
+        // notify hears who is in the room from chat's events before the messages come.
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            (try? self.database.connect().first("SELECT count(*)::int AS n FROM notify.room_members WHERE room_id = $1::uuid", [id])?["n", as: Int.self]) == 4
+        })
+
+        // Ann writes twice, naming Cat in the second; Dan reads at once.
+        XCTAssertEqual(try rooms.post("/v1/rooms/\(id)/messages", ["text": "Standup moved to 10"], token: ann.token).status, 201)
+        let second = try rooms.post("/v1/rooms/\(id)/messages", ["text": "@\(cat.username) can you take the notes?"], token: ann.token)
+        XCTAssertEqual(second.status, 201)
+        XCTAssertEqual(try rooms.send("PUT", "/v1/rooms/\(id)/read", json: ["seq": second["seq"] as? Int ?? 0], token: dan.token).status, 200)
+
+        // Cat hears of the mention at once; Ben, once the window closes, of the two messages in one notice; Dan, who
+        // read them, of nothing.
+        let mention = try push.waitFor(1, at: phones[cat.id], timeout: 10).first?["payload"] as? [String: Any]
+        XCTAssertEqual(mention?["kind"] as? String, "chat_mention")
+        XCTAssertEqual((mention?["data"] as? [String: Any])?["roomId"] as? String, id)
+        let told = try push.waitFor(1, at: phones[ben.id], timeout: 20)
+        XCTAssertEqual(told.count, 1)
+        let notice = told.first?["payload"] as? [String: Any]
+        XCTAssertEqual(notice?["kind"] as? String, "chat_message")
+        XCTAssertEqual(notice?["title"] as? String, "Team")
+        XCTAssertEqual(notice?["body"] as? String, "2 new messages")
+        XCTAssertEqual(notice?["url"] as? String, "/rooms/\(id)")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            (try? self.database.connect().first("SELECT count(*)::int AS n FROM notify.deliveries WHERE channel = 'push' AND status IN ('pending', 'sending')")?["n", as: Int.self]) == 0
+        }, "nothing left waiting")
+        XCTAssertEqual(try push.messages(phones[dan.id]).count, 0, "Dan read them: nothing to tell")
+        XCTAssertEqual(try push.messages(phones[ben.id]).count, 1, "one notice for the window")
     }
 }

@@ -9,6 +9,11 @@ func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTic
                 services: SharedSecret) -> Router {
     var r = Router()
     r.addExport(services: services) { user in try h.pool.withConnection { try h.storage.export($0, user, media: h.media) } }
+    if services.isEnabled {
+        r.add("GET", "/v1/internal/rooms/{id}/members/{userId}/unread",
+              summary: "Services: a member's title of a room and how many messages they have not read (404: not a member)",
+              response: (200, UnreadView.shape), trusted: services, h.unread)
+    }
     // Rooms
     r.add("POST", "/v1/rooms", summary: "Create a team room; the creator owns it", body: CreateRoomBody.self,
           response: (201, RoomView.shape), auth: auth, h.createRoom)

@@ -119,3 +119,10 @@ enum Shapes {
     /// A message's text: up to 4,000 characters, lines allowed.
     static let messageText = Schema.text(max: 4000, multiline: true)
 }
+
+/// A room as notify tells a member of it: its title, and how many messages they have not read.
+struct UnreadView: View {
+    let title: String
+    let unread: Int
+    static let fields: [ViewField<Self>] = [.field("title", \.title), .field("unread", \.unread, .integer(0...Int.max))]
+}

@@ -32,8 +32,11 @@ public enum NotifyService {
         let pushSenders: Int
         let pushTimeout: Int
         let notices: Notices
-        /// `STORIES_URL`: where stories answers services (`http://stories:8082`), for the newsletters it mails.
+        /// `STORIES_URL`: where stories answers services (`http://stories:8082`), for the newsletters it mails;
+        /// `CHAT_URL` (`http://chat:8083`), for what members of a room have not read.
         let stories: URL?
+        let chat: URL?
+        let chatWindow: Int
 
         init(_ environment: Environment) throws {
             if let url = environment.optional("SMTP_URL") {
@@ -79,14 +82,16 @@ public enum NotifyService {
             allowed = try AllowedOrigins(environment.string("PUSH_ALLOWED_ORIGINS", default: AllowedOrigins.browsers))
             pushSenders = try environment.int("PUSH_SENDERS", default: 4, range: 1...64)
             pushTimeout = try environment.int("PUSH_TIMEOUT_SECONDS", default: 10, range: 1...60)
-            if let text = environment.optional("STORIES_URL") {
+            func service(_ name: String, _ example: String) throws -> URL? {
+                guard let text = environment.optional(name) else { return nil }
                 guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-                    throw ConfigError(variable: "STORIES_URL", problem: "must be an http(s) URL such as http://stories:8082")
+                    throw ConfigError(variable: name, problem: "must be an http(s) URL such as \(example)")
                 }
-                stories = url
-            } else {
-                stories = nil
+                return url
             }
+            stories = try service("STORIES_URL", "http://stories:8082")
+            chat = try service("CHAT_URL", "http://chat:8083")
+            chatWindow = try environment.int("CHAT_WINDOW_SECONDS", default: 180, range: 1...3600)
             notices = Notices(offerSeconds: try environment.int("OFFER_TIMEOUT_SECONDS", default: 30, range: 1...3600))
         }
     }
@@ -96,7 +101,8 @@ public enum NotifyService {
         let settings = try Settings(environment)
         return try ServiceApp(service: "notify", defaultPort: 8086, environment: environment, migrations: migrations) { app in
             let storage = NotifyStorage()
-            let deliveries = Deliveries(storage: storage, mails: settings.mails, notices: settings.notices)
+            let deliveries = Deliveries(storage: storage, mails: settings.mails, notices: settings.notices,
+                                        chatWindow: TimeInterval(settings.chatWindow))
             let leaving = Leaving(storage: storage)
             app.consume("mail", topics: Deliveries.topics + [UserDeleted.type]) { event, c in
                 if event.type == UserDeleted.type { try leaving.userDeleted(event, c) } else { try deliveries.record(event, c) }
@@ -111,8 +117,10 @@ public enum NotifyService {
                 app.logger.warn("SMTP_URL is not set: no mail is sent; deliveries wait until it is")
             }
             if let keys = settings.push {
-                let sender = PushSender(pool: app.pool, storage: storage, keys: keys, timeout: settings.pushTimeout, metrics: app.metrics,
-                                        logger: app.logger)
+                let rooms = settings.chat.flatMap { url in app.config.serviceToken.token.map { ChatRooms(base: url, token: $0) } }
+                if rooms == nil { app.logger.warn("CHAT_URL or SERVICE_TOKEN is not set: chat messages are told without their room") }
+                let sender = PushSender(pool: app.pool, storage: storage, keys: keys, rooms: rooms, timeout: settings.pushTimeout,
+                                        metrics: app.metrics, logger: app.logger)
                 try sender.services(workers: settings.pushSenders).forEach(app.add)
             } else {
                 app.logger.warn("VAPID_PRIVATE_KEY is not set: no Web Push (its routes answer 404)")

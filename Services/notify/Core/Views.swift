@@ -6,7 +6,7 @@ struct DeliveryView: View {
     let delivery: DeliveryRecord
     init(_ d: DeliveryRecord) { delivery = d }
 
-    static let kinds = ["email_verification", "password_reset", "newsletter", "reminder", "parcel_offer", "parcel_step"]
+    static let kinds = ["email_verification", "password_reset", "newsletter", "reminder", "parcel_offer", "parcel_step", "chat_message", "chat_mention"]
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.delivery.id), .field("kind", \.delivery.kind, .oneOf(kinds)),

@@ -31,11 +31,23 @@ struct Messages: Sendable {
         let message = try storage.insertMessage(c, id: UUID.v7(), room: id, seq: seq.message, author: author, text: text,
                                                 clientId: clientId, replyTo: replyTo, media: images)
         try log.record(c, room: id, seq: seq.change, event: "message_created", view: MessageView(message, media: media), message: message.id)
+        let mentioned = try storage.members(c, room: id, named: Self.mentions(in: text)).filter { $0 != author }
         try log.outbox.add(ChatMessageCreated(roomId: id.lowercased, messageId: message.id.lowercased, messageSeq: message.seq,
                                               authorId: author.lowercased, mediaCount: images.count, replyTo: replyTo?.lowercased,
-                                              seq: seq.change, createdAt: Timestamp.format(message.createdAt)),
+                                              seq: seq.change, createdAt: Timestamp.format(message.createdAt),
+                                              mentionedIds: mentioned.isEmpty ? nil : mentioned.map(\.lowercased)),
                            subject: id.lowercased, on: c)
         return (message, true)
+    }
+
+    /// The usernames a text names as `@username` (letters, digits, `.`, `_`, `-`), lower-cased, at most 20.
+    static func mentions(in text: String) -> [String] {
+        var names: [String] = []
+        for match in text.matches(of: /(?:^|[^\w@])@([A-Za-z0-9._-]{1,64})/) where names.count < 20 {
+            let name = String(match.1).lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "."))
+            if !name.isEmpty, !names.contains(name) { names.append(name) }
+        }
+        return names
     }
 
     /// Thrown to undo a transaction that found its `clientId` taken once it held the room: the caller answers with

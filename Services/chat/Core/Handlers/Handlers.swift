@@ -265,3 +265,13 @@ struct ChatHandlers: Sendable {
         return values[0] == name ? seq : nil
     }
 }
+
+extension ChatHandlers {
+    /// `GET /v1/internal/rooms/{id}/members/{userId}/unread` (services): for notify, which tells members who are away
+    /// that someone wrote, and nobody who has read it already.
+    func unread(_ request: Request) throws -> Response {
+        let room = try Validate.pathID(request), user = try Validate.pathID(request, "userId")
+        guard let found = try pool.withConnection({ try storage.unread($0, room: room, user: user) }) else { throw ChatError.notFound }
+        return .json(UnreadView(title: found.title ?? "", unread: found.unread))
+    }
+}

@@ -180,6 +180,25 @@ struct ChatStorage: Sendable {
         return (try row["change_seq"], try row["message_seq"])
     }
 
+    /// The members of `room` whose usernames are among `names` (lower-case).
+    func members(_ c: Connection, room: UUID, named names: [String]) throws -> [UUID] {
+        guard !names.isEmpty else { return [] }
+        return try c.rows("""
+            SELECT mb.user_id FROM chat.members mb JOIN chat.profiles p ON p.user_id = mb.user_id
+            WHERE mb.room_id = $1 AND lower(p.username) = ANY($2::text[]) ORDER BY mb.user_id
+            """, [room, PostgresArray(names)]).map { try $0["user_id"] }
+    }
+
+    /// What notify needs to tell `user` of `room`: its title for them, and how many messages they have not read.
+    func unread(_ c: Connection, room: UUID, user: UUID) throws -> (title: String?, unread: Int)? {
+        guard let row = try c.first("""
+            SELECT r.name, (SELECT count(*)::int FROM chat.messages um WHERE um.room_id = r.id AND um.seq > mb.read_seq
+                              AND um.author_id <> $2 AND um.deleted_at IS NULL) AS unread
+            FROM chat.members mb JOIN chat.rooms r ON r.id = mb.room_id WHERE mb.room_id = $1 AND mb.user_id = $2
+            """, [room, user]) else { return nil }
+        return (try row.decode("name"), try row["unread"])
+    }
+
     /// The rooms `user` is in, newest activity first, with the unread count and the last message of each.
     func rooms(_ c: Connection, of user: UUID, parcel: UUID?, after: (Int64, UUID)?, limit: Int)
         throws -> [(room: RoomRecord, unread: Int, last: MessageRecord?, activityMicros: Int64)] {

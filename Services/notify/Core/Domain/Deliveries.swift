@@ -14,12 +14,16 @@ struct Deliveries: Sendable {
     let storage: NotifyStorage
     let mails: Mails
     let notices: Notices
+    /// Chat messages to a member are told of at most once per room in this many seconds (`CHAT_WINDOW_SECONDS`,
+    /// 180); a mention at once.
+    let chatWindow: TimeInterval
 
     static let maxAttempts = 8
 
     /// The events notify reads, for its consumer.
     static let topics = [UserRegistered.type, UserUpdated.type, EmailVerificationRequested.type, PasswordResetRequested.type,
-                         ReminderDue.type, NewsletterCompiled.type, ParcelCreated.type, ParcelClaimed.type, ParcelStatusChanged.type]
+                         ReminderDue.type, NewsletterCompiled.type, ParcelCreated.type, ParcelClaimed.type, ParcelStatusChanged.type,
+                         ChatMemberJoined.type, ChatMemberLeft.type, ChatMessageCreated.type]
 
     /// How long a compiled newsletter is worth mailing.
     static let newsletterLifetime: TimeInterval = 7 * 86_400
@@ -28,14 +32,17 @@ struct Deliveries: Sendable {
     /// expired already (a notify started long after, reading the topic from its start, sends no stale links).
     func record(_ event: ReceivedEvent, _ c: Connection) throws {
         switch event.type {
-        case UserRegistered.type:
-            let e = try event.decode(UserRegistered.self)
-            guard let id = UUID(uuidString: e.userId), try !Erasure.isErased(id, schema: "notify", on: c) else { return }
-            try storage.recordPerson(c, id, email: e.email, verified: e.emailVerified ?? false)
-        case UserUpdated.type:
-            let e = try event.decode(UserUpdated.self)
-            guard let id = UUID(uuidString: e.userId), try !Erasure.isErased(id, schema: "notify", on: c) else { return }
-            try storage.recordPerson(c, id, email: e.email, verified: e.emailVerified ?? false)
+        case UserRegistered.type, UserUpdated.type:
+            let (user, email, verified): (String, String, Bool?)
+            if event.type == UserRegistered.type {
+                let e = try event.decode(UserRegistered.self)
+                (user, email, verified) = (e.userId, e.email, e.emailVerified)
+            } else {
+                let e = try event.decode(UserUpdated.self)
+                (user, email, verified) = (e.userId, e.email, e.emailVerified)
+            }
+            guard let id = UUID(uuidString: user), try !Erasure.isErased(id, schema: "notify", on: c) else { return }
+            try storage.recordPerson(c, id, email: email, verified: verified ?? false)
         case NewsletterCompiled.type:
             let e = try event.decode(NewsletterCompiled.self)
             let expires = (Timestamp.parse(e.compiledAt) ?? Date()).addingTimeInterval(Self.newsletterLifetime)
@@ -46,6 +53,32 @@ struct Deliveries: Sendable {
                       let address = try storage.provenAddress(c, id), try storage.allows(c, id, kind: "newsletter", channel: "email") else { continue }
                 _ = try storage.record(c, id: UUID.v7(), eventId: event.id, user: id, kind: "newsletter", address: address,
                                        subject: "Your group's newsletter", text: nil, html: nil, expiresAt: expires, reference: e.newsletterId)
+            }
+        case ChatMemberJoined.type:
+            let e = try event.decode(ChatMemberJoined.self)
+            guard let room = UUID(uuidString: e.roomId), let user = UUID(uuidString: e.userId) else { return }
+            try storage.joinRoom(c, room, user)
+        case ChatMemberLeft.type:
+            let e = try event.decode(ChatMemberLeft.self)
+            guard let room = UUID(uuidString: e.roomId), let user = UUID(uuidString: e.userId) else { return }
+            try storage.leaveRoom(c, room, user)
+        case ChatMessageCreated.type:
+            let e = try event.decode(ChatMessageCreated.self)
+            guard let room = UUID(uuidString: e.roomId) else { return }
+            let others = try storage.roomMembers(c, room).map(\.lowercased).filter { $0 != e.authorId.lowercased() }
+            let mentioned = Set((e.mentionedIds ?? []).map { $0.lowercased() }).intersection(others)
+            if !mentioned.isEmpty { try push(event, c, to: Array(mentioned), notices.mention(e)) }
+            // The rest hear of the room once per window, when it closes, and only if they have not read it by then.
+            let at = Timestamp.parse(e.createdAt) ?? Date()
+            let window = (at.timeIntervalSince1970 / chatWindow).rounded(.down) * chatWindow
+            let closes = Date(timeIntervalSince1970: window + chatWindow)
+            for user in others where !mentioned.contains(user) {
+                guard let id = UUID(uuidString: user), try !Erasure.isErased(id, schema: "notify", on: c),
+                      try storage.allows(c, id, kind: "chat_message", channel: "push") else { continue }
+                _ = try storage.recordPush(c, eventId: "chat:\(room.lowercased):\(Int(window))", user: id, kind: "chat_message",
+                                           title: "New messages", payload: nil, ttl: 86_400, urgency: "normal",
+                                           topic: "room" + room.lowercased.replacingOccurrences(of: "-", with: "").prefix(28),
+                                           expiresAt: closes.addingTimeInterval(86_400), at: closes, reference: room.lowercased)
             }
         case EmailVerificationRequested.type:
             let e = try event.decode(EmailVerificationRequested.self)

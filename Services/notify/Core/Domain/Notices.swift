@@ -64,4 +64,19 @@ struct Notices: Sendable {
                       data: ["parcelId": e.parcelId, "status": e.to], ttl: 86_400, urgency: ["delivered", "failed"].contains(e.to) ? "high" : "normal",
                       topic: "parcel" + e.parcelId.replacingOccurrences(of: "-", with: "").prefix(26), expiresAt: at.addingTimeInterval(86_400))
     }
+
+    /// Someone named the member in a room's message: at once.
+    func mention(_ e: ChatMessageCreated) -> Notice {
+        let at = Timestamp.parse(e.createdAt) ?? Date()
+        return Notice(kind: "chat_mention", title: "You were mentioned", body: "Someone mentioned you in a conversation.",
+                      url: "/rooms/\(e.roomId)", data: ["roomId": e.roomId, "messageId": e.messageId], ttl: 86_400, urgency: "normal",
+                      topic: nil, expiresAt: at.addingTimeInterval(86_400))
+    }
+
+    /// The messages a member has not read in a room, told once its window closed (`title`, `unread` from chat).
+    static func unread(room: String, title: String, unread: Int) -> Notice {
+        Notice(kind: "chat_message", title: title.isEmpty ? "New messages" : title,
+               body: unread == 0 ? "New messages" : unread == 1 ? "1 new message" : "\(unread) new messages", url: "/rooms/\(room)",
+               data: ["roomId": room, "unread": String(unread)], ttl: 86_400, urgency: "normal", topic: nil, expiresAt: Date().addingTimeInterval(86_400))
+    }
 }

@@ -25,18 +25,7 @@ struct MailSender: Sendable {
     let logger: Logger
 
     func services(workers: Int) throws -> [Job] {
-        try (0..<workers).map { i in
-            let client = try SMTPClient(settings)
-            return Job("mail-sender-\(i)") { cancellation in
-                while cancellation.sleep(0.5) {
-                    do {
-                        while !cancellation.isCancelled, try round(client) > 0 {}
-                    } catch {
-                        logger.warn("the mail sender cannot reach the database; retrying", ["error": .string("\(error)")])
-                    }
-                }
-            }
-        }
+        try senderLoops("mail-sender", workers: workers, idle: 0.5, logger: logger, client: { try SMTPClient(settings) }, round: round)
     }
 
     /// Sends the next due delivery; how many it took (0 or 1). One at a time: a lease covers one exchange, so a slow
@@ -101,6 +90,25 @@ struct NewsletterCopies: Sendable {
     }
 }
 
+/// A chat room as a member would be told of it, from chat (`CHAT_URL`, with the service token).
+struct ChatRooms: Sendable {
+    let base: URL
+    let token: String
+
+    enum Unread { case none, some(title: String, count: Int), unknown }
+
+    func unread(room: String, user: UUID) -> Unread {
+        guard let id = UUID(uuidString: room) else { return .none }
+        let url = base.appendingPathComponent("v1/internal/rooms/\(id.lowercased)/members/\(user.lowercased)/unread")
+        guard let (status, body) = Fetch.get(url, headers: ["Authorization": "Bearer \(token)"], timeout: 5) else { return .unknown }
+        if status == 404 { return .none }
+        guard status == 200, let json = try? JSONSerialization.jsonObject(with: body) as? [String: Any], let count = json["unread"] as? Int else {
+            return .unknown
+        }
+        return count == 0 ? .none : .some(title: json["title"] as? String ?? "", count: count)
+    }
+}
+
 /// Sends the push messages that are due, as `MailSender` sends mail: `workers` loops, one delivery at a time each,
 /// leased for the exchange's bound. A push service's answer decides what follows (RFC 8030): 201 sent; 404 and 410
 /// the subscription is gone (removed, with what waited for it); 429 and 5xx again later, after `Retry-After` when
@@ -109,23 +117,14 @@ struct PushSender: Sendable {
     let pool: Pool
     let storage: NotifyStorage
     let keys: PushKeys
+    /// Where a room's unread messages are asked for, to tell a member of them (nil: chat messages are not told).
+    let rooms: ChatRooms?
     let timeout: Int
     let metrics: Metrics
     let logger: Logger
 
     func services(workers: Int) throws -> [Job] {
-        try (0..<workers).map { i in
-            let client = try PushClient(timeout: timeout)
-            return Job("push-sender-\(i)") { cancellation in
-                while cancellation.sleep(0.2) {
-                    do {
-                        while !cancellation.isCancelled, try round(client) > 0 {}
-                    } catch {
-                        logger.warn("the push sender cannot reach the database; retrying", ["error": .string("\(error)")])
-                    }
-                }
-            }
-        }
+        try senderLoops("push-sender", workers: workers, idle: 0.2, logger: logger, client: { try PushClient(timeout: timeout) }, round: round)
     }
 
     /// Sends the next due push; how many it took (0 or 1).
@@ -137,15 +136,31 @@ struct PushSender: Sendable {
     }
 
     private func send(_ d: DeliveryRecord, _ client: PushClient) throws {
+        var d = d, chatSilent = false
+        if d.kind == "chat_message" && d.bodyText == nil {
+            // What to say is known only now: nothing, to a member who has read the room since (or left it).
+            switch rooms?.unread(room: d.reference ?? "", user: d.userId) {
+            case .none?:
+                try pool.withConnection { try storage.discard($0, d.id) }
+                return
+            case .some(let title, let count)?:
+                d.bodyText = Notices.unread(room: d.reference ?? "", title: title, unread: count).payload
+            case .unknown?:
+                chatSilent = true  // tried again later
+            case nil:
+                d.bodyText = Notices.unread(room: d.reference ?? "", title: "", unread: 0).payload  // no CHAT_URL: "new messages"
+            }
+        }
         let outcome: PushOutcome
         let quietUntil = d.kind == "parcel_offer" ? nil : try pool.withConnection { try storage.quietHours($0, of: d.userId) }.flatMap {
             QuietHours.end(starts: $0.starts, ends: $0.ends, timeZone: $0.timeZone)
         }
-        if let quietUntil, quietUntil < (d.expiresAt ?? .distantFuture) {
+        if chatSilent {
+            outcome = .retry("chat did not say what is unread", retryAfter: nil)
+        } else if let quietUntil, quietUntil < (d.expiresAt ?? .distantFuture) {
             try pool.withConnection { try storage.postpone($0, d.id, until: quietUntil) }
             return
-        }
-        if quietUntil != nil {
+        } else if quietUntil != nil {
             outcome = .rejected("it would expire before the quiet hours end")
         } else if (d.expiresAt ?? .distantFuture) <= Date() {
             outcome = .rejected("it expired before it could be delivered")
@@ -189,5 +204,23 @@ struct PushSender: Sendable {
         let ttl = max(0, min(d.ttl ?? 86_400, Int((d.expiresAt ?? .distantFuture).timeIntervalSinceNow)))
         return PushRequest(endpoint: s.endpoint, body: body, ttl: ttl, urgency: d.urgency ?? "normal", topic: d.topic,
                            authorization: authorization)
+    }
+}
+
+/// `workers` sending loops named `<name>-<i>`, each with a client (and so a connection) of its own: each does
+/// rounds while they find work, then waits `idle` seconds; a database outage is logged and waited out.
+private func senderLoops<Client: Sendable>(_ name: String, workers: Int, idle: TimeInterval, logger: Logger, client: () throws -> Client,
+                                           round: @escaping @Sendable (Client) throws -> Int) throws -> [Job] {
+    try (0..<workers).map { i in
+        let client = try client()
+        return Job("\(name)-\(i)") { cancellation in
+            while cancellation.sleep(idle) {
+                do {
+                    while !cancellation.isCancelled, try round(client) > 0 {}
+                } catch {
+                    logger.warn("a sender cannot reach the database; retrying", ["sender": .string(name), "error": .string("\(error)")])
+                }
+            }
+        }
     }
 }

@@ -124,7 +124,8 @@ struct Subscriptions: Sendable {
 /// What people may turn off, by kind and channel (a verification or reset mail cannot be).
 enum Preferences {
     static let choices: [(kind: String, channel: String)] = [
-        ("reminder", "push"), ("parcel_step", "push"), ("parcel_offer", "push"), ("newsletter", "email"),
+        ("reminder", "push"), ("parcel_step", "push"), ("parcel_offer", "push"), ("chat_message", "push"), ("chat_mention", "push"),
+        ("newsletter", "email"),
     ]
 }
 

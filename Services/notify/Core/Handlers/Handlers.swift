@@ -134,7 +134,7 @@ extension NotifyHandlers {
 
     private static func describe(_ kind: String) -> String {
         ["newsletter": "your groups' newsletters", "reminder": "reminders to post", "parcel_step": "parcel updates",
-         "parcel_offer": "delivery offers"][kind] ?? "these notifications"
+         "parcel_offer": "delivery offers", "chat_message": "new chat messages", "chat_mention": "mentions in chats"][kind] ?? "these notifications"
     }
 
     private static func page(_ title: String, _ body: String) -> Response {

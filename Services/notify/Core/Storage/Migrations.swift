@@ -86,4 +86,12 @@ let migrations: [Migration] = [
             time_zone text NOT NULL
         );
         """),
+    Migration(5, "who is in which chat room, to tell them of messages", """
+        CREATE TABLE room_members (
+            room_id uuid NOT NULL,
+            user_id uuid NOT NULL,
+            PRIMARY KEY (room_id, user_id)
+        );
+        CREATE INDEX room_members_by_user ON room_members (user_id);
+        """),
 ]

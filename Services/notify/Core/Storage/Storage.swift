@@ -12,7 +12,7 @@ struct DeliveryRecord {
     let kind: String
     let address: String
     let subject: String
-    let bodyText: String?
+    var bodyText: String?
     let bodyHTML: String?
     let status: String
     let attempts: Int
@@ -153,18 +153,36 @@ struct NotifyStorage: Sendable {
 
     /// Records a push of event `eventId` to each of `user`'s live subscriptions, once per subscription; how many were
     /// new. `payload` is the JSON the device receives; `address` shows which push service took it.
-    func recordPush(_ c: Connection, eventId: String, user: UUID, kind: String, title: String, payload: String, ttl: Int,
-                    urgency: String, topic: String?, expiresAt: Date?) throws -> Int {
+    /// Without `payload`, it is made when the push is sent, from `reference`; `at`: not before then.
+    func recordPush(_ c: Connection, eventId: String, user: UUID, kind: String, title: String, payload: String?, ttl: Int,
+                    urgency: String, topic: String?, expiresAt: Date?, at: Date? = nil, reference: String? = nil) throws -> Int {
         var recorded = 0
         for s in try subscriptions(c, of: user) where (s.expiresAt ?? .distantFuture) > Date() {
             let origin = URL(string: s.endpoint).map { "\($0.scheme ?? "https")://\($0.host ?? "")" + ($0.port.map { ":\($0)" } ?? "") } ?? ""
             recorded += try c.execute("""
                 INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, expires_at,
-                                               subscription_id, ttl, urgency, topic)
-                VALUES ($1, $2, $3, 'push', $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING
-                """, [UUID.v7(), eventId, user, kind, origin, title, payload, expiresAt, s.id, ttl, urgency, topic])
+                                               subscription_id, ttl, urgency, topic, next_attempt_at, reference)
+                VALUES ($1, $2, $3, 'push', $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), $14) ON CONFLICT DO NOTHING
+                """, [UUID.v7(), eventId, user, kind, origin, title, payload, expiresAt, s.id, ttl, urgency, topic, at, reference])
         }
         return recorded
+    }
+
+    /// Drops a delivery that turned out to have nothing to tell (a chat read already): it was never sent.
+    func discard(_ c: Connection, _ id: UUID) throws {
+        try c.execute("DELETE FROM notify.deliveries WHERE id = $1", [id])
+    }
+
+    func joinRoom(_ c: Connection, _ room: UUID, _ user: UUID) throws {
+        try c.execute("INSERT INTO notify.room_members (room_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [room, user])
+    }
+
+    func leaveRoom(_ c: Connection, _ room: UUID, _ user: UUID) throws {
+        try c.execute("DELETE FROM notify.room_members WHERE room_id = $1 AND user_id = $2", [room, user])
+    }
+
+    func roomMembers(_ c: Connection, _ room: UUID) throws -> [UUID] {
+        try c.rows("SELECT user_id FROM notify.room_members WHERE room_id = $1", [room]).map { try $0["user_id"] }
     }
 
     /// Takes up to `limit` deliveries by `channel` that are due, each leased for `lease` seconds: another sender (or
@@ -265,7 +283,7 @@ struct NotifyStorage: Sendable {
     func forget(_ user: UUID, on c: Connection) throws {
         try c.execute("DELETE FROM notify.deliveries WHERE user_id = $1", [user])
         try c.execute("DELETE FROM notify.push_subscriptions WHERE user_id = $1", [user])
-        for table in ["people", "preferences", "unsubscribe_tokens", "quiet_hours"] {
+        for table in ["people", "preferences", "unsubscribe_tokens", "quiet_hours", "room_members"] {
             try c.execute("DELETE FROM notify.\(table) WHERE user_id = $1", [user])
         }
         try c.execute("DELETE FROM notify.parcels WHERE sender_id = $1", [user])
