@@ -210,7 +210,12 @@ final class PushTests: XCTestCase {
             XCTAssertEqual(try api.post("/v1/push/subscriptions", phone, token: who.token).status, 201)
             phones[who.id] = phone["endpoint"]
         }
-        // notify hears who is in the room from chat's events before the messages come.
+        // chat knows everyone's username (from auth's events: a mention names a member it knows), and notify who is in
+        // the room (from chat's), before the messages come.
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60, every: 0.2) {
+            let members = (try? rooms.get("/v1/rooms/\(id)", token: ann.token))?.json["members"] as? [[String: Any]] ?? []
+            return members.count == 4 && members.allSatisfy { ($0["user"] as? [String: Any])?["name"] is String }
+        }, "chat knows the members' names")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
             (try? self.database.connect().first("SELECT count(*)::int AS n FROM notify.room_members WHERE room_id = $1::uuid", [id])?["n", as: Int.self]) == 4
         })
