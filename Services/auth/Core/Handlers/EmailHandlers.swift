@@ -51,12 +51,7 @@ extension AuthHandlers {
         let user = try pool.withTransaction { try proofs.verify($0, token: token) }
         let (title, text) = user == nil ? ("This link no longer works", Self.badLink)
             : ("Address confirmed", "Thank you: your e-mail address is confirmed. You can close this page.")
-        let page = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
-            + "<title>\(title)</title></head><body style=\"font-family:sans-serif;max-width:32em;margin:4em auto\"><h1>\(title)</h1><p>\(text)</p></body></html>"
-        var response = Response.text(page, contentType: "text/html; charset=utf-8")
-        response.headers.append(("Cache-Control", "no-store"))
-        response.headers.append(("Referrer-Policy", "no-referrer"))
-        return response
+        return HTML.page(title, "<p>\(text)</p>")
     }
 
     /// `POST /v1/users/me/email-verification`: another mail proving my address.

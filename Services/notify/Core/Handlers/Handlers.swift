@@ -104,9 +104,9 @@ extension NotifyHandlers {
     func unsubscribePage(_ request: Request) throws -> Response {
         let token = try Self.linkToken(request)
         guard let target = try pool.withConnection({ try storage.unsubscribeTarget($0, token: token) }) else {
-            return Self.page("This link no longer works", "<p>Change what you receive in the app's settings.</p>")
+            return HTML.page("This link no longer works", "<p>Change what you receive in the app's settings.</p>")
         }
-        return Self.page("Unsubscribe", """
+        return HTML.page("Unsubscribe", """
             <p>Stop receiving \(Self.describe(target.kind)) by \(target.channel == "email" ? "e-mail" : "push")?</p>
             <form method="post" action="/v1/notifications/unsubscribe?token=\(token)"><button type="submit">Unsubscribe</button></form>
             """)
@@ -120,8 +120,8 @@ extension NotifyHandlers {
             try storage.setPreference(c, target.user, kind: target.kind, channel: target.channel, enabled: false)
             return true
         }
-        return done ? Self.page("You are unsubscribed", "<p>You can turn it on again in the app's settings.</p>")
-            : Self.page("This link no longer works", "<p>Change what you receive in the app's settings.</p>")
+        return done ? HTML.page("You are unsubscribed", "<p>You can turn it on again in the app's settings.</p>")
+            : HTML.page("This link no longer works", "<p>Change what you receive in the app's settings.</p>")
     }
 
     private static func linkToken(_ request: Request) throws -> String {
@@ -135,15 +135,5 @@ extension NotifyHandlers {
     private static func describe(_ kind: String) -> String {
         ["newsletter": "your groups' newsletters", "reminder": "reminders to post", "parcel_step": "parcel updates",
          "parcel_offer": "delivery offers", "chat_message": "new chat messages", "chat_mention": "mentions in chats"][kind] ?? "these notifications"
-    }
-
-    private static func page(_ title: String, _ body: String) -> Response {
-        var response = Response.text("""
-            <!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-            <title>\(title)</title></head><body style="font-family:sans-serif;max-width:32em;margin:4em auto"><h1>\(title)</h1>\(body)</body></html>
-            """, contentType: "text/html; charset=utf-8")
-        response.headers.append(("Cache-Control", "no-store"))
-        response.headers.append(("Referrer-Policy", "no-referrer"))
-        return response
     }
 }
