@@ -363,6 +363,7 @@ public final class Consumer: @unchecked Sendable {
                 while rd_kafka_consumer_closed(handle) == 0 && Date() < until {
                     if let event = rd_kafka_queue_poll(queue, 100) { rd_kafka_event_destroy(event) }
                 }
+                if rd_kafka_consumer_closed(handle) == 0 { sink.log?(4, "left the consumer group without the broker's answer in 3 s") }
             }
             rd_kafka_queue_destroy(queue)
         }

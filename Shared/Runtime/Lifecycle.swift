@@ -172,6 +172,10 @@ public final class ServiceGroup: Sendable {
         for entry in all.reversed() {
             let asked = Date()
             entry.cancellation.cancel(deadline: deadline)
+            // Named while it is still awaited: a container killed at the end of its grace period logs nothing after.
+            if !entry.done.wait(until: min(deadline, asked.addingTimeInterval(1))) {
+                logger.warn("still stopping", ["service": .string(entry.name)])
+            }
             if !entry.done.wait(until: deadline) {
                 late.append(entry.name)
                 logger.error("did not stop by the shutdown deadline", ["service": .string(entry.name)])
