@@ -42,6 +42,8 @@ let package = Package(
         .target(name: "Mail", dependencies: ["CCurl"], path: "Shared/Mail", swiftSettings: settings),
         // Sending Web Push messages: VAPID, aes128gcm encryption (RFC 8291/8292), and the POST with libcurl.
         .target(name: "Push", dependencies: ["CCurl", "Crypto"], path: "Shared/Push", swiftSettings: settings),
+        // Card payments: the provider interface and its Stripe client (HTTP through `Fetch`), webhook signatures.
+        .target(name: "Payments", dependencies: ["HTTP", "Crypto"], path: "Shared/Payments", swiftSettings: settings),
 
         // MARK: - Platform: what every service is made of, each module on the ones above it
         .target(name: "Geo", path: "Shared/Geo", swiftSettings: settings),
@@ -79,7 +81,7 @@ let package = Package(
         .target(name: "CurationCore", dependencies: kit, path: "Services/curation/Core", swiftSettings: settings),
         .executableTarget(name: "curation", dependencies: ["CurationCore", "ServiceKit"], path: "Services/curation/Main",
                           swiftSettings: settings),
-        .target(name: "DispatchCore", dependencies: kit + ["Geo"], path: "Services/dispatch/Core", swiftSettings: settings),
+        .target(name: "DispatchCore", dependencies: kit + ["Geo", "Payments"], path: "Services/dispatch/Core", swiftSettings: settings),
         // Not named `dispatch`: an executable's entry point is `<module>_main`, and `dispatch_main` is libdispatch's
         // (a static link, as in the container images, fails on the duplicate).
         .executableTarget(name: "DispatchMain", dependencies: ["DispatchCore", "ServiceKit"], path: "Services/dispatch/Main",
@@ -103,7 +105,7 @@ let package = Package(
         .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "Runtime", "Web", "Events", "Identity", "Features",
                                                              "WireClient", "HTTP", "Kafka", "Postgres", "Models",
                                                              "AuthCore", "StoriesCore", "ChatCore", "DispatchCore",
-                                                             "CurationCore", "NotifyCore", "Mail", "Push"],
+                                                             "CurationCore", "NotifyCore", "Mail", "Push", "Payments"],
                     path: "Tests/IntegrationTests", exclude: ["browser_origin.py"], swiftSettings: settings),
     ]
 )

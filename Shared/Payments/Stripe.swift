@@ -1,0 +1,121 @@
+import Crypto
+import Foundation
+import HTTP
+
+/// What a payment provider answered one call with.
+public enum ProviderOutcome: Equatable, Sendable {
+    /// It did what was asked: `intent` is its id for the payment, `status` its state (`requires_capture`,
+    /// `succeeded`, `canceled`).
+    case done(intent: String, status: String)
+    /// It refused, for good (a declined card, a payment method it does not know): `code` says why.
+    case refused(code: String, message: String)
+    /// No answer, or one that says "later" (a timeout, 429, 5xx): it may have acted. Ask again with the same
+    /// idempotency key and it answers as it did the first time.
+    case unknown(String)
+}
+
+/// A payment provider that holds an amount on a card when a parcel is booked and takes it when it is delivered.
+/// Every call carries an idempotency key: the same key never acts twice.
+public protocol PaymentProvider: Sendable {
+    /// Authorises `amountMinor` of `currency` on `paymentMethod`, to be captured later.
+    func authorise(amountMinor: Int, currency: String, paymentMethod: String, metadata: [String: String],
+                   idempotencyKey: String) -> ProviderOutcome
+    /// Takes the amount held by `intent`.
+    func capture(intent: String, idempotencyKey: String) -> ProviderOutcome
+    /// Releases the amount held by `intent` (a cancelled or failed parcel).
+    func void(intent: String, idempotencyKey: String) -> ProviderOutcome
+}
+
+/// Stripe's HTTP API, PaymentIntents with manual capture (https://docs.stripe.com/api/payment_intents): form-encoded
+/// requests, the secret key as a bearer token, an `Idempotency-Key` on every call.
+public struct StripeClient: PaymentProvider {
+    let base: URL
+    let secretKey: String
+    let timeout: TimeInterval
+    /// The API version the answers are read as.
+    static let version = "2024-06-20"
+
+    public init(base: URL, secretKey: String, timeout: TimeInterval) {
+        self.base = base; self.secretKey = secretKey; self.timeout = timeout
+    }
+
+    public func authorise(amountMinor: Int, currency: String, paymentMethod: String, metadata: [String: String],
+                          idempotencyKey: String) -> ProviderOutcome {
+        var form = [("amount", String(amountMinor)), ("currency", currency.lowercased()), ("capture_method", "manual"),
+                    ("confirm", "true"), ("payment_method", paymentMethod), ("payment_method_types[]", "card")]
+        form += metadata.sorted { $0.key < $1.key }.map { ("metadata[\($0.key)]", $0.value) }
+        return call("/v1/payment_intents", form, idempotencyKey: idempotencyKey)
+    }
+
+    public func capture(intent: String, idempotencyKey: String) -> ProviderOutcome {
+        call("/v1/payment_intents/\(Self.pathSafe(intent))/capture", [], idempotencyKey: idempotencyKey)
+    }
+
+    public func void(intent: String, idempotencyKey: String) -> ProviderOutcome {
+        call("/v1/payment_intents/\(Self.pathSafe(intent))/cancel", [], idempotencyKey: idempotencyKey)
+    }
+
+    private static func pathSafe(_ id: String) -> String { id.filter { $0.isLetter || $0.isNumber || $0 == "_" } }
+
+    private func call(_ path: String, _ form: [(String, String)], idempotencyKey: String) -> ProviderOutcome {
+        guard let url = URL(string: path, relativeTo: base) else { return .unknown("bad provider URL") }
+        let body = form.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&")
+        let headers = ["Authorization": "Bearer \(secretKey)", "Idempotency-Key": idempotencyKey, "Stripe-Version": Self.version,
+                       "Content-Type": "application/x-www-form-urlencoded"]
+        guard let (status, data) = Fetch.send("POST", url, headers: headers, body: Data(body.utf8), timeout: timeout) else {
+            return .unknown("no answer in \(Int(timeout)) s")
+        }
+        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+        switch status {
+        case 200:
+            guard let id = object["id"] as? String, let state = object["status"] as? String else { return .unknown("an answer without an id") }
+            // A card that needs the holder (3-D Secure) cannot be confirmed here: the app asks for another.
+            if state == "requires_action" || state == "requires_payment_method" { return .refused(code: "authentication_required", message: "The card needs its holder to confirm the payment.") }
+            return .done(intent: id, status: state)
+        case 402, 400, 404:
+            let error = object["error"] as? [String: Any] ?? [:]
+            let code = error["decline_code"] as? String ?? error["code"] as? String ?? "refused"
+            return .refused(code: code, message: error["message"] as? String ?? "The payment was refused.")
+        case 409:
+            return .unknown("the same idempotency key is still being processed")  // Stripe's idempotency_error: try again
+        default:
+            return .unknown("HTTP \(status)")  // 401 (a bad key), 429, 5xx: nothing to tell the customer yet
+        }
+    }
+
+    /// Form encoding: everything but unreserved characters percent-encoded.
+    static func encode(_ s: String) -> String {
+        s.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? ""
+    }
+}
+
+/// A Stripe webhook's `Stripe-Signature` (https://docs.stripe.com/webhooks#verify-manually): `t=<unix time>` and
+/// one or more `v1=<hex HMAC-SHA256 of "t.body" under the endpoint's secret>`, within `tolerance` of now.
+public struct StripeWebhookSignature: Sendable {
+    let secret: [UInt8]
+    let tolerance: TimeInterval
+
+    public init(secret: String, tolerance: TimeInterval = 300) {
+        self.secret = Array(secret.utf8); self.tolerance = tolerance
+    }
+
+    /// Whether `header` signs `body` now.
+    public func verifies(_ header: String, body: [UInt8], now: Date = Date()) -> Bool {
+        var timestamp: String?
+        var signatures: [String] = []
+        for part in header.split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard pair.count == 2 else { continue }
+            if pair[0] == "t" { timestamp = pair[1] } else if pair[0] == "v1" { signatures.append(pair[1]) }
+        }
+        guard let timestamp, let seconds = Double(timestamp), abs(now.timeIntervalSince1970 - seconds) <= tolerance else { return false }
+        let expected = Array(hexString(hmacSHA256(key: secret, Array(timestamp.utf8) + Array(".".utf8) + body)).utf8)
+        return signatures.contains { constantTimeEquals(Array($0.lowercased().utf8), expected) }
+    }
+
+    /// The header for `body` at `time`, as Stripe would send it (for stand-ins and tests).
+    public func header(body: [UInt8], time: Date = Date()) -> String {
+        let t = String(Int(time.timeIntervalSince1970))
+        return "t=\(t),v1=" + hexString(hmacSHA256(key: secret, Array(t.utf8) + Array(".".utf8) + body))
+    }
+}
