@@ -75,3 +75,31 @@ public struct CourierLocation: EventPayload, Equatable {
         self.courierId = courierId; self.lat = lat; self.lon = lon; self.heading = heading; self.speedMps = speedMps; self.at = at
     }
 }
+
+/// `payment.recorded`: one entry of a parcel's payment ledger, as it was written. Key: the payment id, so a
+/// payment's entries stay in order. `entry` is `authorised` (held on the card), `declined`, `captured` (taken),
+/// `voided` (the hold released), or `cash_collected` (by `courierId` at the hand-over); `amountMinor` is what moved
+/// (0 for `declined`), in `currency`'s minor units.
+public struct PaymentRecorded: EventPayload, Equatable {
+    public static let type = "payment.recorded"
+    public var entryId: Int
+    public var paymentId: String
+    public var parcelId: String
+    public var method: String
+    public var entry: String
+    public var amountMinor: Int
+    public var currency: String
+    public var courierId: String?
+    /// The provider's id of the payment (a Stripe PaymentIntent), for card payments.
+    public var providerReference: String?
+    /// Why a card was declined, as the provider said (`insufficient_funds`, `generic_decline`, ...).
+    public var declineCode: String?
+    public var at: String
+
+    public init(entryId: Int, paymentId: String, parcelId: String, method: String, entry: String, amountMinor: Int, currency: String,
+                courierId: String?, providerReference: String?, declineCode: String?, at: String) {
+        self.entryId = entryId; self.paymentId = paymentId; self.parcelId = parcelId; self.method = method; self.entry = entry
+        self.amountMinor = amountMinor; self.currency = currency; self.courierId = courierId
+        self.providerReference = providerReference; self.declineCode = declineCode; self.at = at
+    }
+}

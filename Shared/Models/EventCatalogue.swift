@@ -99,6 +99,8 @@ public enum EventCatalogue {
         topic(ParcelStatusChanged.type, key: "parcel id", by: "dispatch",
               "One transition of a parcel; the key keeps a parcel's transitions in order.",
               readers: directory + mail + [.feed("dispatch", "parcel-tracking")]),
+        topic(PaymentRecorded.type, key: "payment id", by: "dispatch",
+              "One entry of a parcel's payment ledger: a card authorised, declined, captured or voided, or cash collected."),
         topic(CourierLocation.type, key: "courier id", by: "dispatch", "A courier's position.", ephemeral: true,
               readers: [.group("dispatch", "fleet"), .feed("dispatch", "parcel-tracking")]),
         topic(VideoLiked.type, key: "video id", by: "curation", "Someone liked a video, or took the like back."),

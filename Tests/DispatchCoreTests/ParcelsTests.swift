@@ -6,6 +6,7 @@ final class ParcelLifecycleTests: XCTestCase {
     /// Every pair of status and action: exactly these transitions exist.
     func testEveryAllowedAndForbiddenTransition() {
         let allowed: [ParcelStatus: [ParcelAction: ParcelStatus]] = [
+            .awaitingPayment: [.paymentAuthorised: .awaitingCourier, .paymentDeclined: .cancelled, .cancel: .cancelled],
             .awaitingCourier: [.offer: .offered, .cancel: .cancelled],
             .offered: [.accept: .assigned, .decline: .awaitingCourier, .expire: .awaitingCourier, .cancel: .cancelled],
             .assigned: [.pickup: .pickedUp, .fail: .failed, .cancel: .cancelled],
@@ -24,13 +25,13 @@ final class ParcelLifecycleTests: XCTestCase {
 
     func testEachActionBelongsToOneKindOfActor() {
         XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .courier }, [.accept, .decline, .pickup, .deliver, .handOver, .fail])
-        XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .system }, [.offer, .expire, .depart])
+        XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .system }, [.paymentAuthorised, .paymentDeclined, .offer, .expire, .depart])
         XCTAssertEqual(ParcelAction.cancel.actor, .sender)
         XCTAssertEqual(ParcelAction.confirm.actor, .recipient)
     }
 
     func testCancellingIsPossibleOnlyBeforePickup() {
-        let beforePickup: Set<ParcelStatus> = [.awaitingCourier, .offered, .assigned]
+        let beforePickup: Set<ParcelStatus> = [.awaitingPayment, .awaitingCourier, .offered, .assigned]
         for status in ParcelStatus.allCases {
             XCTAssertEqual(ParcelLifecycle.next(from: status, on: .cancel) != nil, beforePickup.contains(status), "\(status)")
         }

@@ -34,7 +34,7 @@ class DispatchTestCase: ServiceTestCase {
         return try api.post("/v1/parcels", [
             "pickup": ["lat": from.0, "lon": from.1, "address": "Piața Universității 1"],
             "dropoff": ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"],
-            "recipient": recipientBody, "service": service, "paymentMethod": "card",
+            "recipient": recipientBody, "service": service, "paymentMethod": "cash",
             "documentPhotoMediaId": try photo(sender)], token: sender.token)
     }
 
@@ -275,7 +275,7 @@ final class DispatchFlowTests: DispatchTestCase {
         }
         let sender = try person()
         var parcel: [String: Any] = ["pickup": ["lat": 44.4, "lon": 26.1, "address": "A"], "dropoff": ["lat": 44.5, "lon": 26.1, "address": "B"],
-                                     "recipient": ["name": "R"], "service": "standard", "paymentMethod": "card",
+                                     "recipient": ["name": "R"], "service": "standard", "paymentMethod": "cash",
                                      "documentPhotoMediaId": UUID().uuidString.lowercased()]
         assertClientError(try api.post("/v1/parcels", parcel, token: sender.token), 400, "the photo must be the sender's")
         parcel["documentPhotoMediaId"] = try photo(sender)

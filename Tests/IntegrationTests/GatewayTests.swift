@@ -28,8 +28,10 @@ final class GatewayTests: XCTestCase {
         let environment = ["DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(authPort)/v1/auth/jwks",
                            "TRUSTED_PROXIES": "127.0.0.1", "PUBLIC_BASE_URL": "http://127.0.0.1:\(gatewayPort)"]
         // Every route a deployment may switch on: sign-in with Google (its keys fetched from nowhere: the route exists,
-        // the table is what counts here), dispatch's operator routes and the moderators' queues of reports.
-        let operatorToken = ["OPERATOR_TOKEN": String(repeating: "o", count: 40)]
+        // the table is what counts here), dispatch's operator routes, Stripe's webhook (a key and a provider that is
+        // nowhere) and the moderators' queues of reports.
+        let operatorToken = ["OPERATOR_TOKEN": String(repeating: "o", count: 40), "STRIPE_SECRET_KEY": "sk_test_nowhere",
+                             "STRIPE_API_URL": "http://127.0.0.1:9", "STRIPE_WEBHOOK_SECRET": "whsec_" + String(repeating: "w", count: 32)]
         services["auth"] = try ServiceProcess("auth", port: authPort, environment: environment.merging([
             "GOOGLE_CLIENT_IDS": "backend-tests.apps.googleusercontent.com", "GOOGLE_JWKS_URL": "http://127.0.0.1:9/certs"]) { $1 }
             .merging(operatorToken) { $1 })

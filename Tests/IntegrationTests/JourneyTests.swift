@@ -11,6 +11,7 @@ final class JourneyTests: XCTestCase {
     var google: GoogleStandIn?
     var push: PushEndpoint?
     var mail: MailServer?
+    var stripe: StripeStandIn?
     var api: APIClient { origin.api }
 
     struct Person { let id: String; let token: String; let username: String }
@@ -20,7 +21,10 @@ final class JourneyTests: XCTestCase {
         if youStudy { google = try GoogleStandIn() }
         var settings: [String: [String: String]] = ["dispatch": ["DISPATCH_TICK_MS": "100", "FLEET_FEED": "off"]]
         if let google { settings["auth"] = ["GOOGLE_CLIENT_IDS": google.clientId, "GOOGLE_JWKS_URL": google.jwksURL] }
-        if name.contains("Mesajem") { push = try PushEndpoint() }
+        if name.contains("Mesajem") {
+            (push, stripe) = (try PushEndpoint(), try StripeStandIn())
+            settings["dispatch"]?.merge(stripe!.environment()) { $1 }
+        }
         if name.contains("Tapestry") { (mail, push) = (try MailServer(), try PushEndpoint()) }
         if let mail { (settings["notify"], settings["stories"]) = (mail.environment, ["NEWSLETTER_SCAN_SECONDS": "1"]) }
         origin = try PublicOrigin(settings: settings, prepare: youStudy ? PublicOrigin.catalogue() : nil)
@@ -31,6 +35,7 @@ final class JourneyTests: XCTestCase {
         google?.stop()
         push?.stop()
         mail?.stop()
+        stripe?.stop()
     }
 
     // MARK: What every app's client does
@@ -251,13 +256,17 @@ final class JourneyTests: XCTestCase {
         XCTAssertGreaterThan(quote["amountMinor"] as? Int ?? 0, 0)
         let document = try upload("/v1/dispatch/media", Images.jpeg, type: "image/jpeg", as: sender)
         let booked = try api.post("/v1/parcels", [
-            "pickup": pickup, "dropoff": dropoff, "service": "express", "insured": true, "paymentMethod": "card",
+            "pickup": pickup, "dropoff": dropoff, "service": "express", "insured": true,
+            "paymentMethod": "card", "cardPaymentMethod": "pm_card_visa",  // what the payment provider's SDK gave the app
             "recipient": ["name": "Rita Recipient", "email": "rita@example.com", "phone": "+40 700 000 000"],
             "documentPhotoMediaId": document["id"]!], token: sender.token)
         XCTAssertEqual(booked.status, 201, String(decoding: booked.body, as: UTF8.self))
         let parcel = booked["id"] as? String ?? ""
         XCTAssertEqual((booked["quote"] as? [String: Any])?["amountMinor"] as? Int, quote["amountMinor"] as? Int, "the price quoted")
         let claimCode = try XCTUnwrap(booked["claimCode"] as? String, "a code for Sam to pass on to Rita")
+        let payment = booked["payment"] as? [String: Any]
+        XCTAssertEqual(payment?["status"] as? String, "authorised", "the price is held on Sam's card before a courier is sought")
+        XCTAssertEqual(payment?["amountMinor"] as? Int, quote["amountMinor"] as? Int)
 
         // The courier is offered it, sees what to collect, accepts and picks it up.
         let offer = eventually("the offer on the courier's screen", { try api.get("/v1/parcels?role=courier", token: courier.token) }) {
@@ -319,6 +328,13 @@ final class JourneyTests: XCTestCase {
         let confirmed = try api.post("/v1/parcels/\(parcel)/confirm", ["photoMediaId": try upload("/v1/dispatch/media", as: rita)["id"]!],
                                      token: rita.token)
         XCTAssertEqual(confirmed["status"] as? String, "received")
+        // The card was charged the quoted price once, when the parcel was delivered.
+        let charged = eventually("the charge on Sam's card", { try api.get("/v1/parcels/\(parcel)", token: sender.token) }) {
+            ($0["payment"] as? [String: Any])?["status"] as? String == "captured"
+        }
+        let intents = try stripe!.intents(payment: (charged["payment"] as? [String: Any])?["id"] as? String ?? "")
+        XCTAssertEqual(intents.map { $0["status"] as? String }, ["succeeded"])
+        XCTAssertEqual(intents.first?["amount_received"] as? Int, quote["amountMinor"] as? Int, "the amounts reconcile")
 
         // Sam's phone heard of each step Sam did not take; Rita, who did the last, is not told of it.
         let steps = try push!.waitFor(5, at: senderPhone).compactMap { $0["payload"] as? [String: Any] }
@@ -332,7 +348,7 @@ final class JourneyTests: XCTestCase {
         // The sender's tracking shows each step, and every photo.
         let final = try api.get("/v1/parcels/\(parcel)", token: sender.token)
         XCTAssertEqual((final["history"] as? [[String: Any]] ?? []).compactMap { $0["to"] as? String },
-                       ["awaiting_courier", "offered", "assigned", "picked_up", "in_transit", "delivered", "received"])
+                       ["awaiting_payment", "awaiting_courier", "offered", "assigned", "picked_up", "in_transit", "delivered", "received"])
         for field in ["documentPhotoUrl", "deliveryPhotoUrl", "receiptPhotoUrl"] {
             assertLoads(final[field], "the sender's \(field)", image: field == "documentPhotoUrl" ? Images.jpeg : Images.png)
         }

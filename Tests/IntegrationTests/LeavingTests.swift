@@ -99,7 +99,7 @@ final class LeavingTests: XCTestCase {
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {  // once dispatch has heard of Ben's username
             let booked = try? self.api.post("/v1/parcels", [
                 "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "Ana's street 1"], "dropoff": ["lat": 44.45, "lon": 26.09, "address": "Ben's street 2"],
-                "recipient": ["name": "Ben", "username": ben.username, "phone": "+40 700 000 001"], "service": "standard", "paymentMethod": "card",
+                "recipient": ["name": "Ben", "username": ben.username, "phone": "+40 700 000 001"], "service": "standard", "paymentMethod": "cash",
                 "documentPhotoMediaId": document], token: ana.token)
             parcel = booked?["id"] as? String ?? ""
             return (booked?["recipient"] as? [String: Any])?["userId"] as? String == ben.id

@@ -90,6 +90,8 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
                                      "POST /v1/auth/password-reset", "POST /v1/auth/password-reset/confirm",
                                      "POST /v1/auth/email-verification", "GET /v1/auth/email-verification",
                                      "GET /v1/notifications/unsubscribe", "POST /v1/notifications/unsubscribe",
+                                     // Stripe's events: signed, the signature checked by the route.
+                                     "POST /v1/payments/stripe/webhook",
                                      "GET /v1/subjects", "GET /v1/subjects/{id}/topics", "GET /v1/topics/{id}/videos", "GET /v1/videos/{id}",
                                      "GET /v1/videos/{id}/recommendations", "GET /v1/search", "GET /v1/videos/{id}/comments"]
     let api = APIClient(port: service.port)
@@ -203,7 +205,8 @@ final class StartupTests: XCTestCase {
                                            ("auth", "SHUTDOWN_TIMEOUT_SECONDS", "0"), ("stories", "NEWSLETTER_SCAN_SECONDS", "-1"),
                                            ("dispatch", "MEDIA_URL_KEYS", "k1:short"), ("stories", "PUBLIC_BASE_URL", "ftp://x"),
                                            ("notify", "VAPID_PRIVATE_KEY", "not-a-key"), ("notify", "PUSH_ALLOWED_ORIGINS", "ftp://push.example.com"),
-                                           ("notify", "STORIES_URL", "stories:8082")] {
+                                           ("notify", "STORIES_URL", "stories:8082"), ("dispatch", "STRIPE_SECRET_KEY", "pk_live_public"),
+                                           ("dispatch", "STRIPE_WEBHOOK_SECRET", "secret"), ("dispatch", "STRIPE_API_URL", "api.stripe.com")] {
             let started = Date()
             // An unreachable database: the check must come before any wait for it.
             let process = try ServiceProcess(service, environment: [

@@ -18,7 +18,12 @@ final class SchemathesisTests: XCTestCase {
         let auth = try ServiceProcess("auth", port: authPort, environment: environment)
         defer { auth.stop() }
         try auth.waitReady()
-        let others = try ["stories", "chat", "dispatch", "curation", "notify"].map { try ServiceProcess.startReady($0, environment: environment) }
+        // Dispatch takes cards through a stand-in of Stripe, so its payment routes are tried too.
+        let stripe = try StripeStandIn()
+        defer { stripe.stop() }
+        let others = try ["stories", "chat", "dispatch", "curation", "notify"].map {
+            try ServiceProcess.startReady($0, environment: $0 == "dispatch" ? environment.merging(stripe.environment()) { $1 } : environment)
+        }
         defer { others.forEach { $0.stop() } }
         let token = try APIClient(port: authPort).signup().accessToken
         for service in [auth] + others {

@@ -70,7 +70,7 @@ final class ParcelTraceTests: DispatchTestCase {
         let booked = try api.post("/v1/parcels", [
             "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "Piața Universității 1"],
             "dropoff": ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"],
-            "recipient": ["name": "Rita Recipient"], "service": "express", "paymentMethod": "card",
+            "recipient": ["name": "Rita Recipient"], "service": "express", "paymentMethod": "cash",
             "documentPhotoMediaId": photo], token: sender.token, headers: ["traceparent": "00-\(booking)-00f067aa0ba902b7-01"])
         XCTAssertEqual(booked.status, 201)
         let id = booked["id"] as? String ?? ""

@@ -89,7 +89,7 @@ def write(state_file):
     parcel = call("POST", DISPATCH + "/v1/parcels", {
         "pickup": {"lat": 44.4270, "lon": 26.1030, "address": "Piata Universitatii 1"},
         "dropoff": {"lat": 44.4350, "lon": 26.1100, "address": "Strada Polona 2"},
-        "recipient": {"name": "R", "phone": "+40 700 000 000"}, "service": "express", "paymentMethod": "card",
+        "recipient": {"name": "R", "phone": "+40 700 000 000"}, "service": "express", "paymentMethod": "cash",
         "documentPhotoMediaId": media["id"]}, sender)
     offer = wait_for("the offer to the courier", lambda: offered(parcel["id"], courier))
     if offer.get("offeredTo") != courier_id:

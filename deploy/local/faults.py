@@ -109,7 +109,7 @@ def writer(index, token, group, photo):
         else:
             status, body = call("POST", DISPATCH + "/v1/parcels", {
                 "pickup": {"lat": 10.5, "lon": 10.5, "address": "nowhere 1"}, "dropoff": {"lat": 10.6, "lon": 10.6, "address": "nowhere 2"},
-                "recipient": {"name": "R", "phone": "+40 700 000 000"}, "service": "standard", "paymentMethod": "card",
+                "recipient": {"name": "R", "phone": "+40 700 000 000"}, "service": "standard", "paymentMethod": "cash",
                 "documentPhotoMediaId": photo}, token)
         if status == 201 and body and "id" in body:
             with acked_lock:

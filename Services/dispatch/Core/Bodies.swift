@@ -13,7 +13,10 @@ enum Shapes {
     static let capacity = Schema.integer(1...50)
     static let service = Schema.oneOf(ParcelService.allCases.map(\.rawValue))
     static let status = Schema.oneOf(ParcelStatus.allCases.map(\.rawValue))
+    /// How a parcel was paid for (older parcels may say `wallet`, which was only ever stored).
     static let paymentMethod = Schema.oneOf(["card", "cash", "wallet"])
+    /// How a sender may pay now: a card held at booking and taken at delivery, or cash to the courier.
+    static let payableBy = Schema.oneOf(["card", "cash"])
     /// A fix's optional parts.
     static let heading = Schema.number(0...360)
     static let speedMps = Schema.number(0...100)
@@ -94,7 +97,10 @@ struct ClaimBody: RequestBody {
 struct CreateParcelBody: RequestBody {
     static let schema = Schema.object([
         "pickup": .required(AddressBody.schema), "dropoff": .required(AddressBody.schema), "recipient": .required(RecipientBody.schema),
-        "service": .required(Shapes.service), "paymentMethod": .required(Shapes.paymentMethod),
+        "service": .required(Shapes.service), "paymentMethod": .required(Shapes.payableBy),
+        // The card, as the provider's client library tokenised it in the app (a Stripe PaymentMethod id).
+        "cardPaymentMethod": .optional(.string(min: 4, max: 255, pattern: "^pm_[A-Za-z0-9_]+$",
+                                               rule: "cardPaymentMethod must be a payment method id (pm_...).")),
         "insured": .optional(.boolean), "description": .optional(.text(min: 0, max: 1000, multiline: true)),
         "documentPhotoMediaId": .required(.uuid),
     ])
@@ -103,6 +109,7 @@ struct CreateParcelBody: RequestBody {
     let recipient: RecipientBody
     let service: ParcelService
     let paymentMethod: String
+    let cardPaymentMethod: String?
     let insured: Bool?
     let description: String?
     let documentPhotoMediaId: UUID
@@ -111,9 +118,12 @@ struct CreateParcelBody: RequestBody {
 /// The courier handing a parcel over: a photo, and the PIN the recipient showed (proof of the handover, which makes
 /// it received); without a PIN it is delivered and waits for the recipient's own confirmation.
 struct DeliverBody: RequestBody {
-    static let schema = Schema.object(["photoMediaId": .required(.uuid), "pin": .optional(.string(min: 1, max: 16))])
+    static let schema = Schema.object(["photoMediaId": .required(.uuid), "pin": .optional(.string(min: 1, max: 16)),
+                                       // For a cash parcel: what the courier took, which must be its price.
+                                       "cashCollectedMinor": .optional(.integer(0...100_000_000))])
     let photoMediaId: UUID
     let pin: String?
+    let cashCollectedMinor: Int?
 }
 
 struct PhotoBody: RequestBody {

@@ -2,6 +2,7 @@ import Features
 import Foundation
 import Identity
 import Models
+import Payments
 import Runtime
 import ServiceKit
 import Web
@@ -22,6 +23,12 @@ public enum DispatchService {
         let tickMs: Int
         /// `MATCH_WORKERS` (default 4): matching loops side by side.
         let workers: Int
+        /// `STRIPE_SECRET_KEY` (`sk_...`): card payments through Stripe; without it cards are refused. `STRIPE_API_URL`
+        /// (default https://api.stripe.com) and `PAYMENT_TIMEOUT_SECONDS` (default 10) go with it.
+        let stripe: StripeClient?
+        /// `STRIPE_WEBHOOK_SECRET` (`whsec_...`): enables `POST /v1/payments/stripe/webhook`.
+        let webhookSignature: StripeWebhookSignature?
+        let paymentTimeout: Int
 
         init(_ environment: Environment) throws {
             fleetFeed = try environment.choice("FLEET_FEED", default: "on", ["on", "off"]) == "on"
@@ -30,6 +37,24 @@ public enum DispatchService {
             maxMeters = try environment.int("MATCH_MAX_METERS", default: 10_000, range: 100...1_000_000)
             tickMs = try environment.int("DISPATCH_TICK_MS", default: 500, range: 50...60_000)
             workers = try environment.int("MATCH_WORKERS", default: 4, range: 1...64)
+            let timeout = try environment.int("PAYMENT_TIMEOUT_SECONDS", default: 10, range: 1...60)
+            paymentTimeout = timeout
+            let api = environment.string("STRIPE_API_URL", default: "https://api.stripe.com")
+            guard let base = URL(string: api), ["http", "https"].contains(base.scheme ?? ""), base.host != nil else {
+                throw ConfigError(variable: "STRIPE_API_URL", problem: "must be an http(s) URL such as https://api.stripe.com")
+            }
+            stripe = try environment.optional("STRIPE_SECRET_KEY").map { key in
+                guard key.hasPrefix("sk_") || key.hasPrefix("rk_"), key.count <= 255, !key.contains(where: \.isWhitespace) else {
+                    throw ConfigError(variable: "STRIPE_SECRET_KEY", problem: "must be a Stripe secret or restricted key (sk_... or rk_...)")
+                }
+                return StripeClient(base: base, secretKey: key, timeout: Double(timeout))
+            }
+            webhookSignature = try environment.optional("STRIPE_WEBHOOK_SECRET").map { secret in
+                guard secret.hasPrefix("whsec_"), secret.count >= 16 else {
+                    throw ConfigError(variable: "STRIPE_WEBHOOK_SECRET", problem: "must be the endpoint's signing secret (whsec_...)")
+                }
+                return StripeWebhookSignature(secret: secret)
+            }
         }
     }
 
@@ -42,9 +67,19 @@ public enum DispatchService {
                                                                   : "operator routes off: OPERATOR_TOKEN is not set")
             let matcher = Matcher()
             let tracking = ParcelTracking(app)
+            // Twice the call's bound and some: a payment is the caller's for that long.
+            let payments = settings.stripe.map {
+                PaymentSettler(pool: app.pool, parcels: Parcels(storage: DispatchStorage(), outbox: app.outbox), provider: $0,
+                               lease: Double(2 * settings.paymentTimeout + 5), logger: app.logger, authorised: { matcher.wake() })
+            }
+            app.logger.info(payments == nil ? "card payments off: STRIPE_SECRET_KEY is not set" : "card payments on")
             let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency,
                                             matcher: matcher, tracking: tracking,
-                                            media: MediaStore(schema: "dispatch", path: "/v1/dispatch/media", urls: urls))
+                                            media: MediaStore(schema: "dispatch", path: "/v1/dispatch/media", urls: urls),
+                                            payments: payments, webhookSignature: settings.webhookSignature)
+            if let payments {
+                app.add(Job.every(1, "payment-settler", logger: app.logger) { while try payments.run() > 0 {} })
+            }
             app.add(tracking.feed)
             app.addReadinessCheck("broker") { tracking.isReading }
             let round = MatchingRound(pool: app.pool, parcels: handlers.parcels, matcher: matcher,

@@ -1,4 +1,5 @@
 import Features
+import Payments
 import HTTP
 import Identity
 import Web
@@ -41,6 +42,15 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
           response: (201, MediaView.shape), auth: auth, h.uploadMedia)
     r.addImage("/v1/dispatch/media/{id}", summary: "A photo, by the signed URL a parcel gave, or for its uploader and the parcel's sender, courier and recipient",
                auth: auth, urls: h.media.urls, h.getMedia)
+    // Stripe signs its webhooks: the signature is the route's credential (400 without a valid one).
+    if let signature = h.webhookSignature {
+        r.add("POST", "/v1/payments/stripe/webhook", summary: "Stripe's events about card payments, signed (Stripe-Signature)",
+              bodyLimit: 256 * 1024, request: stripeEvent, response: (200, ReceivedView.shape), credentials: { request in
+                  guard signature.verifies(request.header("Stripe-Signature") ?? "", body: request.body) else {
+                      throw HTTPError.validation("The Stripe-Signature header does not sign this body.", field: "Stripe-Signature")
+                  }
+              }) { request, _ in try h.stripeWebhook(request) }
+    }
     r.addExport(services: services) { user in try h.pool.withConnection { try h.storage.export($0, user, media: h.media) } }
     // Without OPERATOR_TOKEN the operator routes do not exist: 404, and absent from /openapi.json.
     if fleet.isEnabled {
@@ -59,3 +69,9 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
         QueryParameter("status", Shapes.status, "Only parcels in this status")])
     return r
 }
+
+/// A Stripe event as the webhook documents it: Stripe's own shape, of which dispatch reads these members.
+private let stripeEvent = """
+    {"type":"object","required":["id","type","data"],"properties":{"id":{"type":"string","maxLength":255},\
+    "type":{"type":"string","maxLength":255},"data":{"type":"object","required":["object"],"properties":{"object":{"type":"object"}}}}}
+    """

@@ -91,9 +91,13 @@ struct ParcelView: View {
     let viewer: UUID
     /// Only in a parcel's own answer.
     let courier: CourierCard?
+    /// Only in a parcel's own answer, to its sender.
+    let payment: PaymentView?
 
-    init(_ p: ParcelRecord, for viewer: UUID, history: [HistoryEntry]? = nil, courier: CourierCard? = nil, media: MediaStore) {
+    init(_ p: ParcelRecord, for viewer: UUID, history: [HistoryEntry]? = nil, courier: CourierCard? = nil,
+         payment: PaymentRecord? = nil, media: MediaStore) {
         parcel = p; self.viewer = viewer; historyEntries = history; self.courier = courier; position = courier?.courier.position
+        self.payment = payment.map(PaymentView.init)
         documentPhotoUrl = media.link(p.documentPhotoMediaId).url
         deliveryPhotoUrl = p.deliveryPhotoMediaId.map { media.link($0).url }
         receiptPhotoUrl = p.receiptPhotoMediaId.map { media.link($0).url }
@@ -124,6 +128,7 @@ struct ParcelView: View {
         .omitted("receiptPhotoMediaId", \.parcel.receiptPhotoMediaId), .omitted("receiptPhotoUrl", \.receiptPhotoUrl), .field("quote", \.quote), .omitted("courierId", \.parcel.courierId),
         .omitted("courier", \.courier),
         .omitted("offeredTo", \.offeredTo), .omitted("offerExpiresAt", \.offerExpiresAt), .omitted("courierPosition", \.courierPosition),
+        .omitted("payment", \.payment),
         .omitted("history", \.history), .field("createdAt", \.parcel.createdAt), .field("updatedAt", \.parcel.updatedAt),
     ]
 }
@@ -132,4 +137,23 @@ struct ParcelView: View {
 struct AppliedView: View {
     let applied: Bool
     static let fields: [ViewField<Self>] = [.field("applied", \.applied)]
+}
+
+/// A parcel's payment as its sender sees it: where it stands, the amount, and why a card was declined.
+struct PaymentView: View {
+    let payment: PaymentRecord
+    init(_ payment: PaymentRecord) { self.payment = payment }
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.payment.id), .field("method", \.payment.method, .oneOf(["card", "cash"])),
+        .field("status", \.payment.status.rawValue, .oneOf(PaymentStatus.allCases.map(\.rawValue))),
+        .field("amountMinor", \.payment.amountMinor), .field("currency", \.payment.currency),
+        .omitted("declineCode", \.payment.declineCode),
+    ]
+}
+
+/// A webhook event taken.
+struct ReceivedView: View {
+    let received: Bool
+    static let fields: [ViewField<Self>] = [.field("received", \.received)]
 }

@@ -1,9 +1,9 @@
 import Foundation
 
-/// Where a parcel is in its life. `awaiting_courier → offered → assigned → picked_up → in_transit → delivered →
+/// Where a parcel is in its life. `awaiting_payment` (a card being authorised) `→ awaiting_courier → offered → assigned → picked_up → in_transit → delivered →
 /// received`, or `cancelled` / `failed`; a declined or expired offer returns it to `awaiting_courier`.
 public enum ParcelStatus: String, Codable, Sendable, CaseIterable {
-    case awaitingCourier = "awaiting_courier", offered, assigned, pickedUp = "picked_up", inTransit = "in_transit",
+    case awaitingPayment = "awaiting_payment", awaitingCourier = "awaiting_courier", offered, assigned, pickedUp = "picked_up", inTransit = "in_transit",
          delivered, received, cancelled, failed
 }
 
@@ -14,6 +14,10 @@ public enum ParcelActor: String, Codable, Sendable {
 
 /// What can happen to a parcel, each done by one kind of actor.
 public enum ParcelAction: String, Codable, Sendable, CaseIterable {
+    /// The card holds the price: the parcel may be offered.
+    case paymentAuthorised = "payment_authorised"
+    /// The card was declined: the parcel is called off.
+    case paymentDeclined = "payment_declined"
     /// The matching engine offers the parcel to a courier.
     case offer
     /// The offered courier takes it.
@@ -40,7 +44,7 @@ public enum ParcelAction: String, Codable, Sendable, CaseIterable {
     /// The only kind of actor allowed to do this.
     public var actor: ParcelActor {
         switch self {
-        case .offer, .expire, .depart: return .system
+        case .offer, .expire, .depart, .paymentAuthorised, .paymentDeclined: return .system
         case .accept, .decline, .pickup, .deliver, .handOver, .fail: return .courier
         case .confirm: return .recipient
         case .cancel: return .sender
@@ -53,6 +57,8 @@ public enum ParcelLifecycle {
     /// The status after `action` from `status`, or nil when the transition is not allowed (a 409).
     public static func next(from status: ParcelStatus, on action: ParcelAction) -> ParcelStatus? {
         switch (status, action) {
+        case (.awaitingPayment, .paymentAuthorised): return .awaitingCourier
+        case (.awaitingPayment, .paymentDeclined): return .cancelled
         case (.awaitingCourier, .offer): return .offered
         case (.offered, .accept): return .assigned
         case (.offered, .decline), (.offered, .expire): return .awaitingCourier
@@ -62,7 +68,7 @@ public enum ParcelLifecycle {
         case (.pickedUp, .handOver), (.inTransit, .handOver): return .received
         case (.assigned, .fail), (.pickedUp, .fail), (.inTransit, .fail): return .failed
         case (.delivered, .confirm): return .received
-        case (.awaitingCourier, .cancel), (.offered, .cancel), (.assigned, .cancel): return .cancelled
+        case (.awaitingPayment, .cancel), (.awaitingCourier, .cancel), (.offered, .cancel), (.assigned, .cancel): return .cancelled
         default: return nil
         }
     }

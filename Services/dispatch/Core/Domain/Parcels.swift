@@ -71,19 +71,24 @@ struct Parcels: Sendable {
     /// Wrong PINs a parcel takes before the handover needs the recipient's own confirmation.
     static let pinTries = 5
 
+    var payments: PaymentRules { PaymentRules(storage: storage, outbox: outbox) }
+
     /// Books a parcel for `sender`, waiting for a courier. Its recipient is the account named by id, by a username
     /// dispatch knows (from auth's events), or by an e-mail address its owner proved; otherwise nobody yet, and the
     /// parcel waits for whoever the sender passes its claim code to (an address nobody proved, or a phone number,
     /// never hands it to whoever registers it). Every parcel gets a delivery PIN for the recipient to show at the door.
-    func create(_ c: Connection, sender: UUID, body: CreateParcelBody, quote: Quote) throws -> ParcelRecord {
+    /// A parcel paid by card waits for its authorisation (`awaiting_payment`), due after `paymentLease`.
+    func create(_ c: Connection, sender: UUID, body: CreateParcelBody, quote: Quote, paymentLease: TimeInterval = 0) throws -> ParcelRecord {
         let named = body.recipient
         if named.userId != nil && named.username != nil { throw ParcelError.recipientNamedTwice }
         let recipient = try named.userId ?? named.username.flatMap { try storage.userId(c, username: $0) }
             ?? named.email.flatMap { try storage.userId(c, verifiedEmail: $0) }.flatMap { $0 == sender ? nil : $0 }
         let pin = String(format: "%04d", Int(secureRandomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } % 10_000))
         let parcel = try storage.insertParcel(c, id: UUID.v7(), sender: sender, body: body, recipientUserId: recipient,
-                                              claimCode: recipient == nil ? InviteCode.generate() : nil, pin: pin, quote: quote)
-        let at = try storage.addHistory(c, parcel: parcel.id, from: nil, to: .awaitingCourier, actor: .sender, actorId: sender,
+                                              claimCode: recipient == nil ? InviteCode.generate() : nil, pin: pin, quote: quote,
+                                              status: body.paymentMethod == "card" ? .awaitingPayment : .awaitingCourier)
+        _ = try payments.open(c, parcel, card: body.cardPaymentMethod, lease: paymentLease)
+        let at = try storage.addHistory(c, parcel: parcel.id, from: nil, to: parcel.status, actor: .sender, actorId: sender,
                                         place: parcel.pickup)
         try outbox.add(ParcelCreated(parcelId: parcel.id.lowercased, senderId: sender.lowercased,
                                      recipientUserId: recipient?.lowercased, service: parcel.service.rawValue,
@@ -111,7 +116,8 @@ struct Parcels: Sendable {
     /// The parcel's courier hands it over to the recipient who showed `pin`: received at once, with `photo`. A wrong
     /// PIN is counted (and committed with the transaction, so the caller returns the failure rather than throwing
     /// it); after `pinTries` the PIN no longer works and the recipient confirms instead.
-    func handOver(_ c: Connection, _ id: UUID, by courier: UUID, pin: String, photo: UUID) throws -> Result<ParcelRecord, ParcelError> {
+    func handOver(_ c: Connection, _ id: UUID, by courier: UUID, pin: String, photo: UUID,
+                  cashCollected: Int?) throws -> Result<ParcelRecord, ParcelError> {
         guard let parcel = try storage.parcel(c, id, lock: true), parcel.involves(courier) else { throw ParcelError.notFound }
         guard parcel.courierId == courier else { throw ParcelError.notYourRole(.handOver) }
         guard ParcelLifecycle.next(from: parcel.status, on: .handOver) != nil else {
@@ -122,12 +128,12 @@ struct Parcels: Sendable {
             let failures = try storage.countWrongPin(c, id)
             return .failure(failures >= Self.pinTries ? .pinLocked : .wrongPin(left: Self.pinTries - failures))
         }
-        return .success(try perform(c, id, by: courier, .handOver) { $0.deliveryPhotoMediaId = photo })
+        return .success(try perform(c, id, by: courier, .handOver, cashCollected: cashCollected) { $0.deliveryPhotoMediaId = photo })
     }
 
     /// One party's action on a parcel: found and locked (`notFound` for anyone not a party), authorized, changed by
     /// `change` (say, its delivery photo), then moved on by the status machine.
-    func perform(_ c: Connection, _ id: UUID, by user: UUID, _ action: ParcelAction,
+    func perform(_ c: Connection, _ id: UUID, by user: UUID, _ action: ParcelAction, cashCollected: Int? = nil,
                  _ change: ((inout ParcelRecord) throws -> Void)? = nil) throws -> ParcelRecord {
         guard var parcel = try storage.parcel(c, id, lock: true), parcel.involves(user) else { throw ParcelError.notFound }
         let allowed: Bool
@@ -143,12 +149,13 @@ struct Parcels: Sendable {
         try change?(&parcel)
         // Where it happened: the courier's last fix (senders and recipients send none).
         let position = action.actor == .courier ? try storage.courier(c, user)?.position : nil
-        return try apply(c, parcel, action, actor: action.actor, actorId: user, place: position)
+        return try apply(c, parcel, action, actor: action.actor, actorId: user, place: position, cashCollected: cashCollected)
     }
 
-    /// Moves a locked parcel on by `action`: the status machine, the courier's load, history and the event.
+    /// Moves a locked parcel on by `action`: the status machine, the courier's load, its payment, history and the
+    /// event.
     func apply(_ c: Connection, _ parcel: ParcelRecord, _ action: ParcelAction, actor: ParcelActor, actorId: UUID?,
-               place: GeoPoint?) throws -> ParcelRecord {
+               place: GeoPoint?, cashCollected: Int? = nil) throws -> ParcelRecord {
         guard let next = ParcelLifecycle.next(from: parcel.status, on: action) else {
             throw ParcelError.invalidTransition(from: parcel.status, action: action)
         }
@@ -174,6 +181,7 @@ struct Parcels: Sendable {
         }
         p.status = next
         try storage.save(c, p)
+        try payments.follow(c, p, action, cashCollected: cashCollected)
         let at = try storage.addHistory(c, parcel: p.id, from: from, to: next, actor: actor, actorId: actorId, place: place)
         try outbox.add(ParcelStatusChanged(parcelId: p.id.lowercased, from: from.rawValue, to: next.rawValue, actor: actor.rawValue,
                                            actorId: actorId?.lowercased, courierId: (p.courierId ?? parcel.offeredTo)?.lowercased,

@@ -4,6 +4,7 @@ import Foundation
 import Geo
 import HTTP
 import Models
+import Payments
 import Postgres
 import Web
 
@@ -18,6 +19,10 @@ struct DispatchHandlers: Sendable {
     let tracking: ParcelTracking
     let storage = DispatchStorage()
     let media: MediaStore
+    /// Card payments through the provider; nil when none is set up (`STRIPE_SECRET_KEY`): cards are refused.
+    let payments: PaymentSettler?
+    /// Stripe's webhook signatures (`STRIPE_WEBHOOK_SECRET`).
+    let webhookSignature: StripeWebhookSignature?
     let tariff = Tariff()
     /// Claim codes, limited in guesses as invite codes are.
     let claims = InviteJoins(schema: "dispatch", table: "claim_failures")
@@ -56,16 +61,27 @@ struct DispatchHandlers: Sendable {
         return .json(QuoteView(quote: tariff.quote(meters: meters, service: body.service, insured: body.insured ?? false)))
     }
 
+    /// Books a parcel. A card is authorised before the answer when the provider answers in time (a declined card
+    /// leaves the parcel cancelled, saying why); otherwise the parcel stays `awaiting_payment` and the settler asks
+    /// again.
     func createParcel(_ request: Request, _ caller: Caller, _ body: CreateParcelBody) throws -> Response {
+        if body.paymentMethod == "card" {
+            guard payments != nil else { throw PaymentError.cardsOff }
+            guard body.cardPaymentMethod != nil else { throw PaymentError.cardMissing }
+        }
         let quote = tariff.quote(meters: greatCircleMeters(body.pickup.point, body.dropoff.point), service: body.service,
                                  insured: body.insured ?? false)
+        final class Booked: @unchecked Sendable { var id: UUID? }  // `@unchecked Sendable`: set in the transaction, read after it.
+        let booked = Booked()
         let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
             try media.requireOwned([body.documentPhotoMediaId], by: caller.userId, field: "documentPhotoMediaId", on: c)
-            let parcel = try parcels.create(c, sender: caller.userId, body: body, quote: quote)
+            let parcel = try parcels.create(c, sender: caller.userId, body: body, quote: quote, paymentLease: payments?.lease ?? 0)
+            if parcel.status == .awaitingPayment { booked.id = parcel.id }
             return .json(try view(c, parcel, for: caller.userId), status: 201)
         }
-        matcher.wake()
-        return response
+        guard let id = booked.id, let payments else { matcher.wake(); return response }
+        if let payment = try pool.withConnection({ try storage.payment($0, parcel: id) }) { _ = try? payments.run(only: payment.id) }  // else the settler asks
+        return try pool.withConnection { c in .json(try view(c, try storage.parcel(c, id)!, for: caller.userId), status: 201) }
     }
 
     func getParcel(_ request: Request, _ caller: Caller) throws -> Response {
@@ -87,7 +103,9 @@ struct DispatchHandlers: Sendable {
                 return CourierCard(courier: $0, profile: profile, phone: mayCall ? profile?.phone : nil, urls: media.urls)
             }
         }
-        return ParcelView(parcel, for: viewer, history: try storage.history(c, parcel: parcel.id), courier: courier, media: media)
+        let payment = viewer == parcel.senderId ? try storage.payment(c, parcel: parcel.id) : nil
+        return ParcelView(parcel, for: viewer, history: try storage.history(c, parcel: parcel.id), courier: courier, payment: payment,
+                          media: media)
     }
 
     /// `POST /v1/parcel-claims`: the caller becomes the recipient of the parcel its sender gave them the code of.
@@ -121,11 +139,11 @@ struct DispatchHandlers: Sendable {
     func pickup(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .pickup) }
     func cancel(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .cancel) }
 
-    /// Delivered with a photo, or with the recipient's PIN too, received.
+    /// Delivered with a photo, or with the recipient's PIN too, received. A cash parcel's price is taken then.
     func deliver(_ request: Request, _ caller: Caller, _ body: DeliverBody) throws -> Response {
         let photo = body.photoMediaId
         guard let pin = body.pin else {
-            return try act(request, caller, .deliver) { c, p in
+            return try act(request, caller, .deliver, cashCollected: body.cashCollectedMinor) { c, p in
                 try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
                 p.deliveryPhotoMediaId = photo
             }
@@ -133,7 +151,7 @@ struct DispatchHandlers: Sendable {
         let id = try Validate.pathID(request)
         return try pool.withTransaction { c -> Result<Response, ParcelError> in
             try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
-            switch try parcels.handOver(c, id, by: caller.userId, pin: pin, photo: photo) {
+            switch try parcels.handOver(c, id, by: caller.userId, pin: pin, photo: photo, cashCollected: body.cashCollectedMinor) {
             case .success(let parcel): return .success(.json(try view(c, parcel, for: caller.userId)))
             case .failure(let refusal): return .failure(refusal)  // the wrong PIN is counted: commit, then refuse
             }
@@ -153,20 +171,37 @@ struct DispatchHandlers: Sendable {
         return try act(request, caller, .fail) { _, p in p.failureReason = reason }
     }
 
-    private func act(_ request: Request, _ caller: Caller, _ action: ParcelAction,
+    private func act(_ request: Request, _ caller: Caller, _ action: ParcelAction, cashCollected: Int? = nil,
                      _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
-        try perform(try Validate.pathID(request), by: caller.userId, action, change)
+        try perform(try Validate.pathID(request), by: caller.userId, action, cashCollected: cashCollected, change)
     }
 
     /// One party's action, in a transaction; the matcher looks again when a parcel may need another courier.
-    func perform(_ id: UUID, by user: UUID, _ action: ParcelAction,
+    func perform(_ id: UUID, by user: UUID, _ action: ParcelAction, cashCollected: Int? = nil,
                  _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
         let response = try pool.withTransaction { c -> Response in
-            let updated = try parcels.perform(c, id, by: user, action) { try change?(c, &$0) }
+            let updated = try parcels.perform(c, id, by: user, action, cashCollected: cashCollected) { try change?(c, &$0) }
             return .json(try view(c, updated, for: user))
         }
         if action == .decline || action == .cancel { matcher.wake() }
         return response
+    }
+
+    // MARK: Payments
+
+    /// `POST /v1/payments/stripe/webhook`: an event from Stripe, its signature checked (400 otherwise), each event
+    /// acted on once however often it comes.
+    func stripeWebhook(_ request: Request) throws -> Response {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
+              let id = object["id"] as? String, let type = object["type"] as? String, id.count <= 255, type.count <= 255 else {
+            throw HTTPError.validation("The body is not a Stripe event.")
+        }
+        let intent = (object["data"] as? [String: Any])?["object"] as? [String: Any]
+        try pool.withTransaction { c in
+            guard try storage.firstSight(c, providerEvent: id, type: type), let intent, let payments else { return }
+            try payments.webhook(c, type: type, intent: intent)
+        }
+        return .json(ReceivedView(received: true))
     }
 
     // MARK: Media

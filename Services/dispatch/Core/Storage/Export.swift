@@ -4,7 +4,7 @@ import Postgres
 
 extension DispatchStorage {
     /// What dispatch holds of `user`, for their export: their courier record, the parcels they sent, received or
-    /// carried, and their photos.
+    /// carried, what they paid, and their photos.
     func export(_ c: Connection, _ user: UUID, media: MediaStore) throws -> [String: Any] {
         try Export.document(c, """
             SELECT json_build_object(
@@ -17,6 +17,9 @@ extension DispatchStorage {
                                 'description', description, 'amountMinor', amount_minor, 'currency', currency, 'createdAt', created_at)
                                 ORDER BY created_at), '[]'::json)
                             FROM dispatch.parcels WHERE sender_id = $1 OR recipient_user_id = $1 OR courier_id = $1),
+                'payments', (SELECT coalesce(json_agg(json_build_object('id', id, 'parcelId', parcel_id, 'method', method, 'status', status,
+                                'amountMinor', amount_minor, 'currency', currency, 'createdAt', created_at) ORDER BY created_at), '[]'::json)
+                             FROM dispatch.payments WHERE payer_id = $1),
                 'images', (SELECT coalesce(json_agg(json_build_object('id', id, 'contentType', content_type, 'size', size, 'createdAt', created_at)
                                                     ORDER BY created_at), '[]'::json) FROM dispatch.media WHERE owner_id = $1)
             )::text AS export

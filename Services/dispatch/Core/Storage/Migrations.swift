@@ -98,4 +98,53 @@ let migrations: [Migration] = [
         ALTER TABLE profiles ADD COLUMN email text, ADD COLUMN email_verified boolean NOT NULL DEFAULT false;
         CREATE INDEX profiles_by_verified_email ON profiles (lower(email)) WHERE email_verified;
         """),
+    // Payments that are really taken: a card is held at booking and taken at delivery through the provider, cash is
+    // recorded at the hand-over. `due` is the provider call a payment waits for, retried under the same idempotency
+    // key until the provider answers; the ledger is append-only, and a kind of entry happens once per payment.
+    Migration(9, "payments, their ledger and the provider's events", """
+        CREATE TABLE payments (
+            id uuid PRIMARY KEY,
+            parcel_id uuid NOT NULL UNIQUE REFERENCES parcels (id),
+            payer_id uuid NOT NULL,
+            method text NOT NULL CHECK (method IN ('card', 'cash')),
+            amount_minor int NOT NULL CHECK (amount_minor >= 0),
+            currency text NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),
+            card_payment_method text,
+            status text NOT NULL CHECK (status IN ('pending', 'authorised', 'declined', 'captured', 'voided', 'cash_on_delivery', 'cash_collected')),
+            provider_intent text UNIQUE,
+            decline_code text,
+            due text CHECK (due IN ('authorise', 'capture', 'void')),
+            due_at timestamptz,
+            attempts int NOT NULL DEFAULT 0,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now(),
+            CHECK ((due IS NULL) = (due_at IS NULL)),
+            CHECK (method = 'card' OR card_payment_method IS NULL)
+        );
+        CREATE INDEX payments_due ON payments (due_at) WHERE due IS NOT NULL;
+        CREATE INDEX payments_by_payer ON payments (payer_id);
+        CREATE TABLE payment_ledger (
+            id bigserial PRIMARY KEY,
+            payment_id uuid NOT NULL REFERENCES payments (id),
+            parcel_id uuid NOT NULL,
+            entry text NOT NULL CHECK (entry IN ('authorised', 'declined', 'captured', 'voided', 'cash_collected')),
+            amount_minor int NOT NULL CHECK (amount_minor >= 0),
+            currency text NOT NULL,
+            courier_id uuid,
+            provider_reference text,
+            decline_code text,
+            at timestamptz NOT NULL DEFAULT clock_timestamp()
+        );
+        CREATE UNIQUE INDEX payment_ledger_once ON payment_ledger (payment_id, entry);
+        CREATE INDEX payment_ledger_by_day ON payment_ledger (at);
+        CREATE FUNCTION payment_ledger_is_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN RAISE EXCEPTION 'the payment ledger is append-only'; END $$;
+        CREATE TRIGGER payment_ledger_append_only BEFORE UPDATE OR DELETE ON payment_ledger
+            FOR EACH ROW EXECUTE FUNCTION payment_ledger_is_append_only();
+        CREATE TABLE provider_events (
+            id text PRIMARY KEY,
+            type text NOT NULL,
+            received_at timestamptz NOT NULL DEFAULT now()
+        );
+        """),
 ]

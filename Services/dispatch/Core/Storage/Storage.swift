@@ -209,20 +209,19 @@ struct DispatchStorage {
     // MARK: Parcels
 
     func insertParcel(_ c: Connection, id: UUID, sender: UUID, body: CreateParcelBody, recipientUserId: UUID?, claimCode: String?,
-                      pin: String, quote: Quote) throws -> ParcelRecord {
+                      pin: String, quote: Quote, status: ParcelStatus) throws -> ParcelRecord {
         let r = body.recipient
         return try ParcelRecord(c.first("""
             INSERT INTO dispatch.parcels (id, sender_id, recipient_user_id, recipient_name, recipient_phone, recipient_username,
                 recipient_email, claim_code, delivery_pin,
                 pickup_lat, pickup_lon, pickup_address, dropoff_lat, dropoff_lon, dropoff_address, service, payment_method,
                 insured, description, document_photo_media_id, amount_minor, currency, eta_seconds, distance_m, status)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
-                'awaiting_courier')
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
             RETURNING *
             """, [id, sender, recipientUserId, r.name, r.phone, r.username, r.email, claimCode, pin, body.pickup.lat, body.pickup.lon,
                   body.pickup.address, body.dropoff.lat, body.dropoff.lon, body.dropoff.address, body.service.rawValue, body.paymentMethod,
                   body.insured ?? false, body.description, body.documentPhotoMediaId, quote.amountMinor, quote.currency, quote.etaSeconds,
-                  quote.distanceMeters])!)
+                  quote.distanceMeters, status.rawValue])!)
     }
 
     /// The account with `username` (case-insensitive) as auth's events told it; nil when dispatch knows nobody by it.

@@ -1,0 +1,202 @@
+import Events
+import Foundation
+import Models
+import Payments
+import Postgres
+import Runtime
+import Web
+
+/// The payment rules, applied in the transaction of the parcel change they follow: a card parcel's payment opens
+/// pending (to be authorised), a cash parcel's on delivery; a delivery makes a card's capture due and records the
+/// courier's cash; a cancelled or failed parcel makes a held card's release due. Every change of a payment is one
+/// ledger row and one `payment.recorded` event.
+struct PaymentRules: Sendable {
+    let storage: DispatchStorage
+    let outbox: Outbox
+
+    /// The payment of a parcel just booked. A card's authorisation is due once `lease` has passed: the booking
+    /// asks the provider first, and the settler only if it could not (it died, or the provider did not answer).
+    func open(_ c: Connection, _ parcel: ParcelRecord, card: String?, lease: TimeInterval) throws -> UUID {
+        let id = UUID.v7()
+        if parcel.paymentMethod == "card" {
+            try storage.insertPayment(c, id: id, parcel: parcel, card: card, status: .pending, due: .authorise, dueIn: lease)
+        } else {
+            try storage.insertPayment(c, id: id, parcel: parcel, card: nil, status: .cashOnDelivery, due: nil, dueIn: 0)
+        }
+        return id
+    }
+
+    /// What a parcel's move means for its payment (parcels booked before payments existed have none).
+    func follow(_ c: Connection, _ parcel: ParcelRecord, _ action: ParcelAction, cashCollected: Int?) throws {
+        guard var payment = try storage.payment(c, parcel: parcel.id, lock: true) else { return }
+        switch (action, payment.status) {
+        case (.deliver, .authorised), (.handOver, .authorised):
+            payment.due = .capture
+            try storage.savePayment(c, payment, resetAttempts: true)
+        case (.deliver, .cashOnDelivery), (.handOver, .cashOnDelivery):
+            if let cashCollected, cashCollected != payment.amountMinor { throw PaymentError.wrongCash(expected: payment.amountMinor) }
+            payment.status = .cashCollected
+            try storage.savePayment(c, payment)
+            try record(c, payment, "cash_collected", amountMinor: payment.amountMinor, courier: parcel.courierId)
+        case (.cancel, .authorised), (.fail, .authorised):
+            payment.due = .void
+            try storage.savePayment(c, payment, resetAttempts: true)
+        default:
+            // A card still being authorised when its parcel is cancelled is released once the provider answers.
+            break
+        }
+    }
+
+    /// Writes a ledger entry and its event.
+    func record(_ c: Connection, _ p: PaymentRecord, _ entry: String, amountMinor: Int, courier: UUID? = nil) throws {
+        let e = try storage.appendLedger(c, p, entry: entry, amountMinor: amountMinor, courier: courier)
+        try outbox.add(PaymentRecorded(entryId: e.id, paymentId: p.id.lowercased, parcelId: p.parcelId.lowercased, method: p.method,
+                                       entry: entry, amountMinor: amountMinor, currency: p.currency, courierId: courier?.lowercased,
+                                       providerReference: p.providerIntent, declineCode: entry == "declined" ? p.declineCode : nil,
+                                       at: Timestamp.format(e.at)),
+                       subject: p.id.lowercased, on: c)
+    }
+}
+
+/// What the payment rules refuse.
+enum PaymentError: DomainError, Equatable {
+    case wrongCash(expected: Int)
+    case cardsOff
+    case cardMissing
+
+    var refusal: Refusal { .invalid }
+    var field: String? {
+        switch self {
+        case .wrongCash: return "cashCollectedMinor"
+        case .cardsOff: return "paymentMethod"
+        case .cardMissing: return "cardPaymentMethod"
+        }
+    }
+    var message: String {
+        switch self {
+        case .wrongCash(let expected): return "The courier collects the parcel's price in cash: \(expected) in minor units."
+        case .cardsOff: return "Card payments are not set up on this server: pay in cash."
+        case .cardMissing: return "A card payment needs the card (cardPaymentMethod)."
+        }
+    }
+}
+
+/// Makes the provider calls payments wait for, and writes down what the provider said: a card authorised lets its
+/// parcel be offered, a declined one calls it off; a capture or release is recorded once. A call without an answer
+/// is asked again later under the same idempotency key, so the provider acts once however often it is asked
+/// (after a crash, the next start's settler asks; a webhook may tell first).
+struct PaymentSettler: Sendable {
+    let pool: Pool
+    let parcels: Parcels
+    let provider: any PaymentProvider
+    /// The longest a call may take: a payment is leased for it, so that two callers never ask at once.
+    let lease: TimeInterval
+    let logger: Logger
+    /// Told when a parcel may be offered now.
+    let authorised: @Sendable () -> Void
+
+    var rules: PaymentRules { parcels.payments }
+
+    /// Makes the due calls (or the one of payment `only`, if it is due and nobody else is making it). The number made.
+    @discardableResult
+    func run(only: UUID? = nil, limit: Int = 20) throws -> Int {
+        let leased = try pool.withTransaction { try parcels.storage.leaseDuePayments($0, only: only, limit: limit, lease: lease) }
+        for payment in leased {
+            guard let call = payment.due else { continue }
+            let outcome = ask(call, payment)
+            if case .unknown(let why) = outcome {
+                logger.warn("the payment provider gave no answer; asking again later",
+                            ["payment": .string(payment.id.lowercased), "call": .string(call.rawValue), "reason": .string(why)])
+            }
+            try pool.withTransaction { try settle($0, payment.id, call, outcome) }
+        }
+        return leased.count
+    }
+
+    private func ask(_ call: PaymentCall, _ p: PaymentRecord) -> ProviderOutcome {
+        let key = "\(call.rawValue)-\(p.id.lowercased)"
+        switch call {
+        case .authorise:
+            return provider.authorise(amountMinor: p.amountMinor, currency: p.currency, paymentMethod: p.cardPaymentMethod ?? "",
+                                      metadata: ["payment_id": p.id.lowercased, "parcel_id": p.parcelId.lowercased], idempotencyKey: key)
+        case .capture: return provider.capture(intent: p.providerIntent ?? "", idempotencyKey: key)
+        case .void: return provider.void(intent: p.providerIntent ?? "", idempotencyKey: key)
+        }
+    }
+
+    /// Writes down what the provider said about `call` on payment `id`, unless the payment has moved on meanwhile
+    /// (a webhook told first).
+    func settle(_ c: Connection, _ id: UUID, _ call: PaymentCall, _ outcome: ProviderOutcome) throws {
+        guard var p = try parcels.storage.payment(c, id: id, lock: true), p.due == call else { return }
+        switch outcome {
+        case .unknown:
+            // Backs off: 2, 4, 8 ... seconds, at most five minutes.
+            try parcels.storage.savePayment(c, p, dueIn: min(300, pow(2, Double(min(p.attempts, 9)))))
+        case .done(let intent, _):
+            p.due = nil
+            switch call {
+            case .authorise: try authorised(c, &p, intent: intent)
+            case .capture:
+                p.status = .captured
+                try parcels.storage.savePayment(c, p)
+                try rules.record(c, p, "captured", amountMinor: p.amountMinor)
+            case .void:
+                p.status = .voided
+                try parcels.storage.savePayment(c, p)
+                try rules.record(c, p, "voided", amountMinor: p.amountMinor)
+            }
+        case .refused(let code, let message):
+            p.due = nil
+            if call == .authorise {
+                p.status = .declined
+                p.declineCode = String(code.prefix(100))
+                try parcels.storage.savePayment(c, p)
+                try rules.record(c, p, "declined", amountMinor: 0)
+                if let parcel = try parcels.storage.parcel(c, p.parcelId, lock: true), parcel.status == .awaitingPayment {
+                    var declined = parcel
+                    declined.failureReason = "The card was declined (\(p.declineCode ?? "declined"))."
+                    _ = try parcels.apply(c, declined, .paymentDeclined, actor: .system, actorId: nil, place: nil)
+                }
+            } else {
+                // A capture or release the provider will not make (say, the hold expired): an operator's to look at.
+                try parcels.storage.savePayment(c, p)
+                logger.error("the payment provider refused a call", ["payment": .string(p.id.lowercased), "call": .string(call.rawValue),
+                                                                     "code": .string(code), "message": .string(message)])
+            }
+        }
+    }
+
+    /// The card holds the price: the parcel may be offered; if it was cancelled meanwhile, the hold is released.
+    private func authorised(_ c: Connection, _ p: inout PaymentRecord, intent: String) throws {
+        p.status = .authorised
+        p.providerIntent = intent
+        let parcel = try parcels.storage.parcel(c, p.parcelId, lock: true)
+        if parcel?.status != .awaitingPayment { p.due = .void }
+        try parcels.storage.savePayment(c, p, resetAttempts: true)
+        try rules.record(c, p, "authorised", amountMinor: p.amountMinor)
+        if let parcel, parcel.status == .awaitingPayment {
+            _ = try parcels.apply(c, parcel, .paymentAuthorised, actor: .system, actorId: nil, place: nil)
+            c.afterCommit(authorised)
+        }
+    }
+
+    /// A provider's webhook event (signature checked, seen for the first time): the PaymentIntent it carries says
+    /// what the provider did, which settles a call whose answer was lost.
+    func webhook(_ c: Connection, type: String, intent: [String: Any]) throws {
+        guard let intentId = intent["id"] as? String else { return }
+        let metadata = intent["metadata"] as? [String: Any] ?? [:]
+        let payment = try (metadata["payment_id"] as? String).flatMap(UUID.init(uuidString:)).flatMap { try parcels.storage.payment(c, id: $0) }
+            ?? parcels.storage.payment(c, providerIntent: intentId, lock: false)
+        guard let payment, let due = payment.due else { return }
+        switch (type, due) {
+        case ("payment_intent.amount_capturable_updated", .authorise), ("payment_intent.succeeded", .capture),
+             ("payment_intent.canceled", .void):
+            try settle(c, payment.id, due, .done(intent: intentId, status: intent["status"] as? String ?? ""))
+        case ("payment_intent.payment_failed", .authorise):
+            let error = intent["last_payment_error"] as? [String: Any] ?? [:]
+            try settle(c, payment.id, due, .refused(code: error["decline_code"] as? String ?? error["code"] as? String ?? "declined",
+                                                    message: error["message"] as? String ?? ""))
+        default: break
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Postgres
+
+/// A parcel's payment row: how it is paid, where it stands, and the provider call it waits for (`due`).
+struct PaymentRecord {
+    let id: UUID
+    let parcelId: UUID
+    let payerId: UUID
+    let method: String
+    let amountMinor: Int
+    let currency: String
+    let cardPaymentMethod: String?
+    var status: PaymentStatus
+    var providerIntent: String?
+    var declineCode: String?
+    var due: PaymentCall?
+    let attempts: Int
+
+    init(_ r: Row) throws {
+        id = try r["id"]; parcelId = try r["parcel_id"]; payerId = try r["payer_id"]; method = try r["method"]
+        amountMinor = try r["amount_minor"]; currency = try r["currency"]; cardPaymentMethod = try r.decode("card_payment_method")
+        status = PaymentStatus(rawValue: try r["status"]) ?? .pending
+        providerIntent = try r.decode("provider_intent"); declineCode = try r.decode("decline_code")
+        due = try (r.decode("due") as String?).flatMap(PaymentCall.init(rawValue:)); attempts = try r["attempts"]
+    }
+}
+
+/// Where a payment stands.
+enum PaymentStatus: String, CaseIterable {
+    /// A card being authorised.
+    case pending
+    case authorised, declined, captured, voided
+    /// Cash, to be taken by the courier at the hand-over; then `cashCollected`.
+    case cashOnDelivery = "cash_on_delivery", cashCollected = "cash_collected"
+}
+
+/// The provider call a payment waits for.
+enum PaymentCall: String {
+    case authorise, capture, void
+}
+
+/// One ledger entry.
+struct LedgerEntry {
+    let id: Int
+    let paymentId: UUID
+    let entry: String
+    let amountMinor: Int
+    let currency: String
+    let courierId: UUID?
+    let at: Date
+}
+
+extension DispatchStorage {
+    func insertPayment(_ c: Connection, id: UUID, parcel: ParcelRecord, card: String?, status: PaymentStatus, due: PaymentCall?, dueIn: TimeInterval) throws {
+        try c.execute("""
+            INSERT INTO dispatch.payments (id, parcel_id, payer_id, method, amount_minor, currency, card_payment_method, status, due, due_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $9::text IS NULL THEN NULL ELSE now() + make_interval(secs => $10) END)
+            """, [id, parcel.id, parcel.senderId, parcel.paymentMethod, parcel.quote.amountMinor, parcel.quote.currency,
+                  card, status.rawValue, due?.rawValue, dueIn])
+    }
+
+    func payment(_ c: Connection, parcel: UUID, lock: Bool = false) throws -> PaymentRecord? {
+        try c.first("SELECT * FROM dispatch.payments WHERE parcel_id = $1\(lock ? " FOR UPDATE" : "")", [parcel]).map(PaymentRecord.init)
+    }
+
+    func payment(_ c: Connection, id: UUID, lock: Bool = false) throws -> PaymentRecord? {
+        try c.first("SELECT * FROM dispatch.payments WHERE id = $1\(lock ? " FOR UPDATE" : "")", [id]).map(PaymentRecord.init)
+    }
+
+    func payment(_ c: Connection, providerIntent: String, lock: Bool) throws -> PaymentRecord? {
+        try c.first("SELECT * FROM dispatch.payments WHERE provider_intent = $1\(lock ? " FOR UPDATE" : "")", [providerIntent]).map(PaymentRecord.init)
+    }
+
+    /// Leases up to `limit` payments whose call is due: each is left alone by other callers for `lease` seconds, the
+    /// longest a call may take, and handed back to the settler after that if this one died. `only`: the one payment
+    /// a booking just opened (and leased for its own first call).
+    func leaseDuePayments(_ c: Connection, only: UUID? = nil, limit: Int, lease: TimeInterval) throws -> [PaymentRecord] {
+        try c.rows("""
+            UPDATE dispatch.payments SET due_at = now() + make_interval(secs => $3), attempts = attempts + 1
+            WHERE id IN (SELECT id FROM dispatch.payments WHERE due IS NOT NULL AND (CASE WHEN $1::uuid IS NULL THEN due_at <= now() ELSE id = $1 END)
+                         ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+            RETURNING *
+            """, [only, limit, lease]).map(PaymentRecord.init)
+    }
+
+    /// Writes a payment's state; `due` nil: no call is waited for; else in `dueIn` seconds.
+    func savePayment(_ c: Connection, _ p: PaymentRecord, dueIn: TimeInterval = 0, resetAttempts: Bool = false) throws {
+        try c.execute("""
+            UPDATE dispatch.payments SET status = $2, provider_intent = $3, decline_code = $4, due = $5,
+                due_at = CASE WHEN $5::text IS NULL THEN NULL ELSE now() + make_interval(secs => $6) END,
+                attempts = CASE WHEN $7 THEN 0 ELSE attempts END, updated_at = now()
+            WHERE id = $1
+            """, [p.id, p.status.rawValue, p.providerIntent, p.declineCode, p.due?.rawValue, dueIn, resetAttempts])
+    }
+
+    /// Appends a ledger entry (each kind at most once per payment: the unique index refuses a second capture).
+    func appendLedger(_ c: Connection, _ p: PaymentRecord, entry: String, amountMinor: Int, courier: UUID?) throws -> LedgerEntry {
+        let r = try c.first("""
+            INSERT INTO dispatch.payment_ledger (payment_id, parcel_id, entry, amount_minor, currency, courier_id, provider_reference, decline_code)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, at
+            """, [p.id, p.parcelId, entry, amountMinor, p.currency, courier, p.providerIntent, entry == "declined" ? p.declineCode : nil])!
+        return LedgerEntry(id: try r["id"], paymentId: p.id, entry: entry, amountMinor: amountMinor, currency: p.currency,
+                           courierId: courier, at: try r["at"])
+    }
+
+    /// True the first time a provider's event id is seen.
+    func firstSight(_ c: Connection, providerEvent id: String, type: String) throws -> Bool {
+        try c.execute("INSERT INTO dispatch.provider_events (id, type) VALUES ($1, $2) ON CONFLICT DO NOTHING", [id, type]) == 1
+    }
+
+    /// The day's ledger, summed per entry kind, currency and courier (cash is counted per courier).
+    func ledgerReport(_ c: Connection, day: String) throws -> [Row] {
+        try c.rows("""
+            SELECT entry, currency, courier_id, count(*)::int AS entries, sum(amount_minor)::bigint AS amount_minor
+            FROM dispatch.payment_ledger WHERE at >= $1::date AND at < $1::date + 1
+            GROUP BY entry, currency, courier_id ORDER BY entry, currency, courier_id NULLS FIRST
+            """, [day])
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import Payments
+import XCTest
+
+/// Card payments really taken, against a stand-in of Stripe's API: held when a parcel is booked, taken when it is
+/// delivered, released when it is called off; each call made once however often it is asked (a retry storm, an
+/// answer that came too late, a kill -9 between the provider acting and the row being written, a webhook twice).
+/// Cash is recorded at the hand-over.
+final class PaymentTests: DispatchTestCase {
+    var stripe: StripeStandIn!
+    /// The provider's calls are bounded by 1 s here, so a lost answer is asked again 7 s later (twice that and 5 s).
+    override var serviceSettings: [String: String] { super.serviceSettings.merging(stripe.environment(timeout: 1)) { $1 } }
+
+    override func setUpWithError() throws {
+        stripe = try StripeStandIn()
+        try super.setUpWithError()
+    }
+
+    override func tearDown() {
+        super.tearDown()
+        stripe?.stop()
+    }
+
+    func book(_ sender: Person, card: String = "pm_card_visa", key: String? = nil, photo: String? = nil) throws -> APIResponse {
+        try api.post("/v1/parcels", [
+            "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "Piața Universității 1"],
+            "dropoff": ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"],
+            "recipient": ["name": "Rita Recipient"], "service": "standard", "paymentMethod": "card", "cardPaymentMethod": card,
+            "documentPhotoMediaId": try photo ?? self.photo(sender)], token: sender.token, headers: key.map { ["Idempotency-Key": $0] } ?? [:])
+    }
+
+    func payment(_ parcel: String, _ sender: Person) throws -> [String: Any] {
+        try api.get("/v1/parcels/\(parcel)", token: sender.token)["payment"] as? [String: Any] ?? [:]
+    }
+
+    func ledger(_ paymentId: String) throws -> [String] {
+        try database.connect().rows("SELECT entry FROM dispatch.payment_ledger WHERE payment_id = $1 ORDER BY id", [paymentId]).map { try $0["entry"] }
+    }
+
+    func testACardIsHeldAtBookingAndTakenAtDeliveryOnceUnderARetryStorm() throws {
+        let sender = try person(), courier = try courier(lat: 44.4270, lon: 26.1030)
+        // Sixteen clients retry one booking at once, under one idempotency key.
+        let key = UUID().uuidString, photo = try photo(sender), port = service.port, token = sender.token
+        let body: [String: Any] = [
+            "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "Piața Universității 1"],
+            "dropoff": ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"],
+            "recipient": ["name": "Rita Recipient"], "service": "standard", "paymentMethod": "card", "cardPaymentMethod": "pm_card_visa",
+            "documentPhotoMediaId": photo]
+        let raw = Array(try JSONSerialization.data(withJSONObject: body))
+        let answers = LockedBox<[(Int, String)]>()
+        answers.set([])
+        let storm = (0..<16).map { _ in
+            Thread {
+                let r = try? APIClient(port: port).send("POST", "/v1/parcels", raw: raw, token: token,
+                                                        headers: ["Idempotency-Key": key, "Content-Type": "application/json"])
+                answers.update { $0?.append((r?.status ?? 0, r?["id"] as? String ?? "")) }
+            }
+        }
+        storm.forEach { $0.start() }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { answers.get()?.count == 16 })
+        let ids = answers.get()?.map(\.1) ?? []
+        XCTAssertEqual(Set(answers.get()?.map(\.0) ?? []), [201], "\(answers.get() ?? [])")
+        XCTAssertEqual(Set(ids).count, 1, "one parcel")
+        let parcel = ids[0]
+        let held = try payment(parcel, sender)
+        XCTAssertEqual(held["status"] as? String, "authorised", "the card is held before the booking answers")
+        let paymentId = try XCTUnwrap(held["id"] as? String)
+        let intents = try stripe.intents(payment: paymentId)
+        XCTAssertEqual(intents.count, 1, "one hold, however often the booking was retried")
+        XCTAssertEqual(intents.first?["amount"] as? Int, held["amountMinor"] as? Int)
+        XCTAssertEqual(intents.first?["capture_method"] as? String, "manual")
+
+        XCTAssertNotNil(wait(parcel, as: courier, for: "offered"))
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/accept", token: courier.token)["status"] as? String, "assigned")
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/pickup", token: courier.token)["status"] as? String, "picked_up")
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/deliver", ["photoMediaId": try self.photo(courier)], token: courier.token)["status"] as? String,
+                       "delivered")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { (try? self.payment(parcel, sender)["status"] as? String) == "captured" })
+        let intent = try XCTUnwrap(intents.first?["id"] as? String)
+        XCTAssertEqual(try stripe.actions(on: intent), ["authorise", "capture"], "held once, taken once")
+        XCTAssertEqual(try ledger(paymentId), ["authorised", "captured"])
+        let captured: Int = try database.connect().first("SELECT amount_minor FROM dispatch.payment_ledger WHERE payment_id = $1 AND entry = 'captured'",
+                                                         [paymentId])!["amount_minor"]
+        XCTAssertEqual(captured, held["amountMinor"] as? Int, "what was taken is the price")
+        XCTAssertThrowsError(try database.connect().execute("DELETE FROM dispatch.payment_ledger WHERE payment_id = $1", [paymentId]),
+                             "the ledger is append-only")
+    }
+
+    func testADeclinedCardCallsTheBookingOffAndNoCourierIsOfferedIt() throws {
+        let sender = try person(), courier = try courier(lat: 44.4270, lon: 26.1030)
+        let booked = try book(sender, card: "pm_card_chargeDeclinedInsufficientFunds")
+        XCTAssertEqual(booked.status, 201)
+        XCTAssertEqual(booked["status"] as? String, "cancelled")
+        let payment = booked["payment"] as? [String: Any]
+        XCTAssertEqual(payment?["status"] as? String, "declined")
+        XCTAssertEqual(payment?["declineCode"] as? String, "insufficient_funds", "the app can say why")
+        Thread.sleep(forTimeInterval: 0.5)  // five matching rounds
+        let history = try api.get("/v1/parcels/\(booked["id"] as? String ?? "")", token: sender.token)["history"] as? [[String: Any]] ?? []
+        XCTAssertEqual(history.compactMap { $0["to"] as? String }, ["awaiting_payment", "cancelled"], "never offered")
+        XCTAssertEqual((try api.get("/v1/parcels?role=courier", token: courier.token)["items"] as? [[String: Any]])?.count, 0)
+        // A card that needs its holder cannot be confirmed by the server either.
+        XCTAssertEqual((try book(sender, card: "pm_card_authenticationRequired")["payment"] as? [String: Any])?["declineCode"] as? String,
+                       "authentication_required")
+    }
+
+    func testCancellingReleasesTheHold() throws {
+        let sender = try person()
+        let booked = try book(sender)
+        let parcel = booked["id"] as? String ?? ""
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/cancel", token: sender.token)["status"] as? String, "cancelled")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { (try? self.payment(parcel, sender)["status"] as? String) == "voided" })
+        let intent = try XCTUnwrap(try stripe.intents(payment: try payment(parcel, sender)["id"] as? String ?? "").first?["id"] as? String)
+        XCTAssertEqual(try stripe.actions(on: intent), ["authorise", "cancel"])
+    }
+
+    func testAnAnswerThatCameTooLateIsAskedForAgainAndActedOnOnce() throws {
+        let sender = try person()
+        try stripe.slow(2)  // the provider holds the amount, but answers after dispatch's 1 s bound
+        let booked = try book(sender)
+        XCTAssertEqual(booked["status"] as? String, "awaiting_payment", "nothing is known yet")
+        let parcel = booked["id"] as? String ?? ""
+        let paymentId = (booked["payment"] as? [String: Any])?["id"] as? String ?? ""
+        XCTAssertNotNil(wait(parcel, as: sender, for: "awaiting_courier", timeout: 20), "asked again under the same key, it is known")
+        XCTAssertEqual(try stripe.intents(payment: paymentId).count, 1, "held once")
+        XCTAssertEqual(try ledger(paymentId), ["authorised"])
+    }
+
+    func testAWebhookSettlesALostAnswerOnceAndABadSignatureIsRefused() throws {
+        let sender = try person()
+        try stripe.slow(2)
+        let booked = try book(sender)
+        let parcel = booked["id"] as? String ?? "", paymentId = (booked["payment"] as? [String: Any])?["id"] as? String ?? ""
+        XCTAssertEqual(booked["status"] as? String, "awaiting_payment")
+        let intent = try XCTUnwrap(try stripe.intents(payment: paymentId).first)
+        let event = try stripe.webhook("payment_intent.amount_capturable_updated", intent: intent)
+        let path = "/v1/payments/stripe/webhook"
+        // Forged, stale or missing signatures are refused, and change nothing.
+        let forged = StripeWebhookSignature(secret: "whsec_someone_else_entirely").header(body: event.body)
+        for signature in [forged, "t=1,v1=" + String(repeating: "0", count: 64), ""] {
+            let r = try api.send("POST", path, raw: event.body, headers: ["Content-Type": "application/json", "Stripe-Signature": signature])
+            assertClientError(r, 400, "signature \(signature.prefix(20))")
+        }
+        XCTAssertEqual(try payment(parcel, sender)["status"] as? String, "pending")
+        // Delivered twice: acted on once, before the settler would have asked again (7 s).
+        for _ in 0..<2 {
+            let r = try api.send("POST", path, raw: event.body, headers: ["Content-Type": "application/json", "Stripe-Signature": event.signature])
+            XCTAssertEqual(r.status, 200, String(decoding: r.body, as: UTF8.self))
+        }
+        XCTAssertEqual(try payment(parcel, sender)["status"] as? String, "authorised")
+        XCTAssertEqual(try api.get("/v1/parcels/\(parcel)", token: sender.token)["status"] as? String, "awaiting_courier")
+        XCTAssertEqual(try ledger(paymentId), ["authorised"])
+        Thread.sleep(forTimeInterval: 8)  // the lease ran out: the settler has nothing left to ask
+        XCTAssertEqual(try stripe.actions(on: intent["id"] as? String ?? ""), ["authorise"])
+        XCTAssertEqual(try ledger(paymentId), ["authorised"])
+    }
+
+    func testAKill9BetweenTheProviderActingAndTheRowBeingWrittenLeavesNoUnknownCharge() throws {
+        let sender = try person()
+        let photo = try photo(sender)
+        try stripe.slow(0.8)  // the hold is made at once; dispatch dies before the answer arrives
+        let port = service.port, token = sender.token
+        let body: [String: Any] = [
+            "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "A"], "dropoff": ["lat": 44.45, "lon": 26.09, "address": "B"],
+            "recipient": ["name": "R"], "service": "standard", "paymentMethod": "card", "cardPaymentMethod": "pm_card_visa",
+            "documentPhotoMediaId": photo]
+        let raw = Array(try JSONSerialization.data(withJSONObject: body))
+        let booking = Thread { _ = try? APIClient(port: port).send("POST", "/v1/parcels", raw: raw, token: token, headers: ["Content-Type": "application/json"]) }
+        booking.start()
+        var paymentId: String?
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5) {
+            paymentId = try? self.database.connect().first("SELECT id::text AS id FROM dispatch.payments")?["id"]
+            return paymentId.map { (try? self.stripe.intents(payment: $0).count) == 1 } ?? false
+        }, "the provider has acted")
+        service.kill9()
+        let charged = try XCTUnwrap(paymentId)
+        XCTAssertEqual(try database.connect().first("SELECT status FROM dispatch.payments WHERE id = $1", [charged])?["status"] as String?, "pending",
+                       "held by the provider, not yet known here")
+        service = try startInstance()
+        api = APIClient(port: service.port)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            (try? self.database.connect().first("SELECT status FROM dispatch.payments WHERE id = $1", [charged])?["status"] as String?) == "authorised"
+        }, "the next start's settler asks again and learns of the hold")
+        XCTAssertEqual(try stripe.intents(payment: charged).count, 1, "not held twice")
+        XCTAssertEqual(try ledger(charged), ["authorised"])
+        let parcel: String = try database.connect().first("SELECT status FROM dispatch.parcels")!["status"]
+        XCTAssertEqual(parcel, "awaiting_courier")
+    }
+
+    func testCashIsRecordedAtTheHandOverAndCardsNeedTheCard() throws {
+        let sender = try person(), courier = try courier(lat: 44.4270, lon: 26.1030)
+        let booked = try send(sender, to: nil)  // cash
+        let parcel = booked["id"] as? String ?? "", price = (booked["quote"] as? [String: Any])?["amountMinor"] as? Int ?? 0
+        XCTAssertEqual((booked["payment"] as? [String: Any])?["status"] as? String, "cash_on_delivery")
+        XCTAssertNotNil(wait(parcel, as: courier, for: "offered"))
+        _ = try api.post("/v1/parcels/\(parcel)/accept", token: courier.token)
+        _ = try api.post("/v1/parcels/\(parcel)/pickup", token: courier.token)
+        let photo = try self.photo(courier)
+        assertClientError(try api.post("/v1/parcels/\(parcel)/deliver", ["photoMediaId": photo, "cashCollectedMinor": price - 1], token: courier.token),
+                          400, "less than the price")
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/deliver", ["photoMediaId": photo, "cashCollectedMinor": price], token: courier.token)["status"]
+                       as? String, "delivered")
+        XCTAssertEqual(try payment(parcel, sender)["status"] as? String, "cash_collected")
+        let row = try database.connect().first("SELECT entry, amount_minor, courier_id::text AS courier FROM dispatch.payment_ledger")
+        XCTAssertEqual(try row?["entry"] as String?, "cash_collected")
+        XCTAssertEqual(try row?["amount_minor"] as Int?, price)
+        XCTAssertEqual(try row?["courier"] as String?, courier.id, "cash is counted per courier")
+
+        var body: [String: Any] = ["pickup": ["lat": 44.4, "lon": 26.1, "address": "A"], "dropoff": ["lat": 44.5, "lon": 26.1, "address": "B"],
+                                   "recipient": ["name": "R"], "service": "standard", "paymentMethod": "card", "documentPhotoMediaId": try self.photo(sender)]
+        assertClientError(try api.post("/v1/parcels", body, token: sender.token), 400, "a card payment without the card")
+        for (card, why) in [("4242424242424242", "a card number is never sent here"), ("pm_x'; --", "not an id")] {
+            body["cardPaymentMethod"] = card
+            assertClientError(try api.post("/v1/parcels", body, token: sender.token), 400, why)
+        }
+        body["paymentMethod"] = "wallet"
+        assertClientError(try api.post("/v1/parcels", body, token: sender.token), 400, "no wallets yet")
+        XCTAssertEqual(try count("parcels"), 1, "nothing half-written")
+    }
+}
+
