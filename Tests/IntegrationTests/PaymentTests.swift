@@ -9,7 +9,17 @@ import XCTest
 final class PaymentTests: DispatchTestCase {
     var stripe: StripeStandIn!
     /// The provider's calls are bounded by 1 s here, so a lost answer is asked again 7 s later (twice that and 5 s).
-    override var serviceSettings: [String: String] { super.serviceSettings.merging(stripe.environment(timeout: 1)) { $1 } }
+    override var serviceSettings: [String: String] {
+        super.serviceSettings.merging(stripe.environment(timeout: 1)) { $1 }.merging(["OPERATOR_TOKEN": operatorToken]) { $1 }
+    }
+    let operatorToken = String(repeating: "o", count: 40)
+
+    /// The operator's reconciliation of today's deliveries by `courier`: the row, and the day's difference.
+    func reconciliation(_ courier: Person) throws -> (row: [String: Any]?, difference: Int?) {
+        let r = try api.get("/v1/operator/payments/reconciliation", token: operatorToken)
+        XCTAssertEqual(r.status, 200, String(decoding: r.body, as: UTF8.self))
+        return ((r["items"] as? [[String: Any]])?.first { $0["courierId"] as? String == courier.id }, r["differenceMinor"] as? Int)
+    }
 
     override func setUpWithError() throws {
         stripe = try StripeStandIn()
@@ -84,6 +94,10 @@ final class PaymentTests: DispatchTestCase {
         XCTAssertEqual(captured, held["amountMinor"] as? Int, "what was taken is the price")
         XCTAssertThrowsError(try database.connect().execute("DELETE FROM dispatch.payment_ledger WHERE payment_id = $1", [paymentId]),
                              "the ledger is append-only")
+        let (row, difference) = try reconciliation(courier)
+        XCTAssertEqual(row?["capturedMinor"] as? Int, captured, "the operator's day: the card captured for the courier's delivery")
+        XCTAssertEqual(row?["differenceMinor"] as? Int, 0)
+        XCTAssertEqual(difference, 0, "the day reconciles")
     }
 
     func testADeclinedCardCallsTheBookingOffAndNoCourierIsOfferedIt() throws {
@@ -204,6 +218,14 @@ final class PaymentTests: DispatchTestCase {
         XCTAssertEqual(try row?["entry"] as String?, "cash_collected")
         XCTAssertEqual(try row?["amount_minor"] as Int?, price)
         XCTAssertEqual(try row?["courier"] as String?, courier.id, "cash is counted per courier")
+        let (day, difference) = try reconciliation(courier)
+        XCTAssertEqual(day?["cashCollectedMinor"] as? Int, price, "the cash the courier hands in")
+        XCTAssertEqual(day?["priceMinor"] as? Int, price)
+        XCTAssertEqual(difference, 0, "the day reconciles")
+        for bad in ["2026-02-30", "yesterday", "2026-1-1"] {
+            assertClientError(try api.get("/v1/operator/payments/reconciliation?day=\(bad)", token: operatorToken), 400, bad)
+        }
+        assertClientError(try api.get("/v1/operator/payments/reconciliation", token: sender.token), 401, "operators only")
 
         var body: [String: Any] = ["pickup": ["lat": 44.4, "lon": 26.1, "address": "A"], "dropoff": ["lat": 44.5, "lon": 26.1, "address": "B"],
                                    "recipient": ["name": "R"], "service": "standard", "paymentMethod": "card", "documentPhotoMediaId": try self.photo(sender)]

@@ -61,6 +61,11 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
         r.add("GET", "/v1/operator/offers", summary: "Operator: the offers open now, the oldest first (?limit=)", response: (200, ItemList<OfferView>.shape),
               trusted: fleet, h.openOffers)
         r.query("GET", "/v1/operator/offers", [.limit(max: DispatchHandlers.batchLimit, default: 100)])
+        r.add("GET", "/v1/operator/payments/reconciliation",
+              summary: "Operator: a day's deliveries per courier against the cash collected and the cards captured (?day=, UTC)",
+              response: (200, ReconciliationView.shape), trusted: fleet, h.reconciliation)
+        r.query("GET", "/v1/operator/payments/reconciliation",
+                [QueryParameter("day", .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "The day, UTC (default today)")])
         r.add("POST", "/v1/operator/parcels/{id}/accept", summary: "Operator: accept an offer for the courier it was made to",
               body: OperatorAcceptBody.self, response: (200, ParcelView.shape), trusted: fleet, h.operatorAccept)
     }

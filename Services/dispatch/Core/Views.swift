@@ -157,3 +157,24 @@ struct ReceivedView: View {
     let received: Bool
     static let fields: [ViewField<Self>] = [.field("received", \.received)]
 }
+
+/// A day's reconciliation, for the operator: per courier and currency, the prices of the parcels they delivered
+/// against the cash they collected, the cards captured and the captures still due.
+struct ReconciliationView: View {
+    let day: String
+    let rows: [ReconciliationRow]
+    var items: [ReconciliationRowView] { rows.map(ReconciliationRowView.init) }
+    var differenceMinor: Int { rows.reduce(0) { $0 + $1.differenceMinor } }
+    static let fields: [ViewField<Self>] = [.field("day", \.day), .field("items", \.items), .field("differenceMinor", \.differenceMinor)]
+}
+
+struct ReconciliationRowView: View {
+    let row: ReconciliationRow
+    init(_ row: ReconciliationRow) { self.row = row }
+    static let fields: [ViewField<Self>] = [
+        .nullable("courierId", \.row.courierId), .field("currency", \.row.currency), .field("parcels", \.row.parcels),
+        .field("priceMinor", \.row.priceMinor), .field("cashCollectedMinor", \.row.cashCollectedMinor),
+        .field("capturedMinor", \.row.capturedMinor), .field("captureDueMinor", \.row.captureDueMinor),
+        .field("withoutPayment", \.row.withoutPayment), .field("differenceMinor", \.row.differenceMinor),
+    ]
+}

@@ -112,6 +112,21 @@ extension DispatchHandlers {
         return .json(ItemList(offers.compactMap { p in p.offeredTo.map { OfferView(parcel: p, courierId: $0) } }))
     }
 
+    /// `GET /v1/operator/payments/reconciliation?day=`: the day's (UTC, default today) deliveries per courier and
+    /// currency against what was taken for them; `differenceMinor` is zero when every delivery is paid for.
+    func reconciliation(_ request: Request) throws -> Response {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        let day = request.query["day"] ?? formatter.string(from: Date())
+        guard let date = formatter.date(from: day), formatter.string(from: date) == day else {
+            throw HTTPError.validation("day must be a date such as 2026-12-02.", field: "day")
+        }
+        let rows = try pool.withConnection { try storage.deliveredOn($0, day: day) }
+        return .json(ReconciliationView(day: day, rows: rows))
+    }
+
     /// `POST /v1/operator/parcels/{id}/accept`: a fleet accepts an offer for the courier it was made to.
     func operatorAccept(_ request: Request, _ body: OperatorAcceptBody) throws -> Response {
         try perform(try Validate.pathID(request), by: body.courierId, .accept)

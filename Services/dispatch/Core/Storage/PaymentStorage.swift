@@ -108,12 +108,44 @@ extension DispatchStorage {
         try c.execute("INSERT INTO dispatch.provider_events (id, type) VALUES ($1, $2) ON CONFLICT DO NOTHING", [id, type]) == 1
     }
 
-    /// The day's ledger, summed per entry kind, currency and courier (cash is counted per courier).
-    func ledgerReport(_ c: Connection, day: String) throws -> [Row] {
+    /// The parcels delivered on `day` (UTC), per courier and currency: their prices, and how each was paid, taken
+    /// or still due (a capture the provider has not answered yet). Each is counted once, at its first delivery.
+    func deliveredOn(_ c: Connection, day: String) throws -> [ReconciliationRow] {
         try c.rows("""
-            SELECT entry, currency, courier_id, count(*)::int AS entries, sum(amount_minor)::bigint AS amount_minor
-            FROM dispatch.payment_ledger WHERE at >= $1::date AND at < $1::date + 1
-            GROUP BY entry, currency, courier_id ORDER BY entry, currency, courier_id NULLS FIRST
-            """, [day])
+            WITH delivered AS (
+                SELECT DISTINCT ON (h.parcel_id) h.parcel_id, h.actor_id AS courier_id
+                FROM dispatch.parcel_history h
+                WHERE h.to_status IN ('delivered', 'received') AND h.from_status IN ('picked_up', 'in_transit')
+                  AND h.at >= $1::date AND h.at < $1::date + 1
+                ORDER BY h.parcel_id, h.at)
+            SELECT d.courier_id, p.currency, count(*)::int AS parcels, sum(p.amount_minor)::int AS price,
+                coalesce(sum(l.amount_minor) FILTER (WHERE l.entry = 'cash_collected'), 0)::int AS cash,
+                coalesce(sum(l.amount_minor) FILTER (WHERE l.entry = 'captured'), 0)::int AS captured,
+                coalesce(sum(m.amount_minor) FILTER (WHERE m.due = 'capture'), 0)::int AS due,
+                count(*) FILTER (WHERE m.id IS NULL)::int AS unpaid
+            FROM delivered d JOIN dispatch.parcels p ON p.id = d.parcel_id
+            LEFT JOIN dispatch.payments m ON m.parcel_id = p.id
+            LEFT JOIN dispatch.payment_ledger l ON l.payment_id = m.id AND l.entry IN ('captured', 'cash_collected')
+            GROUP BY d.courier_id, p.currency ORDER BY p.currency, d.courier_id NULLS FIRST
+            """, [day]).map { r in
+            ReconciliationRow(courierId: try r.decode("courier_id"), currency: try r["currency"], parcels: try r["parcels"],
+                              priceMinor: try r["price"], cashCollectedMinor: try r["cash"], capturedMinor: try r["captured"],
+                              captureDueMinor: try r["due"], withoutPayment: try r["unpaid"])
+        }
     }
+}
+
+/// One courier's deliveries of a day in one currency, and how their prices were paid.
+struct ReconciliationRow {
+    let courierId: UUID?
+    let currency: String
+    let parcels: Int
+    let priceMinor: Int
+    let cashCollectedMinor: Int
+    let capturedMinor: Int
+    let captureDueMinor: Int
+    /// Parcels booked before payments were recorded.
+    let withoutPayment: Int
+    /// What the prices come to beyond what was taken or is due: zero when every delivery is paid for.
+    var differenceMinor: Int { priceMinor - cashCollectedMinor - capturedMinor - captureDueMinor }
 }
