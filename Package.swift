@@ -91,7 +91,7 @@ let package = Package(
         .executableTarget(name: "notify", dependencies: ["NotifyCore", "ServiceKit"], path: "Services/notify/Main", swiftSettings: settings),
 
         // MARK: - Benchmarks
-        .executableTarget(name: "dispatch-load", dependencies: ["WireClient", "Postgres", "Models"], path: "bench/dispatch-load",
+        .executableTarget(name: "dispatch-load", dependencies: ["WireClient", "Postgres", "Models", "HTTP"], path: "bench/dispatch-load",
                           swiftSettings: settings),
         .executableTarget(name: "chat-fanout", dependencies: ["WireClient"], path: "bench/chat-fanout", swiftSettings: settings),
         .executableTarget(name: "geo-bench", dependencies: ["Geo", "Postgres"], path: "bench/geo-bench", swiftSettings: settings),

@@ -17,6 +17,9 @@ struct Options: Sendable {
     var areaKm = 20.0
     var center = (lat: 44.4268, lon: 26.1025)
     var expressShare = 0.3
+    var cardShare = 0.0
+    /// The Stripe stand-in the dispatch service pays through, to check no card was charged twice.
+    var provider = ProcessInfo.processInfo.environment["STRIPE_STANDIN_URL"] ?? ""
     var threads = 4
     var out = "dispatch-load-report"
     var quiet = false
@@ -49,6 +52,10 @@ struct Options: Sendable {
           --senders N             people sending parcels (default 10)
           --parcel-rate R         parcels created per second (default 10)
           --express-share F       fraction sent express, 0 to 1 (default 0.3)
+          --card-share F          fraction paid by card (held when booked), the rest in cash, 0 to 1 (default 0);
+                                  dispatch needs a payment provider (the local stack's Stripe stand-in)
+          --provider URL          that Stripe stand-in, to check no card is held or charged twice (default:
+                                  $STRIPE_STANDIN_URL, which `deploy/local/stack load` sets)
           --duration S            seconds to create parcels for (default 60)
           --parcels N             stop after N parcels instead (default: no limit)
         Output
@@ -106,6 +113,8 @@ struct Options: Sendable {
             case "--senders": o.senders = try whole(arg, 1...1_000)
             case "--parcel-rate": o.parcelRate = try number(arg, 0.01...100_000)
             case "--express-share": o.expressShare = try number(arg, 0...1)
+            case "--card-share": o.cardShare = try number(arg, 0...1)
+            case "--provider": o.provider = try value(arg)
             case "--duration": o.duration = try number(arg, 1...86_400)
             case "--parcels": o.parcels = try whole(arg, 1...10_000_000)
             case "--threads": o.threads = try whole(arg, 1...256)

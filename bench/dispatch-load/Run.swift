@@ -216,11 +216,12 @@ final class Run: @unchecked Sendable {
             let sender = Int.random(in: 0..<senders.count)
             let pickup = area.random(), dropoff = area.random()
             let express = Double.random(in: 0..<1) < o.expressShare
-            let body: [String: Any] = [
+            var body: [String: Any] = [
                 "pickup": ["lat": pickup.lat, "lon": pickup.lon, "address": "Pickup, load test"],
                 "dropoff": ["lat": dropoff.lat, "lon": dropoff.lon, "address": "Drop-off, load test"],
                 "recipient": ["name": "Load Test Recipient"], "service": express ? "express" : "standard",
                 "paymentMethod": "cash", "documentPhotoMediaId": senders[sender].photo]
+            if Double.random(in: 0..<1) < o.cardShare { (body["paymentMethod"], body["cardPaymentMethod"]) = ("card", "pm_card_visa") }
             do {
                 let r = try api.call("POST", "/v1/parcels", json: body, token: senders[sender].token,
                                      headers: ["Idempotency-Key": UUID().uuidString])

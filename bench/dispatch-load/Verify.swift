@@ -1,5 +1,6 @@
 import Foundation
 import Models
+import HTTP
 import Postgres
 
 extension Run {
@@ -42,7 +43,7 @@ extension Run {
             rows.append(.init(id: p.id, lat: p.pickup.lat, lon: p.pickup.lon, express: p.express, status: status,
                               offeredMs: offered, assignedMs: assigned))
         }
-        let allowed: Set<String> = ["awaiting_courier", "offered", "assigned"]
+        let allowed: Set<String> = ["awaiting_payment", "awaiting_courier", "offered", "assigned"]
         let odd = statuses.filter { !allowed.contains($0.key) }.values.reduce(0, +)
         let statusText = statuses.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
         var invariants: [Report.Invariant] = [
@@ -66,7 +67,8 @@ extension Run {
             settings: ["dispatch": o.dispatch, "couriers": "\(o.couriers)", "actingCouriers": "\(o.actingCouriers)",
                        "capacity": "\(o.capacity)", "fixRate": "\(o.fixRate)", "parcelRate": "\(o.parcelRate)",
                        "duration": "\(o.duration)", "parcels": "\(o.parcels)", "areaKm": "\(o.areaKm)",
-                       "center": "\(o.center.lat),\(o.center.lon)", "senders": "\(o.senders)", "threads": "\(o.threads)"],
+                       "center": "\(o.center.lat),\(o.center.lon)", "senders": "\(o.senders)", "threads": "\(o.threads)",
+                       "cardShare": "\(o.cardShare)"],
             setupSeconds: setupSeconds, createSeconds: createSeconds, driveSeconds: driveSeconds,
             parcelsCreated: parcels.count, parcelsAssigned: statuses["assigned"] ?? 0,
             parcelsPerSecond: Double(parcels.count) / elapsed, assignedPerSecond: Double(assignedMs.count) / elapsed,
@@ -105,6 +107,57 @@ extension Run {
             .init(name: "no parcel assigned twice (database history)", ok: doubly == 0, detail: "\(doubly) parcels"),
             .init(name: "every parcel accounted for (database)", ok: stored == created,
                   detail: "\(stored) stored for this run's senders, \(created) created"),
+        ] + (try paymentChecks(c))
+    }
+
+    /// Card parcels: none sought a courier before its card was held, and (from the provider's side) no card held or
+    /// charged twice, and every capture one the ledger knows.
+    private func paymentChecks(_ c: Connection) throws -> [Report.Invariant] {
+        let senderIds = PostgresArray(senders.map(\.id))
+        let cards: Int = try c.first("""
+            SELECT count(*) AS n FROM dispatch.parcels WHERE payment_method = 'card' AND sender_id = ANY($1::uuid[])
+            """, [senderIds])?["n"] ?? 0
+        guard cards > 0 else { return [] }
+        let unheld: Int = try c.first("""
+            SELECT count(*) AS n FROM dispatch.parcels p JOIN dispatch.payments m ON m.parcel_id = p.id
+            WHERE p.payment_method = 'card' AND p.sender_id = ANY($1::uuid[])
+              AND EXISTS (SELECT 1 FROM dispatch.parcel_history h WHERE h.parcel_id = p.id AND h.to_status = 'awaiting_courier')
+              AND NOT EXISTS (SELECT 1 FROM dispatch.payment_ledger l WHERE l.payment_id = m.id AND l.entry = 'authorised')
+            """, [senderIds])?["n"] ?? -1
+        var checks: [Report.Invariant] = [
+            .init(name: "no card parcel sought a courier before its card was held (database)", ok: unheld == 0,
+                  detail: "\(unheld) of \(cards) card parcels"),
         ]
+        guard !o.provider.isEmpty, let url = URL(string: o.provider + "/_standin/intents"),
+              let (status, body) = Fetch.get(url, timeout: 30), status == 200,
+              let seen = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
+            checks.append(.init(name: "no card held or charged twice (provider)", ok: o.provider.isEmpty,
+                                detail: o.provider.isEmpty ? "skipped: no --provider" : "the provider at \(o.provider) did not answer"))
+            return checks
+        }
+        let payments: [String] = try c.rows("""
+            SELECT m.id::text AS id FROM dispatch.payments m JOIN dispatch.parcels p ON p.id = m.parcel_id
+            WHERE m.method = 'card' AND p.sender_id = ANY($1::uuid[])
+            """, [senderIds]).map { try $0["id"] }
+        let mine = Set(payments)
+        var holds: [String: Int] = [:], intentOf: [String: String] = [:]
+        for intent in seen["intents"] as? [[String: Any]] ?? [] {
+            guard let payment = (intent["metadata"] as? [String: Any])?["payment_id"] as? String, mine.contains(payment) else { continue }
+            holds[payment, default: 0] += 1
+            intentOf[intent["id"] as? String ?? ""] = payment
+        }
+        var captures: [String: Int] = [:]
+        for action in seen["actions"] as? [[String]] ?? [] where action.first == "capture" {
+            if let payment = intentOf[action.last ?? ""] { captures[payment, default: 0] += 1 }
+        }
+        let heldTwice = holds.values.filter { $0 > 1 }.count, chargedTwice = captures.values.filter { $0 > 1 }.count
+        let ledgerCaptures: Int = try c.first("""
+            SELECT count(*) AS n FROM dispatch.payment_ledger WHERE entry = 'captured' AND payment_id = ANY($1::uuid[])
+            """, [PostgresArray(payments)])?["n"] ?? -1
+        checks.append(.init(name: "no card held or charged twice (provider)", ok: heldTwice == 0 && chargedTwice == 0,
+                            detail: "\(holds.count) of \(cards) cards held, \(heldTwice) twice; \(captures.count) charged, \(chargedTwice) twice"))
+        checks.append(.init(name: "captured at the provider equals captured in the ledger", ok: ledgerCaptures == captures.count,
+                            detail: "\(captures.count) at the provider, \(ledgerCaptures) in the ledger"))
+        return checks
     }
 }

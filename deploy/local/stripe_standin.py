@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A stand-in for Stripe's PaymentIntents API (https://docs.stripe.com/api/payment_intents), for the tests.
 
-    stripe_standin.py <port> <secret key>
+    stripe_standin.py <port> <secret key>            (a test's: until its standard input closes)
+    stripe_standin.py --local <port> <secret key>    (the local stack's: until SIGTERM)
 
 It answers as Stripe does for the parts dispatch uses: form-encoded POSTs with the secret key as a bearer token;
 `POST /v1/payment_intents` (manual capture, confirmed at once), `.../{id}/capture`, `.../{id}/cancel`; errors as
@@ -23,7 +24,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl
 
-KEY = sys.argv[2] if len(sys.argv) > 2 else "sk_test_standin"
+KEY = sys.argv[-1]
 lock = threading.Lock()
 intents = {}       # id -> intent
 idempotent = {}    # key -> (params, status, body)
@@ -143,8 +144,13 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
+    local = sys.argv[1] == "--local"
+    if local:
+        del sys.argv[1]
     server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
     server.daemon_threads = True
+    if local:
+        return server.serve_forever()
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print("ready", flush=True)
     sys.stdin.read()
