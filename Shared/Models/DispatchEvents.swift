@@ -52,11 +52,14 @@ public struct ParcelStatusChanged: EventPayload, Equatable {
     public var actorId: String?
     public var courierId: String?
     public var place: Place?
+    /// The reception centre it happened at (a check-in, a parcel left for collection, a collection).
+    public var centreId: String?
     public var at: String
 
-    public init(parcelId: String, from: String, to: String, actor: String, actorId: String?, courierId: String?, place: Place?, at: String) {
+    public init(parcelId: String, from: String, to: String, actor: String, actorId: String?, courierId: String?, place: Place?,
+                centreId: String? = nil, at: String) {
         self.parcelId = parcelId; self.from = from; self.to = to; self.actor = actor; self.actorId = actorId
-        self.courierId = courierId; self.place = place; self.at = at
+        self.courierId = courierId; self.place = place; self.centreId = centreId; self.at = at
     }
 }
 

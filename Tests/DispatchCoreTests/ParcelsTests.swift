@@ -7,12 +7,13 @@ final class ParcelLifecycleTests: XCTestCase {
     func testEveryAllowedAndForbiddenTransition() {
         let allowed: [ParcelStatus: [ParcelAction: ParcelStatus]] = [
             .awaitingPayment: [.paymentAuthorised: .awaitingCourier, .paymentDeclined: .cancelled, .cancel: .cancelled],
+            .awaitingDropOff: [.checkIn: .awaitingCourier, .paymentDeclined: .cancelled, .cancel: .cancelled],
             .awaitingCourier: [.offer: .offered, .cancel: .cancelled],
             .offered: [.accept: .assigned, .decline: .awaitingCourier, .expire: .awaitingCourier, .cancel: .cancelled],
             .assigned: [.pickup: .pickedUp, .fail: .failed, .cancel: .cancelled],
-            .pickedUp: [.depart: .inTransit, .deliver: .delivered, .handOver: .received, .fail: .failed],
-            .inTransit: [.deliver: .delivered, .handOver: .received, .fail: .failed],
-            .delivered: [.confirm: .received],
+            .pickedUp: [.depart: .inTransit, .deliver: .delivered, .handOver: .received, .leaveAtCentre: .readyForCollection, .fail: .failed],
+            .inTransit: [.deliver: .delivered, .handOver: .received, .leaveAtCentre: .readyForCollection, .fail: .failed],
+            .delivered: [.confirm: .received], .readyForCollection: [.collect: .received],
             .received: [:], .cancelled: [:], .failed: [:],
         ]
         for status in ParcelStatus.allCases {
@@ -24,14 +25,15 @@ final class ParcelLifecycleTests: XCTestCase {
     }
 
     func testEachActionBelongsToOneKindOfActor() {
-        XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .courier }, [.accept, .decline, .pickup, .deliver, .handOver, .fail])
+        XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .courier }, [.accept, .decline, .pickup, .deliver, .handOver, .fail, .leaveAtCentre])
+        XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .staff }, [.checkIn, .collect])
         XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .system }, [.paymentAuthorised, .paymentDeclined, .offer, .expire, .depart])
         XCTAssertEqual(ParcelAction.cancel.actor, .sender)
         XCTAssertEqual(ParcelAction.confirm.actor, .recipient)
     }
 
     func testCancellingIsPossibleOnlyBeforePickup() {
-        let beforePickup: Set<ParcelStatus> = [.awaitingPayment, .awaitingCourier, .offered, .assigned]
+        let beforePickup: Set<ParcelStatus> = [.awaitingPayment, .awaitingDropOff, .awaitingCourier, .offered, .assigned]
         for status in ParcelStatus.allCases {
             XCTAssertEqual(ParcelLifecycle.next(from: status, on: .cancel) != nil, beforePickup.contains(status), "\(status)")
         }

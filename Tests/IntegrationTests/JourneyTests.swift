@@ -12,6 +12,8 @@ final class JourneyTests: XCTestCase {
     var push: PushEndpoint?
     var mail: MailServer?
     var stripe: StripeStandIn?
+    /// Dispatch's operator: reception centres, their staff, the day's reconciliation.
+    let operatorToken = String(repeating: "o", count: 40)
     var api: APIClient { origin.api }
 
     struct Person { let id: String; let token: String; let username: String }
@@ -23,7 +25,7 @@ final class JourneyTests: XCTestCase {
         if let google { settings["auth"] = ["GOOGLE_CLIENT_IDS": google.clientId, "GOOGLE_JWKS_URL": google.jwksURL] }
         if name.contains("Mesajem") {
             (push, stripe) = (try PushEndpoint(), try StripeStandIn())
-            settings["dispatch"]?.merge(stripe!.environment()) { $1 }
+            settings["dispatch"]?.merge(stripe!.environment().merging(["OPERATOR_TOKEN": operatorToken]) { $1 }) { $1 }
         }
         if name.contains("Tapestry") { (mail, push) = (try MailServer(), try PushEndpoint()) }
         if let mail { (settings["notify"], settings["stories"]) = (mail.environment, ["NEWSLETTER_SCAN_SECONDS": "1"]) }
@@ -352,6 +354,68 @@ final class JourneyTests: XCTestCase {
         for field in ["documentPhotoUrl", "deliveryPhotoUrl", "receiptPhotoUrl"] {
             assertLoads(final[field], "the sender's \(field)", image: field == "documentPhotoUrl" ? Images.jpeg : Images.png)
         }
+    }
+
+    /// Mesajem through reception centres: Sam brings the document to one, Rita collects it at another and pays
+    /// there in cash, and the operator's day reconciles.
+    func testMesajemThroughCentres() throws {
+        let always = (1...7).map { ["day": $0, "opens": "00:00", "closes": "24:00"] as [String: Any] }
+        func centre(_ name: String, _ lat: Double, _ lon: Double, dropOffs: Bool) throws -> String {
+            let r = try api.post("/v1/operator/centres", ["name": name, "address": "Strada \(name) 1", "lat": lat, "lon": lon,
+                                                          "timeZone": "Europe/Bucharest", "openingHours": always, "acceptsDropOffs": dropOffs,
+                                                          "acceptsCollections": !dropOffs], token: operatorToken)
+            XCTAssertEqual(r.status, 201, String(decoding: r.body, as: UTF8.self))
+            return r["id"] as? String ?? ""
+        }
+        let obor = try centre("Obor", 44.4490, 26.1260, dropOffs: true), cotroceni = try centre("Cotroceni", 44.4300, 26.0600, dropOffs: false)
+        let anna = try signUp("anna"), victor = try signUp("victor")
+        XCTAssertEqual(try api.send("PUT", "/v1/operator/centres/\(obor)/staff/\(anna.id)", token: operatorToken).status, 204)
+        XCTAssertEqual(try api.send("PUT", "/v1/operator/centres/\(cotroceni)/staff/\(victor.id)", token: operatorToken).status, 204)
+        let sender = try signUp("sam"), rita = try signUp("rita"), courier = try signUp("cora")
+        XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": 2], token: courier.token).status, 201)
+        _ = try api.send("PUT", "/v1/couriers/me/status", json: ["online": true], token: courier.token)
+        _ = try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4495, "lon": 26.1265], token: courier.token)
+        let ritasPhone = try allowNotifications(rita)
+
+        // Sam finds the nearest centre and books from it to the one near Rita, paying in cash there.
+        let near = try api.get("/v1/centres?lat=44.45&lon=26.127", token: sender.token)["items"] as? [[String: Any]] ?? []
+        XCTAssertEqual(near.first?["id"] as? String, obor)
+        let document = try upload("/v1/dispatch/media", Images.jpeg, type: "image/jpeg", as: sender)
+        let booked = try api.post("/v1/parcels", ["dropOffCentreId": obor, "collectionCentreId": cotroceni, "service": "standard",
+                                                  "paymentMethod": "cash", "recipient": ["name": "Rita", "userId": rita.id],
+                                                  "documentPhotoMediaId": document["id"]!], token: sender.token)
+        XCTAssertEqual(booked.status, 201, String(decoding: booked.body, as: UTF8.self))
+        let parcel = booked["id"] as? String ?? ""
+        XCTAssertEqual(booked["status"] as? String, "awaiting_drop_off")
+        let price = (booked["quote"] as? [String: Any])?["amountMinor"] as? Int ?? 0
+
+        // Anna takes it in by the code on Sam's screen; Cora is offered it there, carries it and leaves it at Cotroceni.
+        let code = try XCTUnwrap(booked["centreCode"] as? String)
+        XCTAssertEqual(try api.post("/v1/centres/\(obor)/check-ins", ["code": code], token: anna.token)["status"] as? String, "awaiting_courier")
+        eventually("the offer on Cora's screen", { try api.get("/v1/parcels/\(parcel)", token: courier.token) }) { $0["status"] as? String == "offered" }
+        _ = try api.post("/v1/parcels/\(parcel)/accept", token: courier.token)
+        _ = try api.post("/v1/parcels/\(parcel)/pickup", token: courier.token)
+        let left = try api.post("/v1/parcels/\(parcel)/deliver", ["photoMediaId": try upload("/v1/dispatch/media", as: courier)["id"]!],
+                                token: courier.token)
+        XCTAssertEqual(left["status"] as? String, "ready_for_collection")
+
+        // Rita's phone says where to collect it; she shows the code and her PIN to Victor and pays.
+        let heard = try push!.waitFor(1, at: ritasPhone).compactMap { ($0["payload"] as? [String: Any])?["data"] as? [String: Any] }
+        XCTAssertTrue(heard.contains { $0["status"] as? String == "ready_for_collection" }, "\(heard)")
+        let mine = try api.get("/v1/parcels/\(parcel)", token: rita.token)
+        XCTAssertEqual((mine["collectionCentre"] as? [String: Any])?["name"] as? String, "Cotroceni")
+        let collected = try api.post("/v1/centres/\(cotroceni)/collections",
+                                     ["code": mine["centreCode"] as? String ?? "", "pin": mine["deliveryPin"] as? String ?? "", "cashCollectedMinor": price],
+                                     token: victor.token)
+        XCTAssertEqual(collected["status"] as? String, "received", String(decoding: collected.body, as: UTF8.self))
+        XCTAssertEqual((try api.get("/v1/parcels/\(parcel)", token: sender.token)["payment"] as? [String: Any])?["status"] as? String, "cash_collected")
+
+        // The operator's day: Cora's delivery, paid in cash at Cotroceni, reconciles to zero.
+        let day = try api.get("/v1/operator/payments/reconciliation", token: operatorToken)
+        let row = (day["items"] as? [[String: Any]])?.first { $0["courierId"] as? String == courier.id }
+        XCTAssertEqual(row?["priceMinor"] as? Int, price)
+        XCTAssertEqual(row?["cashCollectedMinor"] as? Int, price)
+        XCTAssertEqual(day["differenceMinor"] as? Int, 0)
     }
 
     // MARK: Team chat

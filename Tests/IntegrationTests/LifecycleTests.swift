@@ -84,7 +84,7 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
                                "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
                                "POST /v1/parcels/{id}/cancel", "PUT /v1/users/me/blocks/{userId}",
                                "PUT /v1/users/me/hidden-authors/{userId}", "POST /v1/users/me/email-verification",
-                               "POST /v1/notifications/unsubscribe"]
+                               "POST /v1/notifications/unsubscribe", "PUT /v1/operator/centres/{id}/staff/{userId}"]
     let publicRoutes: Set<String> = ["GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "GET /v1/auth/jwks",
                                      "POST /v1/auth/signup", "POST /v1/auth/login", "POST /v1/auth/refresh",
                                      "POST /v1/auth/password-reset", "POST /v1/auth/password-reset/confirm",

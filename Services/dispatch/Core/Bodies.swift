@@ -52,14 +52,18 @@ struct PointBody: RequestBody {
     var point: GeoPoint { GeoPoint(lat: lat, lon: lon) }
 }
 
+/// A quote from a pickup or a centre the sender brings the parcel to, to a drop-off or a centre its recipient
+/// collects it from.
 struct QuoteBody: RequestBody {
     static let schema = Schema.object([
-        "pickup": .required(PointBody.schema), "dropoff": .required(PointBody.schema), "service": .required(Shapes.service),
-        "insured": .optional(.boolean),
+        "pickup": .optional(PointBody.schema), "dropoff": .optional(PointBody.schema), "service": .required(Shapes.service),
+        "dropOffCentreId": .optional(.uuid), "collectionCentreId": .optional(.uuid), "insured": .optional(.boolean),
     ])
-    let pickup: PointBody
-    let dropoff: PointBody
+    let pickup: PointBody?
+    let dropoff: PointBody?
     let service: ParcelService
+    let dropOffCentreId: UUID?
+    let collectionCentreId: UUID?
     let insured: Bool?
 }
 
@@ -96,7 +100,9 @@ struct ClaimBody: RequestBody {
 
 struct CreateParcelBody: RequestBody {
     static let schema = Schema.object([
-        "pickup": .required(AddressBody.schema), "dropoff": .required(AddressBody.schema), "recipient": .required(RecipientBody.schema),
+        // A pickup, or the centre the sender brings it to; a drop-off, or the centre the recipient collects it from.
+        "pickup": .optional(AddressBody.schema), "dropoff": .optional(AddressBody.schema), "recipient": .required(RecipientBody.schema),
+        "dropOffCentreId": .optional(.uuid), "collectionCentreId": .optional(.uuid),
         "service": .required(Shapes.service), "paymentMethod": .required(Shapes.payableBy),
         // The card, as the provider's client library tokenised it in the app (a Stripe PaymentMethod id).
         "cardPaymentMethod": .optional(.string(min: 4, max: 255, pattern: "^pm_[A-Za-z0-9_]+$",
@@ -104,8 +110,10 @@ struct CreateParcelBody: RequestBody {
         "insured": .optional(.boolean), "description": .optional(.text(min: 0, max: 1000, multiline: true)),
         "documentPhotoMediaId": .required(.uuid),
     ])
-    let pickup: AddressBody
-    let dropoff: AddressBody
+    let pickup: AddressBody?
+    let dropoff: AddressBody?
+    let dropOffCentreId: UUID?
+    let collectionCentreId: UUID?
     let recipient: RecipientBody
     let service: ParcelService
     let paymentMethod: String
@@ -134,4 +142,42 @@ struct PhotoBody: RequestBody {
 struct FailBody: RequestBody {
     static let schema = Schema.object(["reason": .required(.text(max: 500))])
     let reason: String
+}
+
+/// A reception centre as an operator describes it; `openingHours` in its `timeZone` (an IANA name).
+struct CentreBody: RequestBody {
+    static let span = Schema.object([
+        "day": .required(.integer(1...7)), "opens": .required(.string(pattern: "^[0-9]{2}:[0-9]{2}$", rule: "opens must be HH:MM.")),
+        "closes": .required(.string(pattern: "^[0-9]{2}:[0-9]{2}$", rule: "closes must be HH:MM.")),
+    ])
+    static let schema = Schema.object([
+        "name": .required(.text(max: 100)), "address": .required(.text(max: 300)), "lat": .required(Shapes.lat), "lon": .required(Shapes.lon),
+        "timeZone": .required(.string(min: 1, max: 64, pattern: "^[A-Za-z_]+(/[A-Za-z0-9_+-]+)*$", rule: "timeZone must be an IANA time zone.")),
+        "openingHours": .required(.array(span, count: 0...50)),
+        "acceptsDropOffs": .required(.boolean), "acceptsCollections": .required(.boolean),
+    ])
+    struct Span: Decodable, Sendable { let day: Int; let opens: String; let closes: String }
+    let name: String
+    let address: String
+    let lat: Double
+    let lon: Double
+    let timeZone: String
+    let openingHours: [Span]
+    let acceptsDropOffs: Bool
+    let acceptsCollections: Bool
+}
+
+/// Staff taking a parcel in by the code its sender shows.
+struct CheckInBody: RequestBody {
+    static let schema = Schema.object(["code": .required(.string(min: 1, max: 40))])
+    let code: String
+}
+
+/// Staff handing a parcel over to its recipient, who shows its code and the delivery PIN (and pays, for cash).
+struct CollectBody: RequestBody {
+    static let schema = Schema.object(["code": .required(.string(min: 1, max: 40)), "pin": .required(.string(min: 1, max: 16)),
+                                       "cashCollectedMinor": .optional(.integer(0...100_000_000))])
+    let code: String
+    let pin: String
+    let cashCollectedMinor: Int?
 }

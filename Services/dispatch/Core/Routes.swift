@@ -38,6 +38,14 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
     r.add("POST", "/v1/parcels/{id}/confirm", summary: "The recipient confirms receipt, with a photo", body: PhotoBody.self,
           response: (200, ParcelView.shape), auth: auth, h.confirm)
     r.add("POST", "/v1/parcels/{id}/cancel", summary: "The sender cancels before pickup", response: (200, ParcelView.shape), auth: auth, h.cancel)
+    r.add("GET", "/v1/centres", summary: "The reception centres nearest a point (?lat=&lon=&limit=), open now or when they open",
+          response: (200, ItemList<CentreView>.shape), auth: auth, h.nearestCentres)
+    r.query("GET", "/v1/centres", [QueryParameter("lat", .number(-90...90), "Latitude"), QueryParameter("lon", .number(-180...180), "Longitude"),
+                                   .limit(max: 50, default: 10)])
+    r.add("POST", "/v1/centres/{id}/check-ins", summary: "A centre's staff take in a parcel by the code its sender shows",
+          body: CheckInBody.self, response: (200, ParcelView.shape), auth: auth, h.checkIn)
+    r.add("POST", "/v1/centres/{id}/collections", summary: "A centre's staff hand a parcel to its recipient, who shows its code and PIN",
+          body: CollectBody.self, response: (200, ParcelView.shape), auth: auth, h.collect)
     r.add("POST", "/v1/dispatch/media", summary: "Upload a photo (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)", bodyLimit: MediaStore.limit,
           response: (201, MediaView.shape), auth: auth, h.uploadMedia)
     r.addImage("/v1/dispatch/media/{id}", summary: "A photo, by the signed URL a parcel gave, or for its uploader and the parcel's sender, courier and recipient",
@@ -61,6 +69,14 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
         r.add("GET", "/v1/operator/offers", summary: "Operator: the offers open now, the oldest first (?limit=)", response: (200, ItemList<OfferView>.shape),
               trusted: fleet, h.openOffers)
         r.query("GET", "/v1/operator/offers", [.limit(max: DispatchHandlers.batchLimit, default: 100)])
+        r.add("POST", "/v1/operator/centres", summary: "Operator: a new reception centre", body: CentreBody.self,
+              response: (201, CentreView.shape), trusted: fleet, h.saveCentre)
+        r.add("PUT", "/v1/operator/centres/{id}", summary: "Operator: a reception centre's new description", body: CentreBody.self,
+              response: (200, CentreView.shape), trusted: fleet, h.saveCentre)
+        r.add("PUT", "/v1/operator/centres/{id}/staff/{userId}", summary: "Operator: name someone staff of a centre",
+              response: (204, nil), trusted: fleet, h.setStaff)
+        r.add("DELETE", "/v1/operator/centres/{id}/staff/{userId}", summary: "Operator: someone is no longer staff of a centre",
+              response: (204, nil), trusted: fleet, h.setStaff)
         r.add("GET", "/v1/operator/payments/reconciliation",
               summary: "Operator: a day's deliveries per courier against the cash collected and the cards captured (?day=, UTC)",
               response: (200, ReconciliationView.shape), trusted: fleet, h.reconciliation)

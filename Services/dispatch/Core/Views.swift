@@ -93,11 +93,16 @@ struct ParcelView: View {
     let courier: CourierCard?
     /// Only in a parcel's own answer, to its sender.
     let payment: PaymentView?
+    /// Only in a parcel's own answer: the centres it goes through.
+    let dropOffCentre: CentreView?
+    let collectionCentre: CentreView?
 
     init(_ p: ParcelRecord, for viewer: UUID, history: [HistoryEntry]? = nil, courier: CourierCard? = nil,
-         payment: PaymentRecord? = nil, media: MediaStore) {
+         payment: PaymentRecord? = nil, dropOffCentre: CentreRecord? = nil, collectionCentre: CentreRecord? = nil, media: MediaStore) {
         parcel = p; self.viewer = viewer; historyEntries = history; self.courier = courier; position = courier?.courier.position
         self.payment = payment.map(PaymentView.init)
+        self.dropOffCentre = dropOffCentre.map { CentreView($0) }
+        self.collectionCentre = collectionCentre.map { CentreView($0) }
         documentPhotoUrl = media.link(p.documentPhotoMediaId).url
         deliveryPhotoUrl = p.deliveryPhotoMediaId.map { media.link($0).url }
         receiptPhotoUrl = p.receiptPhotoMediaId.map { media.link($0).url }
@@ -105,6 +110,15 @@ struct ParcelView: View {
 
     var recipient: RecipientView { RecipientView(parcel: parcel) }
     var claimCode: String? { viewer == parcel.senderId ? parcel.claimCode.map(InviteCode.display) : nil }
+    /// What the sender shows at the drop-off centre and the recipient at the collection centre.
+    var centreCode: String? {
+        [parcel.senderId, parcel.recipientUserId].contains(viewer) && !ParcelLifecycle.isFinal(parcel.status)
+            ? parcel.centreCode.map(InviteCode.display) : nil
+    }
+    /// For a parcel still to be brought to a centre: from when it can be (now, while it is open).
+    var dropOffFrom: Date? {
+        parcel.status == .awaitingDropOff ? dropOffCentre?.centre.hours.nextOpening(from: Date()) : nil
+    }
     var deliveryPin: String? {
         [parcel.senderId, parcel.recipientUserId].contains(viewer) && !ParcelLifecycle.isFinal(parcel.status) ? parcel.deliveryPin : nil
     }
@@ -128,7 +142,9 @@ struct ParcelView: View {
         .omitted("receiptPhotoMediaId", \.parcel.receiptPhotoMediaId), .omitted("receiptPhotoUrl", \.receiptPhotoUrl), .field("quote", \.quote), .omitted("courierId", \.parcel.courierId),
         .omitted("courier", \.courier),
         .omitted("offeredTo", \.offeredTo), .omitted("offerExpiresAt", \.offerExpiresAt), .omitted("courierPosition", \.courierPosition),
-        .omitted("payment", \.payment),
+        .omitted("payment", \.payment), .omitted("dropOffCentreId", \.parcel.dropOffCentreId),
+        .omitted("collectionCentreId", \.parcel.collectionCentreId), .omitted("centreCode", \.centreCode),
+        .omitted("dropOffCentre", \.dropOffCentre), .omitted("collectionCentre", \.collectionCentre), .omitted("dropOffFrom", \.dropOffFrom),
         .omitted("history", \.history), .field("createdAt", \.parcel.createdAt), .field("updatedAt", \.parcel.updatedAt),
     ]
 }
@@ -175,6 +191,32 @@ struct ReconciliationRowView: View {
         .nullable("courierId", \.row.courierId), .field("currency", \.row.currency), .field("parcels", \.row.parcels),
         .field("priceMinor", \.row.priceMinor), .field("cashCollectedMinor", \.row.cashCollectedMinor),
         .field("capturedMinor", \.row.capturedMinor), .field("captureDueMinor", \.row.captureDueMinor),
+        .field("awaitingCollectionMinor", \.row.awaitingCollectionMinor),
         .field("withoutPayment", \.row.withoutPayment), .field("differenceMinor", \.row.differenceMinor),
     ]
+}
+
+/// A reception centre: where it is, whether it is open now and when it next opens, what it takes.
+struct CentreView: View {
+    let centre: CentreRecord
+    let now: Date
+    init(_ centre: CentreRecord, now: Date = Date()) { self.centre = centre; self.now = now }
+
+    var openNow: Bool { centre.hours.isOpen(at: now) }
+    var nextOpening: Date? { openNow ? nil : centre.hours.nextOpening(from: now) }
+    var openingHours: [SpanView] { centre.hours.spans.map(SpanView.init) }
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.centre.id), .field("name", \.centre.name), .field("address", \.centre.address),
+        .field("lat", \.centre.point.lat, Shapes.lat), .field("lon", \.centre.point.lon, Shapes.lon),
+        .field("timeZone", \.centre.hours.zone.identifier), .field("openingHours", \.openingHours), .field("openNow", \.openNow),
+        .omitted("nextOpening", \.nextOpening), .field("acceptsDropOffs", \.centre.acceptsDropOffs),
+        .field("acceptsCollections", \.centre.acceptsCollections),
+    ]
+}
+
+struct SpanView: View {
+    let span: OpeningHours.Span
+    init(_ span: OpeningHours.Span) { self.span = span }
+    static let fields: [ViewField<Self>] = [.field("day", \.span.day), .field("opens", \.span.opens), .field("closes", \.span.closes)]
 }

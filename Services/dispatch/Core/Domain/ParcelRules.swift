@@ -1,15 +1,19 @@
 import Foundation
 
-/// Where a parcel is in its life. `awaiting_payment` (a card being authorised) `→ awaiting_courier → offered → assigned → picked_up → in_transit → delivered →
-/// received`, or `cancelled` / `failed`; a declined or expired offer returns it to `awaiting_courier`.
+/// Where a parcel is in its life. `awaiting_payment` (a card being authorised) or `awaiting_drop_off` (to be
+/// brought to a reception centre and checked in there) `→ awaiting_courier → offered → assigned → picked_up →
+/// in_transit → delivered → received` (or, for collection at a centre, `→ ready_for_collection → received`), or
+/// `cancelled` / `failed`; a declined or expired offer returns it to `awaiting_courier`.
 public enum ParcelStatus: String, Codable, Sendable, CaseIterable {
-    case awaitingPayment = "awaiting_payment", awaitingCourier = "awaiting_courier", offered, assigned, pickedUp = "picked_up", inTransit = "in_transit",
-         delivered, received, cancelled, failed
+    case awaitingPayment = "awaiting_payment", awaitingDropOff = "awaiting_drop_off", awaitingCourier = "awaiting_courier", offered,
+         assigned, pickedUp = "picked_up", inTransit = "in_transit", delivered, readyForCollection = "ready_for_collection",
+         received, cancelled, failed
 }
 
 /// Who does something to a parcel.
 public enum ParcelActor: String, Codable, Sendable {
-    case sender, recipient, courier, system
+    /// `staff`: a reception centre's, checking parcels in and handing them over there.
+    case sender, recipient, courier, staff, system
 }
 
 /// What can happen to a parcel, each done by one kind of actor.
@@ -40,12 +44,19 @@ public enum ParcelAction: String, Codable, Sendable, CaseIterable {
     case confirm
     /// The sender calls it off before pickup.
     case cancel
+    /// A centre's staff took in a parcel brought for drop-off: it waits for a courier there.
+    case checkIn = "check_in"
+    /// The courier left a parcel at the centre its recipient collects from.
+    case leaveAtCentre = "leave_at_centre"
+    /// The centre's staff handed it to its recipient, who showed the delivery PIN.
+    case collect
 
     /// The only kind of actor allowed to do this.
     public var actor: ParcelActor {
         switch self {
         case .offer, .expire, .depart, .paymentAuthorised, .paymentDeclined: return .system
-        case .accept, .decline, .pickup, .deliver, .handOver, .fail: return .courier
+        case .accept, .decline, .pickup, .deliver, .handOver, .fail, .leaveAtCentre: return .courier
+        case .checkIn, .collect: return .staff
         case .confirm: return .recipient
         case .cancel: return .sender
         }
@@ -58,17 +69,19 @@ public enum ParcelLifecycle {
     public static func next(from status: ParcelStatus, on action: ParcelAction) -> ParcelStatus? {
         switch (status, action) {
         case (.awaitingPayment, .paymentAuthorised): return .awaitingCourier
-        case (.awaitingPayment, .paymentDeclined): return .cancelled
+        case (.awaitingPayment, .paymentDeclined), (.awaitingDropOff, .paymentDeclined): return .cancelled
+        case (.awaitingDropOff, .checkIn): return .awaitingCourier
         case (.awaitingCourier, .offer): return .offered
         case (.offered, .accept): return .assigned
         case (.offered, .decline), (.offered, .expire): return .awaitingCourier
         case (.assigned, .pickup): return .pickedUp
         case (.pickedUp, .depart): return .inTransit
         case (.pickedUp, .deliver), (.inTransit, .deliver): return .delivered
-        case (.pickedUp, .handOver), (.inTransit, .handOver): return .received
+        case (.pickedUp, .handOver), (.inTransit, .handOver), (.readyForCollection, .collect): return .received
+        case (.pickedUp, .leaveAtCentre), (.inTransit, .leaveAtCentre): return .readyForCollection
         case (.assigned, .fail), (.pickedUp, .fail), (.inTransit, .fail): return .failed
         case (.delivered, .confirm): return .received
-        case (.awaitingPayment, .cancel), (.awaitingCourier, .cancel), (.offered, .cancel), (.assigned, .cancel): return .cancelled
+        case (.awaitingPayment, .cancel), (.awaitingDropOff, .cancel), (.awaitingCourier, .cancel), (.offered, .cancel), (.assigned, .cancel): return .cancelled
         default: return nil
         }
     }

@@ -78,15 +78,17 @@ struct Parcels: Sendable {
     /// parcel waits for whoever the sender passes its claim code to (an address nobody proved, or a phone number,
     /// never hands it to whoever registers it). Every parcel gets a delivery PIN for the recipient to show at the door.
     /// A parcel paid by card waits for its authorisation (`awaiting_payment`), due after `paymentLease`.
-    func create(_ c: Connection, sender: UUID, body: CreateParcelBody, quote: Quote, paymentLease: TimeInterval = 0) throws -> ParcelRecord {
+    func create(_ c: Connection, sender: UUID, body: CreateParcelBody, route: Itinerary, quote: Quote,
+                paymentLease: TimeInterval = 0) throws -> ParcelRecord {
         let named = body.recipient
         if named.userId != nil && named.username != nil { throw ParcelError.recipientNamedTwice }
         let recipient = try named.userId ?? named.username.flatMap { try storage.userId(c, username: $0) }
             ?? named.email.flatMap { try storage.userId(c, verifiedEmail: $0) }.flatMap { $0 == sender ? nil : $0 }
         let pin = String(format: "%04d", Int(secureRandomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } % 10_000))
-        let parcel = try storage.insertParcel(c, id: UUID.v7(), sender: sender, body: body, recipientUserId: recipient,
-                                              claimCode: recipient == nil ? InviteCode.generate() : nil, pin: pin, quote: quote,
-                                              status: body.paymentMethod == "card" ? .awaitingPayment : .awaitingCourier)
+        // A parcel brought to a centre waits there (its card authorised meanwhile); else a card is authorised first.
+        let status: ParcelStatus = route.dropOffCentre != nil ? .awaitingDropOff : body.paymentMethod == "card" ? .awaitingPayment : .awaitingCourier
+        let parcel = try storage.insertParcel(c, id: UUID.v7(), sender: sender, body: body, route: route, recipientUserId: recipient,
+                                              claimCode: recipient == nil ? InviteCode.generate() : nil, pin: pin, quote: quote, status: status)
         _ = try payments.open(c, parcel, card: body.cardPaymentMethod, lease: paymentLease)
         let at = try storage.addHistory(c, parcel: parcel.id, from: nil, to: parcel.status, actor: .sender, actorId: sender,
                                         place: parcel.pickup)
@@ -143,7 +145,7 @@ struct Parcels: Sendable {
         // A courier answering an offer, or the parcel's own courier (a second accept is then a conflict, not a 403).
         case .courier: allowed = parcel.courierId == user
                            || ([.accept, .decline].contains(action) && parcel.offeredTo == user && parcel.status == .offered)
-        case .system: allowed = false
+        case .system, .staff: allowed = false  // staff act through `Centres`
         }
         guard allowed else { throw ParcelError.notYourRole(action) }
         try change?(&parcel)
@@ -175,7 +177,7 @@ struct Parcels: Sendable {
             if from == .assigned, let courier = p.courierId { _ = try storage.changeLoad(c, courier: courier, by: -1) }
             p.offeredTo = nil
             p.offerExpiresAt = nil
-        case .deliver, .handOver, .fail:
+        case .deliver, .handOver, .leaveAtCentre, .fail:
             if let courier = p.courierId { _ = try storage.changeLoad(c, courier: courier, by: -1) }
         default: break
         }
@@ -185,7 +187,10 @@ struct Parcels: Sendable {
         let at = try storage.addHistory(c, parcel: p.id, from: from, to: next, actor: actor, actorId: actorId, place: place)
         try outbox.add(ParcelStatusChanged(parcelId: p.id.lowercased, from: from.rawValue, to: next.rawValue, actor: actor.rawValue,
                                            actorId: actorId?.lowercased, courierId: (p.courierId ?? parcel.offeredTo)?.lowercased,
-                                           place: place.map { Place(lat: $0.lat, lon: $0.lon) }, at: Timestamp.format(at)),
+                                           place: place.map { Place(lat: $0.lat, lon: $0.lon) },
+                                           centreId: (action == .checkIn ? p.dropOffCentreId
+                                                      : [.leaveAtCentre, .collect].contains(action) ? p.collectionCentreId : nil)?.lowercased,
+                                           at: Timestamp.format(at)),
                        subject: p.id.lowercased, on: c)
         return p
     }

@@ -30,14 +30,16 @@ struct PaymentRules: Sendable {
     func follow(_ c: Connection, _ parcel: ParcelRecord, _ action: ParcelAction, cashCollected: Int?) throws {
         guard var payment = try storage.payment(c, parcel: parcel.id, lock: true) else { return }
         switch (action, payment.status) {
-        case (.deliver, .authorised), (.handOver, .authorised):
+        case (.deliver, .authorised), (.handOver, .authorised), (.collect, .authorised):
             payment.due = .capture
             try storage.savePayment(c, payment, resetAttempts: true)
-        case (.deliver, .cashOnDelivery), (.handOver, .cashOnDelivery):
+        case (.deliver, .cashOnDelivery), (.handOver, .cashOnDelivery), (.collect, .cashOnDelivery):
             if let cashCollected, cashCollected != payment.amountMinor { throw PaymentError.wrongCash(expected: payment.amountMinor) }
             payment.status = .cashCollected
             try storage.savePayment(c, payment)
-            try record(c, payment, "cash_collected", amountMinor: payment.amountMinor, courier: parcel.courierId)
+            // At the door the courier takes it; at a centre, the centre does.
+            try record(c, payment, "cash_collected", amountMinor: payment.amountMinor, courier: action == .collect ? nil : parcel.courierId,
+                       centre: action == .collect ? parcel.collectionCentreId : nil)
         case (.cancel, .authorised), (.fail, .authorised):
             payment.due = .void
             try storage.savePayment(c, payment, resetAttempts: true)
@@ -48,8 +50,8 @@ struct PaymentRules: Sendable {
     }
 
     /// Writes a ledger entry and its event.
-    func record(_ c: Connection, _ p: PaymentRecord, _ entry: String, amountMinor: Int, courier: UUID? = nil) throws {
-        let e = try storage.appendLedger(c, p, entry: entry, amountMinor: amountMinor, courier: courier)
+    func record(_ c: Connection, _ p: PaymentRecord, _ entry: String, amountMinor: Int, courier: UUID? = nil, centre: UUID? = nil) throws {
+        let e = try storage.appendLedger(c, p, entry: entry, amountMinor: amountMinor, courier: courier, centre: centre)
         try outbox.add(PaymentRecorded(entryId: e.id, paymentId: p.id.lowercased, parcelId: p.parcelId.lowercased, method: p.method,
                                        entry: entry, amountMinor: amountMinor, currency: p.currency, courierId: courier?.lowercased,
                                        providerReference: p.providerIntent, declineCode: entry == "declined" ? p.declineCode : nil,
@@ -152,7 +154,7 @@ struct PaymentSettler: Sendable {
                 p.declineCode = String(code.prefix(100))
                 try parcels.storage.savePayment(c, p)
                 try rules.record(c, p, "declined", amountMinor: 0)
-                if let parcel = try parcels.storage.parcel(c, p.parcelId, lock: true), parcel.status == .awaitingPayment {
+                if let parcel = try parcels.storage.parcel(c, p.parcelId, lock: true), [.awaitingPayment, .awaitingDropOff].contains(parcel.status) {
                     var declined = parcel
                     declined.failureReason = "The card was declined (\(p.declineCode ?? "declined"))."
                     _ = try parcels.apply(c, declined, .paymentDeclined, actor: .system, actorId: nil, place: nil)
@@ -166,12 +168,13 @@ struct PaymentSettler: Sendable {
         }
     }
 
-    /// The card holds the price: the parcel may be offered; if it was cancelled meanwhile, the hold is released.
+    /// The card holds the price: the parcel may be offered (or, at a centre, taken in); if it was cancelled
+    /// meanwhile, the hold is released.
     private func authorised(_ c: Connection, _ p: inout PaymentRecord, intent: String) throws {
         p.status = .authorised
         p.providerIntent = intent
         let parcel = try parcels.storage.parcel(c, p.parcelId, lock: true)
-        if parcel?.status != .awaitingPayment { p.due = .void }
+        if let parcel, ParcelLifecycle.isFinal(parcel.status) { p.due = .void }
         try parcels.storage.savePayment(c, p, resetAttempts: true)
         try rules.record(c, p, "authorised", amountMinor: p.amountMinor)
         if let parcel, parcel.status == .awaitingPayment {

@@ -28,6 +28,7 @@ struct DispatchHandlers: Sendable {
     let claims = InviteJoins(schema: "dispatch", table: "claim_failures")
     var parcels: Parcels { Parcels(storage: storage, outbox: outbox) }
     var couriers: Couriers { Couriers(storage: storage, parcels: parcels, matcher: matcher, tracking: tracking) }
+    var centres: Centres { Centres(parcels: parcels) }
 
     // MARK: Couriers
 
@@ -57,8 +58,15 @@ struct DispatchHandlers: Sendable {
     // MARK: Quotes and parcels
 
     func quote(_ request: Request, _ caller: Caller, _ body: QuoteBody) throws -> Response {
-        let meters = greatCircleMeters(body.pickup.point, body.dropoff.point)
-        return .json(QuoteView(quote: tariff.quote(meters: meters, service: body.service, insured: body.insured ?? false)))
+        let route = try pool.withConnection {
+            try centres.itinerary($0, pickup: body.pickup.map { ($0.point, "") }, dropoff: body.dropoff.map { ($0.point, "") },
+                                  dropOffCentre: body.dropOffCentreId, collectionCentre: body.collectionCentreId)
+        }
+        return .json(QuoteView(quote: quote(route, body.service, insured: body.insured ?? false)))
+    }
+
+    private func quote(_ route: Itinerary, _ service: ParcelService, insured: Bool) -> Quote {
+        tariff.quote(meters: greatCircleMeters(route.pickup, route.dropoff), service: service, insured: insured)
     }
 
     /// Books a parcel. A card is authorised before the answer when the provider answers in time (a declined card
@@ -69,17 +77,19 @@ struct DispatchHandlers: Sendable {
             guard payments != nil else { throw PaymentError.cardsOff }
             guard body.cardPaymentMethod != nil else { throw PaymentError.cardMissing }
         }
-        let quote = tariff.quote(meters: greatCircleMeters(body.pickup.point, body.dropoff.point), service: body.service,
-                                 insured: body.insured ?? false)
         final class Booked: @unchecked Sendable { var id: UUID? }  // `@unchecked Sendable`: set in the transaction, read after it.
         let booked = Booked()
         let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
             try media.requireOwned([body.documentPhotoMediaId], by: caller.userId, field: "documentPhotoMediaId", on: c)
-            let parcel = try parcels.create(c, sender: caller.userId, body: body, quote: quote, paymentLease: payments?.lease ?? 0)
-            if parcel.status == .awaitingPayment { booked.id = parcel.id }
+            let route = try centres.itinerary(c, pickup: body.pickup.map { ($0.point, $0.address) }, dropoff: body.dropoff.map { ($0.point, $0.address) },
+                                              dropOffCentre: body.dropOffCentreId, collectionCentre: body.collectionCentreId)
+            let parcel = try parcels.create(c, sender: caller.userId, body: body, route: route,
+                                            quote: quote(route, body.service, insured: body.insured ?? false), paymentLease: payments?.lease ?? 0)
+            if body.paymentMethod == "card" { booked.id = parcel.id }
             return .json(try view(c, parcel, for: caller.userId), status: 201)
         }
-        guard let id = booked.id, let payments else { matcher.wake(); return response }
+        matcher.wake()
+        guard let id = booked.id, let payments else { return response }
         if let payment = try pool.withConnection({ try storage.payment($0, parcel: id) }) { _ = try? payments.run(only: payment.id) }  // else the settler asks
         return try pool.withConnection { c in .json(try view(c, try storage.parcel(c, id)!, for: caller.userId), status: 201) }
     }
@@ -105,7 +115,8 @@ struct DispatchHandlers: Sendable {
         }
         let payment = viewer == parcel.senderId ? try storage.payment(c, parcel: parcel.id) : nil
         return ParcelView(parcel, for: viewer, history: try storage.history(c, parcel: parcel.id), courier: courier, payment: payment,
-                          media: media)
+                          dropOffCentre: try parcel.dropOffCentreId.flatMap { try storage.centre(c, $0) },
+                          collectionCentre: try parcel.collectionCentreId.flatMap { try storage.centre(c, $0) }, media: media)
     }
 
     /// `POST /v1/parcel-claims`: the caller becomes the recipient of the parcel its sender gave them the code of.
@@ -139,16 +150,26 @@ struct DispatchHandlers: Sendable {
     func pickup(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .pickup) }
     func cancel(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .cancel) }
 
-    /// Delivered with a photo, or with the recipient's PIN too, received. A cash parcel's price is taken then.
+    /// Delivered with a photo, or with the recipient's PIN too, received; a parcel its recipient collects at a centre
+    /// is left there. A cash parcel's price is taken at the door (at a centre, when collected).
     func deliver(_ request: Request, _ caller: Caller, _ body: DeliverBody) throws -> Response {
         let photo = body.photoMediaId
+        let id = try Validate.pathID(request)
+        if try pool.withConnection({ try storage.parcel($0, id)?.collectionCentreId }) != nil {
+            guard body.pin == nil, body.cashCollectedMinor == nil else {
+                throw HTTPError.validation("This parcel is collected at a centre: its recipient shows the PIN and pays there.", field: "pin")
+            }
+            return try act(request, caller, .leaveAtCentre) { c, p in
+                try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
+                p.deliveryPhotoMediaId = photo
+            }
+        }
         guard let pin = body.pin else {
             return try act(request, caller, .deliver, cashCollected: body.cashCollectedMinor) { c, p in
                 try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
                 p.deliveryPhotoMediaId = photo
             }
         }
-        let id = try Validate.pathID(request)
         return try pool.withTransaction { c -> Result<Response, ParcelError> in
             try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
             switch try parcels.handOver(c, id, by: caller.userId, pin: pin, photo: photo, cashCollected: body.cashCollectedMinor) {

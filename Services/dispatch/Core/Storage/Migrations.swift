@@ -147,4 +147,30 @@ let migrations: [Migration] = [
             received_at timestamptz NOT NULL DEFAULT now()
         );
         """),
+    // Reception centres: a parcel may be brought to one instead of picked up, and collected at one instead of
+    // delivered. Staff are people an operator named; a centre parcel carries a code its sender (or recipient) shows.
+    Migration(10, "reception centres, their staff, and parcels through them", """
+        CREATE TABLE centres (
+            id uuid PRIMARY KEY,
+            name text NOT NULL,
+            address text NOT NULL,
+            lat float8 NOT NULL CHECK (lat BETWEEN -90 AND 90),
+            lon float8 NOT NULL CHECK (lon BETWEEN -180 AND 180),
+            time_zone text NOT NULL,
+            opening_hours text NOT NULL,
+            accepts_drop_offs boolean NOT NULL,
+            accepts_collections boolean NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE centre_staff (
+            centre_id uuid NOT NULL REFERENCES centres (id) ON DELETE CASCADE,
+            user_id uuid NOT NULL,
+            PRIMARY KEY (centre_id, user_id)
+        );
+        CREATE INDEX centre_staff_by_user ON centre_staff (user_id);
+        ALTER TABLE parcels ADD COLUMN drop_off_centre_id uuid REFERENCES centres (id),
+            ADD COLUMN collection_centre_id uuid REFERENCES centres (id), ADD COLUMN centre_code text UNIQUE;
+        ALTER TABLE payment_ledger ADD COLUMN centre_id uuid;
+        """),
 ]

@@ -94,11 +94,13 @@ extension DispatchStorage {
     }
 
     /// Appends a ledger entry (each kind at most once per payment: the unique index refuses a second capture).
-    func appendLedger(_ c: Connection, _ p: PaymentRecord, entry: String, amountMinor: Int, courier: UUID?) throws -> LedgerEntry {
+    func appendLedger(_ c: Connection, _ p: PaymentRecord, entry: String, amountMinor: Int, courier: UUID?, centre: UUID?) throws -> LedgerEntry {
         let r = try c.first("""
-            INSERT INTO dispatch.payment_ledger (payment_id, parcel_id, entry, amount_minor, currency, courier_id, provider_reference, decline_code)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, at
-            """, [p.id, p.parcelId, entry, amountMinor, p.currency, courier, p.providerIntent, entry == "declined" ? p.declineCode : nil])!
+            INSERT INTO dispatch.payment_ledger (payment_id, parcel_id, entry, amount_minor, currency, courier_id, provider_reference,
+                decline_code, centre_id)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id, at
+            """, [p.id, p.parcelId, entry, amountMinor, p.currency, courier, p.providerIntent, entry == "declined" ? p.declineCode : nil,
+                  centre])!
         return LedgerEntry(id: try r["id"], paymentId: p.id, entry: entry, amountMinor: amountMinor, currency: p.currency,
                            courierId: courier, at: try r["at"])
     }
@@ -115,13 +117,14 @@ extension DispatchStorage {
             WITH delivered AS (
                 SELECT DISTINCT ON (h.parcel_id) h.parcel_id, h.actor_id AS courier_id
                 FROM dispatch.parcel_history h
-                WHERE h.to_status IN ('delivered', 'received') AND h.from_status IN ('picked_up', 'in_transit')
+                WHERE h.to_status IN ('delivered', 'received', 'ready_for_collection') AND h.from_status IN ('picked_up', 'in_transit')
                   AND h.at >= $1::date AND h.at < $1::date + 1
                 ORDER BY h.parcel_id, h.at)
             SELECT d.courier_id, p.currency, count(*)::int AS parcels, sum(p.amount_minor)::int AS price,
                 coalesce(sum(l.amount_minor) FILTER (WHERE l.entry = 'cash_collected'), 0)::int AS cash,
                 coalesce(sum(l.amount_minor) FILTER (WHERE l.entry = 'captured'), 0)::int AS captured,
                 coalesce(sum(m.amount_minor) FILTER (WHERE m.due = 'capture'), 0)::int AS due,
+                coalesce(sum(p.amount_minor) FILTER (WHERE p.status = 'ready_for_collection'), 0)::int AS waiting,
                 count(*) FILTER (WHERE m.id IS NULL)::int AS unpaid
             FROM delivered d JOIN dispatch.parcels p ON p.id = d.parcel_id
             LEFT JOIN dispatch.payments m ON m.parcel_id = p.id
@@ -130,7 +133,7 @@ extension DispatchStorage {
             """, [day]).map { r in
             ReconciliationRow(courierId: try r.decode("courier_id"), currency: try r["currency"], parcels: try r["parcels"],
                               priceMinor: try r["price"], cashCollectedMinor: try r["cash"], capturedMinor: try r["captured"],
-                              captureDueMinor: try r["due"], withoutPayment: try r["unpaid"])
+                              captureDueMinor: try r["due"], awaitingCollectionMinor: try r["waiting"], withoutPayment: try r["unpaid"])
         }
     }
 }
@@ -144,8 +147,10 @@ struct ReconciliationRow {
     let cashCollectedMinor: Int
     let capturedMinor: Int
     let captureDueMinor: Int
+    /// Left at a centre for collection, paid for there.
+    let awaitingCollectionMinor: Int
     /// Parcels booked before payments were recorded.
     let withoutPayment: Int
     /// What the prices come to beyond what was taken or is due: zero when every delivery is paid for.
-    var differenceMinor: Int { priceMinor - cashCollectedMinor - capturedMinor - captureDueMinor }
+    var differenceMinor: Int { priceMinor - cashCollectedMinor - capturedMinor - captureDueMinor - awaitingCollectionMinor }
 }

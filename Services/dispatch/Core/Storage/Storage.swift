@@ -36,6 +36,10 @@ struct ParcelRecord {
     var courierId: UUID?
     var offeredTo: UUID?
     var offerExpiresAt: Date?
+    /// The centre the sender brings it to, the one its recipient collects it from, and the code shown there.
+    let dropOffCentreId: UUID?
+    let collectionCentreId: UUID?
+    let centreCode: String?
     let createdAt: Date
     var updatedAt: Date
 
@@ -54,6 +58,8 @@ struct ParcelRecord {
                       distanceMeters: try r["distance_m"])
         status = ParcelStatus(rawValue: try r["status"]) ?? .failed
         courierId = try r.decode("courier_id"); offeredTo = try r.decode("offered_to"); offerExpiresAt = try r.decode("offer_expires_at")
+        dropOffCentreId = try r.decode("drop_off_centre_id"); collectionCentreId = try r.decode("collection_centre_id")
+        centreCode = try r.decode("centre_code")
         createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
     }
 
@@ -208,20 +214,63 @@ struct DispatchStorage {
 
     // MARK: Parcels
 
-    func insertParcel(_ c: Connection, id: UUID, sender: UUID, body: CreateParcelBody, recipientUserId: UUID?, claimCode: String?,
-                      pin: String, quote: Quote, status: ParcelStatus) throws -> ParcelRecord {
+    func insertParcel(_ c: Connection, id: UUID, sender: UUID, body: CreateParcelBody, route: Itinerary, recipientUserId: UUID?,
+                      claimCode: String?, pin: String, quote: Quote, status: ParcelStatus) throws -> ParcelRecord {
         let r = body.recipient
         return try ParcelRecord(c.first("""
             INSERT INTO dispatch.parcels (id, sender_id, recipient_user_id, recipient_name, recipient_phone, recipient_username,
                 recipient_email, claim_code, delivery_pin,
                 pickup_lat, pickup_lon, pickup_address, dropoff_lat, dropoff_lon, dropoff_address, service, payment_method,
-                insured, description, document_photo_media_id, amount_minor, currency, eta_seconds, distance_m, status)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
+                insured, description, document_photo_media_id, amount_minor, currency, eta_seconds, distance_m, status,
+                drop_off_centre_id, collection_centre_id, centre_code)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
+                $26, $27, $28)
             RETURNING *
-            """, [id, sender, recipientUserId, r.name, r.phone, r.username, r.email, claimCode, pin, body.pickup.lat, body.pickup.lon,
-                  body.pickup.address, body.dropoff.lat, body.dropoff.lon, body.dropoff.address, body.service.rawValue, body.paymentMethod,
+            """, [id, sender, recipientUserId, r.name, r.phone, r.username, r.email, claimCode, pin, route.pickup.lat, route.pickup.lon,
+                  route.pickupAddress, route.dropoff.lat, route.dropoff.lon, route.dropoffAddress, body.service.rawValue, body.paymentMethod,
                   body.insured ?? false, body.description, body.documentPhotoMediaId, quote.amountMinor, quote.currency, quote.etaSeconds,
-                  quote.distanceMeters, status.rawValue])!)
+                  quote.distanceMeters, status.rawValue, route.dropOffCentre?.id, route.collectionCentre?.id,
+                  route.dropOffCentre != nil || route.collectionCentre != nil ? InviteCode.generate() : nil])!)
+    }
+
+    func parcel(_ c: Connection, centreCode: String, lock: Bool) throws -> ParcelRecord? {
+        try c.first("SELECT * FROM dispatch.parcels WHERE centre_code = $1\(lock ? " FOR UPDATE" : "")", [centreCode]).map(ParcelRecord.init)
+    }
+
+    // MARK: Centres
+
+    func centre(_ c: Connection, _ id: UUID) throws -> CentreRecord? {
+        try c.first("SELECT * FROM dispatch.centres WHERE id = $1", [id]).map(CentreRecord.init)
+    }
+
+    func saveCentre(_ c: Connection, id: UUID, _ b: CentreBody) throws -> CentreRecord {
+        let hours = String(decoding: try JSONEncoder().encode(b.openingHours.map { OpeningHours.Span(day: $0.day, opens: $0.opens, closes: $0.closes) }),
+                           as: UTF8.self)
+        return try CentreRecord(c.first("""
+            INSERT INTO dispatch.centres (id, name, address, lat, lon, time_zone, opening_hours, accepts_drop_offs, accepts_collections)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+            ON CONFLICT (id) DO UPDATE SET name = $2, address = $3, lat = $4, lon = $5, time_zone = $6, opening_hours = $7,
+                accepts_drop_offs = $8, accepts_collections = $9, updated_at = now()
+            RETURNING *
+            """, [id, b.name, b.address, b.lat, b.lon, b.timeZone, hours, b.acceptsDropOffs, b.acceptsCollections])!)
+    }
+
+    /// The centres nearest `point` (within `maxKm`), nearest first: a scan of the table, which holds a city's few
+    /// hundred centres at most.
+    func nearestCentres(_ c: Connection, to point: GeoPoint, limit: Int) throws -> [CentreRecord] {
+        try c.rows("""
+            SELECT * FROM dispatch.centres
+            ORDER BY (lat - $1) ^ 2 + ((lon - $2) * cos(radians($1))) ^ 2, id LIMIT $3
+            """, [point.lat, point.lon, limit]).map(CentreRecord.init)
+    }
+
+    func isStaff(_ c: Connection, centre: UUID, user: UUID) throws -> Bool {
+        try c.first("SELECT 1 AS one FROM dispatch.centre_staff WHERE centre_id = $1 AND user_id = $2", [centre, user]) != nil
+    }
+
+    func setStaff(_ c: Connection, centre: UUID, user: UUID, _ on: Bool) throws {
+        try c.execute(on ? "INSERT INTO dispatch.centre_staff (centre_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING"
+                         : "DELETE FROM dispatch.centre_staff WHERE centre_id = $1 AND user_id = $2", [centre, user])
     }
 
     /// The account with `username` (case-insensitive) as auth's events told it; nil when dispatch knows nobody by it.

@@ -54,14 +54,17 @@ struct Notices: Sendable {
             "picked_up": ("Your parcel was picked up", "The courier has your parcel."),
             "in_transit": ("Your parcel is on its way", "The courier is taking your parcel to the drop-off."),
             "delivered": ("Your parcel was delivered", "The courier handed your parcel over."),
+            "awaiting_courier": ("Your parcel was taken in", "The reception centre has your parcel; a courier will collect it."),
+            "ready_for_collection": ("Ready for collection", "The parcel waits at the reception centre: show its code and your PIN there."),
             "received": ("Delivery confirmed", "The recipient confirmed they received the parcel."),
             "cancelled": ("The delivery was cancelled", "The parcel will not be delivered."),
             "failed": ("The delivery failed", "The courier could not deliver the parcel."),
         ]
-        guard let (title, body) = text[e.to] else { return nil }
+        // Waiting for a courier is news only when a centre's staff took the parcel in.
+        guard let (title, body) = text[e.to], e.to != "awaiting_courier" || e.actor == "staff" else { return nil }
         let at = Timestamp.parse(e.at) ?? Date()
         return Notice(kind: "parcel_step", title: title, body: body, url: "/parcels/\(e.parcelId)",
-                      data: ["parcelId": e.parcelId, "status": e.to], ttl: 86_400, urgency: ["delivered", "failed"].contains(e.to) ? "high" : "normal",
+                      data: ["parcelId": e.parcelId, "status": e.to], ttl: 86_400, urgency: ["delivered", "ready_for_collection", "failed"].contains(e.to) ? "high" : "normal",
                       topic: "parcel" + e.parcelId.replacingOccurrences(of: "-", with: "").prefix(26), expiresAt: at.addingTimeInterval(86_400))
     }
 
