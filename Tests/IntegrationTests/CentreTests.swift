@@ -5,23 +5,7 @@ import XCTest
 /// Reception centres: a parcel brought to one instead of picked up, checked in by its staff, carried by the nearest
 /// courier from there, left at another centre and handed to its recipient who shows the code and the PIN; the card
 /// held at booking and taken at the collection.
-final class CentreTests: DispatchTestCase {
-    var stripe: StripeStandIn!
-    let operatorToken = String(repeating: "o", count: 40)
-    override var serviceSettings: [String: String] {
-        super.serviceSettings.merging(stripe.environment()) { $1 }.merging(["OPERATOR_TOKEN": operatorToken]) { $1 }
-    }
-
-    override func setUpWithError() throws {
-        stripe = try StripeStandIn()
-        try super.setUpWithError()
-    }
-
-    override func tearDown() {
-        super.tearDown()
-        stripe?.stop()
-    }
-
+final class CentreTests: PaidDispatchTestCase {
     static var always: [[String: Any]] { (1...7).map { ["day": $0, "opens": "00:00", "closes": "24:00"] } }
 
     func centre(_ name: String, lat: Double, lon: Double, hours: [[String: Any]] = always, dropOffs: Bool = true, collections: Bool = true,

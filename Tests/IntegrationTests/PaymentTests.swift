@@ -6,19 +6,14 @@ import XCTest
 /// delivered, released when it is called off; each call made once however often it is asked (a retry storm, an
 /// answer that came too late, a kill -9 between the provider acting and the row being written, a webhook twice).
 /// Cash is recorded at the hand-over.
-final class PaymentTests: DispatchTestCase {
+/// Dispatch taking cards through a Stripe stand-in the test starts, with the operator's routes on.
+class PaidDispatchTestCase: DispatchTestCase {
     var stripe: StripeStandIn!
-    /// The provider's calls are bounded by 1 s here, so a lost answer is asked again 7 s later (twice that and 5 s).
-    override var serviceSettings: [String: String] {
-        super.serviceSettings.merging(stripe.environment(timeout: 1)) { $1 }.merging(["OPERATOR_TOKEN": operatorToken]) { $1 }
-    }
     let operatorToken = String(repeating: "o", count: 40)
-
-    /// The operator's reconciliation of today's deliveries by `courier`: the row, and the day's difference.
-    func reconciliation(_ courier: Person) throws -> (row: [String: Any]?, difference: Int?) {
-        let r = try api.get("/v1/operator/payments/reconciliation", token: operatorToken)
-        XCTAssertEqual(r.status, 200, String(decoding: r.body, as: UTF8.self))
-        return ((r["items"] as? [[String: Any]])?.first { $0["courierId"] as? String == courier.id }, r["differenceMinor"] as? Int)
+    /// The provider's calls are bounded by `paymentTimeout` seconds (a lost answer is asked again after twice that and 5 s).
+    var paymentTimeout: Int { 5 }
+    override var serviceSettings: [String: String] {
+        super.serviceSettings.merging(stripe.environment(timeout: paymentTimeout)) { $1 }.merging(["OPERATOR_TOKEN": operatorToken]) { $1 }
     }
 
     override func setUpWithError() throws {
@@ -29,6 +24,18 @@ final class PaymentTests: DispatchTestCase {
     override func tearDown() {
         super.tearDown()
         stripe?.stop()
+    }
+}
+
+final class PaymentTests: PaidDispatchTestCase {
+    /// 1 s here, so a lost answer is asked again 7 s later.
+    override var paymentTimeout: Int { 1 }
+
+    /// The operator's reconciliation of today's deliveries by `courier`: the row, and the day's difference.
+    func reconciliation(_ courier: Person) throws -> (row: [String: Any]?, difference: Int?) {
+        let r = try api.get("/v1/operator/payments/reconciliation", token: operatorToken)
+        XCTAssertEqual(r.status, 200, String(decoding: r.body, as: UTF8.self))
+        return ((r["items"] as? [[String: Any]])?.first { $0["courierId"] as? String == courier.id }, r["differenceMinor"] as? Int)
     }
 
     func book(_ sender: Person, card: String = "pm_card_visa", key: String? = nil, photo: String? = nil) throws -> APIResponse {

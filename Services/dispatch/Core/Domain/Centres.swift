@@ -1,4 +1,3 @@
-import Crypto
 import Features
 import Foundation
 import Geo
@@ -93,13 +92,12 @@ enum CentreError: DomainError, Equatable {
     case noDropOffs, noCollections
     case unknownCode
     case cardNotHeld
-    case wrongPin(left: Int)
     /// Both a place and a centre for one end of the route, or neither.
     case oneEnd(field: String, centre: String)
 
     var refusal: Refusal {
         switch self {
-        case .unknownCentre, .noDropOffs, .noCollections, .wrongPin, .oneEnd: return .invalid
+        case .unknownCentre, .noDropOffs, .noCollections, .oneEnd: return .invalid
         case .unknownCode: return .notFound
         case .cardNotHeld: return .conflict
         }
@@ -110,7 +108,6 @@ enum CentreError: DomainError, Equatable {
         case .noDropOffs: return "dropOffCentreId"
         case .noCollections: return "collectionCentreId"
         case .unknownCode: return "code"
-        case .wrongPin: return "pin"
         case .cardNotHeld: return nil
         }
     }
@@ -121,7 +118,6 @@ enum CentreError: DomainError, Equatable {
         case .noCollections: return "That centre keeps no parcels for collection."
         case .unknownCode: return "No parcel here has that code."
         case .cardNotHeld: return "The sender's card is not held yet: the parcel cannot be taken in."
-        case .wrongPin(let left): return "That is not the recipient's PIN (\(left) \(left == 1 ? "try" : "tries") left)."
         case .oneEnd(let field, let centre): return "Give \(field) or \(centre), one of them."
         }
     }
@@ -166,15 +162,11 @@ struct Centres: Sendable {
 
     /// Staff of `centre` hand the parcel with `code` to its recipient, who showed `pin`. A wrong PIN is counted as
     /// at the door (the caller commits it, then refuses).
-    func collect(_ c: Connection, centre: UUID, code: String, pin: String, by staff: UUID, cashCollected: Int?) throws -> Result<ParcelRecord, CentreError> {
+    func collect(_ c: Connection, centre: UUID, code: String, pin: String, by staff: UUID, cashCollected: Int?) throws -> Result<ParcelRecord, ParcelError> {
         guard let code = InviteCode.normalise(code), let parcel = try storage.parcel(c, centreCode: code, lock: true),
               parcel.collectionCentreId == centre,
               parcel.status == .readyForCollection else { throw CentreError.unknownCode }
-        guard parcel.pinFailures < Parcels.pinTries else { throw ParcelError.pinLocked }
-        guard constantTimeEquals(Array(pin.utf8), Array(parcel.deliveryPin.utf8)) else {
-            let failures = try storage.countWrongPin(c, parcel.id)
-            return .failure(.wrongPin(left: max(0, Parcels.pinTries - failures)))
-        }
+        if let wrong = try parcels.checkPin(c, parcel, pin) { return .failure(wrong) }
         return .success(try parcels.apply(c, parcel, .collect, actor: .staff, actorId: staff, place: try storage.centre(c, centre)?.point,
                                           cashCollected: cashCollected))
     }

@@ -125,12 +125,19 @@ struct Parcels: Sendable {
         guard ParcelLifecycle.next(from: parcel.status, on: .handOver) != nil else {
             throw ParcelError.invalidTransition(from: parcel.status, action: .handOver)
         }
+        if let wrong = try checkPin(c, parcel, pin) { return .failure(wrong) }
+        return .success(try perform(c, id, by: courier, .handOver, cashCollected: cashCollected) { $0.deliveryPhotoMediaId = photo })
+    }
+
+    /// Nil when `pin` is the parcel's delivery PIN; else the refusal, the wrong PIN counted (the caller commits,
+    /// then refuses). After `pinTries` wrong ones the PIN no longer works.
+    func checkPin(_ c: Connection, _ parcel: ParcelRecord, _ pin: String) throws -> ParcelError? {
         guard parcel.pinFailures < Self.pinTries else { throw ParcelError.pinLocked }
         guard constantTimeEquals(Array(pin.utf8), Array(parcel.deliveryPin.utf8)) else {
-            let failures = try storage.countWrongPin(c, id)
-            return .failure(failures >= Self.pinTries ? .pinLocked : .wrongPin(left: Self.pinTries - failures))
+            let failures = try storage.countWrongPin(c, parcel.id)
+            return failures >= Self.pinTries ? .pinLocked : .wrongPin(left: Self.pinTries - failures)
         }
-        return .success(try perform(c, id, by: courier, .handOver, cashCollected: cashCollected) { $0.deliveryPhotoMediaId = photo })
+        return nil
     }
 
     /// One party's action on a parcel: found and locked (`notFound` for anyone not a party), authorized, changed by

@@ -32,7 +32,7 @@ extension DispatchHandlers {
     /// `POST /v1/centres/{id}/collections`: staff hand a parcel to its recipient, who shows its code and the PIN.
     func collect(_ request: Request, _ caller: Caller, _ body: CollectBody) throws -> Response {
         let centre = try Validate.pathID(request)
-        let response = try pool.withTransaction { c -> Result<Response, CentreError> in
+        let response = try pool.withTransaction { c -> Result<Response, ParcelError> in
             try requireStaff(c, centre, caller)
             switch try centres.collect(c, centre: centre, code: body.code, pin: body.pin, by: caller.userId, cashCollected: body.cashCollectedMinor) {
             case .success(let parcel): return .success(.json(try view(c, parcel, for: caller.userId)))
