@@ -400,8 +400,12 @@ final class JourneyTests: XCTestCase {
         XCTAssertEqual(left["status"] as? String, "ready_for_collection")
 
         // Rita's phone says where to collect it; she shows the code and her PIN to Victor and pays.
-        let heard = try push!.waitFor(1, at: ritasPhone).compactMap { ($0["payload"] as? [String: Any])?["data"] as? [String: Any] }
-        XCTAssertTrue(heard.contains { $0["status"] as? String == "ready_for_collection" }, "\(heard)")
+        var heard: [[String: Any]] = []
+        let told = try TestEnvironment.waitUntil(timeout: 20, every: 0.1) {
+            heard = try push!.messages(ritasPhone).compactMap { ($0["payload"] as? [String: Any])?["data"] as? [String: Any] }
+            return heard.contains { $0["status"] as? String == "ready_for_collection" }
+        }
+        XCTAssertTrue(told, "\(heard)")
         let mine = try api.get("/v1/parcels/\(parcel)", token: rita.token)
         XCTAssertEqual((mine["collectionCentre"] as? [String: Any])?["name"] as? String, "Cotroceni")
         let collected = try api.post("/v1/centres/\(cotroceni)/collections",
