@@ -106,3 +106,19 @@ public struct PaymentRecorded: EventPayload, Equatable {
         self.providerReference = providerReference; self.declineCode = declineCode; self.at = at
     }
 }
+
+/// `loyalty.recorded`: one entry of a sender's loyalty points: `earned` for a delivered parcel, `spent` on a
+/// booking, `returned` when that booking was called off or failed. Key: the user id.
+public struct LoyaltyRecorded: EventPayload, Equatable {
+    public static let type = "loyalty.recorded"
+    public var entryId: Int
+    public var userId: String
+    public var parcelId: String
+    public var entry: String
+    public var points: Int
+    public var at: String
+
+    public init(entryId: Int, userId: String, parcelId: String, entry: String, points: Int, at: String) {
+        self.entryId = entryId; self.userId = userId; self.parcelId = parcelId; self.entry = entry; self.points = points; self.at = at
+    }
+}

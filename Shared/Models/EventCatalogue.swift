@@ -101,6 +101,8 @@ public enum EventCatalogue {
               readers: directory + mail + [.feed("dispatch", "parcel-tracking")]),
         topic(PaymentRecorded.type, key: "payment id", by: "dispatch",
               "One entry of a parcel's payment ledger: a card authorised, declined, captured or voided, or cash collected."),
+        topic(LoyaltyRecorded.type, key: "user id", by: "dispatch",
+              "A sender's loyalty points changed: earned for a delivered parcel, spent on a booking, returned when it was called off."),
         topic(CourierLocation.type, key: "courier id", by: "dispatch", "A courier's position.", ephemeral: true,
               readers: [.group("dispatch", "fleet"), .feed("dispatch", "parcel-tracking")]),
         topic(VideoLiked.type, key: "video id", by: "curation", "Someone liked a video, or took the like back."),

@@ -207,6 +207,62 @@ final class PaymentTests: PaidDispatchTestCase {
         XCTAssertEqual(parcel, "awaiting_courier")
     }
 
+    func testLoyaltyPointsAreEarnedSpentOnceAndGivenBack() throws {
+        let sender = try person(), courier = try courier(lat: 44.4270, lon: 26.1030)
+        let first = try send(sender, to: nil)
+        let parcel = first["id"] as? String ?? "", price = (first["quote"] as? [String: Any])?["amountMinor"] as? Int ?? 0
+        XCTAssertNotNil(wait(parcel, as: courier, for: "offered"))
+        _ = try api.post("/v1/parcels/\(parcel)/accept", token: courier.token)
+        _ = try api.post("/v1/parcels/\(parcel)/pickup", token: courier.token)
+        _ = try api.post("/v1/parcels/\(parcel)/deliver", ["photoMediaId": try photo(courier)], token: courier.token)
+        let earned = try api.get("/v1/loyalty", token: sender.token)
+        XCTAssertEqual(earned["balance"] as? Int, price / 100, "a point for each whole euro paid")
+        XCTAssertEqual((earned["items"] as? [[String: Any]])?.first?["entry"] as? String, "earned")
+        let points = price / 100
+
+        func book(_ spend: Int, port: Int? = nil) throws -> APIResponse {
+            try APIClient(port: port ?? service.port).post("/v1/parcels", [
+                "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "A"], "dropoff": ["lat": 44.45, "lon": 26.09, "address": "B"],
+                "recipient": ["name": "R"], "service": "standard", "paymentMethod": "card", "cardPaymentMethod": "pm_card_visa",
+                "pointsToSpend": spend, "documentPhotoMediaId": try photo(sender)], token: sender.token)
+        }
+        let tooMany = try book(points + 1)
+        assertClientError(tooMany, 400, "more points than there are")
+        XCTAssertEqual(tooMany.errorField, "pointsToSpend")
+        // Two bookings spend the same points at once: one gets them.
+        let answers = LockedBox<[Int]>()
+        answers.set([])
+        let raw = try (0..<2).map { _ in
+            Array(try JSONSerialization.data(withJSONObject: [
+                "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "A"], "dropoff": ["lat": 44.45, "lon": 26.09, "address": "B"],
+                "recipient": ["name": "R"], "service": "standard", "paymentMethod": "card", "cardPaymentMethod": "pm_card_visa",
+                "pointsToSpend": points, "documentPhotoMediaId": try photo(sender)]))
+        }
+        let port = service.port, token = sender.token
+        let racers = raw.map { body in
+            Thread {
+                let r = try? APIClient(port: port).send("POST", "/v1/parcels", raw: body, token: token, headers: ["Content-Type": "application/json"])
+                answers.update { $0?.append(r?.status ?? 0) }
+            }
+        }
+        racers.forEach { $0.start() }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { answers.get()?.count == 2 })
+        XCTAssertEqual(answers.get()?.sorted(), [201, 400], "the points are spent once")
+        XCTAssertEqual(try api.get("/v1/loyalty", token: sender.token)["balance"] as? Int, 0)
+        let spentOn: String = try database.connect().first("SELECT id::text AS id FROM dispatch.parcels WHERE points_spent > 0")!["id"]
+        let booked = try api.get("/v1/parcels/\(spentOn)", token: sender.token)
+        let paid = (booked["quote"] as? [String: Any])?["amountMinor"] as? Int ?? 0
+        XCTAssertEqual(booked["pointsSpent"] as? Int, points)
+        XCTAssertEqual((booked["payment"] as? [String: Any])?["amountMinor"] as? Int, paid, "the card is held for the price less the points")
+        XCTAssertEqual(try stripe.intents(payment: (booked["payment"] as? [String: Any])?["id"] as? String ?? "").first?["amount"] as? Int, paid)
+        // Called off: the points come back.
+        XCTAssertEqual(try api.post("/v1/parcels/\(spentOn)/cancel", token: sender.token)["status"] as? String, "cancelled")
+        XCTAssertEqual(try api.get("/v1/loyalty", token: sender.token)["balance"] as? Int, points)
+        XCTAssertEqual((try api.get("/v1/loyalty", token: sender.token)["items"] as? [[String: Any]])?.compactMap { $0["entry"] as? String },
+                       ["returned", "spent", "earned"])
+        XCTAssertThrowsError(try database.connect().execute("UPDATE dispatch.loyalty_ledger SET points = 1000000"), "append-only")
+    }
+
     func testCashIsRecordedAtTheHandOverAndCardsNeedTheCard() throws {
         let sender = try person(), courier = try courier(lat: 44.4270, lon: 26.1030)
         let booked = try send(sender, to: nil)  // cash

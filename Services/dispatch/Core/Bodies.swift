@@ -109,6 +109,8 @@ struct CreateParcelBody: RequestBody {
                                                rule: "cardPaymentMethod must be a payment method id (pm_...).")),
         "insured": .optional(.boolean), "description": .optional(.text(min: 0, max: 1000, multiline: true)),
         "documentPhotoMediaId": .required(.uuid),
+        // Loyalty points to take off the price, one minor unit each (at most the price is used).
+        "pointsToSpend": .optional(.integer(0...10_000_000)),
     ])
     let pickup: AddressBody?
     let dropoff: AddressBody?
@@ -118,6 +120,7 @@ struct CreateParcelBody: RequestBody {
     let service: ParcelService
     let paymentMethod: String
     let cardPaymentMethod: String?
+    let pointsToSpend: Int?
     let insured: Bool?
     let description: String?
     let documentPhotoMediaId: UUID

@@ -38,6 +38,9 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
     r.add("POST", "/v1/parcels/{id}/confirm", summary: "The recipient confirms receipt, with a photo", body: PhotoBody.self,
           response: (200, ParcelView.shape), auth: auth, h.confirm)
     r.add("POST", "/v1/parcels/{id}/cancel", summary: "The sender cancels before pickup", response: (200, ParcelView.shape), auth: auth, h.cancel)
+    r.add("GET", "/v1/loyalty", summary: "My loyalty points: the balance and the latest entries (?limit=)",
+          response: (200, LoyaltyView.shape), auth: auth, h.loyaltyStatement)
+    r.query("GET", "/v1/loyalty", [.limit(max: 100, default: 20)])
     r.add("GET", "/v1/centres", summary: "The reception centres nearest a point (?lat=&lon=&limit=), open now or when they open",
           response: (200, ItemList<CentreView>.shape), auth: auth, h.nearestCentres)
     r.query("GET", "/v1/centres", [QueryParameter("lat", .number(-90...90), "Latitude"), QueryParameter("lon", .number(-180...180), "Longitude"),

@@ -136,7 +136,7 @@ struct ParcelView: View {
         .field("recipient", \.recipient), .omitted("claimCode", \.claimCode), .omitted("deliveryPin", \.deliveryPin),
         .field("pickup", \.pickup), .field("dropoff", \.dropoff),
         .field("service", \.parcel.service.rawValue, Shapes.service), .field("paymentMethod", \.parcel.paymentMethod, Shapes.paymentMethod),
-        .field("insured", \.parcel.insured), .omitted("description", \.parcel.description),
+        .field("insured", \.parcel.insured), .field("pointsSpent", \.parcel.pointsSpent), .omitted("description", \.parcel.description),
         .field("documentPhotoMediaId", \.parcel.documentPhotoMediaId), .field("documentPhotoUrl", \.documentPhotoUrl),
         .omitted("deliveryPhotoMediaId", \.parcel.deliveryPhotoMediaId), .omitted("deliveryPhotoUrl", \.deliveryPhotoUrl),
         .omitted("receiptPhotoMediaId", \.parcel.receiptPhotoMediaId), .omitted("receiptPhotoUrl", \.receiptPhotoUrl), .field("quote", \.quote), .omitted("courierId", \.parcel.courierId),

@@ -72,6 +72,7 @@ struct Parcels: Sendable {
     static let pinTries = 5
 
     var payments: PaymentRules { PaymentRules(storage: storage, outbox: outbox) }
+    var loyalty: Loyalty { Loyalty(outbox: outbox) }
 
     /// Books a parcel for `sender`, waiting for a courier. Its recipient is the account named by id, by a username
     /// dispatch knows (from auth's events), or by an e-mail address its owner proved; otherwise nobody yet, and the
@@ -87,8 +88,14 @@ struct Parcels: Sendable {
         let pin = String(format: "%04d", Int(secureRandomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } % 10_000))
         // A parcel brought to a centre waits there (its card authorised meanwhile); else a card is authorised first.
         let status: ParcelStatus = route.dropOffCentre != nil ? .awaitingDropOff : body.paymentMethod == "card" ? .awaitingPayment : .awaitingCourier
+        // Points the sender spends come off the price: the rest is what is paid.
+        let points = try loyalty.spend(c, sender, points: body.pointsToSpend ?? 0, price: quote.amountMinor)
+        var price = quote
+        price.amountMinor -= points
         let parcel = try storage.insertParcel(c, id: UUID.v7(), sender: sender, body: body, route: route, recipientUserId: recipient,
-                                              claimCode: recipient == nil ? InviteCode.generate() : nil, pin: pin, quote: quote, status: status)
+                                              claimCode: recipient == nil ? InviteCode.generate() : nil, pin: pin, quote: price,
+                                              pointsSpent: points, status: status)
+        try loyalty.spent(c, parcel)
         _ = try payments.open(c, parcel, card: body.cardPaymentMethod, lease: paymentLease)
         let at = try storage.addHistory(c, parcel: parcel.id, from: nil, to: parcel.status, actor: .sender, actorId: sender,
                                         place: parcel.pickup)
@@ -96,7 +103,7 @@ struct Parcels: Sendable {
                                      recipientUserId: recipient?.lowercased, service: parcel.service.rawValue,
                                      pickup: Place(lat: parcel.pickup.lat, lon: parcel.pickup.lon),
                                      dropoff: Place(lat: parcel.dropoff.lat, lon: parcel.dropoff.lon),
-                                     amountMinor: quote.amountMinor, currency: quote.currency, createdAt: Timestamp.format(at)),
+                                     amountMinor: price.amountMinor, currency: price.currency, createdAt: Timestamp.format(at)),
                        subject: parcel.id.lowercased, on: c)
         return parcel
     }
@@ -191,6 +198,7 @@ struct Parcels: Sendable {
         p.status = next
         try storage.save(c, p)
         try payments.follow(c, p, action, cashCollected: cashCollected)
+        try loyalty.follow(c, p, action)
         let at = try storage.addHistory(c, parcel: p.id, from: from, to: next, actor: actor, actorId: actorId, place: place)
         try outbox.add(ParcelStatusChanged(parcelId: p.id.lowercased, from: from.rawValue, to: next.rawValue, actor: actor.rawValue,
                                            actorId: actorId?.lowercased, courierId: (p.courierId ?? parcel.offeredTo)?.lowercased,

@@ -210,6 +210,11 @@ struct DispatchHandlers: Sendable {
 
     // MARK: Payments
 
+    func loyaltyStatement(_ request: Request, _ caller: Caller) throws -> Response {
+        let limit = try Page(request, maxLimit: 100, defaultLimit: 20).limit
+        return .json(try pool.withConnection { try parcels.loyalty.statement($0, caller.userId, limit: limit) })
+    }
+
     /// `POST /v1/payments/stripe/webhook`: an event from Stripe, its signature checked (400 otherwise), each event
     /// acted on once however often it comes.
     func stripeWebhook(_ request: Request) throws -> Response {

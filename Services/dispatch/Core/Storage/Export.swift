@@ -20,6 +20,8 @@ extension DispatchStorage {
                 'payments', (SELECT coalesce(json_agg(json_build_object('id', id, 'parcelId', parcel_id, 'method', method, 'status', status,
                                 'amountMinor', amount_minor, 'currency', currency, 'createdAt', created_at) ORDER BY created_at), '[]'::json)
                              FROM dispatch.payments WHERE payer_id = $1),
+                'loyalty', (SELECT coalesce(json_agg(json_build_object('entry', entry, 'points', points, 'parcelId', parcel_id, 'at', at)
+                                ORDER BY id), '[]'::json) FROM dispatch.loyalty_ledger WHERE user_id = $1),
                 'images', (SELECT coalesce(json_agg(json_build_object('id', id, 'contentType', content_type, 'size', size, 'createdAt', created_at)
                                                     ORDER BY created_at), '[]'::json) FROM dispatch.media WHERE owner_id = $1)
             )::text AS export

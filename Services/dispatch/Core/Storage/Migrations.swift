@@ -173,4 +173,23 @@ let migrations: [Migration] = [
             ADD COLUMN collection_centre_id uuid REFERENCES centres (id), ADD COLUMN centre_code text UNIQUE;
         ALTER TABLE payment_ledger ADD COLUMN centre_id uuid;
         """),
+    // Loyalty points: earned per delivered parcel, spent against a price, given back when a booking is called off;
+    // one entry of a kind per parcel. Only the person's erasure deletes entries.
+    Migration(11, "loyalty points", """
+        CREATE TABLE loyalty_ledger (
+            id bigserial PRIMARY KEY,
+            user_id uuid NOT NULL,
+            parcel_id uuid NOT NULL,
+            entry text NOT NULL CHECK (entry IN ('earned', 'spent', 'returned')),
+            points int NOT NULL CHECK (points > 0),
+            at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            UNIQUE (parcel_id, entry)
+        );
+        CREATE INDEX loyalty_ledger_by_user ON loyalty_ledger (user_id, id);
+        CREATE FUNCTION loyalty_ledger_is_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN RAISE EXCEPTION 'the loyalty ledger is append-only'; END $$;
+        CREATE TRIGGER loyalty_ledger_append_only BEFORE UPDATE ON loyalty_ledger
+            FOR EACH ROW EXECUTE FUNCTION loyalty_ledger_is_append_only();
+        ALTER TABLE parcels ADD COLUMN points_spent int NOT NULL DEFAULT 0 CHECK (points_spent >= 0);
+        """),
 ]

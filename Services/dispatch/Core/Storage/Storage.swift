@@ -40,6 +40,8 @@ struct ParcelRecord {
     let dropOffCentreId: UUID?
     let collectionCentreId: UUID?
     let centreCode: String?
+    /// Loyalty points taken off its price (`quote.amountMinor` is what is paid).
+    let pointsSpent: Int
     let createdAt: Date
     var updatedAt: Date
 
@@ -59,7 +61,7 @@ struct ParcelRecord {
         status = ParcelStatus(rawValue: try r["status"]) ?? .failed
         courierId = try r.decode("courier_id"); offeredTo = try r.decode("offered_to"); offerExpiresAt = try r.decode("offer_expires_at")
         dropOffCentreId = try r.decode("drop_off_centre_id"); collectionCentreId = try r.decode("collection_centre_id")
-        centreCode = try r.decode("centre_code")
+        centreCode = try r.decode("centre_code"); pointsSpent = try r["points_spent"]
         createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
     }
 
@@ -215,22 +217,22 @@ struct DispatchStorage {
     // MARK: Parcels
 
     func insertParcel(_ c: Connection, id: UUID, sender: UUID, body: CreateParcelBody, route: Itinerary, recipientUserId: UUID?,
-                      claimCode: String?, pin: String, quote: Quote, status: ParcelStatus) throws -> ParcelRecord {
+                      claimCode: String?, pin: String, quote: Quote, pointsSpent: Int, status: ParcelStatus) throws -> ParcelRecord {
         let r = body.recipient
         return try ParcelRecord(c.first("""
             INSERT INTO dispatch.parcels (id, sender_id, recipient_user_id, recipient_name, recipient_phone, recipient_username,
                 recipient_email, claim_code, delivery_pin,
                 pickup_lat, pickup_lon, pickup_address, dropoff_lat, dropoff_lon, dropoff_address, service, payment_method,
                 insured, description, document_photo_media_id, amount_minor, currency, eta_seconds, distance_m, status,
-                drop_off_centre_id, collection_centre_id, centre_code)
+                drop_off_centre_id, collection_centre_id, centre_code, points_spent)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
-                $26, $27, $28)
+                $26, $27, $28, $29)
             RETURNING *
             """, [id, sender, recipientUserId, r.name, r.phone, r.username, r.email, claimCode, pin, route.pickup.lat, route.pickup.lon,
                   route.pickupAddress, route.dropoff.lat, route.dropoff.lon, route.dropoffAddress, body.service.rawValue, body.paymentMethod,
                   body.insured ?? false, body.description, body.documentPhotoMediaId, quote.amountMinor, quote.currency, quote.etaSeconds,
                   quote.distanceMeters, status.rawValue, route.dropOffCentre?.id, route.collectionCentre?.id,
-                  route.dropOffCentre != nil || route.collectionCentre != nil ? InviteCode.generate() : nil])!)
+                  route.dropOffCentre != nil || route.collectionCentre != nil ? InviteCode.generate() : nil, pointsSpent])!)
     }
 
     func parcel(_ c: Connection, centreCode: String, lock: Bool) throws -> ParcelRecord? {
