@@ -18,6 +18,7 @@ struct Options: Sendable {
     var center = (lat: 44.4268, lon: 26.1025)
     var expressShare = 0.3
     var cardShare = 0.0
+    var centreShare = 0.0
     /// The Stripe stand-in the dispatch service pays through, to check no card was charged twice.
     var provider = ProcessInfo.processInfo.environment["STRIPE_STANDIN_URL"] ?? ""
     var threads = 4
@@ -54,6 +55,8 @@ struct Options: Sendable {
           --express-share F       fraction sent express, 0 to 1 (default 0.3)
           --card-share F          fraction paid by card (held when booked), the rest in cash, 0 to 1 (default 0);
                                   dispatch needs a payment provider (the local stack's Stripe stand-in)
+          --centre-share F        fraction brought to one of 5 reception centres the run creates, checked in there by
+                                  its staff at once, instead of picked up, 0 to 1 (default 0; needs --operator-token)
           --provider URL          that Stripe stand-in, to check no card is held or charged twice (default:
                                   $STRIPE_STANDIN_URL, which `deploy/local/stack load` sets)
           --duration S            seconds to create parcels for (default 60)
@@ -114,6 +117,7 @@ struct Options: Sendable {
             case "--parcel-rate": o.parcelRate = try number(arg, 0.01...100_000)
             case "--express-share": o.expressShare = try number(arg, 0...1)
             case "--card-share": o.cardShare = try number(arg, 0...1)
+            case "--centre-share": o.centreShare = try number(arg, 0...1)
             case "--provider": o.provider = try value(arg)
             case "--duration": o.duration = try number(arg, 1...86_400)
             case "--parcels": o.parcels = try whole(arg, 1...10_000_000)

@@ -14,6 +14,8 @@ final class Run: @unchecked Sendable {
     private var seeded: Set<String> = []
     private(set) var senders: [(id: String, token: String, photo: String)] = []
     private(set) var acting: [(id: String, token: String)] = []
+    /// Reception centres the run made (`--centre-share`), each with a staff member's token.
+    private(set) var centres: [(id: String, staff: String)] = []
     private let creating = Locked(false), stopping = Locked(false), interrupted = Locked(false)
     private let reservedLock = NSLock()
     private var reserved = 0
@@ -89,6 +91,8 @@ final class Run: @unchecked Sendable {
         senders = Array(all.prefix(o.senders))
         acting = all.dropFirst(o.senders).map { ($0.id, $0.token) }
 
+        if o.centreShare > 0 { try makeCentres() }
+
         let batches = (fleet.ids.count + 999) / 1000
         let done = Locked(0)
         try parallel(batches, threads: o.threads) { [self] dispatch, _, b in
@@ -99,6 +103,29 @@ final class Run: @unchecked Sendable {
         }
         setupSeconds = Date().timeIntervalSince(start)
         log(String(format: "set up in %.1f s", setupSeconds))
+    }
+
+    /// Five reception centres spread over the area, open at all hours, each with a staff member signed up for it.
+    private func makeCentres() throws {
+        let dispatch = API(o.dispatch), auth = API(o.auth)
+        for i in 0..<5 {
+            let p = area.random()
+            let c = try dispatch.call("POST", "/v1/operator/centres", json: [
+                "name": "Load test centre \(i + 1)", "address": "Load test", "lat": p.lat, "lon": p.lon, "timeZone": "UTC",
+                "openingHours": (1...7).map { ["day": $0, "opens": "00:00", "closes": "24:00"] }, "acceptsDropOffs": true,
+                "acceptsCollections": false], token: o.operatorToken)
+            guard c.status == 201, let centre = c["id"] as? String else { throw RunError("creating a centre failed: \(c.status) \(c.json)") }
+            let name = "load_staff_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+            let s = try auth.call("POST", "/v1/auth/signup", json: ["username": name, "email": "\(name)@load.test", "password": UUID().uuidString,
+                                                                   "fullName": "Load Staff \(i + 1)"])
+            guard s.status == 201, let token = s["accessToken"] as? String, let id = (s["user"] as? [String: Any])?["id"] as? String else {
+                throw RunError("staff sign-up failed: \(s.status) \(s.json)")
+            }
+            let g = try dispatch.call("PUT", "/v1/operator/centres/\(centre)/staff/\(id)", token: o.operatorToken)
+            guard g.status == 204 else { throw RunError("naming staff failed: \(g.status) \(g.json)") }
+            centres.append((centre, token))
+        }
+        log("made 5 reception centres, each with its staff")
     }
 
     /// Takes this run's couriers offline, so a later run's parcels are not offered to couriers nobody plays; given
@@ -222,10 +249,17 @@ final class Run: @unchecked Sendable {
                 "recipient": ["name": "Load Test Recipient"], "service": express ? "express" : "standard",
                 "paymentMethod": "cash", "documentPhotoMediaId": senders[sender].photo]
             if Double.random(in: 0..<1) < o.cardShare { (body["paymentMethod"], body["cardPaymentMethod"]) = ("card", "pm_card_visa") }
+            let centre = !centres.isEmpty && Double.random(in: 0..<1) < o.centreShare ? centres.randomElement() : nil
+            if let centre { (body["pickup"], body["dropOffCentreId"]) = (nil, centre.id) }
             do {
                 let r = try api.call("POST", "/v1/parcels", json: body, token: senders[sender].token,
                                      headers: ["Idempotency-Key": UUID().uuidString])
                 if r.status == 201, let id = r["id"] as? String {
+                    if let centre {  // the sender brings it, the staff take it in by its code
+                        let checked = try api.call("POST", "/v1/centres/\(centre.id)/check-ins", json: ["code": r["centreCode"] as? String ?? ""],
+                                                   token: centre.staff)
+                        if checked.status != 200 { stats.error(checked.kind("POST", "/v1/centres/{id}/check-ins")) }
+                    }
                     stats.created(.init(id: id, sender: sender, pickup: pickup, express: express), ms: r.ms)
                 } else {
                     stats.error(r.kind("POST", "/v1/parcels"))

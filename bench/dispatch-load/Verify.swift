@@ -43,7 +43,7 @@ extension Run {
             rows.append(.init(id: p.id, lat: p.pickup.lat, lon: p.pickup.lon, express: p.express, status: status,
                               offeredMs: offered, assignedMs: assigned))
         }
-        let allowed: Set<String> = ["awaiting_payment", "awaiting_courier", "offered", "assigned"]
+        let allowed: Set<String> = ["awaiting_payment", "awaiting_drop_off", "awaiting_courier", "offered", "assigned"]
         let odd = statuses.filter { !allowed.contains($0.key) }.values.reduce(0, +)
         let statusText = statuses.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
         var invariants: [Report.Invariant] = [
@@ -68,7 +68,7 @@ extension Run {
                        "capacity": "\(o.capacity)", "fixRate": "\(o.fixRate)", "parcelRate": "\(o.parcelRate)",
                        "duration": "\(o.duration)", "parcels": "\(o.parcels)", "areaKm": "\(o.areaKm)",
                        "center": "\(o.center.lat),\(o.center.lon)", "senders": "\(o.senders)", "threads": "\(o.threads)",
-                       "cardShare": "\(o.cardShare)"],
+                       "cardShare": "\(o.cardShare)", "centreShare": "\(o.centreShare)"],
             setupSeconds: setupSeconds, createSeconds: createSeconds, driveSeconds: driveSeconds,
             parcelsCreated: parcels.count, parcelsAssigned: statuses["assigned"] ?? 0,
             parcelsPerSecond: Double(parcels.count) / elapsed, assignedPerSecond: Double(assignedMs.count) / elapsed,
@@ -107,7 +107,23 @@ extension Run {
             .init(name: "no parcel assigned twice (database history)", ok: doubly == 0, detail: "\(doubly) parcels"),
             .init(name: "every parcel accounted for (database)", ok: stored == created,
                   detail: "\(stored) stored for this run's senders, \(created) created"),
-        ] + (try paymentChecks(c))
+        ] + (try paymentChecks(c)) + (try centreChecks(c))
+    }
+
+    /// Parcels brought to a centre: none offered before the centre's staff took it in.
+    private func centreChecks(_ c: Connection) throws -> [Report.Invariant] {
+        guard o.centreShare > 0 else { return [] }
+        let senderIds = PostgresArray(senders.map(\.id))
+        let row = try c.first("""
+            SELECT count(*)::int AS n,
+                count(*) FILTER (WHERE EXISTS (SELECT 1 FROM dispatch.parcel_history h WHERE h.parcel_id = p.id AND h.to_status = 'offered')
+                    AND NOT EXISTS (SELECT 1 FROM dispatch.parcel_history h WHERE h.parcel_id = p.id AND h.actor = 'staff'
+                                    AND h.to_status = 'awaiting_courier'))::int AS early
+            FROM dispatch.parcels p WHERE p.drop_off_centre_id IS NOT NULL AND p.sender_id = ANY($1::uuid[])
+            """, [senderIds])
+        let n: Int = try row?["n"] ?? 0, early: Int = try row?["early"] ?? -1
+        return [.init(name: "no centre parcel offered before its check-in (database)", ok: early == 0,
+                      detail: "\(early) of \(n) parcels brought to centres")]
     }
 
     /// Card parcels: none sought a courier before its card was held, and (from the provider's side) no card held or

@@ -23,10 +23,12 @@ extension DispatchHandlers {
     /// `POST /v1/centres/{id}/check-ins`: staff take in the parcel whose code its sender shows.
     func checkIn(_ request: Request, _ caller: Caller, _ body: CheckInBody) throws -> Response {
         let centre = try Validate.pathID(request)
-        return try pool.withTransaction { c in
+        let response = try pool.withTransaction { c in
             try requireStaff(c, centre, caller)
-            return .json(try view(c, try centres.checkIn(c, centre: centre, code: body.code, by: caller.userId), for: caller.userId))
+            return Response.json(try view(c, try centres.checkIn(c, centre: centre, code: body.code, by: caller.userId), for: caller.userId))
         }
+        matcher.wake()  // it waits for a courier now
+        return response
     }
 
     /// `POST /v1/centres/{id}/collections`: staff hand a parcel to its recipient, who shows its code and the PIN.
