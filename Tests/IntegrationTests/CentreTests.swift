@@ -69,6 +69,8 @@ final class CentreTests: PaidDispatchTestCase {
         let photo = try self.photo(courier)
         assertClientError(try api.post("/v1/parcels/\(parcel)/deliver", ["photoMediaId": photo, "pin": "0000"], token: courier.token), 400,
                           "the PIN is shown at the centre")
+        assertClientError(try api.post("/v1/parcels/\(parcel)/deliver", ["photoMediaId": try self.photo(anna), "pin": "0000"], token: anna.token), 404,
+                          "someone not its party learns nothing of it")
         XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/deliver", ["photoMediaId": photo], token: courier.token)["status"] as? String,
                        "ready_for_collection")
 

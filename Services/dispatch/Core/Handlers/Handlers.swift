@@ -91,7 +91,10 @@ struct DispatchHandlers: Sendable {
         matcher.wake()
         guard let id = booked.id, let payments else { return response }
         if let payment = try pool.withConnection({ try storage.payment($0, parcel: id) }) { _ = try? payments.run(only: payment.id) }  // else the settler asks
-        return try pool.withConnection { c in .json(try view(c, try storage.parcel(c, id)!, for: caller.userId), status: 201) }
+        return try pool.withConnection { c in
+            guard let parcel = try storage.parcel(c, id) else { return response }
+            return .json(try view(c, parcel, for: caller.userId), status: 201)
+        }
     }
 
     func getParcel(_ request: Request, _ caller: Caller) throws -> Response {
@@ -155,7 +158,8 @@ struct DispatchHandlers: Sendable {
     func deliver(_ request: Request, _ caller: Caller, _ body: DeliverBody) throws -> Response {
         let photo = body.photoMediaId
         let id = try Validate.pathID(request)
-        if try pool.withConnection({ try storage.parcel($0, id)?.collectionCentreId }) != nil {
+        // (Only for one of its parties: anyone else learns nothing here, and gets the 404 below.)
+        if try pool.withConnection({ try storage.parcel($0, id).flatMap { $0.involves(caller.userId) ? $0.collectionCentreId : nil } }) != nil {
             guard body.pin == nil, body.cashCollectedMinor == nil else {
                 throw HTTPError.validation("This parcel is collected at a centre: its recipient shows the PIN and pays there.", field: "pin")
             }
