@@ -261,6 +261,13 @@ final class PaymentTests: PaidDispatchTestCase {
         XCTAssertEqual((try api.get("/v1/loyalty", token: sender.token)["items"] as? [[String: Any]])?.compactMap { $0["entry"] as? String },
                        ["returned", "spent", "earned"])
         XCTAssertThrowsError(try database.connect().execute("UPDATE dispatch.loyalty_ledger SET points = 1000000"), "append-only")
+        // Points enough for the whole price: a card still pays the provider's minimum charge, and is held for it.
+        try database.connect().execute("INSERT INTO dispatch.loyalty_ledger (user_id, parcel_id, entry, points) VALUES ($1, $2, 'earned', 100000)",
+                                       [UUID(uuidString: sender.id)!, UUID()])
+        let covered = try book(100_000)
+        XCTAssertEqual(covered.status, 201, String(decoding: covered.body, as: UTF8.self))
+        XCTAssertEqual((covered["quote"] as? [String: Any])?["amountMinor"] as? Int, 50)
+        XCTAssertEqual((covered["payment"] as? [String: Any])?["status"] as? String, "authorised")
     }
 
     func testCashIsRecordedAtTheHandOverAndCardsNeedTheCard() throws {

@@ -29,13 +29,17 @@ struct Loyalty: Sendable {
             """, [user])!["balance"]
     }
 
-    /// Takes `points` of `user`'s for a booking priced `price` (minor units): the points used (at most the price).
-    func spend(_ c: Connection, _ user: UUID, points: Int, price: Int) throws -> Int {
+    /// Takes `points` of `user`'s for a booking priced `price` (minor units): the points used, at most the price
+    /// less `keep` (what a card must still pay: the provider charges no less).
+    func spend(_ c: Connection, _ user: UUID, points: Int, price: Int, keep: Int) throws -> Int {
         guard points > 0 else { return 0 }
         let balance = try self.balance(c, user, lock: true)
         guard points <= balance else { throw Refused.notEnough(balance: balance) }
-        return min(points, price)
+        return min(points, max(0, price - keep))
     }
+
+    /// The least a card pays: Stripe's minimum charge (50 cents in euros, and about that in the other currencies).
+    static let cardMinimumMinor = 50
 
     /// Writes the spending of a parcel booked with `points`.
     func spent(_ c: Connection, _ parcel: ParcelRecord) throws {

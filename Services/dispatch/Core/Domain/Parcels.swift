@@ -89,7 +89,8 @@ struct Parcels: Sendable {
         // A parcel brought to a centre waits there (its card authorised meanwhile); else a card is authorised first.
         let status: ParcelStatus = route.dropOffCentre != nil ? .awaitingDropOff : body.paymentMethod == "card" ? .awaitingPayment : .awaitingCourier
         // Points the sender spends come off the price: the rest is what is paid.
-        let points = try loyalty.spend(c, sender, points: body.pointsToSpend ?? 0, price: quote.amountMinor)
+        let points = try loyalty.spend(c, sender, points: body.pointsToSpend ?? 0, price: quote.amountMinor,
+                                       keep: body.paymentMethod == "card" ? Loyalty.cardMinimumMinor : 0)
         var price = quote
         price.amountMinor -= points
         let parcel = try storage.insertParcel(c, id: UUID.v7(), sender: sender, body: body, route: route, recipientUserId: recipient,
