@@ -351,7 +351,7 @@ public final class Consumer: @unchecked Sendable {
         rd_kafka_poll_set_consumer(handle)
     }
 
-    /// Leaves the group, waiting for the broker at most 3 s: leaving is a round trip, but a broker in the middle of a
+    /// Leaves the group, waiting for the broker at most 2 s: leaving is a round trip, but a broker in the middle of a
     /// rebalance (Tansu holds a join for half the session timeout) could keep a stopping service past its grace
     /// period and have it killed. Without an answer it goes anyway; the group notices when the session expires.
     deinit {
@@ -359,11 +359,12 @@ public final class Consumer: @unchecked Sendable {
             if let error = rd_kafka_consumer_close_queue(handle, queue) {
                 rd_kafka_error_destroy(error)
             } else {
-                let until = Date().addingTimeInterval(3)
+                // 2 s: with the 2 s in which readiness falls before, a stop stays under a container's 5 s.
+                let until = Date().addingTimeInterval(2)
                 while rd_kafka_consumer_closed(handle) == 0 && Date() < until {
                     if let event = rd_kafka_queue_poll(queue, 100) { rd_kafka_event_destroy(event) }
                 }
-                if rd_kafka_consumer_closed(handle) == 0 { sink.log?(4, "left the consumer group without the broker's answer in 3 s") }
+                if rd_kafka_consumer_closed(handle) == 0 { sink.log?(4, "left the consumer group without the broker's answer in 2 s") }
             }
             rd_kafka_queue_destroy(queue)
         }
