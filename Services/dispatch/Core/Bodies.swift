@@ -159,13 +159,12 @@ struct CentreBody: RequestBody {
         "openingHours": .required(.array(span, count: 0...50)),
         "acceptsDropOffs": .required(.boolean), "acceptsCollections": .required(.boolean),
     ])
-    struct Span: Decodable, Sendable { let day: Int; let opens: String; let closes: String }
     let name: String
     let address: String
     let lat: Double
     let lon: Double
     let timeZone: String
-    let openingHours: [Span]
+    let openingHours: [OpeningHours.Span]
     let acceptsDropOffs: Bool
     let acceptsCollections: Bool
 }

@@ -55,8 +55,7 @@ extension DispatchHandlers {
         let isNew = request.method == "POST"
         let id = isNew ? UUID.v7() : try Validate.pathID(request)
         guard TimeZone(identifier: body.timeZone) != nil else { throw HTTPError.validation("timeZone is not a time zone.", field: "timeZone") }
-        _ = try OpeningHours.validated(body.openingHours.map { OpeningHours.Span(day: $0.day, opens: $0.opens, closes: $0.closes) },
-                                       field: "openingHours")
+        _ = try OpeningHours.validated(body.openingHours, field: "openingHours")
         let centre = try pool.withTransaction { c -> CentreRecord in
             if !isNew, try storage.centre(c, id) == nil { throw HTTPError.notFound("Not found.") }
             return try storage.saveCentre(c, id: id, body)

@@ -39,17 +39,6 @@ enum PaymentCall: String {
     case authorise, capture, void
 }
 
-/// One ledger entry.
-struct LedgerEntry {
-    let id: Int
-    let paymentId: UUID
-    let entry: String
-    let amountMinor: Int
-    let currency: String
-    let courierId: UUID?
-    let at: Date
-}
-
 extension DispatchStorage {
     func insertPayment(_ c: Connection, id: UUID, parcel: ParcelRecord, card: String?, status: PaymentStatus, due: PaymentCall?, dueIn: TimeInterval) throws {
         try c.execute("""
@@ -60,15 +49,19 @@ extension DispatchStorage {
     }
 
     func payment(_ c: Connection, parcel: UUID, lock: Bool = false) throws -> PaymentRecord? {
-        try c.first("SELECT * FROM dispatch.payments WHERE parcel_id = $1\(lock ? " FOR UPDATE" : "")", [parcel]).map(PaymentRecord.init)
+        try payment(c, where: "parcel_id", parcel, lock: lock)
     }
 
     func payment(_ c: Connection, id: UUID, lock: Bool = false) throws -> PaymentRecord? {
-        try c.first("SELECT * FROM dispatch.payments WHERE id = $1\(lock ? " FOR UPDATE" : "")", [id]).map(PaymentRecord.init)
+        try payment(c, where: "id", id, lock: lock)
     }
 
     func payment(_ c: Connection, providerIntent: String, lock: Bool) throws -> PaymentRecord? {
-        try c.first("SELECT * FROM dispatch.payments WHERE provider_intent = $1\(lock ? " FOR UPDATE" : "")", [providerIntent]).map(PaymentRecord.init)
+        try payment(c, where: "provider_intent", providerIntent, lock: lock)
+    }
+
+    private func payment(_ c: Connection, where column: String, _ value: any PostgresEncodable, lock: Bool) throws -> PaymentRecord? {
+        try c.first("SELECT * FROM dispatch.payments WHERE \(column) = $1\(lock ? " FOR UPDATE" : "")", [value]).map(PaymentRecord.init)
     }
 
     /// Leases up to `limit` payments whose call is due: each is left alone by other callers for `lease` seconds, the
@@ -94,15 +87,15 @@ extension DispatchStorage {
     }
 
     /// Appends a ledger entry (each kind at most once per payment: the unique index refuses a second capture).
-    func appendLedger(_ c: Connection, _ p: PaymentRecord, entry: String, amountMinor: Int, courier: UUID?, centre: UUID?) throws -> LedgerEntry {
+    func appendLedger(_ c: Connection, _ p: PaymentRecord, entry: String, amountMinor: Int, courier: UUID?,
+                      centre: UUID?) throws -> (id: Int, at: Date) {
         let r = try c.first("""
             INSERT INTO dispatch.payment_ledger (payment_id, parcel_id, entry, amount_minor, currency, courier_id, provider_reference,
                 decline_code, centre_id)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id, at
             """, [p.id, p.parcelId, entry, amountMinor, p.currency, courier, p.providerIntent, entry == "declined" ? p.declineCode : nil,
                   centre])!
-        return LedgerEntry(id: try r["id"], paymentId: p.id, entry: entry, amountMinor: amountMinor, currency: p.currency,
-                           courierId: courier, at: try r["at"])
+        return (try r["id"], try r["at"])
     }
 
     /// True the first time a provider's event id is seen.

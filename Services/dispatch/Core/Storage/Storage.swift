@@ -246,8 +246,7 @@ struct DispatchStorage {
     }
 
     func saveCentre(_ c: Connection, id: UUID, _ b: CentreBody) throws -> CentreRecord {
-        let hours = String(decoding: try JSONEncoder().encode(b.openingHours.map { OpeningHours.Span(day: $0.day, opens: $0.opens, closes: $0.closes) }),
-                           as: UTF8.self)
+        let hours = String(decoding: try JSONEncoder().encode(b.openingHours), as: UTF8.self)
         return try CentreRecord(c.first("""
             INSERT INTO dispatch.centres (id, name, address, lat, lon, time_zone, opening_hours, accepts_drop_offs, accepts_collections)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
