@@ -81,7 +81,8 @@ public struct CourierLocation: EventPayload, Equatable {
 
 /// `payment.recorded`: one entry of a parcel's payment ledger, as it was written. Key: the payment id, so a
 /// payment's entries stay in order. `entry` is `authorised` (held on the card), `declined`, `captured` (taken),
-/// `voided` (the hold released), or `cash_collected` (by `courierId` at the hand-over); `amountMinor` is what moved
+/// `voided` (the hold released), `cash_collected` (by `courierId` at the hand-over), `wallet_debited` (paid from the
+/// sender's wallet at booking) or `wallet_returned` (paid back when it was called off); `amountMinor` is what moved
 /// (0 for `declined`), in `currency`'s minor units.
 public struct PaymentRecorded: EventPayload, Equatable {
     public static let type = "payment.recorded"
@@ -120,5 +121,54 @@ public struct LoyaltyRecorded: EventPayload, Equatable {
 
     public init(entryId: Int, userId: String, parcelId: String, entry: String, points: Int, at: String) {
         self.entryId = entryId; self.userId = userId; self.parcelId = parcelId; self.entry = entry; self.points = points; self.at = at
+    }
+}
+
+/// `wallet.recorded`: one entry of a sender's wallet: `topped_up` by card, `spent` on a booking, `returned` when
+/// that booking was called off or failed. `amountMinor` is what moved and `balanceMinor` the balance after it, in
+/// `currency`'s minor units. Key: the user id, so a wallet's entries stay in order.
+public struct WalletRecorded: EventPayload, Equatable {
+    public static let type = "wallet.recorded"
+    public var entryId: Int
+    public var userId: String
+    public var paymentId: String
+    public var parcelId: String?
+    public var entry: String
+    public var amountMinor: Int
+    public var balanceMinor: Int
+    public var currency: String
+    public var at: String
+
+    public init(entryId: Int, userId: String, paymentId: String, parcelId: String?, entry: String, amountMinor: Int, balanceMinor: Int,
+                currency: String, at: String) {
+        self.entryId = entryId; self.userId = userId; self.paymentId = paymentId; self.parcelId = parcelId; self.entry = entry
+        self.amountMinor = amountMinor; self.balanceMinor = balanceMinor; self.currency = currency; self.at = at
+    }
+}
+
+/// `plan.recorded`: one entry of a subscription's ledger: `started` (the first month taken by card), `renewed` (a
+/// further month), `declined` (the first month's card was declined), `lapsed` (a renewal's was), or
+/// `renewal_stopped` (the subscriber will not renew; the plan lasts until `periodEnd`). Key: the subscription id.
+public struct PlanRecorded: EventPayload, Equatable {
+    public static let type = "plan.recorded"
+    public var entryId: Int
+    public var subscriptionId: String
+    public var userId: String
+    public var planId: String
+    public var entry: String
+    public var amountMinor: Int
+    public var currency: String
+    /// The card payment that moved money (`started`, `renewed`).
+    public var paymentId: String?
+    /// The provider's id of that payment (a Stripe PaymentIntent).
+    public var providerReference: String?
+    public var periodEnd: String?
+    public var at: String
+
+    public init(entryId: Int, subscriptionId: String, userId: String, planId: String, entry: String, amountMinor: Int, currency: String,
+                paymentId: String?, providerReference: String?, periodEnd: String?, at: String) {
+        self.entryId = entryId; self.subscriptionId = subscriptionId; self.userId = userId; self.planId = planId; self.entry = entry
+        self.amountMinor = amountMinor; self.currency = currency; self.paymentId = paymentId; self.providerReference = providerReference
+        self.periodEnd = periodEnd; self.at = at
     }
 }

@@ -27,14 +27,14 @@ class DispatchTestCase: ServiceTestCase {
     }
 
     func send(_ sender: Person, to recipient: Person?, from: (Double, Double) = (44.4268, 26.1025),
-              service: String = "standard", naming: [String: Any] = [:]) throws -> APIResponse {
+              service: String = "standard", naming: [String: Any] = [:], paying: String = "cash") throws -> APIResponse {
         var recipientBody: [String: Any] = ["name": "Rita Recipient", "phone": "+40 700 000 000"]
         if let recipient { recipientBody["userId"] = recipient.id }
         recipientBody.merge(naming) { $1 }
         return try api.post("/v1/parcels", [
             "pickup": ["lat": from.0, "lon": from.1, "address": "Piața Universității 1"],
             "dropoff": ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"],
-            "recipient": recipientBody, "service": service, "paymentMethod": "cash",
+            "recipient": recipientBody, "service": service, "paymentMethod": paying,
             "documentPhotoMediaId": try photo(sender)], token: sender.token)
     }
 

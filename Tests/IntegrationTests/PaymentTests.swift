@@ -307,7 +307,10 @@ final class PaymentTests: PaidDispatchTestCase {
             assertClientError(try api.post("/v1/parcels", body, token: sender.token), 400, why)
         }
         body["paymentMethod"] = "wallet"
-        assertClientError(try api.post("/v1/parcels", body, token: sender.token), 400, "no wallets yet")
+        body["cardPaymentMethod"] = nil
+        let empty = try api.post("/v1/parcels", body, token: sender.token)
+        assertClientError(empty, 400, "an empty wallet pays for nothing")
+        XCTAssertEqual(empty.errorField, "paymentMethod")
         XCTAssertEqual(try count("parcels"), 1, "nothing half-written")
     }
 }

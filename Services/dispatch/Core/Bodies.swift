@@ -13,10 +13,11 @@ enum Shapes {
     static let capacity = Schema.integer(1...50)
     static let service = Schema.oneOf(ParcelService.allCases.map(\.rawValue))
     static let status = Schema.oneOf(ParcelStatus.allCases.map(\.rawValue))
-    /// How a parcel was paid for (older parcels may say `wallet`, which was only ever stored).
+    /// How a sender pays: a card held at booking and taken at delivery, cash to the courier, or from their wallet
+    /// at booking.
     static let paymentMethod = Schema.oneOf(["card", "cash", "wallet"])
-    /// How a sender may pay now: a card held at booking and taken at delivery, or cash to the courier.
-    static let payableBy = Schema.oneOf(["card", "cash"])
+    /// A card as the provider's app SDK made it (a Stripe PaymentMethod id): card numbers never reach the API.
+    static let card = Schema.string(min: 4, max: 255, pattern: "^pm_[A-Za-z0-9_]+$", rule: "cardPaymentMethod must be a payment method id (pm_...).")
     /// A fix's optional parts.
     static let heading = Schema.number(0...360)
     static let speedMps = Schema.number(0...100)
@@ -103,10 +104,9 @@ struct CreateParcelBody: RequestBody {
         // A pickup, or the centre the sender brings it to; a drop-off, or the centre the recipient collects it from.
         "pickup": .optional(AddressBody.schema), "dropoff": .optional(AddressBody.schema), "recipient": .required(RecipientBody.schema),
         "dropOffCentreId": .optional(.uuid), "collectionCentreId": .optional(.uuid),
-        "service": .required(Shapes.service), "paymentMethod": .required(Shapes.payableBy),
+        "service": .required(Shapes.service), "paymentMethod": .required(Shapes.paymentMethod),
         // The card, as the provider's client library tokenised it in the app (a Stripe PaymentMethod id).
-        "cardPaymentMethod": .optional(.string(min: 4, max: 255, pattern: "^pm_[A-Za-z0-9_]+$",
-                                               rule: "cardPaymentMethod must be a payment method id (pm_...).")),
+        "cardPaymentMethod": .optional(Shapes.card),
         "insured": .optional(.boolean), "description": .optional(.text(min: 0, max: 1000, multiline: true)),
         "documentPhotoMediaId": .required(.uuid),
         // Loyalty points to take off the price, one minor unit each (at most the price is used).
@@ -182,4 +182,22 @@ struct CollectBody: RequestBody {
     let code: String
     let pin: String
     let cashCollectedMinor: Int?
+}
+
+/// A top-up of the caller's wallet, taken from a card at once.
+struct TopUpBody: RequestBody {
+    static let schema = Schema.object([
+        "amountMinor": .required(.integer(Wallet.topUpRange)), "cardPaymentMethod": .required(Shapes.card),
+    ])
+    let amountMinor: Int
+    let cardPaymentMethod: String
+}
+
+/// A subscription to a plan, its months taken from a card.
+struct SubscribeBody: RequestBody {
+    static let schema = Schema.object([
+        "planId": .required(.string(min: 1, max: 20, pattern: "^[a-z]+$")), "cardPaymentMethod": .required(Shapes.card),
+    ])
+    let planId: String
+    let cardPaymentMethod: String
 }

@@ -70,7 +70,8 @@ public enum DispatchService {
             // Twice the call's bound and some: a payment is the caller's for that long.
             let payments = settings.stripe.map {
                 PaymentSettler(pool: app.pool, parcels: Parcels(storage: DispatchStorage(), outbox: app.outbox), provider: $0,
-                               lease: Double(2 * settings.paymentTimeout + 5), logger: app.logger, authorised: { matcher.wake() })
+                               lease: Double(2 * settings.paymentTimeout + 5), currency: Tariff().currency, logger: app.logger,
+                               authorised: { matcher.wake() })
             }
             app.logger.info(payments == nil ? "card payments off: STRIPE_SECRET_KEY is not set" : "card payments on")
             let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency,

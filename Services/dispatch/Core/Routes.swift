@@ -41,6 +41,21 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
     r.add("GET", "/v1/loyalty", summary: "My loyalty points: the balance and the latest entries (?limit=)",
           response: (200, LoyaltyView.shape), auth: auth, h.loyaltyStatement)
     r.query("GET", "/v1/loyalty", [.limit(max: 100, default: 20)])
+    r.add("GET", "/v1/wallet", summary: "My wallet: the balance, top-ups still being taken, and the latest entries (?limit=)",
+          response: (200, WalletView.shape), auth: auth, h.walletStatement)
+    r.query("GET", "/v1/wallet", [.limit(max: 100, default: 20)])
+    r.add("POST", "/v1/wallet/top-ups", summary: "Top up my wallet from a card, taken at once (Idempotency-Key)", body: TopUpBody.self,
+          response: (201, TopUpView.shape), auth: auth, h.topUp)
+    r.add("GET", "/v1/wallet/top-ups/{id}", summary: "One of my top-ups: pending, captured or declined",
+          response: (200, TopUpView.shape), auth: auth, h.getTopUp)
+    r.add("GET", "/v1/plans", summary: "The plans one may subscribe to, with their monthly price and benefits",
+          response: (200, ItemList<PlanView>.shape), auth: auth, h.listPlans)
+    r.add("POST", "/v1/plans/subscription", summary: "Subscribe to a plan, its months taken from a card (Idempotency-Key)",
+          body: SubscribeBody.self, response: (201, SubscriptionView.shape), auth: auth, h.subscribe)
+    r.add("GET", "/v1/plans/subscription", summary: "My subscription, if I have one", response: (200, SubscriptionView.shape),
+          auth: auth, h.getSubscription)
+    r.add("DELETE", "/v1/plans/subscription", summary: "Stop renewing my plan: it runs until its period ends",
+          response: (200, SubscriptionView.shape), auth: auth, h.stopRenewing)
     r.add("GET", "/v1/centres", summary: "The reception centres nearest a point (?lat=&lon=&limit=), open now or when they open",
           response: (200, ItemList<CentreView>.shape), auth: auth, h.nearestCentres)
     r.query("GET", "/v1/centres", [QueryParameter("lat", .number(-90...90), "Latitude"), QueryParameter("lon", .number(-180...180), "Longitude"),

@@ -45,7 +45,8 @@ struct QuoteView: View {
 
     static let fields: [ViewField<Self>] = [
         .field("currency", \.quote.currency), .field("amountMinor", \.quote.amountMinor), .field("etaSeconds", \.quote.etaSeconds),
-        .field("distanceMeters", \.quote.distanceMeters),
+        .field("distanceMeters", \.quote.distanceMeters), .omitted("planId", \.quote.planId),
+        .omitted("planSavingMinor", \.quote.planSavingMinor),
     ]
 }
 
@@ -161,7 +162,7 @@ struct PaymentView: View {
     init(_ payment: PaymentRecord) { self.payment = payment }
 
     static let fields: [ViewField<Self>] = [
-        .field("id", \.payment.id), .field("method", \.payment.method, .oneOf(["card", "cash"])),
+        .field("id", \.payment.id), .field("method", \.payment.method, .oneOf(["card", "cash", "wallet"])),
         .field("status", \.payment.status.rawValue, .oneOf(PaymentStatus.allCases.map(\.rawValue))),
         .field("amountMinor", \.payment.amountMinor), .field("currency", \.payment.currency),
         .omitted("declineCode", \.payment.declineCode),
@@ -175,13 +176,28 @@ struct ReceivedView: View {
 }
 
 /// A day's reconciliation, for the operator: per courier and currency, the prices of the parcels they delivered
-/// against the cash they collected, the cards captured and the captures still due.
+/// against the cash they collected, the cards captured, the wallets debited and the captures still due; and per
+/// currency, the cards captured for top-ups and plans against the wallets credited and the months given.
 struct ReconciliationView: View {
     let day: String
     let rows: [ReconciliationRow]
+    let creditRows: [CreditRow]
     var items: [ReconciliationRowView] { rows.map(ReconciliationRowView.init) }
-    var differenceMinor: Int { rows.reduce(0) { $0 + $1.differenceMinor } }
-    static let fields: [ViewField<Self>] = [.field("day", \.day), .field("items", \.items), .field("differenceMinor", \.differenceMinor)]
+    var credits: [CreditRowView] { creditRows.map(CreditRowView.init) }
+    var differenceMinor: Int { rows.reduce(0) { $0 + $1.differenceMinor } + creditRows.reduce(0) { $0 + $1.differenceMinor } }
+    static let fields: [ViewField<Self>] = [
+        .field("day", \.day), .field("items", \.items), .field("credits", \.credits), .field("differenceMinor", \.differenceMinor),
+    ]
+}
+
+struct CreditRowView: View {
+    let row: CreditRow
+    init(_ row: CreditRow) { self.row = row }
+    static let fields: [ViewField<Self>] = [
+        .field("currency", \.row.currency), .field("topUpsCapturedMinor", \.row.topUpsCapturedMinor),
+        .field("walletCreditedMinor", \.row.walletCreditedMinor), .field("plansCapturedMinor", \.row.plansCapturedMinor),
+        .field("planMonthsMinor", \.row.planMonthsMinor), .field("differenceMinor", \.row.differenceMinor),
+    ]
 }
 
 struct ReconciliationRowView: View {
@@ -190,7 +206,8 @@ struct ReconciliationRowView: View {
     static let fields: [ViewField<Self>] = [
         .nullable("courierId", \.row.courierId), .field("currency", \.row.currency), .field("parcels", \.row.parcels),
         .field("priceMinor", \.row.priceMinor), .field("cashCollectedMinor", \.row.cashCollectedMinor),
-        .field("capturedMinor", \.row.capturedMinor), .field("captureDueMinor", \.row.captureDueMinor),
+        .field("capturedMinor", \.row.capturedMinor), .field("walletMinor", \.row.walletMinor),
+        .field("captureDueMinor", \.row.captureDueMinor),
         .field("awaitingCollectionMinor", \.row.awaitingCollectionMinor),
         .field("withoutPayment", \.row.withoutPayment), .field("differenceMinor", \.row.differenceMinor),
     ]

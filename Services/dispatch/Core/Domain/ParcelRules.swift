@@ -110,6 +110,9 @@ public struct Quote: Codable, Sendable, Equatable {
     public var etaSeconds: Int
     /// The great-circle distance from pickup to drop-off, in metres.
     public var distanceMeters: Int
+    /// The plan whose benefits lowered the price, and by how much (only in a quote, not kept with a parcel).
+    public var planId: String?
+    public var planSavingMinor: Int?
 
     public init(currency: String, amountMinor: Int, etaSeconds: Int, distanceMeters: Int) {
         self.currency = currency; self.amountMinor = amountMinor; self.etaSeconds = etaSeconds; self.distanceMeters = distanceMeters
@@ -131,15 +134,22 @@ public struct Tariff: Sendable {
 
     public init() {}
 
-    /// The quote for `meters` of great-circle distance.
-    public func quote(meters: Double, service: ParcelService, insured: Bool) -> Quote {
-        let km = max(0, meters) / 1000
-        var amount = Double(baseMinor) + km * Double(perKmMinor)
-        if service == .express { amount *= expressFactor }
-        if insured { amount += Double(insuranceMinor) }
+    /// The quote for `meters` of great-circle distance; `plan`: the sender's plan, whose benefits apply.
+    public func quote(meters: Double, service: ParcelService, insured: Bool, plan: (id: String, benefits: [PlanBenefit])? = nil) -> Quote {
+        func price(_ benefits: [PlanBenefit]) -> Int {
+            var amount = Double(baseMinor) + max(0, meters) / 1000 * Double(perKmMinor)
+            if service == .express && !benefits.contains(.expressAtStandardPrice) { amount *= expressFactor }
+            if insured && !benefits.contains(.insuranceIncluded) { amount += Double(insuranceMinor) }
+            return Int(amount.rounded(.up))
+        }
         // Streets are longer than the great circle: about 1.3 times in a city.
         let travel = Int((max(0, meters) * 1.3 / speedMps).rounded(.up))
-        return Quote(currency: currency, amountMinor: Int(amount.rounded(.up)),
-                     etaSeconds: (dispatchSeconds[service] ?? 1800) + travel, distanceMeters: Int(meters.rounded()))
+        var quote = Quote(currency: currency, amountMinor: price(plan?.benefits ?? []),
+                          etaSeconds: (dispatchSeconds[service] ?? 1800) + travel, distanceMeters: Int(meters.rounded()))
+        if let plan, quote.amountMinor < price([]) {
+            quote.planId = plan.id
+            quote.planSavingMinor = price([]) - quote.amountMinor
+        }
+        return quote
     }
 }

@@ -97,7 +97,7 @@ struct Parcels: Sendable {
                                               claimCode: recipient == nil ? InviteCode.generate() : nil, pin: pin, quote: price,
                                               pointsSpent: points, status: status)
         try loyalty.spent(c, parcel)
-        _ = try payments.open(c, parcel, card: body.cardPaymentMethod, lease: paymentLease)
+        try payments.open(c, parcel, card: body.cardPaymentMethod, lease: paymentLease)
         let at = try storage.addHistory(c, parcel: parcel.id, from: nil, to: parcel.status, actor: .sender, actorId: sender,
                                         place: parcel.pickup)
         try outbox.add(ParcelCreated(parcelId: parcel.id.lowercased, senderId: sender.lowercased,

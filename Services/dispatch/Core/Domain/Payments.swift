@@ -6,29 +6,37 @@ import Postgres
 import Runtime
 import Web
 
-/// The payment rules, applied in the transaction of the parcel change they follow: a card parcel's payment opens
-/// pending (to be authorised), a cash parcel's on delivery; a delivery makes a card's capture due and records the
-/// courier's cash; a cancelled or failed parcel makes a held card's release due. Every change of a payment is one
-/// ledger row and one `payment.recorded` event.
+/// The payment rules, applied in the transaction of the change they follow: a card parcel's payment opens pending
+/// (to be authorised), a cash parcel's on delivery, a wallet parcel's paid from the wallet at once; a delivery makes
+/// a card's capture due and records the courier's cash; a cancelled or failed parcel makes a held card's release
+/// due and pays a wallet back. Every change of a parcel's payment is one ledger row and one `payment.recorded`
+/// event; a top-up's or a plan's (taken at once once authorised) is a ledger row, and its event the wallet's or the
+/// plan's.
 struct PaymentRules: Sendable {
     let storage: DispatchStorage
     let outbox: Outbox
+    var wallet: Wallet { Wallet(outbox: outbox) }
+    var plans: Plans { Plans(outbox: outbox) }
 
     /// The payment of a parcel just booked. A card's authorisation is due once `lease` has passed: the booking
     /// asks the provider first, and the settler only if it could not (it died, or the provider did not answer).
-    func open(_ c: Connection, _ parcel: ParcelRecord, card: String?, lease: TimeInterval) throws -> UUID {
-        let id = UUID.v7()
-        if parcel.paymentMethod == "card" {
-            try storage.insertPayment(c, id: id, parcel: parcel, card: card, status: .pending, due: .authorise, dueIn: lease)
-        } else {
-            try storage.insertPayment(c, id: id, parcel: parcel, card: nil, status: .cashOnDelivery, due: nil, dueIn: 0)
+    func open(_ c: Connection, _ parcel: ParcelRecord, card: String?, lease: TimeInterval) throws {
+        switch parcel.paymentMethod {
+        case "card":
+            _ = try storage.insertPayment(c, id: UUID.v7(), parcel: parcel, card: card, status: .pending, due: .authorise, dueIn: lease)
+        case "wallet":
+            let p = try storage.insertPayment(c, id: UUID.v7(), parcel: parcel, card: nil, status: .walletDebited, due: nil, dueIn: 0)
+            try wallet.spend(c, parcel.senderId, payment: p.id, parcel: parcel.id, amountMinor: p.amountMinor, currency: p.currency)
+            try record(c, p, "wallet_debited", amountMinor: p.amountMinor)
+        default:
+            _ = try storage.insertPayment(c, id: UUID.v7(), parcel: parcel, card: nil, status: .cashOnDelivery, due: nil, dueIn: 0)
         }
-        return id
     }
 
     /// What a parcel's move means for its payment (parcels booked before payments existed have none).
     func follow(_ c: Connection, _ parcel: ParcelRecord, _ action: ParcelAction, cashCollected: Int?) throws {
         guard var payment = try storage.payment(c, parcel: parcel.id, lock: true) else { return }
+        if cashCollected != nil && payment.method != "cash" { throw PaymentError.noCashDue }
         switch (action, payment.status) {
         case (.deliver, .authorised), (.handOver, .authorised), (.collect, .authorised):
             payment.due = .capture
@@ -43,6 +51,11 @@ struct PaymentRules: Sendable {
         case (.cancel, .authorised), (.fail, .authorised):
             payment.due = .void
             try storage.savePayment(c, payment, resetAttempts: true)
+        case (.cancel, .walletDebited), (.fail, .walletDebited):
+            payment.status = .walletReturned
+            try storage.savePayment(c, payment)
+            try wallet.record(c, payment.payerId, payment: payment.id, parcel: parcel.id, "returned", payment.amountMinor, payment.currency)
+            try record(c, payment, "wallet_returned", amountMinor: payment.amountMinor)
         default:
             // A card still being authorised when its parcel is cancelled is released once the provider answers.
             break
@@ -52,7 +65,8 @@ struct PaymentRules: Sendable {
     /// Writes a ledger entry and its event.
     func record(_ c: Connection, _ p: PaymentRecord, _ entry: String, amountMinor: Int, courier: UUID? = nil, centre: UUID? = nil) throws {
         let e = try storage.appendLedger(c, p, entry: entry, amountMinor: amountMinor, courier: courier, centre: centre)
-        try outbox.add(PaymentRecorded(entryId: e.id, paymentId: p.id.lowercased, parcelId: p.parcelId.lowercased, method: p.method,
+        guard let parcelId = p.parcelId else { return }  // a top-up's or a plan's: told by the wallet's or plan's event
+        try outbox.add(PaymentRecorded(entryId: e.id, paymentId: p.id.lowercased, parcelId: parcelId.lowercased, method: p.method,
                                        entry: entry, amountMinor: amountMinor, currency: p.currency, courierId: courier?.lowercased,
                                        providerReference: p.providerIntent, declineCode: entry == "declined" ? p.declineCode : nil,
                                        at: Timestamp.format(e.at)),
@@ -63,13 +77,14 @@ struct PaymentRules: Sendable {
 /// What the payment rules refuse.
 enum PaymentError: DomainError, Equatable {
     case wrongCash(expected: Int)
+    case noCashDue
     case cardsOff
     case cardMissing
 
     var refusal: Refusal { .invalid }
     var field: String? {
         switch self {
-        case .wrongCash: return "cashCollectedMinor"
+        case .wrongCash, .noCashDue: return "cashCollectedMinor"
         case .cardsOff: return "paymentMethod"
         case .cardMissing: return "cardPaymentMethod"
         }
@@ -77,6 +92,7 @@ enum PaymentError: DomainError, Equatable {
     var message: String {
         switch self {
         case .wrongCash(let expected): return "The courier collects the parcel's price in cash: \(expected) in minor units."
+        case .noCashDue: return "This parcel is paid already: there is no cash to collect."
         case .cardsOff: return "Card payments are not set up on this server: pay in cash."
         case .cardMissing: return "A card payment needs the card (cardPaymentMethod)."
         }
@@ -93,15 +109,19 @@ struct PaymentSettler: Sendable {
     let provider: any PaymentProvider
     /// The longest a call may take: a payment is leased for it, so that two callers never ask at once.
     let lease: TimeInterval
+    /// The currency plans are sold in (the tariff's).
+    let currency: String
     let logger: Logger
     /// Told when a parcel may be offered now.
     let authorised: @Sendable () -> Void
 
     var rules: PaymentRules { parcels.payments }
 
-    /// Makes the due calls (or the one of payment `only`, if it is due and nobody else is making it). The number made.
+    /// Makes the due calls (or the one of payment `only`, if it is due and nobody else is making it), after opening
+    /// the renewals of plans due. The number made.
     @discardableResult
     func run(only: UUID? = nil, limit: Int = 20) throws -> Int {
+        if only == nil { try pool.withTransaction { try rules.plans.openRenewals($0, storage: parcels.storage, currency: currency) } }
         let leased = try pool.withTransaction { try parcels.storage.leaseDuePayments($0, only: only, limit: limit, lease: lease) }
         for payment in leased {
             guard let call = payment.due else { continue }
@@ -119,8 +139,11 @@ struct PaymentSettler: Sendable {
         let key = "\(call.rawValue)-\(p.id.lowercased)"
         switch call {
         case .authorise:
+            var metadata = ["payment_id": p.id.lowercased, "purpose": p.purpose.rawValue]
+            metadata["parcel_id"] = p.parcelId?.lowercased
+            metadata["subscription_id"] = p.subscriptionId?.lowercased
             return provider.authorise(amountMinor: p.amountMinor, currency: p.currency, paymentMethod: p.cardPaymentMethod ?? "",
-                                      metadata: ["payment_id": p.id.lowercased, "parcel_id": p.parcelId.lowercased], idempotencyKey: key)
+                                      metadata: metadata, idempotencyKey: key)
         case .capture: return provider.capture(intent: p.providerIntent ?? "", idempotencyKey: key)
         case .void: return provider.void(intent: p.providerIntent ?? "", idempotencyKey: key)
         }
@@ -142,6 +165,11 @@ struct PaymentSettler: Sendable {
                 p.status = .captured
                 try parcels.storage.savePayment(c, p)
                 try rules.record(c, p, "captured", amountMinor: p.amountMinor)
+                switch p.purpose {
+                case .parcel: break
+                case .topUp: try rules.wallet.record(c, p.payerId, payment: p.id, parcel: nil, "topped_up", p.amountMinor, p.currency)
+                case .plan: try rules.plans.paid(c, p)
+                }
             case .void:
                 p.status = .voided
                 try parcels.storage.savePayment(c, p)
@@ -154,7 +182,8 @@ struct PaymentSettler: Sendable {
                 p.declineCode = String(code.prefix(100))
                 try parcels.storage.savePayment(c, p)
                 try rules.record(c, p, "declined", amountMinor: 0)
-                if let parcel = try parcels.storage.parcel(c, p.parcelId, lock: true), [.awaitingPayment, .awaitingDropOff].contains(parcel.status) {
+                if p.purpose == .plan { try rules.plans.declined(c, p) }
+                if let id = p.parcelId, let parcel = try parcels.storage.parcel(c, id, lock: true), [.awaitingPayment, .awaitingDropOff].contains(parcel.status) {
                     var declined = parcel
                     declined.failureReason = "The card was declined (\(p.declineCode ?? "declined"))."
                     _ = try parcels.apply(c, declined, .paymentDeclined, actor: .system, actorId: nil, place: nil)
@@ -169,11 +198,12 @@ struct PaymentSettler: Sendable {
     }
 
     /// The card holds the price: the parcel may be offered (or, at a centre, taken in); if it was cancelled
-    /// meanwhile, the hold is released.
+    /// meanwhile, the hold is released. A top-up or a plan's month is taken at once.
     private func authorised(_ c: Connection, _ p: inout PaymentRecord, intent: String) throws {
         p.status = .authorised
         p.providerIntent = intent
-        let parcel = try parcels.storage.parcel(c, p.parcelId, lock: true)
+        let parcel = try p.parcelId.flatMap { try parcels.storage.parcel(c, $0, lock: true) }
+        if p.purpose != .parcel { p.due = .capture }
         if let parcel, ParcelLifecycle.isFinal(parcel.status) { p.due = .void }
         try parcels.storage.savePayment(c, p, resetAttempts: true)
         try rules.record(c, p, "authorised", amountMinor: p.amountMinor)

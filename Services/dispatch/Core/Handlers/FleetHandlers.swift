@@ -123,8 +123,9 @@ extension DispatchHandlers {
         guard let date = formatter.date(from: day), formatter.string(from: date) == day else {
             throw HTTPError.validation("day must be a date such as 2026-12-02.", field: "day")
         }
-        let rows = try pool.withConnection { try storage.deliveredOn($0, day: day) }
-        return .json(ReconciliationView(day: day, rows: rows))
+        return .json(try pool.withConnection { c in
+            ReconciliationView(day: day, rows: try storage.deliveredOn(c, day: day), creditRows: try storage.creditsOn(c, day: day))
+        })
     }
 
     /// `POST /v1/operator/parcels/{id}/accept`: a fleet accepts an offer for the courier it was made to.

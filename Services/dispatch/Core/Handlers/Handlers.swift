@@ -58,15 +58,18 @@ struct DispatchHandlers: Sendable {
     // MARK: Quotes and parcels
 
     func quote(_ request: Request, _ caller: Caller, _ body: QuoteBody) throws -> Response {
-        let route = try pool.withConnection {
-            try centres.itinerary($0, pickup: body.pickup.map { ($0.point, "") }, dropoff: body.dropoff.map { ($0.point, "") },
-                                  dropOffCentre: body.dropOffCentreId, collectionCentre: body.collectionCentreId)
+        try pool.withConnection { c in
+            let route = try centres.itinerary(c, pickup: body.pickup.map { ($0.point, "") }, dropoff: body.dropoff.map { ($0.point, "") },
+                                              dropOffCentre: body.dropOffCentreId, collectionCentre: body.collectionCentreId)
+            return .json(QuoteView(quote: try quote(c, caller.userId, route, body.service, insured: body.insured ?? false)))
         }
-        return .json(QuoteView(quote: quote(route, body.service, insured: body.insured ?? false)))
     }
 
-    private func quote(_ route: Itinerary, _ service: ParcelService, insured: Bool) -> Quote {
-        tariff.quote(meters: greatCircleMeters(route.pickup, route.dropoff), service: service, insured: insured)
+    /// `sender`'s price: their plan's benefits applied.
+    private func quote(_ c: Connection, _ sender: UUID, _ route: Itinerary, _ service: ParcelService, insured: Bool) throws -> Quote {
+        let plan = try parcels.payments.plans.running(c, sender, currency: tariff.currency)
+        return tariff.quote(meters: greatCircleMeters(route.pickup, route.dropoff), service: service, insured: insured,
+                            plan: plan.map { ($0.id, $0.benefits) })
     }
 
     /// Books a parcel. A card is authorised before the answer when the provider answers in time (a declined card
@@ -77,14 +80,14 @@ struct DispatchHandlers: Sendable {
             guard payments != nil else { throw PaymentError.cardsOff }
             guard body.cardPaymentMethod != nil else { throw PaymentError.cardMissing }
         }
-        final class Booked: @unchecked Sendable { var id: UUID? }  // `@unchecked Sendable`: set in the transaction, read after it.
-        let booked = Booked()
+        let booked = Opened()
         let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
             try media.requireOwned([body.documentPhotoMediaId], by: caller.userId, field: "documentPhotoMediaId", on: c)
             let route = try centres.itinerary(c, pickup: body.pickup.map { ($0.point, $0.address) }, dropoff: body.dropoff.map { ($0.point, $0.address) },
                                               dropOffCentre: body.dropOffCentreId, collectionCentre: body.collectionCentreId)
             let parcel = try parcels.create(c, sender: caller.userId, body: body, route: route,
-                                            quote: quote(route, body.service, insured: body.insured ?? false), paymentLease: payments?.lease ?? 0)
+                                            quote: try quote(c, caller.userId, route, body.service, insured: body.insured ?? false),
+                                            paymentLease: payments?.lease ?? 0)
             if body.paymentMethod == "card" { booked.id = parcel.id }
             return .json(try view(c, parcel, for: caller.userId), status: 201)
         }
@@ -214,10 +217,6 @@ struct DispatchHandlers: Sendable {
 
     // MARK: Payments
 
-    func loyaltyStatement(_ request: Request, _ caller: Caller) throws -> Response {
-        let limit = try Page(request, maxLimit: 100, defaultLimit: 20).limit
-        return .json(try pool.withConnection { try parcels.loyalty.statement($0, caller.userId, limit: limit) })
-    }
 
     /// `POST /v1/payments/stripe/webhook`: an event from Stripe, its signature checked (400 otherwise), each event
     /// acted on once however often it comes.

@@ -22,6 +22,11 @@ extension DispatchStorage {
                              FROM dispatch.payments WHERE payer_id = $1),
                 'loyalty', (SELECT coalesce(json_agg(json_build_object('entry', entry, 'points', points, 'parcelId', parcel_id, 'at', at)
                                 ORDER BY id), '[]'::json) FROM dispatch.loyalty_ledger WHERE user_id = $1),
+                'wallet', (SELECT coalesce(json_agg(json_build_object('entry', entry, 'amountMinor', amount_minor, 'currency', currency,
+                                'parcelId', parcel_id, 'at', at) ORDER BY id), '[]'::json) FROM dispatch.wallet_ledger WHERE user_id = $1),
+                'plans', (SELECT coalesce(json_agg(json_build_object('entry', entry, 'planId', plan_id, 'amountMinor', amount_minor,
+                                'currency', currency, 'periodEnd', period_end, 'at', at) ORDER BY id), '[]'::json)
+                          FROM dispatch.plan_ledger WHERE user_id = $1),
                 'images', (SELECT coalesce(json_agg(json_build_object('id', id, 'contentType', content_type, 'size', size, 'createdAt', created_at)
                                                     ORDER BY created_at), '[]'::json) FROM dispatch.media WHERE owner_id = $1)
             )::text AS export

@@ -192,4 +192,65 @@ let migrations: [Migration] = [
             FOR EACH ROW EXECUTE FUNCTION loyalty_ledger_is_append_only();
         ALTER TABLE parcels ADD COLUMN points_spent int NOT NULL DEFAULT 0 CHECK (points_spent >= 0);
         """),
+    // The wallet and plans: a payment may be a wallet top-up or a plan's month as well as a parcel's price; a wallet
+    // pays a parcel at booking and is paid back when it is called off; a plan is taken by card month after month.
+    // Both ledgers are append-only (only the person's erasure deletes their entries: the payment ledger keeps the
+    // money), and a kind of entry happens once per payment.
+    Migration(12, "wallets and plans", """
+        ALTER TABLE payments ALTER COLUMN parcel_id DROP NOT NULL,
+            ADD COLUMN purpose text NOT NULL DEFAULT 'parcel' CHECK (purpose IN ('parcel', 'top_up', 'plan')),
+            ADD COLUMN subscription_id uuid,
+            ADD CHECK ((purpose = 'parcel') = (parcel_id IS NOT NULL)),
+            DROP CONSTRAINT payments_method_check, ADD CHECK (method IN ('card', 'cash', 'wallet')),
+            DROP CONSTRAINT payments_status_check,
+            ADD CHECK (status IN ('pending', 'authorised', 'declined', 'captured', 'voided', 'cash_on_delivery', 'cash_collected',
+                                  'wallet_debited', 'wallet_returned'));
+        ALTER TABLE payment_ledger ALTER COLUMN parcel_id DROP NOT NULL,
+            DROP CONSTRAINT payment_ledger_entry_check,
+            ADD CHECK (entry IN ('authorised', 'declined', 'captured', 'voided', 'cash_collected', 'wallet_debited', 'wallet_returned'));
+        CREATE TABLE wallet_ledger (
+            id bigserial PRIMARY KEY,
+            user_id uuid NOT NULL,
+            payment_id uuid NOT NULL REFERENCES payments (id),
+            parcel_id uuid,
+            entry text NOT NULL CHECK (entry IN ('topped_up', 'spent', 'returned')),
+            amount_minor int NOT NULL CHECK (amount_minor > 0),
+            currency text NOT NULL,
+            at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            UNIQUE (payment_id, entry)
+        );
+        CREATE INDEX wallet_ledger_by_user ON wallet_ledger (user_id, currency, id);
+        CREATE TRIGGER wallet_ledger_append_only BEFORE UPDATE ON wallet_ledger
+            FOR EACH ROW EXECUTE FUNCTION payment_ledger_is_append_only();
+        CREATE TABLE subscriptions (
+            id uuid PRIMARY KEY,
+            user_id uuid NOT NULL,
+            plan_id text NOT NULL,
+            status text NOT NULL CHECK (status IN ('pending', 'active', 'declined', 'lapsed')),
+            card_payment_method text,
+            period_end timestamptz,
+            renews boolean NOT NULL DEFAULT true,
+            renewal_payment_id uuid,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX subscriptions_by_user ON subscriptions (user_id, created_at);
+        CREATE INDEX subscriptions_to_renew ON subscriptions (period_end) WHERE status = 'active' AND renews;
+        CREATE TABLE plan_ledger (
+            id bigserial PRIMARY KEY,
+            subscription_id uuid NOT NULL REFERENCES subscriptions (id),
+            user_id uuid NOT NULL,
+            plan_id text NOT NULL,
+            entry text NOT NULL CHECK (entry IN ('started', 'renewed', 'declined', 'lapsed', 'renewal_stopped')),
+            amount_minor int NOT NULL CHECK (amount_minor >= 0),
+            currency text NOT NULL,
+            payment_id uuid,
+            period_end timestamptz,
+            at timestamptz NOT NULL DEFAULT clock_timestamp()
+        );
+        CREATE UNIQUE INDEX plan_ledger_once ON plan_ledger (payment_id, entry) WHERE payment_id IS NOT NULL;
+        CREATE INDEX plan_ledger_by_subscription ON plan_ledger (subscription_id, id);
+        CREATE TRIGGER plan_ledger_append_only BEFORE UPDATE ON plan_ledger
+            FOR EACH ROW EXECUTE FUNCTION payment_ledger_is_append_only();
+        """),
 ]

@@ -1,10 +1,14 @@
 import Foundation
 import Postgres
 
-/// A parcel's payment row: how it is paid, where it stands, and the provider call it waits for (`due`).
+/// A payment row (a parcel's price, a wallet top-up or a plan's month): how it is paid, where it stands, and the
+/// provider call it waits for (`due`).
 struct PaymentRecord {
     let id: UUID
-    let parcelId: UUID
+    let purpose: PaymentPurpose
+    /// The parcel paid for (`purpose` parcel), or the subscription (plan).
+    let parcelId: UUID?
+    let subscriptionId: UUID?
     let payerId: UUID
     let method: String
     let amountMinor: Int
@@ -17,7 +21,8 @@ struct PaymentRecord {
     let attempts: Int
 
     init(_ r: Row) throws {
-        id = try r["id"]; parcelId = try r["parcel_id"]; payerId = try r["payer_id"]; method = try r["method"]
+        id = try r["id"]; purpose = PaymentPurpose(rawValue: try r["purpose"]) ?? .parcel; parcelId = try r.decode("parcel_id")
+        subscriptionId = try r.decode("subscription_id"); payerId = try r["payer_id"]; method = try r["method"]
         amountMinor = try r["amount_minor"]; currency = try r["currency"]; cardPaymentMethod = try r.decode("card_payment_method")
         status = PaymentStatus(rawValue: try r["status"]) ?? .pending
         providerIntent = try r.decode("provider_intent"); declineCode = try r.decode("decline_code")
@@ -32,6 +37,15 @@ enum PaymentStatus: String, CaseIterable {
     case authorised, declined, captured, voided
     /// Cash, to be taken by the courier at the hand-over; then `cashCollected`.
     case cashOnDelivery = "cash_on_delivery", cashCollected = "cash_collected"
+    /// Paid from the sender's wallet at booking; paid back when the parcel was called off.
+    case walletDebited = "wallet_debited", walletReturned = "wallet_returned"
+}
+
+/// What a payment pays for.
+enum PaymentPurpose: String {
+    case parcel
+    case topUp = "top_up"
+    case plan
 }
 
 /// The provider call a payment waits for.
@@ -40,12 +54,23 @@ enum PaymentCall: String {
 }
 
 extension DispatchStorage {
-    func insertPayment(_ c: Connection, id: UUID, parcel: ParcelRecord, card: String?, status: PaymentStatus, due: PaymentCall?, dueIn: TimeInterval) throws {
-        try c.execute("""
-            INSERT INTO dispatch.payments (id, parcel_id, payer_id, method, amount_minor, currency, card_payment_method, status, due, due_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $9::text IS NULL THEN NULL ELSE now() + make_interval(secs => $10) END)
-            """, [id, parcel.id, parcel.senderId, parcel.paymentMethod, parcel.quote.amountMinor, parcel.quote.currency,
-                  card, status.rawValue, due?.rawValue, dueIn])
+    /// A parcel's payment.
+    func insertPayment(_ c: Connection, id: UUID, parcel: ParcelRecord, card: String?, status: PaymentStatus, due: PaymentCall?,
+                       dueIn: TimeInterval) throws -> PaymentRecord {
+        try insertPayment(c, id: id, purpose: .parcel, parcel: parcel.id, subscription: nil, payer: parcel.senderId, method: parcel.paymentMethod,
+                          amountMinor: parcel.quote.amountMinor, currency: parcel.quote.currency, card: card, status: status, due: due, dueIn: dueIn)
+    }
+
+    func insertPayment(_ c: Connection, id: UUID, purpose: PaymentPurpose, parcel: UUID?, subscription: UUID?, payer: UUID, method: String,
+                       amountMinor: Int, currency: String, card: String?, status: PaymentStatus, due: PaymentCall?,
+                       dueIn: TimeInterval) throws -> PaymentRecord {
+        try PaymentRecord(c.first("""
+            INSERT INTO dispatch.payments (id, purpose, parcel_id, subscription_id, payer_id, method, amount_minor, currency,
+                card_payment_method, status, due, due_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+                CASE WHEN $11::text IS NULL THEN NULL ELSE now() + make_interval(secs => $12) END)
+            RETURNING *
+            """, [id, purpose.rawValue, parcel, subscription, payer, method, amountMinor, currency, card, status.rawValue, due?.rawValue, dueIn])!)
     }
 
     func payment(_ c: Connection, parcel: UUID, lock: Bool = false) throws -> PaymentRecord? {
@@ -116,19 +141,53 @@ extension DispatchStorage {
             SELECT d.courier_id, p.currency, count(*)::int AS parcels, sum(p.amount_minor)::int AS price,
                 coalesce(sum(l.amount_minor) FILTER (WHERE l.entry = 'cash_collected'), 0)::int AS cash,
                 coalesce(sum(l.amount_minor) FILTER (WHERE l.entry = 'captured'), 0)::int AS captured,
+                coalesce(sum(l.amount_minor) FILTER (WHERE l.entry = 'wallet_debited'), 0)::int AS wallet,
                 coalesce(sum(m.amount_minor) FILTER (WHERE m.due = 'capture'), 0)::int AS due,
                 coalesce(sum(p.amount_minor) FILTER (WHERE p.status = 'ready_for_collection'), 0)::int AS waiting,
                 count(*) FILTER (WHERE m.id IS NULL)::int AS unpaid
             FROM delivered d JOIN dispatch.parcels p ON p.id = d.parcel_id
             LEFT JOIN dispatch.payments m ON m.parcel_id = p.id
-            LEFT JOIN dispatch.payment_ledger l ON l.payment_id = m.id AND l.entry IN ('captured', 'cash_collected')
+            LEFT JOIN dispatch.payment_ledger l ON l.payment_id = m.id AND l.entry IN ('captured', 'cash_collected', 'wallet_debited')
             GROUP BY d.courier_id, p.currency ORDER BY p.currency, d.courier_id NULLS FIRST
             """, [day]).map { r in
             ReconciliationRow(courierId: try r.decode("courier_id"), currency: try r["currency"], parcels: try r["parcels"],
-                              priceMinor: try r["price"], cashCollectedMinor: try r["cash"], capturedMinor: try r["captured"],
+                              priceMinor: try r["price"], cashCollectedMinor: try r["cash"], capturedMinor: try r["captured"], walletMinor: try r["wallet"],
                               captureDueMinor: try r["due"], awaitingCollectionMinor: try r["waiting"], withoutPayment: try r["unpaid"])
         }
     }
+}
+
+extension DispatchStorage {
+    /// The cards captured on `day` (UTC) for wallet top-ups and plans, per currency, against what the wallets were
+    /// credited and the plans recorded for those payments.
+    func creditsOn(_ c: Connection, day: String) throws -> [CreditRow] {
+        try c.rows("""
+            SELECT m.currency,
+                coalesce(sum(l.amount_minor) FILTER (WHERE m.purpose = 'top_up'), 0)::int AS top_ups,
+                coalesce(sum(w.amount_minor), 0)::int AS credited,
+                coalesce(sum(l.amount_minor) FILTER (WHERE m.purpose = 'plan'), 0)::int AS plans,
+                coalesce(sum(pl.amount_minor), 0)::int AS months
+            FROM dispatch.payment_ledger l JOIN dispatch.payments m ON m.id = l.payment_id
+            LEFT JOIN dispatch.wallet_ledger w ON w.payment_id = m.id AND w.entry = 'topped_up'
+            LEFT JOIN dispatch.plan_ledger pl ON pl.payment_id = m.id AND pl.entry IN ('started', 'renewed')
+            WHERE l.entry = 'captured' AND m.purpose IN ('top_up', 'plan') AND l.at >= $1::date AND l.at < $1::date + 1
+            GROUP BY m.currency ORDER BY m.currency
+            """, [day]).map { r in
+            CreditRow(currency: try r["currency"], topUpsCapturedMinor: try r["top_ups"], walletCreditedMinor: try r["credited"],
+                      plansCapturedMinor: try r["plans"], planMonthsMinor: try r["months"])
+        }
+    }
+}
+
+/// A day's cards captured for top-ups and plans in one currency, and what they bought.
+struct CreditRow {
+    let currency: String
+    let topUpsCapturedMinor: Int
+    let walletCreditedMinor: Int
+    let plansCapturedMinor: Int
+    let planMonthsMinor: Int
+    /// Zero when every top-up reached its wallet and every plan payment its month.
+    var differenceMinor: Int { topUpsCapturedMinor - walletCreditedMinor + plansCapturedMinor - planMonthsMinor }
 }
 
 /// One courier's deliveries of a day in one currency, and how their prices were paid.
@@ -139,11 +198,13 @@ struct ReconciliationRow {
     let priceMinor: Int
     let cashCollectedMinor: Int
     let capturedMinor: Int
+    /// Paid from senders' wallets at booking.
+    let walletMinor: Int
     let captureDueMinor: Int
     /// Left at a centre for collection, paid for there.
     let awaitingCollectionMinor: Int
     /// Parcels booked before payments were recorded.
     let withoutPayment: Int
     /// What the prices come to beyond what was taken or is due: zero when every delivery is paid for.
-    var differenceMinor: Int { priceMinor - cashCollectedMinor - capturedMinor - captureDueMinor - awaitingCollectionMinor }
+    var differenceMinor: Int { priceMinor - cashCollectedMinor - capturedMinor - walletMinor - captureDueMinor - awaitingCollectionMinor }
 }

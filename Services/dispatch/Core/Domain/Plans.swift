@@ -1,0 +1,210 @@
+import Events
+import Foundation
+import Models
+import Postgres
+import Web
+
+/// What a plan gives its subscriber while it runs.
+public enum PlanBenefit: String, CaseIterable, Sendable {
+    /// Express costs what standard does.
+    case expressAtStandardPrice = "express_at_standard_price"
+    /// Insuring a parcel costs nothing.
+    case insuranceIncluded = "insurance_included"
+}
+
+/// A plan of the catalogue: a month's price and its benefits.
+struct Plan: Sendable {
+    let id: String
+    let name: String
+    let priceMinor: Int
+    let currency: String
+    let benefits: [PlanBenefit]
+}
+
+/// One subscription: pending until its first month is taken, then active until `periodEnd`, renewed by card a day
+/// before it ends unless its subscriber stopped it; `declined` when the first month was refused, `lapsed` when a
+/// renewal was.
+struct SubscriptionRecord {
+    let id: UUID
+    let userId: UUID
+    let planId: String
+    var status: String
+    let cardPaymentMethod: String?
+    var periodEnd: Date?
+    var renews: Bool
+    var renewalPaymentId: UUID?
+
+    init(_ r: Row) throws {
+        id = try r["id"]; userId = try r["user_id"]; planId = try r["plan_id"]; status = try r["status"]
+        cardPaymentMethod = try r.decode("card_payment_method"); periodEnd = try r.decode("period_end"); renews = try r["renews"]
+        renewalPaymentId = try r.decode("renewal_payment_id")
+    }
+
+    /// Its benefits apply now.
+    var running: Bool { status == "active" && (periodEnd ?? .distantPast) > Date() }
+}
+
+/// The plans: a small catalogue, subscriptions taken and renewed month by month through the payment provider
+/// (each month a payment authorised and captured at once), their benefits applied in quotes. Every change of a
+/// subscription is one row of an append-only ledger and one `plan.recorded` event.
+struct Plans: Sendable {
+    let outbox: Outbox
+
+    static func catalogue(currency: String) -> [Plan] {
+        [Plan(id: "plus", name: "Mesajem Plus", priceMinor: 900, currency: currency, benefits: [.expressAtStandardPrice]),
+         Plan(id: "pro", name: "Mesajem Pro", priceMinor: 1_900, currency: currency, benefits: [.expressAtStandardPrice, .insuranceIncluded])]
+    }
+
+    /// A month, as a plan counts it.
+    static let period: TimeInterval = 30 * 86_400
+    /// How long before its end a subscription is renewed.
+    static let renewAhead: TimeInterval = 86_400
+
+    enum Refused: DomainError, Equatable {
+        case unknownPlan, alreadySubscribed, notSubscribed
+        var refusal: Refusal {
+            switch self {
+            case .unknownPlan, .notSubscribed: return .notFound
+            case .alreadySubscribed: return .conflict
+            }
+        }
+        var field: String? { self == .unknownPlan ? "planId" : nil }
+        var message: String {
+            switch self {
+            case .unknownPlan: return "There is no such plan."
+            case .alreadySubscribed: return "You already have a plan: stop it, and subscribe again when it ends."
+            case .notSubscribed: return "You have no plan."
+            }
+        }
+    }
+
+    /// `user`'s latest subscription.
+    func current(_ c: Connection, _ user: UUID, lock: Bool = false) throws -> SubscriptionRecord? {
+        if lock { try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.plans'), hashtext($1))", [user.lowercased]) }
+        return try c.first("SELECT * FROM dispatch.subscriptions WHERE user_id = $1 ORDER BY created_at DESC LIMIT 1", [user])
+            .map(SubscriptionRecord.init)
+    }
+
+    func subscription(_ c: Connection, _ id: UUID, lock: Bool) throws -> SubscriptionRecord? {
+        try c.first("SELECT * FROM dispatch.subscriptions WHERE id = $1\(lock ? " FOR UPDATE" : "")", [id]).map(SubscriptionRecord.init)
+    }
+
+    /// The plan whose benefits `user` has now, if any.
+    func running(_ c: Connection, _ user: UUID, currency: String) throws -> Plan? {
+        guard let s = try current(c, user), s.running else { return nil }
+        return Self.catalogue(currency: currency).first { $0.id == s.planId }
+    }
+
+    /// Subscribes `user` to `plan`, paid by `card`: the first month's payment, due after `lease` (the caller asks
+    /// the provider first). Refused while another subscription is pending or running.
+    func subscribe(_ c: Connection, _ user: UUID, plan: Plan, card: String, storage: DispatchStorage,
+                   lease: TimeInterval) throws -> (SubscriptionRecord, PaymentRecord) {
+        if let s = try current(c, user, lock: true), s.status == "pending" || s.running || s.renewalPaymentId != nil {
+            throw Refused.alreadySubscribed
+        }
+        let id = UUID.v7()
+        let subscription = try SubscriptionRecord(c.first("""
+            INSERT INTO dispatch.subscriptions (id, user_id, plan_id, status, card_payment_method) VALUES ($1, $2, $3, 'pending', $4) RETURNING *
+            """, [id, user, plan.id, card])!)
+        let payment = try storage.insertPayment(c, id: UUID.v7(), purpose: .plan, parcel: nil, subscription: id, payer: user, method: "card",
+                                                amountMinor: plan.priceMinor, currency: plan.currency, card: card, status: .pending,
+                                                due: .authorise, dueIn: lease)
+        return (subscription, payment)
+    }
+
+    /// `user`'s plan will not renew: it runs until its period ends.
+    func stopRenewing(_ c: Connection, _ user: UUID, currency: String) throws -> SubscriptionRecord {
+        guard var s = try current(c, user, lock: true), s.status == "pending" || s.running else { throw Refused.notSubscribed }
+        if s.renews {
+            s.renews = false
+            try save(c, s)
+            try record(c, s, "renewal_stopped", amountMinor: 0, currency: currency, payment: nil)
+        }
+        return s
+    }
+
+    /// Opens the payments of the subscriptions due for renewal (up to `limit`): the settler then takes them.
+    @discardableResult
+    func openRenewals(_ c: Connection, storage: DispatchStorage, currency: String, limit: Int = 20) throws -> Int {
+        let due = try c.rows("""
+            SELECT * FROM dispatch.subscriptions
+            WHERE status = 'active' AND renews AND renewal_payment_id IS NULL AND card_payment_method IS NOT NULL
+              AND period_end <= now() + make_interval(secs => $1)
+            ORDER BY period_end LIMIT $2 FOR UPDATE SKIP LOCKED
+            """, [Self.renewAhead, limit]).map(SubscriptionRecord.init)
+        for var s in due {
+            guard let plan = Self.catalogue(currency: currency).first(where: { $0.id == s.planId }) else { continue }
+            let payment = try storage.insertPayment(c, id: UUID.v7(), purpose: .plan, parcel: nil, subscription: s.id, payer: s.userId,
+                                                    method: "card", amountMinor: plan.priceMinor, currency: plan.currency,
+                                                    card: s.cardPaymentMethod, status: .pending, due: .authorise, dueIn: 0)
+            s.renewalPaymentId = payment.id
+            try save(c, s)
+        }
+        return due.count
+    }
+
+    /// A month's payment was taken: the subscription starts, or runs a month longer (from its end, so a late
+    /// renewal loses no days; from now if it had already ended).
+    func paid(_ c: Connection, _ p: PaymentRecord) throws {
+        guard let id = p.subscriptionId, var s = try subscription(c, id, lock: true) else { return }
+        let started = s.status == "pending"
+        s.status = "active"
+        s.periodEnd = max(s.periodEnd ?? Date(), Date()).addingTimeInterval(Self.period)
+        s.renewalPaymentId = nil
+        try save(c, s)
+        try record(c, s, started ? "started" : "renewed", amountMinor: p.amountMinor, currency: p.currency, payment: p)
+    }
+
+    /// A month's card was declined: a new subscription never starts, a running one lapses at its period's end.
+    func declined(_ c: Connection, _ p: PaymentRecord) throws {
+        guard let id = p.subscriptionId, var s = try subscription(c, id, lock: true) else { return }
+        let first = s.status == "pending"
+        s.status = first ? "declined" : "lapsed"
+        s.renewalPaymentId = nil
+        s.renews = false
+        try save(c, s)
+        try record(c, s, first ? "declined" : "lapsed", amountMinor: 0, currency: p.currency, payment: p)
+    }
+
+    private func save(_ c: Connection, _ s: SubscriptionRecord) throws {
+        try c.execute("""
+            UPDATE dispatch.subscriptions SET status = $2, period_end = $3, renews = $4, renewal_payment_id = $5, updated_at = now() WHERE id = $1
+            """, [s.id, s.status, s.periodEnd, s.renews, s.renewalPaymentId])
+    }
+
+    private func record(_ c: Connection, _ s: SubscriptionRecord, _ entry: String, amountMinor: Int, currency: String,
+                        payment: PaymentRecord?) throws {
+        guard let r = try c.first("""
+            INSERT INTO dispatch.plan_ledger (subscription_id, user_id, plan_id, entry, amount_minor, currency, payment_id, period_end)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (payment_id, entry) WHERE payment_id IS NOT NULL DO NOTHING RETURNING id, at
+            """, [s.id, s.userId, s.planId, entry, amountMinor, currency, payment?.id, s.periodEnd]) else { return }
+        try outbox.add(PlanRecorded(entryId: try r["id"], subscriptionId: s.id.lowercased, userId: s.userId.lowercased, planId: s.planId,
+                                    entry: entry, amountMinor: amountMinor, currency: currency, paymentId: payment?.id.lowercased,
+                                    providerReference: payment?.providerIntent, periodEnd: s.periodEnd.map(Timestamp.format),
+                                    at: Timestamp.format(try r["at"])),
+                       subject: s.id.lowercased, on: c)
+    }
+}
+
+struct PlanView: View {
+    let plan: Plan
+    var benefits: [String] { plan.benefits.map(\.rawValue) }
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.plan.id), .field("name", \.plan.name), .field("priceMinor", \.plan.priceMinor), .field("currency", \.plan.currency),
+        .field("benefits", \.benefits),
+    ]
+}
+
+/// A subscription as its subscriber sees it. `status`: `pending` (the first month being taken), `active`, `ended`
+/// (its period is over), `declined` or `lapsed`.
+struct SubscriptionView: View {
+    let subscription: SubscriptionRecord
+    var status: String {
+        subscription.status == "active" && !subscription.running && subscription.renewalPaymentId == nil ? "ended" : subscription.status
+    }
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.subscription.id), .field("planId", \.subscription.planId),
+        .field("status", \.status, .oneOf(["pending", "active", "ended", "declined", "lapsed"])),
+        .omitted("periodEnd", \.subscription.periodEnd), .field("renews", \.subscription.renews),
+    ]
+}

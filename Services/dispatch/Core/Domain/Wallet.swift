@@ -1,0 +1,106 @@
+import Events
+import Foundation
+import Models
+import Postgres
+import Web
+
+/// A sender's wallet: money topped up by card (a payment taken at once), spent on a booking in full at the booking,
+/// and paid back when that booking is called off or fails. Every change is one row of an append-only ledger, at most
+/// one of a kind per payment, and one `wallet.recorded` event; the balance is the ledger's sum, never stored.
+struct Wallet: Sendable {
+    let outbox: Outbox
+
+    /// The least and most one top-up may bring, in minor units.
+    static let topUpRange = 500...50_000
+
+    /// What the rules refuse.
+    enum Refused: DomainError, Equatable {
+        case notEnough(balance: Int, currency: String)
+        var refusal: Refusal { .invalid }
+        var field: String? { "paymentMethod" }
+        var message: String {
+            switch self {
+            case .notEnough(let balance, let currency):
+                return "Your wallet holds \(balance) (\(currency) minor units): top it up or pay otherwise."
+            }
+        }
+    }
+
+    /// `user`'s balance in `currency`. `lock`: held until the transaction ends, so that two bookings cannot spend it twice.
+    func balance(_ c: Connection, _ user: UUID, currency: String, lock: Bool = false) throws -> Int {
+        if lock { try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.wallet'), hashtext($1))", [user.lowercased]) }
+        return try c.first("""
+            SELECT coalesce(sum(CASE WHEN entry = 'spent' THEN -amount_minor ELSE amount_minor END), 0)::int AS balance
+            FROM dispatch.wallet_ledger WHERE user_id = $1 AND currency = $2
+            """, [user, currency])!["balance"]
+    }
+
+    /// Spends `amountMinor` of `user`'s for payment `payment` of `parcel`: refused when the wallet holds less.
+    func spend(_ c: Connection, _ user: UUID, payment: UUID, parcel: UUID, amountMinor: Int, currency: String) throws {
+        let balance = try self.balance(c, user, currency: currency, lock: true)
+        guard amountMinor <= balance else { throw Refused.notEnough(balance: balance, currency: currency) }
+        try record(c, user, payment: payment, parcel: parcel, "spent", amountMinor, currency)
+    }
+
+    /// Writes an entry (once per payment and kind) and its event.
+    func record(_ c: Connection, _ user: UUID, payment: UUID, parcel: UUID?, _ entry: String, _ amountMinor: Int, _ currency: String) throws {
+        guard amountMinor > 0, let r = try c.first("""
+            INSERT INTO dispatch.wallet_ledger (user_id, payment_id, parcel_id, entry, amount_minor, currency) VALUES ($1, $2, $3, $4, $5, $6)
+            ON CONFLICT (payment_id, entry) DO NOTHING RETURNING id, at
+            """, [user, payment, parcel, entry, amountMinor, currency]) else { return }
+        try outbox.add(WalletRecorded(entryId: try r["id"], userId: user.lowercased, paymentId: payment.lowercased, parcelId: parcel?.lowercased,
+                                      entry: entry, amountMinor: amountMinor, balanceMinor: try balance(c, user, currency: currency),
+                                      currency: currency, at: Timestamp.format(try r["at"])),
+                       subject: user.lowercased, on: c)
+    }
+
+    /// `user`'s balance in `currency` and their latest `limit` entries, the newest first, with the top-ups still
+    /// being taken.
+    func statement(_ c: Connection, _ user: UUID, currency: String, limit: Int) throws -> WalletView {
+        let entries = try c.rows("""
+            SELECT entry, amount_minor, parcel_id, at FROM dispatch.wallet_ledger WHERE user_id = $1 AND currency = $2
+            ORDER BY id DESC LIMIT $3
+            """, [user, currency, limit]).map { r in
+            WalletEntryView(entry: try r["entry"], amountMinor: try r["amount_minor"], parcelId: try r.decode("parcel_id"), at: try r["at"])
+        }
+        let pending: Int = try c.first("""
+            SELECT coalesce(sum(amount_minor), 0)::int AS pending FROM dispatch.payments
+            WHERE payer_id = $1 AND purpose = 'top_up' AND currency = $2 AND status IN ('pending', 'authorised')
+            """, [user, currency])!["pending"]
+        return WalletView(currency: currency, balanceMinor: try balance(c, user, currency: currency), pendingTopUpsMinor: pending, items: entries)
+    }
+}
+
+struct WalletView: View {
+    let currency: String
+    let balanceMinor: Int
+    /// Top-ups the provider has not finished taking yet.
+    let pendingTopUpsMinor: Int
+    let items: [WalletEntryView]
+    static let fields: [ViewField<Self>] = [
+        .field("currency", \.currency), .field("balanceMinor", \.balanceMinor), .field("pendingTopUpsMinor", \.pendingTopUpsMinor),
+        .field("items", \.items),
+    ]
+}
+
+struct WalletEntryView: View {
+    let entry: String
+    let amountMinor: Int
+    let parcelId: UUID?
+    let at: Date
+    static let fields: [ViewField<Self>] = [
+        .field("entry", \.entry, .oneOf(["topped_up", "spent", "returned"])), .field("amountMinor", \.amountMinor),
+        .omitted("parcelId", \.parcelId), .field("at", \.at),
+    ]
+}
+
+/// A top-up as its payer sees it: `pending` while the card is being taken, then `captured` (in the wallet) or
+/// `declined`.
+struct TopUpView: View {
+    let payment: PaymentRecord
+    var status: String { payment.status == .authorised ? "pending" : payment.status.rawValue }
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.payment.id), .field("amountMinor", \.payment.amountMinor), .field("currency", \.payment.currency),
+        .field("status", \.status, .oneOf(["pending", "captured", "declined"])), .omitted("declineCode", \.payment.declineCode),
+    ]
+}

@@ -1,0 +1,92 @@
+import Foundation
+import HTTP
+import Postgres
+import Web
+
+/// A sender's money beyond one parcel: loyalty points, the wallet and its top-ups, plans. A top-up or a plan's
+/// month is a card payment taken at once: the request asks the provider (bounded by its timeout) and answers with
+/// what it knows; the settler finishes what the provider did not answer in time.
+extension DispatchHandlers {
+    var wallet: Wallet { parcels.payments.wallet }
+    var plans: Plans { parcels.payments.plans }
+
+    func loyaltyStatement(_ request: Request, _ caller: Caller) throws -> Response {
+        let limit = try Page(request, maxLimit: 100, defaultLimit: 20).limit
+        return .json(try pool.withConnection { try parcels.loyalty.statement($0, caller.userId, limit: limit) })
+    }
+
+    func walletStatement(_ request: Request, _ caller: Caller) throws -> Response {
+        let limit = try Page(request, maxLimit: 100, defaultLimit: 20).limit
+        return .json(try pool.withConnection { try wallet.statement($0, caller.userId, currency: tariff.currency, limit: limit) })
+    }
+
+    /// `POST /v1/wallet/top-ups`: 201 with the top-up, `captured` when the provider answered in time.
+    func topUp(_ request: Request, _ caller: Caller, _ body: TopUpBody) throws -> Response {
+        guard let payments else { throw PaymentError.cardsOff }
+        let opened = Opened()
+        let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            let p = try storage.insertPayment(c, id: UUID.v7(), purpose: .topUp, parcel: nil, subscription: nil, payer: caller.userId,
+                                              method: "card", amountMinor: body.amountMinor, currency: tariff.currency,
+                                              card: body.cardPaymentMethod, status: .pending, due: .authorise, dueIn: payments.lease)
+            opened.id = p.id
+            return .json(TopUpView(payment: p), status: 201)
+        }
+        guard let id = opened.id else { return response }  // a replay
+        takeNow(id, payments)
+        return try pool.withConnection { c in try storage.payment(c, id: id).map { .json(TopUpView(payment: $0), status: 201) } ?? response }
+    }
+
+    /// `GET /v1/wallet/top-ups/{id}`: the payer's own top-up; anyone else's is not found.
+    func getTopUp(_ request: Request, _ caller: Caller) throws -> Response {
+        let id = try Validate.pathID(request)
+        return try pool.withConnection { c in
+            guard let p = try storage.payment(c, id: id), p.purpose == .topUp, p.payerId == caller.userId else {
+                throw HTTPError.notFound("No such top-up.")
+            }
+            return .json(TopUpView(payment: p))
+        }
+    }
+
+    func listPlans(_ request: Request, _ caller: Caller) throws -> Response {
+        .json(ItemList(Plans.catalogue(currency: tariff.currency).map(PlanView.init)))
+    }
+
+    /// `POST /v1/plans/subscription`: 201 with the subscription, `active` when the provider took the first month in time.
+    func subscribe(_ request: Request, _ caller: Caller, _ body: SubscribeBody) throws -> Response {
+        guard let payments else { throw PaymentError.cardsOff }
+        guard let plan = Plans.catalogue(currency: tariff.currency).first(where: { $0.id == body.planId }) else { throw Plans.Refused.unknownPlan }
+        let opened = Opened()
+        let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            let (s, p) = try plans.subscribe(c, caller.userId, plan: plan, card: body.cardPaymentMethod, storage: storage, lease: payments.lease)
+            opened.id = p.id
+            return .json(SubscriptionView(subscription: s), status: 201)
+        }
+        guard let id = opened.id else { return response }
+        takeNow(id, payments)
+        return try pool.withConnection { c in
+            try plans.current(c, caller.userId).map { .json(SubscriptionView(subscription: $0), status: 201) } ?? response
+        }
+    }
+
+    func getSubscription(_ request: Request, _ caller: Caller) throws -> Response {
+        try pool.withConnection { c in
+            guard let s = try plans.current(c, caller.userId) else { throw Plans.Refused.notSubscribed }
+            return .json(SubscriptionView(subscription: s))
+        }
+    }
+
+    /// `DELETE /v1/plans/subscription`: the plan will not renew (it runs until its period ends).
+    func stopRenewing(_ request: Request, _ caller: Caller) throws -> Response {
+        .json(SubscriptionView(subscription: try pool.withTransaction { try plans.stopRenewing($0, caller.userId, currency: tariff.currency) }))
+    }
+
+    /// Authorises and captures payment `id` now, if the provider answers in time (else the settler goes on).
+    private func takeNow(_ id: UUID, _ payments: PaymentSettler) {
+        _ = try? payments.run(only: id)
+        if (try? pool.withConnection({ try storage.payment($0, id: id)?.due })) == .capture { _ = try? payments.run(only: id) }
+    }
+}
+
+/// The payment a request opened, set in its transaction and read after it (`@unchecked Sendable`: never shared
+/// across threads at once).
+final class Opened: @unchecked Sendable { var id: UUID? }
