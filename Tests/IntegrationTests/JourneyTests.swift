@@ -354,10 +354,40 @@ final class JourneyTests: XCTestCase {
         for field in ["documentPhotoUrl", "deliveryPhotoUrl", "receiptPhotoUrl"] {
             assertLoads(final[field], "the sender's \(field)", image: field == "documentPhotoUrl" ? Images.jpeg : Images.png)
         }
+
+        // Sam sends Rita a second document from his wallet, topped up from his card first; Rita shows her PIN at the door.
+        let topUp = try api.post("/v1/wallet/top-ups", ["amountMinor": 2_000, "cardPaymentMethod": "pm_card_visa"], token: sender.token,
+                                 headers: ["Idempotency-Key": UUID().uuidString])
+        XCTAssertEqual(topUp["status"] as? String, "captured", String(decoding: topUp.body, as: UTF8.self))
+        let second = try api.post("/v1/parcels", [
+            "pickup": pickup, "dropoff": dropoff, "service": "standard", "paymentMethod": "wallet",
+            "recipient": ["name": "Rita Recipient", "userId": rita.id],
+            "documentPhotoMediaId": try upload("/v1/dispatch/media", Images.jpeg, type: "image/jpeg", as: sender)["id"]!], token: sender.token)
+        XCTAssertEqual(second.status, 201, String(decoding: second.body, as: UTF8.self))
+        let secondId = second["id"] as? String ?? "", secondPrice = (second["quote"] as? [String: Any])?["amountMinor"] as? Int ?? 0
+        XCTAssertEqual((second["payment"] as? [String: Any])?["status"] as? String, "wallet_debited")
+        eventually("the second offer", { try api.get("/v1/parcels/\(secondId)", token: courier.token) }) { $0["status"] as? String == "offered" }
+        _ = try api.post("/v1/parcels/\(secondId)/accept", token: courier.token)
+        _ = try api.post("/v1/parcels/\(secondId)/pickup", token: courier.token)
+        let pin = try api.get("/v1/parcels/\(secondId)", token: rita.token)["deliveryPin"] as? String ?? ""
+        XCTAssertEqual(try api.post("/v1/parcels/\(secondId)/deliver", ["photoMediaId": try upload("/v1/dispatch/media", as: courier)["id"]!,
+                                                                        "pin": pin], token: courier.token)["status"] as? String, "received")
+        let wallet = try api.get("/v1/wallet", token: sender.token)
+        XCTAssertEqual(wallet["balanceMinor"] as? Int, 2_000 - secondPrice)
+        XCTAssertEqual((wallet["items"] as? [[String: Any]])?.compactMap { $0["entry"] as? String }, ["spent", "topped_up"])
+
+        // The operator's day: Cora's two deliveries, one by card and one from the wallet, and Sam's top-up reconcile.
+        let day = try api.get("/v1/operator/payments/reconciliation", token: operatorToken)
+        let row = (day["items"] as? [[String: Any]])?.first { $0["courierId"] as? String == courier.id }
+        XCTAssertEqual(row?["priceMinor"] as? Int, (quote["amountMinor"] as? Int ?? 0) + secondPrice)
+        XCTAssertEqual(row?["capturedMinor"] as? Int, quote["amountMinor"] as? Int)
+        XCTAssertEqual(row?["walletMinor"] as? Int, secondPrice)
+        XCTAssertEqual((day["credits"] as? [[String: Any]])?.first?["walletCreditedMinor"] as? Int, 2_000)
+        XCTAssertEqual(day["differenceMinor"] as? Int, 0)
     }
 
     /// Mesajem through reception centres: Sam brings the document to one, Rita collects it at another and pays
-    /// there in cash, and the operator's day reconciles.
+    /// there in cash, and the operator's day reconciles. (`testMesajem` pays by card, then from the wallet.)
     func testMesajemThroughCentres() throws {
         let always = (1...7).map { ["day": $0, "opens": "00:00", "closes": "24:00"] as [String: Any] }
         func centre(_ name: String, _ lat: Double, _ lon: Double, dropOffs: Bool) throws -> String {
