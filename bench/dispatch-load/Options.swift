@@ -19,6 +19,7 @@ struct Options: Sendable {
     var expressShare = 0.3
     var cardShare = 0.0
     var centreShare = 0.0
+    var deliver = false
     /// The Stripe stand-in the dispatch service pays through, to check no card was charged twice.
     var provider = ProcessInfo.processInfo.environment["STRIPE_STANDIN_URL"] ?? ""
     var threads = 4
@@ -45,6 +46,8 @@ struct Options: Sendable {
           --couriers N            couriers online, in all (default 2000)
           --acting-couriers N     of those, couriers signed up who send their own fixes and accept their own
                                   offers (default 10)
+          --deliver               acting couriers also pick up and deliver what they accept, so that cards are
+                                  captured (checked against the delivered card parcels)
           --capacity N            parcels each courier can carry, 1 to 50 (default 3)
           --fix-rate R            location fixes per second, in all (default 500)
           --area-km K             side of the square the couriers and pickups are in (default 20)
@@ -119,6 +122,7 @@ struct Options: Sendable {
             case "--card-share": o.cardShare = try number(arg, 0...1)
             case "--centre-share": o.centreShare = try number(arg, 0...1)
             case "--provider": o.provider = try value(arg)
+            case "--deliver": o.deliver = true
             case "--duration": o.duration = try number(arg, 1...86_400)
             case "--parcels": o.parcels = try whole(arg, 1...10_000_000)
             case "--threads": o.threads = try whole(arg, 1...256)

@@ -13,7 +13,7 @@ final class Run: @unchecked Sendable {
     let fleet: Fleet
     private var seeded: Set<String> = []
     private(set) var senders: [(id: String, token: String, photo: String)] = []
-    private(set) var acting: [(id: String, token: String)] = []
+    private(set) var acting: [(id: String, token: String, photo: String)] = []
     /// Reception centres the run made (`--centre-share`), each with a staff member's token.
     private(set) var centres: [(id: String, staff: String)] = []
     private let creating = Locked(false), stopping = Locked(false), interrupted = Locked(false)
@@ -72,9 +72,14 @@ final class Run: @unchecked Sendable {
             guard r.status == 201, let token = r["accessToken"] as? String, let id = (r["user"] as? [String: Any])?["id"] as? String else {
                 throw RunError("sign-up failed: \(r.status) \(r.json)")
             }
-            if i < o.senders {
+            // A sender's document, or the photo an acting courier delivers with.
+            var photo = ""
+            if i < o.senders || o.deliver {
                 let m = try dispatch.call("POST", "/v1/dispatch/media", raw: Self.photo, token: token, headers: ["Content-Type": "image/jpeg"])
-                guard m.status == 201, let photo = m["id"] as? String else { throw RunError("photo upload failed: \(m.status) \(m.json)") }
+                guard m.status == 201, let id = m["id"] as? String else { throw RunError("photo upload failed: \(m.status) \(m.json)") }
+                photo = id
+            }
+            if i < o.senders {
                 people.with { $0[i] = (id, token, photo) }
             } else {
                 let p = area.random()
@@ -84,12 +89,12 @@ final class Run: @unchecked Sendable {
                     let r = try dispatch.call(method, path, json: body, token: token)
                     guard (200...201).contains(r.status) else { throw RunError("\(method) \(path) failed: \(r.status) \(r.json)") }
                 }
-                people.with { $0[i] = (id, token, "") }
+                people.with { $0[i] = (id, token, photo) }
             }
         }
         let all = people.current
         senders = Array(all.prefix(o.senders))
-        acting = all.dropFirst(o.senders).map { ($0.id, $0.token) }
+        acting = Array(all.dropFirst(o.senders))
 
         if o.centreShare > 0 { try makeCentres() }
 
@@ -346,8 +351,9 @@ final class Run: @unchecked Sendable {
         }
     }
 
-    /// A signed-up courier: a fix a second with their own token, and their own offers accepted.
-    private func actAsCourier(_ me: (id: String, token: String)) {
+    /// A signed-up courier: a fix a second with their own token, and their own offers accepted (and, with
+    /// `--deliver`, picked up and delivered at once).
+    private func actAsCourier(_ me: (id: String, token: String, photo: String)) {
         let api = API(o.dispatch)
         var position = area.random(), heading = Double.random(in: 0..<360)
         var nextFix = Date()
@@ -365,7 +371,13 @@ final class Run: @unchecked Sendable {
                 for item in offers["items"] as? [[String: Any]] ?? [] {
                     guard let id = item["id"] as? String else { continue }
                     let r = try api.call("POST", "/v1/parcels/\(id)/accept", token: me.token)
-                    if r.status == 200 { stats.accept(id, by: me.id, ms: r.ms) } else { stats.error(r.kind("POST", "/v1/parcels/{id}/accept")) }
+                    guard r.status == 200 else { stats.error(r.kind("POST", "/v1/parcels/{id}/accept")); continue }
+                    stats.accept(id, by: me.id, ms: r.ms)
+                    guard o.deliver else { continue }
+                    for (action, body) in [("pickup", nil), ("deliver", ["photoMediaId": me.photo])] as [(String, [String: Any]?)] {
+                        let r = try api.call("POST", "/v1/parcels/\(id)/\(action)", json: body, token: me.token)
+                        guard r.status == 200 else { stats.error(r.kind("POST", "/v1/parcels/{id}/\(action)")); break }
+                    }
                 }
             } catch {
                 stats.error("courier transport: \(error)")

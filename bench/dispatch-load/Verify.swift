@@ -22,6 +22,8 @@ extension Run {
         var statuses: [String: Int] = [:]
         var unreadable = 0, twice = 0, wrongCourier = 0, elsewhere = 0
         var rows: [Report.ParcelRow] = []
+        // Where an accepted parcel may be: delivered too, when the run's couriers deliver.
+        let carried: Set<String> = o.deliver ? ["assigned", "picked_up", "in_transit", "delivered"] : ["assigned"]
         for (i, p) in parcels.enumerated() {
             guard let view = all[i] else { unreadable += 1; continue }
             let status = view["status"] as? String ?? "?"
@@ -36,14 +38,14 @@ extension Run {
             let assignments = history.filter { $0["to"] as? String == "assigned" }.count
             let acceptors = accepted[p.id] ?? []
             if assignments > 1 || acceptors.count > 1 { twice += 1 }
-            if !acceptors.isEmpty, acceptors.count != 1 || view["courierId"] as? String != acceptors.first || status != "assigned" {
+            if !acceptors.isEmpty, acceptors.count != 1 || view["courierId"] as? String != acceptors.first || !carried.contains(status) {
                 wrongCourier += 1
             }
             if acceptors.isEmpty && status == "assigned" { elsewhere += 1 }  // another client's courier took it
             rows.append(.init(id: p.id, lat: p.pickup.lat, lon: p.pickup.lon, express: p.express, status: status,
                               offeredMs: offered, assignedMs: assigned))
         }
-        let allowed: Set<String> = ["awaiting_payment", "awaiting_drop_off", "awaiting_courier", "offered", "assigned"]
+        let allowed = carried.union(["awaiting_payment", "awaiting_drop_off", "awaiting_courier", "offered"])
         let odd = statuses.filter { !allowed.contains($0.key) }.values.reduce(0, +)
         let statusText = statuses.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
         var invariants: [Report.Invariant] = [
@@ -68,7 +70,7 @@ extension Run {
                        "capacity": "\(o.capacity)", "fixRate": "\(o.fixRate)", "parcelRate": "\(o.parcelRate)",
                        "duration": "\(o.duration)", "parcels": "\(o.parcels)", "areaKm": "\(o.areaKm)",
                        "center": "\(o.center.lat),\(o.center.lon)", "senders": "\(o.senders)", "threads": "\(o.threads)",
-                       "cardShare": "\(o.cardShare)", "centreShare": "\(o.centreShare)"],
+                       "cardShare": "\(o.cardShare)", "centreShare": "\(o.centreShare)", "deliver": "\(o.deliver)"],
             setupSeconds: setupSeconds, createSeconds: createSeconds, driveSeconds: driveSeconds,
             parcelsCreated: parcels.count, parcelsAssigned: statuses["assigned"] ?? 0,
             parcelsPerSecond: Double(parcels.count) / elapsed, assignedPerSecond: Double(assignedMs.count) / elapsed,
@@ -140,10 +142,16 @@ extension Run {
               AND EXISTS (SELECT 1 FROM dispatch.parcel_history h WHERE h.parcel_id = p.id AND h.to_status = 'awaiting_courier')
               AND NOT EXISTS (SELECT 1 FROM dispatch.payment_ledger l WHERE l.payment_id = m.id AND l.entry = 'authorised')
             """, [senderIds])?["n"] ?? -1
+        let payments: [String] = try c.rows("""
+            SELECT m.id::text AS id FROM dispatch.payments m JOIN dispatch.parcels p ON p.id = m.parcel_id
+            WHERE m.method = 'card' AND p.sender_id = ANY($1::uuid[])
+            """, [senderIds]).map { try $0["id"] }
         var checks: [Report.Invariant] = [
             .init(name: "no card parcel sought a courier before its card was held (database)", ok: unheld == 0,
                   detail: "\(unheld) of \(cards) card parcels"),
         ]
+        // First, so that the provider is asked once the last captures are made.
+        if o.deliver { checks.append(try deliveredCardsCaptured(c, payments)) }
         guard !o.provider.isEmpty, let url = URL(string: o.provider + "/_standin/intents"),
               let (status, body) = Fetch.get(url, timeout: 30), status == 200,
               let seen = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
@@ -151,10 +159,6 @@ extension Run {
                                 detail: o.provider.isEmpty ? "skipped: no --provider" : "the provider at \(o.provider) did not answer"))
             return checks
         }
-        let payments: [String] = try c.rows("""
-            SELECT m.id::text AS id FROM dispatch.payments m JOIN dispatch.parcels p ON p.id = m.parcel_id
-            WHERE m.method = 'card' AND p.sender_id = ANY($1::uuid[])
-            """, [senderIds]).map { try $0["id"] }
         let mine = Set(payments)
         var holds: [String: Int] = [:], intentOf: [String: String] = [:]
         for intent in seen["intents"] as? [[String: Any]] ?? [] {
@@ -175,5 +179,25 @@ extension Run {
         checks.append(.init(name: "captured at the provider equals captured in the ledger", ok: ledgerCaptures == captures.count,
                             detail: "\(captures.count) at the provider, \(ledgerCaptures) in the ledger"))
         return checks
+    }
+
+    /// Every delivered card parcel's card captured, once (given the settler up to 15 s to take the last ones).
+    private func deliveredCardsCaptured(_ c: Connection, _ payments: [String]) throws -> Report.Invariant {
+        var delivered = 0, captured = -1
+        let deadline = Date().addingTimeInterval(15)
+        repeat {
+            let row = try c.first("""
+                SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM dispatch.parcel_history h WHERE h.parcel_id = m.parcel_id
+                                                      AND h.to_status = 'delivered'))::int AS delivered,
+                    (SELECT count(*) FROM dispatch.payment_ledger l WHERE l.entry = 'captured' AND l.payment_id = ANY($1::uuid[]))::int AS captured
+                FROM dispatch.payments m WHERE m.id = ANY($1::uuid[])
+                """, [PostgresArray(payments)])
+            delivered = try row?["delivered"] ?? 0
+            captured = try row?["captured"] ?? -1
+            if delivered == captured { break }
+            Thread.sleep(forTimeInterval: 0.5)
+        } while Date() < deadline
+        return .init(name: "captured equals delivered card parcels (database)", ok: delivered == captured,
+                     detail: "\(delivered) card parcels delivered, \(captured) captured")
     }
 }
