@@ -14,12 +14,24 @@ public enum ProviderOutcome: Equatable, Sendable {
     case unknown(String)
 }
 
+/// How a payment uses its card.
+public enum CardUse: Equatable, Sendable {
+    /// This once, its holder present.
+    case once
+    /// Its holder present, and saved to `customer` for later payments without them (a plan's renewals).
+    case save(customer: String)
+    /// Charged again for `customer`, to whom it was saved, without its holder present.
+    case offSession(customer: String)
+}
+
 /// A payment provider that holds an amount on a card when a parcel is booked and takes it when it is delivered.
 /// Every call carries an idempotency key: the same key never acts twice.
 public protocol PaymentProvider: Sendable {
     /// Authorises `amountMinor` of `currency` on `paymentMethod`, to be captured later.
-    func authorise(amountMinor: Int, currency: String, paymentMethod: String, metadata: [String: String],
+    func authorise(amountMinor: Int, currency: String, paymentMethod: String, use: CardUse, metadata: [String: String],
                    idempotencyKey: String) -> ProviderOutcome
+    /// A customer, to whom a card can be saved: `.done` with its id as `intent`.
+    func createCustomer(metadata: [String: String], idempotencyKey: String) -> ProviderOutcome
     /// Takes the amount held by `intent`.
     func capture(intent: String, idempotencyKey: String) -> ProviderOutcome
     /// Releases the amount held by `intent` (a cancelled or failed parcel).
@@ -39,12 +51,21 @@ public struct StripeClient: PaymentProvider {
         self.base = base; self.secretKey = secretKey; self.timeout = timeout
     }
 
-    public func authorise(amountMinor: Int, currency: String, paymentMethod: String, metadata: [String: String],
+    public func authorise(amountMinor: Int, currency: String, paymentMethod: String, use: CardUse, metadata: [String: String],
                           idempotencyKey: String) -> ProviderOutcome {
         var form = [("amount", String(amountMinor)), ("currency", currency.lowercased()), ("capture_method", "manual"),
                     ("confirm", "true"), ("payment_method", paymentMethod), ("payment_method_types[]", "card")]
+        switch use {
+        case .once: break
+        case .save(let customer): form += [("customer", customer), ("setup_future_usage", "off_session")]
+        case .offSession(let customer): form += [("customer", customer), ("off_session", "true")]
+        }
         form += metadata.sorted { $0.key < $1.key }.map { ("metadata[\($0.key)]", $0.value) }
         return call("/v1/payment_intents", form, idempotencyKey: idempotencyKey)
+    }
+
+    public func createCustomer(metadata: [String: String], idempotencyKey: String) -> ProviderOutcome {
+        call("/v1/customers", metadata.sorted { $0.key < $1.key }.map { ("metadata[\($0.key)]", $0.value) }, idempotencyKey: idempotencyKey)
     }
 
     public func capture(intent: String, idempotencyKey: String) -> ProviderOutcome {
@@ -68,7 +89,8 @@ public struct StripeClient: PaymentProvider {
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
         switch status {
         case 200:
-            guard let id = object["id"] as? String, let state = object["status"] as? String else { return .unknown("an answer without an id") }
+            guard let id = object["id"] as? String else { return .unknown("an answer without an id") }
+            guard let state = object["status"] as? String else { return .done(intent: id, status: "") }  // a customer
             // A card that needs the holder (3-D Secure) cannot be confirmed here: the app asks for another.
             if state == "requires_action" || state == "requires_payment_method" { return .refused(code: "authentication_required", message: "The card needs its holder to confirm the payment.") }
             return .done(intent: id, status: state)

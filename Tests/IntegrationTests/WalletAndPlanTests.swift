@@ -130,6 +130,15 @@ final class WalletAndPlanTests: PaidDispatchTestCase {
             let s = try? self.api.get("/v1/plans/subscription", token: sender.token)
             return (Timestamp.parse(s?["periodEnd"] as? String ?? "")?.timeIntervalSinceNow ?? 0) > 29 * 86_400
         }, "renewed")
+        // The card was saved to a customer with the first month, and charged again for that customer without Sam
+        // (the stand-in refuses a card used again otherwise, as Stripe does).
+        let months = try db.rows("SELECT id::text AS id FROM dispatch.payments WHERE purpose = 'plan' ORDER BY created_at").map { try $0["id"] as String }
+        XCTAssertEqual(months.count, 2)
+        let first = try stripe.intents(payment: months.first ?? "").first, renewal = try stripe.intents(payment: months.last ?? "").first
+        XCTAssertEqual(first?["setup_future_usage"] as? String, "off_session")
+        XCTAssertNotNil(first?["customer"] as? String)
+        XCTAssertEqual(renewal?["customer"] as? String, first?["customer"] as? String)
+        XCTAssertEqual(renewal?["status"] as? String, "succeeded")
         // The next renewal's card is declined: the plan lapses, and quotes are full price again once it ends.
         try db.execute("UPDATE dispatch.subscriptions SET period_end = now() + interval '2 seconds', card_payment_method = 'pm_card_chargeDeclined'")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {

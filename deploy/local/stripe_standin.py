@@ -5,7 +5,10 @@
     stripe_standin.py --local <port> <secret key>    (the local stack's: until SIGTERM)
 
 It answers as Stripe does for the parts dispatch uses: form-encoded POSTs with the secret key as a bearer token;
-`POST /v1/payment_intents` (manual capture, confirmed at once), `.../{id}/capture`, `.../{id}/cancel`; errors as
+`POST /v1/customers`, `POST /v1/payment_intents` (manual capture, confirmed at once; `customer` with
+`setup_future_usage=off_session` saves the card to the customer, and `off_session=true` charges a saved card
+again, refused for a card not saved to that customer, as Stripe refuses it), `.../{id}/capture`,
+`.../{id}/cancel`; errors as
 `{"error": {"type", "code", "decline_code", "message"}}`. Idempotency keys as Stripe keeps them: a key seen again
 with the same parameters gets the first answer back (and acts no more); with other parameters, a 400.
 Stripe's test payment methods decide the outcome: `pm_card_visa` (and any other) is authorised,
@@ -27,6 +30,8 @@ from urllib.parse import parse_qsl
 KEY = sys.argv[-1]
 lock = threading.Lock()
 intents = {}       # id -> intent
+customers = {}     # id -> customer
+saved = {}         # payment method -> the customer it was saved to
 idempotent = {}    # key -> (params, status, body)
 actions = []       # (call, intent id), in order
 slow = {"seconds": 0.0, "times": 0}
@@ -55,8 +60,16 @@ def create(params):
     method = params.get("payment_method", "")
     if not method.startswith("pm_"):
         return error(400, "invalid_request_error", "No such PaymentMethod: '%s'" % method, code="resource_missing")
+    customer = params.get("customer")
+    if customer is not None and customer not in customers:
+        return error(400, "invalid_request_error", "No such customer: '%s'" % customer, code="resource_missing")
+    if params.get("off_session") == "true" and (customer is None or saved.get(method) != customer):
+        return error(400, "invalid_request_error", "The provided PaymentMethod was previously used with a PaymentIntent without "
+                     "Customer attachment, or was detached from a Customer. It may not be used again.",
+                     code="payment_method_unexpected_state")
     metadata = {k[9:-1]: v for k, v in params.items() if k.startswith("metadata[")}
     intent = {"id": "pi_" + secrets.token_hex(12), "object": "payment_intent", "amount": amount, "amount_capturable": amount,
+              "customer": customer, "setup_future_usage": params.get("setup_future_usage"),
               "amount_received": 0, "currency": params["currency"], "capture_method": params.get("capture_method", "automatic"),
               "payment_method": method, "metadata": metadata, "status": "requires_capture", "created": int(time.time())}
     intents[intent["id"]] = intent
@@ -68,7 +81,16 @@ def create(params):
         return error(402, "card_error", message, code=code, decline=decline, intent=intent)
     if method == "pm_card_authenticationRequired":
         intent.update(status="requires_action", amount_capturable=0)
+    elif customer and params.get("setup_future_usage") == "off_session":
+        saved[method] = customer
     return 200, intent
+
+
+def create_customer(params):
+    customer = {"id": "cus_" + secrets.token_hex(7), "object": "customer", "created": int(time.time()),
+                "metadata": {k[9:-1]: v for k, v in params.items() if k.startswith("metadata[")}}
+    customers[customer["id"]] = customer
+    return 200, customer
 
 
 def change(intent_id, call):
@@ -128,6 +150,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 if parts == ["v1", "payment_intents"]:
                     status, body = create(params)
+                elif parts == ["v1", "customers"]:
+                    status, body = create_customer(params)
                 elif len(parts) == 4 and parts[:2] == ["v1", "payment_intents"] and parts[3] in ("capture", "cancel"):
                     status, body = change(parts[2], parts[3])
                 else:

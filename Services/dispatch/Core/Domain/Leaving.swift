@@ -41,7 +41,9 @@ struct Leaving: Sendable {
         try c.execute("UPDATE dispatch.payments SET payer_id = $2, card_payment_method = NULL WHERE payer_id = $1", [user, nobody])
         // A plan stops renewing; its wallet and plan entries go (the payment ledger keeps the money).
         try c.execute("""
-            UPDATE dispatch.subscriptions SET user_id = $2, card_payment_method = NULL, renews = false, updated_at = now() WHERE user_id = $1
+            UPDATE dispatch.subscriptions SET user_id = $2, card_payment_method = NULL, provider_customer = NULL, renews = false,
+                updated_at = now()
+            WHERE user_id = $1
             """, [user, nobody])
         for (table, column) in [("parcel_declines", "courier_id"), ("couriers", "user_id"), ("claim_failures", "user_id"),
                                 ("centre_staff", "user_id"), ("loyalty_ledger", "user_id"), ("wallet_ledger", "user_id"),

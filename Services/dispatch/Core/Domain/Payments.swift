@@ -74,6 +74,11 @@ struct PaymentRules: Sendable {
     }
 }
 
+/// A provider call that could not be made, and what it comes to.
+struct FailedCall: Error {
+    let outcome: ProviderOutcome
+}
+
 /// What the payment rules refuse.
 enum PaymentError: DomainError, Equatable {
     case wrongCash(expected: Int)
@@ -142,11 +147,37 @@ struct PaymentSettler: Sendable {
             var metadata = ["payment_id": p.id.lowercased, "purpose": p.purpose.rawValue]
             metadata["parcel_id"] = p.parcelId?.lowercased
             metadata["subscription_id"] = p.subscriptionId?.lowercased
+            var use = CardUse.once
+            if p.purpose == .plan {
+                switch planCard(p) {
+                case .success(let planUse): use = planUse
+                case .failure(let failed): return failed.outcome
+                }
+            }
             return provider.authorise(amountMinor: p.amountMinor, currency: p.currency, paymentMethod: p.cardPaymentMethod ?? "",
-                                      metadata: metadata, idempotencyKey: key)
+                                      use: use, metadata: metadata, idempotencyKey: key)
         case .capture: return provider.capture(intent: p.providerIntent ?? "", idempotencyKey: key)
         case .void: return provider.void(intent: p.providerIntent ?? "", idempotencyKey: key)
         }
+    }
+
+    /// A plan's card is saved to a customer of the provider with its first month, and charged without its holder
+    /// for the renewals (as the provider requires of a card used again). The customer is made once per
+    /// subscription (its idempotency key), before the first month.
+    private func planCard(_ p: PaymentRecord) -> Result<CardUse, FailedCall> {
+        guard let id = p.subscriptionId, let s = try? pool.withConnection({ try rules.plans.subscription($0, id, lock: false) }) else {
+            return .failure(FailedCall(outcome: .unknown("the subscription could not be read")))
+        }
+        var customer = s.providerCustomer
+        if customer == nil {
+            let outcome = provider.createCustomer(metadata: ["subscription_id": id.lowercased], idempotencyKey: "customer-\(id.lowercased)")
+            guard case .done(let made, _) = outcome else { return .failure(FailedCall(outcome: outcome)) }
+            guard (try? pool.withTransaction { try rules.plans.saveCustomer($0, id, made) }) != nil else {
+                return .failure(FailedCall(outcome: .unknown("the customer could not be written down")))
+            }
+            customer = made
+        }
+        return .success(s.status == "pending" ? .save(customer: customer ?? "") : .offSession(customer: customer ?? ""))
     }
 
     /// Writes down what the provider said about `call` on payment `id`, unless the payment has moved on meanwhile

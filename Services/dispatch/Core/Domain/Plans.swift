@@ -30,13 +30,15 @@ struct SubscriptionRecord {
     let planId: String
     var status: String
     let cardPaymentMethod: String?
+    /// The provider's customer the card is saved to (made before the first month is taken).
+    let providerCustomer: String?
     var periodEnd: Date?
     var renews: Bool
     var renewalPaymentId: UUID?
 
     init(_ r: Row) throws {
         id = try r["id"]; userId = try r["user_id"]; planId = try r["plan_id"]; status = try r["status"]
-        cardPaymentMethod = try r.decode("card_payment_method"); periodEnd = try r.decode("period_end"); renews = try r["renews"]
+        cardPaymentMethod = try r.decode("card_payment_method"); providerCustomer = try r.decode("provider_customer"); periodEnd = try r.decode("period_end"); renews = try r["renews"]
         renewalPaymentId = try r.decode("renewal_payment_id")
     }
 
@@ -164,6 +166,11 @@ struct Plans: Sendable {
         s.renews = false
         try save(c, s)
         try record(c, s, first ? "declined" : "lapsed", amountMinor: 0, currency: p.currency, payment: p)
+    }
+
+    /// The provider's customer subscription `id`'s card is saved to.
+    func saveCustomer(_ c: Connection, _ id: UUID, _ customer: String) throws {
+        try c.execute("UPDATE dispatch.subscriptions SET provider_customer = $2, updated_at = now() WHERE id = $1", [id, customer])
     }
 
     private func save(_ c: Connection, _ s: SubscriptionRecord) throws {

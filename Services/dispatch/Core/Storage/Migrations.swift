@@ -228,6 +228,8 @@ let migrations: [Migration] = [
             plan_id text NOT NULL,
             status text NOT NULL CHECK (status IN ('pending', 'active', 'declined', 'lapsed')),
             card_payment_method text,
+            -- The provider's customer the card is saved to, for the renewals.
+            provider_customer text,
             period_end timestamptz,
             renews boolean NOT NULL DEFAULT true,
             renewal_payment_id uuid,
