@@ -92,6 +92,27 @@ final class CentreTests: PaidDispatchTestCase {
         XCTAssertEqual(history.filter { $0["actor"] as? String == "staff" }.count, 2, "taken in and handed over by staff")
     }
 
+    /// The index finds what a sort of every centre finds: the same centres in the same order, far north (where a
+    /// degree of longitude is short) as near the equator, and fewer than asked for when there are fewer.
+    func testTheNearestCentresAreTheNearestAnywhere() throws {
+        let sender = try person(), db = try database.connect()
+        XCTAssertEqual((try api.get("/v1/centres?lat=10&lon=10", token: sender.token)["items"] as? [[String: Any]])?.count, 0, "none yet")
+        try db.execute("""
+            INSERT INTO dispatch.centres (id, name, address, lat, lon, time_zone, opening_hours, accepts_drop_offs, accepts_collections)
+            SELECT gen_random_uuid(), 'C' || i, 'S', lat, lon, 'UTC', '[]', true, true
+            FROM generate_series(1, 400) i, LATERAL (SELECT CASE WHEN i % 2 = 0 THEN 69.5 + random() ELSE random() END AS lat,
+                                                           20 + random() * 2 AS lon) p
+            """)
+        for (lat, lon) in [(70.0, 21.0), (69.4, 20.1), (0.5, 21.9), (0.0, 19.0), (35.0, 21.0)] {
+            let scan: [String] = try db.rows("""
+                SELECT id::text AS id FROM dispatch.centres ORDER BY (lat - $1) ^ 2 + ((lon - $2) * cos(radians($1))) ^ 2, id LIMIT 10
+                """, [lat, lon]).map { try $0["id"] }
+            let found = try api.get("/v1/centres?lat=\(lat)&lon=\(lon)&limit=10", token: sender.token)["items"] as? [[String: Any]] ?? []
+            XCTAssertEqual(found.compactMap { $0["id"] as? String }, scan, "near \(lat), \(lon)")
+        }
+        XCTAssertEqual((try api.get("/v1/centres?lat=70&lon=21&limit=50", token: sender.token)["items"] as? [[String: Any]])?.count, 50)
+    }
+
     func testOpeningHoursSayWhenAParcelCanBeBroughtAndBadCentresAreRefused() throws {
         // Open tomorrow 09:00 to 10:00 only (UTC): closed now.
         var calendar = Calendar(identifier: .iso8601)

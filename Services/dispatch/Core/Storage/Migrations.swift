@@ -255,4 +255,7 @@ let migrations: [Migration] = [
         CREATE TRIGGER plan_ledger_append_only BEFORE UPDATE ON plan_ledger
             FOR EACH ROW EXECUTE FUNCTION payment_ledger_is_append_only();
         """),
+    // The nearest centres by a GiST index on their place, not a sort of the table (bench/centres.sh: 10,000 centres
+    // took the scan 28 ms at p99).
+    Migration(13, "centres indexed by place", "CREATE INDEX centres_by_place ON centres USING gist (point(lon, lat));"),
 ]
