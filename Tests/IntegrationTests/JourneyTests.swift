@@ -449,6 +449,9 @@ final class JourneyTests: XCTestCase {
         let row = (day["items"] as? [[String: Any]])?.first { $0["courierId"] as? String == courier.id }
         XCTAssertEqual(row?["priceMinor"] as? Int, price)
         XCTAssertEqual(row?["cashCollectedMinor"] as? Int, price)
+        let handIn = (day["centres"] as? [[String: Any]])?.first
+        XCTAssertEqual(handIn?["centreId"] as? String, cotroceni, "the cash Victor's centre hands in")
+        XCTAssertEqual(handIn?["cashCollectedMinor"] as? Int, price)
         XCTAssertEqual(day["differenceMinor"] as? Int, 0)
     }
 

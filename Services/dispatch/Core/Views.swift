@@ -182,11 +182,24 @@ struct ReconciliationView: View {
     let day: String
     let rows: [ReconciliationRow]
     let creditRows: [CreditRow]
+    let centreRows: [CentreCashRow]
     var items: [ReconciliationRowView] { rows.map(ReconciliationRowView.init) }
     var credits: [CreditRowView] { creditRows.map(CreditRowView.init) }
+    var centres: [CentreCashView] { centreRows.map(CentreCashView.init) }
     var differenceMinor: Int { rows.reduce(0) { $0 + $1.differenceMinor } + creditRows.reduce(0) { $0 + $1.differenceMinor } }
     static let fields: [ViewField<Self>] = [
-        .field("day", \.day), .field("items", \.items), .field("credits", \.credits), .field("differenceMinor", \.differenceMinor),
+        .field("day", \.day), .field("items", \.items), .field("credits", \.credits), .field("centres", \.centres),
+        .field("differenceMinor", \.differenceMinor),
+    ]
+}
+
+/// The cash one centre took in a day: what its staff hand in.
+struct CentreCashView: View {
+    let row: CentreCashRow
+    init(_ row: CentreCashRow) { self.row = row }
+    static let fields: [ViewField<Self>] = [
+        .field("centreId", \.row.centreId), .field("currency", \.row.currency), .field("parcels", \.row.parcels),
+        .field("cashCollectedMinor", \.row.cashCollectedMinor),
     ]
 }
 

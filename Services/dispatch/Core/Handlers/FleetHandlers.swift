@@ -124,7 +124,8 @@ extension DispatchHandlers {
             throw HTTPError.validation("day must be a date such as 2026-12-02.", field: "day")
         }
         return .json(try pool.withConnection { c in
-            ReconciliationView(day: day, rows: try storage.deliveredOn(c, day: day), creditRows: try storage.creditsOn(c, day: day))
+            ReconciliationView(day: day, rows: try storage.deliveredOn(c, day: day), creditRows: try storage.creditsOn(c, day: day),
+                               centreRows: try storage.centreCashOn(c, day: day))
         })
     }
 

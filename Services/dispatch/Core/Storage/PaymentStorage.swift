@@ -179,6 +179,27 @@ extension DispatchStorage {
     }
 }
 
+extension DispatchStorage {
+    /// The cash each centre took on `day` (UTC) from recipients collecting parcels, per currency: what its staff
+    /// hand in.
+    func centreCashOn(_ c: Connection, day: String) throws -> [CentreCashRow] {
+        try c.rows("""
+            SELECT centre_id, currency, count(*)::int AS parcels, sum(amount_minor)::int AS cash FROM dispatch.payment_ledger
+            WHERE entry = 'cash_collected' AND centre_id IS NOT NULL AND at >= $1::date AND at < $1::date + 1
+            GROUP BY centre_id, currency ORDER BY currency, centre_id
+            """, [day]).map { r in
+            CentreCashRow(centreId: try r["centre_id"], currency: try r["currency"], parcels: try r["parcels"], cashCollectedMinor: try r["cash"])
+        }
+    }
+}
+
+struct CentreCashRow {
+    let centreId: UUID
+    let currency: String
+    let parcels: Int
+    let cashCollectedMinor: Int
+}
+
 /// A day's cards captured for top-ups and plans in one currency, and what they bought.
 struct CreditRow {
     let currency: String
