@@ -19,6 +19,17 @@ final class WalletAndPlanTests: PaidDispatchTestCase {
                                     "service": service, "insured": insured], token: who.token)
     }
 
+    /// The events of `topics` that `keep` picks, once `count` have come, each checked against its schema.
+    func events(_ topics: [String], count: Int, _ keep: @escaping ([String: Any]) -> Bool) throws -> [[String: Any]] {
+        let probe = try EventProbe(topics: topics)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { probe.drain(0.1); return probe.seen.filter(keep).count >= count })
+        let found = probe.seen.filter(keep)
+        for event in found {
+            XCTAssertEqual(try SchemaValidator.event(event["type"] as? String ?? "").validate(event.envelope), [], "\(event)")
+        }
+        return found
+    }
+
     func testAWalletIsToppedUpByCardSpentOnceAndPaidBack() throws {
         let sender = try person(), stranger = try person(), courier = try courier(lat: 44.4270, lon: 26.1030)
         let price = try quote(sender)["amountMinor"] as? Int ?? 0
@@ -87,6 +98,17 @@ final class WalletAndPlanTests: PaidDispatchTestCase {
         XCTAssertEqual(credits?["topUpsCapturedMinor"] as? Int, amount)
         XCTAssertEqual(credits?["walletCreditedMinor"] as? Int, amount)
         XCTAssertEqual(day["differenceMinor"] as? Int, 0, "the day reconciles")
+
+        // Each change of the wallet an event, with the balance after it; each of the payments' too.
+        let told = try events(["wallet.recorded", "payment.recorded", "loyalty.recorded"], count: 8) { event in
+            event["subject"] as? String == sender.id || [paid, parcel].contains(event.data("parcelId") as? String ?? "")
+                && event["type"] as? String == "payment.recorded"
+        }
+        let walletEvents = told.filter { $0["type"] as? String == "wallet.recorded" }
+        XCTAssertEqual(walletEvents.compactMap { $0.data("entry") as? String }, ["topped_up", "spent", "returned", "spent"])
+        XCTAssertEqual(walletEvents.compactMap { $0.data("balanceMinor") as? Int }, [amount, amount - price, amount, amount - price])
+        XCTAssertEqual(told.filter { $0["type"] as? String == "payment.recorded" }.compactMap { $0.data("entry") as? String }.sorted(),
+                       ["wallet_debited", "wallet_debited", "wallet_returned"])
 
         for (body, why) in [(["amountMinor": 10, "cardPaymentMethod": "pm_card_visa"], "below the least top-up"),
                             (["amountMinor": 1_000_000_000, "cardPaymentMethod": "pm_card_visa"], "above the most"),
@@ -175,5 +197,9 @@ final class WalletAndPlanTests: PaidDispatchTestCase {
         let refused = try api.post("/v1/plans/subscription", ["planId": "pro", "cardPaymentMethod": "pm_card_chargeDeclined"], token: declined.token)
         XCTAssertEqual(refused["status"] as? String, "declined")
         XCTAssertNil(try quote(declined, service: "express")["planId"], "no benefits without a month paid")
+
+        let told = try events(["plan.recorded"], count: 6) { [sender.id, declined.id].contains($0.data("userId") as? String ?? "") }
+        XCTAssertEqual(told.compactMap { $0.data("entry") as? String }.sorted(),
+                       ["declined", "lapsed", "renewal_stopped", "renewed", "started", "started"])
     }
 }
