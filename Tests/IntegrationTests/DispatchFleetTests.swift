@@ -132,7 +132,8 @@ final class DispatchFleetTests: DispatchTestCase {
         let load = try ServiceProcess("dispatch-load", environment: [:], arguments: [
             "--dispatch", "http://127.0.0.1:\(service.port)", "--auth", "http://127.0.0.1:\(auth.port)",
             "--operator-token", operatorToken, "--database-url", database.url, "--couriers", "300", "--acting-couriers", "3",
-            "--senders", "2", "--fix-rate", "200", "--parcel-rate", "8", "--duration", "3", "--threads", "2", "--out", out])
+            "--senders", "2", "--fix-rate", "200", "--parcel-rate", "8", "--duration", "3", "--threads", "2", "--out", out,
+            "--threshold", "offered.p99<60000ms", "--threshold", "errors.count<1"])
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 120) { !load.process.isRunning }, load.log)
         XCTAssertEqual(load.process.terminationStatus, 0, load.log)
         XCTAssertTrue(load.log.contains("[    0s] parcels") || load.log.contains("s] parcels"), "progress is shown")
@@ -144,21 +145,54 @@ final class DispatchFleetTests: DispatchTestCase {
         let invariants = report["invariants"] as? [[String: Any]] ?? []
         XCTAssertGreaterThanOrEqual(invariants.count, 8)
         XCTAssertTrue(invariants.allSatisfy { $0["ok"] as? Bool == true }, "\(invariants)")
+        XCTAssertEqual((report["thresholds"] as? [[String: Any]])?.compactMap { $0["ok"] as? Bool }, [true, true])
+        // Second by second: every parcel created in some second, each second's dispatch percentiles.
+        let series = report["series"] as? [[String: Any]] ?? []
+        XCTAssertEqual(series.compactMap { $0["created"] as? Int }.reduce(0, +), created)
+        XCTAssertEqual(series.compactMap { $0["t"] as? Int }, Array(0..<series.count), "one object a second")
+        XCTAssertTrue(series.contains { (($0["latencyMs"] as? [String: Any])?["offered"] as? [String: Any])?["p99"] is Double })
         let html = try String(contentsOfFile: out + ".html", encoding: .utf8)
         XCTAssertTrue(html.contains("<svg") && html.contains("<circle") && html.contains("<rect"), "its histogram and map")
+        XCTAssertTrue(html.contains("class=\"series\"") && html.contains("<polyline"), "its charts over time")
         for external in ["src=", "href=", "<link", "url("] { XCTAssertFalse(html.contains(external), "self-contained: \(external)") }
         XCTAssertEqual(try count("couriers", "online"), 0, "it takes its couriers offline at the end")
+        // Headless Chromium draws it: a page of the charts' height, not an error page.
+        let shot = out + ".png"
+        let chromium = Process()
+        chromium.executableURL = URL(fileURLWithPath: "/usr/bin/chromium")
+        chromium.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1000,2600",
+                              "--screenshot=\(shot)", "file://\(out).html"]
+        chromium.standardOutput = FileHandle.nullDevice
+        chromium.standardError = FileHandle.nullDevice
+        try chromium.run()
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) { !chromium.isRunning }, "Chromium drew the report")
+        XCTAssertGreaterThan((try? FileManager.default.attributesOfItem(atPath: shot)[.size] as? Int) ?? 0, 50_000, "a page of charts")
+
+        // A threshold the run misses fails it, as k6 does, and an earlier run shows beside it.
+        let missed = try ServiceProcess("dispatch-load", environment: [:], arguments: [
+            "--dispatch", "http://127.0.0.1:\(service.port)", "--auth", "http://127.0.0.1:\(auth.port)",
+            "--operator-token", operatorToken, "--couriers", "20", "--acting-couriers", "0", "--senders", "1", "--fix-rate", "20",
+            "--parcels", "3", "--threads", "1", "--out", out + "-2", "--threshold", "offered.p99<0.0001ms", "--compare", out + ".json"])
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 120) { !missed.process.isRunning }, missed.log)
+        XCTAssertEqual(missed.process.terminationStatus, 1, missed.log)
+        XCTAssertTrue(missed.log.contains("FAIL offered.p99<0.0001ms"), missed.log)
+        XCTAssertTrue(missed.log.contains("Beside \(out).json") && missed.log.contains("created → offered p99 ms"), missed.log)
 
         let help = try ServiceProcess("dispatch-load", environment: [:], arguments: ["--help"])
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { !help.process.isRunning })
         for option in ["--dispatch", "--auth", "--operator-token", "--database-url", "--couriers", "--acting-couriers", "--capacity",
                        "--fix-rate", "--area-km", "--center", "--senders", "--parcel-rate", "--express-share", "--duration",
-                       "--parcels", "--threads", "--out", "--quiet"] {
+                       "--parcels", "--threads", "--out", "--quiet", "--threshold", "--compare", "--deliver", "--card-share", "--centre-share"] {
             XCTAssertTrue(help.log.contains(option), option)
         }
-        let bad = try ServiceProcess("dispatch-load", environment: [:], arguments: ["--couriers", "lots"])
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { !bad.process.isRunning })
-        XCTAssertEqual(bad.process.terminationStatus, 64)
-        XCTAssertTrue(bad.log.contains("--couriers must be a whole number"), bad.log)
+        for (arguments, says) in [(["--couriers", "lots"], "--couriers must be a whole number"),
+                                  (["--threshold", "offered.p99=5"], "needs a comparison"),
+                                  (["--threshold", "offered.p42<5"], "no figure offered.p42"),
+                                  (["--couriers", "1", "--acting-couriers", "1", "--compare", "/nonexistent.json"], "--compare /nonexistent.json")] {
+            let bad = try ServiceProcess("dispatch-load", environment: [:], arguments: arguments)
+            XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { !bad.process.isRunning })
+            XCTAssertEqual(bad.process.terminationStatus, 64, bad.log)
+            XCTAssertTrue(bad.log.contains(says), bad.log)
+        }
     }
 }

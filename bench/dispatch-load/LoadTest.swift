@@ -59,6 +59,13 @@ enum LoadTest {
             FileHandle.standardError.write(Data("dispatch-load: \(error)\nTry dispatch-load --help.\n".utf8))
             exit(64)
         }
+        let earlier: Report?
+        do {
+            earlier = options.compare.isEmpty ? nil : try Report.read(options.compare)
+        } catch {
+            FileHandle.standardError.write(Data("dispatch-load: --compare \(options.compare): \(error)\n".utf8))
+            exit(64)
+        }
         do {
             let run = Run(options)
             // The first Ctrl-C ends the run early but still reports and takes the couriers offline; a second one quits.
@@ -72,12 +79,17 @@ enum LoadTest {
             interruption.resume()
             try run.setUp()
             run.drive()
-            let report = try run.verify()
+            var report = try run.verify()
             run.tearDown()
-            try report.write(to: options.out)
-            print(report.summary(options))
+            report.thresholds = options.thresholds.map { t in
+                let actual = t.actual(in: report)
+                return ThresholdResult(expression: t.expression, actual: actual, ok: t.holds(actual))
+            }
+            try report.write(to: options.out, beside: earlier.map { (options.compare, $0) })
+            print(report.summary(options, beside: earlier.map { (options.compare, $0) }))
             print("Reports: \(options.out).json, \(options.out).html")
-            exit(report.invariants.allSatisfy(\.ok) ? 0 : 1)
+            // Like k6: a run that breaks an invariant or misses a threshold fails.
+            exit(report.invariants.allSatisfy(\.ok) && (report.thresholds ?? []).allSatisfy(\.ok) ? 0 : 1)
         } catch {
             FileHandle.standardError.write(Data("dispatch-load: \(error)\n".utf8))
             exit(1)

@@ -25,6 +25,9 @@ struct Options: Sendable {
     var threads = 4
     var out = "dispatch-load-report"
     var quiet = false
+    var thresholds: [Threshold] = []
+    /// An earlier run's report (JSON), shown beside this one.
+    var compare = ""
 
     static let help = """
         dispatch-load: load-test the dispatch path of a running dispatch service, over HTTP.
@@ -66,8 +69,15 @@ struct Options: Sendable {
           --parcels N             stop after N parcels instead (default: no limit)
         Output
           --threads N             client threads creating parcels and sending fixes (default 4)
-          --out PATH              report files PATH.json and PATH.html (default dispatch-load-report)
+          --out PATH              report files PATH.json and PATH.html (default dispatch-load-report); the JSON holds
+                                  `series`, one object a second: {t, created, assigned, fixes, errors, latencyMs:
+                                  {offered, assigned, create, fix, batch, accept: {count, p50, p95, p99}}}
           --quiet                 no progress lines
+          --threshold EXPR        fail the run (exit 1) unless EXPR holds, as in k6; repeatable. EXPR is
+                                  metric.figure, <, <=, > or >=, and a number: offered.p99<50ms, assigned.p95<=200,
+                                  created.rate>=9.5, fixes.rate>400, errors.count<1. Latencies (offered, assigned,
+                                  create, fix, batch, accept) take p50, p90, p95, p99, max, mean, count, in ms
+          --compare REPORT.json   show an earlier run's figures beside this one's, with their ratios
           --help                  this text
 
         At the end it takes its couriers offline and, given the database, deletes the seeded ones holding no parcel.
@@ -128,6 +138,8 @@ struct Options: Sendable {
             case "--threads": o.threads = try whole(arg, 1...256)
             case "--out": o.out = try value(arg)
             case "--quiet": o.quiet = true
+            case "--threshold": o.thresholds.append(try Threshold(try value(arg)))
+            case "--compare": o.compare = try value(arg)
             default: throw UsageError("unknown option \(arg)")
             }
         }

@@ -39,17 +39,50 @@ struct Report: Codable {
     let invariants: [Invariant]
     let parcels: [ParcelRow]
     let couriersSample: [[Double]]
+    /// The run second by second.
+    let series: [SecondOfRun]?
+    var thresholds: [ThresholdResult]?
 
-    func write(to path: String) throws {
+    /// An earlier run to show beside this one: its file's name, and its report.
+    typealias Earlier = (name: String, report: Report)
+
+    func write(to path: String, beside earlier: Earlier? = nil) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        // NaN (a threshold on a figure the run has none of) is not JSON.
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         try encoder.encode(self).write(to: URL(fileURLWithPath: path + ".json"))
-        try Data(html().utf8).write(to: URL(fileURLWithPath: path + ".html"))
+        try Data(html(beside: earlier).utf8).write(to: URL(fileURLWithPath: path + ".html"))
+    }
+
+    static func read(_ path: String) throws -> Report {
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        return try decoder.decode(Report.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    /// The figures a comparison shows: name, this run's, and how to read it off a report.
+    static let compared: [(String, @Sendable (Report) -> Double)] = [
+        ("parcels created /s", { $0.parcelsPerSecond }), ("parcels assigned /s", { $0.assignedPerSecond }),
+        ("location fixes /s", { $0.fixesPerSecond }),
+        ("errors", { Double($0.errors.values.reduce(0, +)) }),
+        ("created → offered p50 ms", { $0.dispatchOfferedMs.p50 }), ("created → offered p99 ms", { $0.dispatchOfferedMs.p99 }),
+        ("created → assigned p50 ms", { $0.dispatchAssignedMs.p50 }), ("created → assigned p99 ms", { $0.dispatchAssignedMs.p99 }),
+        ("POST /v1/parcels p99 ms", { $0.createMs.p99 }), ("accept p99 ms", { $0.acceptMs.p99 }), ("fix p99 ms", { $0.courierFixMs.p99 }),
+        ("fix batch p99 ms", { $0.fleetBatchMs.p99 }),
+    ]
+
+    /// This run's figures beside `earlier`'s: name, this, earlier, this ÷ earlier.
+    func comparison(_ earlier: Report) -> [(String, Double, Double, String)] {
+        Self.compared.map { name, figure in
+            let (a, b) = (figure(self), figure(earlier))
+            return (name, a, b, b == 0 ? (a == 0 ? "1.00" : "—") : String(format: "%.2f", a / b))
+        }
     }
 
     // MARK: - Terminal
 
-    func summary(_ o: Options) -> String {
+    func summary(_ o: Options, beside earlier: Earlier? = nil) -> String {
         func row(_ name: String, _ d: Distribution) -> String {
             "  " + name.padding(toLength: 38, withPad: " ", startingAt: 0)
                 + String(format: "%7d %9.1f %9.1f %9.1f %9.1f", d.count, d.p50, d.p90, d.p99, d.max)
@@ -76,6 +109,15 @@ struct Report: Codable {
         ]
         lines += errors.sorted { $0.value > $1.value }.map { "  \($0.value)× \($0.key)" }
         lines += ["", "Invariants"] + invariants.map { "  \($0.ok ? "ok  " : "FAIL") \($0.name): \($0.detail)" }
+        if let thresholds, !thresholds.isEmpty {
+            lines += ["", "Thresholds"] + thresholds.map { "  \($0.ok ? "ok  " : "FAIL") \($0.expression) (was \(String(format: "%.2f", $0.actual)))" }
+        }
+        if let earlier {
+            lines += ["", "Beside \(earlier.name)                    this run     earlier     ratio"]
+            lines += comparison(earlier.report).map { name, a, b, r in
+                "  " + name.padding(toLength: 32, withPad: " ", startingAt: 0) + String(format: "%12.1f %11.1f", a, b) + String(repeating: " ", count: max(1, 10 - r.count)) + r
+            }
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -115,6 +157,55 @@ struct Report: Codable {
         return svg
     }
 
+    /// Lines over the run's seconds: each series a name, a colour and one value a second (nil: none that second).
+    private func timeChart(_ label: String, unit: String, _ lines: [(String, String, [Double?])]) -> String {
+        let width = 720.0, height = 200.0, left = 50.0, bottom = 24.0
+        let count = max(1, lines.map(\.2.count).max() ?? 1)
+        let top = max(1, lines.flatMap { $0.2.compactMap { $0 } }.max() ?? 1) * 1.1
+        func x(_ i: Int) -> Double { left + (width - left - 20) * Double(i) / Double(max(1, count - 1)) }
+        func y(_ v: Double) -> Double { height - v / top * (height - 10) }
+        var svg = "<svg class=\"series\" viewBox=\"0 0 \(Int(width)) \(Int(height + bottom))\" role=\"img\" aria-label=\"\(Self.escape(label))\">"
+        svg += "<line x1=\"\(left)\" y1=\"\(height)\" x2=\"\(width)\" y2=\"\(height)\" stroke=\"#444\"/>"
+        for t in 0...4 {
+            let v = top * Double(t) / 4
+            svg += String(format: "<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\" text-anchor=\"end\">%@</text>", left - 4, y(v) + 3,
+                          v >= 100 ? String(format: "%.0f", v) : String(format: "%.1f", v))
+        }
+        for t in stride(from: 0, to: count, by: max(1, count / 8)) {
+            svg += String(format: "<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\" text-anchor=\"middle\">%d s</text>", x(t), height + 16, t)
+        }
+        for (name, color, values) in lines {
+            // A gap where a second had none.
+            var runs: [[String]] = [[]]
+            for (i, v) in values.enumerated() {
+                if let v { runs[runs.count - 1].append(String(format: "%.1f,%.1f", x(i), y(v))) } else if !(runs.last ?? []).isEmpty { runs.append([]) }
+            }
+            for points in runs where !points.isEmpty {
+                svg += "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"><title>\(Self.escape(name))</title></polyline>"
+            }
+        }
+        let legend = lines.map { "<span style=\"background:\($0.1)\"></span>\(Self.escape($0.0))" }.joined()
+        return "<h3>\(Self.escape(label)) (\(unit))</h3><p class=\"legend\">\(legend)</p>" + svg + "</svg>"
+    }
+
+    /// The run over time: throughput, dispatch latency and the requests' latency, second by second.
+    private func seriesCharts() -> String {
+        guard let series, !series.isEmpty else { return "<p>No series in this report.</p>" }
+        func count(_ f: (SecondOfRun) -> Int) -> [Double?] { series.map { Double(f($0)) } }
+        func latency(_ name: String, _ figure: KeyPath<SecondOfRun.Percentiles, Double>) -> [Double?] {
+            series.map { $0.latencyMs[name].map { $0[keyPath: figure] } }
+        }
+        return timeChart("Parcels per second", unit: "per second", [("created", "#2b6cb0", count(\.created)), ("assigned", "#2f855a", count(\.assigned)),
+                                                                    ("errors", "#c53030", count(\.errors))])
+            + timeChart("Location fixes per second", unit: "per second", [("fixes", "#6b46c1", count(\.fixes))])
+            + timeChart("Dispatch: created → offered, by the second a parcel was created", unit: "ms",
+                        [("p50", "#2b6cb0", latency("offered", \.p50)), ("p95", "#d69e2e", latency("offered", \.p95)),
+                         ("p99", "#c53030", latency("offered", \.p99))])
+            + timeChart("Requests, p99", unit: "ms", [("POST /v1/parcels", "#2b6cb0", latency("create", \.p99)),
+                                                      ("accept", "#2f855a", latency("accept", \.p99)),
+                                                      ("fix", "#6b46c1", latency("fix", \.p99)), ("fix batch", "#dd6b20", latency("batch", \.p99))])
+    }
+
     /// Couriers (a sample) and pickups, coloured by what became of the parcel.
     private func scatter() -> String {
         let points = couriersSample + parcels.map { [$0.lat, $0.lon] }
@@ -139,7 +230,7 @@ struct Report: Codable {
         return svg + "</svg>"
     }
 
-    func html() -> String {
+    func html(beside earlier: Earlier? = nil) -> String {
         func row(_ name: String, _ d: Distribution) -> String {
             String(format: "<tr><td>%@</td><td>%d</td><td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.1f</td></tr>", name, d.count, d.p50, d.p90, d.p99, d.max)
         }
@@ -149,6 +240,15 @@ struct Report: Codable {
         let invariantRows = invariants.map {
             "<tr class=\"\($0.ok ? "ok" : "fail")\"><td>\($0.ok ? "ok" : "FAIL")</td><td>\(Self.escape($0.name))</td><td>\(Self.escape($0.detail))</td></tr>"
         }.joined()
+        let thresholdRows = (thresholds ?? []).map {
+            "<tr class=\"\($0.ok ? "ok" : "fail")\"><td>\($0.ok ? "ok" : "FAIL")</td><td>\(Self.escape($0.expression))</td><td>\(String(format: "%.2f", $0.actual))</td></tr>"
+        }.joined()
+        let thresholdTable = thresholdRows.isEmpty ? "" : "<h2>Thresholds</h2><table><tr><th></th><th>threshold</th><th>was</th></tr>\(thresholdRows)</table>"
+        let comparisonTable = earlier.map { earlier in
+            "<h2>Beside \(Self.escape(earlier.name))</h2><table><tr><th></th><th>this run</th><th>earlier</th><th>ratio</th></tr>"
+                + comparison(earlier.report).map { String(format: "<tr><td>%@</td><td>%.1f</td><td>%.1f</td><td>%@</td></tr>", Self.escape($0.0), $0.1, $0.2, $0.3) }.joined()
+                + "</table>"
+        } ?? ""
         return """
             <!doctype html>
             <html lang="en"><head><meta charset="utf-8"><title>dispatch-load report</title>
@@ -164,6 +264,9 @@ struct Report: Codable {
             (\(String(format: "%.1f", parcelsPerSecond))/s), \(parcelsAssigned) assigned; \(fixesSent) location fixes
             (\(String(format: "%.0f", fixesPerSecond))/s). Set-up took \(String(format: "%.1f", setupSeconds)) s.</p>
             <h2>Invariants</h2><table>\(invariantRows)</table>
+            \(thresholdTable)\(comparisonTable)
+            <h2>Over time</h2>
+            \(seriesCharts())
             <h2>Latency (ms)</h2>
             <table><tr><th></th><th>count</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
             \(row("dispatch: created → offered", dispatchOfferedMs))\(row("dispatch: created → assigned", dispatchAssignedMs))

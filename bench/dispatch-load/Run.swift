@@ -177,6 +177,7 @@ final class Run: @unchecked Sendable {
 
     func drive() {
         let start = Date()
+        stats.begin()
         var threads: [Thread] = []
         let running = Locked(0)
         func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
@@ -265,7 +266,7 @@ final class Run: @unchecked Sendable {
                                                    token: centre.staff)
                         if checked.status != 200 { stats.error(checked.kind("POST", "/v1/centres/{id}/check-ins")) }
                     }
-                    stats.created(.init(id: id, sender: sender, pickup: pickup, express: express), ms: r.ms)
+                    stats.created(.init(id: id, sender: sender, pickup: pickup, express: express, second: stats.second), ms: r.ms)
                 } else {
                     stats.error(r.kind("POST", "/v1/parcels"))
                 }

@@ -22,6 +22,7 @@ extension Run {
         var statuses: [String: Int] = [:]
         var unreadable = 0, twice = 0, wrongCourier = 0, elsewhere = 0
         var rows: [Report.ParcelRow] = []
+        var dispatchMs: [Int: [String: [Double]]] = [:]  // second created → offered and assigned latencies
         // Where an accepted parcel may be: delivered too, when the run's couriers deliver.
         let carried: Set<String> = o.deliver ? ["assigned", "picked_up", "in_transit", "delivered"] : ["assigned"]
         for (i, p) in parcels.enumerated() {
@@ -33,8 +34,8 @@ extension Run {
             let created = at("awaiting_courier")
             let offered = at("offered").flatMap { o in created.map { o.timeIntervalSince($0) * 1000 } }
             let assigned = at("assigned").flatMap { a in created.map { a.timeIntervalSince($0) * 1000 } }
-            if let offered { offeredMs.append(offered) }
-            if let assigned { assignedMs.append(assigned) }
+            if let offered { offeredMs.append(offered); dispatchMs[p.second, default: [:]]["offered", default: []].append(offered) }
+            if let assigned { assignedMs.append(assigned); dispatchMs[p.second, default: [:]]["assigned", default: []].append(assigned) }
             let assignments = history.filter { $0["to"] as? String == "assigned" }.count
             let acceptors = accepted[p.id] ?? []
             if assignments > 1 || acceptors.count > 1 { twice += 1 }
@@ -63,6 +64,15 @@ extension Run {
             invariants += try databaseChecks(created: parcels.count)
         }
         let sample = stride(from: 0, to: fleet.ids.count, by: max(1, fleet.ids.count / 3000)).map { [fleet.lat[$0], fleet.lon[$0]] }
+        // The series: each second's round trips, and the dispatch latencies of the parcels created in it.
+        let buckets = stats.with { $0.seconds }
+        let last = max(buckets.keys.max() ?? 0, dispatchMs.keys.max() ?? 0)
+        let series = (0...last).map { t -> SecondOfRun in
+            let b = buckets[t] ?? .init()
+            let all = b.ms.merging(dispatchMs[t] ?? [:]) { $0 + $1 }
+            return SecondOfRun(t: t, created: b.created, assigned: b.assigned, fixes: b.fixes, errors: b.errors,
+                               latencyMs: all.mapValues { SecondOfRun.Percentiles(Distribution($0)) })
+        }
         let elapsed = max(createSeconds, 0.001)
         return Report(
             startedAt: Timestamp.format(Date().addingTimeInterval(-driveSeconds)),
@@ -79,7 +89,8 @@ extension Run {
             dispatchOfferedMs: Distribution(offeredMs), dispatchAssignedMs: Distribution(assignedMs),
             createMs: Distribution(stats.with { $0.createMs }), courierFixMs: Distribution(stats.with { $0.fixMs }),
             fleetBatchMs: Distribution(stats.with { $0.batchMs }), acceptMs: Distribution(stats.with { $0.acceptMs }),
-            errors: stats.with { $0.errors }, invariants: invariants, parcels: rows, couriersSample: sample)
+            errors: stats.with { $0.errors }, invariants: invariants, parcels: rows, couriersSample: sample, series: series,
+            thresholds: [])
     }
 
     private func databaseChecks(created: Int) throws -> [Report.Invariant] {
