@@ -182,7 +182,8 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         self.retention = TimeInterval(retentionHours) * 3600
         self.maxDelay = TimeInterval(maxDelaySeconds)
         // Counted when scraped, not on every batch: the count reads every pending row.
-        metrics.addGauges { [pool, schema] in
+        metrics.addGauges(help: ["outbox_pending_events": "Events written and not yet published.",
+                                 "outbox_oldest_pending_age_seconds": "Age of the oldest event not yet published."]) { [pool, schema] in
             guard let row = try? pool.withConnection({ c in
                 try c.first("""
                     SELECT count(*) AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age

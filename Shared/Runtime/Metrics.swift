@@ -58,9 +58,13 @@ public final class Metrics: Sendable {
         }
     }
 
-    /// Registers a gauge source read at every scrape.
-    public func addGauges(_ source: @escaping @Sendable () -> [(name: String, labels: String, value: Double)]) {
-        state.withLock { $0.gauges.append(source) }
+    /// Registers a gauge source read at every scrape; `help`: each gauge's description (`# HELP`, which
+    /// `promtool check metrics` asks of every metric).
+    public func addGauges(help: [String: String], _ source: @escaping @Sendable () -> [(name: String, labels: String, value: Double)]) {
+        state.withLock { s in
+            s.gauges.append(source)
+            s.help.merge(help) { $1 }
+        }
     }
 
     /// The Prometheus text exposition.
@@ -91,7 +95,10 @@ public final class Metrics: Sendable {
         var seen = Set<String>()
         for source in gauges {
             for g in source() {
-                if seen.insert(g.name).inserted { out += "# TYPE \(g.name) gauge\n" }
+                if seen.insert(g.name).inserted {
+                    if let text = help[g.name] { out += "# HELP \(g.name) \(text)\n" }
+                    out += "# TYPE \(g.name) gauge\n"
+                }
                 out += g.labels.isEmpty ? "\(g.name) \(g.value)\n" : "\(g.name){\(g.labels)} \(g.value)\n"
             }
         }

@@ -55,6 +55,8 @@ public final class ServiceApp: @unchecked Sendable {
     }
     private let bound = Atomic<Int>(0)
     private let readiness = ReadinessCache()
+    /// What `service_ready` says: 1 when the last look found the service ready.
+    private let readyGauge = ReadyGauge()
     private let middleware: [any Middleware]
     /// Counts and logs what the connection limits and the stream budget turn away, one log line per reason at most
     /// every 10 s, whichever of them turned it away.
@@ -89,7 +91,11 @@ public final class ServiceApp: @unchecked Sendable {
         outbox = Outbox(schema: service, source: "/\(service)", wake: { [relay] in relay.wake() })
         idempotency = Idempotency(pool: pool, schema: service)
         let pool = self.pool
-        metrics.addGauges {
+        metrics.addGauges(help: ["service_ready": "1 while /readyz answers 200 (looked at every 5 s), else 0."]) { [readyGauge] in
+            [("service_ready", "", Double(readyGauge.value.load(ordering: .relaxed)))]
+        }
+        metrics.addGauges(help: ["db_pool_connections": "Pooled PostgreSQL connections, by state.",
+                                 "db_pool_max_connections": "The most connections the pool opens."]) {
             let s = pool.stats
             return [("db_pool_connections", "state=\"in_use\"", Double(s.inUse)),
                     ("db_pool_connections", "state=\"idle\"", Double(s.open - s.inUse)),
@@ -126,7 +132,9 @@ public final class ServiceApp: @unchecked Sendable {
                                      topics: topics, pool: pool, schema: config.service, relay: relay, topicsReady: topicsReady,
                                      logger: logger, metrics: metrics, handler: handler)
         add(consumer)
-        metrics.addGauges { [("kafka_consumer_assigned_partitions", "consumer=\"\(name)\"", Double(consumer.assignedPartitions))] }
+        metrics.addGauges(help: ["kafka_consumer_assigned_partitions": "Partitions this instance's consumer holds, by consumer group."]) {
+            [("kafka_consumer_assigned_partitions", "consumer=\"\(name)\"", Double(consumer.assignedPartitions))]
+        }
     }
 
     /// A token verifier for services other than auth: keys from `AUTH_JWKS_URL` (or `JWT_PUBLIC_KEY`, checked at
@@ -217,6 +225,10 @@ public final class ServiceApp: @unchecked Sendable {
             throw error
         }
         group.start(relay)
+        // `service_ready` (1 or 0) for alerts, from a job: a scrape never waits on the database or the broker.
+        group.start(Job.every(5, "readiness-gauge", logger: logger) { [unowned self] in
+            readyGauge.value.store(readinessNow().ready ? 1 : 0, ordering: .relaxed)
+        })
         group.start(Job("topics") { [relay, topicsReady, logger] cancellation in
             var delay = 1.0
             while !cancellation.isCancelled {
@@ -372,29 +384,7 @@ public final class ServiceApp: @unchecked Sendable {
         let readySchema = #"{"type":"object","required":["status","database","broker","outbox"],"additionalProperties":{"type":"string"},"properties":{"status":{"enum":["ready","unavailable"]}}}"#
         router.add("GET", "/readyz", summary: "Ready: database, broker and the service's own checks",
                    answer: (200, readySchema)) { [unowned self] _ in
-            var answer: [String: String] = [:]
-            var ready = isServing
-            if stopping.isCancelled {
-                ready = false
-                answer = ["database": "stopping", "outbox": "stopping", "broker": "stopping"]
-            } else if ready {
-                let (database, broker, outbox) = readiness.check(pool: pool, relay: relay)
-                answer["database"] = database ? "ok" : "unavailable"
-                answer["outbox"] = outbox ? "ok" : "stuck"
-                var brokerOK = broker
-                for check in checks {
-                    let ok = check.isReady()
-                    if check.name == "broker" { brokerOK = brokerOK && ok } else { answer[check.name] = ok ? "ok" : "unavailable" }
-                    ready = ready && ok
-                }
-                answer["broker"] = brokerOK ? "ok" : "unavailable"
-                ready = ready && database && broker && outbox
-            } else {
-                answer["database"] = "starting"
-                answer["outbox"] = "starting"
-                answer["broker"] = "starting"
-            }
-            answer["status"] = ready ? "ready" : "unavailable"
+            let (ready, answer) = readinessNow()
             var response = try Response.json(answer, status: ready ? 200 : 503)
             if !ready { response.headers.append(("Retry-After", "2")) }
             return response
@@ -402,6 +392,34 @@ public final class ServiceApp: @unchecked Sendable {
         router.add("GET", "/metrics", summary: "Prometheus metrics", inline: true) { [metrics] _ in
             .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
+    }
+
+    /// Whether the service is ready, and what `/readyz` says of each part.
+    private func readinessNow() -> (ready: Bool, answer: [String: String]) {
+        var answer: [String: String] = [:]
+        var ready = isServing
+        if stopping.isCancelled {
+            ready = false
+            answer = ["database": "stopping", "outbox": "stopping", "broker": "stopping"]
+        } else if ready {
+            let (database, broker, outbox) = readiness.check(pool: pool, relay: relay)
+            answer["database"] = database ? "ok" : "unavailable"
+            answer["outbox"] = outbox ? "ok" : "stuck"
+            var brokerOK = broker
+            for check in checks {
+                let ok = check.isReady()
+                if check.name == "broker" { brokerOK = brokerOK && ok } else { answer[check.name] = ok ? "ok" : "unavailable" }
+                ready = ready && ok
+            }
+            answer["broker"] = brokerOK ? "ok" : "unavailable"
+            ready = ready && database && broker && outbox
+        } else {
+            answer["database"] = "starting"
+            answer["outbox"] = "starting"
+            answer["broker"] = "starting"
+        }
+        answer["status"] = ready ? "ready" : "unavailable"
+        return (ready, answer)
     }
 
     private func addDocumentRoute(_ router: inout Router) {
@@ -524,6 +542,10 @@ extension Route {
 
 /// Caches the readiness checks for a second, so frequent probes do not load the database or broker. The outbox is
 /// ready unless events wait too long (`OutboxRelay.isStuck`); with the database down it is the database that is not.
+final class ReadyGauge: Sendable {
+    let value = Atomic<Int>(0)
+}
+
 final class ReadinessCache: Sendable {
     private let last = Mutex<(at: Date, database: Bool, broker: Bool, outbox: Bool)?>(nil)
 

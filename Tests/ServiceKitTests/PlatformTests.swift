@@ -79,12 +79,13 @@ final class MetricsTests: XCTestCase {
         m.observeRequest(method: "GET", route: "/v1/users/me", status: 200, seconds: 0.003)
         m.observeRequest(method: "GET", route: "/v1/users/me", status: 200, seconds: 0.2)
         m.increment("outbox_published_events_total", by: 2, help: "Events published.")
-        m.addGauges { [("db_pool_connections", "state=\"idle\"", 3)] }
+        m.addGauges(help: ["db_pool_connections": "Pooled connections."]) { [("db_pool_connections", "state=\"idle\"", 3)] }
         let text = m.render()
         XCTAssertTrue(text.contains(#"http_server_request_duration_seconds_bucket{method="GET",route="/v1/users/me",status="200",le="0.005"} 1"#))
         XCTAssertTrue(text.contains(#"http_server_request_duration_seconds_count{method="GET",route="/v1/users/me",status="200"} 2"#))
         XCTAssertTrue(text.contains("outbox_published_events_total 2.0"))
         XCTAssertTrue(text.contains(#"db_pool_connections{state="idle"} 3.0"#))
+        XCTAssertTrue(text.contains("# HELP db_pool_connections Pooled connections.\n# TYPE db_pool_connections gauge"))
     }
 
     /// Whatever a label value holds, each sample stays on one line of the text format.

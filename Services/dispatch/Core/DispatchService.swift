@@ -81,6 +81,19 @@ public enum DispatchService {
             if let payments {
                 app.add(Job.every(1, "payment-settler", logger: app.logger) { while try payments.run() > 0 {} })
             }
+            // Parcels waiting for a courier to be offered them, and how long the longest has waited since its last
+            // change (an offer that lapsed puts it back), for the DispatchParcelsWaiting alert.
+            let pool = app.pool
+            app.metrics.addGauges(help: ["dispatch_parcels_waiting": "Parcels waiting for a courier to be offered them.",
+                                         "dispatch_oldest_waiting_seconds": "How long the longest-waiting of them has waited since its last change."]) {
+                guard let row = try? pool.withConnection({
+                    try $0.first("""
+                        SELECT count(*)::int AS n, coalesce(extract(epoch FROM now() - min(updated_at)), 0)::float8 AS oldest
+                        FROM dispatch.parcels WHERE status = 'awaiting_courier'
+                        """)
+                }), let n = try? row["n", as: Int.self], let oldest = try? row["oldest", as: Double.self] else { return [] }
+                return [("dispatch_parcels_waiting", "", Double(n)), ("dispatch_oldest_waiting_seconds", "", oldest)]
+            }
             app.add(tracking.feed)
             app.addReadinessCheck("broker") { tracking.isReading }
             let round = MatchingRound(pool: app.pool, parcels: handlers.parcels, matcher: matcher,

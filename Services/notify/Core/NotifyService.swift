@@ -126,7 +126,8 @@ public enum NotifyService {
                 app.logger.warn("VAPID_PRIVATE_KEY is not set: no Web Push (its routes answer 404)")
             }
             let pool = app.pool
-            app.metrics.addGauges {
+            app.metrics.addGauges(help: ["notify_backlog_deliveries": "Deliveries due and not yet made.",
+                                         "notify_backlog_oldest_seconds": "How long the oldest delivery due has waited."]) {
                 guard let backlog = try? pool.withConnection({ try storage.backlog($0) }) else { return [] }
                 return [("notify_backlog_deliveries", "", Double(backlog.count)), ("notify_backlog_oldest_seconds", "", backlog.oldest)]
             }
