@@ -25,6 +25,23 @@ class PaidDispatchTestCase: DispatchTestCase {
         super.tearDown()
         stripe?.stop()
     }
+
+    /// Books `bodies` for `sender` at once, each from its own thread: the statuses, sorted.
+    func race(_ sender: Person, _ bodies: [[String: Any]]) throws -> [Int] {
+        let answers = LockedBox<[Int]>()
+        answers.set([])
+        let raw = try bodies.map { Array(try JSONSerialization.data(withJSONObject: $0)) }
+        let port = service.port, token = sender.token
+        let racers = raw.map { body in
+            Thread {
+                let r = try? APIClient(port: port).send("POST", "/v1/parcels", raw: body, token: token, headers: ["Content-Type": "application/json"])
+                answers.update { $0?.append(r?.status ?? 0) }
+            }
+        }
+        racers.forEach { $0.start() }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { answers.get()?.count == bodies.count })
+        return answers.get()?.sorted() ?? []
+    }
 }
 
 final class PaymentTests: PaidDispatchTestCase {
@@ -232,24 +249,12 @@ final class PaymentTests: PaidDispatchTestCase {
         assertClientError(tooMany, 400, "more points than there are")
         XCTAssertEqual(tooMany.errorField, "pointsToSpend")
         // Two bookings spend the same points at once: one gets them.
-        let answers = LockedBox<[Int]>()
-        answers.set([])
-        let raw = try (0..<2).map { _ in
-            Array(try JSONSerialization.data(withJSONObject: [
-                "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "A"], "dropoff": ["lat": 44.45, "lon": 26.09, "address": "B"],
-                "recipient": ["name": "R"], "service": "standard", "paymentMethod": "card", "cardPaymentMethod": "pm_card_visa",
-                "pointsToSpend": points, "documentPhotoMediaId": try photo(sender)]))
+        let bodies: [[String: Any]] = try (0..<2).map { _ in
+            ["pickup": ["lat": 44.4268, "lon": 26.1025, "address": "A"], "dropoff": ["lat": 44.45, "lon": 26.09, "address": "B"],
+             "recipient": ["name": "R"], "service": "standard", "paymentMethod": "card", "cardPaymentMethod": "pm_card_visa",
+             "pointsToSpend": points, "documentPhotoMediaId": try photo(sender)]
         }
-        let port = service.port, token = sender.token
-        let racers = raw.map { body in
-            Thread {
-                let r = try? APIClient(port: port).send("POST", "/v1/parcels", raw: body, token: token, headers: ["Content-Type": "application/json"])
-                answers.update { $0?.append(r?.status ?? 0) }
-            }
-        }
-        racers.forEach { $0.start() }
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { answers.get()?.count == 2 })
-        XCTAssertEqual(answers.get()?.sorted(), [201, 400], "the points are spent once")
+        XCTAssertEqual(try race(sender, bodies), [201, 400], "the points are spent once")
         XCTAssertEqual(try api.get("/v1/loyalty", token: sender.token)["balance"] as? Int, 0)
         let spentOn: String = try database.connect().first("SELECT id::text AS id FROM dispatch.parcels WHERE points_spent > 0")!["id"]
         let booked = try api.get("/v1/parcels/\(spentOn)", token: sender.token)

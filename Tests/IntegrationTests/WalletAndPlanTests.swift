@@ -52,23 +52,11 @@ final class WalletAndPlanTests: PaidDispatchTestCase {
         XCTAssertEqual(try balance(sender), amount, "a declined top-up brings nothing")
 
         // Two bookings spend the wallet at once: one is paid, the other refused, and nothing is half-written.
-        let answers = LockedBox<[Int]>()
-        answers.set([])
-        let raw = try (0..<2).map { _ in
-            Array(try JSONSerialization.data(withJSONObject: [
-                "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "A"], "dropoff": ["lat": 44.45, "lon": 26.09, "address": "B"],
-                "recipient": ["name": "R"], "service": "standard", "paymentMethod": "wallet", "documentPhotoMediaId": try self.photo(sender)]))
+        let bodies: [[String: Any]] = try (0..<2).map { _ in
+            ["pickup": ["lat": 44.4268, "lon": 26.1025, "address": "A"], "dropoff": ["lat": 44.45, "lon": 26.09, "address": "B"],
+             "recipient": ["name": "R"], "service": "standard", "paymentMethod": "wallet", "documentPhotoMediaId": try self.photo(sender)]
         }
-        let port = service.port, token = sender.token
-        let racers = raw.map { body in
-            Thread {
-                let r = try? APIClient(port: port).send("POST", "/v1/parcels", raw: body, token: token, headers: ["Content-Type": "application/json"])
-                answers.update { $0?.append(r?.status ?? 0) }
-            }
-        }
-        racers.forEach { $0.start() }
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { answers.get()?.count == 2 })
-        XCTAssertEqual(answers.get()?.sorted(), [201, 400], "the wallet is spent once")
+        XCTAssertEqual(try race(sender, bodies), [201, 400], "the wallet is spent once")
         XCTAssertEqual(try count("parcels"), 1)
         XCTAssertEqual(try balance(sender), amount - price)
         let paid: String = try database.connect().first("SELECT id::text AS id FROM dispatch.parcels")!["id"]
