@@ -144,8 +144,10 @@ struct PaymentSettler: Sendable {
         let key = "\(call.rawValue)-\(p.id.lowercased)"
         switch call {
         case .authorise:
-            var metadata = ["payment_id": p.id.lowercased, "purpose": p.purpose.rawValue]
-            metadata["parcel_id"] = p.parcelId?.lowercased
+            // A parcel's as before top-ups and plans existed: a call asked again after an upgrade must carry the
+            // same parameters, or the provider refuses its idempotency key.
+            var metadata = ["payment_id": p.id.lowercased]
+            if let parcel = p.parcelId { metadata["parcel_id"] = parcel.lowercased } else { metadata["purpose"] = p.purpose.rawValue }
             metadata["subscription_id"] = p.subscriptionId?.lowercased
             var use = CardUse.once
             if p.purpose == .plan {
