@@ -28,11 +28,16 @@ struct Wallet: Sendable {
 
     /// `user`'s balance in `currency`. `lock`: held until the transaction ends, so that two bookings cannot spend it twice.
     func balance(_ c: Connection, _ user: UUID, currency: String, lock: Bool = false) throws -> Int {
-        if lock { try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.wallet'), hashtext($1))", [user.lowercased]) }
+        if lock { try self.lock(c, user) }
         return try c.first("""
             SELECT coalesce(sum(CASE WHEN entry = 'spent' THEN -amount_minor ELSE amount_minor END), 0)::int AS balance
             FROM dispatch.wallet_ledger WHERE user_id = $1 AND currency = $2
             """, [user, currency])!["balance"]
+    }
+
+    /// Holds `user`'s wallet until the transaction ends.
+    private func lock(_ c: Connection, _ user: UUID) throws {
+        try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.wallet'), hashtext($1))", [user.lowercased])
     }
 
     /// Spends `amountMinor` of `user`'s for payment `payment` of `parcel`: refused when the wallet holds less.
@@ -42,9 +47,12 @@ struct Wallet: Sendable {
         try record(c, user, payment: payment, parcel: parcel, "spent", amountMinor, currency)
     }
 
-    /// Writes an entry (once per payment and kind) and its event.
+    /// Writes an entry (once per payment and kind) and its event, under the wallet's lock, so that the balance the
+    /// event tells is the one after this entry.
     func record(_ c: Connection, _ user: UUID, payment: UUID, parcel: UUID?, _ entry: String, _ amountMinor: Int, _ currency: String) throws {
-        guard amountMinor > 0, let r = try c.first("""
+        guard amountMinor > 0 else { return }
+        try lock(c, user)
+        guard let r = try c.first("""
             INSERT INTO dispatch.wallet_ledger (user_id, payment_id, parcel_id, entry, amount_minor, currency) VALUES ($1, $2, $3, $4, $5, $6)
             ON CONFLICT (payment_id, entry) DO NOTHING RETURNING id, at
             """, [user, payment, parcel, entry, amountMinor, currency]) else { return }
