@@ -1,11 +1,18 @@
 import Foundation
 import WireClient
 
-/// A JSON client on one keep-alive connection: one per thread.
+/// A JSON client on one keep-alive connection: one per thread. Given several instances (URLs separated by commas),
+/// a thread starts on the `start`th and moves to the next when its instance does not answer, as a load balancer
+/// would; the request is sent again there (bookings carry an idempotency key, so a booking the dead instance made
+/// is answered, not made twice).
 final class API {
-    private let http: HTTPClient
+    private let clients: [HTTPClient]
+    private var current: Int
 
-    init(_ base: String) { http = HTTPClient(url: base, timeout: 30)! }
+    init(_ bases: String, start: Int = 0) {
+        clients = bases.split(separator: ",").map { HTTPClient(url: String($0), timeout: 30)! }
+        current = start % clients.count
+    }
 
     struct Reply {
         let status: Int
@@ -26,7 +33,17 @@ final class API {
             body = raw
         }
         let start = DispatchTime.now().uptimeNanoseconds
-        let response = try http.request(method, path, headers: headers, body: body)
+        var response: ClientResponse?
+        for attempt in 0..<clients.count {
+            do {
+                response = try clients[current].request(method, path, headers: headers, body: body)
+                break
+            } catch {
+                if attempt == clients.count - 1 { throw error }
+                current = (current + 1) % clients.count
+            }
+        }
+        guard let response else { throw RunError("no instance answered") }
         let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
         let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
         return Reply(status: response.status, json: object, ms: ms)

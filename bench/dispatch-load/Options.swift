@@ -40,7 +40,8 @@ struct Options: Sendable {
         Usage: dispatch-load [options]
 
         Targets
-          --dispatch URL          dispatch service (default http://127.0.0.1:8084)
+          --dispatch URL[,URL...] dispatch service (default http://127.0.0.1:8084); several instances: the client
+                                  threads spread over them and move to the next when theirs does not answer
           --auth URL              auth service, for sign-ups (default http://127.0.0.1:8081)
           --operator-token TOKEN  the dispatch service's OPERATOR_TOKEN (default: $OPERATOR_TOKEN)
           --database-url URL      dispatch's PostgreSQL, for the invariant checks (default: $DATABASE_URL; without
@@ -147,7 +148,8 @@ struct Options: Sendable {
         if o.couriers > o.actingCouriers && o.operatorToken.isEmpty {
             throw UsageError("seeding couriers needs the operator token: --operator-token or OPERATOR_TOKEN")
         }
-        for (name, url) in [("--dispatch", o.dispatch), ("--auth", o.auth)] where URL(string: url)?.host == nil {
+        for (name, url) in o.dispatch.split(separator: ",").map({ ("--dispatch", String($0)) }) + [("--auth", o.auth)]
+            where URL(string: url)?.host == nil {
             throw UsageError("\(name) must be a URL such as http://127.0.0.1:8084 (got \"\(url)\")")
         }
         return o

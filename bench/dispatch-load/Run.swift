@@ -190,10 +190,10 @@ final class Run: @unchecked Sendable {
         for t in 0..<o.threads {
             spawn("create-\(t)") { [self] in createParcels(thread: t, start: start) }
             spawn("fix-\(t)") { [self] in sendFixes(thread: t) }
-            spawn("accept-\(t)") { [self] in acceptSeeded(offers) }
+            spawn("accept-\(t)") { [self] in acceptSeeded(offers, thread: t) }
         }
         spawn("offers") { [self] in watchOffers(offers) }
-        for (i, courier) in acting.enumerated() { spawn("courier-\(i)") { [self] in actAsCourier(courier) } }
+        for (i, courier) in acting.enumerated() { spawn("courier-\(i)") { [self] in actAsCourier(courier, index: i) } }
         threads.forEach { $0.start() }
 
         // Progress, until the parcels are all created, then until the offers settle.
@@ -238,7 +238,7 @@ final class Run: @unchecked Sendable {
     }
 
     private func createParcels(thread: Int, start: Date) {
-        let api = API(o.dispatch)
+        let api = API(o.dispatch, start: thread)
         let interval = Double(o.threads) / o.parcelRate
         var due = start.addingTimeInterval(interval * Double(thread) / Double(o.threads))
         while !creating.isSet {
@@ -278,7 +278,7 @@ final class Run: @unchecked Sendable {
 
     /// Moves this thread's slice of the seeded couriers and sends their fixes in batches, at its share of the rate.
     private func sendFixes(thread: Int) {
-        let api = API(o.dispatch)
+        let api = API(o.dispatch, start: thread)
         let count = fleet.ids.count
         let lo = count * thread / o.threads, hi = count * (thread + 1) / o.threads
         guard hi > lo else { return }
@@ -339,8 +339,8 @@ final class Run: @unchecked Sendable {
         queue.close()
     }
 
-    private func acceptSeeded(_ queue: AcceptQueue) {
-        let api = API(o.dispatch)
+    private func acceptSeeded(_ queue: AcceptQueue, thread: Int) {
+        let api = API(o.dispatch, start: thread)
         while let (parcel, courier) = queue.pop() {
             do {
                 let r = try api.call("POST", "/v1/operator/parcels/\(parcel)/accept", json: ["courierId": courier], token: o.operatorToken)
@@ -354,8 +354,8 @@ final class Run: @unchecked Sendable {
 
     /// A signed-up courier: a fix a second with their own token, and their own offers accepted (and, with
     /// `--deliver`, picked up and delivered at once).
-    private func actAsCourier(_ me: (id: String, token: String, photo: String)) {
-        let api = API(o.dispatch)
+    private func actAsCourier(_ me: (id: String, token: String, photo: String), index: Int) {
+        let api = API(o.dispatch, start: index)
         var position = area.random(), heading = Double.random(in: 0..<360)
         var nextFix = Date()
         while !stopping.isSet {
