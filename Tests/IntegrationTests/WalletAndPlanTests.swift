@@ -109,6 +109,28 @@ final class WalletAndPlanTests: PaidDispatchTestCase {
         XCTAssertEqual(topUps, 2, "nothing written for the refused ones")
     }
 
+    /// A card tester's account: five declined cards in a day, then no card is tried for it (429 until the oldest
+    /// decline is a day old), while cash still books and other accounts are untouched.
+    func testAnAccountWhoseCardsAreDeclinedAgainAndAgainTriesNoMoreCards() throws {
+        let tester = try person(), other = try person()
+        for _ in 0..<5 {
+            XCTAssertEqual(try topUp(tester, 1_000, card: "pm_card_chargeDeclined")["status"] as? String, "declined")
+        }
+        let paused = try topUp(tester, 1_000)
+        assertClientError(paused, 429, "no more cards today")
+        XCTAssertGreaterThan(Int(paused.headers["retry-after"] ?? "") ?? 0, 86_000, "until the first decline is a day old")
+        let booking: [String: Any] = ["pickup": ["lat": 44.4268, "lon": 26.1025, "address": "A"], "dropoff": ["lat": 44.45, "lon": 26.09, "address": "B"],
+                                      "recipient": ["name": "R"], "service": "standard", "paymentMethod": "card", "cardPaymentMethod": "pm_card_visa",
+                                      "documentPhotoMediaId": try photo(tester)]
+        assertClientError(try api.post("/v1/parcels", booking, token: tester.token), 429, "nor a card booking")
+        assertClientError(try api.post("/v1/plans/subscription", ["planId": "plus", "cardPaymentMethod": "pm_card_visa"], token: tester.token),
+                          429, "nor a plan")
+        XCTAssertEqual(try send(tester, to: nil).status, 201, "cash still books")
+        XCTAssertEqual(try topUp(other, 1_000)["status"] as? String, "captured", "another account is untouched")
+        let tried: Int = try database.connect().first("SELECT count(*)::int AS n FROM dispatch.payments WHERE method = 'card'")!["n"]
+        XCTAssertEqual(tried, 6, "the refused attempts wrote nothing")
+    }
+
     func testAPlanLowersQuotesAndIsRenewedUntilItsCardIsDeclined() throws {
         let sender = try person()
         let plans = try api.get("/v1/plans", token: sender.token)["items"] as? [[String: Any]] ?? []

@@ -23,6 +23,7 @@ struct PaymentRules: Sendable {
     func open(_ c: Connection, _ parcel: ParcelRecord, card: String?, lease: TimeInterval) throws {
         switch parcel.paymentMethod {
         case "card":
+            try admitCard(c, payer: parcel.senderId)
             _ = try storage.insertPayment(c, id: UUID.v7(), parcel: parcel, card: card, status: .pending, due: .authorise, dueIn: lease)
         case "wallet":
             let p = try storage.insertPayment(c, id: UUID.v7(), parcel: parcel, card: nil, status: .walletDebited, due: nil, dueIn: 0)
@@ -31,6 +32,22 @@ struct PaymentRules: Sendable {
         default:
             _ = try storage.insertPayment(c, id: UUID.v7(), parcel: parcel, card: nil, status: .cashOnDelivery, due: nil, dueIn: 0)
         }
+    }
+
+    /// How many declined cards an account may have in a day before it may try no more.
+    static let declinesAllowed = 5
+
+    /// Card testers try stolen cards one after another through whatever authorises them (bookings, top-ups,
+    /// plans): an account with `declinesAllowed` cards declined within a day tries no card until the oldest of
+    /// those is a day old (429 with `Retry-After`). Cash and the wallet still work; other accounts are not touched.
+    func admitCard(_ c: Connection, payer: UUID) throws {
+        let r = try c.first("""
+            SELECT count(*)::int AS n, coalesce(extract(epoch FROM min(updated_at) + interval '1 day' - now()), 0)::int AS wait
+            FROM (SELECT updated_at FROM dispatch.payments WHERE payer_id = $1 AND status = 'declined' AND updated_at > now() - interval '1 day'
+                  ORDER BY updated_at DESC LIMIT $2) latest
+            """, [payer, Self.declinesAllowed])
+        let declined: Int = try r?["n"] ?? 0, wait: Int = try r?["wait"] ?? 0
+        if declined >= Self.declinesAllowed { throw PaymentError.cardsPaused(retryAfter: max(1, wait)) }
     }
 
     /// What a parcel's move means for its payment (parcels booked before payments existed have none).
@@ -85,13 +102,17 @@ enum PaymentError: DomainError, Equatable {
     case noCashDue
     case cardsOff
     case cardMissing
+    case cardsPaused(retryAfter: Int)
 
-    var refusal: Refusal { .invalid }
+    var refusal: Refusal {
+        if case .cardsPaused(let seconds) = self { return .rateLimited(retryAfter: seconds) }
+        return .invalid
+    }
     var field: String? {
         switch self {
         case .wrongCash, .noCashDue: return "cashCollectedMinor"
         case .cardsOff: return "paymentMethod"
-        case .cardMissing: return "cardPaymentMethod"
+        case .cardMissing, .cardsPaused: return "cardPaymentMethod"
         }
     }
     var message: String {
@@ -100,6 +121,7 @@ enum PaymentError: DomainError, Equatable {
         case .noCashDue: return "This parcel is paid already: there is no cash to collect."
         case .cardsOff: return "Card payments are not set up on this server: pay in cash."
         case .cardMissing: return "A card payment needs the card (cardPaymentMethod)."
+        case .cardsPaused: return "Too many cards were declined on this account today: pay in cash or from the wallet, or try a card later."
         }
     }
 }

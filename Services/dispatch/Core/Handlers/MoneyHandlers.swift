@@ -25,6 +25,7 @@ extension DispatchHandlers {
         guard let payments else { throw PaymentError.cardsOff }
         let opened = Opened()
         let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            try parcels.payments.admitCard(c, payer: caller.userId)
             let p = try storage.insertPayment(c, id: UUID.v7(), purpose: .topUp, parcel: nil, subscription: nil, payer: caller.userId,
                                               method: "card", amountMinor: body.amountMinor, currency: tariff.currency,
                                               card: body.cardPaymentMethod, status: .pending, due: .authorise, dueIn: payments.lease)
@@ -57,6 +58,7 @@ extension DispatchHandlers {
         guard let plan = Plans.catalogue(currency: tariff.currency).first(where: { $0.id == body.planId }) else { throw Plans.Refused.unknownPlan }
         let opened = Opened()
         let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
+            try parcels.payments.admitCard(c, payer: caller.userId)
             let (s, p) = try plans.subscribe(c, caller.userId, plan: plan, card: body.cardPaymentMethod, storage: storage, lease: payments.lease)
             opened.id = p.id
             return .json(SubscriptionView(subscription: s), status: 201)
