@@ -26,33 +26,38 @@ struct Wallet: Sendable {
         }
     }
 
-    /// `user`'s balance in `currency`. `lock`: held until the transaction ends, so that two bookings cannot spend it twice.
-    func balance(_ c: Connection, _ user: UUID, currency: String, lock: Bool = false) throws -> Int {
-        if lock { try self.lock(c, user) }
-        return try c.first("""
+    /// `user`'s balance in `currency`.
+    func balance(_ c: Connection, _ user: UUID, currency: String) throws -> Int {
+        try c.first("""
             SELECT coalesce(sum(CASE WHEN entry = 'spent' THEN -amount_minor ELSE amount_minor END), 0)::int AS balance
             FROM dispatch.wallet_ledger WHERE user_id = $1 AND currency = $2
             """, [user, currency])!["balance"]
     }
 
-    /// Holds `user`'s wallet until the transaction ends.
+    /// Holds `user`'s wallet until the transaction ends: two bookings cannot spend it twice, and an event's balance
+    /// is the one after its entry.
     private func lock(_ c: Connection, _ user: UUID) throws {
         try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.wallet'), hashtext($1))", [user.lowercased])
     }
 
     /// Spends `amountMinor` of `user`'s for payment `payment` of `parcel`: refused when the wallet holds less.
     func spend(_ c: Connection, _ user: UUID, payment: UUID, parcel: UUID, amountMinor: Int, currency: String) throws {
-        let balance = try self.balance(c, user, currency: currency, lock: true)
+        try lock(c, user)
+        let balance = try self.balance(c, user, currency: currency)
         guard amountMinor <= balance else { throw Refused.notEnough(balance: balance, currency: currency) }
-        try record(c, user, payment: payment, parcel: parcel, "spent", amountMinor, currency)
+        try append(c, user, payment: payment, parcel: parcel, "spent", amountMinor, currency)
     }
 
-    /// Writes an entry (once per payment and kind) and its event, under the wallet's lock, so that the balance the
-    /// event tells is the one after this entry.
+    /// Writes an entry (once per payment and kind) and its event, under the wallet's lock.
     func record(_ c: Connection, _ user: UUID, payment: UUID, parcel: UUID?, _ entry: String, _ amountMinor: Int, _ currency: String) throws {
-        guard amountMinor > 0 else { return }
         try lock(c, user)
-        guard let r = try c.first("""
+        try append(c, user, payment: payment, parcel: parcel, entry, amountMinor, currency)
+    }
+
+    /// The entry and its event, the wallet's lock held.
+    private func append(_ c: Connection, _ user: UUID, payment: UUID, parcel: UUID?, _ entry: String, _ amountMinor: Int,
+                        _ currency: String) throws {
+        guard amountMinor > 0, let r = try c.first("""
             INSERT INTO dispatch.wallet_ledger (user_id, payment_id, parcel_id, entry, amount_minor, currency) VALUES ($1, $2, $3, $4, $5, $6)
             ON CONFLICT (payment_id, entry) DO NOTHING RETURNING id, at
             """, [user, payment, parcel, entry, amountMinor, currency]) else { return }

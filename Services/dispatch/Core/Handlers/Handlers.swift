@@ -93,7 +93,7 @@ struct DispatchHandlers: Sendable {
         }
         matcher.wake()
         guard let id = booked.id, let payments else { return response }
-        if let payment = try pool.withConnection({ try storage.payment($0, parcel: id) }) { _ = try? payments.run(only: payment.id) }  // else the settler asks
+        if let payment = try pool.withConnection({ try storage.payment($0, parcel: id) }) { askNow(payment.id, payments) }  // else the settler asks
         return try pool.withConnection { c in
             guard let parcel = try storage.parcel(c, id) else { return response }
             return .json(try view(c, parcel, for: caller.userId), status: 201)

@@ -33,7 +33,7 @@ extension DispatchHandlers {
             return .json(TopUpView(payment: p), status: 201)
         }
         guard let id = opened.id else { return response }  // a replay
-        takeNow(id, payments)
+        askNow(id, payments)
         return try pool.withConnection { c in try storage.payment(c, id: id).map { .json(TopUpView(payment: $0), status: 201) } ?? response }
     }
 
@@ -64,7 +64,7 @@ extension DispatchHandlers {
             return .json(SubscriptionView(subscription: s), status: 201)
         }
         guard let id = opened.id else { return response }
-        takeNow(id, payments)
+        askNow(id, payments)
         return try pool.withConnection { c in
             try plans.current(c, caller.userId).map { .json(SubscriptionView(subscription: $0), status: 201) } ?? response
         }
@@ -82,8 +82,9 @@ extension DispatchHandlers {
         .json(SubscriptionView(subscription: try pool.withTransaction { try plans.stopRenewing($0, caller.userId, currency: tariff.currency) }))
     }
 
-    /// Authorises and captures payment `id` now, if the provider answers in time (else the settler goes on).
-    private func takeNow(_ id: UUID, _ payments: PaymentSettler) {
+    /// Makes payment `id`'s due call now, and the capture it leads to at once (a top-up's or a plan's), if the
+    /// provider answers in time; else the settler goes on.
+    func askNow(_ id: UUID, _ payments: PaymentSettler) {
         _ = try? payments.run(only: id)
         if (try? pool.withConnection({ try storage.payment($0, id: id)?.due })) == .capture { _ = try? payments.run(only: id) }
     }
