@@ -6,10 +6,6 @@ import Foundation
 final class Stats: @unchecked Sendable {
     private let lock = NSLock()
     private(set) var errors: [String: Int] = [:]
-    private(set) var createMs: [Double] = []
-    private(set) var fixMs: [Double] = []        // one courier's own fix, round trip
-    private(set) var batchMs: [Double] = []      // an operator batch, round trip
-    private(set) var acceptMs: [Double] = []
     private(set) var fixesSent = 0
     private(set) var fixesApplied = 0
     private(set) var parcels: [CreatedParcel] = []
@@ -41,22 +37,33 @@ final class Stats: @unchecked Sendable {
     private var now: Int { max(0, Int(Date().timeIntervalSince(start))) }
     var second: Int { lock.lock(); defer { lock.unlock() }; return now }
 
-    func error(_ kind: String) { lock.lock(); errors[kind, default: 0] += 1; seconds[now, default: .init()].errors += 1; lock.unlock() }
+    /// Round trips of the whole run, from the seconds' (read inside `with`): creations, couriers' own fixes,
+    /// operator batches of fixes, accepts.
+    var createMs: [Double] { samples("create") }
+    var fixMs: [Double] { samples("fix") }
+    var batchMs: [Double] { samples("batch") }
+    var acceptMs: [Double] { samples("accept") }
+    private func samples(_ kind: String) -> [Double] { seconds.values.flatMap { $0.ms[kind] ?? [] } }
+
+    /// Counts what happened in this second of the drive, and the round trip of `kind`.
+    private func tick(_ kind: String? = nil, ms: Double = 0, _ change: (inout Bucket) -> Void) {
+        let t = now
+        change(&seconds[t, default: .init()])
+        if let kind { seconds[t, default: .init()].ms[kind, default: []].append(ms) }
+    }
+
+    func error(_ kind: String) { lock.lock(); errors[kind, default: 0] += 1; tick { $0.errors += 1 }; lock.unlock() }
     func created(_ parcel: CreatedParcel, ms: Double) {
-        lock.lock(); parcels.append(parcel); createMs.append(ms)
-        seconds[now, default: .init()].created += 1; seconds[now, default: .init()].ms["create", default: []].append(ms); lock.unlock()
+        lock.lock(); parcels.append(parcel); tick("create", ms: ms) { $0.created += 1 }; lock.unlock()
     }
     func fix(ms: Double, applied: Bool) {
-        lock.lock(); fixMs.append(ms); fixesSent += 1; if applied { fixesApplied += 1 }
-        seconds[now, default: .init()].fixes += 1; seconds[now, default: .init()].ms["fix", default: []].append(ms); lock.unlock()
+        lock.lock(); fixesSent += 1; if applied { fixesApplied += 1 }; tick("fix", ms: ms) { $0.fixes += 1 }; lock.unlock()
     }
     func batch(ms: Double, sent: Int, applied: Int) {
-        lock.lock(); batchMs.append(ms); fixesSent += sent; fixesApplied += applied
-        seconds[now, default: .init()].fixes += sent; seconds[now, default: .init()].ms["batch", default: []].append(ms); lock.unlock()
+        lock.lock(); fixesSent += sent; fixesApplied += applied; tick("batch", ms: ms) { $0.fixes += sent }; lock.unlock()
     }
     func accept(_ parcel: String, by courier: String, ms: Double) {
-        lock.lock(); accepted[parcel, default: []].append(courier); acceptMs.append(ms)
-        seconds[now, default: .init()].assigned += 1; seconds[now, default: .init()].ms["accept", default: []].append(ms); lock.unlock()
+        lock.lock(); accepted[parcel, default: []].append(courier); tick("accept", ms: ms) { $0.assigned += 1 }; lock.unlock()
     }
 
     var parcelCount: Int { lock.lock(); defer { lock.unlock() }; return parcels.count }
