@@ -11,7 +11,7 @@ public struct ConnectionLimits: Sendable {
     public var idleTimeoutSeconds: Int
     public var streams: Int
     /// Addresses the per-client limit does not apply to: trusted proxies, whose clients all share their address.
-    public var exempt: Set<String>
+    public var exempt: AddressSet
     /// How long a request body may take to arrive in all, however steadily it trickles (408 after).
     public var bodyTimeoutSeconds: Int
     /// The bytes of request bodies the server holds at once, all connections together: a body that would pass it
@@ -19,7 +19,7 @@ public struct ConnectionLimits: Sendable {
     public var bodyMemory: Int
 
     public init(total: Int, perClient: Int, headTimeoutSeconds: Int = 10, idleTimeoutSeconds: Int = 30, streams: Int,
-                exempt: Set<String> = [], bodyTimeoutSeconds: Int = 60, bodyMemory: Int = 64 << 20) {
+                exempt: AddressSet = [], bodyTimeoutSeconds: Int = 60, bodyMemory: Int = 64 << 20) {
         self.total = total; self.perClient = perClient; self.headTimeoutSeconds = headTimeoutSeconds
         self.idleTimeoutSeconds = idleTimeoutSeconds; self.streams = streams; self.exempt = exempt
         self.bodyTimeoutSeconds = bodyTimeoutSeconds; self.bodyMemory = bodyMemory

@@ -52,8 +52,9 @@ public struct ServiceConfig: Sendable {
     /// its hard limit at start) less 256 for the database, the broker and files. `TRUSTED_PROXIES` are exempt from the
     /// per-client limit.
     public var connectionLimits: ConnectionLimits
-    /// `TRUSTED_PROXIES`: the addresses of proxies whose `X-Forwarded-For` names the client (comma-separated IPs).
-    public var trustedProxies: Set<String>
+    /// `TRUSTED_PROXIES`: the proxies whose `X-Forwarded-For` names the client (comma-separated IP addresses or
+    /// CIDR ranges: on Kubernetes the gateway's pods are named by their network's range).
+    public var trustedProxies: AddressSet
     /// `DB_POOL_SIZE`.
     public var dbPoolSize: Int
     /// `OUTBOX_RETENTION_HOURS`: how long sent events stay available for `republish` (at most 720, the 30 days for
@@ -105,13 +106,12 @@ public struct ServiceConfig: Sendable {
         guard groupPrefix.count <= 100, groupPrefix.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
             throw ConfigError(variable: "KAFKA_GROUP_PREFIX", problem: "must be at most 100 of A-Z a-z 0-9 . _ -")
         }
-        var proxies = Set<String>()
+        var proxies = AddressSet()
         for item in env.string("TRUSTED_PROXIES", default: "").split(separator: ",") {
             let address = item.trimmingCharacters(in: .whitespaces)
-            guard Validate.isIPAddress(address) else {
-                throw ConfigError(variable: "TRUSTED_PROXIES", problem: "must be a comma-separated list of IP addresses (got \"\(address)\")")
+            guard proxies.insert(address) else {
+                throw ConfigError(variable: "TRUSTED_PROXIES", problem: "must be a comma-separated list of IP addresses or CIDR ranges such as 10.244.0.0/16 (got \"\(address)\")")
             }
-            proxies.insert(address)
         }
         let bindAddress = env.string("BIND_ADDRESS", default: "::")
         guard Validate.isIPAddress(bindAddress) else {

@@ -58,7 +58,7 @@ public func bearerToken(_ request: Request) throws -> String {
 extension Request {
     /// The client's address: the peer's, or, when the peer is one of `trustedProxies`, the last address in
     /// `X-Forwarded-For` that is not a trusted proxy (entries before it could be forged by the client).
-    public func clientAddress(trustedProxies: Set<String>) -> String {
+    public func clientAddress(trustedProxies: AddressSet) -> String {
         guard trustedProxies.contains(remoteAddress), let forwarded = header("x-forwarded-for") else { return remoteAddress }
         for hop in forwarded.split(separator: ",").reversed() {
             let address = hop.trimmingCharacters(in: .whitespaces)

@@ -1,4 +1,5 @@
 import Foundation
+import HTTP
 import Models
 import Postgres
 import Runtime
@@ -40,12 +41,41 @@ final class ConfigTests: XCTestCase {
         for (name, value) in [("PORT", "65536"), ("PORT", "http"), ("HTTP_THREADS", "-3"), ("DB_POOL_SIZE", "many"),
                               ("DATABASE_URL", "localhost"), ("KAFKA_BROKERS", "a:b"), ("LOG_LEVEL", "chatty"),
                               ("AUTH_JWKS_URL", "ftp://x"), ("JWT_PUBLIC_KEY", "short"), ("SHUTDOWN_TIMEOUT_SECONDS", "0"),
-                              ("OUTBOX_RETENTION_HOURS", "721")] {
+                              ("OUTBOX_RETENTION_HOURS", "721"), ("TRUSTED_PROXIES", "10.0.0.0/33"),
+                              ("TRUSTED_PROXIES", "gateway"), ("TRUSTED_PROXIES", "10.0.0.1/x")] {
             XCTAssertThrowsError(try load([name: value])) { error in
                 XCTAssertEqual((error as? ConfigError)?.variable, name)
                 XCTAssertTrue("\(error)".contains(name))
             }
         }
+    }
+}
+
+final class TrustedProxyTests: XCTestCase {
+    func testRangesNameAGatewayWhosePodsHaveNoFixedAddress() throws {
+        let proxies = try ServiceConfig.load(service: "auth", defaultPort: 8081,
+                                             environment: Environment(["TRUSTED_PROXIES": "172.30.80.80, 10.244.0.0/16,fd00::/8"])).trustedProxies
+        for inside in ["172.30.80.80", "10.244.0.1", "10.244.255.254", "fd00::1", "fdff:1::2"] {
+            XCTAssertTrue(proxies.contains(inside), inside)
+        }
+        for outside in ["172.30.80.81", "10.245.0.1", "10.243.255.255", "fe00::1", "::ffff:10.244.0.1x", "", "10.244.0.0/16"] {
+            XCTAssertFalse(proxies.contains(outside), outside)
+        }
+        let oneBit: AddressSet = ["128.0.0.0/1"]
+        XCTAssertTrue(oneBit.contains("200.1.2.3"))
+        XCTAssertFalse(oneBit.contains("127.255.255.255"))
+        XCTAssertTrue((["0.0.0.0/0"] as AddressSet).contains("8.8.8.8"))
+        XCTAssertFalse((["0.0.0.0/0"] as AddressSet).contains("::1"), "an IPv4 range holds no IPv6 address")
+    }
+
+    func testTheClientIsTheLastAddressBeforeATrustedRange() {
+        let proxies: AddressSet = ["10.244.0.0/16"]
+        func client(peer: String, forwarded: String) -> String {
+            Request(method: "GET", path: "/", headers: ["X-Forwarded-For": forwarded], remoteAddress: peer)
+                .clientAddress(trustedProxies: proxies)
+        }
+        XCTAssertEqual(client(peer: "10.244.3.7", forwarded: "6.6.6.6, 203.0.113.9, 10.244.1.2"), "203.0.113.9")
+        XCTAssertEqual(client(peer: "192.0.2.1", forwarded: "203.0.113.9"), "192.0.2.1", "an untrusted peer names itself")
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Web
+import HTTP
 
 /// What the account rules refuse.
 enum AccountError: DomainError, Equatable {
@@ -69,7 +70,7 @@ struct LoginThrottle: Sendable {
     /// `LOGIN_ADDRESS_MAX_FAILURES`: failures from one address within 15 minutes before it is refused (default 100).
     let addressFailures: Int
     /// `TRUSTED_PROXIES`.
-    let trustedProxies: Set<String>
+    let trustedProxies: AddressSet
     /// Failures of an account before each attempt must wait.
     static let accountFailures = 10
     /// Failures through one device token before it is forgotten.
