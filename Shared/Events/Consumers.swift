@@ -26,6 +26,8 @@ public final class EventConsumer: BackgroundService {
     private let metrics: Metrics
     private let handler: Handler
     private let assigned = Atomic<Int>(0)
+    /// The consumer polling now, for its lag (read from librdkafka's state on any thread).
+    private let current = Mutex<Consumer?>(nil)
 
     /// A consumer of `topics` in `groupId`, once `topicsReady` opens; `schema` holds its `processed_events` table;
     /// dead letters go out through the relay's producer.
@@ -38,6 +40,14 @@ public final class EventConsumer: BackgroundService {
 
     /// How many partitions the group gave this consumer (0 while joining or rebalancing).
     public var assignedPartitions: Int { assigned.load(ordering: .relaxed) }
+
+    /// Events in those partitions not processed yet: the ones waiting behind the event in hand, counted with it
+    /// (0 while joining or rebalancing).
+    public var lag: Int {
+        guard let consumer = current.withLock({ $0 }) else { return 0 }
+        return consumer.lag + (assignedPartitions > 0 && handling.load(ordering: .relaxed) ? 1 : 0)
+    }
+    private let handling = Atomic<Bool>(false)
 
     /// Polls until stopped, then leaves the group (so the next instance is not kept waiting for our session to
     /// expire). The message in hand when the stop comes is finished, or left uncommitted to come again.
@@ -55,6 +65,7 @@ public final class EventConsumer: BackgroundService {
                 cancellation.sleep(2)
             }
         }
+        current.withLock { $0 = consumer }
         var partitions = 0
         while !cancellation.isCancelled, let active = consumer {
             let message = active.poll(timeout: 0.2)
@@ -65,12 +76,15 @@ public final class EventConsumer: BackgroundService {
                 assigned.store(now, ordering: .relaxed)
             }
             guard let message else { continue }
+            handling.store(true, ordering: .relaxed)
+            defer { handling.store(false, ordering: .relaxed) }
             guard process(message, cancellation) else { break }  // stopping mid-retry: not committed, so it comes again
             do { try active.commit(message) } catch {
                 logger.warn("offset commit failed (the message may be processed again)",
                             ["consumer": .string(consumerName), "error": .string("\(error)")])
             }
         }
+        current.withLock { $0 = nil }
         consumer = nil  // closes the consumer: leaves the group now
     }
 

@@ -433,6 +433,27 @@ public final class Consumer: @unchecked Sendable {
         return Int(list.pointee.cnt)
     }
 
+    /// Events in the partitions assigned to this consumer that it has not been handed yet: for each partition, the end
+    /// offset the broker last reported (kept by librdkafka from its fetches) less the consumer's position. Partitions
+    /// not fetched from or consumed from since the assignment are left out; never below 0 (Tansu reports the end
+    /// offset a batch short). Reads librdkafka's own state only, no broker round trip: safe from any thread.
+    public var lag: Int {
+        var assignment: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
+        guard rd_kafka_assignment(handle, &assignment) == RD_KAFKA_RESP_ERR_NO_ERROR, let list = assignment else { return 0 }
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        guard list.pointee.cnt > 0, rd_kafka_position(handle, list) == RD_KAFKA_RESP_ERR_NO_ERROR else { return 0 }
+        var total = 0
+        for i in 0..<Int(list.pointee.cnt) {
+            let element = list.pointee.elems[i]
+            var low: Int64 = -1, high: Int64 = -1
+            guard element.offset >= 0,
+                  rd_kafka_get_watermark_offsets(handle, element.topic, element.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR,
+                  high >= 0 else { continue }
+            total += Int(max(0, high - element.offset))
+        }
+        return total
+    }
+
     /// Waits up to `timeout` for the next message; nil when none arrived. Transient errors are logged and skipped.
     public func poll(timeout: TimeInterval) -> IncomingMessage? {
         guard let message = rd_kafka_consumer_poll(handle, Int32(timeout * 1000)) else { return nil }

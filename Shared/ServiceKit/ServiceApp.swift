@@ -132,8 +132,10 @@ public final class ServiceApp: @unchecked Sendable {
                                      topics: topics, pool: pool, schema: config.service, relay: relay, topicsReady: topicsReady,
                                      logger: logger, metrics: metrics, handler: handler)
         add(consumer)
-        metrics.addGauges(help: ["kafka_consumer_assigned_partitions": "Partitions this instance's consumer holds, by consumer group."]) {
-            [("kafka_consumer_assigned_partitions", "consumer=\"\(name)\"", Double(consumer.assignedPartitions))]
+        metrics.addGauges(help: ["kafka_consumer_assigned_partitions": "Partitions this instance's consumer holds, by consumer group.",
+                                 "kafka_consumer_lag": "Events in those partitions it has not processed yet (looked at every 5 s)."]) {
+            [("kafka_consumer_assigned_partitions", "consumer=\"\(name)\"", Double(consumer.assignedPartitions)),
+             ("kafka_consumer_lag", "consumer=\"\(name)\"", Double(consumer.lag))]
         }
     }
 
