@@ -84,6 +84,13 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
               body: SeedCouriersBody.self, response: (200, SeededView.shape), trusted: fleet, h.seedCouriers)
         r.add("POST", "/v1/operator/locations", summary: "Operator: up to 1,000 location fixes from a fleet gateway",
               body: FleetFixesBody.self, response: (200, FixesAppliedView.shape), trusted: fleet, h.fleetLocations)
+        r.add("GET", "/v1/operator/fleet", summary: "Operator: the map now, online couriers and parcels waiting for one (?limit= of each)",
+              response: (200, FleetView.shape), trusted: fleet, h.fleet)
+        r.query("GET", "/v1/operator/fleet", [.limit(max: 5000, default: 1000)])
+        r.add("GET", "/v1/operator/fleet/events",
+              summary: "Operator: Server-Sent Events, the map now (snapshot), then every courier position and parcel transition, live",
+              trusted: fleet, h.fleetEvents)
+        r.query("GET", "/v1/operator/fleet/events", [.limit(max: 5000, default: 1000)])
         r.add("GET", "/v1/operator/offers", summary: "Operator: the offers open now, the oldest first (?limit=)", response: (200, ItemList<OfferView>.shape),
               trusted: fleet, h.openOffers)
         r.query("GET", "/v1/operator/offers", [.limit(max: DispatchHandlers.batchLimit, default: 100)])

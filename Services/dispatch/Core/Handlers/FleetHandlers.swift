@@ -144,3 +144,65 @@ extension DispatchHandlers {
 
 
 }
+
+/// An online courier on the operator's map: where their last fix put them, and whether they can take a parcel.
+struct FleetCourierView: View {
+    let id: UUID
+    let position: GeoPoint
+    let active: Int
+    let capacity: Int
+    let fixAt: Date?
+
+    var place: PlaceView { PlaceView(position) }
+    var available: Bool { active < capacity }
+
+    static let fields: [ViewField<Self>] = [
+        .field("courierId", \.id), .field("position", \.place), .field("available", \.available),
+        .field("active", \.active, .integer(0...50)), .field("capacity", \.capacity, Shapes.capacity), .nullable("fixAt", \.fixAt),
+    ]
+}
+
+/// A parcel waiting for a courier to be offered it, at its pickup, since its last change.
+struct WaitingParcelView: View {
+    let parcel: ParcelRecord
+    var pickup: PlaceView { PlaceView(parcel.pickup) }
+    static let fields: [ViewField<Self>] = [
+        .field("parcelId", \.parcel.id), .field("pickup", \.pickup), .field("service", \.parcel.service.rawValue, Shapes.service),
+        .field("waitingSince", \.parcel.updatedAt),
+    ]
+}
+
+/// The operator's map at one moment: the online couriers with a position and the parcels waiting for one, each the
+/// `limit` most recent (couriers by their last fix) or oldest (parcels by how long they have waited).
+struct FleetView: View {
+    let couriers: [FleetCourierView]
+    let waiting: [WaitingParcelView]
+    let at: Date
+    static let fields: [ViewField<Self>] = [.field("couriers", \.couriers), .field("waiting", \.waiting), .field("at", \.at)]
+}
+
+extension DispatchHandlers {
+    /// `GET /v1/operator/fleet`: the map now (`?limit=` of each, at most 5,000).
+    func fleet(_ request: Request) throws -> Response {
+        .json(try fleetNow(limit: try Page(request, maxLimit: 5000, defaultLimit: 1000).limit))
+    }
+
+    /// `GET /v1/operator/fleet/events`: the map now (`snapshot`), then, live, every courier position (`position`, a
+    /// `courier.location` event's data: couriers carrying parcels, and every fix a fleet gateway puts on the topic)
+    /// and every parcel transition (`status`, a `parcel.status` event's data), from the event streams every instance
+    /// reads. A courier who moves without a parcel shows at the next snapshot the console asks for.
+    func fleetEvents(_ request: Request) throws -> Response {
+        let snapshot = try fleetNow(limit: try Page(request, maxLimit: 5000, defaultLimit: 1000).limit)
+        let stream = EventStream()
+        tracking.watchFleet(stream: stream)
+        stream.send(event: "snapshot", data: String(decoding: JSON.encode(snapshot), as: UTF8.self))
+        return .eventStream(stream)
+    }
+
+    private func fleetNow(limit: Int) throws -> FleetView {
+        try pool.withConnection { c in
+            let (couriers, waiting, at) = try storage.fleet(c, limit: limit)
+            return FleetView(couriers: couriers, waiting: waiting.map(WaitingParcelView.init), at: at)
+        }
+    }
+}

@@ -9,7 +9,7 @@ import Web
 /// Live tracking: every instance reads `parcel.status` and `courier.location` from now on (a kit `LiveFeed`) and
 /// forwards them to the event streams its clients hold, so a watcher sees every transition whichever instance
 /// made it, and the positions of the parcel's courier. Feed keys are parcel ids; a position goes to the parcels
-/// watched here whose courier sent it, found through a dictionary.
+/// watched here whose courier sent it, found through a dictionary; every event also goes to the operators' maps.
 final class ParcelTracking: Sendable {
     /// Which courier carries each parcel watched on this instance, and the reverse.
     private final class Carriers: Sendable {
@@ -71,14 +71,22 @@ final class ParcelTracking: Sendable {
             case ParcelStatusChanged.type:
                 guard let change = try? event.decode(ParcelStatusChanged.self) else { return nil }
                 if let courier = change.courierId { carriers.carried(change.parcelId, by: courier) }
-                return .init(keys: [change.parcelId], event: "status")
+                return .init(keys: [change.parcelId, Self.fleetKey], event: "status")
             case CourierLocation.type:
                 guard let fix = try? event.decode(CourierLocation.self) else { return nil }
-                return .init(keys: carriers.parcels(of: fix.courierId), event: "position")
+                return .init(keys: carriers.parcels(of: fix.courierId) + [Self.fleetKey], event: "position")
             default:
                 return nil
             }
         }
+    }
+
+    /// The key the operator's map watches: every transition and every position.
+    static let fleetKey = "fleet"
+
+    /// Streams every transition and position to an operator's map.
+    func watchFleet(stream: EventStream) {
+        feed.watch(Self.fleetKey, stream: stream)
     }
 
     /// Whether the topics are being read (from where they ended when reading began).

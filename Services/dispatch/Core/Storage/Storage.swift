@@ -169,6 +169,22 @@ struct DispatchStorage {
     }
 
     /// Offers open now, the oldest first.
+    /// The operator's map: online couriers with a position (the latest fixes first) and the parcels waiting for a
+    /// courier (the longest-waiting first), `limit` of each, and the database's time.
+    func fleet(_ c: Connection, limit: Int) throws -> (couriers: [FleetCourierView], waiting: [ParcelRecord], at: Date) {
+        let couriers = try c.rows("""
+            SELECT user_id, lat, lon, active, capacity, fix_at FROM dispatch.couriers
+            WHERE online AND lat IS NOT NULL AND lon IS NOT NULL ORDER BY fix_at DESC NULLS LAST LIMIT $1
+            """, [limit]).map { row in
+            FleetCourierView(id: try row["user_id"], position: GeoPoint(lat: try row["lat"], lon: try row["lon"]),
+                             active: try row["active"], capacity: try row["capacity"], fixAt: try row["fix_at"])
+        }
+        let waiting = try c.rows("SELECT * FROM dispatch.parcels WHERE status = 'awaiting_courier' ORDER BY updated_at LIMIT $1", [limit])
+            .map(ParcelRecord.init)
+        let at: Date = try c.first("SELECT now() AS at")!["at"]
+        return (couriers, waiting, at)
+    }
+
     func openOffers(_ c: Connection, limit: Int) throws -> [ParcelRecord] {
         try c.rows("SELECT * FROM dispatch.parcels WHERE status = 'offered' ORDER BY offer_expires_at LIMIT $1", [limit])
             .map(ParcelRecord.init)
