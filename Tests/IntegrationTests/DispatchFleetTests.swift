@@ -171,7 +171,7 @@ final class DispatchFleetTests: DispatchTestCase {
         // A threshold the run misses fails it, as k6 does, and an earlier run shows beside it.
         let missed = try ServiceProcess("dispatch-load", environment: [:], arguments: [
             "--dispatch", "http://127.0.0.1:\(service.port)", "--auth", "http://127.0.0.1:\(auth.port)",
-            "--operator-token", operatorToken, "--couriers", "20", "--acting-couriers", "0", "--senders", "1", "--fix-rate", "20",
+            "--operator-token", operatorToken, "--database-url", database.url, "--couriers", "20", "--acting-couriers", "0", "--senders", "1", "--fix-rate", "20",
             "--parcels", "3", "--threads", "1", "--out", out + "-2", "--threshold", "offered.p99<0.0001ms", "--compare", out + ".json"])
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 120) { !missed.process.isRunning }, missed.log)
         XCTAssertEqual(missed.process.terminationStatus, 1, missed.log)
