@@ -23,22 +23,11 @@ final class ConsumerTests: XCTestCase {
     }
 
     func testEventsAreHandledOnceAndFailuresGoToTheDeadLetterTopic() throws {
-        var kafka = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "consumer-test")
-        kafka.sessionTimeoutMs = 6000
-        kafka.log = { _, _ in }
-        let topic = "test.happened.\(UUID().uuidString.prefix(8).lowercased())"
-        let producer = try Producer(config: kafka)
-        try producer.createTopics([topic, topic + ".dlq"], partitions: 1, replicationFactor: 1)
-        let logger = Logger(service: "test", minimum: .error)
-        let relay = OutboxRelay(pool: pool, schema: "kit", kafka: kafka, topics: .init(names: [], partitions: 1, replicationFactor: 1),
-                                retentionHours: 1, logger: logger, metrics: Metrics())
-        let topicsReady = Gate()
-        topicsReady.open()
+        let topic = try topic("test.happened")
         let calls = LockedBox<Int>()
         calls.set(0)
         func consumer() -> EventConsumer {
-            EventConsumer(name: "test", kafka: kafka, groupId: "group-\(topic)", topics: [topic], pool: pool, schema: "kit",
-                          relay: relay, topicsReady: topicsReady, logger: logger, metrics: Metrics()) { event, c in
+            self.consumer(of: topic) { event, c in
                 calls.update { $0 = ($0 ?? 0) + 1 }
                 if event.subject == "boom" { throw TestFailure("handler failure") }
                 try c.execute("INSERT INTO kit.handled (event_id, subject) VALUES ($1::uuid, $2)", [event.id, event.subject])
@@ -76,21 +65,10 @@ final class ConsumerTests: XCTestCase {
     }
 
     func testTheLagIsWhatTheConsumerHasNotProcessedYet() throws {
-        var kafka = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "consumer-test")
-        kafka.sessionTimeoutMs = 6000
-        kafka.log = { _, _ in }
-        let topic = "test.lagging.\(UUID().uuidString.prefix(8).lowercased())"
-        let producer = try Producer(config: kafka)
-        try producer.createTopics([topic, topic + ".dlq"], partitions: 1, replicationFactor: 1)
-        let logger = Logger(service: "test", minimum: .error)
-        let relay = OutboxRelay(pool: pool, schema: "kit", kafka: kafka, topics: .init(names: [], partitions: 1, replicationFactor: 1),
-                                retentionHours: 1, logger: logger, metrics: Metrics())
-        let topicsReady = Gate()
-        topicsReady.open()
+        let topic = try topic("test.lagging")
         // The handler holds the first event until released: the other 39 wait behind it.
         let released = LockedBox<Bool>()
-        let consumer = EventConsumer(name: "test", kafka: kafka, groupId: "group-\(topic)", topics: [topic], pool: pool, schema: "kit",
-                                     relay: relay, topicsReady: topicsReady, logger: logger, metrics: Metrics()) { event, c in
+        let consumer = consumer(of: topic) { event, c in
             while released.get() != true { Thread.sleep(forTimeInterval: 0.05) }
             try c.execute("INSERT INTO kit.handled (event_id, subject) VALUES ($1::uuid, $2)", [event.id, event.subject])
         }
@@ -104,6 +82,35 @@ final class ConsumerTests: XCTestCase {
         released.set(true)
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (try? self.handledCount()) == 40 && consumer.lag == 0 },
                       "lag \(consumer.lag) once all 40 are handled")
+    }
+
+    // MARK: A topic of the test's own
+
+    var kafka: KafkaConfig {
+        var kafka = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "consumer-test")
+        kafka.sessionTimeoutMs = 6000
+        kafka.log = { _, _ in }
+        return kafka
+    }
+    let logger = Logger(service: "test", minimum: .error)
+    var producer: Producer!
+
+    /// A new topic named after `prefix`, with its dead-letter topic, one partition each.
+    func topic(_ prefix: String) throws -> String {
+        let topic = "\(prefix).\(UUID().uuidString.prefix(8).lowercased())"
+        producer = try Producer(config: kafka)
+        try producer.createTopics([topic, topic + ".dlq"], partitions: 1, replicationFactor: 1)
+        return topic
+    }
+
+    /// A consumer of `topic` in a group of its own, dead letters going out through a relay of the kit's schema.
+    func consumer(of topic: String, handler: @escaping EventConsumer.Handler) -> EventConsumer {
+        let relay = OutboxRelay(pool: pool, schema: "kit", kafka: kafka, topics: .init(names: [], partitions: 1, replicationFactor: 1),
+                                retentionHours: 1, logger: logger, metrics: Metrics())
+        let topicsReady = Gate()
+        topicsReady.open()
+        return EventConsumer(name: "test", kafka: kafka, groupId: "group-\(topic)", topics: [topic], pool: pool, schema: "kit",
+                             relay: relay, topicsReady: topicsReady, logger: logger, metrics: Metrics(), handler: handler)
     }
 
     func handledCount() throws -> Int {

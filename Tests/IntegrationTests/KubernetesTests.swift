@@ -10,33 +10,14 @@ final class KubernetesTests: XCTestCase {
 
     /// Runs the check; its exit status and what it printed.
     func check(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = root.appendingPathComponent("deploy/kubernetes/check")
-        process.arguments = arguments
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("kubernetes-check-\(UUID().uuidString).out")
-        FileManager.default.createFile(atPath: file.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: file) }
-        let handle = try FileHandle(forWritingTo: file)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        process.waitUntilExit()
-        try handle.close()
-        return (process.terminationStatus, try String(contentsOf: file, encoding: .utf8))
+        try runForStatus([root.appendingPathComponent("deploy/kubernetes/check").path] + arguments)
     }
 
     func testBothOverlaysRenderValidateAndHoldToComposeAndToWhatTheServicesAnswer() throws {
         let database = try TestDatabase()
         defer { database.drop() }
-        let authPort = TestEnvironment.freePort()
-        let environment = ["DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(authPort)/v1/auth/jwks"]
-        let auth = try ServiceProcess("auth", port: authPort, environment: environment)
-        try auth.waitReady()
-        var services = [auth]
+        let services = try ServiceProcess.startAll(database: database)
         defer { services.forEach { _ = $0.stop() } }
-        for name in ["stories", "chat", "dispatch", "curation", "notify"] {
-            services.append(try ServiceProcess.startReady(name, environment: environment))
-        }
         let (status, output) = try check(services.flatMap { ["--probe", "\($0.name)=http://127.0.0.1:\($0.port)"] })
         XCTAssertEqual(status, 0, output)
         XCTAssertTrue(output.contains("0 problems; validated against Kubernetes 1.32.0; probes asked of: auth, chat, curation, dispatch, notify, stories"), output)

@@ -4,6 +4,13 @@ import XCTest
 /// Runs a command to completion; throws with its output when it fails.
 @discardableResult
 func run(_ arguments: [String]) throws -> String {
+    let (status, output) = try runForStatus(arguments)
+    guard status == 0 else { throw TestFailure("\(arguments.joined(separator: " ")) failed: \(output)") }
+    return output
+}
+
+/// Runs a command to completion: its exit status and what it printed (standard output and error together).
+func runForStatus(_ arguments: [String]) throws -> (status: Int32, output: String) {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     p.arguments = arguments
@@ -17,9 +24,7 @@ func run(_ arguments: [String]) throws -> String {
     try p.run()
     p.waitUntilExit()
     try? handle.close()
-    let output = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
-    guard p.terminationStatus == 0 else { throw TestFailure("\(arguments.joined(separator: " ")) failed: \(output)") }
-    return output
+    return (p.terminationStatus, (try? String(contentsOf: file, encoding: .utf8)) ?? "")
 }
 
 /// A Tansu broker of the test's own, to stop and start without disturbing other tests.

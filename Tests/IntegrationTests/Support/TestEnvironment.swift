@@ -166,6 +166,24 @@ final class ServiceProcess {
     }
 
     /// Starts `name` and waits until its `/readyz` answers 200.
+    /// The six services on `database`, each ready (auth first: the others read its keys).
+    static func startAll(database: TestDatabase) throws -> [ServiceProcess] {
+        let authPort = TestEnvironment.freePort()
+        let environment = ["DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(authPort)/v1/auth/jwks"]
+        let auth = try ServiceProcess("auth", port: authPort, environment: environment)
+        var services = [auth]
+        do {
+            try auth.waitReady()
+            for name in ["stories", "chat", "dispatch", "curation", "notify"] {
+                services.append(try ServiceProcess.startReady(name, environment: environment))
+            }
+        } catch {
+            services.forEach { _ = $0.stop() }
+            throw error
+        }
+        return services
+    }
+
     static func startReady(_ name: String, port: Int = TestEnvironment.freePort(), environment: [String: String],
                            timeout: TimeInterval = 60) throws -> ServiceProcess {
         let service = try ServiceProcess(name, port: port, environment: environment)

@@ -168,7 +168,6 @@ struct DispatchStorage {
                   PostgresArray(couriers.map(\.position?.lon))]).map(CourierRecord.init)
     }
 
-    /// Offers open now, the oldest first.
     /// The operator's map: online couriers with a position (the latest fixes first) and the parcels waiting for a
     /// courier (the longest-waiting first), `limit` of each, and the database's time.
     func fleet(_ c: Connection, limit: Int) throws -> (couriers: [FleetCourierView], waiting: [ParcelRecord], at: Date) {
@@ -185,6 +184,7 @@ struct DispatchStorage {
         return (couriers, waiting, at)
     }
 
+    /// Offers open now, the oldest first.
     func openOffers(_ c: Connection, limit: Int) throws -> [ParcelRecord] {
         try c.rows("SELECT * FROM dispatch.parcels WHERE status = 'offered' ORDER BY offer_expires_at LIMIT $1", [limit])
             .map(ParcelRecord.init)
