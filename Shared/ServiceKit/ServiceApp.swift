@@ -101,6 +101,26 @@ public final class ServiceApp: @unchecked Sendable {
                     ("db_pool_connections", "state=\"idle\"", Double(s.open - s.inUse)),
                     ("db_pool_max_connections", "", Double(s.max))]
         }
+        // The database's replication slots (a replica's, a change-data-capture tool's), the same from every service
+        // since they are the cluster's: the WAL each keeps from removal, and whether anything reads it. A slot nobody
+        // reads keeps every segment from its position on, until the disk is full (the ReplicationSlotWALHeld alert).
+        metrics.addGauges(help: ["postgres_replication_slot_retained_wal_bytes": "WAL the database keeps for the replication slot.",
+                                 "postgres_replication_slot_active": "1 while something reads from the replication slot, else 0."]) {
+            guard let rows = try? pool.withConnection({ c in
+                try c.rows("""
+                    SELECT slot_name, active::int AS active,
+                        COALESCE(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::float8 AS retained
+                    FROM pg_replication_slots ORDER BY slot_name
+                    """)
+            }) else { return [] }
+            return rows.flatMap { row -> [(String, String, Double)] in
+                guard let name = try? row["slot_name", as: String.self], let active = try? row["active", as: Int.self],
+                      let retained = try? row["retained", as: Double.self] else { return [] }
+                let label = "slot=\"\(Metrics.escape(name))\""
+                return [("postgres_replication_slot_retained_wal_bytes", label, retained),
+                        ("postgres_replication_slot_active", label, Double(active))]
+            }
+        }
     }
 
     // MARK: - Wiring (from `setup`)

@@ -47,17 +47,18 @@ final class MonitoringTests: XCTestCase {
     func testEveryServiceMetricsPassPromtoolAndPrometheusPagesWhenAServiceStops() throws {
         let database = try TestDatabase()
         defer { database.drop() }
-        let authPort = TestEnvironment.freePort()
-        let environment = ["DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(authPort)/v1/auth/jwks"]
-        let auth = try ServiceProcess("auth", port: authPort, environment: environment)
-        try auth.waitReady()
-        var services = [auth]
+        let services = try ServiceProcess.startAll(database: database)
         defer { services.forEach { _ = $0.stop() } }
-        for name in ["stories", "chat", "dispatch", "curation", "notify"] {
-            services.append(try ServiceProcess.startReady(name, environment: environment))
-        }
+        // A replication slot that reserves WAL and that nobody reads: every service reports it (the cluster's).
+        let slot = "monitoring_\(UUID().uuidString.prefix(8).lowercased())"
+        let admin = try database.connect()
+        _ = try admin.first("SELECT pg_create_physical_replication_slot($1, true)", [slot])
+        defer { _ = try? admin.first("SELECT pg_drop_replication_slot($1)", [slot]) }
         for service in services {
             let text = try HTTPClient(port: service.port, timeout: 5).request("GET", "/metrics").body
+            let lines = String(decoding: text, as: UTF8.self).split(separator: "\n")
+            XCTAssertTrue(lines.contains { $0.hasPrefix("postgres_replication_slot_active{slot=\"\(slot)\"} 0") }, "\(service.name) reports the slot")
+            XCTAssertTrue(lines.contains { $0.hasPrefix("postgres_replication_slot_retained_wal_bytes{slot=\"\(slot)\"} ") }, service.name)
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(service.name)-\(UUID().uuidString.prefix(6)).txt")
             try Data(text).write(to: file)
             defer { try? FileManager.default.removeItem(at: file) }
