@@ -61,8 +61,10 @@ final class ConsoleTests: XCTestCase {
         let browser = try BrowserDriver()
         defer { browser.stop() }
         try browser.open("http://127.0.0.1:\(origin.gatewayPort)/console#token=\(operatorToken)")
-        let ready = try browser.until("[...document.querySelectorAll('#services tr[data-service] td:nth-child(2)')].filter(td => td.textContent === 'ready').length", timeout: 20)
-        XCTAssertEqual(ready as? Int, 6, "every service shown ready")
+        let ready = "[...document.querySelectorAll('#services tr[data-service] td:nth-child(2)')].filter(td => td.textContent === 'ready').length"
+        let allReady = try browser.until("\(ready) === 6", timeout: 20) as? Bool
+        let shown = try browser.eval(ready)
+        XCTAssertEqual(allReady, true, "every service shown ready: \(String(describing: shown))")
         XCTAssertNotNil(try browser.until("document.querySelector('[data-courier=\"\(cora.id)\"]') && document.querySelector('[data-courier=\"\(idle)\"]') && document.querySelector('[data-parcel=\"\(stranded)\"]') && location.hash === ''", timeout: 10),
                         "both couriers and the waiting parcel on the map, and the token gone from the address")
         XCTAssertEqual(try browser.eval("document.querySelector('[data-parcel=\"\(stranded)\"]').getAttribute('class')") as? String, "waiting")
