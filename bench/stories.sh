@@ -3,13 +3,14 @@
 #   1. GET /v1/groups/{id}/newsletter for a group of 20 members with a week of stories, in a database of
 #      STORIES (default 1,000,000) stories;
 #   2. POST /v1/stories (the story, its group row, its outbox event, in one transaction).
-# Each round runs the service, then pgbench with the same SQL and concurrency, so both see the same machine; prints
-# requests/s, p99, the ratio to pgbench and the CPU per 1,000 requests (service, PostgreSQL; medians of RUNS rounds).
+# Each round runs the service, then pgbench with the same SQL and concurrency, so both see the same machine, then the
+# same two requests through the stack's gateway (as clients reach them); prints requests/s, p99, the ratio to pgbench
+# (the gateway's: to direct) and the CPU per 1,000 requests (service, PostgreSQL; medians of RUNS rounds).
 #   bench/stories.sh              DURATION=10 CONNECTIONS=16 RUNS=3 STORIES=1000000
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DURATION="${DURATION:-10}"; CONNECTIONS="${CONNECTIONS:-16}"; RUNS="${RUNS:-3}"; STORIES="${STORIES:-1000000}"
-AUTH="http://127.0.0.1:8081"; API="http://127.0.0.1:8082"
+AUTH="http://127.0.0.1:8081"; API="http://127.0.0.1:8082"; GATEWAY="http://127.0.0.1:${STACK_GATEWAY_PORT:-8080}"
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 
 "$ROOT/deploy/local/stack" up >&2
@@ -94,13 +95,15 @@ LUA
 source "$ROOT/bench/lib.sh"
 
 echo "==> $CONNECTIONS connections, ${DURATION}s each, $RUNS interleaved rounds ($(nproc) cores)" >&2
-for name in nl nl_pg cr cr_pg; do : >"$work/$name"; done
+for name in nl nl_pg cr cr_pg gw_nl gw_cr; do : >"$work/$name"; done
 for i in $(seq 1 "$RUNS"); do
     wrk_once stories "$API/v1/groups/$gid/newsletter" "" "Authorization: Bearer ${tokens[0]}" >>"$work/nl"
     pg_once "$work/newsletter.sql" >>"$work/nl_pg"
     wrk_once stories "$API/v1/stories" "$work/create.lua" >>"$work/cr"
     pg_once "$work/create.sql" >>"$work/cr_pg"
-    echo "  round $i: newsletter $(tail -1 "$work/nl") | pgbench $(tail -1 "$work/nl_pg") | create $(tail -1 "$work/cr") | pgbench $(tail -1 "$work/cr_pg")" >&2
+    wrk_once stories "$GATEWAY/v1/groups/$gid/newsletter" "" "Authorization: Bearer ${tokens[0]}" >>"$work/gw_nl"
+    wrk_once stories "$GATEWAY/v1/stories" "$work/create.lua" >>"$work/gw_cr"
+    echo "  round $i: newsletter $(tail -1 "$work/nl") | pgbench $(tail -1 "$work/nl_pg") | create $(tail -1 "$work/cr") | pgbench $(tail -1 "$work/cr_pg") | gateway newsletter $(tail -1 "$work/gw_nl") | gateway create $(tail -1 "$work/gw_cr")" >&2
 done
 "${PSQL[@]}" -c "DELETE FROM stories.outbox WHERE topic = 'bench.story.created'" >/dev/null
 
@@ -109,3 +112,9 @@ echo "stories, $(date -u +%Y-%m-%d), $(nproc) cores, $CONNECTIONS connections, m
 pair_header 40
 pair_rows 40 "GET newsletter (20 members, a week)" nl "  pgbench, the same SQL" nl_pg
 pair_rows 40 "POST /v1/stories (with outbox)" cr "  pgbench, the same SQL" cr_pg
+# Through the gateway, beside the same request direct (its ratio is to direct).
+for pair in "gateway GET newsletter:gw_nl:nl" "gateway POST /v1/stories:gw_cr:cr"; do
+    IFS=: read -r label gw direct <<<"$pair"
+    printf "%-40s %10.0f %9.2f %8s %20s\n" "$label" "$(col "$gw" 1)" "$(col "$gw" 2)" "$(ratio "$(col "$gw" 1)" "$(col "$direct" 1)")" \
+        "$(col "$gw" 3), $(col "$gw" 4)"
+done
