@@ -78,10 +78,12 @@ final class ConsoleTests: XCTestCase {
         let position = "(() => { const c = document.querySelector('[data-courier=\"\(cora.id)\"]'); return c && c.getAttribute('cx') + ',' + c.getAttribute('cy'); })()"
         let before = try XCTUnwrap(try browser.until(position, timeout: 5) as? String)
         let events = try XCTUnwrap(try browser.eval("Number(document.getElementById('events').textContent)") as? Int)
+        // Each fix once the page has the event of the one before.
         for step in 1...5 {
             XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4270 + 0.004 * Double(step), "lon": 26.1030],
                                         token: cora.token).status, 200)
-            Thread.sleep(forTimeInterval: 0.2)
+            XCTAssertEqual(try browser.until("Number(document.getElementById('events').textContent) >= \(events + step)", timeout: 8) as? Bool,
+                           true, "the position of fix \(step) reached the page")
         }
         let moved = try browser.until("\(position) !== '\(before)' && Number(document.getElementById('events').textContent) >= \(events + 5)", timeout: 8)
         let now = try browser.eval(position) ?? "none"

@@ -67,9 +67,9 @@ final class ConsumerTests: XCTestCase {
     func testTheLagIsWhatTheConsumerHasNotProcessedYet() throws {
         let topic = try topic("test.lagging")
         // The handler holds the first event until released: the other 39 wait behind it.
-        let released = LockedBox<Bool>()
+        let released = Gate()
         let consumer = consumer(of: topic) { event, c in
-            while released.get() != true { Thread.sleep(forTimeInterval: 0.05) }
+            _ = released.wait(until: Date().addingTimeInterval(60))
             try c.execute("INSERT INTO kit.handled (event_id, subject) VALUES ($1::uuid, $2)", [event.id, event.subject])
         }
         XCTAssertEqual(producer.send((0..<40).map { OutgoingMessage(topic: topic, key: "k", value: envelope(subject: "e\($0)")) })
@@ -79,7 +79,7 @@ final class ConsumerTests: XCTestCase {
         defer { group.stop(deadline: Date().addingTimeInterval(10)) }
         // The broker's end offset may be a batch short (Tansu): at least most of them.
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { consumer.lag >= 30 }, "lag \(consumer.lag) while the handler is held")
-        released.set(true)
+        released.open()
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (try? self.handledCount()) == 40 && consumer.lag == 0 },
                       "lag \(consumer.lag) once all 40 are handled")
     }
