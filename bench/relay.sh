@@ -4,7 +4,7 @@
 #      producer sending the same events (idempotent, acks=all);
 #   2. story.created from commit to a consumer while POST /v1/stories runs at RATE a second, beside the raw producer
 #      to the same consumer at the same rate.
-#   bench/relay.sh              EVENTS=50000 RUNS=3 RATE=200 LAG_SECONDS=10
+#   bench/relay.sh              EVENTS=50000 RUNS=3 RATE=800 LAG_SECONDS=10
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 AUTH="http://127.0.0.1:8081"; API="http://127.0.0.1:8082"

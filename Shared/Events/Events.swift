@@ -111,15 +111,29 @@ public enum Platform {
         """)
 }
 
+extension Platform {
+    /// The outbox read from the write-ahead log (`OutboxRelay`): its rows are never updated, so what marked them sent
+    /// goes; the publication names what the relay's slot decodes; `outbox_slot` records a slot whose snapshot of the
+    /// outbox was published. Put it after `Platform.migration`.
+    public static let streamedOutbox = Migration(10_000, "platform: the outbox read from the write-ahead log", """
+        DROP INDEX outbox_unsent;
+        ALTER TABLE outbox DROP COLUMN sent_at, DROP COLUMN attempts, DROP COLUMN last_error;
+        CREATE TABLE outbox_slot (name text PRIMARY KEY, made_at timestamptz NOT NULL DEFAULT now());
+        DO $$ BEGIN
+            EXECUTE format('CREATE PUBLICATION %I FOR TABLE %I.outbox WITH (publish = %L)',
+                           current_schema() || '_outbox', current_schema(), 'insert');
+        END $$;
+        """)
+}
+
 /// Writes events into the outbox inside the caller's transaction, so an event exists exactly when its change does.
 public struct Outbox: Sendable {
     /// The service's schema.
     public let schema: String
     /// The CloudEvents `source`, `/<service>`.
     public let source: String
-    let wake: @Sendable () -> Void
-    public init(schema: String, source: String, wake: @escaping @Sendable () -> Void) {
-        self.schema = schema; self.source = source; self.wake = wake
+    public init(schema: String, source: String) {
+        self.schema = schema; self.source = source
     }
 
     /// Adds `payload` as an event about `subject` (its aggregate id, also the Kafka key). Returns the event id.
@@ -131,27 +145,37 @@ public struct Outbox: Sendable {
         let value = String(decoding: try JSON.encode(event), as: UTF8.self)
         try connection.execute("INSERT INTO \(schema).outbox (event_id, topic, key, payload) VALUES ($1, $2, $3, $4)",
                                [id, P.type, subject, value])
-        // After the commit: a relay woken before it would find nothing and sleep until its next poll.
-        connection.afterCommit(wake)
         return id.lowercased
     }
 }
 
-/// Publishes outbox rows in order with the idempotent producer and marks them sent on the delivery report.
-/// One relay works at a time per schema (a transaction-level advisory lock), which keeps per-key order across
-/// instances. A failed batch keeps what was delivered, records the failure on the rows it could not publish and is
-/// retried with exponential backoff.
+/// Publishes the outbox's events in commit order with the idempotent producer, reading them from PostgreSQL's
+/// write-ahead log through logical decoding: an outbox row is written once and never updated.
+///
+/// Each service has a publication of its outbox's inserts (`<schema>_outbox`) and a replication slot
+/// (`<database>_<schema>_outbox`). The relay streams the slot with `pgoutput` and confirms a transaction's position
+/// only once the broker acknowledged every event of it and of every transaction before it, so a restart, a failover to
+/// another instance or a broker outage streams again from the first unacknowledged transaction: nothing is lost and
+/// each key's events arrive in commit order (a replay may repeat some; consumers de-duplicate by event id). Only one
+/// connection can stream a slot: the other instances wait and take over when it goes.
+///
+/// While no relay reads the slot, PostgreSQL keeps the WAL from its position on (`postgres_replication_slot_*` and the
+/// ReplicationSlotWALHeld alert). When the slot is missing (the first start, or a database restored or failed over
+/// without it), the relay creates it and publishes every row the outbox holds at that point first: consumers skip
+/// the ones they had.
 ///
 /// It recovers without a restart: the producer is replaced after a fatal error or two failed batches in a row (a
 /// broker that restarted without its data no longer knows the idempotent producer, whose messages then time out for
 /// ever); missing topics are created with the configured partitions; and nothing is produced to a topic whose
-/// partition count differs from the configured one (its keys would move partitions): the log names the topic. Readiness
-/// says the outbox is `stuck` when the oldest pending event waits longer than `OUTBOX_MAX_DELAY_SECONDS`.
+/// partition count differs from the configured one (its keys would move partitions): the stream holds there and the
+/// log names the topic. Readiness says the outbox is `stuck` when an event waits longer than
+/// `OUTBOX_MAX_DELAY_SECONDS`, or no instance has read the slot for that long.
 ///
 /// `@unchecked Sendable`: mutable state is guarded by `condition`; `topics` changes only before the group starts.
 public final class OutboxRelay: BackgroundService, @unchecked Sendable {
     public var name: String { "outbox-relay" }
     private let pool: Pool
+    private let databaseURL: String
     private let schema: String
     private let kafka: KafkaConfig
     private let logger: Logger
@@ -160,10 +184,17 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
     private let maxDelay: TimeInterval
     private let condition = NSCondition()
     private var producer: Producer?
-    private var woken = false
     /// Topics with another partition count than configured, and the count found.
     private var refused: [String: Int] = [:]
     private var topics: TopicSettings
+    /// When the oldest event this instance received and the broker has not acknowledged was committed.
+    private var oldestPending: Date?
+    /// Since when this instance has seen no relay read the slot.
+    private var unreadSince: Date?
+    private var slotName: String?
+
+    /// Events published in one batch, and batches waiting for their delivery reports at once.
+    static let batchSize = 1000, batchesInFlight = 8
 
     /// The topics a service uses and how to create them.
     public struct TopicSettings: Sendable {
@@ -175,23 +206,47 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         }
     }
 
-    public init(pool: Pool, schema: String, kafka: KafkaConfig, topics: TopicSettings, retentionHours: Int,
+    public init(pool: Pool, databaseURL: String, schema: String, kafka: KafkaConfig, topics: TopicSettings, retentionHours: Int,
                 maxDelaySeconds: Int = 60, logger: Logger, metrics: Metrics) {
-        self.pool = pool; self.schema = schema; self.kafka = kafka; self.logger = logger; self.metrics = metrics
+        self.pool = pool; self.databaseURL = databaseURL; self.schema = schema; self.kafka = kafka; self.logger = logger
+        self.metrics = metrics
         self.topics = topics
         self.retention = TimeInterval(retentionHours) * 3600
         self.maxDelay = TimeInterval(maxDelaySeconds)
-        // Counted when scraped, not on every batch: the count reads every pending row.
-        metrics.addGauges(help: ["outbox_pending_events": "Events written and not yet published.",
-                                 "outbox_oldest_pending_age_seconds": "Age of the oldest event not yet published."]) { [pool, schema] in
-            guard let row = try? pool.withConnection({ c in
+        metrics.addGauges(help: ["outbox_oldest_pending_age_seconds": "Age of the oldest event this instance's relay holds unacknowledged (0: none).",
+                                 "outbox_unconfirmed_wal_bytes": "Write-ahead log past the outbox slot's confirmed position."]) { [weak self] in
+            guard let self else { return [] }
+            var samples = [("outbox_oldest_pending_age_seconds", "", self.pendingAge)]
+            if let slot = try? self.slot(), let row = try? self.pool.withConnection({ c in
                 try c.first("""
-                    SELECT count(*) AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
-                    FROM \(schema).outbox WHERE sent_at IS NULL
-                    """)
-            }), let n = try? row["n", as: Int.self], let age = try? row["age", as: Double.self] else { return [] }
-            return [("outbox_pending_events", "", Double(n)), ("outbox_oldest_pending_age_seconds", "", age)]
+                    SELECT COALESCE(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0)::float8 AS behind
+                    FROM pg_replication_slots WHERE slot_name = $1
+                    """, [slot])
+            }), let behind = try? row["behind", as: Double.self] {
+                samples.append(("outbox_unconfirmed_wal_bytes", "", behind))
+            }
+            return samples
         }
+    }
+
+    /// The publication of the outbox's inserts, made by `Platform.streamedOutbox`.
+    var publication: String { schema + "_outbox" }
+
+    /// The slot's name: unique in the cluster, so it names the database too.
+    func slot() throws -> String {
+        condition.lock()
+        if let slotName { condition.unlock(); return slotName }
+        condition.unlock()
+        let database: String = try pool.withConnection { try $0.first("SELECT current_database() AS d")!["d"] }
+        let name = String(String((database + "_" + schema + "_outbox").lowercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
+            .suffix(63))
+        condition.lock(); slotName = name; condition.unlock()
+        return name
+    }
+
+    private var pendingAge: Double {
+        condition.lock(); defer { condition.unlock() }
+        return oldestPending.map { max(0, Date().timeIntervalSince($0)) } ?? 0
     }
 
     /// The producer, created on first use and again after a fatal error or a replacement.
@@ -250,51 +305,62 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
                                                                       header: ("ce_type", P.type)))
     }
 
-    /// Asks the relay to look for new rows now.
-    public func wake() {
-        condition.lock(); woken = true; condition.signal(); condition.unlock()
-    }
-
-    /// Whether events wait too long: the oldest pending event is older than `OUTBOX_MAX_DELAY_SECONDS` (as the events
-    /// of a refused topic soon are). Throws when the database cannot say.
+    /// Whether events wait too long: this instance holds one unacknowledged for longer than
+    /// `OUTBOX_MAX_DELAY_SECONDS` (as the events of a refused topic soon are), or no instance has read the slot for that
+    /// long. Throws when the database cannot say.
     public func isStuck() throws -> Bool {
-        let age = try pool.withConnection { c in
-            try c.first("""
-                SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 AS age FROM \(schema).outbox
-                WHERE sent_at IS NULL ORDER BY id LIMIT 1
-                """)?["age", as: Double.self]
-        }
-        return (age ?? 0) > maxDelay
+        let slot = try slot()
+        let active = try pool.withConnection { c in
+            try c.first("SELECT active FROM pg_replication_slots WHERE slot_name = $1", [slot])?["active", as: Bool.self]
+        } ?? false
+        let now = Date()
+        condition.lock(); defer { condition.unlock() }
+        if active { unreadSince = nil } else if unreadSince == nil { unreadSince = now }
+        let waited = max(oldestPending.map { now.timeIntervalSince($0) } ?? 0, unreadSince.map { now.timeIntervalSince($0) } ?? 0)
+        return waited > maxDelay
     }
 
-    /// Publishes until stopped; then drains what is pending until the stop's deadline (less a second for the
-    /// services stopped after it).
+    /// A stream that cannot go on: the connection to PostgreSQL or the broker failed, or an event is for a refused topic.
+    struct Interrupted: Error, CustomStringConvertible {
+        let description: String
+        let kafka: Bool
+    }
+
+    /// Streams until stopped, then until what was committed before the stop is published or the stop's deadline
+    /// (less a second for the services stopped after it) passes.
     public func run(until cancellation: Cancellation) {
-        cancellation.onCancel { [weak self] in self?.wake() }
         var lastCleanup = Date.distantPast
         var lastTopicCheck = Date()
         var backoff: TimeInterval = 0
         var failedBatches = 0
+        var busyLogged = false
         while !cancellation.isCancelled {
             do {
-                while try publishBatch() > 0 && !cancellation.isCancelled {}
+                try stream(until: cancellation) { failedBatches = 0; backoff = 0 }
+                break  // stopped and drained
+            } catch let error as PostgresError where error.sqlState == "55006" {
+                // Another instance streams the slot: wait to take over when it goes.
+                if !busyLogged { logger.info("another instance relays the outbox; standing by") }
+                busyLogged = true
+                condition.lock(); oldestPending = nil; condition.unlock()
                 backoff = 0
-                failedBatches = 0
+                if cancellation.isCancelled { break }
             } catch {
+                busyLogged = false
                 backoff = min(max(backoff * 2, 0.5), 30)
                 logger.warn("outbox relay failed; retrying", ["error": .string(String(describing: error)),
                                                              "retryInSeconds": .double(backoff)])
-                if error is KafkaError {
+                if (error as? Interrupted)?.kafka == true || error is KafkaError {
                     failedBatches += 1
                     if failedBatches >= 2 { replaceProducer(reason: "\(failedBatches) failed batches in a row") }
                     // A broker that lost its data would otherwise auto-create topics with its own defaults.
                     _ = try? createTopics()
                     lastTopicCheck = Date()
                 }
+                if cancellation.isCancelled { break }
             }
             let now = Date()
             if now.timeIntervalSince(lastTopicCheck) > 30 {
-                // A refused topic may have been fixed; a vanished one is created again.
                 lastTopicCheck = now
                 _ = try? createTopics()
             }
@@ -302,113 +368,206 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
                 lastCleanup = now
                 cleanup()
             }
-            condition.lock()
-            if !woken && !cancellation.isCancelled {
-                _ = condition.wait(until: Date().addingTimeInterval(backoff > 0 ? backoff : 0.5))
-            }
-            woken = false
-            condition.unlock()
+            cancellation.sleep(backoff > 0 ? backoff : 1)
         }
-        drain(by: cancellation.deadline.addingTimeInterval(-1))
     }
 
-    /// Publishes every pending event, batch after batch, until none is left or `deadline` passes.
-    private func drain(by deadline: Date) {
-        var drained = 0
-        while Date() < deadline {
-            do {
-                let n = try publishBatch(timeout: max(0.5, deadline.timeIntervalSinceNow))
-                drained += n
-                if n == 0 { break }
-            } catch {
-                logger.warn("outbox drain failed; retrying until the deadline", ["error": .string(String(describing: error))])
-                Thread.sleep(forTimeInterval: min(0.5, max(0, deadline.timeIntervalSinceNow)))
-            }
-        }
-        let left = (try? pool.withConnection { c in
-            try c.first("SELECT count(*) AS n FROM \(schema).outbox WHERE sent_at IS NULL")?["n", as: Int.self]
-        }) ?? nil
-        logger.info("outbox drained", ["published": .int(drained), "pending": .int(left ?? -1)])
-    }
-
-    /// Publishes unsent rows (none of a refused topic) in id order, up to eight batches of 1,000 in one transaction:
-    /// each batch is read and queued while the previous one's delivery reports come back. Waits up to `timeout` in
-    /// all; returns how many were published. When some failed, the ones delivered before them are marked sent, the
-    /// failed ones and every one after them carry the error and an attempt more (so nothing overtakes an earlier
-    /// event), and the error is thrown. Only the holder of the schema's advisory lock publishes, so the rows need no
-    /// row locks.
-    @discardableResult
-    public func publishBatch(timeout: TimeInterval = 15) throws -> Int {
+    /// Streams the slot (creating it when missing) and publishes what it decodes, until stopped and drained.
+    /// `healthy` runs after each acknowledged batch.
+    private func stream(until cancellation: Cancellation, healthy: () -> Void) throws {
+        let slot = try slot()
+        let connection = try ReplicationConnection(url: databaseURL, applicationName: "\(schema)-outbox-relay")
+        try prepareSlot(slot, on: connection)
+        try connection.startStreaming(slot: slot, publication: publication)
+        logger.info("relaying the outbox from the write-ahead log", ["slot": .string(slot)])
+        let producer = try currentProducer()
         condition.lock()
-        let skipped = "{" + refused.keys.sorted().joined(separator: ",") + "}"
+        let skipped = refused
         condition.unlock()
-        let deadline = Date().addingTimeInterval(timeout)
-        var failure: KafkaError?
-        let published = try pool.withTransaction { connection -> Int in
-            let locked: Bool = try connection.first("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked",
-                                                    ["outbox-relay:" + schema])?["locked"] ?? false
-            guard locked else { return 0 }
-            let producer = try currentProducer()
-            var published = 0
-            func settle(_ ids: [Int64], _ queued: Producer.Queued) throws {
-                let results = producer.wait(for: queued, timeout: max(0, deadline.timeIntervalSinceNow))
-                var sent: [Int64] = []
-                var failed: [Int64] = []
-                for (id, result) in zip(ids, results) {
-                    if result == nil && failure == nil { sent.append(id) } else {
-                        failed.append(id)
-                        if failure == nil { failure = result ?? KafkaError(message: "not sent: an earlier event failed") }
+
+        struct Batch { var queued: Producer.Queued; var confirmAfter: LSN?; var firstCommit: Date }
+        var inFlight: [Batch] = []
+        var messages: [OutgoingMessage] = []
+        var batchCommit: Date?
+        var outbox: (id: UInt32, topic: Int, key: Int, payload: Int)?
+        var inTransaction = false
+        var commitTime = Date()
+        var pendingConfirm: LSN?   // the last commit read and not yet attached to a batch
+        var confirmed: LSN = 0, lastStatus = Date.distantPast, lastAsked = Date()
+        var drainTo: LSN?          // when stopping: the WAL position to publish up to
+
+        func noteOldest() {
+            let oldest = inFlight.first?.firstCommit ?? batchCommit ?? (inTransaction ? commitTime : nil)
+            condition.lock(); oldestPending = oldest; condition.unlock()
+        }
+        func flush() {
+            guard !messages.isEmpty else { return }
+            inFlight.append(Batch(queued: producer.enqueue(messages), confirmAfter: pendingConfirm, firstCommit: batchCommit ?? commitTime))
+            messages.removeAll(keepingCapacity: true)
+            pendingConfirm = nil
+            batchCommit = nil
+        }
+        func settleOldest() throws {
+            let batch = inFlight.removeFirst()
+            let results = producer.wait(for: batch.queued, timeout: 15)
+            if let failure = results.first(where: { $0 != nil }) ?? nil {
+                metrics.increment("outbox_publish_failures_total", by: Double(results.count),
+                                  help: "Outbox events whose publication failed (they are retried).")
+                inFlight.forEach { _ = producer.wait(for: $0.queued, timeout: 0) }
+                throw Interrupted(description: "publishing failed: \(failure)", kafka: true)
+            }
+            metrics.increment("outbox_published_events_total", by: Double(results.count), help: "Events published from the outbox.")
+            if let lsn = batch.confirmAfter { try confirm(lsn) }
+            noteOldest()
+            healthy()
+        }
+        func confirm(_ lsn: LSN, force: Bool = false) throws {
+            guard lsn > confirmed else { return }
+            confirmed = lsn
+            // At most 20 status updates a second, and always when nothing is left in flight.
+            if force || inFlight.isEmpty || Date().timeIntervalSince(lastStatus) > 0.05 {
+                try connection.confirm(confirmed)
+                lastStatus = Date()
+            }
+        }
+        var idle: Bool { inFlight.isEmpty && messages.isEmpty && !inTransaction }
+
+        while true {
+            if cancellation.isCancelled {
+                if drainTo == nil {
+                    drainTo = try pool.withConnection { c in try c.first("SELECT pg_current_wal_lsn()::text AS lsn")?["lsn", as: String.self] }
+                        .flatMap { LSN(walText: $0) } ?? 0
+                    try connection.confirm(confirmed, replyRequested: true)
+                }
+                if idle && confirmed >= drainTo! {
+                    logger.info("outbox drained", ["confirmed": .string(confirmed.walText)])
+                    break
+                }
+                if Date() > cancellation.deadline.addingTimeInterval(-1) {
+                    logger.warn("stopped before the outbox was drained; the next relay goes on from its last confirmed event",
+                                ["confirmed": .string(confirmed.walText)])
+                    break
+                }
+            }
+            guard let message = try connection.next(timeout: messages.isEmpty && inFlight.isEmpty ? 0.25 : 0) else {
+                // Nothing more decoded for now: send what was read, then collect the reports.
+                flush()
+                while !inFlight.isEmpty { try settleOldest() }
+                if let lsn = pendingConfirm, idle { try confirm(lsn, force: true); pendingConfirm = nil }
+                // Now and then, ask how far the server has looked: with nothing of ours in between, that is confirmed
+                // too, so the slot keeps no WAL for other schemas' changes.
+                if idle && (Date().timeIntervalSince(lastAsked) > 5 || drainTo != nil) {
+                    try connection.confirm(confirmed, replyRequested: true)
+                    lastAsked = Date()
+                }
+                continue
+            }
+            switch message {
+            case .keepalive(let walEnd, let replyRequested):
+                if idle && pendingConfirm == nil && walEnd > confirmed {
+                    try confirm(walEnd, force: true)
+                } else if replyRequested {
+                    try connection.confirm(confirmed)
+                }
+            case .data(_, let bytes):
+                switch try PgOutputMessage(bytes) {
+                case .begin(let time):
+                    inTransaction = true
+                    commitTime = time
+                    condition.lock(); if oldestPending == nil { oldestPending = time }; condition.unlock()
+                case .relation(let id, let relationSchema, let table, let columns):
+                    if relationSchema == schema, table == "outbox", let topic = columns.firstIndex(of: "topic"),
+                       let key = columns.firstIndex(of: "key"), let payload = columns.firstIndex(of: "payload") {
+                        outbox = (id, topic, key, payload)
                     }
+                case .insert(let relation, let values):
+                    guard let outbox, relation == outbox.id, let topicBytes = values[outbox.topic], let key = values[outbox.key],
+                          let payload = values[outbox.payload] else { continue }
+                    let topic = String(decoding: topicBytes, as: UTF8.self)
+                    if let found = skipped[topic] {
+                        throw Interrupted(description: "an event for \(topic), whose partition count \(found) is not KAFKA_TOPIC_PARTITIONS, holds the outbox", kafka: false)
+                    }
+                    if batchCommit == nil { batchCommit = commitTime }
+                    messages.append(OutgoingMessage(topic: topic, key: String(decoding: key, as: UTF8.self), value: payload,
+                                                    header: ("ce_type", topic)))
+                    if messages.count >= Self.batchSize {
+                        flush()
+                        if inFlight.count >= Self.batchesInFlight { try settleOldest() }
+                    }
+                case .commit(let end):
+                    inTransaction = false
+                    if !messages.isEmpty {
+                        pendingConfirm = end
+                    } else if !inFlight.isEmpty {
+                        inFlight[inFlight.count - 1].confirmAfter = end
+                    } else {
+                        try confirm(end)
+                    }
+                    noteOldest()
+                case .other:
+                    break
                 }
-                if !sent.isEmpty {
-                    try connection.execute("""
-                        UPDATE \(schema).outbox SET sent_at = now(), attempts = attempts + 1, last_error = NULL
-                        WHERE id = ANY($1::bigint[])
-                        """, ["{" + sent.map(String.init).joined(separator: ",") + "}"])
-                }
-                if !failed.isEmpty {
-                    try connection.execute("""
-                        UPDATE \(schema).outbox SET attempts = attempts + 1, last_error = $2 WHERE id = ANY($1::bigint[])
-                        """, ["{" + failed.map(String.init).joined(separator: ",") + "}", String((failure?.message ?? "not sent").prefix(500))])
-                    metrics.increment("outbox_publish_failures_total", by: Double(failed.count),
-                                      help: "Outbox events whose publication failed (they are retried).")
-                }
-                published += sent.count
             }
-            var inFlight: (ids: [Int64], queued: Producer.Queued)?
-            var after: Int64 = 0
-            for _ in 0..<8 where failure == nil {
-                let rows = try connection.rows("""
-                    SELECT id, topic, key, payload FROM \(schema).outbox
-                    WHERE sent_at IS NULL AND id > $2 AND topic <> ALL($1::text[]) ORDER BY id LIMIT 1000
-                    """, [skipped, after])
-                guard let last = rows.last else { break }
-                after = try last["id"]
-                let ids: [Int64] = try rows.map { try $0["id"] }
-                let queued = producer.enqueue(try rows.map { row in
-                    let topic: String = try row["topic"]
-                    return OutgoingMessage(topic: topic, key: try row["key"], value: Array(try row["payload", as: String.self].utf8),
-                                           header: ("ce_type", topic))
-                })
-                if let previous = inFlight { try settle(previous.ids, previous.queued) }
-                inFlight = (ids, queued)
+        }
+        condition.lock(); oldestPending = nil; condition.unlock()
+    }
+
+    /// Makes sure the slot exists and what the outbox held when it was made has been published: when the slot is
+    /// missing, or was made and the publishing of that snapshot did not finish, it is made again with a snapshot of
+    /// the outbox, whose rows are published in order before anything is streamed.
+    private func prepareSlot(_ slot: String, on connection: ReplicationConnection) throws {
+        let recorded = { (c: Connection) in
+            try c.first("SELECT 1 AS x FROM pg_replication_slots WHERE slot_name = $1", [slot]) != nil
+                && c.first("SELECT 1 AS x FROM \(self.schema).outbox_slot WHERE name = $1", [slot]) != nil
+        }
+        if try pool.withConnection(recorded) { return }
+        // One instance at a time makes the slot: two would each publish a snapshot, and one could drop the other's.
+        try pool.withConnection { c in
+            guard try c.first("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", ["outbox-slot:" + slot])?["locked", as: Bool.self] == true else {
+                throw PostgresError.fromServer(sqlState: "55006", constraint: nil, message: "another instance makes the slot")
             }
-            if let last = inFlight { try settle(last.ids, last.queued) }
-            return published
+            defer { _ = try? c.execute("SELECT pg_advisory_unlock(hashtext($1))", ["outbox-slot:" + slot]) }
+            if try recorded(c) { return }
+            try makeSlot(slot, on: connection, recording: c)
         }
-        if published > 0 {
-            metrics.increment("outbox_published_events_total", by: Double(published), help: "Events published from the outbox.")
+    }
+
+    private func makeSlot(_ slot: String, on connection: ReplicationConnection, recording c: Connection) throws {
+        if try c.first("SELECT 1 AS x FROM pg_replication_slots WHERE slot_name = $1", [slot]) != nil {
+            try connection.simpleQuery("DROP_REPLICATION_SLOT \(slot) WAIT")
         }
-        if let failure { throw failure }
-        return published
+        try c.execute("DELETE FROM \(schema).outbox_slot WHERE name = $1", [slot])
+        let wal = try connection.simpleQuery("SHOW wal_level").first?.first ?? nil
+        guard wal == "logical" else {
+            throw Interrupted(description: "PostgreSQL's wal_level is \(wal ?? "unknown"), not logical: the outbox is read through logical decoding (see docs/operations.md)", kafka: false)
+        }
+        try connection.simpleQuery("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        try connection.simpleQuery("CREATE_REPLICATION_SLOT \(slot) LOGICAL pgoutput (SNAPSHOT 'use')")
+        try connection.simpleQuery("DECLARE held NO SCROLL CURSOR FOR SELECT topic, key, payload FROM \(schema).outbox ORDER BY id")
+        let producer = try currentProducer()
+        var published = 0
+        while true {
+            let rows = try connection.simpleQuery("FETCH \(Self.batchSize) FROM held")
+            if rows.isEmpty { break }
+            let results = producer.send(rows.map { row in
+                OutgoingMessage(topic: row[0] ?? "", key: row[1] ?? "", value: Array((row[2] ?? "").utf8), header: ("ce_type", row[0] ?? ""))
+            })
+            if let failure = results.first(where: { $0 != nil }) ?? nil {
+                throw Interrupted(description: "publishing what the outbox held when its slot was made failed: \(failure)", kafka: true)
+            }
+            published += rows.count
+        }
+        try connection.simpleQuery("COMMIT")
+        try c.execute("INSERT INTO \(schema).outbox_slot (name) VALUES ($1)", [slot])
+        logger.info("made the outbox's replication slot; published what the outbox held", ["slot": .string(slot), "events": .int(published)])
     }
 
     private func cleanup() {
         do {
-            // Background upkeep, not a request: a week of sent events may take longer than DB_STATEMENT_TIMEOUT_MS.
+            // Background upkeep, not a request: a week of events may take longer than DB_STATEMENT_TIMEOUT_MS.
             let removed = try pool.withTransaction { c in
                 try c.execute("SET LOCAL statement_timeout = 0")
-                return try c.execute("DELETE FROM \(schema).outbox WHERE sent_at < now() - make_interval(secs => $1)", [retention])
+                return try c.execute("DELETE FROM \(schema).outbox WHERE created_at < now() - make_interval(secs => $1)", [retention])
                     + c.execute("DELETE FROM \(schema).idempotency_keys WHERE created_at < now() - interval '24 hours'")
                     + c.execute("DELETE FROM \(schema).processed_events WHERE processed_at < now() - interval '30 days'")
                 // 30 days: at least OUTBOX_RETENTION_HOURS (at most 720), so a republished event is still recognised.
@@ -419,11 +578,29 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         }
     }
 
-    /// Marks events created since `since` unsent again, so the relay publishes them once more
-    /// (consumers de-duplicate by event id). Returns how many.
-    public static func republish(pool: Pool, schema: String, since: Date) throws -> Int {
-        try pool.withConnection { c in
-            try c.execute("UPDATE \(schema).outbox SET sent_at = NULL WHERE created_at >= $1 AND sent_at IS NOT NULL", [since])
+    /// Publishes the events created since `since` once more, in order, and waits for the broker to acknowledge them
+    /// (consumers de-duplicate by event id). Events of a refused topic are left out, and the log names the topic.
+    /// Returns how many were published.
+    public func republish(since: Date) throws -> Int {
+        let refused = try createTopics()
+        let producer = try currentProducer()
+        var after: Int64 = 0
+        var published = 0
+        while true {
+            let rows = try pool.withConnection { c in
+                try c.rows("SELECT id, topic, key, payload FROM \(schema).outbox WHERE created_at >= $1 AND id > $2 ORDER BY id LIMIT \(Self.batchSize)",
+                           [since, after])
+            }
+            guard let last = rows.last else { return published }
+            after = try last["id"]
+            let messages = try rows.compactMap { row -> OutgoingMessage? in
+                let topic: String = try row["topic"]
+                guard refused[topic] == nil else { return nil }
+                return OutgoingMessage(topic: topic, key: try row["key"], value: Array(try row["payload", as: String.self].utf8),
+                                       header: ("ce_type", topic))
+            }
+            if let failure = producer.send(messages).first(where: { $0 != nil }) ?? nil { throw failure }
+            published += messages.count
         }
     }
 }

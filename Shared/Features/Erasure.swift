@@ -23,7 +23,7 @@ public enum Erasure {
 
     public static func forget(_ user: UUID, schema: String, on c: Connection) throws {
         let id = user.lowercased
-        try c.execute("DELETE FROM \(schema).outbox WHERE sent_at IS NOT NULL AND strpos(payload, $1) > 0", [id])
+        try c.execute("DELETE FROM \(schema).outbox WHERE strpos(payload, $1) > 0", [id])
         try c.execute("DELETE FROM \(schema).idempotency_keys WHERE caller = $1", [id])
         try c.execute("INSERT INTO \(schema).erased_users (id_hash) VALUES ($1) ON CONFLICT DO NOTHING", [hash(user)])
     }

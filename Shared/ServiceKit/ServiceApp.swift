@@ -83,12 +83,12 @@ public final class ServiceApp: @unchecked Sendable {
         pool = Pool(url: config.databaseURL, maxSize: config.dbPoolSize, limits: config.databaseLimits, applicationName: service)
         let kafka = config.kafka(logger: logger)
         self.kafka = kafka
-        relay = OutboxRelay(pool: pool, schema: service, kafka: kafka,
+        relay = OutboxRelay(pool: pool, databaseURL: config.databaseURL, schema: service, kafka: kafka,
                             topics: .init(names: Array(Set(EventCatalogue.produced(by: service) + [SessionRevoked.type])).sorted(),
                                           partitions: config.kafkaPartitions, replicationFactor: config.kafkaReplicationFactor),
                             retentionHours: config.outboxRetentionHours, maxDelaySeconds: config.outboxMaxDelaySeconds,
                             logger: logger, metrics: metrics)
-        outbox = Outbox(schema: service, source: "/\(service)", wake: { [relay] in relay.wake() })
+        outbox = Outbox(schema: service, source: "/\(service)")
         idempotency = Idempotency(pool: pool, schema: service)
         let pool = self.pool
         metrics.addGauges(help: ["service_ready": "1 while /readyz answers 200 (looked at every 5 s), else 0."]) { [readyGauge] in
@@ -355,8 +355,8 @@ public final class ServiceApp: @unchecked Sendable {
                 return 64
             }
             guard try prepareDatabase() else { return 0 }
-            let n = try OutboxRelay.republish(pool: pool, schema: config.service, since: since)
-            logger.info("marked events for re-publication; the running service publishes them",
+            let n = try relay.republish(since: since)
+            logger.info("published the events again",
                         ["events": .int(n), "since": .string(Timestamp.format(since))])
             return 0
         case "create-topics":

@@ -105,7 +105,7 @@ final class ConsumerTests: XCTestCase {
 
     /// A consumer of `topic` in a group of its own, dead letters going out through a relay of the kit's schema.
     func consumer(of topic: String, handler: @escaping EventConsumer.Handler) -> EventConsumer {
-        let relay = OutboxRelay(pool: pool, schema: "kit", kafka: kafka, topics: .init(names: [], partitions: 1, replicationFactor: 1),
+        let relay = OutboxRelay(pool: pool, databaseURL: database.url, schema: "kit", kafka: kafka, topics: .init(names: [], partitions: 1, replicationFactor: 1),
                                 retentionHours: 1, logger: logger, metrics: Metrics())
         let topicsReady = Gate()
         topicsReady.open()

@@ -100,9 +100,7 @@ final class NotifyTests: XCTestCase {
                                            arguments: ["republish", "--since", ISO8601DateFormatter().string(from: started)])
         republish.process.waitUntilExit()
         XCTAssertEqual(republish.process.terminationStatus, 0, republish.log)
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
-            (try? connection.first("SELECT count(*)::int AS n FROM auth.outbox WHERE sent_at IS NULL")?["n"]) == 0
-        }, "auth published them again")
+        XCTAssertTrue(republish.log.contains("published the events again"), "republish exits once the broker has them")
         // Markers after them in the same partitions (keyed by the same person): once their mails are in, every
         // republished event before them has been read.
         let marker = UUID().uuidString.lowercased(), later = Timestamp.format(Date().addingTimeInterval(1800))

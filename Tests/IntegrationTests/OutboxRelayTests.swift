@@ -6,82 +6,157 @@ import Postgres
 import Runtime
 import XCTest
 
-/// The outbox relay against the real broker and database: how soon a committed event leaves, and the order of a
-/// backlog published in pipelined batches.
+/// The outbox relay against the real broker and database, reading the outbox from the write-ahead log: how soon a
+/// committed event leaves, the order of a backlog, a relay stopped in the middle of one, a second instance taking
+/// over, and a slot made when the outbox already holds events.
 final class OutboxRelayTests: XCTestCase {
     struct Counted: EventPayload { static let type = "test.relay.counted"; let n: Int }
 
     var database: TestDatabase!
     var pool: Pool!
-    var relay: OutboxRelay!
-    var group: ServiceGroup!
     var outbox: Outbox!
+    var groups: [ServiceGroup] = []
+    let logger = Logger(service: "test", minimum: .error)
 
     override func setUpWithError() throws {
         database = try TestDatabase()
         pool = Pool(url: database.url, maxSize: 4)
-        try Migrator.migrate(pool: pool, schema: "kit", migrations: [Platform.migration])
-        var kafka = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "relay-test")
-        kafka.log = { _, _ in }
-        let logger = Logger(service: "test", minimum: .error)
-        relay = OutboxRelay(pool: pool, schema: "kit", kafka: kafka,
-                            topics: .init(names: [Counted.type], partitions: 3, replicationFactor: 1),
-                            retentionHours: 1, logger: logger, metrics: Metrics())
-        try relay.createTopics()
-        outbox = Outbox(schema: "kit", source: "/test", wake: { [relay] in relay!.wake() })
-        group = ServiceGroup(logger: logger) { _, _ in }
-        group.start(relay)
+        try Migrator.migrate(pool: pool, schema: "kit", migrations: [Platform.migration, Platform.streamedOutbox])
+        outbox = Outbox(schema: "kit", source: "/test")
     }
 
     override func tearDown() {
-        _ = group?.stop(deadline: Date().addingTimeInterval(5))
+        groups.forEach { _ = $0.stop(deadline: Date().addingTimeInterval(5)) }
         pool?.close()
         database?.drop()
     }
 
-    func testAnEventLeavesAsSoonAsItsTransactionCommits() throws {
-        // A first event, published, leaves the relay idle: waiting for its next poll (every 0.5 s) or a wake.
-        let first = UUID().uuidString
-        try pool.withTransaction { try outbox.add(Counted(n: 0), subject: first, on: $0) }
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10, every: 0.005) { (try? self.sent(first)) == true })
-        let subject = UUID().uuidString
+    /// A relay running in its own service group, as an instance of the service has one.
+    @discardableResult
+    func startRelay() throws -> (relay: OutboxRelay, group: ServiceGroup) {
+        var kafka = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "relay-test")
+        kafka.log = { _, _ in }
+        let relay = OutboxRelay(pool: pool, databaseURL: database.url, schema: "kit", kafka: kafka,
+                                topics: .init(names: [Counted.type], partitions: 3, replicationFactor: 1),
+                                retentionHours: 1, logger: logger, metrics: Metrics())
+        try relay.createTopics()
+        let group = ServiceGroup(logger: logger) { _, _ in }
+        group.start(relay)
+        groups.append(group)
+        return (relay, group)
+    }
+
+    func write(_ numbers: Range<Int>, keys: [String]) throws {
         try pool.withTransaction { c in
-            try outbox.add(Counted(n: 1), subject: subject, on: c)
-            // Work before the commit (the scenario, not a wait): a relay woken here, before the commit, found nothing
-            // and slept until its next poll (0.45 s later).
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        let committed = Date()
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10, every: 0.005) { (try? self.sent(subject)) == true })
-        let waited = Date().timeIntervalSince(committed)
-        XCTAssertLessThan(waited, 0.3, "published \(Int(waited * 1000)) ms after its commit")
-    }
-
-    /// Whether the event about `subject` was marked sent.
-    func sent(_ subject: String) throws -> Bool {
-        try pool.withConnection { c in
-            try c.first("SELECT sent_at IS NOT NULL AS sent FROM kit.outbox WHERE key = $1", [subject])?["sent", as: Bool.self] ?? false
+            for n in numbers { try outbox.add(Counted(n: n), subject: keys[n % keys.count], on: c) }
         }
     }
 
-    func testABacklogLeavesInOrderPerKeyAcrossPipelinedBatches() throws {
+    /// Each key's numbers as a consumer that skips repeated event ids sees them.
+    func numbers(_ probe: EventProbe, key: String) -> [Int] {
+        var ids = Set<String>()
+        return probe.seen.filter { $0["subject"] as? String == key && ids.insert($0["id"] as? String ?? "").inserted }
+            .compactMap { $0.data("n") as? Int }
+    }
+
+    func testAnEventLeavesAsSoonAsItsTransactionCommits() throws {
+        try startRelay()
+        let probe = try EventProbe(topics: [Counted.type])
+        for attempt in 0..<3 {
+            let subject = UUID().uuidString
+            try pool.withTransaction { c in
+                try outbox.add(Counted(n: attempt), subject: subject, on: c)
+                Thread.sleep(forTimeInterval: 0.05)  // work before the commit: nothing leaves before it
+            }
+            let committed = Date()
+            XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20, every: 0.001) {
+                probe.drain(0.005)
+                return probe.seen.contains { $0["subject"] as? String == subject }
+            })
+            let waited = Date().timeIntervalSince(committed)
+            // The first waits for the relay to make its slot.
+            if attempt > 0 { XCTAssertLessThan(waited, 0.3, "published \(Int(waited * 1000)) ms after its commit") }
+        }
+    }
+
+    func testABacklogLeavesInOrderPerKeyAndTheSlotIsConfirmedPastIt() throws {
         let run = UUID().uuidString.prefix(8)
         let keys = (0..<3).map { "\(run)-\($0)" }
         let probe = try EventProbe(topics: [Counted.type])
-        // 2,500 events in one transaction: three of the relay's batches, the next read while the last is in flight.
-        try pool.withTransaction { c in
-            for n in 0..<2500 { try outbox.add(Counted(n: n), subject: keys[n % 3], on: c) }
-        }
+        try startRelay()
+        // 2,500 events in one transaction: three of the relay's batches, in flight together.
+        try write(0..<2500, keys: keys)
+        let written: String = try pool.withConnection { try $0.first("SELECT pg_current_wal_lsn()::text AS l")!["l"] }
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) {
             probe.drain(0.2)
             return probe.seen.filter { keys.contains($0["subject"] as? String ?? "") }.count >= 2500
         }, "every event of the backlog reaches the broker")
         for key in keys {
-            let numbers = probe.seen.filter { $0["subject"] as? String == key }.compactMap { $0.data("n") as? Int }
-            XCTAssertEqual(numbers, Array(stride(from: keys.firstIndex(of: key)!, to: 2500, by: 3)),
-                           "key \(key): each event once, in the order written")
+            XCTAssertEqual(numbers(probe, key: key), Array(stride(from: keys.firstIndex(of: key)!, to: 2500, by: 3)),
+                           "key \(key): each event, in the order written")
         }
-        let unsent: Int = try pool.withConnection { try $0.first("SELECT count(*) AS n FROM kit.outbox WHERE sent_at IS NULL")!["n"] }
-        XCTAssertEqual(unsent, 0)
+        XCTAssertEqual(probe.seen.count, 2500, "each event once")
+        XCTAssertTrue(try TestEnvironment.waitUntil(timeout: 10) {
+            try self.pool.withConnection { c in
+                try c.first("SELECT confirmed_flush_lsn >= $1::pg_lsn AS past FROM pg_replication_slots WHERE slot_name LIKE '%_kit_outbox'",
+                            [written])?["past", as: Bool.self] ?? false
+            }
+        }, "the slot is confirmed past the backlog, so PostgreSQL may recycle its WAL")
+        let rows: Int = try pool.withConnection { try $0.first("SELECT count(*)::int AS n FROM kit.outbox")!["n"] }
+        XCTAssertEqual(rows, 2500, "the rows stay, unchanged, for republish")
+    }
+
+    func testARelayStoppedInTheMiddleOfABacklogLosesNothingAndTheNextKeepsEachKeysOrder() throws {
+        let run = UUID().uuidString.prefix(8)
+        let keys = (0..<4).map { "\(run)-\($0)" }
+        let probe = try EventProbe(topics: [Counted.type])
+        for part in 0..<10 { try write(part * 2000..<(part + 1) * 2000, keys: keys) }
+        let first = try startRelay()
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60, every: 0.01) {
+            probe.drain(0.01)
+            return probe.seen.count >= 3000
+        })
+        // Stopped at once, with batches in flight and unconfirmed: the next relay streams from the last confirmed commit.
+        _ = first.group.stop(deadline: Date())
+        let seenAtStop = probe.seen.count
+        XCTAssertLessThan(seenAtStop, 20_000, "stopped in the middle")
+        try startRelay()
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 90) {
+            probe.drain(0.2)
+            return Set(probe.seen.compactMap { $0["id"] as? String }).count >= 20_000
+        }, "every event arrives: \(Set(probe.seen.compactMap { $0["id"] as? String }).count) of 20,000")
+        for key in keys {
+            XCTAssertEqual(numbers(probe, key: key), Array(stride(from: keys.firstIndex(of: key)!, to: 20_000, by: 4)), "key \(key) in order")
+        }
+    }
+
+    func testASecondInstanceStandsByAndTakesOverWhenTheFirstGoes() throws {
+        let key = UUID().uuidString
+        let probe = try EventProbe(topics: [Counted.type])
+        let first = try startRelay()
+        try write(0..<1, keys: [key])
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { probe.drain(0.1); return self.numbers(probe, key: key) == [0] })
+        let second = try startRelay()
+        try write(1..<2, keys: [key])
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { probe.drain(0.1); return self.numbers(probe, key: key) == [0, 1] })
+        XCTAssertFalse(try second.relay.isStuck(), "standing by is not stuck")
+
+        _ = first.group.stop(deadline: Date().addingTimeInterval(5))
+        try write(2..<3, keys: [key])
+        let gone = Date()
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { probe.drain(0.1); return self.numbers(probe, key: key) == [0, 1, 2] },
+                      "the second instance relays once the first has gone")
+        XCTAssertLessThan(Date().timeIntervalSince(gone), 5, "within seconds")
+    }
+
+    func testASlotMadeWhenTheOutboxHoldsEventsPublishesThemFirst() throws {
+        // Events written while no slot exists (a first start after the upgrade, a database restored without it).
+        let key = UUID().uuidString
+        try write(0..<5, keys: [key])
+        let probe = try EventProbe(topics: [Counted.type])
+        try startRelay()
+        try write(5..<8, keys: [key])
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { probe.drain(0.1); return self.numbers(probe, key: key).count == 8 })
+        XCTAssertEqual(numbers(probe, key: key), Array(0..<8), "what the outbox held, then what came after, in order")
     }
 }

@@ -51,7 +51,8 @@ final class PlatformTests: AuthTestCase {
         XCTAssertTrue(metrics.contains(#"http_server_request_duration_seconds_count{method="POST",route="/v1/auth/signup",status="201"} 1"#), metrics)
         XCTAssertTrue(metrics.contains(#"route="/v1/users/me",status="401""#))
         XCTAssertTrue(metrics.contains("db_pool_connections{state=\"in_use\"}"))
-        XCTAssertTrue(metrics.contains("outbox_pending_events"))
+        XCTAssertTrue(metrics.contains("outbox_oldest_pending_age_seconds 0.0"), metrics)
+        XCTAssertTrue(metrics.contains("outbox_unconfirmed_wal_bytes"))
     }
 
     func testTheOpenAPIDocumentListsEveryRouteAndMatchesRealResponses() throws {

@@ -3,11 +3,16 @@
 A bounded writer posts stories and parcels from 8 threads while, one after another, a service, the PostgreSQL
 postmaster and the broker are killed with SIGKILL and started again the way an operator's supervisor would
 (`deploy/local/stack start`; after the broker, which loses every event when it restarts, `republish` as the README
-says). Meanwhile a logged-out token is tried every half second and the services' readiness is watched. Then it
-checks, with a Kafka client of its own (not watermarks: Tansu reports them short):
+says). Then the broker is paused while the writes go on, so the outboxes build a backlog in the write-ahead log; once
+it is back, stories is killed with SIGKILL as its relay starts draining, and started again. Meanwhile a logged-out
+token is tried every half second and the services' readiness is watched. Each story writer also comments on a story
+of its own, one comment after another (`story.commented`, keyed by that story). Then it checks, with a Kafka client of
+its own (not watermarks: Tansu reports them short):
   - every acknowledged write is in the database,
   - every one has exactly one distinct event id on its topic,
   - no event on those topics lacks its row,
+  - the comments written since the broker's restart reached the topic in the order they were written, each key's
+    (read as a consumer does: an event id seen before is skipped),
   - readiness said 503 while a dependency was down,
   - the logged-out token was never accepted.
 It prints the counts and exits 1 on any failure.
@@ -93,6 +98,8 @@ def signup(prefix):
 
 acked = {"story.created": set(), "parcel.created": set()}
 acked_lock = threading.Lock()
+threads = {}  # (writer, phase) -> [the story commented on, [its comment ids in the order written]]
+phase = [0]  # 1 once the broker has restarted and republish ran: the order of these comments is checked
 senders = {}  # parcel id -> its sender's token
 stop = threading.Event()
 revoked_accepted = []
@@ -116,6 +123,11 @@ def writer(index, token, group, photo):
                 acked[kind].add(body["id"])
                 if kind == "parcel.created":
                     senders[body["id"]] = token
+            if kind == "story.created":
+                thread = threads.setdefault((index, phase[0]), [body["id"], []])
+                status, comment = call("POST", f"{STORIES}/v1/stories/{thread[0]}/comments", {"text": f"comment {n}"}, token)
+                if status == 201 and comment and "id" in comment:
+                    thread[1].append(comment["id"])
         else:
             time.sleep(0.2)  # the service or a dependency is down: try again shortly
         time.sleep(0.02)
@@ -199,6 +211,27 @@ def main():
         out = subprocess.run([os.path.join(BIN, service), "republish", "--since", run_start], capture_output=True, text=True)
         if out.returncode != 0:
             raise SystemExit(f"faults: {service} republish failed: {out.stderr}")
+    phase[0] = 1
+    time.sleep(5)
+
+    log("pause the broker for 20 s while the writes go on: the outboxes' backlog grows in the write-ahead log")
+    with open(os.path.join(STATE, "tansu.pid")) as f:
+        broker = int(f.readline().strip())
+    published = lambda: sum(float(line.split()[-1]) for line in urllib.request.urlopen(STORIES + "/metrics", timeout=5).read().decode().splitlines()
+                            if line.startswith("outbox_published_events_total"))
+    before = published()
+    os.kill(broker, 19)  # SIGSTOP
+    watch_readiness("broker pause", ["auth", "stories", "dispatch"], 20)
+    backlog = psql("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint FROM pg_replication_slots "
+                   "WHERE slot_name = 'backend_stories_outbox'")
+    os.kill(broker, 18)  # SIGCONT
+    deadline = time.time() + 60
+    while (at_kill := published()) == before and time.time() < deadline:
+        time.sleep(0.01)
+    kill9(os.path.join(STATE, "stories.pid"))
+    log(f"kill -9 stories as its relay drains a backlog of {int(backlog[0]) // 1024 if backlog else '?'} kB of WAL "
+        f"({int(at_kill - before)} events published when killed)")
+    supervise()
     time.sleep(5)
 
     stop.set()
@@ -206,9 +239,10 @@ def main():
         t.join(timeout=10)
     log(f"writers stopped: {len(acked['story.created'])} stories, {len(acked['parcel.created'])} parcels acknowledged")
 
-    log("waiting for the outboxes to drain")
-    wait_until(lambda: psql("SELECT (SELECT count(*) FROM stories.outbox WHERE sent_at IS NULL)"
-                            " + (SELECT count(*) FROM dispatch.outbox WHERE sent_at IS NULL)") == ["0"], 180, "outbox drain")
+    log("waiting for the outboxes to drain: their slots confirmed past every write")
+    written = psql("SELECT pg_current_wal_lsn()")[0]
+    wait_until(lambda: psql(f"SELECT bool_and(confirmed_flush_lsn >= '{written}') FROM pg_replication_slots "
+                            "WHERE slot_name IN ('backend_stories_outbox', 'backend_dispatch_outbox')") == ["t"], 180, "outbox drain")
 
     failures = []
     stored = {"story.created": set(psql(f"SELECT id FROM stories.stories WHERE created_at >= '{run_start}'")),
@@ -225,8 +259,11 @@ def main():
     for topic in acked:
         metadata = consumer.list_topics(topic, timeout=10).topics[topic]
         partitions += [TopicPartition(topic, p, 0) for p in metadata.partitions]
+    metadata = consumer.list_topics("story.commented", timeout=10).topics["story.commented"]
+    partitions += [TopicPartition("story.commented", p, 0) for p in metadata.partitions]
     consumer.assign(partitions)
     events = {kind: {} for kind in acked}  # subject -> set of event ids
+    comments = {}  # story -> comment ids, first sightings in the order read
     last = time.time()
     while time.time() - last < 10:
         message = consumer.poll(0.5)
@@ -234,8 +271,21 @@ def main():
             continue
         last = time.time()
         event = json.loads(message.value())
+        if message.topic() == "story.commented":
+            seen = comments.setdefault(event["subject"], [])
+            if event["data"]["commentId"] not in seen:
+                seen.append(event["data"]["commentId"])
+            continue
         events[message.topic()].setdefault(event["subject"], set()).add(event["id"])
     consumer.close()
+
+    ordered = [t for (w, p), t in threads.items() if p == 1]
+    checked = sum(len(written) for _, written in ordered)
+    for story, written in ordered:
+        read = [c for c in comments.get(story, []) if c in set(written)]
+        if read != written:
+            failures.append(f"story {story}: {len(written)} comments written, {len(read)} read, "
+                            f"{'out of order' if sorted(read) == sorted(written) else 'some missing'}")
 
     for kind, ids in acked.items():
         seen = events[kind]
@@ -267,6 +317,7 @@ def main():
           f"in the database {len(stored['story.created'] & acked['story.created'])} and {len(stored['parcel.created'] & acked['parcel.created'])}; "
           f"with exactly one event id {sum(len(events['story.created'].get(i, ())) == 1 for i in acked['story.created'])} and "
           f"{sum(len(events['parcel.created'].get(i, ())) == 1 for i in acked['parcel.created'])}; "
+          f"{checked} comments on {len(ordered)} stories since the broker's restart read in the order written; "
           f"readiness said 503 in {sum(readiness_seen.values())} of {len(readiness_seen)} service outages; "
           f"logged-out token accepted {len(revoked_accepted)} times; {len(failures)} failures")
     for failure in failures:

@@ -5,6 +5,7 @@ import Postgres
 /// The auth schema, in order. Never edit an applied migration: add a new one.
 let migrations: [Migration] = [
     Platform.migration,
+    Platform.streamedOutbox,
     Migration(2, "users, sessions, refresh tokens, signing keys, login failures", """
         CREATE TABLE users (
             id uuid PRIMARY KEY,

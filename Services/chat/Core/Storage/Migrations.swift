@@ -6,6 +6,7 @@ import Postgres
 /// The chat schema, in order. Never edit an applied migration: add a new one.
 let migrations: [Migration] = [
     Platform.migration,
+    Platform.streamedOutbox,
     Migration(2, "rooms, members, messages, the change log, todos, media, and what chat learns from other services", """
         CREATE TABLE rooms (
             id uuid PRIMARY KEY,

@@ -5,6 +5,7 @@ import Postgres
 /// The curation schema, in order. Never edit an applied migration: add a new one.
 let migrations: [Migration] = [
     Platform.migration,
+    Platform.streamedOutbox,
     Migration(2, "the catalogue, what people watch and like, comments, playlists, preferences, recommendation scrolls", """
         CREATE TABLE subjects (
             id uuid PRIMARY KEY,

@@ -6,6 +6,7 @@ import Postgres
 /// The dispatch schema, in order. Never edit an applied migration: add a new one.
 let migrations: [Migration] = [
     Platform.migration,
+    Platform.streamedOutbox,
     Migration(2, "media", MediaStore.tableSQL),
     Migration(3, "couriers, parcels, their history and declined offers", """
         CREATE TABLE couriers (

@@ -5,6 +5,7 @@ import Postgres
 /// The notify schema, in order. Never edit an applied migration: add a new one.
 let migrations: [Migration] = [
     Platform.migration,
+    Platform.streamedOutbox,
     Migration(2, "the delivery log: each (event, person, channel) once, with its outcome", """
         CREATE TABLE deliveries (
             id uuid PRIMARY KEY,

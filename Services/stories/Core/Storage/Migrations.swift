@@ -5,6 +5,7 @@ import Postgres
 /// The stories schema, in order. Never edit an applied migration: add a new one.
 let migrations: [Migration] = [
     Platform.migration,
+    Platform.streamedOutbox,
     Migration(2, "profiles, groups, memberships, media, stories, comments", """
         \(Profiles.tableSQL)
         CREATE TABLE groups (
