@@ -6,8 +6,10 @@ Each round:
      and the CPU of stories and PostgreSQL (its walsender; not the insert's backend) per 1,000 events; beside it, confluent-kafka's producer (idempotent, acks=all, linger 1 ms, as the
      relay's) sending the same events;
   2. lag: POST /v1/stories at RATE a second for LAG_SECONDS, story.created read by a consumer assigned to every
-     partition; lag = when the consumer has it - the event's time (set in the story's transaction); beside it, the
-     same consumer reading what the raw producer sends at the same rate (lag from the produce call).
+     partition; lag = when the consumer has it - the event's time (set in the story's transaction); then outbox rows
+     committed by pgbench at RATE a second (the relay's path without the HTTP service sharing the cores), lag from
+     each insert's clock; beside them, the same consumer reading what the raw producer sends at the same rate (lag
+     from the produce call).
 Prints medians of RUNS rounds.
 """
 import http.client
@@ -92,27 +94,21 @@ def stories_pid():
         return int(f.read())
 
 
-def published():
-    """Events stories' relay has published (its counter)."""
-    conn = http.client.HTTPConnection("127.0.0.1", 8082, timeout=5)
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    conn.close()
-    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith("outbox_published_events_total"))
-
-
 def drain_relay():
     """-> (events/s, stories CPU ms per 1,000 events, PostgreSQL CPU ms per 1,000 events, the insert's excluded)"""
     payload = EVENT.replace("'", "''")
     db = Session()
     writer = int(db.one("SELECT pg_backend_pid()"))
-    base = published()
     s0, p0, w0 = cpu(stories_pid()), pg_cpu(), cpu(writer)
-    db.one(f"WITH r AS (INSERT INTO stories.outbox (event_id, topic, key, payload) SELECT gen_random_uuid(), "
-           f"'{TOPIC}', md5(i::text), '{payload}' FROM generate_series(1, {EVENTS}) i RETURNING id) SELECT count(*) FROM r")
+    # The WAL position after the rows and before their commit: the relay confirms its slot past it once the broker
+    # acknowledged every one of them (it confirms a transaction only then).
+    written = db.one(f"WITH r AS (INSERT INTO stories.outbox (event_id, topic, key, payload) SELECT gen_random_uuid(), "
+                     f"'{TOPIC}', md5(i::text), '{payload}' FROM generate_series(1, {EVENTS}) i RETURNING id) "
+                     f"SELECT pg_current_wal_insert_lsn() FROM (SELECT count(*) FROM r) n").strip()
     # Timed from the commit to the last event acknowledged by the broker: decoding the WAL is the relay's work.
     committed = time.monotonic()
-    while published() < base + EVENTS:
+    while db.one(f"SELECT confirmed_flush_lsn > '{written}' FROM pg_replication_slots "
+                 f"WHERE slot_name = current_database() || '_stories_outbox'") != "t":
         time.sleep(0.002)
     elapsed = time.monotonic() - committed
     s1, p1, w1 = cpu(stories_pid()), pg_cpu(), cpu(writer)
@@ -215,6 +211,42 @@ def lag_service():
     return achieved, lags
 
 
+def lag_outbox():
+    """Outbox rows committed at RATE a second by pgbench (4 connections), each carrying its insert's time; the lag is
+    when the consumer has it less that time. -> (achieved rate, lags in ms)"""
+    r = Reader(TOPIC)
+    r.start()
+    time.sleep(1)
+    stamp = "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+    data = json.dumps(json.loads(EVENT)["data"]).replace("'", "''")
+    script = ("\\set k random(1, 1000000000)\n"
+              "INSERT INTO stories.outbox (event_id, topic, key, payload) VALUES (gen_random_uuid(), "
+              f"'{TOPIC}', :k::text, '{{\"subject\":\"lag\",\"time\":\"' || {stamp} || '\",\"data\":{data}}}');\n")
+    path = f"/tmp/bench-relay-{os.getpid()}.sql"
+    with open(path, "w") as f:
+        f.write(script)
+    out = subprocess.run(["pgbench", "-h", "127.0.0.1", "-p", os.environ["PG_PORT"], "-U", "postgres", "-n", "-M", "prepared",
+                          "-c", "4", "-j", "2", "-R", str(RATE), "-T", str(LAG_SECONDS), "-f", path, "backend"],
+                         capture_output=True, text=True)
+    os.unlink(path)
+    if out.returncode != 0:
+        raise SystemExit(f"pgbench failed: {out.stderr}")
+    time.sleep(2)
+    r.stop = True
+    r.join()
+    lags = []
+    for value, arrived in r.seen.items():
+        try:
+            event = json.loads(value)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("subject") == "lag":
+            lags.append((arrived - datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()) * 1000)
+    if not lags:
+        raise SystemExit("the consumer read none of the outbox rows pgbench wrote")
+    return len(lags) / LAG_SECONDS, lags
+
+
 def lag_raw():
     r = Reader(TOPIC)
     r.start()
@@ -252,18 +284,22 @@ def main():
         for f in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
             f.result()
         time.sleep(1)
-    rows = {k: [] for k in ("relay", "relay_svc", "relay_pg", "raw", "lag50", "lag99", "raw50", "raw99", "rate")}
+    rows = {k: [] for k in ("relay", "relay_svc", "relay_pg", "raw", "lag50", "lag99", "raw50", "raw99", "rate",
+                            "out50", "out99", "out_rate")}
     for i in range(1, RUNS + 1):
         rate, svc, pg = drain_relay()
         raw = drain_raw()
         achieved, lags = lag_service()
+        out_rate, out_lags = lag_outbox()
         raw_lags = lag_raw()
         for k, v in (("relay", rate), ("relay_svc", svc), ("relay_pg", pg), ("raw", raw), ("rate", achieved),
                      ("lag50", pct(lags, 0.5)), ("lag99", pct(lags, 0.99)),
-                     ("raw50", pct(raw_lags, 0.5)), ("raw99", pct(raw_lags, 0.99))):
+                     ("raw50", pct(raw_lags, 0.5)), ("raw99", pct(raw_lags, 0.99)),
+                     ("out_rate", out_rate), ("out50", pct(out_lags, 0.5)), ("out99", pct(out_lags, 0.99))):
             rows[k].append(v)
         say(f"  round {i}: relay {rate:,.0f}/s ({svc:.0f}, {pg:.0f} ms CPU per 1,000) | raw producer {raw:,.0f}/s | "
             f"story.created lag at {achieved:.0f}/s p50 {pct(lags, 0.5):.1f} p99 {pct(lags, 0.99):.1f} ms | "
+            f"outbox rows at {out_rate:.0f}/s p50 {pct(out_lags, 0.5):.1f} p99 {pct(out_lags, 0.99):.1f} ms | "
             f"raw p50 {pct(raw_lags, 0.5):.1f} p99 {pct(raw_lags, 0.99):.1f} ms")
     m = {k: statistics.median(v) for k, v in rows.items()}
     print(f"\nrelay, {time.strftime('%Y-%m-%d', time.gmtime())}, {os.cpu_count()} cores, {EVENTS:,} events a drain, "
@@ -274,6 +310,7 @@ def main():
     print(f"{'  confluent-kafka producer, idempotent, acks=all':<52} {m['raw']:>10,.0f} {1:>7.2f} {'-':>22}")
     print(f"{'target':<52} {'p50 ms':>10} {'p99 ms':>7}")
     print(f"{'story.created, commit to consumer, at %.0f/s' % m['rate']:<52} {m['lag50']:>10.1f} {m['lag99']:>7.1f}")
+    print(f"{'outbox rows (pgbench), insert to consumer, at %.0f/s' % m['out_rate']:<52} {m['out50']:>10.1f} {m['out99']:>7.1f}")
     print(f"{'  raw producer to the same consumer':<52} {m['raw50']:>10.1f} {m['raw99']:>7.1f}")
 
 

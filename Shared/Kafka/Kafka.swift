@@ -1,6 +1,9 @@
 import CRdKafka
 import CShims
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 // MARK: - Configuration and errors
@@ -113,7 +116,11 @@ public struct OutgoingMessage: Sendable {
     public var header: (String, String)?
 
     public init(topic: String, key: String, value: [UInt8], header: (String, String)? = nil) {
-        self.topic = topic; self.key = Array(key.utf8); self.value = value; self.header = header
+        self.init(topic: topic, key: Array(key.utf8), value: value, header: header)
+    }
+
+    public init(topic: String, key: [UInt8], value: [UInt8], header: (String, String)? = nil) {
+        self.topic = topic; self.key = key; self.value = value; self.header = header
     }
 }
 
@@ -150,7 +157,28 @@ public final class Producer: @unchecked Sendable {
 
     deinit {
         rd_kafka_flush(handle, 2000)
+        if let reportQueue { rd_kafka_queue_destroy(reportQueue) }
         rd_kafka_destroy(handle)
+        if let pipe = reportPipe { close(pipe.0); close(pipe.1) }
+    }
+
+    private var reportQueue: OpaquePointer?
+    private var reportPipe: (Int32, Int32)?
+
+    /// A descriptor that becomes readable when delivery reports arrive (librdkafka writes a byte to it when its queue
+    /// of reports was empty), so a caller can wait for reports and another descriptor in one `poll`. Whoever waits
+    /// on it reads it empty. Not thread-safe: made once, by the one thread that waits on it.
+    public func reportDescriptor() -> Int32 {
+        if let pipe = reportPipe { return pipe.0 }
+        var fds: [Int32] = [0, 0]
+        guard Glibc.pipe(&fds) == 0 else { return -1 }
+        for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        let queue = rd_kafka_queue_get_main(handle)
+        var byte: UInt8 = 1
+        rd_kafka_queue_io_event_enable(queue, fds[1], &byte, 1)
+        reportQueue = queue
+        reportPipe = (fds[0], fds[1])
+        return fds[0]
     }
 
     /// Drops every queued and in-flight message (their reports say failed), before this producer is replaced.
@@ -213,8 +241,7 @@ public final class Producer: @unchecked Sendable {
             }
         }
         let deadline = Date().addingTimeInterval(timeout)
-        while !pending.isEmpty {
-            rd_kafka_poll(handle, 50)
+        while true {
             sink.reports.withLock { r in
                 pending.removeAll { token, index in
                     guard let result = r.results.removeValue(forKey: token) else { return false }
@@ -222,13 +249,29 @@ public final class Producer: @unchecked Sendable {
                     return true
                 }
             }
-            if Date() > deadline { break }
+            // Reports that have come are taken before waiting: a poll with nothing left to report waits its whole time.
+            let left = deadline.timeIntervalSinceNow
+            if pending.isEmpty || left <= 0 { break }
+            rd_kafka_poll(handle, Int32(min(50, max(1, left * 1000))))
         }
         if !pending.isEmpty {
             sink.reports.withLock { r in for (token, _) in pending { r.results.removeValue(forKey: token) } }
             for (_, index) in pending { outcome[index] = KafkaError(message: "delivery timed out") }
         }
         return outcome
+    }
+
+    /// The delivery reports of `queued` when every one has come, collected as `wait` does; nil (and nothing taken)
+    /// while some are still out. Does not block.
+    public func reports(of queued: Queued) -> [KafkaError?]? {
+        rd_kafka_poll(handle, 0)
+        let complete = sink.reports.withLock { r in
+            queued.entries.allSatisfy { entry in
+                guard case .success(let token) = entry else { return true }
+                return r.results[token] != nil
+            }
+        }
+        return complete ? wait(for: queued, timeout: 0) : nil
     }
 
     /// Queues a message without waiting for its delivery (for ephemeral data such as positions; the outbox is

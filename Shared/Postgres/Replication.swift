@@ -99,9 +99,11 @@ public final class ReplicationConnection: @unchecked Sendable {
         streaming = true
     }
 
-    /// The next message, waiting up to `timeout` seconds for one; nil when none came. Throws when the stream broke.
-    public func next(timeout: TimeInterval) throws -> Message? {
+    /// The next message, waiting up to `timeout` seconds for one (0: only what has arrived); nil when none came or
+    /// `wake` (another descriptor) became readable first, which is read empty. Throws when the stream broke.
+    public func next(timeout: TimeInterval, wake: Int32 = -1) throws -> Message? {
         let deadline = Date().addingTimeInterval(timeout)
+        var looked = false
         while true {
             var buffer: UnsafeMutablePointer<CChar>?
             let length = PQgetCopyData(handle, &buffer, 1)
@@ -121,16 +123,22 @@ public final class ReplicationConnection: @unchecked Sendable {
                 streaming = false
                 throw PostgresError(kind: .unavailable, serverMessage: "the replication stream ended: " + String(cString: PQerrorMessage(handle)))
             }
-            // Nothing buffered: wait for the socket, then read what came.
+            // Nothing complete in libpq's buffer: wait for the socket (at least look at it once), then read what came.
             let remaining = deadline.timeIntervalSinceNow
-            if remaining <= 0 { return nil }
-            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, Int32(min(remaining, 1) * 1000) + 1)
-            if ready > 0 && PQconsumeInput(handle) == 0 {
+            if remaining <= 0 && looked { return nil }
+            looked = true
+            var descriptors = [pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0),
+                               pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&descriptors, wake >= 0 ? 2 : 1, Int32((max(0, min(remaining, 1)) * 1000).rounded(.up)))
+            if ready > 0 && descriptors[1].revents != 0 {
+                var sink = [UInt8](repeating: 0, count: 64)
+                while read(wake, &sink, sink.count) > 0 {}
+                if descriptors[0].revents == 0 { return nil }
+            }
+            if ready > 0 && descriptors[0].revents != 0 && PQconsumeInput(handle) == 0 {
                 streaming = false
                 throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
             }
-            if ready == 0 && deadline.timeIntervalSinceNow <= 0 { return nil }
         }
     }
 
