@@ -330,8 +330,6 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
     /// Streams until stopped, then until what was committed before the stop is published or the stop's deadline
     /// (less a second for the services stopped after it) passes.
     public func run(until cancellation: Cancellation) {
-        var lastCleanup = Date.distantPast
-        var lastTopicCheck = Date()
         var backoff: TimeInterval = 0
         var failedBatches = 0
         var busyLogged = false
@@ -356,21 +354,28 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
                     if failedBatches >= 2 { replaceProducer(reason: "\(failedBatches) failed batches in a row") }
                     // A broker that lost its data would otherwise auto-create topics with its own defaults.
                     _ = try? createTopics()
-                    lastTopicCheck = Date()
+                    condition.lock(); lastTopicCheck = Date(); condition.unlock()
                 }
                 if cancellation.isCancelled { break }
             }
-            let now = Date()
-            if now.timeIntervalSince(lastTopicCheck) > 30 {
-                lastTopicCheck = now
-                _ = try? createTopics()
-            }
-            if now.timeIntervalSince(lastCleanup) > 600 {
-                lastCleanup = now
-                cleanup()
-            }
+            upkeep()
             cancellation.sleep(backoff > 0 ? backoff : 1)
         }
+    }
+
+    private var lastTopicCheck = Date(), lastCleanup = Date.distantPast
+
+    /// What the relay does now and then, streaming or not: every 30 s the topics are created where missing (a broker
+    /// that lost its data) and checked (a refused topic may have been fixed); every 10 minutes expired rows go.
+    private func upkeep() {
+        let now = Date()
+        condition.lock()
+        let (checkTopics, clean) = (now.timeIntervalSince(lastTopicCheck) > 30, now.timeIntervalSince(lastCleanup) > 600)
+        if checkTopics { lastTopicCheck = now }
+        if clean { lastCleanup = now }
+        condition.unlock()
+        if checkTopics { _ = try? createTopics() }
+        if clean { cleanup() }
     }
 
     /// Streams the slot (creating it when missing) and publishes what it decodes, until stopped and drained.
@@ -384,8 +389,9 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         let producer = try currentProducer()
         let wake = producer.reportDescriptor()
         condition.lock()
-        let skipped = refused
+        var skipped = refused
         condition.unlock()
+        var nextUpkeep = Date()
 
         struct Batch { var queued: Producer.Queued; var confirmAfter: LSN?; var firstCommit: Date }
         var inFlight: [Batch] = []
@@ -441,6 +447,11 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         var idle: Bool { inFlight.isEmpty && messages.isEmpty && !inTransaction }
 
         while true {
+            if messages.isEmpty, Date() >= nextUpkeep {
+                upkeep()
+                condition.lock(); skipped = refused; condition.unlock()
+                nextUpkeep = Date().addingTimeInterval(1)
+            }
             if cancellation.isCancelled {
                 if drainTo == nil {
                     drainTo = try pool.withConnection { c in try c.first("SELECT pg_current_wal_lsn()::text AS lsn")?["lsn", as: String.self] }

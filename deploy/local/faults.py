@@ -221,7 +221,9 @@ def main():
                             if line.startswith("outbox_published_events_total"))
     before = published()
     os.kill(broker, 19)  # SIGSTOP
+    paused = time.time()
     watch_readiness("broker pause", ["auth", "stories", "dispatch"], 20)
+    time.sleep(max(0.0, 20 - (time.time() - paused)))
     backlog = psql("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint FROM pg_replication_slots "
                    "WHERE slot_name = 'backend_stories_outbox'")
     os.kill(broker, 18)  # SIGCONT
