@@ -217,11 +217,12 @@ def lag_outbox():
     r = Reader(TOPIC)
     r.start()
     time.sleep(1)
-    stamp = "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
     data = json.dumps(json.loads(EVENT)["data"]).replace("'", "''")
+    # The insert's clock as seconds since the epoch (a formatted time's colons would be pgbench variables).
     script = ("\\set k random(1, 1000000000)\n"
               "INSERT INTO stories.outbox (event_id, topic, key, payload) VALUES (gen_random_uuid(), "
-              f"'{TOPIC}', :k::text, '{{\"subject\":\"lag\",\"time\":\"' || {stamp} || '\",\"data\":{data}}}');\n")
+              f"'{TOPIC}', :k::text, '{{\"subject\": \"lag\", \"epoch\": ' || extract(epoch FROM clock_timestamp()) "
+              f"|| ', \"data\": {data}}}');\n")
     path = f"/tmp/bench-relay-{os.getpid()}.sql"
     with open(path, "w") as f:
         f.write(script)
@@ -241,7 +242,7 @@ def lag_outbox():
         except ValueError:
             continue
         if isinstance(event, dict) and event.get("subject") == "lag":
-            lags.append((arrived - datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()) * 1000)
+            lags.append((arrived - float(event["epoch"])) * 1000)
     if not lags:
         raise SystemExit("the consumer read none of the outbox rows pgbench wrote")
     return len(lags) / LAG_SECONDS, lags
