@@ -313,6 +313,32 @@ public struct QueryResult: Sendable {
 
 // MARK: - Connection
 
+/// Opens a libpq connection to `url` with TCP keepalives (a server the network lost is found within about a minute
+/// instead of the system's two hours); the URL's own values win over the timeouts and keepalives, `settings` win
+/// over the URL's.
+/// Throws `.unavailable` when it cannot connect.
+func connect(url: String, connectTimeoutSeconds: Int, settings: [(String, String)]) throws -> OpaquePointer {
+    let pairs = [("connect_timeout", String(connectTimeoutSeconds)), ("keepalives", "1"), ("keepalives_idle", "30"),
+                 ("keepalives_interval", "10"), ("keepalives_count", "3"), ("tcp_user_timeout", "60000"), ("dbname", url)]
+        + settings
+    let cKeys = pairs.map { strdup($0.0) }
+    let cValues = pairs.map { strdup($0.1) }
+    defer { cKeys.forEach { free($0) }; cValues.forEach { free($0) } }
+    var keyPointers = cKeys.map { UnsafePointer<CChar>($0) } + [nil]
+    var valuePointers = cValues.map { UnsafePointer<CChar>($0) } + [nil]
+    guard let conn = PQconnectdbParams(&keyPointers, &valuePointers, 1) else {
+        throw PostgresError(kind: .unavailable, serverMessage: "out of memory")
+    }
+    if PQstatus(conn) != CONNECTION_OK {
+        let message = String(cString: PQerrorMessage(conn))
+        PQfinish(conn)
+        throw PostgresError(kind: .unavailable, serverMessage: message.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+    // Server notices (e.g. "schema already exists, skipping") would go to stderr as plain text; logs are JSON.
+    PQsetNoticeProcessor(conn, { _, _ in }, nil)
+    return conn
+}
+
 /// One libpq connection. Not thread-safe: the pool lends it to one caller at a time.
 ///
 /// `@unchecked Sendable`: the pool hands a connection to exactly one thread at a time,
@@ -332,27 +358,9 @@ public final class Connection: @unchecked Sendable {
     /// server the network lost within about a minute instead of the system's two hours.
     public init(url: String, connectTimeoutSeconds: Int = 3, applicationName: String = "backend",
                 statementTimeoutMs: Int = 0, lockTimeoutMs: Int = 0) throws {
-        // The settings are listed before `dbname`, so a value in the URL wins.
-        let keys = ["connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
-                    "tcp_user_timeout", "dbname", "options", "application_name"]
         let options = "-c TimeZone=UTC -c DateStyle=ISO -c statement_timeout=\(statementTimeoutMs) -c lock_timeout=\(lockTimeoutMs)"
-        let values = [String(connectTimeoutSeconds), "1", "30", "10", "3", "60000", url, options, applicationName]
-        let cKeys = keys.map { strdup($0) }
-        let cValues = values.map { strdup($0) }
-        defer { cKeys.forEach { free($0) }; cValues.forEach { free($0) } }
-        var keyPointers = cKeys.map { UnsafePointer<CChar>($0) } + [nil]
-        var valuePointers = cValues.map { UnsafePointer<CChar>($0) } + [nil]
-        guard let conn = PQconnectdbParams(&keyPointers, &valuePointers, 1) else {
-            throw PostgresError(kind: .unavailable, serverMessage: "out of memory")
-        }
-        if PQstatus(conn) != CONNECTION_OK {
-            let message = String(cString: PQerrorMessage(conn))
-            PQfinish(conn)
-            throw PostgresError(kind: .unavailable, serverMessage: message.trimmingCharacters(in: .whitespacesAndNewlines))
-        }
-        // Server notices (e.g. "schema already exists, skipping") would go to stderr as plain text; logs are JSON.
-        PQsetNoticeProcessor(conn, { _, _ in }, nil)
-        handle = conn
+        handle = try connect(url: url, connectTimeoutSeconds: connectTimeoutSeconds,
+                             settings: [("options", options), ("application_name", applicationName)])
     }
 
     deinit { PQfinish(handle) }

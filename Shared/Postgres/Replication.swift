@@ -38,26 +38,9 @@ public final class ReplicationConnection: @unchecked Sendable {
 
     /// Opens a replication connection to the database `url` names. Throws `.unavailable` when it cannot.
     public init(url: String, applicationName: String, connectTimeoutSeconds: Int = 3) throws {
-        // The settings come before `dbname`, so a value in the URL wins; `replication` comes after, so it cannot.
-        let keys = ["connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
-                    "tcp_user_timeout", "dbname", "application_name", "replication", "options"]
-        let values = [String(connectTimeoutSeconds), "1", "30", "10", "3", "60000", url, applicationName, "database",
-                      "-c TimeZone=UTC -c statement_timeout=0"]
-        let cKeys = keys.map { strdup($0) }
-        let cValues = values.map { strdup($0) }
-        defer { cKeys.forEach { free($0) }; cValues.forEach { free($0) } }
-        var keyPointers = cKeys.map { UnsafePointer<CChar>($0) } + [nil]
-        var valuePointers = cValues.map { UnsafePointer<CChar>($0) } + [nil]
-        guard let conn = PQconnectdbParams(&keyPointers, &valuePointers, 1) else {
-            throw PostgresError(kind: .unavailable, serverMessage: "out of memory")
-        }
-        if PQstatus(conn) != CONNECTION_OK {
-            let message = String(cString: PQerrorMessage(conn))
-            PQfinish(conn)
-            throw PostgresError(kind: .unavailable, serverMessage: message.trimmingCharacters(in: .whitespacesAndNewlines))
-        }
-        PQsetNoticeProcessor(conn, { _, _ in }, nil)
-        handle = conn
+        handle = try connect(url: url, connectTimeoutSeconds: connectTimeoutSeconds,
+                             settings: [("application_name", applicationName), ("replication", "database"),
+                                        ("options", "-c TimeZone=UTC -c statement_timeout=0")])
     }
 
     deinit { PQfinish(handle) }
