@@ -235,12 +235,12 @@ struct AuthStorage {
         try c.execute("UPDATE auth.users SET deletes_at = NULL WHERE id = $1 AND deletes_at IS NOT NULL", [user]) == 1
     }
 
-    /// Up to `limit` accounts whose grace period is over and whose events (their sessions' revocations) are all sent,
-    /// locked (another instance's are skipped).
+    /// Up to `limit` accounts whose grace period is over, locked (another instance's are skipped). Their events still
+    /// to be published (their sessions' revocations) are in the write-ahead log, which the relay reads: erasing the
+    /// outbox rows that name them does not hold those back.
     func dueDeletions(_ c: Connection, limit: Int) throws -> [UUID] {
         try c.rows("""
             SELECT id FROM auth.users u WHERE deletes_at <= now()
-              AND NOT EXISTS (SELECT 1 FROM auth.outbox o WHERE o.sent_at IS NULL AND o.key = u.id::text)
             ORDER BY deletes_at LIMIT $1 FOR UPDATE SKIP LOCKED
             """, [limit]).map { try $0["id"] }
     }
