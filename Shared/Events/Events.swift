@@ -570,12 +570,7 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         while true {
             let rows = try connection.simpleQuery("FETCH \(Self.batchSize) FROM held")
             if rows.isEmpty { break }
-            let results = producer.send(rows.map { row in
-                OutgoingMessage(topic: row[0] ?? "", key: row[1] ?? "", value: Array((row[2] ?? "").utf8), header: ("ce_type", row[0] ?? ""))
-            })
-            if let failure = results.first(where: { $0 != nil }) ?? nil {
-                throw Interrupted(description: "publishing what the outbox held when its slot was made failed: \(failure)", kafka: true)
-            }
+            try publish(rows.map { ($0[0] ?? "", $0[1] ?? "", $0[2] ?? "") }, with: producer)
             published += rows.count
         }
         try connection.simpleQuery("COMMIT")
@@ -614,14 +609,17 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
             }
             guard let last = rows.last else { return published }
             after = try last["id"]
-            let messages = try rows.compactMap { row -> OutgoingMessage? in
-                let topic: String = try row["topic"]
-                guard refused[topic] == nil else { return nil }
-                return OutgoingMessage(topic: topic, key: try row["key"], value: Array(try row["payload", as: String.self].utf8),
-                                       header: ("ce_type", topic))
-            }
-            if let failure = producer.send(messages).first(where: { $0 != nil }) ?? nil { throw failure }
-            published += messages.count
+            let events = try rows.map { row in (topic: try row["topic", as: String.self], key: try row["key", as: String.self],
+                                                payload: try row["payload", as: String.self]) }
+                .filter { refused[$0.topic] == nil }
+            try publish(events, with: producer)
+            published += events.count
         }
+    }
+
+    /// Publishes outbox rows in order and waits for the broker to acknowledge them; throws the first failure.
+    private func publish(_ rows: [(topic: String, key: String, payload: String)], with producer: Producer) throws {
+        let messages = rows.map { OutgoingMessage(topic: $0.topic, key: $0.key, value: Array($0.payload.utf8), header: ("ce_type", $0.topic)) }
+        if let failure = producer.send(messages).first(where: { $0 != nil }) ?? nil { throw failure }
     }
 }

@@ -175,8 +175,12 @@ final class ShutdownTests: StoriesTestCase {
         // Drained before exiting: every stored story's event is on the broker already, with no relay running now.
         let ids = Set(try db.rows("SELECT id::text AS id FROM stories.stories").map { try $0["id", as: String.self] })
         let probe = try EventProbe(topics: ["story.created"])
-        probe.drain(3)
-        let published = Set(probe.seen.compactMap { $0.data("storyId") as? String })
+        var published = Set<String>()
+        _ = TestEnvironment.waitUntil(timeout: 20) {
+            probe.drain(0.2)
+            published = Set(probe.seen.compactMap { $0.data("storyId") as? String })
+            return ids.isSubset(of: published)
+        }
         XCTAssertEqual(ids.subtracting(published), [], "the relay published every stored story's event before exiting")
     }
 }

@@ -127,11 +127,10 @@ final class TestDatabase {
         guard let admin = try? Connection(url: adminURL) else { return }
         // The outbox relays' replication slots keep the database (and WAL) until they are dropped; a slot still read
         // is let go by ending its reader first.
-        for _ in 0..<50 {
+        _ = TestEnvironment.waitUntil(timeout: 5) {
             _ = try? admin.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active", [name])
             _ = try? admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1 AND NOT active", [name])
-            if (try? admin.first("SELECT count(*)::int AS n FROM pg_replication_slots WHERE database = $1", [name])?["n", as: Int.self]) == 0 { break }
-            Thread.sleep(forTimeInterval: 0.1)
+            return (try? admin.first("SELECT count(*)::int AS n FROM pg_replication_slots WHERE database = $1", [name])?["n", as: Int.self]) == 0
         }
         _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
     }
