@@ -33,10 +33,12 @@ if [ "$LARGE" -gt "$have" ]; then
     echo "==> adding $((LARGE - have)) offline couriers and received parcels (kept for later runs)" >&2
     t0=$(date +%s)
     psql "$PG" -qc "
-        INSERT INTO dispatch.couriers (user_id, vehicle, capacity, online, lat, lon, fix_at, created_at, updated_at)
-        SELECT gen_random_uuid(), 'bike', 3, false, 44.4 + random() * 0.2, 26.0 + random() * 0.2,
-            now() - interval '1 day', now() - interval '30 days', now() - interval '1 day'
-        FROM generate_series(1, $((LARGE - have)));
+        WITH c AS (
+            INSERT INTO dispatch.couriers (user_id, vehicle, capacity, online, created_at, updated_at)
+            SELECT gen_random_uuid(), 'bike', 3, false, now() - interval '30 days', now() - interval '1 day'
+            FROM generate_series(1, $((LARGE - have))) RETURNING user_id)
+        INSERT INTO dispatch.courier_positions (user_id, lat, lon, fix_at)
+        SELECT user_id, 44.4 + random() * 0.2, 26.0 + random() * 0.2, now() - interval '1 day' FROM c;
         INSERT INTO dispatch.parcels (id, sender_id, recipient_name, pickup_lat, pickup_lon, pickup_address, dropoff_lat,
             dropoff_lon, dropoff_address, service, payment_method, insured, document_photo_media_id, amount_minor, currency,
             eta_seconds, distance_m, status, courier_id, created_at, updated_at, delivery_pin)
@@ -44,7 +46,7 @@ if [ "$LARGE" -gt "$have" ]; then
             gen_random_uuid(), 500, 'RON', 600, 1000, 'received', gen_random_uuid(), now() - (i % 720 || ' hours')::interval,
             now() - (i % 720 || ' hours')::interval, '0000'
         FROM generate_series(1, $((LARGE - have))) i;
-        ANALYZE dispatch.couriers; ANALYZE dispatch.parcels;"
+        ANALYZE dispatch.couriers; ANALYZE dispatch.courier_positions; ANALYZE dispatch.parcels;"
     echo "    in $(($(date +%s) - t0)) s" >&2
     "$STACK" down >/dev/null 2>&1; "$STACK" up >/dev/null  # the service starts on the large tables, as after a deploy
 fi

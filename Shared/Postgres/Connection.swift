@@ -339,6 +339,12 @@ func connect(url: String, connectTimeoutSeconds: Int, settings: [(String, String
     return conn
 }
 
+/// A `NOTIFY` received: its channel and payload.
+public struct Notification: Sendable, Equatable {
+    public let channel: String
+    public let payload: String
+}
+
 /// One libpq connection. Not thread-safe: the pool lends it to one caller at a time.
 ///
 /// `@unchecked Sendable`: the pool hands a connection to exactly one thread at a time,
@@ -365,7 +371,6 @@ public final class Connection: @unchecked Sendable {
 
     deinit { PQfinish(handle) }
 
-    /// False once the server closed the connection or it broke; checks without blocking.
     /// Runs `hook` once the transaction in progress has committed, and never if it rolls back; at once outside a
     /// transaction. For work that must see the change, such as waking the outbox relay.
     public func afterCommit(_ hook: @escaping () -> Void) {
@@ -379,12 +384,35 @@ public final class Connection: @unchecked Sendable {
         if committed { hooks.forEach { $0() } }
     }
 
+    /// False once the server closed the connection or it broke; checks without blocking.
     public var isHealthy: Bool {
         if PQstatus(handle) != CONNECTION_OK { return false }
         if PQtransactionStatus(handle) != PQTRANS_IDLE { return false }
         // Reads whatever the server sent while idle (e.g. the goodbye of a restart) without blocking.
         if PQconsumeInput(handle) == 0 { return false }
         return PQstatus(handle) == CONNECTION_OK
+    }
+
+    /// Waits up to `timeout` seconds for notifications on the channels this connection listens to (`LISTEN`), and
+    /// returns those that have arrived (none when the time ran out). The server delivers them at their transactions'
+    /// commits, in commit order. Throws `.unavailable` when the connection broke: what was sent meanwhile is lost, so
+    /// a listener reconnects, listens again, and then reloads what it follows.
+    public func notifications(timeout: TimeInterval) throws -> [Notification] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            guard PQconsumeInput(handle) != 0, PQstatus(handle) == CONNECTION_OK else {
+                throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
+            }
+            var arrived: [Notification] = []
+            while let notice = PQnotifies(handle) {
+                arrived.append(Notification(channel: String(cString: notice.pointee.relname), payload: String(cString: notice.pointee.extra)))
+                PQfreemem(notice)
+            }
+            let remaining = deadline.timeIntervalSinceNow
+            if !arrived.isEmpty || remaining <= 0 { return arrived }
+            var socket = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            _ = poll(&socket, 1, Int32((min(remaining, 1) * 1000).rounded(.up)))
+        }
     }
 
     /// Runs one statement with `$1, $2, ...` parameters bound (never interpolated) and returns its rows.

@@ -121,6 +121,13 @@ public final class Pool: @unchecked Sendable {
         }
     }
 
+    /// A connection with the pool's settings that the pool neither counts nor lends: for work that holds one for
+    /// good, such as `LISTEN`. The caller closes it by dropping it.
+    public func unpooledConnection() throws -> Connection {
+        try Connection(url: url, applicationName: applicationName, statementTimeoutMs: limits.statementTimeoutMs,
+                       lockTimeoutMs: limits.lockTimeoutMs)
+    }
+
     private func release(_ connection: Connection) {
         let healthy = connection.isHealthy
         condition.lock()

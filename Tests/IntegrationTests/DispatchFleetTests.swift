@@ -89,7 +89,7 @@ final class DispatchFleetTests: DispatchTestCase {
         ]], token: operatorToken)
         XCTAssertEqual(r["received"] as? Int, 4)
         XCTAssertEqual(r["applied"] as? Int, 2)
-        XCTAssertEqual(try count("couriers", "user_id = '\(a)' AND lat = 44.41"), 1)
+        XCTAssertEqual(try count("courier_positions", "user_id = '\(a)' AND lat = 44.41"), 1)
         // Older than what is known: ignored.
         XCTAssertEqual(try api.post("/v1/operator/locations", ["fixes": [["courierId": a, "lat": 1, "lon": 1, "at": at(-15)]]],
                                     token: operatorToken)["applied"] as? Int, 0)
@@ -98,7 +98,7 @@ final class DispatchFleetTests: DispatchTestCase {
                                                                     ["courierId": a, "lat": 91, "lon": 26]]], token: operatorToken)
         assertClientError(bad, 400)
         XCTAssertEqual(bad.errorField, "fixes[1].lat")
-        XCTAssertEqual(try count("couriers", "user_id = '\(b)' AND lat = 44.42"), 1)
+        XCTAssertEqual(try count("courier_positions", "user_id = '\(b)' AND lat = 44.42"), 1)
         for body: [String: Any] in [["fixes": []], ["fixes": Array(repeating: ["courierId": a, "lat": 1, "lon": 1], count: 1001)],
                                     ["fixes": [["courierId": "nope", "lat": 1, "lon": 1]]], ["fixes": "x"], ["other": 1]] {
             assertClientError(try api.post("/v1/operator/locations", body, token: operatorToken), 400)
@@ -124,7 +124,7 @@ final class DispatchFleetTests: DispatchTestCase {
         // A malformed fix is dropped; the gateway's next one is applied.
         let broken = OutgoingMessage(topic: "courier.location", key: a, value: Array("{not json".utf8))
         XCTAssertEqual(try Producer(config: kafka).send([broken, try event(91), try event(44.43)]).compactMap { $0 }.count, 0)
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (try? self.count("couriers", "user_id = '\(a)' AND lat = 44.43")) == 1 })
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (try? self.count("courier_positions", "user_id = '\(a)' AND lat = 44.43")) == 1 })
     }
 
     func testDispatchLoadDrivesTheServiceAndFindsEveryInvariantHolding() throws {

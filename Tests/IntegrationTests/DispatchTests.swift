@@ -376,23 +376,48 @@ final class DispatchStrandedParcelTests: DispatchTestCase {
     /// reaches this instance's index when it commits, although it carries the time it was written at: while the
     /// transaction is open, the refresh's next read starts no later than that transaction began, however long it stays
     /// open (a fixed look-back, as before, missed every change committed later than two seconds).
-    func testACourierMovedByATransactionStillOpenIsFoundOnceItCommits() throws {
+    func testACourierGoingOnlineInATransactionStillOpenIsFoundOnceItCommits() throws {
         let sender = try person()
-        let far = try courier(lat: 10.6, lon: 10.6)
-        let id = try XCTUnwrap(UUID(uuidString: far.id))
+        let near = try courier(lat: 44.4270, lon: 26.1030)
+        XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/status", json: ["online": false], token: near.token).status, 200)
+        let id = try XCTUnwrap(UUID(uuidString: near.id))
         let other = try Connection(url: database.url, applicationName: "dispatch")  // as another instance's pool
         let reader = try Connection(url: database.url, applicationName: "dispatch")  // as the refresh's
         try other.execute("BEGIN")
         let began: Date = try XCTUnwrap(other.first("SELECT now() AS at"))["at"]
-        try other.execute("UPDATE dispatch.couriers SET lat = 44.4270, lon = 26.1030, updated_at = clock_timestamp() WHERE user_id = $1",
-                          [id])
+        XCTAssertNotNil(try DispatchStorage().setOnline(other, user: id, online: true))
         let whileOpen = try DispatchStorage().couriersChanged(reader, since: began)
         XCTAssertFalse(whileOpen.couriers.contains { $0.id == id }, "not visible before its commit")
         XCTAssertLessThanOrEqual(whileOpen.nextSince, began, "the next read starts no later than the open transaction began")
         try other.execute("COMMIT")
         let next = try DispatchStorage().couriersChanged(reader, since: whileOpen.nextSince)
-        XCTAssertEqual(next.couriers.first { $0.id == id }?.position?.lat, 44.4270, "the next read finds the committed move")
-        let parcel = try XCTUnwrap(try send(sender, to: nil)["id"] as? String)  // 30 m from where the courier now is
+        XCTAssertEqual(next.couriers.first { $0.id == id }?.available, true, "the next read finds the committed change")
+        let parcel = try XCTUnwrap(try send(sender, to: nil)["id"] as? String)  // 30 m from the courier
+        XCTAssertEqual(wait(parcel, as: sender, for: "offered", timeout: 5)?["offeredTo"] as? String, near.id)
+    }
+
+    /// A fix another instance records is one heap-only update of the courier's position (no index entry, the
+    /// courier's row untouched), and reaches this instance's index when it commits, by notification: the parcel
+    /// created where the fix put the courier is offered to them.
+    func testAFixAnotherInstanceRecordsIsAHeapOnlyUpdateThatReachesThisInstance() throws {
+        let sender = try person()
+        let far = try courier(lat: 10.6, lon: 10.6)
+        let id = try XCTUnwrap(UUID(uuidString: far.id))
+        let other = try Connection(url: database.url, applicationName: "dispatch")  // as another instance's pool
+        try other.execute("BEGIN")
+        let before: Date = try XCTUnwrap(other.first("SELECT updated_at FROM dispatch.couriers WHERE user_id = $1", [id]))["updated_at"]
+        let fix = try Fix(courier: id, lat: 44.4270, lon: 26.1030, heading: nil, speedMps: nil, at: nil)
+        XCTAssertEqual(try DispatchStorage().recordFixes(other, [fix]).map(\.id), [id])
+        let writes = try XCTUnwrap(other.first("""
+            SELECT n_tup_upd::int AS updated, n_tup_hot_upd::int AS hot FROM pg_stat_xact_user_tables
+            WHERE schemaname = 'dispatch' AND relname = 'courier_positions'
+            """))
+        XCTAssertEqual(try writes["updated", as: Int.self], 1)
+        XCTAssertEqual(try writes["hot", as: Int.self], 1, "the fix is a heap-only tuple: no index entry written")
+        let after: Date = try XCTUnwrap(other.first("SELECT updated_at FROM dispatch.couriers WHERE user_id = $1", [id]))["updated_at"]
+        XCTAssertEqual(after, before, "the courier's own row is not written")
+        try other.execute("COMMIT")
+        let parcel = try XCTUnwrap(try send(sender, to: nil)["id"] as? String)  // 30 m from where the fix put the courier
         XCTAssertEqual(wait(parcel, as: sender, for: "offered", timeout: 5)?["offeredTo"] as? String, far.id)
     }
 }

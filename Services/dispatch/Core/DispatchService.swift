@@ -82,17 +82,22 @@ public enum DispatchService {
                 app.add(Job.every(1, "payment-settler", logger: app.logger) { while try payments.run() > 0 {} })
             }
             // Parcels waiting for a courier to be offered them, and how long the longest has waited since its last
-            // change (an offer that lapsed puts it back), for the DispatchParcelsWaiting alert.
+            // change (an offer that lapsed puts it back), for the DispatchParcelsWaiting alert; how full PostgreSQL's
+            // queue of notifications is (fixes fail once it is full), for PositionNoticesQueueFilling.
             let pool = app.pool
             app.metrics.addGauges(help: ["dispatch_parcels_waiting": "Parcels waiting for a courier to be offered them.",
-                                         "dispatch_oldest_waiting_seconds": "How long the longest-waiting of them has waited since its last change."]) {
+                                         "dispatch_oldest_waiting_seconds": "How long the longest-waiting of them has waited since its last change.",
+                                         "dispatch_notification_queue_usage": "The fraction of PostgreSQL's notification queue in use (fix announcements not yet read by every instance)."]) {
                 guard let row = try? pool.withConnection({
                     try $0.first("""
-                        SELECT count(*)::int AS n, coalesce(extract(epoch FROM now() - min(updated_at)), 0)::float8 AS oldest
+                        SELECT count(*)::int AS n, coalesce(extract(epoch FROM now() - min(updated_at)), 0)::float8 AS oldest,
+                            pg_notification_queue_usage() AS queue
                         FROM dispatch.parcels WHERE status = 'awaiting_courier'
                         """)
-                }), let n = try? row["n", as: Int.self], let oldest = try? row["oldest", as: Double.self] else { return [] }
-                return [("dispatch_parcels_waiting", "", Double(n)), ("dispatch_oldest_waiting_seconds", "", oldest)]
+                }), let n = try? row["n", as: Int.self], let oldest = try? row["oldest", as: Double.self],
+                   let queue = try? row["queue", as: Double.self] else { return [] }
+                return [("dispatch_parcels_waiting", "", Double(n)), ("dispatch_oldest_waiting_seconds", "", oldest),
+                        ("dispatch_notification_queue_usage", "", queue)]
             }
             app.add(tracking.feed)
             app.addReadinessCheck("broker") { tracking.isReading }

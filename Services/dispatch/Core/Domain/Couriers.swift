@@ -34,10 +34,10 @@ struct Fix {
         }
         self.heading = heading
         speed = speedMps
-        guard let at else { time = now; return }
+        guard let at else { time = Date(timeIntervalSince1970: (now.timeIntervalSince1970 * 1_000_000).rounded() / 1_000_000); return }
         guard let t = Timestamp.parse(at) else { throw FixError(field: field + "at", message: "at must be an RFC 3339 time.") }
         guard t <= now.addingTimeInterval(30) else { throw FixError(field: field + "at", message: "at is in the future.") }
-        time = t
+        time = Date(timeIntervalSince1970: (t.timeIntervalSince1970 * 1_000_000).rounded() / 1_000_000)  // as stored
     }
 
     /// The newest fix of each courier (a batch may carry several).
@@ -65,7 +65,7 @@ struct Couriers: Sendable {
         let applied = try storage.recordFixes(c, Array(byCourier.values))
         for courier in applied {
             guard let fix = byCourier[courier.id] else { continue }
-            matcher.update(courier.id, available: courier.available ? fix.point : nil, asOf: courier.updatedAt)
+            matcher.update(courier.id, available: courier.available, asOf: courier.updatedAt, position: fix.point, fixAt: fix.time)
             guard courier.active > 0 else { continue }
             if publish {
                 tracking.publishPosition(CourierLocation(courierId: courier.id.lowercased, lat: fix.point.lat, lon: fix.point.lon,

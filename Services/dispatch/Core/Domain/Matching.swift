@@ -6,38 +6,59 @@ import Runtime
 import Synchronization
 
 /// The live positions of online couriers, in memory: rebuilt from PostgreSQL at start and kept current from the
-/// fixes this instance receives and, on its own thread, from the rows other instances changed. PostgreSQL stays the
-/// source of truth for offers and assignments.
+/// fixes this instance receives, from the fixes every instance announces as they commit (notifications on
+/// `DispatchStorage.positionsChannel`), and, on the same thread, from the courier rows other instances changed (going
+/// online or off, taking or leaving a parcel). PostgreSQL stays the source of truth for offers and assignments.
 ///
-/// Each courier's entry carries the time of the row it came from (`updated_at`), and an older row never replaces a
-/// newer one: the refresh may read a row just before a fix commits, after the fix already placed the courier. A row
-/// read again unchanged (same time) leaves the index alone.
+/// What is known of a courier has two parts, each with its own time: whether they could take a parcel, as of their
+/// row's `updated_at`, and where they are, as of their fix. A part never goes back to an older state: a read may
+/// return a row just before a newer fix or change already reached the index. Notifications sent while this
+/// instance was not listening are lost, so each time it starts listening it reads every courier who can take a
+/// parcel again.
 ///
-/// `@unchecked Sendable`: `nextSince`, `loaded` and `generation` are guarded by `condition`; `versions` is a `Mutex`
+/// `@unchecked Sendable`: `nextSince`, `loaded` and `generation` are guarded by `condition`; `known` is a `Mutex`
 /// held around each index change, so a check and its change are one step; the index locks itself.
 final class Matcher: @unchecked Sendable {
     let index = GeoIndex<UUID>()
-    private let versions = Mutex<[UUID: Date]>([:])
+
+    private struct Known {
+        var available = false
+        var asOf = Date.distantPast
+        var position: GeoPoint?
+        var fixAt = Date.distantPast
+    }
+
+    private let known = Mutex<[UUID: Known]>([:])
     private let strandedChecked = Mutex(Date.distantPast)
+    private let pruned = Mutex(Date())  // when `known` was last pruned
     private let condition = NSCondition()
     private var generation = 0  // bumped by `wake`
     private var loaded = false
     private var nextSince: Date?  // where the next refresh reads from (see `DispatchStorage.couriersChanged`)
 
-    /// Keeps in the index exactly the couriers who could take a parcel: online, placed, with room.
     func update(_ courier: CourierRecord) {
-        update(courier.userId, available: courier.online && courier.active < courier.capacity ? courier.position : nil,
-               asOf: courier.updatedAt)
+        update(courier.userId, available: courier.online && courier.active < courier.capacity, asOf: courier.updatedAt,
+               position: courier.position, fixAt: courier.fixAt)
     }
 
-    /// Places a courier who could take a parcel at `position` (nil takes them out), as their row was at `asOf`;
-    /// nothing changes when the index already holds a newer state of them.
-    func update(_ id: UUID, available position: GeoPoint?, asOf: Date) {
-        versions.withLock { versions in
-            if let known = versions[id], known >= asOf { return }
-            versions[id] = asOf
-            if let position { index.upsert(id, at: position) } else { index.remove(id) }
+    /// Records that the courier could take a parcel (`available`) as their row was at `asOf`, and that they were at
+    /// `position` at `fixAt`; each part only when newer than what is known. The index holds exactly the couriers
+    /// known to be able to take a parcel and placed.
+    func update(_ id: UUID, available: Bool? = nil, asOf: Date = .distantPast, position: GeoPoint? = nil, fixAt: Date? = nil) {
+        known.withLock { known in
+            var entry = known[id] ?? Known()
+            var changed = false
+            if let available, asOf > entry.asOf { entry.available = available; entry.asOf = asOf; changed = true }
+            if let position, let fixAt, fixAt > entry.fixAt { entry.position = position; entry.fixAt = fixAt; changed = true }
+            guard changed else { return }
+            known[id] = entry
+            if entry.available, let position = entry.position { index.upsert(id, at: position) } else { index.remove(id) }
         }
+    }
+
+    /// Applies the fixes a notification announced.
+    func apply(notification payload: String) {
+        for fix in PositionNotice.decode(payload) { update(fix.courier, position: fix.point, fixAt: fix.at) }
     }
 
     /// Couriers to offer a parcel at `pickup` to, nearest first, within `maxMeters`, minus `excluded`.
@@ -59,23 +80,24 @@ final class Matcher: @unchecked Sendable {
         }
     }
 
-    /// Reads the couriers changed since the last refresh (at first, those who can take a parcel). Rows commit in
-    /// another order than their timestamps, so each read starts where the previous one said the transactions still
-    /// open then had begun (before, a fixed two seconds back: every fix was read about five times, and a change
-    /// committed later than that was missed); when nothing changes, the window moves on and reads nothing.
-    func refresh(_ pool: Pool) throws {
+    /// Reads the couriers whose rows changed since the last refresh, or (`everyone`, and the first time) every
+    /// courier who can take a parcel. Rows commit in another order than their timestamps, so each read starts where
+    /// the previous one said the transactions still open then had begun; when nothing changes, the window moves on
+    /// and reads nothing. A read of everyone after the first leaves the window where it was: it only catches up on
+    /// positions.
+    func refresh(_ pool: Pool, everyone: Bool = false) throws {
         condition.lock(); let from = nextSince; condition.unlock()
-        let changed = try pool.withConnection { try DispatchStorage().couriersChanged($0, since: from) }
-        for courier in changed.couriers { update(courier.id, available: courier.position, asOf: courier.updatedAt) }
-        // Forget the versions of couriers out of the index for a minute: memory follows the couriers online.
+        let changed = try pool.withConnection { try DispatchStorage().couriersChanged($0, since: everyone ? nil : from) }
+        for c in changed.couriers { update(c.id, available: c.available, asOf: c.updatedAt, position: c.position, fixAt: c.fixAt) }
+        // Forget, once a minute, couriers out of the index for a minute: memory follows the couriers online.
         let cutoff = changed.readAt.addingTimeInterval(-60)
-        versions.withLock { versions in
-            if versions.count > 2 * index.count + 1000 {
-                versions = versions.filter { index.point(of: $0.key) != nil || $0.value > cutoff }
+        if pruned.withLock({ last in last < cutoff ? { last = changed.readAt; return true }() : false }) {
+            known.withLock { known in
+                known = known.filter { index.point(of: $0.key) != nil || max($0.value.asOf, $0.value.fixAt) > cutoff }
             }
         }
         condition.lock()
-        nextSince = changed.nextSince
+        if !everyone || from == nil { nextSince = changed.nextSince }
         if !loaded { loaded = true; condition.broadcast() }
         condition.unlock()
     }
@@ -83,17 +105,39 @@ final class Matcher: @unchecked Sendable {
     /// Asks the matching loops to run now (a parcel was created, declined or cancelled).
     func wake() { condition.lock(); generation += 1; condition.broadcast(); condition.unlock() }
 
-    /// The background work of matching: one job refreshes the index every `interval`; each of `workers` others runs
-    /// `tick(worker)` every `interval`, or sooner when woken, once the index was first loaded. Refreshing apart keeps
-    /// its cost out of dispatch latency; several workers keep offering while others wait on the database.
+    /// The background work of matching: one job listens for fixes and refreshes the index every `interval` (first
+    /// listening, then reading everyone, so no fix falls between); each of `workers` others runs `tick(worker)` every
+    /// `interval`, or sooner when woken, once the index was first loaded. Refreshing apart keeps its cost out of
+    /// dispatch latency; several workers keep offering while others wait on the database.
     func services(interval: TimeInterval, workers: Int, pool: Pool, logger: Logger,
                   tick: @escaping @Sendable (Int) throws -> Void) -> [any BackgroundService] {
-        let refresher = Job("matcher-refresh") { [self] cancellation in
-            repeat {
-                do { try refresh(pool) } catch { logger.warn("reading courier positions failed", ["error": .string("\(error)")]) }
-            } while cancellation.sleep(interval)
+        let feed = Job("matcher-feed") { [self] cancellation in
+            var listener: Connection?
+            var nextRefresh = Date.distantPast
+            while !cancellation.isCancelled {
+                do {
+                    if listener == nil {
+                        let connection = try pool.unpooledConnection()
+                        try connection.execute("LISTEN \(DispatchStorage.positionsChannel)")
+                        listener = connection
+                        try refresh(pool, everyone: true)
+                        nextRefresh = Date().addingTimeInterval(interval)
+                    }
+                    if Date() >= nextRefresh {
+                        try refresh(pool)
+                        nextRefresh = Date().addingTimeInterval(interval)
+                    }
+                    for notification in try listener?.notifications(timeout: nextRefresh.timeIntervalSinceNow) ?? [] {
+                        apply(notification: notification.payload)
+                    }
+                } catch {
+                    if listener?.isHealthy != true { listener = nil }
+                    logger.warn("reading courier positions failed", ["error": .string("\(error)")])
+                    _ = cancellation.sleep(interval)
+                }
+            }
         }
-        return [refresher] + (0..<workers).map { worker in
+        return [feed] + (0..<workers).map { worker in
             Job("matcher-\(worker)") { [self] cancellation in
                 cancellation.onCancel { [weak self] in self?.wake() }
                 condition.lock()

@@ -259,4 +259,16 @@ let migrations: [Migration] = [
     // The nearest centres by a GiST index on their place, not a sort of the table (bench/centres.sh: 10,000 centres
     // took the scan 28 ms at p99).
     Migration(13, "centres indexed by place", "CREATE INDEX centres_by_place ON centres USING gist (point(lon, lat));"),
+    // A fix was an UPDATE of the courier's row, whose `updated_at` is indexed for the matching refresh: never HOT, so
+    // every fix wrote a row version and two index entries. Positions now live in a narrow table no index covers but
+    // its key, with room on each page (fillfactor 50), so a fix is one heap-only tuple; other instances learn of
+    // fixes from notifications, not by reading an index of changed rows.
+    Migration(14, "courier positions apart from couriers", """
+        CREATE TABLE courier_positions (
+            user_id uuid PRIMARY KEY REFERENCES couriers (user_id) ON DELETE CASCADE,
+            lat float8, lon float8, heading float8, speed_mps float8, fix_at timestamptz
+        ) WITH (fillfactor = 50);
+        INSERT INTO courier_positions SELECT user_id, lat, lon, heading, speed_mps, fix_at FROM couriers;
+        ALTER TABLE couriers DROP COLUMN lat, DROP COLUMN lon, DROP COLUMN heading, DROP COLUMN speed_mps, DROP COLUMN fix_at;
+        """),
 ]

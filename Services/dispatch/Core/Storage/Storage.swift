@@ -119,50 +119,80 @@ struct CourierRecord {
 struct DispatchStorage {
     // MARK: Couriers
 
+    /// A courier's row with their position (`courier_positions`), as `CourierRecord` reads it, from `changed`: a CTE
+    /// of courier rows a statement wrote.
+    private static func withPositions(_ changed: String) -> String {
+        "SELECT c.*, p.lat, p.lon, p.fix_at FROM \(changed) c JOIN dispatch.courier_positions p USING (user_id)"
+    }
+
     func registerCourier(_ c: Connection, user: UUID, vehicle: String, capacity: Int) throws -> CourierRecord {
         try CourierRecord(c.first("""
-            INSERT INTO dispatch.couriers (user_id, vehicle, capacity) VALUES ($1, $2, $3)
-            ON CONFLICT (user_id) DO UPDATE SET vehicle = EXCLUDED.vehicle, capacity = GREATEST(EXCLUDED.capacity, dispatch.couriers.active),
-                updated_at = clock_timestamp()
-            RETURNING *
+            WITH c AS (
+                INSERT INTO dispatch.couriers (user_id, vehicle, capacity) VALUES ($1, $2, $3)
+                ON CONFLICT (user_id) DO UPDATE SET vehicle = EXCLUDED.vehicle,
+                    capacity = GREATEST(EXCLUDED.capacity, dispatch.couriers.active), updated_at = clock_timestamp()
+                RETURNING *),
+            p AS (INSERT INTO dispatch.courier_positions (user_id) SELECT user_id FROM c ON CONFLICT DO NOTHING)
+            SELECT c.*, p.lat, p.lon, p.fix_at FROM c LEFT JOIN dispatch.courier_positions p USING (user_id)
             """, [user, vehicle, capacity])!)
     }
 
     func courier(_ c: Connection, _ user: UUID) throws -> CourierRecord? {
-        try c.first("SELECT * FROM dispatch.couriers WHERE user_id = $1", [user]).map(CourierRecord.init)
+        try c.first(Self.withPositions("dispatch.couriers") + " WHERE user_id = $1", [user]).map(CourierRecord.init)
     }
 
     func setOnline(_ c: Connection, user: UUID, online: Bool) throws -> CourierRecord? {
-        try c.first("UPDATE dispatch.couriers SET online = $2, updated_at = clock_timestamp() WHERE user_id = $1 RETURNING *",
-                    [user, online]).map(CourierRecord.init)
+        try c.first("WITH c AS (UPDATE dispatch.couriers SET online = $2, updated_at = clock_timestamp() WHERE user_id = $1 RETURNING *) "
+                    + Self.withPositions("c"), [user, online]).map(CourierRecord.init)
     }
 
-    /// Records fixes (at most one per courier) unless an equal or newer one is known; returns the couriers whose fix
-    /// was applied: how many parcels they carry, and whether they could take another (online, with room).
+    /// The channel on which fixes are announced to every instance's matching index, at their commits.
+    static let positionsChannel = "dispatch_positions"
+
+    /// Records fixes (at most one per courier) unless an equal or newer one is known, and announces those applied on
+    /// `positionsChannel`; returns the couriers whose fix was applied: how many parcels they carry, whether they could
+    /// take another (online, with room), and when their row last changed. A fix is one heap-only update of a narrow
+    /// row (no index entry), and the courier's own row is only read.
     func recordFixes(_ c: Connection, _ fixes: [Fix]) throws -> [(id: UUID, active: Int, available: Bool, updatedAt: Date)] {
-        try c.rows("""
-            UPDATE dispatch.couriers c SET lat = f.lat, lon = f.lon, heading = f.heading, speed_mps = f.speed, fix_at = f.at,
-                updated_at = clock_timestamp()
-            FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::float8[], $5::float8[], $6::timestamptz[])
-                AS f (id, lat, lon, heading, speed, at)
-            WHERE c.user_id = f.id AND (c.fix_at IS NULL OR c.fix_at < f.at)
-            RETURNING c.user_id, c.active, c.online AND c.active < c.capacity AS available, c.updated_at
+        let applied = try c.rows("""
+            WITH moved AS (
+                UPDATE dispatch.courier_positions p SET lat = f.lat, lon = f.lon, heading = f.heading, speed_mps = f.speed, fix_at = f.at
+                FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::float8[], $5::float8[], $6::timestamptz[])
+                    AS f (id, lat, lon, heading, speed, at)
+                WHERE p.user_id = f.id AND (p.fix_at IS NULL OR p.fix_at < f.at)
+                RETURNING p.user_id)
+            SELECT c.user_id, c.active, c.online AND c.active < c.capacity AS available, c.updated_at
+            FROM moved JOIN dispatch.couriers c USING (user_id)
             """, [PostgresArray(fixes.map(\.courier)), PostgresArray(fixes.map(\.point.lat)), PostgresArray(fixes.map(\.point.lon)),
                   PostgresArray(fixes.map(\.heading)), PostgresArray(fixes.map(\.speed)), PostgresArray(fixes.map(\.time))])
-            .map { row in (try row["user_id"], try row["active"], try row["available"], try row["updated_at"]) }
+            .map { row in (id: try row["user_id"] as UUID, active: try row["active"] as Int, available: try row["available"] as Bool,
+                           updatedAt: try row["updated_at"] as Date) }
+        let byCourier = Dictionary(fixes.map { ($0.courier, $0) }, uniquingKeysWith: { a, _ in a })
+        let payloads = PositionNotice.payloads(applied.compactMap { byCourier[$0.id] })
+        if !payloads.isEmpty {
+            try c.execute("SELECT pg_notify($1, p) FROM unnest($2::text[]) p", [Self.positionsChannel, PostgresArray(payloads)])
+        }
+        return applied
     }
 
     /// Creates or updates couriers that have no account of their own here (a fleet's, a load test's).
     func seedCouriers(_ c: Connection, _ couriers: [SeededCourier]) throws -> [CourierRecord] {
         try c.rows("""
-            INSERT INTO dispatch.couriers (user_id, vehicle, capacity, online, lat, lon, fix_at)
-            SELECT id, vehicle, capacity, online, lat, lon, CASE WHEN lat IS NULL THEN NULL ELSE clock_timestamp() END
-            FROM unnest($1::uuid[], $2::text[], $3::int[], $4::bool[], $5::float8[], $6::float8[]) AS s (id, vehicle, capacity, online, lat, lon)
-            ON CONFLICT (user_id) DO UPDATE SET vehicle = EXCLUDED.vehicle, online = EXCLUDED.online,
-                capacity = GREATEST(EXCLUDED.capacity, dispatch.couriers.active),
-                lat = COALESCE(EXCLUDED.lat, dispatch.couriers.lat), lon = COALESCE(EXCLUDED.lon, dispatch.couriers.lon),
-                fix_at = COALESCE(EXCLUDED.fix_at, dispatch.couriers.fix_at), updated_at = clock_timestamp()
-            RETURNING *
+            WITH s AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::bool[], $5::float8[], $6::float8[])
+                           AS s (id, vehicle, capacity, online, lat, lon)),
+            c AS (
+                INSERT INTO dispatch.couriers (user_id, vehicle, capacity, online) SELECT id, vehicle, capacity, online FROM s
+                ON CONFLICT (user_id) DO UPDATE SET vehicle = EXCLUDED.vehicle, online = EXCLUDED.online,
+                    capacity = GREATEST(EXCLUDED.capacity, dispatch.couriers.active), updated_at = clock_timestamp()
+                RETURNING *),
+            p AS (
+                INSERT INTO dispatch.courier_positions (user_id, lat, lon, fix_at)
+                SELECT id, lat, lon, CASE WHEN lat IS NULL THEN NULL ELSE clock_timestamp() END FROM s
+                ON CONFLICT (user_id) DO UPDATE SET lat = COALESCE(EXCLUDED.lat, dispatch.courier_positions.lat),
+                    lon = COALESCE(EXCLUDED.lon, dispatch.courier_positions.lon),
+                    fix_at = COALESCE(EXCLUDED.fix_at, dispatch.courier_positions.fix_at)
+                RETURNING *)
+            SELECT c.*, p.lat, p.lon, p.fix_at FROM c JOIN p USING (user_id)
             """, [PostgresArray(couriers.map(\.id)), PostgresArray(couriers.map(\.vehicle)), PostgresArray(couriers.map(\.capacity)),
                   PostgresArray(couriers.map(\.online)), PostgresArray(couriers.map(\.position?.lat)),
                   PostgresArray(couriers.map(\.position?.lon))]).map(CourierRecord.init)
@@ -172,8 +202,9 @@ struct DispatchStorage {
     /// courier (the longest-waiting first), `limit` of each, and the database's time.
     func fleet(_ c: Connection, limit: Int) throws -> (couriers: [FleetCourierView], waiting: [ParcelRecord], at: Date) {
         let couriers = try c.rows("""
-            SELECT user_id, lat, lon, active, capacity, fix_at FROM dispatch.couriers
-            WHERE online AND lat IS NOT NULL AND lon IS NOT NULL ORDER BY fix_at DESC NULLS LAST LIMIT $1
+            SELECT user_id, p.lat, p.lon, c.active, c.capacity, p.fix_at
+            FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id)
+            WHERE c.online AND p.lat IS NOT NULL AND p.lon IS NOT NULL ORDER BY p.fix_at DESC NULLS LAST LIMIT $1
             """, [limit]).map { row in
             FleetCourierView(id: try row["user_id"], position: GeoPoint(lat: try row["lat"], lon: try row["lon"]),
                              active: try row["active"], capacity: try row["capacity"], fixAt: try row["fix_at"])
@@ -190,27 +221,41 @@ struct DispatchStorage {
             .map(ParcelRecord.init)
     }
 
-    /// The couriers whose rows changed after `since` (nil: those who can take a parcel now, for a first load, which
-    /// stays small however many courier rows the table holds), as the in-memory index needs them: only that is read
-    /// and parsed, since at thousands of fixes a second this runs over thousands of rows.
+    /// A courier as the in-memory index needs them: whether they can take a parcel as their row was at `updatedAt`,
+    /// and their position as of their last fix.
+    struct CourierState {
+        let id: UUID
+        let available: Bool
+        let updatedAt: Date
+        let position: GeoPoint?
+        let fixAt: Date?
+    }
+
+    /// The couriers whose rows changed after `since` (going online or off, taking or leaving a parcel; nil: those who
+    /// can take a parcel now, for a first load, which stays small however many courier rows the table holds), with
+    /// their positions. Fixes do not change these rows: they reach the index as notifications.
     ///
     /// Also where the next read must start, `nextSince`: the database's time before this read, or the start of the
     /// oldest transaction of this service's instances then open that has written (a row it changed becomes visible
     /// at its commit but carries the earlier time), whichever is earlier, and never more than `maxLookBack` back.
     /// Transactions of other programs are not waited for (an operator's session, another service's migration).
     func couriersChanged(_ c: Connection, since: Date?, maxLookBack: TimeInterval = 10)
-        throws -> (couriers: [(id: UUID, position: GeoPoint?, updatedAt: Date)], readAt: Date, nextSince: Date) {
+        throws -> (couriers: [CourierState], readAt: Date, nextSince: Date) {
         let start = try c.first("""
             SELECT now() AS at, GREATEST(now() - make_interval(secs => $1), LEAST(now(), (
                 SELECT min(xact_start) FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL
                     AND application_name = current_setting('application_name')))) AS next_since
             """, [maxLookBack])!
-        let select = "SELECT user_id, CASE WHEN online AND active < capacity THEN lat END AS lat, lon, updated_at FROM dispatch.couriers"
-        let rows = try since.map { try c.rows("\(select) WHERE updated_at >= $1 ORDER BY updated_at", [$0]) }
-            ?? c.rows("\(select) WHERE online AND active < capacity")
-        let couriers = try rows.map { row -> (id: UUID, position: GeoPoint?, updatedAt: Date) in
+        let select = """
+            SELECT user_id, c.online AND c.active < c.capacity AS available, c.updated_at, p.lat, p.lon, p.fix_at
+            FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id)
+            """
+        let rows = try since.map { try c.rows("\(select) WHERE c.updated_at >= $1 ORDER BY c.updated_at", [$0]) }
+            ?? c.rows("\(select) WHERE c.online AND c.active < c.capacity")
+        let couriers = try rows.map { row in
             let lat: Double? = try row.decode("lat"), lon: Double? = try row.decode("lon")
-            return (try row["user_id"], lat.flatMap { la in lon.map { GeoPoint(lat: la, lon: $0) } }, try row["updated_at"])
+            return CourierState(id: try row["user_id"], available: try row["available"], updatedAt: try row["updated_at"],
+                                position: lat.flatMap { la in lon.map { GeoPoint(lat: la, lon: $0) } }, fixAt: try row.decode("fix_at"))
         }
         return (couriers, try start["at"], try start["next_since"])
     }
@@ -429,5 +474,42 @@ struct DispatchStorage {
             SELECT * FROM dispatch.parcels WHERE (\(column) = $1\(offered)) AND ($2::text IS NULL OR status = $2)
               AND ($3::uuid IS NULL OR id < $3::uuid) ORDER BY id DESC LIMIT $4
             """, [user, status, after, limit]).map(ParcelRecord.init)
+    }
+}
+
+/// Fixes as announced on `DispatchStorage.positionsChannel`: 40 bytes each (the courier's id; latitude and longitude
+/// as IEEE doubles; the fix's time in whole microseconds since 1970; little-endian), in base64, at most 140 a
+/// notification (a payload must stay under 8,000 bytes).
+enum PositionNotice {
+    static let perPayload = 140
+    static let width = 40
+
+    static func payloads(_ fixes: [Fix]) -> [String] {
+        stride(from: 0, to: fixes.count, by: perPayload).map { start in
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(min(perPayload, fixes.count - start) * width)
+            for fix in fixes[start..<min(start + perPayload, fixes.count)] {
+                withUnsafeBytes(of: fix.courier.uuid) { bytes.append(contentsOf: $0) }
+                for word in [fix.point.lat.bitPattern, fix.point.lon.bitPattern,
+                             UInt64(bitPattern: Int64((fix.time.timeIntervalSince1970 * 1_000_000).rounded()))] {
+                    withUnsafeBytes(of: word.littleEndian) { bytes.append(contentsOf: $0) }
+                }
+            }
+            return Data(bytes).base64EncodedString()
+        }
+    }
+
+    /// The fixes of a payload; none when it is not one (another program's notification on the channel).
+    static func decode(_ payload: String) -> [(courier: UUID, point: GeoPoint, at: Date)] {
+        guard let data = Data(base64Encoded: payload), data.count % width == 0 else { return [] }
+        return data.withUnsafeBytes { raw in
+            stride(from: 0, to: raw.count, by: width).compactMap { offset in
+                let id = UUID(uuid: raw.loadUnaligned(fromByteOffset: offset, as: uuid_t.self))
+                let word = { (i: Int) in UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 16 + 8 * i, as: UInt64.self)) }
+                let point = GeoPoint(lat: Double(bitPattern: word(0)), lon: Double(bitPattern: word(1)))
+                guard point.isValid else { return nil }
+                return (id, point, Date(timeIntervalSince1970: Double(Int64(bitPattern: word(2))) / 1_000_000))
+            }
+        }
     }
 }
