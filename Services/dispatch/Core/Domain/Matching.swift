@@ -119,8 +119,8 @@ final class Matcher: @unchecked Sendable {
                     if listener == nil {
                         let connection = try pool.unpooledConnection()
                         try connection.execute("LISTEN \(DispatchStorage.positionsChannel)")
+                        try refresh(pool, everyone: true)  // listening is done only once this has read what came before
                         listener = connection
-                        try refresh(pool, everyone: true)
                         nextRefresh = Date().addingTimeInterval(interval)
                     }
                     if Date() >= nextRefresh {

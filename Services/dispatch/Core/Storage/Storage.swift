@@ -119,10 +119,10 @@ struct CourierRecord {
 struct DispatchStorage {
     // MARK: Couriers
 
-    /// A courier's row with their position (`courier_positions`), as `CourierRecord` reads it, from `changed`: a CTE
-    /// of courier rows a statement wrote.
-    private static func withPositions(_ changed: String) -> String {
-        "SELECT c.*, p.lat, p.lon, p.fix_at FROM \(changed) c JOIN dispatch.courier_positions p USING (user_id)"
+    /// Couriers' rows with their positions (`courier_positions`), as `CourierRecord` reads them, from `couriers`: the
+    /// table, or a CTE of the rows a statement wrote.
+    private static func withPositions(_ couriers: String) -> String {
+        "SELECT c.*, p.lat, p.lon, p.fix_at FROM \(couriers) c JOIN dispatch.courier_positions p USING (user_id)"
     }
 
     func registerCourier(_ c: Connection, user: UUID, vehicle: String, capacity: Int) throws -> CourierRecord {
