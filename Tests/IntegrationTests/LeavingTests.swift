@@ -94,6 +94,7 @@ final class LeavingTests: XCTestCase {
         XCTAssertEqual(try api.post("/v1/rooms/\(room)/todos", ["title": "Ana's todo", "assigneeId": ana.id], token: ana.token).status, 201)
 
         XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": 1], token: ana.token).status, 201)
+        XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4321, "lon": 26.1234], token: ana.token).status, 200)
         let document = try upload("/v1/dispatch/media", as: ana)
         var parcel = ""
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {  // once dispatch has heard of Ben's username
@@ -131,6 +132,8 @@ final class LeavingTests: XCTestCase {
         XCTAssertEqual(images.count, 4, "her avatar, her story's photo, her chat photo, her document")
         for image in images { XCTAssertEqual(try load(image["url"]).status, 200) }
         XCTAssertEqual(((export["curation"] as? [String: Any])?["preferences"] as? [String: Any])?["theme"] as? String, "dark")
+        let lastFix = ((export["dispatch"] as? [String: Any])?["courier"] as? [String: Any])?["lastFix"] as? [String: Any]
+        XCTAssertEqual(lastFix?["lat"] as? Double, 44.4321, "where she was last seen is hers too")
         let storiesPart = export["stories"] as? [String: Any]
         XCTAssertEqual((storiesPart?["hiddenAuthors"] as? [[String: Any]])?.map { $0["userId"] as? String }, [ben.id])
         XCTAssertEqual((storiesPart?["groups"] as? [[String: Any]])?.first { $0["id"] as? String == groupId }?["newsletterDelivery"] as? String,

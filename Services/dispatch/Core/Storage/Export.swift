@@ -3,13 +3,15 @@ import Foundation
 import Postgres
 
 extension DispatchStorage {
-    /// What dispatch holds of `user`, for their export: their courier record, the parcels they sent, received or
-    /// carried, what they paid, and their photos.
+    /// What dispatch holds of `user`, for their export: their courier record with their last position, the parcels
+    /// they sent, received or carried, what they paid, and their photos.
     func export(_ c: Connection, _ user: UUID, media: MediaStore) throws -> [String: Any] {
         try Export.document(c, """
             SELECT json_build_object(
-                'courier', (SELECT json_build_object('vehicle', vehicle, 'capacity', capacity, 'online', online, 'createdAt', created_at)
-                            FROM dispatch.couriers WHERE user_id = $1),
+                'courier', (SELECT json_build_object('vehicle', vehicle, 'capacity', capacity, 'online', online, 'createdAt', created_at,
+                                'lastFix', CASE WHEN p.lat IS NOT NULL THEN json_build_object('lat', p.lat, 'lon', p.lon,
+                                    'headingDegrees', p.heading, 'speedMps', p.speed_mps, 'at', p.fix_at) END)
+                            FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id) WHERE user_id = $1),
                 'parcels', (SELECT coalesce(json_agg(json_build_object('id', id,
                                 'role', CASE WHEN sender_id = $1 THEN 'sender' WHEN recipient_user_id = $1 THEN 'recipient' ELSE 'courier' END,
                                 'status', status, 'service', service, 'pickupAddress', pickup_address, 'dropoffAddress', dropoff_address,
