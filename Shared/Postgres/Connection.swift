@@ -339,8 +339,8 @@ func connect(url: String, connectTimeoutSeconds: Int, settings: [(String, String
     return conn
 }
 
-/// A `NOTIFY` received: its channel and payload.
-public struct Notification: Sendable, Equatable {
+/// A `NOTIFY` received: its channel and payload. (Not `Notification`: Foundation has one.)
+public struct PostgresNotification: Sendable, Equatable {
     public let channel: String
     public let payload: String
 }
@@ -397,15 +397,15 @@ public final class Connection: @unchecked Sendable {
     /// returns those that have arrived (none when the time ran out). The server delivers them at their transactions'
     /// commits, in commit order. Throws `.unavailable` when the connection broke: what was sent meanwhile is lost, so
     /// a listener reconnects, listens again, and then reloads what it follows.
-    public func notifications(timeout: TimeInterval) throws -> [Notification] {
+    public func notifications(timeout: TimeInterval) throws -> [PostgresNotification] {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             guard PQconsumeInput(handle) != 0, PQstatus(handle) == CONNECTION_OK else {
                 throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
             }
-            var arrived: [Notification] = []
+            var arrived: [PostgresNotification] = []
             while let notice = PQnotifies(handle) {
-                arrived.append(Notification(channel: String(cString: notice.pointee.relname), payload: String(cString: notice.pointee.extra)))
+                arrived.append(PostgresNotification(channel: String(cString: notice.pointee.relname), payload: String(cString: notice.pointee.extra)))
                 PQfreemem(notice)
             }
             let remaining = deadline.timeIntervalSinceNow

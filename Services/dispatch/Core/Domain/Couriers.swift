@@ -34,10 +34,13 @@ struct Fix {
         }
         self.heading = heading
         speed = speedMps
-        guard let at else { time = Date(timeIntervalSince1970: (now.timeIntervalSince1970 * 1_000_000).rounded() / 1_000_000); return }
-        guard let t = Timestamp.parse(at) else { throw FixError(field: field + "at", message: "at must be an RFC 3339 time.") }
-        guard t <= now.addingTimeInterval(30) else { throw FixError(field: field + "at", message: "at is in the future.") }
-        time = Date(timeIntervalSince1970: (t.timeIntervalSince1970 * 1_000_000).rounded() / 1_000_000)  // as stored
+        var t = now
+        if let at {
+            guard let parsed = Timestamp.parse(at) else { throw FixError(field: field + "at", message: "at must be an RFC 3339 time.") }
+            guard parsed <= now.addingTimeInterval(30) else { throw FixError(field: field + "at", message: "at is in the future.") }
+            t = parsed
+        }
+        time = Date(timeIntervalSince1970: (t.timeIntervalSince1970 * 1_000_000).rounded() / 1_000_000)  // whole µs, as stored
     }
 
     /// The newest fix of each courier (a batch may carry several).
