@@ -407,7 +407,7 @@ final class DispatchStrandedParcelTests: DispatchTestCase {
         try other.execute("BEGIN")
         let before: Date = try XCTUnwrap(other.first("SELECT updated_at FROM dispatch.couriers WHERE user_id = $1", [id]))["updated_at"]
         let fix = try Fix(courier: id, lat: 44.4270, lon: 26.1030, heading: nil, speedMps: nil, at: nil)
-        XCTAssertEqual(try DispatchStorage().recordFixes(other, [fix]).map(\.id), [id])
+        XCTAssertEqual(try DispatchStorage().recordFixes(other, [fix]).map(\.fix.courier), [id])
         let writes = try XCTUnwrap(other.first("""
             SELECT n_tup_upd::int AS updated, n_tup_hot_upd::int AS hot FROM pg_stat_xact_user_tables
             WHERE schemaname = 'dispatch' AND relname = 'courier_positions'

@@ -64,17 +64,15 @@ struct Couriers: Sendable {
     /// pickup. Returns how many fixes were applied.
     @discardableResult
     func record(_ c: Connection, _ fixes: [Fix], publish: Bool = true) throws -> Int {
-        let byCourier = Dictionary(uniqueKeysWithValues: Fix.newestPerCourier(fixes).map { ($0.courier, $0) })
-        let applied = try storage.recordFixes(c, Array(byCourier.values))
-        for courier in applied {
-            guard let fix = byCourier[courier.id] else { continue }
-            matcher.update(courier.id, available: courier.available, asOf: courier.updatedAt, position: fix.point, fixAt: fix.time)
-            guard courier.active > 0 else { continue }
+        let applied = try storage.recordFixes(c, Fix.newestPerCourier(fixes))
+        for (fix, active, available, updatedAt) in applied {
+            matcher.update(fix.courier, available: available, asOf: updatedAt, position: fix.point, fixAt: fix.time)
+            guard active > 0 else { continue }
             if publish {
-                tracking.publishPosition(CourierLocation(courierId: courier.id.lowercased, lat: fix.point.lat, lon: fix.point.lon,
+                tracking.publishPosition(CourierLocation(courierId: fix.courier.lowercased, lat: fix.point.lat, lon: fix.point.lon,
                                                          heading: fix.heading, speedMps: fix.speed, at: Timestamp.format(fix.time)))
             }
-            for id in try storage.pickedUp(c, courier: courier.id) {
+            for id in try storage.pickedUp(c, courier: fix.courier) {
                 guard let parcel = try storage.parcel(c, id, lock: true),
                       greatCircleMeters(parcel.pickup, fix.point) > ParcelLifecycle.departureMeters else { continue }
                 _ = try parcels.apply(c, parcel, .depart, actor: .system, actorId: nil, place: fix.point)

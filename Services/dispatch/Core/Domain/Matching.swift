@@ -72,8 +72,11 @@ final class Matcher: @unchecked Sendable {
     }
 
     /// Whether the stranded parcels are due for a look (at most every `interval`).
-    func strandedCheckIsDue(every interval: TimeInterval) -> Bool {
-        strandedChecked.withLock { last in
+    func strandedCheckIsDue(every interval: TimeInterval) -> Bool { Self.isDue(strandedChecked, every: interval) }
+
+    /// Whether `interval` has passed since `last`, which then moves to now.
+    private static func isDue(_ last: borrowing Mutex<Date>, every interval: TimeInterval) -> Bool {
+        last.withLock { last in
             guard Date().timeIntervalSince(last) >= interval else { return false }
             last = Date()
             return true
@@ -91,7 +94,7 @@ final class Matcher: @unchecked Sendable {
         for c in changed.couriers { update(c.id, available: c.available, asOf: c.updatedAt, position: c.position, fixAt: c.fixAt) }
         // Forget, once a minute, couriers out of the index for a minute: memory follows the couriers online.
         let cutoff = changed.readAt.addingTimeInterval(-60)
-        if pruned.withLock({ last in last < cutoff ? { last = changed.readAt; return true }() : false }) {
+        if Self.isDue(pruned, every: 60) {
             known.withLock { known in
                 known = known.filter { index.point(of: $0.key) != nil || max($0.value.asOf, $0.value.fixAt) > cutoff }
             }

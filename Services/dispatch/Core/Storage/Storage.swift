@@ -91,8 +91,7 @@ struct HistoryEntry {
     init(_ r: Row) throws {
         at = try r["at"]; from = try r.decode("from_status"); to = try r["to_status"]; actor = try r["actor"]
         actorId = try r.decode("actor_id")
-        let lat: Double? = try r.decode("lat"), lon: Double? = try r.decode("lon")
-        place = lat.flatMap { la in lon.map { GeoPoint(lat: la, lon: $0) } }
+        place = try r.point()
     }
 }
 
@@ -110,8 +109,15 @@ struct CourierRecord {
     init(_ r: Row) throws {
         userId = try r["user_id"]; vehicle = try r["vehicle"]; capacity = try r["capacity"]; active = try r["active"]
         online = try r["online"]; fixAt = try r.decode("fix_at"); createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
-        let lat: Double? = try r.decode("lat"), lon: Double? = try r.decode("lon")
-        position = lat.flatMap { la in lon.map { GeoPoint(lat: la, lon: $0) } }
+        position = try r.point()
+    }
+}
+
+extension Row {
+    /// The place in the `lat` and `lon` columns; nil when either is null.
+    func point() throws -> GeoPoint? {
+        let lat: Double? = try decode("lat"), lon: Double? = try decode("lon")
+        return lat.flatMap { la in lon.map { GeoPoint(lat: la, lon: $0) } }
     }
 }
 
@@ -150,10 +156,11 @@ struct DispatchStorage {
     static let positionsChannel = "dispatch_positions"
 
     /// Records fixes (at most one per courier) unless an equal or newer one is known, and announces those applied on
-    /// `positionsChannel`; returns the couriers whose fix was applied: how many parcels they carry, whether they could
-    /// take another (online, with room), and when their row last changed. A fix is one heap-only update of a narrow
-    /// row (no index entry), and the courier's own row is only read.
-    func recordFixes(_ c: Connection, _ fixes: [Fix]) throws -> [(id: UUID, active: Int, available: Bool, updatedAt: Date)] {
+    /// `positionsChannel`; returns the fixes applied with their couriers: how many parcels they carry, whether they
+    /// could take another (online, with room), and when their row last changed. A fix is one heap-only update of a
+    /// narrow row (no index entry), and the courier's own row is only read.
+    func recordFixes(_ c: Connection, _ fixes: [Fix]) throws -> [(fix: Fix, active: Int, available: Bool, updatedAt: Date)] {
+        let byCourier = Dictionary(uniqueKeysWithValues: fixes.map { ($0.courier, $0) })
         let applied = try c.rows("""
             WITH moved AS (
                 UPDATE dispatch.courier_positions p SET lat = f.lat, lon = f.lon, heading = f.heading, speed_mps = f.speed, fix_at = f.at
@@ -165,10 +172,11 @@ struct DispatchStorage {
             FROM moved JOIN dispatch.couriers c USING (user_id)
             """, [PostgresArray(fixes.map(\.courier)), PostgresArray(fixes.map(\.point.lat)), PostgresArray(fixes.map(\.point.lon)),
                   PostgresArray(fixes.map(\.heading)), PostgresArray(fixes.map(\.speed)), PostgresArray(fixes.map(\.time))])
-            .map { row in (id: try row["user_id"] as UUID, active: try row["active"] as Int, available: try row["available"] as Bool,
-                           updatedAt: try row["updated_at"] as Date) }
-        let byCourier = Dictionary(fixes.map { ($0.courier, $0) }, uniquingKeysWith: { a, _ in a })
-        let payloads = PositionNotice.payloads(applied.compactMap { byCourier[$0.id] })
+            .compactMap { row -> (fix: Fix, active: Int, available: Bool, updatedAt: Date)? in
+                guard let fix = byCourier[try row["user_id"]] else { return nil }
+                return (fix, try row["active"], try row["available"], try row["updated_at"])
+            }
+        let payloads = PositionNotice.payloads(applied.map(\.fix))
         if !payloads.isEmpty {
             try c.execute("SELECT pg_notify($1, p) FROM unnest($2::text[]) p", [Self.positionsChannel, PostgresArray(payloads)])
         }
@@ -253,9 +261,8 @@ struct DispatchStorage {
         let rows = try since.map { try c.rows("\(select) WHERE c.updated_at >= $1 ORDER BY c.updated_at", [$0]) }
             ?? c.rows("\(select) WHERE c.online AND c.active < c.capacity")
         let couriers = try rows.map { row in
-            let lat: Double? = try row.decode("lat"), lon: Double? = try row.decode("lon")
-            return CourierState(id: try row["user_id"], available: try row["available"], updatedAt: try row["updated_at"],
-                                position: lat.flatMap { la in lon.map { GeoPoint(lat: la, lon: $0) } }, fixAt: try row.decode("fix_at"))
+            CourierState(id: try row["user_id"], available: try row["available"], updatedAt: try row["updated_at"],
+                         position: try row.point(), fixAt: try row.decode("fix_at"))
         }
         return (couriers, try start["at"], try start["next_since"])
     }
