@@ -85,6 +85,13 @@ def wait_until(condition, timeout, what):
     raise SystemExit(f"faults: {what} did not happen within {timeout} s")
 
 
+def wait_for_slots(which, what):
+    """Waits until the replication slots `which` (an SQL condition) have confirmed the WAL position of now."""
+    now = psql("SELECT pg_current_wal_lsn()")[0]
+    wait_until(lambda: psql(f"SELECT bool_and(confirmed_flush_lsn >= '{now}') FROM pg_replication_slots WHERE {which}") == ["t"],
+               180, what)
+
+
 def signup(prefix):
     name = prefix + uuid.uuid4().hex[:10]
     status, body = call("POST", AUTH + "/v1/auth/signup", {"username": name, "email": name + "@example.com",
@@ -183,10 +190,8 @@ def main():
     # A relay reads the whole write-ahead log of the cluster from its slot's position: right after the test suite,
     # gigabytes of other databases' changes, which take the relays a while to pass, and every event waits until they
     # have, a revocation too. The logout is meant to travel through a relay that has caught up.
-    now = psql("SELECT pg_current_wal_lsn()")[0]
     caught_up = time.time()
-    wait_until(lambda: psql(f"SELECT bool_and(confirmed_flush_lsn >= '{now}') FROM pg_replication_slots "
-                            "WHERE slot_name LIKE 'backend\\_%\\_outbox'") == ["t"], 180, "the relays reading the present")
+    wait_for_slots("slot_name LIKE 'backend\\_%\\_outbox'", "the relays reading the present")
     log(f"the relays read the present in {time.time() - caught_up:.1f} s")
     _, revoked = signup("revoked")
     if call("POST", AUTH + "/v1/auth/logout", token=revoked)[0] != 204:
@@ -250,9 +255,7 @@ def main():
     log(f"writers stopped: {len(acked['story.created'])} stories, {len(acked['parcel.created'])} parcels acknowledged")
 
     log("waiting for the outboxes to drain: their slots confirmed past every write")
-    written = psql("SELECT pg_current_wal_lsn()")[0]
-    wait_until(lambda: psql(f"SELECT bool_and(confirmed_flush_lsn >= '{written}') FROM pg_replication_slots "
-                            "WHERE slot_name IN ('backend_stories_outbox', 'backend_dispatch_outbox')") == ["t"], 180, "outbox drain")
+    wait_for_slots("slot_name IN ('backend_stories_outbox', 'backend_dispatch_outbox')", "outbox drain")
 
     failures = []
     stored = {"story.created": set(psql(f"SELECT id FROM stories.stories WHERE created_at >= '{run_start}'")),
