@@ -12,7 +12,7 @@ work="$(mktemp -d)"
 trap 'psql "$PG" -qc "DROP SCHEMA IF EXISTS bench_centres CASCADE" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 "$ROOT/deploy/local/stack" up >/dev/null
 PG_PORT="$(cat "$STATE/pg.port")"
-PG="postgres://postgres@127.0.0.1:$PG_PORT/backend"
+PG_DB=dispatch PG="postgres://postgres@127.0.0.1:$PG_PORT/dispatch"
 source "$ROOT/bench/lib.sh"
 
 # The query as Services/dispatch/Core/Storage/Storage.swift sends it (on its GiST index), and the sort of the

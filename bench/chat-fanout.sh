@@ -14,7 +14,7 @@ bin="$(cd "$ROOT" && swift build -c release --show-bin-path)"
 export LD_LIBRARY_PATH="$ROOT/.local/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 echo "==> a second chat instance on :8093" >&2
-PORT=8093 HTTP_MAX_CONNECTIONS_PER_CLIENT=8192 DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/backend" KAFKA_BROKERS="127.0.0.1:${STACK_KAFKA_PORT:-9092}" \
+PORT=8093 HTTP_MAX_CONNECTIONS_PER_CLIENT=8192 DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/chat" KAFKA_BROKERS="127.0.0.1:${STACK_KAFKA_PORT:-9092}" \
     AUTH_JWKS_URL="http://127.0.0.1:8081/v1/auth/jwks" KAFKA_SESSION_TIMEOUT_MS=6000 LOG_LEVEL=warn \
     "$bin/chat" >>"$STATE/logs/chat-2.log" 2>&1 &
 second=$!

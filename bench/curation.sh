@@ -15,7 +15,7 @@ STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
 PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)"
 work="$(mktemp -d)"; instance=""
 trap '[ -n "$instance" ] && kill -TERM "$instance" 2>/dev/null; rm -rf "$work"' EXIT
-DB=backend; API="http://127.0.0.1:8085"; PID="$(cat "$STATE/curation.pid")"
+DB=curation; API="http://127.0.0.1:8085"; PID="$(cat "$STATE/curation.pid")"
 
 if [ "$SYNTHETIC" -gt 0 ]; then
     DB=curation_bench; API="http://127.0.0.1:8095"

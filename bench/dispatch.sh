@@ -25,7 +25,7 @@ trap 'for p in "${extra[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf 
 "$STACK" down >/dev/null 2>&1  # the services of this build, started afresh
 "$STACK" up >/dev/null
 PG_PORT="$(cat "$STATE/pg.port")"
-PG="postgres://postgres@127.0.0.1:$PG_PORT/backend"
+PG="postgres://postgres@127.0.0.1:$PG_PORT/dispatch"
 SENDER=00000000-0000-7000-8000-00000000beef  # the stranded parcels' sender, to remove them afterwards
 HISTORY=00000000-0000-7000-8000-00000000cafe  # the sender of LARGE's received parcels
 have="$(psql "$PG" -qtAc "SELECT count(*) FROM dispatch.parcels WHERE sender_id = '$HISTORY'")"

@@ -119,7 +119,7 @@ def uploads(with_token):
 def lock():
     tok = token()
     call(PORTS["chat"], "POST", "/v1/rooms", {"name": "probe"}, tok)
-    locker = subprocess.Popen(["psql", "-h", "127.0.0.1", "-p", PG_PORT, "-U", "postgres", "-q", "backend", "-c",
+    locker = subprocess.Popen(["psql", "-h", "127.0.0.1", "-p", PG_PORT, "-U", "postgres", "-q", "chat", "-c",
                                "BEGIN; LOCK TABLE chat.rooms IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(25); COMMIT;"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)

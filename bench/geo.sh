@@ -12,7 +12,7 @@ REDIS_PORT="${REDIS_PORT:-6390}"
 
 "$ROOT/deploy/local/stack" up >&2   # PostgreSQL (and the rest) as the stack runs it
 PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)"
-PG_MAJOR="$(psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d backend -qtAc 'SHOW server_version_num' | cut -c1-2)"
+PG_MAJOR="$(psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d dispatch -qtAc 'SHOW server_version_num' | cut -c1-2)"
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 dpkg-query -W -f='${Status}' "postgresql-$PG_MAJOR-postgis-3" 2>/dev/null | grep -q "install ok installed" || missing+=("postgresql-$PG_MAJOR-postgis-3")
@@ -31,7 +31,7 @@ for _ in $(seq 1 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && brea
 bin="$(cd "$ROOT" && swift build -c release --show-bin-path)"
 for n in $COURIERS; do
     "$bin/geo-bench" --couriers "$n" --seconds "$SECONDS_PER_RUN" --runs "$RUNS" --threads "$THREADS" \
-        --redis-port "$REDIS_PORT" --database-url "postgres://postgres@127.0.0.1:$PG_PORT/backend"
+        --redis-port "$REDIS_PORT" --database-url "postgres://postgres@127.0.0.1:$PG_PORT/dispatch"
 done
 
 # Location fixes: dispatch's operator batches (1,000 fixes a request, dispatch-load as fast as it can send) beside

@@ -46,7 +46,7 @@ token="$(curl -fs "$AUTH/v1/auth/signup" -H 'Content-Type: application/json' \
     python3 -c 'import sys, json; print(json.load(sys.stdin)["accessToken"])')"
 
 STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
-PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)"
+PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)" PG_DB=auth
 source "$ROOT/bench/lib.sh"
 
 # The query users/me makes, for the caller's own user and session (from the token's claims), as pgbench runs it.

@@ -1,6 +1,7 @@
 # What the benchmark scripts share: medians, ratios, reading wrk's and pgbench's results, and one interleaved round's
-# runs with the CPU they cost. Sourced after RUNS, DURATION, CONNECTIONS, STATE (the stack's state folder), PG_PORT
-# and work (the scripts' scratch folder) are set.
+# runs with the CPU they cost. Sourced after RUNS, DURATION, CONNECTIONS, STATE (the stack's state folder), PG_PORT,
+# PG_DB (the database pgbench runs in: the service's own, named after it) and work (the scripts' scratch folder) are
+# set.
 
 # The median of the RUNS numbers on stdin.
 median() { sort -g | sed -n "$(( (RUNS + 1) / 2 ))p"; }
@@ -43,7 +44,7 @@ wrk_once() {
 pg_once() {
     local p0 out n
     p0="$(pg_cpu)"; rm -f "$work"/pgbench_log.*
-    out="$(cd "$work" && pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M extended -c "$CONNECTIONS" -j 2 -T "$DURATION" -l -f "$1" backend 2>&1)"
+    out="$(cd "$work" && pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M extended -c "$CONNECTIONS" -j 2 -T "$DURATION" -l -f "$1" "$PG_DB" 2>&1)"
     n="$(cat "$work"/pgbench_log.* | wc -l)"
     echo "$(pgbench_result "$out") $(( ($(pg_cpu) - p0) * 1000 * 1000 / tick / n ))"
 }

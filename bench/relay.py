@@ -32,7 +32,7 @@ RUNS = int(os.environ.get("RUNS", "3"))
 RATE = int(os.environ.get("RATE", "800"))
 LAG_SECONDS = int(os.environ.get("LAG_SECONDS", "10"))
 STATE = os.environ["STATE"]
-PSQL = ["psql", "-h", "127.0.0.1", "-p", os.environ["PG_PORT"], "-U", "postgres", "-d", "backend",
+PSQL = ["psql", "-h", "127.0.0.1", "-p", os.environ["PG_PORT"], "-U", "postgres", "-d", "stories",
         "-v", "ON_ERROR_STOP=1", "-qtA"]
 TOKEN, GROUP = os.environ["TOKEN"], os.environ["GROUP"]
 TOPIC = "bench.relay"
@@ -227,7 +227,7 @@ def lag_outbox():
     with open(path, "w") as f:
         f.write(script)
     out = subprocess.run(["pgbench", "-h", "127.0.0.1", "-p", os.environ["PG_PORT"], "-U", "postgres", "-n", "-M", "prepared",
-                          "-c", "4", "-j", "2", "-R", str(RATE), "-T", str(LAG_SECONDS), "-f", path, "backend"],
+                          "-c", "4", "-j", "2", "-R", str(RATE), "-T", str(LAG_SECONDS), "-f", path, "stories"],
                          capture_output=True, text=True)
     os.unlink(path)
     if out.returncode != 0:

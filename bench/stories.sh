@@ -15,8 +15,8 @@ command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteract
 
 "$ROOT/deploy/local/stack" up >&2
 STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
-PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)"
-PSQL=(psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d backend -v ON_ERROR_STOP=1 -qtA)
+PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)" PG_DB=stories
+PSQL=(psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$PG_DB" -v ON_ERROR_STOP=1 -qtA)
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 json() { python3 -c "import sys, json; print(json.load(sys.stdin)$1)"; }
 

@@ -79,7 +79,7 @@ public struct ServiceConfig: Sendable {
     public static func load(service: String, defaultPort: Int,
                             environment: Environment = Environment()) throws -> ServiceConfig {
         let env = environment
-        let databaseURL = env.string("DATABASE_URL", default: "postgres://postgres@127.0.0.1:5432/backend")
+        let databaseURL = env.string("DATABASE_URL", default: "postgres://postgres@127.0.0.1:5432/\(service)")
         guard databaseURL.hasPrefix("postgres://") || databaseURL.hasPrefix("postgresql://") else {
             throw ConfigError(variable: "DATABASE_URL", problem: "must be a postgres:// or postgresql:// URI")
         }

@@ -64,8 +64,9 @@ def call(method, url, body=None, token=None, raw=None, content_type="application
         return 0, None
 
 
-def psql(sql):
-    out = subprocess.run(["psql", "-h", "127.0.0.1", "-p", os.environ["PG_PORT"], "-U", "postgres", "-tAc", sql, "backend"],
+def psql(sql, database="postgres"):
+    """Rows of `sql` in `database` (each service's is named after it; the slots are the cluster's, seen from any)."""
+    out = subprocess.run(["psql", "-h", "127.0.0.1", "-p", os.environ["PG_PORT"], "-U", "postgres", "-tAc", sql, database],
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
@@ -191,7 +192,8 @@ def main():
     # gigabytes of other databases' changes, which take the relays a while to pass, and every event waits until they
     # have, a revocation too. The logout is meant to travel through a relay that has caught up.
     caught_up = time.time()
-    wait_for_slots("slot_name LIKE 'backend\\_%\\_outbox'", "the relays reading the present")
+    wait_for_slots("database IN ('auth', 'stories', 'chat', 'dispatch', 'curation', 'notify') AND slot_name LIKE '%\\_outbox'",
+                   "the relays reading the present")
     log(f"the relays read the present in {time.time() - caught_up:.1f} s")
     _, revoked = signup("revoked")
     if call("POST", AUTH + "/v1/auth/logout", token=revoked)[0] != 204:
@@ -221,7 +223,8 @@ def main():
     time.sleep(1)
     supervise()
     for service in ("stories", "dispatch"):
-        out = subprocess.run([os.path.join(BIN, service), "republish", "--since", run_start], capture_output=True, text=True)
+        out = subprocess.run([os.path.join(BIN, service), "republish", "--since", run_start], capture_output=True, text=True,
+                             env={**os.environ, "DATABASE_URL": f"{os.environ['DATABASE_SERVER']}/{service}"})
         if out.returncode != 0:
             raise SystemExit(f"faults: {service} republish failed: {out.stderr}")
     phase[0] = 1
@@ -238,7 +241,7 @@ def main():
     watch_readiness("broker pause", ["auth", "stories", "dispatch"], 20)
     time.sleep(max(0.0, 20 - (time.time() - paused)))
     backlog = psql("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint FROM pg_replication_slots "
-                   "WHERE slot_name = 'backend_stories_outbox'")
+                   "WHERE database = 'stories' AND slot_name LIKE '%\\_outbox'")
     os.kill(broker, 18)  # SIGCONT
     deadline = time.time() + 60
     while (at_kill := published()) == before and time.time() < deadline:
@@ -255,11 +258,11 @@ def main():
     log(f"writers stopped: {len(acked['story.created'])} stories, {len(acked['parcel.created'])} parcels acknowledged")
 
     log("waiting for the outboxes to drain: their slots confirmed past every write")
-    wait_for_slots("slot_name IN ('backend_stories_outbox', 'backend_dispatch_outbox')", "outbox drain")
+    wait_for_slots("database IN ('stories', 'dispatch') AND slot_name LIKE '%\\_outbox'", "outbox drain")
 
     failures = []
-    stored = {"story.created": set(psql(f"SELECT id FROM stories.stories WHERE created_at >= '{run_start}'")),
-              "parcel.created": set(psql(f"SELECT id FROM dispatch.parcels WHERE created_at >= '{run_start}'"))}
+    stored = {"story.created": set(psql(f"SELECT id FROM stories.stories WHERE created_at >= '{run_start}'", "stories")),
+              "parcel.created": set(psql(f"SELECT id FROM dispatch.parcels WHERE created_at >= '{run_start}'", "dispatch"))}
     for kind, ids in acked.items():
         missing = ids - stored[kind]
         if missing:
@@ -308,10 +311,10 @@ def main():
             failures.append(f"{len(none)} acknowledged {kind} writes have no event, e.g. {none[:3]}")
         if several:
             failures.append(f"{len(several)} {kind} writes have more than one event id, e.g. {several[:3]}")
-        table = "stories.stories" if kind == "story.created" else "dispatch.parcels"
+        database, table = ("stories", "stories.stories") if kind == "story.created" else ("dispatch", "dispatch.parcels")
         recent = [s for s in seen if s not in stored[kind]]
         if recent:
-            known = set(psql(f"SELECT id FROM {table} WHERE id IN ({','.join(repr(s) for s in recent)})"))
+            known = set(psql(f"SELECT id FROM {table} WHERE id IN ({','.join(repr(s) for s in recent)})", database))
             orphans = [s for s in recent if s not in known]
             if orphans:
                 failures.append(f"{len(orphans)} {kind} events lack their row, e.g. {orphans[:3]}")

@@ -10,7 +10,7 @@ enum TestEnvironment {
     static let env = ProcessInfo.processInfo.environment
 
     /// The admin database URL (the stack's `backend` database).
-    static var adminDatabaseURL: String { env["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/backend" }
+    static var adminDatabaseURL: String { env["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres" }
     /// The shared broker.
     static var brokers: String { env["KAFKA_BROKERS"] ?? "127.0.0.1:9092" }
     /// The key the services sign image URLs with (MEDIA_URL_KEYS): one for every service of a test, as in a deployment.
