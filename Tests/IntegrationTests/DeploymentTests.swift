@@ -43,6 +43,10 @@ final class DeploymentTests: XCTestCase {
             let depends = service["depends_on"] as? [String: Any] ?? [:]
             XCTAssertEqual((depends["topics"] as? [String: Any])?["condition"] as? String, "service_completed_successfully",
                            "\(name) starts after the topics exist")
+            // A database of its own (docs/operations.md, "A database per service"), made by the databases job first.
+            XCTAssertTrue((env["DATABASE_URL"] as? String ?? "").hasSuffix("@postgres:5432/\(name)"), "\(name)'s own database")
+            XCTAssertEqual((depends["databases"] as? [String: Any])?["condition"] as? String, "service_completed_successfully",
+                           "\(name) starts after its database exists")
         }
     }
 
