@@ -40,12 +40,13 @@ final class KubernetesTests: XCTestCase {
             try text.replacingOccurrences(of: old, with: new).write(to: url, atomically: true, encoding: .utf8)
         }
         // A setting compose passes, left out; an image tag that differs from compose's; a readiness path no service
-        // serves; a field of the wrong type; a Secret key nobody makes.
+        // serves; a field of the wrong type; a Secret key nobody makes; a migration run on another service's database.
         try edit("deploy/kubernetes/base/settings.env", "SMTP_URL=\n", "")
         try edit("deploy/kubernetes/base/gateway.yaml", "image: nginx:1.27-bookworm", "image: nginx:1.25-bookworm")
         try edit("deploy/kubernetes/base/service-pod.yaml", "path: /readyz", "path: /ready")
         try edit("deploy/kubernetes/base/availability.yaml", "averageUtilization: 70", "averageUtilization: seventy")
         try edit("deploy/kubernetes/base/services.yaml", "key: SIGNING_KEY_ENCRYPTION_KEY}", "key: SIGNING_KEY}")
+        try edit("deploy/kubernetes/base/prepare.yaml", "value: \"$(DATABASE_SERVER_URL)/chat\"", "value: \"$(DATABASE_SERVER_URL)/auth\"")
 
         let database = try TestDatabase()
         defer { database.drop() }
@@ -58,7 +59,8 @@ final class KubernetesTests: XCTestCase {
                          "small: Deployment auth's readinessProbe asks /ready, which auth answers with 404",
                          "production: does not validate against Kubernetes 1.32.0",
                          "'seventy' is not of type 'integer'",
-                         "small: auth/auth reads SIGNING_KEY, which Secret backend-secrets-"] {
+                         "small: auth/auth reads SIGNING_KEY, which Secret backend-secrets-",
+                         "base: prepare/migrate-chat does not run on chat's own database"] {
             XCTAssertTrue(output.contains(expected), "the check did not say \"\(expected)\":\n\(output)")
         }
         XCTAssertFalse(output.contains("asks /healthz"), "/healthz is served: \(output)")
