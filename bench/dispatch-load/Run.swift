@@ -67,8 +67,13 @@ final class Run: @unchecked Sendable {
         let people = Locked(Array(repeating: (id: "", token: "", photo: ""), count: o.senders + o.actingCouriers))
         try parallel(o.senders + o.actingCouriers, threads: o.threads) { [self] dispatch, auth, i in
             let name = "load_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
-            let r = try auth.call("POST", "/v1/auth/signup", json: ["username": name, "email": "\(name)@load.test",
-                                                                    "password": UUID().uuidString, "fullName": "Load \(i)"])
+            let signUp = ["username": name, "email": "\(name)@load.test", "password": UUID().uuidString, "fullName": "Load \(i)"]
+            var r = try auth.call("POST", "/v1/auth/signup", json: signUp)
+            // Auth hashes a few passwords at a time and answers 503 to the rest: more threads than that wait their turn.
+            for _ in 0..<100 where r.status == 503 {
+                Thread.sleep(forTimeInterval: 0.1)
+                r = try auth.call("POST", "/v1/auth/signup", json: signUp)
+            }
             guard r.status == 201, let token = r["accessToken"] as? String, let id = (r["user"] as? [String: Any])?["id"] as? String else {
                 throw RunError("sign-up failed: \(r.status) \(r.json)")
             }
