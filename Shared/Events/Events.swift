@@ -140,14 +140,35 @@ public struct Outbox: Sendable {
     /// Adds `payload` as an event about `subject` (its aggregate id, also the Kafka key). Returns the event id.
     @discardableResult
     public func add<P: EventPayload>(_ payload: P, subject: String, on connection: Connection, at time: Date = Date()) throws -> String {
+        let row = try self.row(payload, subject: subject, at: time)
+        try connection.execute("INSERT INTO \(schema).outbox (event_id, topic, key, payload) VALUES \(OutboxRow.values(from: 1))",
+                               row.parameters)
+        return row.id.lowercased
+    }
+
+    /// The outbox row of `payload` as an event about `subject`, for a statement that writes it beside the change it
+    /// tells of (one round trip instead of two): `INSERT INTO <schema>.outbox (event_id, topic, key, payload)
+    /// VALUES \(OutboxRow.values(from: n))` with `row.parameters` bound from `$n` on.
+    public func row<P: EventPayload>(_ payload: P, subject: String, at time: Date = Date()) throws -> OutboxRow {
         let id = UUID.v7(at: time)
         let event = CloudEvent(id: id.lowercased, source: source, type: P.type, time: Timestamp.format(time), subject: subject,
                                dataschema: dataSchemaURI(for: P.type), traceparent: TraceContext.current?.traceparent, data: payload)
-        let value = String(decoding: try JSON.encode(event), as: UTF8.self)
-        try connection.execute("INSERT INTO \(schema).outbox (event_id, topic, key, payload) VALUES ($1, $2, $3, $4)",
-                               [id, P.type, subject, value])
-        return id.lowercased
+        return OutboxRow(id: id, topic: P.type, key: subject, payload: String(decoding: try JSON.encode(event), as: UTF8.self))
     }
+}
+
+/// An event as the outbox stores it (see `Outbox.row`).
+public struct OutboxRow: Sendable {
+    public let id: UUID
+    public let topic: String
+    public let key: String
+    public let payload: String
+
+    /// The four values, in the outbox's column order.
+    public var parameters: [(any PostgresEncodable)?] { [id, topic, key, payload] }
+
+    /// `($n, $n+1, $n+2, $n+3)`: the placeholders of `parameters` bound from `$n` on.
+    public static func values(from n: Int) -> String { "($\(n), $\(n + 1), $\(n + 2), $\(n + 3))" }
 }
 
 /// Publishes the outbox's events in commit order with the idempotent producer, reading them from PostgreSQL's

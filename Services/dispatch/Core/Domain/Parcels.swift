@@ -98,14 +98,15 @@ struct Parcels: Sendable {
                                               pointsSpent: points, status: status)
         try loyalty.spent(c, parcel)
         try payments.open(c, parcel, card: body.cardPaymentMethod, lease: paymentLease)
-        let at = try storage.addHistory(c, parcel: parcel.id, from: nil, to: parcel.status, actor: .sender, actorId: sender,
-                                        place: parcel.pickup)
-        try outbox.add(ParcelCreated(parcelId: parcel.id.lowercased, senderId: sender.lowercased,
-                                     recipientUserId: recipient?.lowercased, service: parcel.service.rawValue,
-                                     pickup: Place(lat: parcel.pickup.lat, lon: parcel.pickup.lon),
-                                     dropoff: Place(lat: parcel.dropoff.lat, lon: parcel.dropoff.lon),
-                                     amountMinor: price.amountMinor, currency: price.currency, createdAt: Timestamp.format(at)),
-                       subject: parcel.id.lowercased, on: c)
+        let at = Date()
+        let event = try outbox.row(ParcelCreated(parcelId: parcel.id.lowercased, senderId: sender.lowercased,
+                                                 recipientUserId: recipient?.lowercased, service: parcel.service.rawValue,
+                                                 pickup: Place(lat: parcel.pickup.lat, lon: parcel.pickup.lon),
+                                                 dropoff: Place(lat: parcel.dropoff.lat, lon: parcel.dropoff.lon),
+                                                 amountMinor: price.amountMinor, currency: price.currency, createdAt: Timestamp.format(at)),
+                                   subject: parcel.id.lowercased, at: at)
+        try storage.record(c, parcel: parcel.id, saving: nil, from: nil, to: parcel.status, actor: .sender, actorId: sender,
+                           place: parcel.pickup, at: at, event: event)
         return parcel
     }
 
@@ -197,17 +198,18 @@ struct Parcels: Sendable {
         default: break
         }
         p.status = next
-        try storage.save(c, p)
         try payments.follow(c, p, action, cashCollected: cashCollected)
         try loyalty.follow(c, p, action)
-        let at = try storage.addHistory(c, parcel: p.id, from: from, to: next, actor: actor, actorId: actorId, place: place)
-        try outbox.add(ParcelStatusChanged(parcelId: p.id.lowercased, from: from.rawValue, to: next.rawValue, actor: actor.rawValue,
-                                           actorId: actorId?.lowercased, courierId: (p.courierId ?? parcel.offeredTo)?.lowercased,
-                                           place: place.map { Place(lat: $0.lat, lon: $0.lon) },
-                                           centreId: (action == .checkIn ? p.dropOffCentreId
-                                                      : [.leaveAtCentre, .collect].contains(action) ? p.collectionCentreId : nil)?.lowercased,
-                                           at: Timestamp.format(at)),
-                       subject: p.id.lowercased, on: c)
+        let at = Date()
+        let event = try outbox.row(ParcelStatusChanged(parcelId: p.id.lowercased, from: from.rawValue, to: next.rawValue, actor: actor.rawValue,
+                                                       actorId: actorId?.lowercased, courierId: (p.courierId ?? parcel.offeredTo)?.lowercased,
+                                                       place: place.map { Place(lat: $0.lat, lon: $0.lon) },
+                                                       centreId: (action == .checkIn ? p.dropOffCentreId
+                                                                  : [.leaveAtCentre, .collect].contains(action) ? p.collectionCentreId : nil)?.lowercased,
+                                                       at: Timestamp.format(at)),
+                                   subject: p.id.lowercased, at: at)
+        // The row, its history and its event in one round trip.
+        try storage.record(c, parcel: p.id, saving: p, from: from, to: next, actor: actor, actorId: actorId, place: place, at: at, event: event)
         return p
     }
 
@@ -226,8 +228,9 @@ struct Parcels: Sendable {
     /// round rather than waited for, and a failed attempt is undone on its own. True when an offer was made.
     func offer(_ c: Connection, _ id: UUID, timeout: TimeInterval,
                candidates: (GeoPoint, Set<UUID>) -> [UUID]) throws -> Bool {
-        guard var parcel = try storage.parcel(c, id, lock: true, skipLocked: true), parcel.status == .awaitingCourier else { return false }
-        for courier in candidates(parcel.pickup, try storage.declined(c, parcel: id)) {
+        guard let (found, declined) = try storage.parcelToOffer(c, id), found.status == .awaitingCourier else { return false }
+        var parcel = found
+        for courier in candidates(parcel.pickup, declined) {
             do {
                 try c.withSavepoint {
                     // Undone when they cannot take it, which gives back the courier's row lock.

@@ -114,9 +114,8 @@ struct DispatchHandlers: Sendable {
         let carrying: Set<ParcelStatus> = [.assigned, .pickedUp, .inTransit]
         let mayCall = carrying.contains(parcel.status) && (viewer == parcel.senderId || viewer == parcel.recipientUserId)
         let courier = try parcel.courierId.flatMap { id in
-            try storage.courier(c, id).map {
-                let profile = try storage.profile(c, id)
-                return CourierCard(courier: $0, profile: profile, phone: mayCall ? profile?.phone : nil, urls: media.urls)
+            try storage.courierWithProfile(c, id).map {
+                CourierCard(courier: $0.courier, profile: $0.profile, phone: mayCall ? $0.profile?.phone : nil, urls: media.urls)
             }
         }
         let payment = viewer == parcel.senderId ? try storage.payment(c, parcel: parcel.id) : nil

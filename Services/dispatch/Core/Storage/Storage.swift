@@ -78,6 +78,11 @@ struct ProfileRecord {
     let avatar: UUID?
     let picture: String?
     let phone: String?
+
+    init(_ r: Row) throws {
+        username = try r["username"]; fullName = try r["full_name"]; avatar = try r.decode("avatar_media_id")
+        picture = try r.decode("picture_url"); phone = try r.decode("phone")
+    }
 }
 
 struct HistoryEntry {
@@ -357,8 +362,16 @@ struct DispatchStorage {
     /// A person's name and avatar as auth's events told them.
     func profile(_ c: Connection, _ user: UUID) throws -> ProfileRecord? {
         try c.first("SELECT username, full_name, avatar_media_id, picture_url, phone FROM dispatch.profiles WHERE user_id = $1", [user])
-            .map { ProfileRecord(username: try $0["username"], fullName: try $0["full_name"], avatar: try $0.decode("avatar_media_id"),
-                                 picture: try $0.decode("picture_url"), phone: try $0.decode("phone")) }
+            .map(ProfileRecord.init)
+    }
+
+    /// A courier with their profile (nil before dispatch heard of them from auth), in one round trip.
+    func courierWithProfile(_ c: Connection, _ user: UUID) throws -> (courier: CourierRecord, profile: ProfileRecord?)? {
+        try c.first("""
+            SELECT c.*, p.lat, p.lon, p.fix_at, f.username, f.full_name, f.avatar_media_id, f.picture_url, f.phone
+            FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id) LEFT JOIN dispatch.profiles f USING (user_id)
+            WHERE user_id = $1
+            """, [user]).map { (try CourierRecord($0), try $0.decode("username") as String? == nil ? nil : try ProfileRecord($0)) }
     }
 
     /// Records how to reach a person from a `user.registered` or `user.updated`, when that event is the newest of the
@@ -413,21 +426,32 @@ struct DispatchStorage {
     }
 
     func save(_ c: Connection, _ p: ParcelRecord) throws {
-        try c.execute("""
-            UPDATE dispatch.parcels SET status = $2, courier_id = $3, offered_to = $4, offer_expires_at = $5,
-                delivery_photo_media_id = $6, receipt_photo_media_id = $7, failure_reason = $8, recipient_user_id = $9,
-                claim_code = $10, updated_at = now()
-            WHERE id = $1
-            """, [p.id, p.status.rawValue, p.courierId, p.offeredTo, p.offerExpiresAt, p.deliveryPhotoMediaId,
-                  p.receiptPhotoMediaId, p.failureReason, p.recipientUserId, p.claimCode])
+        let update = Self.update(p, from: 1)
+        try c.execute(update.sql, update.parameters)
     }
 
-    func addHistory(_ c: Connection, parcel: UUID, from: ParcelStatus?, to: ParcelStatus, actor: ParcelActor, actorId: UUID?,
-                    place: GeoPoint?) throws -> Date {
-        try c.first("""
-            INSERT INTO dispatch.parcel_history (parcel_id, from_status, to_status, actor, actor_id, lat, lon)
-            VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING at
-            """, [parcel, from?.rawValue, to.rawValue, actor.rawValue, actorId, place?.lat, place?.lon])!["at"]
+    /// The statement that writes `p`'s changeable columns, its parameters bound from `$n` on.
+    private static func update(_ p: ParcelRecord, from n: Int) -> (sql: String, parameters: [(any PostgresEncodable)?]) {
+        ("""
+         UPDATE dispatch.parcels SET status = $\(n + 1), courier_id = $\(n + 2), offered_to = $\(n + 3), offer_expires_at = $\(n + 4),
+             delivery_photo_media_id = $\(n + 5), receipt_photo_media_id = $\(n + 6), failure_reason = $\(n + 7),
+             recipient_user_id = $\(n + 8), claim_code = $\(n + 9), updated_at = now()
+         WHERE id = $\(n)
+         """, [p.id, p.status.rawValue, p.courierId, p.offeredTo, p.offerExpiresAt, p.deliveryPhotoMediaId, p.receiptPhotoMediaId,
+               p.failureReason, p.recipientUserId, p.claimCode])
+    }
+
+    /// A parcel's move, in one statement: its history entry (`at`), its event, and its row as `saving` now is (none
+    /// for a parcel just inserted).
+    func record(_ c: Connection, parcel: UUID, saving p: ParcelRecord?, from: ParcelStatus?, to: ParcelStatus,
+                actor: ParcelActor, actorId: UUID?, place: GeoPoint?, at: Date, event: OutboxRow) throws {
+        let update = p.map { Self.update($0, from: 13) }
+        try c.execute("""
+            WITH history AS (INSERT INTO dispatch.parcel_history (parcel_id, from_status, to_status, actor, actor_id, lat, lon, at)
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8))\(update.map { ", parcel AS (\($0.sql))" } ?? "")
+            INSERT INTO dispatch.outbox (event_id, topic, key, payload) VALUES \(OutboxRow.values(from: 9))
+            """, [parcel, from?.rawValue, to.rawValue, actor.rawValue, actorId, place?.lat, place?.lon, at]
+                + event.parameters + (update?.parameters ?? []))
     }
 
     func history(_ c: Connection, parcel: UUID) throws -> [HistoryEntry] {
@@ -439,8 +463,14 @@ struct DispatchStorage {
                       [parcel, courier])
     }
 
-    func declined(_ c: Connection, parcel: UUID) throws -> Set<UUID> {
-        Set(try c.rows("SELECT courier_id FROM dispatch.parcel_declines WHERE parcel_id = $1", [parcel]).map { try $0["courier_id"] })
+    /// A parcel to offer, locked unless another transaction holds it, with the couriers who declined it.
+    func parcelToOffer(_ c: Connection, _ id: UUID) throws -> (parcel: ParcelRecord, declined: Set<UUID>)? {
+        try c.first("""
+            SELECT p.*, array_to_string(ARRAY(SELECT courier_id FROM dispatch.parcel_declines d WHERE d.parcel_id = p.id), ',') AS declined
+            FROM dispatch.parcels p WHERE p.id = $1 FOR UPDATE OF p SKIP LOCKED
+            """, [id]).map { r in
+            (try ParcelRecord(r), Set((try r["declined"] as String).split(separator: ",").compactMap { UUID(uuidString: String($0)) }))
+        }
     }
 
     /// Parcels waiting for a courier: express first, oldest first within a class.
