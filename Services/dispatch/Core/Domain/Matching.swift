@@ -16,7 +16,7 @@ import Synchronization
 /// instance was not listening are lost, so each time it starts listening it reads every courier who can take a
 /// parcel again.
 ///
-/// `@unchecked Sendable`: `nextSince`, `loaded` and `generation` are guarded by `condition`; `known` is a `Mutex`
+/// `@unchecked Sendable`: `nextSince`, `loaded` and `generations` are guarded by `condition`; `known` is a `Mutex`
 /// held around each index change, so a check and its change are one step; the index locks itself.
 final class Matcher: @unchecked Sendable {
     let index = GeoIndex<UUID>()
@@ -32,7 +32,7 @@ final class Matcher: @unchecked Sendable {
     private let strandedChecked = Mutex(Date.distantPast)
     private let pruned = Mutex(Date())  // when `known` was last pruned
     private let condition = NSCondition()
-    private var generation = 0  // bumped by `wake`
+    private var generations = [Int](repeating: 0, count: 1)  // a worker's, bumped by `wake`
     private var loaded = false
     private var nextSince: Date?  // where the next refresh reads from (see `DispatchStorage.couriersChanged`)
 
@@ -105,8 +105,17 @@ final class Matcher: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Asks the matching loops to run now (a parcel was created, declined or cancelled).
-    func wake() { condition.lock(); generation += 1; condition.broadcast(); condition.unlock() }
+    /// Asks the matching loops to run now (a parcel was declined or cancelled, or stranded ones came back).
+    func wake() { condition.lock(); generations = generations.map { $0 + 1 }; condition.broadcast(); condition.unlock() }
+
+    /// Asks the one loop whose share `parcel` is in (`MatchingRound.run`) to run now: a parcel was created. Waking
+    /// every loop made each read the waiting parcels for a parcel only one of them offers.
+    func wake(for parcel: UUID) {
+        condition.lock()
+        generations[Int(parcel.uuid.15) % generations.count] += 1
+        condition.broadcast()
+        condition.unlock()
+    }
 
     /// The background work of matching: one job listens for fixes and refreshes the index every `interval` (first
     /// listening, then reading everyone, so no fix falls between); each of `workers` others runs `tick(worker)` every
@@ -114,6 +123,7 @@ final class Matcher: @unchecked Sendable {
     /// dispatch latency; several workers keep offering while others wait on the database.
     func services(interval: TimeInterval, workers: Int, pool: Pool, logger: Logger,
                   tick: @escaping @Sendable (Int) throws -> Void) -> [any BackgroundService] {
+        condition.lock(); generations = [Int](repeating: 0, count: workers); condition.unlock()
         let feed = Job("matcher-feed") { [self] cancellation in
             var listener: Connection?
             var nextRefresh = Date.distantPast
@@ -145,12 +155,12 @@ final class Matcher: @unchecked Sendable {
                 cancellation.onCancel { [weak self] in self?.wake() }
                 condition.lock()
                 while !loaded && !cancellation.isCancelled { condition.wait() }
-                var seen = generation
+                var seen = generations[worker]
                 condition.unlock()
                 while !cancellation.isCancelled {
                     condition.lock()
-                    if generation == seen { _ = condition.wait(until: Date().addingTimeInterval(interval)) }
-                    seen = generation
+                    if generations[worker] == seen { _ = condition.wait(until: Date().addingTimeInterval(interval)) }
+                    seen = generations[worker]
                     condition.unlock()
                     if cancellation.isCancelled { break }
                     do { try tick(worker) } catch { logger.warn("matching failed", ["error": .string("\(error)")]) }
