@@ -7,7 +7,10 @@ import Runtime
 import Synchronization
 
 /// Consumes topics in a consumer group and hands each event to a handler, inside a database transaction that
-/// also records the event id, so a replayed event is skipped. Offsets are committed only after processing.
+/// also records the event id, so a replayed event is skipped. Offsets are committed only after processing, a batch
+/// at a time: at most `commitInterval` after processing while events keep coming, at once when none is waiting, and
+/// before leaving the group. (A commit per event waited for the broker each time, and a consumer of busy topics fell
+/// behind.) A crash repeats at most that interval's events, which the recorded ids skip.
 /// A handler that keeps failing (not for an outage) sends the message to `<topic>.dlq` instead of blocking forever.
 public final class EventConsumer: BackgroundService {
     /// Processes one event in the given transaction.
@@ -25,6 +28,7 @@ public final class EventConsumer: BackgroundService {
     private let logger: Logger
     private let metrics: Metrics
     private let handler: Handler
+    private let commitInterval: TimeInterval = 0.5
     private let assigned = Atomic<Int>(0)
     /// The consumer polling now, for its lag (read from librdkafka's state on any thread).
     private let current = Mutex<Consumer?>(nil)
@@ -67,23 +71,33 @@ public final class EventConsumer: BackgroundService {
         }
         current.withLock { $0 = consumer }
         var partitions = 0
+        var processed: [IncomingMessage] = []  // since the last commit
+        var lastCommit = Date()
+        func commit(_ consumer: Consumer, wait: Bool) {
+            guard !processed.isEmpty else { return }
+            do { try consumer.commit(processed, wait: wait) } catch {
+                logger.warn("offset commit failed (the messages may be processed again)",
+                            ["consumer": .string(consumerName), "error": .string("\(error)")])
+            }
+            processed.removeAll(keepingCapacity: true)
+            lastCommit = Date()
+        }
         while !cancellation.isCancelled, let active = consumer {
-            let message = active.poll(timeout: 0.2)
+            let message = active.poll(timeout: processed.isEmpty ? 0.2 : 0)
             let now = active.assignedPartitions
             if now != partitions {
                 partitions = now
                 logger.info("consumer assignment changed", ["consumer": .string(consumerName), "partitions": .int(now)])
                 assigned.store(now, ordering: .relaxed)
             }
-            guard let message else { continue }
+            guard let message else { commit(active, wait: false); continue }  // none waiting
             handling.store(true, ordering: .relaxed)
             defer { handling.store(false, ordering: .relaxed) }
             guard process(message, cancellation) else { break }  // stopping mid-retry: not committed, so it comes again
-            do { try active.commit(message) } catch {
-                logger.warn("offset commit failed (the message may be processed again)",
-                            ["consumer": .string(consumerName), "error": .string("\(error)")])
-            }
+            processed.append(message)
+            if Date().timeIntervalSince(lastCommit) >= commitInterval { commit(active, wait: false) }
         }
+        if let consumer { commit(consumer, wait: true) }  // what was processed, before leaving
         current.withLock { $0 = nil }
         consumer = nil  // closes the consumer: leaves the group now
     }

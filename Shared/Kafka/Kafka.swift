@@ -521,11 +521,23 @@ public final class Consumer: @unchecked Sendable {
     public func lostItsTopics() -> Bool { sink.lostTopics.exchange(false, ordering: .acquiringAndReleasing) }
 
     /// Commits `message` as processed (synchronously): the group resumes after it.
-    public func commit(_ message: IncomingMessage) throws {
-        let list = rd_kafka_topic_partition_list_new(1)
+    public func commit(_ message: IncomingMessage) throws { try commit([message], wait: true) }
+
+    /// Commits each of `messages` as processed (the last of each partition counts): the group resumes after them.
+    /// Without `wait`, the request goes out and this returns at once; a commit that fails then (the partition went to
+    /// another member meanwhile) only means those messages come again.
+    public func commit(_ messages: [IncomingMessage], wait: Bool) throws {
+        var last: [String: IncomingMessage] = [:]
+        for message in messages where message.offset >= last["\(message.partition) \(message.topic)"]?.offset ?? -1 {
+            last["\(message.partition) \(message.topic)"] = message
+        }
+        guard !last.isEmpty else { return }
+        let list = rd_kafka_topic_partition_list_new(Int32(last.count))
         defer { rd_kafka_topic_partition_list_destroy(list) }
-        rd_kafka_topic_partition_list_add(list, message.topic, message.partition)?.pointee.offset = message.offset + 1
-        let err = rd_kafka_commit(handle, list, 0)
+        for message in last.values {
+            rd_kafka_topic_partition_list_add(list, message.topic, message.partition)?.pointee.offset = message.offset + 1
+        }
+        let err = rd_kafka_commit(handle, list, wait ? 0 : 1)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: err) }
     }
 }
