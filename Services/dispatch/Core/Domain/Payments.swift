@@ -50,8 +50,8 @@ struct PaymentRules: Sendable {
         if declined >= Self.declinesAllowed { throw PaymentError.cardsPaused(retryAfter: max(1, wait)) }
     }
 
-    /// What a parcel's move means for its payment (parcels booked before payments existed have none). Only the end
-    /// of a delivery (or cash handed over) touches it: other moves do not read it.
+    /// What a parcel's move means for its payment (parcels booked before payments existed have none). Only the moves
+    /// that end a parcel (delivered, handed over, collected, cancelled, failed) touch it: the others do not read it.
     func follow(_ c: Connection, _ parcel: ParcelRecord, _ action: ParcelAction, cashCollected: Int?) throws {
         guard cashCollected != nil || [.deliver, .handOver, .collect, .cancel, .fail].contains(action) else { return }
         guard var payment = try storage.payment(c, parcel: parcel.id, lock: true) else { return }
