@@ -520,9 +520,6 @@ public final class Consumer: @unchecked Sendable {
     /// reader assigned to partitions must attach again once they are back.
     public func lostItsTopics() -> Bool { sink.lostTopics.exchange(false, ordering: .acquiringAndReleasing) }
 
-    /// Commits `message` as processed (synchronously): the group resumes after it.
-    public func commit(_ message: IncomingMessage) throws { try commit([message], wait: true) }
-
     /// Commits each of `messages` as processed (the last of each partition counts): the group resumes after them.
     /// Without `wait`, the request goes out and this returns at once; a commit that fails then (the partition went to
     /// another member meanwhile) only means those messages come again.
