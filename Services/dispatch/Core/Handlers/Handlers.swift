@@ -80,7 +80,7 @@ struct DispatchHandlers: Sendable {
             guard payments != nil else { throw PaymentError.cardsOff }
             guard body.cardPaymentMethod != nil else { throw PaymentError.cardMissing }
         }
-        let booked = Opened(), created = Opened()
+        let created = Opened()
         let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
             try media.requireOwned([body.documentPhotoMediaId], by: caller.userId, field: "documentPhotoMediaId", on: c)
             let route = try centres.itinerary(c, pickup: body.pickup.map { ($0.point, $0.address) }, dropoff: body.dropoff.map { ($0.point, $0.address) },
@@ -89,11 +89,10 @@ struct DispatchHandlers: Sendable {
                                             quote: try quote(c, caller.userId, route, body.service, insured: body.insured ?? false),
                                             paymentLease: payments?.lease ?? 0)
             created.id = parcel.id
-            if body.paymentMethod == "card" { booked.id = parcel.id }
             return .json(try view(c, parcel, for: caller.userId), status: 201)
         }
         if let id = created.id { matcher.wake(for: id) }  // (not for a booking answered again)
-        guard let id = booked.id, let payments else { return response }
+        guard body.paymentMethod == "card", let id = created.id, let payments else { return response }
         if let payment = try pool.withConnection({ try storage.payment($0, parcel: id) }) { askNow(payment.id, payments) }  // else the settler asks
         return try pool.withConnection { c in
             guard let parcel = try storage.parcel(c, id) else { return response }
