@@ -445,13 +445,13 @@ struct DispatchStorage {
     /// for a parcel just inserted).
     func record(_ c: Connection, parcel: UUID, saving p: ParcelRecord?, from: ParcelStatus?, to: ParcelStatus,
                 actor: ParcelActor, actorId: UUID?, place: GeoPoint?, at: Date, event: OutboxRow) throws {
-        let update = p.map { Self.update($0, from: 13) }
+        let history: [(any PostgresEncodable)?] = [parcel, from?.rawValue, to.rawValue, actor.rawValue, actorId, place?.lat, place?.lon, at]
+        let update = p.map { Self.update($0, from: history.count + event.parameters.count + 1) }
         try c.execute("""
             WITH history AS (INSERT INTO dispatch.parcel_history (parcel_id, from_status, to_status, actor, actor_id, lat, lon, at)
                              VALUES ($1, $2, $3, $4, $5, $6, $7, $8))\(update.map { ", parcel AS (\($0.sql))" } ?? "")
-            INSERT INTO dispatch.outbox (event_id, topic, key, payload) VALUES \(OutboxRow.values(from: 9))
-            """, [parcel, from?.rawValue, to.rawValue, actor.rawValue, actorId, place?.lat, place?.lon, at]
-                + event.parameters + (update?.parameters ?? []))
+            INSERT INTO dispatch.outbox (event_id, topic, key, payload) VALUES \(OutboxRow.values(from: history.count + 1))
+            """, history + event.parameters + (update?.parameters ?? []))
     }
 
     func history(_ c: Connection, parcel: UUID) throws -> [HistoryEntry] {
