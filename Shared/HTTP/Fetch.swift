@@ -5,17 +5,19 @@ import FoundationNetworking
 
 /// The one client services call out with: a request over http or https (TLS through Foundation's client), for
 /// auth's keys and revoked sessions, Google's keys, YouTube's API, the payment provider. Blocks the calling thread,
-/// at most `timeout`.
+/// at most `timeout`, or until `abandon` says true (it is asked every 0.1 s: a background job that is being stopped
+/// gives up its call at once instead of holding the shutdown for the rest of the timeout).
 public enum Fetch {
     /// The status and body, or nil when nothing answered in time (or `url` is not http or https).
-    public static func get(_ url: URL, headers: [String: String] = [:], timeout: TimeInterval = 10) -> (status: Int, body: Data)? {
-        send("GET", url, headers: headers, body: nil, timeout: timeout)
+    public static func get(_ url: URL, headers: [String: String] = [:], timeout: TimeInterval = 10,
+                           abandon: (() -> Bool)? = nil) -> (status: Int, body: Data)? {
+        send("GET", url, headers: headers, body: nil, timeout: timeout, abandon: abandon)
     }
 
     /// `method` with `body`: the status and body, or nil when nothing answered in time (the far end may still have
     /// acted: a caller that must know asks again, under the same idempotency key).
     public static func send(_ method: String, _ url: URL, headers: [String: String] = [:], body: Data?,
-                            timeout: TimeInterval = 10) -> (status: Int, body: Data)? {
+                            timeout: TimeInterval = 10, abandon: (() -> Bool)? = nil) -> (status: Int, body: Data)? {
         guard ["http", "https"].contains(url.scheme?.lowercased() ?? "") else { return nil }
         final class Box: @unchecked Sendable { var result: (Int, Data)? }  // `@unchecked Sendable`: written before `done` signals, read after.
         let box = Box(), done = DispatchSemaphore(value: 0)
@@ -24,11 +26,16 @@ public enum Fetch {
         request.httpBody = body
         request.timeoutInterval = timeout
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        URLSession.shared.dataTask(with: request) { data, response, _ in
+        let task = URLSession.shared.dataTask(with: request) { data, response, _ in
             if let http = response as? HTTPURLResponse { box.result = (http.statusCode, data ?? Data()) }
             done.signal()
-        }.resume()
-        return done.wait(timeout: .now() + timeout + 1) == .success ? box.result : nil
+        }
+        task.resume()
+        let end = DispatchTime.now() + timeout + 1
+        while done.wait(timeout: min(end, .now() + 0.1)) == .timedOut {
+            if DispatchTime.now() >= end || abandon?() == true { task.cancel(); return nil }
+        }
+        return box.result
     }
 }
 

@@ -199,10 +199,10 @@ public final class TokenVerifier: Authenticator, Sendable {
 
     /// Fetches the key set now; false when auth could not be reached.
     @discardableResult
-    public func refreshKeys() -> Bool {
+    public func refreshKeys(abandon: (() -> Bool)? = nil) -> Bool {
         guard let jwksURL, let url = URL(string: jwksURL) else { return false }
         keys.withLock { $0.lastFetch = Date() }
-        guard let (status, body) = Fetch.get(url, timeout: 3), status == 200,
+        guard let (status, body) = Fetch.get(url, timeout: 3, abandon: abandon), status == 200,
               let set = try? JSONDecoder().decode(JWKSet.self, from: body) else {
             logger.warn("could not fetch the JWK set", ["url": .string(jwksURL)])
             return false
