@@ -69,6 +69,48 @@ final class NewsletterTests: StoriesTestCase {
         assertClientError(try api.get("/v1/groups/\(gid)/newsletter?from=2026-01-01T00:00:00Z&to=2026-12-01T00:00:00Z", token: ann.token), 400)
     }
 
+    /// The current period's newsletter is kept in memory between reads (`NewsletterCache`): every change it shows,
+    /// through the API, through auth's events or by SQL outside the service, is in the very next read.
+    func testAReadNewsletterShowsEveryChangeAtTheNextRead() throws {
+        let ann = try person("ann_fresh"), ben = try person("ben_fresh"), cat = try person("cat_fresh")
+        let family = try group(ann)
+        let gid = family["id"] as! String
+        XCTAssertEqual(try join(ben, family).status, 200)
+        func read(_ who: Person = ann) throws -> [String: Any] {
+            let r = try api.get("/v1/groups/\(gid)/newsletter", token: who.token)
+            XCTAssertEqual(r.status, 200)
+            return r.json
+        }
+        func stories(_ doc: [String: Any]) -> [[String: Any]] {
+            (doc["members"] as? [[String: Any]] ?? []).flatMap { ($0["days"] as? [[String: Any]] ?? []).flatMap { $0["stories"] as? [[String: Any]] ?? [] } }
+        }
+        func members(_ doc: [String: Any]) -> [String?] { (doc["members"] as? [[String: Any]] ?? []).map { $0["id"] as? String } }
+        XCTAssertEqual(try read()["storyCount"] as? Int, 0)
+        XCTAssertEqual(try read()["storyCount"] as? Int, 0, "read twice: the second from memory")
+
+        let story = try post(ben, "First draft", to: [gid])
+        XCTAssertEqual(stories(try read()).map { $0["text"] as? String }, ["First draft"], "a new story")
+        XCTAssertEqual(try api.patch("/v1/stories/\(story)", ["text": "Second draft"], token: ben.token).status, 200)
+        XCTAssertEqual(stories(try read()).map { $0["text"] as? String }, ["Second draft"], "an edited story")
+        XCTAssertEqual(try api.post("/v1/stories/\(story)/comments", ["text": "Lovely"], token: ann.token).status, 201)
+        XCTAssertEqual(stories(try read()).first?["commentCount"] as? Int, 1, "a comment")
+        XCTAssertEqual(try join(cat, family).status, 200)
+        XCTAssertEqual(members(try read()), [ann.id, ben.id, cat.id], "a member who joined")
+        XCTAssertEqual(try api.patch("/v1/groups/\(gid)", ["name": "The Renamed"], token: ann.token).status, 200)
+        XCTAssertEqual(try read()["groupName"] as? String, "The Renamed", "a new name")
+        XCTAssertEqual(try accounts.patch("/v1/users/me", ["fullName": "Ben Renamed"], token: ben.token).status, 200)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) {
+            ((try? read())?["members"] as? [[String: Any]])?.first { $0["id"] as? String == ben.id }?["fullName"] as? String == "Ben Renamed"
+        }, "a name from auth's user.updated")
+        // Outside the service: a story moved out of the period by SQL is gone from the next read.
+        let c = try database.connect()
+        try c.execute("UPDATE stories.story_groups SET created_at = created_at - interval '400 days' WHERE story_id = $1::uuid", [story])
+        XCTAssertEqual(try read()["storyCount"] as? Int, 0, "a change made outside the service")
+        XCTAssertEqual(try api.send("DELETE", "/v1/groups/\(gid)/members/\(cat.id)", token: cat.token).status, 204)
+        XCTAssertEqual(members(try read()), [ann.id, ben.id], "a member who left")
+        assertClientError(try api.get("/v1/groups/\(gid)/newsletter", token: cat.token), 404, "one who left reads nothing, cached or not")
+    }
+
     func testSilentMembersAreRemindedOnceBeforeThePeriodCloses() throws {
         let ann = try person(), ben = try person()
         let family = try group(ann)

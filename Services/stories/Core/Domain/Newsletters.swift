@@ -3,6 +3,7 @@ import Features
 import Foundation
 import Models
 import Postgres
+import Synchronization
 import Web
 
 // MARK: - The newsletter document
@@ -103,11 +104,72 @@ extension NewsletterDocument {
     }
 }
 
+/// The newsletters read lately, each with the group's content version, name and time zone it was built from. A read
+/// whose group row still says all three gets the document from memory instead of from the four queries that build it:
+/// a period's newsletter changes only with a change that raises the version (migration 10's triggers, in the writing
+/// transaction, whichever instance or operator wrote), so it is never served stale, on any instance. Bounded by
+/// `budget` (an estimate of the documents' size); the least recently read go first.
+final class NewsletterCache: Sendable {
+    struct Key: Hashable, Sendable { let group: UUID; let from: Date; let to: Date }
+    struct Stamp: Equatable, Sendable {
+        let version: Int64; let name: String; let timeZone: String
+        init(_ group: GroupRecord) { version = group.contentVersion; name = group.name; timeZone = group.schedule.timeZone }
+    }
+    private struct Entry: Sendable { let stamp: Stamp; let document: NewsletterDocument; let bytes: Int; var read: UInt64 }
+    private struct State: Sendable { var entries: [Key: Entry] = [:]; var bytes = 0; var clock: UInt64 = 0 }
+    private let state = Mutex(State())
+    let budget: Int
+
+    init(budget: Int = 8 << 20) { self.budget = budget }
+
+    func document(_ key: Key, _ stamp: Stamp) -> NewsletterDocument? {
+        state.withLock { s in
+            guard var entry = s.entries[key], entry.stamp == stamp else { return nil }
+            s.clock += 1; entry.read = s.clock; s.entries[key] = entry
+            return entry.document
+        }
+    }
+
+    /// Keeps `document`, unless a document built from a newer version is kept already (a slower reader's).
+    func store(_ document: NewsletterDocument, _ key: Key, _ stamp: Stamp) {
+        let bytes = document.members.reduce(512) { size, member in
+            member.days.reduce(size + 256) { size, day in
+                day.stories.reduce(size + 64) { $0 + 256 + $1.text.utf8.count + 96 * $1.media.count }
+            }
+        }
+        guard bytes <= budget / 8 else { return }
+        state.withLock { s in
+            if let old = s.entries[key] {
+                guard old.stamp.version <= stamp.version else { return }
+                s.bytes -= old.bytes
+            }
+            s.clock += 1
+            s.entries[key] = Entry(stamp: stamp, document: document, bytes: bytes, read: s.clock)
+            s.bytes += bytes
+            guard s.bytes > budget else { return }
+            for (key, entry) in s.entries.sorted(by: { $0.value.read < $1.value.read }) where s.bytes > budget * 3 / 4 {
+                s.entries[key] = nil; s.bytes -= entry.bytes
+            }
+        }
+    }
+}
+
 /// The newsletter rules: what a period's document holds, and compiling each closed period once.
 struct Newsletters: Sendable {
     let pool: Pool
     let storage: StoriesStorage
     let outbox: Outbox
+    let cache: NewsletterCache
+
+    /// `document`, from the cache while the group is as it was read (`group` must be read before, on `c`: a version
+    /// no newer than the stories the document is then built from).
+    func read(_ c: Connection, group: GroupRecord, from: Date, to: Date) throws -> NewsletterDocument {
+        let key = NewsletterCache.Key(group: group.id, from: from, to: to), stamp = NewsletterCache.Stamp(group)
+        if let cached = cache.document(key, stamp) { return cached }
+        let built = try document(c, group: group, from: from, to: to)
+        cache.store(built, key, stamp)
+        return built
+    }
 
     /// The newsletter of `group` for [from, to): current members (in joining order, even with nothing posted) and
     /// anyone else who posted in the period.

@@ -17,7 +17,8 @@ struct StoriesHandlers: Sendable {
     let media: MediaStore
     var groups: Groups { Groups(storage: storage, outbox: outbox) }
     var stories: Stories { Stories(storage: storage, outbox: outbox, media: media) }
-    var newsletters: Newsletters { Newsletters(pool: pool, storage: storage, outbox: outbox) }
+    let newsletterCache = NewsletterCache()
+    var newsletters: Newsletters { Newsletters(pool: pool, storage: storage, outbox: outbox, cache: newsletterCache) }
     var preferences: Preferences { Preferences(storage: storage) }
     let invites = InviteJoins(schema: "stories")
 

@@ -21,7 +21,7 @@ extension StoriesHandlers {
             guard end.timeIntervalSince(start) <= 93 * 86_400 else {
                 throw HTTPError.validation("A newsletter covers at most 93 days.", field: "to")
             }
-            let doc = try newsletters.document(c, group: group, from: start, to: end).without(try storage.hiddenAuthors(c, of: caller.userId))
+            let doc = try newsletters.read(c, group: group, from: start, to: end).without(try storage.hiddenAuthors(c, of: caller.userId))
             if format == "html" { return Self.html(doc.signed(media, lifetime: MediaURLs.mailLifetime)) }
             return .json(doc.signed(media, lifetime: MediaURLs.appLifetime))
         }

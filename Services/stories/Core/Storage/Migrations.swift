@@ -99,4 +99,53 @@ let migrations: [Migration] = [
         ALTER TABLE groups ADD COLUMN reminder_due_at timestamptz;
         CREATE INDEX groups_reminder_due ON groups (reminder_due_at) WHERE kind = 'group';
         """),
+    // The version a cached newsletter is checked against (`NewsletterCache`): the sum of a group's counters, which the
+    // triggers raise in the writing transaction, whoever writes (any instance, an operator's SQL), so a read that sees
+    // the sum sees the change. A counter per group and backend (`pg_backend_pid() % 16`), not one on the group's row:
+    // one row every writer of a busy group updated was a lock they all queued on and a row version each.
+    // Names and time zones are checked from the group row itself; the authors a reader hides are applied after. The
+    // function names its tables with their schema: it runs with the writer's search_path.
+    Migration(10, "a group's content version, raised by every change its newsletter shows", """
+        CREATE TABLE group_versions (
+            group_id uuid NOT NULL REFERENCES groups (id) ON DELETE CASCADE,
+            slot int NOT NULL,
+            version bigint NOT NULL,
+            PRIMARY KEY (group_id, slot)
+        ) WITH (fillfactor = 50);
+        CREATE FUNCTION group_content_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+            changed record;
+            affected uuid[];
+        BEGIN
+            IF TG_OP = 'DELETE' THEN changed := OLD; ELSE changed := NEW; END IF;
+            IF TG_TABLE_NAME IN ('story_groups', 'memberships') THEN
+                affected := ARRAY[changed.group_id];
+            ELSIF TG_TABLE_NAME = 'stories' THEN
+                affected := ARRAY(SELECT group_id FROM stories.story_groups WHERE story_id = changed.id);
+            ELSIF TG_TABLE_NAME IN ('story_media', 'comments') THEN
+                affected := ARRAY(SELECT group_id FROM stories.story_groups WHERE story_id = changed.story_id);
+            ELSE
+                affected := ARRAY(SELECT group_id FROM stories.memberships WHERE user_id = changed.user_id
+                                  UNION SELECT sg.group_id FROM stories.stories s JOIN stories.story_groups sg ON sg.story_id = s.id
+                                        WHERE s.author_id = changed.user_id);
+            END IF;
+            -- A group deleted in this transaction (its rows deleted by cascade) has nothing left to version.
+            INSERT INTO stories.group_versions (group_id, slot, version)
+            SELECT id, pg_backend_pid() % 16, 1 FROM stories.groups WHERE id = ANY(affected)
+            ON CONFLICT (group_id, slot) DO UPDATE SET version = stories.group_versions.version + 1;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER story_groups_content AFTER INSERT OR UPDATE OR DELETE ON story_groups
+            FOR EACH ROW EXECUTE FUNCTION group_content_changed();
+        CREATE TRIGGER memberships_content AFTER INSERT OR UPDATE OR DELETE ON memberships
+            FOR EACH ROW EXECUTE FUNCTION group_content_changed();
+        CREATE TRIGGER stories_content AFTER UPDATE ON stories
+            FOR EACH ROW EXECUTE FUNCTION group_content_changed();
+        CREATE TRIGGER story_media_content AFTER INSERT OR UPDATE OR DELETE ON story_media
+            FOR EACH ROW EXECUTE FUNCTION group_content_changed();
+        CREATE TRIGGER comments_content AFTER INSERT OR DELETE ON comments
+            FOR EACH ROW EXECUTE FUNCTION group_content_changed();
+        CREATE TRIGGER profiles_content AFTER INSERT OR UPDATE OF full_name, avatar_media_id OR DELETE ON profiles
+            FOR EACH ROW EXECUTE FUNCTION group_content_changed();
+        """),
 ]
