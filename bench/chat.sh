@@ -60,6 +60,7 @@ wrk.body = '{"text":"A benchmark message"}'
 LUA
 
 source "$ROOT/bench/lib.sh"
+bench_topic bench.chat.message_created
 echo "==> $CONNECTIONS connections, ${DURATION}s each, $RUNS interleaved rounds ($(nproc) cores)" >&2
 for name in post post_pg history history_pg; do : >"$work/$name"; done
 for i in $(seq 1 "$RUNS"); do

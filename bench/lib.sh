@@ -18,6 +18,19 @@ pgbench_result() {
     echo "$(awk '/^tps/ {print $3; exit}' <<<"$1") $(cat "$work"/pgbench_log.* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {print a[int(NR*0.99)]/1000}')"
 }
 
+# bench_topic NAME: creates the topic that the outbox rows of a pgbench script name. The stack's services create only
+# their own topics, and the outbox relay retries an event whose topic the broker does not know until it does.
+bench_topic() {
+    LD_LIBRARY_PATH= "$ROOT/.local/venv/bin/python" - "$1" "127.0.0.1:${STACK_KAFKA_PORT:-9092}" <<'PY'
+import sys
+from confluent_kafka.admin import AdminClient, NewTopic
+admin = AdminClient({"bootstrap.servers": sys.argv[2]})
+if sys.argv[1] not in admin.list_topics(timeout=10).topics:
+    for f in admin.create_topics([NewTopic(sys.argv[1], 3, 1)]).values():
+        f.result()
+PY
+}
+
 pid_of() { cat "$STATE/$1.pid"; }
 cpu_of() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # PostgreSQL's CPU: the postmaster's own and its exited children's (pgbench's backends end with the run), plus the

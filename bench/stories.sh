@@ -68,7 +68,7 @@ echo "==> $("${PSQL[@]}" -c "SELECT count(*) FROM stories.stories") stories in t
 # The SQL the newsletter handler runs, for pgbench (same statements, same parameters).
 now_range="$("${PSQL[@]}" -c "SELECT now() - interval '7 days'")"
 cat >"$work/newsletter.sql" <<SQL
-SELECT g.id, g.kind, g.name, g.image_media_id, g.invite_code, g.created_by, g.newsletter_frequency, g.newsletter_weekday, g.newsletter_hour, g.newsletter_time_zone, g.created_at, g.updated_at, m.role FROM stories.groups g LEFT JOIN stories.memberships m ON m.group_id = g.id AND m.user_id = '${ids[0]}' WHERE g.id = '$gid';
+SELECT g.id, g.kind, g.name, g.image_media_id, g.invite_code, g.created_by, g.newsletter_frequency, g.newsletter_weekday, g.newsletter_hour, g.newsletter_time_zone, g.created_at, g.updated_at, (SELECT coalesce(sum(v.version), 0) FROM stories.group_versions v WHERE v.group_id = g.id)::int8 AS content_version, m.role, m.newsletter FROM stories.groups g LEFT JOIN stories.memberships m ON m.group_id = g.id AND m.user_id = '${ids[0]}' WHERE g.id = '$gid';
 SELECT s.id, s.author_id, s.text, s.background_color, s.created_at, s.updated_at, (EXTRACT(EPOCH FROM s.created_at) * 1000000)::int8 AS created_us, (SELECT count(*) FROM stories.comments WHERE story_id = s.id) AS comment_count FROM stories.story_groups sg JOIN stories.stories s ON s.id = sg.story_id WHERE sg.group_id = '$gid' AND sg.created_at >= '$now_range' AND sg.created_at < now() + interval '7 days' ORDER BY sg.created_at, sg.story_id LIMIT 10000;
 SELECT story_id, media_id FROM stories.story_media WHERE story_id = ANY(ARRAY(SELECT story_id FROM stories.story_groups WHERE group_id = '$gid')) ORDER BY story_id, position;
 SELECT m.user_id, m.role, m.joined_at, p.full_name, p.avatar_media_id FROM stories.memberships m LEFT JOIN stories.profiles p ON p.user_id = m.user_id WHERE m.group_id = '$gid' ORDER BY m.joined_at, m.user_id;
@@ -93,6 +93,7 @@ wrk.body = '{"text":"A benchmark story","groupIds":["$wgid"],"backgroundColor":"
 LUA
 
 source "$ROOT/bench/lib.sh"
+bench_topic bench.story.created
 
 echo "==> $CONNECTIONS connections, ${DURATION}s each, $RUNS interleaved rounds ($(nproc) cores)" >&2
 for name in nl nl_pg cr cr_pg gw_nl gw_cr; do : >"$work/$name"; done
