@@ -192,7 +192,6 @@ public final class ServiceApp: @unchecked Sendable {
         let loaded = verifier.refreshKeys()
         // Auth may start after us: ask every 2 s until it answers; then every minute, so a rotated key is known
         // before it signs (`auth rotate-keys` publishes it 5 minutes ahead by default).
-        // Named apart from auth's own `signing-keys` job, so that a slow stop says which one it was.
         add(Job("jwks-refresh") { cancellation in
             var known = loaded
             while cancellation.sleep(known ? 60 : 2) { known = verifier.refreshKeys(abandon: { cancellation.isCancelled }) || known }

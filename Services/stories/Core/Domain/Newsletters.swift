@@ -105,7 +105,7 @@ extension NewsletterDocument {
 }
 
 /// The newsletters read lately, each with the group's content version, name and time zone it was built from. A read
-/// whose group row still says all three gets the document from memory instead of from the four queries that build it:
+/// whose group still says all three gets the document from memory instead of from the four queries that build it:
 /// a period's newsletter changes only with a change that raises the version (migration 10's triggers, in the writing
 /// transaction, whichever instance or operator wrote), so it is never served stale, on any instance. Bounded by
 /// `budget` (an estimate of the documents' size); the least recently read go first.
@@ -113,7 +113,7 @@ final class NewsletterCache: Sendable {
     struct Key: Hashable, Sendable { let group: UUID; let from: Date; let to: Date }
     struct Stamp: Equatable, Sendable {
         let version: Int64; let name: String; let timeZone: String
-        init(_ group: GroupRecord) { version = group.contentVersion; name = group.name; timeZone = group.schedule.timeZone }
+        init(version: Int64, _ group: GroupRecord) { self.version = version; name = group.name; timeZone = group.schedule.timeZone }
     }
     private struct Entry: Sendable { let stamp: Stamp; let document: NewsletterDocument; let bytes: Int; var read: UInt64 }
     private struct State: Sendable { var entries: [Key: Entry] = [:]; var bytes = 0; var clock: UInt64 = 0 }
@@ -161,10 +161,11 @@ struct Newsletters: Sendable {
     let outbox: Outbox
     let cache: NewsletterCache
 
-    /// `document`, from the cache while the group is as it was read (`group` must be read before, on `c`: a version
-    /// no newer than the stories the document is then built from).
+    /// `document`, from the cache while the group is as `group` says and its content version unchanged (read here,
+    /// before the document is built: a version no newer than the stories the document is then built from).
     func read(_ c: Connection, group: GroupRecord, from: Date, to: Date) throws -> NewsletterDocument {
-        let key = NewsletterCache.Key(group: group.id, from: from, to: to), stamp = NewsletterCache.Stamp(group)
+        let key = NewsletterCache.Key(group: group.id, from: from, to: to)
+        let stamp = NewsletterCache.Stamp(version: try storage.contentVersion(c, group: group.id), group)
         if let cached = cache.document(key, stamp) { return cached }
         let built = try document(c, group: group, from: from, to: to)
         cache.store(built, key, stamp)

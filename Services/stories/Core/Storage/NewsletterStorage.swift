@@ -16,6 +16,12 @@ extension StoriesStorage {
         return (stories, try media(c, of: stories.map(\.id)))
     }
 
+    /// The group's content version: the sum of its counters, which migration 10's triggers raise with every change its
+    /// newsletter shows. What `NewsletterCache` checks.
+    func contentVersion(_ c: Connection, group: UUID) throws -> Int64 {
+        try c.first("SELECT coalesce(sum(version), 0)::int8 AS v FROM stories.group_versions WHERE group_id = $1", [group])!["v"]
+    }
+
     /// The names and avatars of `users` as stories last heard them.
     func profiles(_ c: Connection, _ users: [UUID]) throws -> [UUID: (fullName: String?, avatar: UUID?)] {
         var profiles: [UUID: (fullName: String?, avatar: UUID?)] = [:]

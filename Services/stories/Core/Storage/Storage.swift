@@ -17,8 +17,6 @@ struct GroupRecord {
     /// The reader's membership: their role, and how they take the newsletter (`off`, `app`, `email`).
     var role: String?
     var newsletterDelivery: String?
-    /// Raised by every change the group's newsletter shows (migration 10's counters): what `NewsletterCache` checks.
-    let contentVersion: Int64
 
     init(_ row: Row) throws {
         id = try row["id"]; kind = try row["kind"]; name = try row["name"]; imageMediaId = try row.decode("image_media_id")
@@ -26,13 +24,12 @@ struct GroupRecord {
         schedule = Schedule(frequency: try row["newsletter_frequency"], weekday: try row["newsletter_weekday"],
                             hour: try row["newsletter_hour"], timeZone: try row["newsletter_time_zone"])
         createdAt = try row["created_at"]; updatedAt = try row["updated_at"]; role = try row.decode("role")
-        newsletterDelivery = try row.decode("newsletter"); contentVersion = try row["content_version"]
+        newsletterDelivery = try row.decode("newsletter")
     }
 
     static let columns = """
         g.id, g.kind, g.name, g.image_media_id, g.invite_code, g.created_by, g.newsletter_frequency, g.newsletter_weekday,
-        g.newsletter_hour, g.newsletter_time_zone, g.created_at, g.updated_at,
-        (SELECT coalesce(sum(v.version), 0) FROM stories.group_versions v WHERE v.group_id = g.id)::int8 AS content_version
+        g.newsletter_hour, g.newsletter_time_zone, g.created_at, g.updated_at
         """
 }
 
