@@ -141,7 +141,8 @@ final class GatewayTests: XCTestCase {
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5) {
             services["curation"]!.log.contains(#""requestId":"my-request-1""#)
         }, "the client's request id reaches the service")
-        let entry = gateway.accessLog.last { ($0["requestId"] as? String) == "my-request-1" }
+        var entry: [String: Any]?
+        TestEnvironment.waitUntil(timeout: 5) { entry = gateway.accessLog.last { ($0["requestId"] as? String) == "my-request-1" }; return entry != nil }
         XCTAssertEqual(entry?["client"] as? String, "127.0.0.1", "the forged X-Forwarded-For is not the client")
         XCTAssertNotNil((entry?["traceparent"] as? String).flatMap { $0.range(of: #"^00-[0-9a-f]{32}-[0-9a-f]{16}-01$"#, options: .regularExpression) },
                         "a trace is started at the edge")
@@ -237,7 +238,10 @@ final class GatewayTests: XCTestCase {
             XCTAssertEqual(r.errorCode, "rate_limited")
             XCTAssertNotNil(r.headers["retry-after"])
         }
-        let refusedHere = strict.accessLog.filter { $0["status"] as? Int == 429 && ["", "-"].contains($0["upstreamAddr"] as? String ?? "") }
+        // nginx logs a request after its answer is sent: wait for the last lines rather than read the log at once.
+        var logged: [[String: Any]] = []
+        TestEnvironment.waitUntil(timeout: 5) { logged = strict.accessLog; return logged.count >= 30 }
+        let refusedHere = logged.filter { $0["status"] as? Int == 429 && ["", "-"].contains($0["upstreamAddr"] as? String ?? "") }
         XCTAssertEqual(refusedHere.count, limited.count, "answered by the gateway, never reaching auth")
         XCTAssertEqual(try APIClient(port: strict.httpPort).get("/v1/subjects").status, 200, "other routes are not limited")
     }
