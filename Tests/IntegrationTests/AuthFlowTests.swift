@@ -59,6 +59,43 @@ final class AuthFlowTests: AuthTestCase {
         XCTAssertEqual(try api.get("/v1/users/me", token: signup.accessToken).status, 200)
     }
 
+    /// `GET /v1/users/me` answers from each instance's memory; a change is shown by the instance that made it at once,
+    /// and by every other instance as soon as PostgreSQL's notification reaches it (whoever wrote: an instance, or SQL).
+    func testEveryInstanceShowsAChangeOrALogoutAtItsNextReads() throws {
+        let other = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
+        defer { other.stop() }
+        let there = APIClient(port: other.port)
+        let username = "instances" + String(UUID().uuidString.prefix(6)).lowercased()
+        let signup = try api.signup(username)
+        let token = signup.accessToken
+        func name(_ client: APIClient) throws -> String? { try client.get("/v1/users/me", token: token)["fullName"] as? String }
+        func shows(_ client: APIClient, _ expected: String?) throws -> Bool {
+            try TestEnvironment.waitUntil(timeout: 5) { try name(client) == expected }
+        }
+        let first = try XCTUnwrap(try name(api))
+        XCTAssertEqual(try name(there), first)
+
+        XCTAssertEqual(try api.patch("/v1/users/me", ["fullName": "Renamed Here"], token: token).status, 200)
+        XCTAssertEqual(try name(api), "Renamed Here", "the instance that made the change shows it at once")
+        XCTAssertTrue(try shows(there, "Renamed Here"), "and the other one at its next reads")
+
+        try database.connect().execute("UPDATE auth.users SET full_name = 'Renamed By SQL' WHERE id = $1::uuid", [signup.userId])
+        XCTAssertTrue(try shows(api, "Renamed By SQL"), "a change made outside the service is shown too")
+        XCTAssertTrue(try shows(there, "Renamed By SQL"))
+
+        let login = try api.post("/v1/auth/login", ["username": username, "password": "correct horse battery"])
+        XCTAssertEqual(login.status, 200)
+        XCTAssertEqual(try there.get("/v1/users/me", token: login.accessToken).status, 200)
+        XCTAssertEqual(try api.post("/v1/auth/logout", token: token).status, 204)
+        assertClientError(try api.get("/v1/users/me", token: token), 401, "logged out: refused at once where it happened")
+        XCTAssertTrue(try TestEnvironment.waitUntil(timeout: 5) { try there.get("/v1/users/me", token: token).status == 401 },
+                      "and on the other instance at its next reads")
+
+        try database.connect().execute("UPDATE auth.sessions SET revoked_at = now() WHERE user_id = $1::uuid", [signup.userId])
+        XCTAssertTrue(try TestEnvironment.waitUntil(timeout: 5) { try there.get("/v1/users/me", token: login.accessToken).status == 401 },
+                      "a session ended by SQL")
+    }
+
     func testReusingARotatedRefreshTokenRevokesTheWholeSession() throws {
         let signup = try api.signup()
         let first = try api.post("/v1/auth/refresh", ["refreshToken": signup.refreshToken])

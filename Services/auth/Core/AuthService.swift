@@ -50,7 +50,8 @@ public enum AuthService {
             let handlers = AuthHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, keys: keys,
                                         login: LoginThrottle(addressFailures: addressFailures, trustedProxies: app.config.trustedProxies),
                                         urls: urls, google: google, deletionGrace: Double(graceHours) * 3600,
-                                        exports: exports)
+                                        exports: exports, current: CurrentUsers())
+            app.add(handlers.current.listen(pool, logger: app.logger))
             app.add(Job.every(5, "erase-deleted-accounts", logger: app.logger) { try handlers.eraseDueAccounts() })
             app.add(Job.every(3600, "delete-old-login-failures", logger: app.logger) {
                 try pool.withConnection { c in

@@ -23,7 +23,9 @@ struct AuthHandlers: Sendable {
     let deletionGrace: TimeInterval
     /// Where a person's export is gathered from.
     let exports: Exports
-    let storage = AuthStorage()
+    /// The users of active sessions read lately (`GET /v1/users/me`); storage holds a user it is about to change.
+    let current: CurrentUsers
+    var storage: AuthStorage { AuthStorage(current: current) }
     /// Lookups of usernames nobody has: 20 within 15 minutes, then 429.
     let lookups = GuessThrottle(schema: "auth", table: "lookup_failures", limit: 20)
     /// A valid hash to verify against when the user does not exist, so timing does not tell: the hash of a random
@@ -169,7 +171,7 @@ struct AuthHandlers: Sendable {
                                              refreshToken: refresh, expiresIn: SigningKeys.accessLifetime))
             case .reused(let session, let user):
                 // A rotated token came back: someone holds a stolen copy. End the whole session.
-                if try storage.revokeSession(c, session, reason: "refresh_token_reuse") {
+                if try storage.revokeSession(c, session, of: user, reason: "refresh_token_reuse") {
                     try emitRevoked(c, session: session, user: user, reason: "refresh_token_reuse")
                 }
                 return nil
@@ -183,7 +185,7 @@ struct AuthHandlers: Sendable {
 
     func logout(_ request: Request, _ caller: Caller) throws -> Response {
         try pool.withTransaction { c in
-            if try storage.revokeSession(c, caller.sessionId, reason: "logout") {
+            if try storage.revokeSession(c, caller.sessionId, of: caller.userId, reason: "logout") {
                 try emitRevoked(c, session: caller.sessionId, user: caller.userId, reason: "logout")
             }
         }
@@ -202,9 +204,12 @@ struct AuthHandlers: Sendable {
 
     /// Routed without the authenticator's session check: the read checks it (a revoked session is a 401).
     func me(_ request: Request, _ caller: Caller) throws -> Response {
+        if let user = current.user(caller.userId, session: caller.sessionId) { return .json(UserView(user, urls: urls)) }
+        let ticket = current.ticket(for: caller.userId)
         guard let user = try pool.withConnection({ try storage.user($0, id: caller.userId, inActiveSession: caller.sessionId) }) else {
             throw HTTPError.unauthenticated()
         }
+        if let ticket { current.keep(user, session: caller.sessionId, ticket: ticket) }
         return .json(UserView(user, urls: urls))
     }
 
@@ -370,7 +375,7 @@ struct AuthHandlers: Sendable {
         try pool.withTransaction { c in
             try storage.scheduleDeletion(c, user: user, at: at)
             let ended = try storage.revokeOtherSessions(c, user: user, keep: caller.sessionId, reason: "account_deleted")
-                + (try storage.revokeSession(c, caller.sessionId, reason: "account_deleted") ? [caller.sessionId] : [])
+                + (try storage.revokeSession(c, caller.sessionId, of: user, reason: "account_deleted") ? [caller.sessionId] : [])
             for session in ended { try emitRevoked(c, session: session, user: user, reason: "account_deleted") }
         }
         return .json(DeletionView(deletesAt: at), status: 202)

@@ -117,4 +117,22 @@ let migrations: [Migration] = [
         );
         CREATE INDEX mail_requests_by_key ON mail_requests (key, at);
         """),
+    // What GET /v1/users/me shows changed (`CurrentUsers`): the user's row, or one of their sessions ended. Every
+    // instance hears it at commit, whichever instance, job or operator wrote.
+    Migration(14, "a notification at each change of a user or the end of a session", """
+        CREATE FUNCTION user_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_TABLE_NAME = 'users' THEN
+                PERFORM pg_catalog.pg_notify('\(CurrentUsers.channel)', OLD.id::text);
+            ELSE
+                PERFORM pg_catalog.pg_notify('\(CurrentUsers.channel)', OLD.user_id::text);
+                IF TG_OP = 'UPDATE' AND NEW.user_id <> OLD.user_id THEN
+                    PERFORM pg_catalog.pg_notify('\(CurrentUsers.channel)', NEW.user_id::text);
+                END IF;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER users_changed AFTER UPDATE OR DELETE ON users FOR EACH ROW EXECUTE FUNCTION user_changed();
+        CREATE TRIGGER sessions_ended AFTER UPDATE OF revoked_at, user_id OR DELETE ON sessions FOR EACH ROW EXECUTE FUNCTION user_changed();
+        """),
 ]

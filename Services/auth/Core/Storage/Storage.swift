@@ -53,6 +53,8 @@ enum RefreshOutcome {
 
 /// The auth schema's SQL. Every method takes the connection of the caller's transaction.
 struct AuthStorage {
+    /// Held before each change that `GET /v1/users/me` shows, so that its copy is not served past the commit.
+    var current: CurrentUsers? = nil
     /// How long a refresh token is valid.
     static let refreshLifetimeDays = 30
 
@@ -125,6 +127,7 @@ struct AuthStorage {
     }
 
     func updateUser(_ c: Connection, _ user: UserRecord) throws -> UserRecord {
+        current?.hold(user.id)
         do {
             let row = try c.first("""
                 UPDATE auth.users SET username = $2, email = $3, full_name = $4, avatar_media_id = $5, picture_url = $6, phone = $7,
@@ -140,6 +143,7 @@ struct AuthStorage {
     }
 
     func setPassword(_ c: Connection, user: UUID, hash: String) throws {
+        current?.hold(user)
         try c.execute("UPDATE auth.users SET password_hash = $2, updated_at = now() WHERE id = $1", [user, hash])
     }
 
@@ -198,7 +202,8 @@ struct AuthStorage {
 
     /// Revokes the user's session `session`; true when it was theirs and active until now.
     func revokeSession(_ c: Connection, _ session: UUID, of user: UUID, reason: String) throws -> Bool {
-        try c.execute("""
+        current?.hold(user)
+        return try c.execute("""
             UPDATE auth.sessions SET revoked_at = now(), revoke_reason = $3 WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL
             """, [session, user, reason]) == 1
     }
@@ -248,25 +253,22 @@ struct AuthStorage {
     /// Erases the user: their row (sessions, refresh tokens, devices and the Google link go with it) and what names
     /// them in the other tables.
     func deleteUser(_ c: Connection, _ user: UUID) throws {
+        current?.hold(user)
         try c.execute("DELETE FROM auth.login_failures WHERE account_key = $1", ["user:" + user.lowercased])
         try c.execute("DELETE FROM auth.lookup_failures WHERE user_id = $1", [user])
         try c.execute("DELETE FROM auth.users WHERE id = $1", [user])
     }
 
-    /// Revokes a session; true when it was active until now.
-    func revokeSession(_ c: Connection, _ session: UUID, reason: String) throws -> Bool {
-        try c.execute("UPDATE auth.sessions SET revoked_at = now(), revoke_reason = $2 WHERE id = $1 AND revoked_at IS NULL",
-                      [session, reason]) == 1
+    /// Suspends `user`; false when they were suspended already.
+    func suspend(_ c: Connection, _ user: UUID) throws -> Bool {
+        current?.hold(user)
+        return try c.execute("UPDATE auth.users SET suspended_at = now() WHERE id = $1 AND suspended_at IS NULL", [user]) == 1
     }
 
     /// Revokes every active session of `user` except `keep`; returns the revoked ids.
-    /// Suspends `user`; false when they were suspended already.
-    func suspend(_ c: Connection, _ user: UUID) throws -> Bool {
-        try c.execute("UPDATE auth.users SET suspended_at = now() WHERE id = $1 AND suspended_at IS NULL", [user]) == 1
-    }
-
     func revokeOtherSessions(_ c: Connection, user: UUID, keep: UUID, reason: String) throws -> [UUID] {
-        try c.rows("""
+        current?.hold(user)
+        return try c.rows("""
             UPDATE auth.sessions SET revoked_at = now(), revoke_reason = $3
             WHERE user_id = $1 AND id <> $2 AND revoked_at IS NULL RETURNING id
             """, [user, keep, reason]).map { try $0["id"] }
