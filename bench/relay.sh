@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Outbox relay benchmark beside a raw confluent-kafka producer, interleaved round by round (bench/relay.py):
 #   1. a backlog of EVENTS events drained by stories' relay, events/s and CPU per 1,000 events, beside the raw
-#      producer sending the same events (idempotent, acks=all);
+#      producer sending the same messages (idempotent, acks=all, the ce_type header), and without the header apart;
 #   2. story.created from commit to a consumer while POST /v1/stories runs at RATE a second, beside the raw producer
 #      to the same consumer at the same rate.
 #   bench/relay.sh              EVENTS=50000 RUNS=3 RATE=800 LAG_SECONDS=10
