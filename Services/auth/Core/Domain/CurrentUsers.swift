@@ -34,12 +34,11 @@ final class CurrentUsers: Sendable {
         self.lifetime = lifetime; self.hold = hold; self.capacity = capacity
     }
 
-    /// The user of `session`, when it is known, active and theirs.
+    /// The user of `session`, when it is known, active and theirs (a held user's entries are gone, and none is kept).
     func user(_ user: UUID, session: UUID) -> UserRecord? {
         let now = Date()
         return state.withLock { s in
-            guard s.listening, let entry = s.entries[session], entry.until > now, entry.user.id == user,
-                  (s.held[user].map { $0 <= now } ?? true) else { return nil }
+            guard s.listening, let entry = s.entries[session], entry.until > now, entry.user.id == user else { return nil }
             return entry.user
         }
     }
