@@ -60,7 +60,7 @@ final class CurrentUsers: Sendable {
     func keep(_ user: UserRecord, session: UUID, ticket: UInt64) {
         state.withLock { s in
             guard s.listening, s.generation == ticket else { return }
-            if s.entries.count >= capacity { s.entries = [:]; s.sessions = [:] }
+            if s.entries.count >= capacity { forgetEveryone(&s) }
             s.entries[session] = Entry(user: user, until: Date().addingTimeInterval(lifetime))
             s.sessions[user.id, default: []].insert(session)
         }
@@ -81,11 +81,15 @@ final class CurrentUsers: Sendable {
         for session in s.sessions.removeValue(forKey: user) ?? [] { s.entries[session] = nil }
     }
 
+    private func forgetEveryone(_ s: inout State) {
+        s.generation &+= 1
+        s.entries = [:]; s.sessions = [:]
+    }
+
     private func listening(_ on: Bool) {
         state.withLock { s in
-            s.generation &+= 1
+            forgetEveryone(&s)
             s.listening = on
-            s.entries = [:]; s.sessions = [:]
         }
     }
 
@@ -106,7 +110,7 @@ final class CurrentUsers: Sendable {
                     if !changed.isEmpty {
                         state.withLock { s in
                             for n in changed {
-                                if let user = UUID(uuidString: n.payload) { forget(user, &s) } else { s.generation &+= 1; s.entries = [:]; s.sessions = [:] }
+                                if let user = UUID(uuidString: n.payload) { forget(user, &s) } else { forgetEveryone(&s) }
                             }
                         }
                     }
