@@ -22,11 +22,12 @@ pgbench_result() {
 # their own topics, and the outbox relay retries an event whose topic the broker does not know until it does.
 bench_topic() {
     LD_LIBRARY_PATH= "$ROOT/.local/venv/bin/python" - "$1" "127.0.0.1:${STACK_KAFKA_PORT:-9092}" <<'PY'
-import sys
+import os, sys
 from confluent_kafka.admin import AdminClient, NewTopic
 admin = AdminClient({"bootstrap.servers": sys.argv[2]})
 if sys.argv[1] not in admin.list_topics(timeout=10).topics:
-    for f in admin.create_topics([NewTopic(sys.argv[1], 3, 1)]).values():
+    # The services' count: a relay publishes nothing to a topic with another.
+    for f in admin.create_topics([NewTopic(sys.argv[1], int(os.environ.get("KAFKA_TOPIC_PARTITIONS", "3")), 1)]).values():
         f.result()
 PY
 }
