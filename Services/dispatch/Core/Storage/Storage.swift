@@ -164,7 +164,11 @@ struct DispatchStorage {
     /// `positionsChannel`; returns the fixes applied with their couriers: how many parcels they carry, whether they
     /// could take another (online, with room), and when their row last changed. A fix is one heap-only update of a
     /// narrow row (no index entry), and the courier's own row is only read.
+    ///
+    /// The rows are updated in the order of the couriers' ids: two batches sharing couriers then lock them in the same
+    /// order and never each wait for the other (a deadlock, which the pool would retry whole).
     func recordFixes(_ c: Connection, _ fixes: [Fix]) throws -> [(fix: Fix, active: Int, available: Bool, updatedAt: Date)] {
+        let fixes = fixes.sorted { $0.courier < $1.courier }
         let byCourier = Dictionary(uniqueKeysWithValues: fixes.map { ($0.courier, $0) })
         let applied = try c.rows("""
             WITH moved AS (
