@@ -203,12 +203,16 @@ extension Date: PostgresBinaryElement {
     public static var postgresTypeOID: UInt32 { 1184 }  // timestamptz
     /// Whole microseconds since 2000-01-01 UTC, rounded as the text form is.
     public func appendPostgresBinary(to out: inout [UInt8]) {
-        out.appendBigEndian(UInt64(bitPattern: Int64((timeIntervalSince1970 * 1_000_000).rounded()) - 946_684_800_000_000))
+        out.appendBigEndian(UInt64(bitPattern: Int64((timeIntervalSince1970 * 1_000_000).rounded()) - postgresEpoch * 1_000_000))
     }
 }
 
+/// PostgreSQL's epoch, 2000-01-01 UTC, in seconds since 1970: its binary times count microseconds from there.
+let postgresEpoch: Int64 = 946_684_800
+
 extension [UInt8] {
-    fileprivate mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+    /// Appends `value` in network byte order, as PostgreSQL's binary forms and protocol messages have it.
+    mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
         Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
     }
 }

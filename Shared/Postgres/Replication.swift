@@ -128,15 +128,12 @@ public final class ReplicationConnection: @unchecked Sendable {
     /// Tells the server everything up to `flushed` is safely handled: the slot's confirmed position moves there, and
     /// a restart streams from it. `replyRequested` asks the server for a keepalive with its position at once.
     public func confirm(_ flushed: LSN, replyRequested: Bool = false) throws {
-        var message = [UInt8](repeating: 0, count: 34)
-        message[0] = UInt8(ascii: "r")
-        let now = UInt64(max(0, (Date().timeIntervalSince1970 - 946_684_800) * 1_000_000))
-        for (offset, value) in [(1, flushed), (9, flushed), (17, flushed), (25, now)] {
-            for i in 0..<8 { message[offset + i] = UInt8(truncatingIfNeeded: value >> (56 - 8 * UInt64(i))) }
-        }
-        message[33] = replyRequested ? 1 : 0
+        var message = [UInt8(ascii: "r")]
+        let now = UInt64(max(0, (Date().timeIntervalSince1970 - Double(postgresEpoch)) * 1_000_000))
+        for value in [flushed, flushed, flushed, now] { message.appendBigEndian(value) }  // written, flushed, applied, sent at
+        message.append(replyRequested ? 1 : 0)
         let sent = message.withUnsafeBufferPointer { p in
-            p.baseAddress!.withMemoryRebound(to: CChar.self, capacity: 34) { PQputCopyData(handle, $0, 34) }
+            p.baseAddress!.withMemoryRebound(to: CChar.self, capacity: p.count) { PQputCopyData(handle, $0, Int32(p.count)) }
         }
         guard sent == 1, PQflush(handle) == 0 else {
             throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
@@ -172,7 +169,7 @@ public enum PgOutputMessage {
         case UInt8(ascii: "B"):
             _ = try reader.uint64()
             let micros = Int64(bitPattern: try reader.uint64())
-            self = .begin(commitTime: Date(timeIntervalSince1970: 946_684_800 + Double(micros) / 1_000_000))
+            self = .begin(commitTime: Date(timeIntervalSince1970: Double(postgresEpoch) + Double(micros) / 1_000_000))
         case UInt8(ascii: "C"):
             _ = try reader.byte()
             _ = try reader.uint64()
