@@ -1,8 +1,8 @@
 """The outbox relay beside a raw producer, interleaved round by round (run by bench/relay.sh, which sets the env).
 
 Each round:
-  1. drain: EVENTS rows of a story.created-sized event committed to stories' outbox at once, on a topic of the bench's
-     own; events/s from the commit to the last one the broker acknowledged (stories' relay reads them from the WAL),
+  1. drain: EVENTS rows of a story.created-sized event committed to stories' outbox at once, on an empty topic of the
+     bench's own (every phase below writes to a new one); events/s from the commit to the last one the broker acknowledged (stories' relay reads them from the WAL),
      and the CPU of stories and PostgreSQL (its walsender; not the insert's backend) per 1,000 events; beside it, confluent-kafka's producer (idempotent, acks=all, linger 1 ms, as the
      relay's) sending the same events: the same key, value and `ce_type` header (the conventions' header; without it
      a message costs the producer and the broker about half as much, which the round prints apart);
@@ -13,7 +13,9 @@ Each round:
      from the produce call).
 Prints medians of RUNS rounds.
 """
+import hashlib
 import http.client
+import itertools
 import json
 import os
 import statistics
@@ -36,7 +38,8 @@ STATE = os.environ["STATE"]
 PSQL = ["psql", "-h", "127.0.0.1", "-p", os.environ["PG_PORT"], "-U", "postgres", "-d", "stories",
         "-v", "ON_ERROR_STOP=1", "-qtA"]
 TOKEN, GROUP = os.environ["TOKEN"], os.environ["GROUP"]
-TOPIC = "bench.relay"
+PARTITIONS = int(os.environ.get("KAFKA_TOPIC_PARTITIONS", "3"))
+ADMIN = AdminClient({"bootstrap.servers": BROKERS})
 TICK = os.sysconf("SC_CLK_TCK")
 
 # A story.created event as the service writes it (about the same size).
@@ -95,7 +98,7 @@ def stories_pid():
         return int(f.read())
 
 
-def drain_relay():
+def drain_relay(topic):
     """-> (events/s, stories CPU ms per 1,000 events, PostgreSQL CPU ms per 1,000 events, the insert's excluded)"""
     payload = EVENT.replace("'", "''")
     db = Session()
@@ -104,7 +107,7 @@ def drain_relay():
     # The WAL position after the rows and before their commit: the relay confirms its slot past it once the broker
     # acknowledged every one of them (it confirms a transaction only then).
     written = db.one(f"WITH r AS (INSERT INTO stories.outbox (event_id, topic, key, payload) SELECT gen_random_uuid(), "
-                     f"'{TOPIC}', md5(i::text), '{payload}' FROM generate_series(1, {EVENTS}) i RETURNING id) "
+                     f"'{topic}', md5(i::text), '{payload}' FROM generate_series(1, {EVENTS}) i RETURNING id) "
                      f"SELECT pg_current_wal_insert_lsn() FROM (SELECT count(*) FROM r) n").strip()
     # Timed from the commit to the last event acknowledged by the broker: decoding the WAL is the relay's work.
     committed = time.monotonic()
@@ -113,7 +116,7 @@ def drain_relay():
         time.sleep(0.002)
     elapsed = time.monotonic() - committed
     s1, p1, w1 = cpu(stories_pid()), pg_cpu(), cpu(writer)
-    db.one(f"WITH d AS (DELETE FROM stories.outbox WHERE topic = '{TOPIC}' RETURNING 1) SELECT count(*) FROM d")
+    db.one(f"WITH d AS (DELETE FROM stories.outbox WHERE topic = '{topic}' RETURNING 1) SELECT count(*) FROM d")
     db.close()
     return EVENTS / max(elapsed, 1e-3), (s1 - s0) * 1e6 / TICK / EVENTS, ((p1 - p0) - (w1 - w0)) * 1e6 / TICK / EVENTS
 
@@ -126,17 +129,17 @@ def producer():
 HEADER = [("ce_type", b"story.created")]
 
 
-def drain_raw(headers=HEADER):
+def drain_raw(topic, headers=HEADER):
     p = producer()
     value = EVENT.encode()
-    keys = [f"{i:x}".encode() for i in range(EVENTS)]
-    p.produce(TOPIC, b"warm", b"x")
+    keys = [hashlib.md5(str(i).encode()).hexdigest().encode() for i in range(1, EVENTS + 1)]  # the relay's keys
+    p.produce(topic, b"warm", b"x")
     p.flush(10)
     t0 = time.monotonic()
     for k in keys:
         while True:
             try:
-                p.produce(TOPIC, value, k, headers=headers)
+                p.produce(topic, value, k, headers=headers)
                 break
             except BufferError:
                 p.poll(0.01)
@@ -215,17 +218,17 @@ def lag_service():
     return achieved, lags
 
 
-def lag_outbox():
+def lag_outbox(topic):
     """Outbox rows committed at RATE a second by pgbench (4 connections), each carrying its insert's time; the lag is
     when the consumer has it less that time. -> (achieved rate, lags in ms)"""
-    r = Reader(TOPIC)
+    r = Reader(topic)
     r.start()
     time.sleep(1)
     data = json.dumps(json.loads(EVENT)["data"]).replace("'", "''")
     # The insert's clock as seconds since the epoch (a formatted time's colons would be pgbench variables).
     script = ("\\set k random(1, 1000000000)\n"
               "INSERT INTO stories.outbox (event_id, topic, key, payload) VALUES (gen_random_uuid(), "
-              f"'{TOPIC}', :k::text, '{{\"subject\": \"lag\", \"epoch\": ' || extract(epoch FROM clock_timestamp()) "
+              f"'{topic}', :k::text, '{{\"subject\": \"lag\", \"epoch\": ' || extract(epoch FROM clock_timestamp()) "
               f"|| ', \"data\": {data}}}');\n")
     path = f"/tmp/bench-relay-{os.getpid()}.sql"
     with open(path, "w") as f:
@@ -252,12 +255,12 @@ def lag_outbox():
     return len(lags) / LAG_SECONDS, lags
 
 
-def lag_raw():
-    r = Reader(TOPIC)
+def lag_raw(topic):
+    r = Reader(topic)
     r.start()
     time.sleep(1)
     p = producer()
-    p.produce(TOPIC, b"warm", b"x")
+    p.produce(topic, b"warm", b"x")
     p.flush(10)
     sent = {}
     start = time.monotonic()
@@ -265,7 +268,7 @@ def lag_raw():
         time.sleep(max(0, start + i / RATE - time.monotonic()))
         value = f"{i}:{EVENT}".encode()
         sent[value] = time.time()
-        p.produce(TOPIC, value, str(i).encode(), headers=HEADER)
+        p.produce(topic, value, str(i).encode(), headers=HEADER)
         p.poll(0)
     p.flush(10)
     time.sleep(2)
@@ -282,22 +285,43 @@ def pct(values, p):
     return values[min(len(values) - 1, int(len(values) * p))]
 
 
-def main():
-    admin = AdminClient({"bootstrap.servers": BROKERS})
-    partitions = int(os.environ.get("KAFKA_TOPIC_PARTITIONS", "3"))
-    if TOPIC not in admin.list_topics(timeout=10).topics:
-        for f in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
+ROUND_TOPICS = itertools.count(1)
+
+
+def on_fresh_topic(phase, run):
+    """Runs a measurement on a topic of its own, made empty and deleted after it: Tansu keeps every message in memory,
+    and a broker holding the earlier phases' messages answers later ones slower (a raw producer's p99 grew from 87 ms
+    to 3 s over three rounds on one topic), which favoured whatever ran first."""
+    topic = f"bench.relay.{os.getpid()}.{next(ROUND_TOPICS)}.{phase}"
+    for f in ADMIN.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+        f.result()
+    deadline = time.monotonic() + 10
+    while topic not in ADMIN.list_topics(timeout=10).topics:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the broker did not show the topic {topic}")
+        time.sleep(0.1)
+    try:
+        return run(topic)
+    finally:
+        for f in ADMIN.delete_topics([topic]).values():
             f.result()
-        time.sleep(1)
+
+
+def main():
+    # Topics of earlier runs on this broker (an interrupted run leaves its own).
+    stale = [t for t in ADMIN.list_topics(timeout=10).topics if t.startswith("bench.relay")]
+    if stale:
+        for f in ADMIN.delete_topics(stale).values():
+            f.result()
     rows = {k: [] for k in ("relay", "relay_svc", "relay_pg", "raw", "bare", "lag50", "lag99", "raw50", "raw99", "rate",
                             "out50", "out99", "out_rate")}
     for i in range(1, RUNS + 1):
-        rate, svc, pg = drain_relay()
-        raw = drain_raw()
-        bare = drain_raw(headers=None)
+        rate, svc, pg = on_fresh_topic("relay", drain_relay)
+        raw = on_fresh_topic("raw", drain_raw)
+        bare = on_fresh_topic("bare", lambda t: drain_raw(t, headers=None))
         achieved, lags = lag_service()
-        out_rate, out_lags = lag_outbox()
-        raw_lags = lag_raw()
+        out_rate, out_lags = on_fresh_topic("outbox-lag", lag_outbox)
+        raw_lags = on_fresh_topic("raw-lag", lag_raw)
         for k, v in (("relay", rate), ("relay_svc", svc), ("relay_pg", pg), ("raw", raw), ("bare", bare), ("rate", achieved),
                      ("lag50", pct(lags, 0.5)), ("lag99", pct(lags, 0.99)),
                      ("raw50", pct(raw_lags, 0.5)), ("raw99", pct(raw_lags, 0.99)),
