@@ -294,8 +294,8 @@ ROUND_TOPICS = itertools.count(1)
 
 def on_fresh_topic(phase, run):
     """Runs a measurement on a topic of its own, made empty and deleted after it: Tansu keeps every message in memory,
-    and a broker holding the earlier phases' messages answers later ones slower (a raw producer's p99 grew from 87 ms
-    to 3 s over three rounds on one topic), which favoured whatever ran first."""
+    and a broker holding the earlier phases' messages answers later ones slower (a raw producer's p99 grew from 117 ms
+    to 3.1 s over three rounds on one topic), which favoured whatever ran first."""
     topic = f"bench.relay.{os.getpid()}.{next(ROUND_TOPICS)}.{phase}"
     for f in ADMIN.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
         f.result()
