@@ -54,12 +54,17 @@ public struct ParcelStatusChanged: EventPayload, Equatable {
     public var place: Place?
     /// The reception centre it happened at (a check-in, a parcel left for collection, a collection).
     public var centreId: String?
+    /// The parcel's sender and (once known) recipient account at this step, so that a consumer needs no earlier
+    /// event of another topic to know whom it concerns (topics are read in no fixed order with each other).
+    public var senderId: String?
+    public var recipientUserId: String?
     public var at: String
 
     public init(parcelId: String, from: String, to: String, actor: String, actorId: String?, courierId: String?, place: Place?,
-                centreId: String? = nil, at: String) {
+                centreId: String? = nil, senderId: String? = nil, recipientUserId: String? = nil, at: String) {
         self.parcelId = parcelId; self.from = from; self.to = to; self.actor = actor; self.actorId = actorId
-        self.courierId = courierId; self.place = place; self.centreId = centreId; self.at = at
+        self.courierId = courierId; self.place = place; self.centreId = centreId; self.senderId = senderId
+        self.recipientUserId = recipientUserId; self.at = at
     }
 }
 

@@ -149,6 +149,24 @@ final class PushTests: XCTestCase {
                        ["parcel_offer", "reminder"])
     }
 
+    /// `parcel.status` and `parcel.created` are topics of their own, read in no fixed order with each other: a step
+    /// read first (a consumer catching up, a broker that answers late) still reaches the parcel's recipient.
+    func testAParcelStepReadBeforeItsParcelWasCreatedReachesItsRecipient() throws {
+        let rita = try APIClient(port: auth.port).signup("rita" + UUID().uuidString.prefix(8).lowercased(), password: "correct horse battery")
+        let key = try XCTUnwrap(try api.get("/v1/push/key", token: rita.accessToken)["publicKey"] as? String)
+        let phone = try push.subscribe(applicationServerKey: key)
+        XCTAssertEqual(try api.post("/v1/push/subscriptions", phone, token: rita.accessToken).status, 201)
+        let parcel = UUID().uuidString.lowercased(), sender = UUID().uuidString.lowercased(), courier = UUID().uuidString.lowercased()
+        try EventProbe.publish(ParcelStatusChanged(parcelId: parcel, from: "in_transit", to: "ready_for_collection", actor: "courier",
+                                                   actorId: courier, courierId: courier, place: nil, centreId: UUID().uuidString.lowercased(),
+                                                   senderId: sender, recipientUserId: rita.userId, at: Timestamp.format(Date())),
+                               subject: parcel, source: "dispatch")
+        let rang = try push.waitFor(1, at: phone["endpoint"])
+        let told = rang.compactMap { ($0["payload"] as? [String: Any])?["data"] as? [String: Any] }
+        XCTAssertEqual(told.map { $0["status"] as? String }, ["ready_for_collection"], "\(rang)")
+        XCTAssertEqual(told.first?["parcelId"] as? String, parcel)
+    }
+
     func testAKill9DuringABurstLosesNoPushAndRepeatsOnlyWhatWasInFlight() throws {
         let me = try APIClient(port: auth.port).signup("kim" + UUID().uuidString.prefix(8).lowercased(), password: "correct horse battery")
         let key = try XCTUnwrap(try api.get("/v1/push/key", token: me.accessToken)["publicKey"] as? String)

@@ -206,6 +206,7 @@ struct Parcels: Sendable {
                                                        place: place.map { Place(lat: $0.lat, lon: $0.lon) },
                                                        centreId: (action == .checkIn ? p.dropOffCentreId
                                                                   : [.leaveAtCentre, .collect].contains(action) ? p.collectionCentreId : nil)?.lowercased,
+                                                       senderId: p.senderId.lowercased, recipientUserId: p.recipientUserId?.lowercased,
                                                        at: Timestamp.format(at)),
                                    subject: p.id.lowercased, at: at)
         // The row, its history and its event in one round trip.
