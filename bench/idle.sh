@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # What a freshly started stack costs doing nothing: the CPU of the broker, PostgreSQL and every service over MEASURE
 # seconds, SETTLE seconds after start (once the consumers have joined their groups). Then how long a message waits
-# for a consumer whose broker holds an empty fetch 100 ms (every consumer of the kit) and 500 ms (librdkafka's
-# default), 40 messages each at random gaps: what a longer hold would cost, which is nothing with Kafka (it answers
-# when data arrives) and a later answer with Tansu.
+# for a consumer whose broker holds an empty fetch 100 ms (the feeds people watch) and 500 ms (the consumer groups,
+# the revocations), 40 messages each at random gaps: the price of the longer hold, which is nothing with Kafka (it
+# answers when data arrives) and a later answer with Tansu.
 #   bench/idle.sh                SETTLE=30 MEASURE=30
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"

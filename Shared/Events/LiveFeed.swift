@@ -46,6 +46,7 @@ public final class LiveFeed: BackgroundService {
     public let topics: [String]
     private let start: Start
     private let kafka: KafkaConfig
+    private let fetchWaitMs: Int
     private let topicsReady: Gate
     private let logger: Logger
     private let route: @Sendable (ReceivedEvent) -> Delivery?
@@ -56,10 +57,12 @@ public final class LiveFeed: BackgroundService {
     /// A feed of `topics`, read from `start` once `topicsReady` opens; `route` tells where each event goes (and may
     /// record what it says, as revocations do). `onAttach` runs each time the feed starts reading: at first, and again
     /// after the broker lost every connection or the topics (a restarted Tansu forgets them), when the feed attaches
-    /// anew from `start` once the topics are back.
+    /// anew from `start` once the topics are back. `fetchWaitMs`: how long the broker may hold a fetch that finds
+    /// nothing (see `Consumer`); 100 for views people watch, which Tansu then serves within tens of milliseconds.
     public init(name: String, topics: [String], start: Start, kafka: KafkaConfig, topicsReady: Gate, logger: Logger,
-                onAttach: (@Sendable () -> Void)? = nil, route: @escaping @Sendable (ReceivedEvent) -> Delivery?) {
-        self.name = name; self.topics = topics; self.start = start; self.kafka = kafka
+                fetchWaitMs: Int = 100, onAttach: (@Sendable () -> Void)? = nil,
+                route: @escaping @Sendable (ReceivedEvent) -> Delivery?) {
+        self.name = name; self.topics = topics; self.start = start; self.kafka = kafka; self.fetchWaitMs = fetchWaitMs
         self.topicsReady = topicsReady; self.logger = logger; self.onAttach = onAttach; self.route = route
     }
 
@@ -120,7 +123,7 @@ public final class LiveFeed: BackgroundService {
     private func attach(_ cancellation: Cancellation) -> Consumer? {
         while !cancellation.isCancelled {
             do {
-                let c = try Consumer(config: kafka, groupId: "\(name)-\(UUID().uuidString.lowercased())")
+                let c = try Consumer(config: kafka, groupId: "\(name)-\(UUID().uuidString.lowercased())", fetchWaitMs: fetchWaitMs)
                 switch start {
                 case .beginning: try c.assignFromBeginning(topics)
                 case .end: try c.assignFromEnd(topics)

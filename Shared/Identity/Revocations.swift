@@ -59,8 +59,10 @@ public final class SessionRevocations: Sendable {
     public init(kafka: KafkaConfig, topicsReady: Gate, logger: Logger, fetchList: (@Sendable () throws -> RevokedSessionList)?) {
         let state = State()
         self.state = state
+        // Nobody watches this feed: a revocation taking effect within about 0.2 s (Tansu; Kafka at once) is worth
+        // the broker's CPU that five more short holds would cost it (see `Consumer`).
         feed = LiveFeed(name: "revocations", topics: [SessionRevoked.type], start: .beginning, kafka: kafka,
-                        topicsReady: topicsReady, logger: logger, onAttach: { if fetchList != nil { state.listWanted.store(true, ordering: .releasing) } }) { event in
+                        topicsReady: topicsReady, logger: logger, fetchWaitMs: 500, onAttach: { if fetchList != nil { state.listWanted.store(true, ordering: .releasing) } }) { event in
             if let payload = try? event.decode(SessionRevoked.self), let session = UUID(uuidString: payload.sessionId) {
                 state.revoke([(session, event.time ?? Date())])
             }

@@ -379,14 +379,17 @@ public final class Consumer: @unchecked Sendable {
     private let handle: OpaquePointer
     private let sink: CallbackSink
 
-    /// Creates a consumer in `groupId`; offsets are committed only by `commit`.
-    public init(config: KafkaConfig, groupId: String) throws {
+    /// Creates a consumer in `groupId`; offsets are committed only by `commit`. `fetchWaitMs` is how long the broker
+    /// may hold a fetch that finds nothing new (`fetch.wait.max.ms`, librdkafka's default): Kafka answers a held fetch
+    /// as soon as data arrives, but Tansu answers late, the later the longer the hold (`bench/idle.sh`), and each
+    /// held fetch costs it CPU: a shorter hold is for readers someone is watching.
+    public init(config: KafkaConfig, groupId: String, fetchWaitMs: Int = 500) throws {
         sink = CallbackSink(log: config.log)
         let conf = try makeConf(config, [
             "group.id": groupId, "enable.auto.commit": "false", "auto.offset.reset": config.newGroupStart,
             "session.timeout.ms": String(config.sessionTimeoutMs),
             "heartbeat.interval.ms": String(max(100, config.sessionTimeoutMs / 3)),
-            "fetch.wait.max.ms": "100", "enable.partition.eof": "false",
+            "fetch.wait.max.ms": String(fetchWaitMs), "enable.partition.eof": "false",
             // Notice topics created after the subscription (or recreated by a broker that lost its data) quickly.
             "topic.metadata.refresh.interval.ms": "10000",
         ], sink: sink)

@@ -31,7 +31,7 @@ final class EventProbe {
     init(topics: [String], brokers: String = TestEnvironment.brokers) throws {
         var config = KafkaConfig(brokers: brokers, clientId: "test-probe")
         config.log = { _, _ in }
-        consumer = try Consumer(config: config, groupId: "probe-\(UUID().uuidString)")
+        consumer = try Consumer(config: config, groupId: "probe-\(UUID().uuidString)", fetchWaitMs: 100)  // a test waits on it
         // Create the topics as the services do, so a probe may start before them.
         try Producer(config: config).createTopics(topics, partitions: 3, replicationFactor: 1)
         // The topic may be created by the service a moment after it starts.
