@@ -60,7 +60,7 @@ public final class SessionRevocations: Sendable {
         let state = State()
         self.state = state
         // Nobody watches this feed: a revocation taking effect within about 0.2 s (Tansu; Kafka at once) is worth
-        // the broker's CPU that five more short holds would cost it (see `Consumer`).
+        // the broker CPU a short hold in every service's copy of it would cost (see `Consumer`).
         feed = LiveFeed(name: "revocations", topics: [SessionRevoked.type], start: .beginning, kafka: kafka,
                         topicsReady: topicsReady, logger: logger, fetchWaitMs: 500, onAttach: { if fetchList != nil { state.listWanted.store(true, ordering: .releasing) } }) { event in
             if let payload = try? event.decode(SessionRevoked.self), let session = UUID(uuidString: payload.sessionId) {
