@@ -103,12 +103,10 @@ struct Deliveries: Sendable {
             if e.to == "offered", let courier = e.courierId {
                 try push(event, c, to: [courier], notices.offer(e))
             } else if let notice = notices.parcelStep(e), let id = UUID(uuidString: e.parcelId) {
-                // The step names its parties: it may be read before the parcel's `parcel.created` (another topic, in
-                // no fixed order with this one), which would otherwise leave it to nobody.
-                if let sender = e.senderId.flatMap(UUID.init(uuidString:)) {
-                    try storage.recordParcel(c, id, sender: sender, recipient: e.recipientUserId.flatMap(UUID.init(uuidString:)))
-                }
-                guard let parties = try storage.parcelParties(c, id) else { return }
+                // The step's own parties: it may be read before the parcel's `parcel.created` (another topic, in no
+                // fixed order with this one). Those recorded from that topic serve steps that name none.
+                let named = e.senderId.flatMap(UUID.init(uuidString:)).map { (sender: $0, recipient: e.recipientUserId.flatMap(UUID.init(uuidString:))) }
+                guard let parties = try named ?? storage.parcelParties(c, id) else { return }
                 // The one who did it knows already.
                 let people = [parties.sender, parties.recipient].compactMap { $0?.lowercased }.filter { $0 != e.actorId?.lowercased() }
                 try push(event, c, to: people, notice)
