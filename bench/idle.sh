@@ -20,12 +20,14 @@ sleep "$MEASURE"
 read -ra after <<<"$(snapshot)"
 echo
 echo "idle stack, $(date -u +%Y-%m-%d), $(nproc) cores: % of one core over ${MEASURE} s, ${SETTLE} s after start"
+# row NAME TICKS: the ticks as a percentage of one core over MEASURE seconds
+row() { printf '%-10s %6.1f\n' "$1" "$(awk -v u="$2" -v s="$MEASURE" -v t="$tick" 'BEGIN {print u * 100 / t / s}')"; }
 total=0
 for k in "${!before[@]}"; do
-    name="${NAMES[$k]:-postgres}"; used=$(( after[k] - before[k] )); total=$((total + used))
-    printf '%-10s %6.1f\n' "$name" "$(awk -v u="$used" -v s="$MEASURE" -v t="$tick" 'BEGIN {print u * 100 / t / s}')"
+    used=$(( after[k] - before[k] )); total=$((total + used))
+    row "${NAMES[$k]:-postgres}" "$used"
 done
-printf '%-10s %6.1f\n' total "$(awk -v u="$total" -v s="$MEASURE" -v t="$tick" 'BEGIN {print u * 100 / t / s}')"
+row total "$total"
 
 LD_LIBRARY_PATH= "$ROOT/.local/venv/bin/python" - "127.0.0.1:${STACK_KAFKA_PORT:-9092}" <<'PY'
 import os, random, sys, time
