@@ -130,7 +130,7 @@ public struct SessionRevoked: EventPayload, Equatable {
     public static let type = "session.revoked"
     public var sessionId: String
     public var userId: String
-    /// `logout`, `password_changed`, `refresh_token_reuse` or `account_deleted`.
+    /// `logout`, `password_changed`, `password_reset`, `refresh_token_reuse`, `account_deleted` or `suspended`.
     public var reason: String
     public var revokedAt: String
 
