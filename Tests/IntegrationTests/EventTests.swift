@@ -36,6 +36,11 @@ final class EventTests: AuthTestCase {
         var bad = good
         bad["data"] = ["sessionId": "nope", "userId": UUID().uuidString.lowercased(), "reason": "bored", "revokedAt": "yesterday", "extra": 1]
         XCTAssertEqual(schema.validate(bad).count, 4)
+        // What every probe checks of the events it reads: a service's, by its type's schema; others' not at all.
+        XCTAssertEqual(EventProbe.schemaProblems(good), [])
+        XCTAssertEqual(EventProbe.schemaProblems(bad)?.count, 4)
+        XCTAssertEqual(EventProbe.schemaProblems(bad.merging(["type": "session.misplaced"]) { $1 }), ["no schema for its type"])
+        XCTAssertNil(EventProbe.schemaProblems(bad.merging(["source": "/fleet-gateway"]) { $1 }))
     }
 
     func testRepublishSendsPastEventsAgainWithTheSameIds() throws {

@@ -1,9 +1,13 @@
 import Foundation
 import Kafka
 import Models
+import Synchronization
 import XCTest
 
-/// Reads a topic from the beginning (no consumer group) and finds events by a predicate, waiting for them.
+/// Reads a topic from the beginning (no consumer group) and finds events by a predicate, waiting for them. Every
+/// event one of the services sent is checked against its published schema (`Shared/Models/Schemas`) the first time
+/// any probe reads it, and the test reading it fails if it breaks it: the contract with consumers is checked on what
+/// the journeys really send, not only on examples.
 final class EventProbe {
     private let consumer: Consumer
     private(set) var seen: [[String: Any]] = []
@@ -66,9 +70,28 @@ final class EventProbe {
             if var event = (try? JSONSerialization.jsonObject(with: Data(m.value))) as? [String: Any] {
                 event["_key"] = String(decoding: m.key, as: UTF8.self)
                 event["_topic"] = m.topic
+                Self.checkSchema(event)
                 seen.append(event)
             }
         }
+    }
+
+    private static let services: Set<String> = ["/auth", "/stories", "/chat", "/dispatch", "/curation", "/notify"]
+    private static let checked = Mutex<Set<String>>([])  // topic/id of events already checked
+
+    /// Fails the running test when a service's event breaks its type's schema, once per event.
+    private static func checkSchema(_ event: [String: Any]) {
+        guard let id = event["id"] as? String, checked.withLock({ $0.insert("\(event["_topic"] ?? "")/\(id)").inserted }),
+              let problems = schemaProblems(event), !problems.isEmpty else { return }
+        XCTFail("\(event["source"] ?? "")'s \(event["type"] ?? "") \(id) breaks its schema: \(problems)")
+    }
+
+    /// What is wrong with a service's event by its type's schema; nil for events of others (a fleet gateway's, a
+    /// test's own hostile input), which are not the services' contract.
+    static func schemaProblems(_ event: [String: Any]) -> [String]? {
+        guard let source = event["source"] as? String, services.contains(source) else { return nil }
+        guard let type = event["type"] as? String, let schema = try? SchemaValidator.event(type) else { return ["no schema for its type"] }
+        return schema.validate(event.filter { !$0.key.hasPrefix("_") })
     }
 }
 
