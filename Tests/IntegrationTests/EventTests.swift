@@ -62,6 +62,12 @@ final class EventTests: AuthTestCase {
 }
 
 final class SchemaValidatorTests: XCTestCase {
+    /// A schema the validator cannot compile is a failed check, and the one process shared by the run goes on.
+    func testABrokenSchemaIsReportedAndTheValidatorGoesOn() {
+        XCTAssertEqual(SchemaValidator(schema: ["type": 5]).validate(1).first?.hasPrefix("the validator failed"), true)
+        XCTAssertEqual(SchemaValidator(schema: ["type": "integer"]).validate(1), [])
+    }
+
     func testNumbersAndBooleansAreToldApart() throws {
         let parsed = try JSONSerialization.jsonObject(with: Data(#"{"a":0,"b":1,"c":true,"d":false,"e":1.5}"#.utf8)) as! [String: Any]
         let integer = SchemaValidator(schema: ["type": "integer"]), boolean = SchemaValidator(schema: ["type": "boolean"])

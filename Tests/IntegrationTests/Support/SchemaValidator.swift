@@ -35,12 +35,16 @@ private final class ValidatorProcess {
         import jsonschema_rs
         validators = {}
         for line in sys.stdin:
-            job = json.loads(line)
-            key = json.dumps(job["schema"], sort_keys=True)
-            if key not in validators:
-                validators[key] = jsonschema_rs.validator_for(job["schema"], validate_formats=True)
-            print(json.dumps(["$/" + "/".join(str(p) for p in e.instance_path) + ": " + e.message
-                              for e in validators[key].iter_errors(job["instance"])]), flush=True)
+            try:
+                job = json.loads(line)
+                key = json.dumps(job["schema"], sort_keys=True)
+                if key not in validators:
+                    validators[key] = jsonschema_rs.validator_for(job["schema"], validate_formats=True)
+                problems = ["$/" + "/".join(str(p) for p in e.instance_path) + ": " + e.message
+                            for e in validators[key].iter_errors(job["instance"])]
+            except Exception as error:  # a schema it cannot compile: an answer, not a dead process
+                problems = ["the validator failed: " + repr(error)]
+            print(json.dumps(problems), flush=True)
         """
     private var running: (process: Process, input: FileHandle, output: FileHandle)?
     private var buffer = Data()
