@@ -16,7 +16,7 @@ final class EventCatalogueTests: XCTestCase {
         XCTAssertEqual(Set(schemas), Set(EventCatalogue.topics.map(\.name)), "a schema without a topic or a topic without a schema")
         XCTAssertEqual(EventCatalogue.topics.count, Set(EventCatalogue.topics.map(\.name)).count, "a topic listed twice")
         for topic in EventCatalogue.topics {
-            XCTAssertTrue(["auth", "stories", "chat", "dispatch", "curation", "notify"].contains(topic.producer), topic.name)
+            XCTAssertTrue(PublicOrigin.names.contains(topic.producer), topic.name)
         }
     }
 

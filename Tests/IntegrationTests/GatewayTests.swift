@@ -19,7 +19,7 @@ final class GatewayTests: XCTestCase {
             return started!
         }
     }
-    let names = ["auth", "stories", "chat", "dispatch", "curation", "notify"]
+    let names = PublicOrigin.names
     let gatewayPort = TestEnvironment.freePort()
 
     override func setUpWithError() throws {

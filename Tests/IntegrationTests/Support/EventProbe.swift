@@ -76,7 +76,7 @@ final class EventProbe {
         }
     }
 
-    private static let services: Set<String> = ["/auth", "/stories", "/chat", "/dispatch", "/curation", "/notify"]
+    private static let sources = Set(PublicOrigin.names.map { "/" + $0 })  // the services' events' `source`
     private static let checked = Mutex<Set<String>>([])  // topic/id of events already checked
 
     /// Fails the running test when a service's event breaks its type's schema, once per event.
@@ -89,7 +89,7 @@ final class EventProbe {
     /// What is wrong with a service's event by its type's schema; nil for events of others (a fleet gateway's, a
     /// test's own hostile input), which are not the services' contract.
     static func schemaProblems(_ event: [String: Any]) -> [String]? {
-        guard let source = event["source"] as? String, services.contains(source) else { return nil }
+        guard let source = event["source"] as? String, sources.contains(source) else { return nil }
         guard let type = event["type"] as? String, let schema = try? SchemaValidator.event(type) else { return ["no schema for its type"] }
         return schema.validate(event.filter { !$0.key.hasPrefix("_") })
     }

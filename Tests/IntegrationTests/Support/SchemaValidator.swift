@@ -53,14 +53,15 @@ private final class ValidatorProcess {
         if running?.process.isRunning != true { try start() }
         guard let (_, input, output) = running else { throw TestFailure("no validator") }
         input.write(job + Data("\n".utf8))
-        while buffer.firstIndex(of: UInt8(ascii: "\n")) == nil {
+        var end = buffer.firstIndex(of: UInt8(ascii: "\n"))
+        while end == nil {
             let more = output.availableData
             guard !more.isEmpty else { running = nil; throw TestFailure("the validator ended") }
             buffer.append(more)
+            end = buffer.firstIndex(of: UInt8(ascii: "\n"))
         }
-        let end = buffer.firstIndex(of: UInt8(ascii: "\n"))!
-        let line = buffer[buffer.startIndex..<end]
-        buffer = Data(buffer[(end + 1)...])
+        let line = buffer[buffer.startIndex..<end!]
+        buffer = Data(buffer[(end! + 1)...])
         guard let problems = try JSONSerialization.jsonObject(with: line) as? [String] else {
             throw TestFailure("the validator answered \(String(decoding: line, as: UTF8.self))")
         }
