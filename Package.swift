@@ -101,7 +101,7 @@ let package = Package(
                                                           "WireClient", "HTTP", "Crypto", "Postgres", "Models", "Geo"],
                     path: "Tests/ServiceKitTests", exclude: ["h11_differential.py"], swiftSettings: settings),
         .testTarget(name: "StoriesCoreTests", dependencies: ["StoriesCore", "Models"], path: "Tests/StoriesCoreTests", swiftSettings: settings),
-        .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore"], path: "Tests/DispatchCoreTests", swiftSettings: settings),
+        .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore", "Web"], path: "Tests/DispatchCoreTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "Runtime", "Web", "Events", "Identity", "Features",
                                                              "WireClient", "HTTP", "Kafka", "Postgres", "Models",
                                                              "AuthCore", "StoriesCore", "ChatCore", "DispatchCore",

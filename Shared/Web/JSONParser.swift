@@ -16,16 +16,16 @@ struct JSONParser {
         }
     }
 
-    private let s: UnsafeBufferPointer<UInt8>
-    private var i = 0
+    fileprivate let s: UnsafeBufferPointer<UInt8>
+    fileprivate var i = 0
 
-    private init(s: UnsafeBufferPointer<UInt8>) { self.s = s }
+    fileprivate init(s: UnsafeBufferPointer<UInt8>) { self.s = s }
 
-    private mutating func skipSpace() {
+    fileprivate mutating func skipSpace() {
         while i < s.count, s[i] == 0x20 || s[i] == 0x0A || s[i] == 0x0D || s[i] == 0x09 { i += 1 }
     }
 
-    private mutating func expect(_ word: StaticString) throws {
+    fileprivate mutating func expect(_ word: StaticString) throws {
         let w = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
         guard s.count - i >= w.count, zip(s[i..<(i + w.count)], w).allSatisfy({ $0 == $1 }) else { throw Invalid() }
         i += w.count
@@ -69,7 +69,7 @@ struct JSONParser {
     }
 
     /// After a member or an element: true past a comma (another follows), false past `closer` (the container ends).
-    private mutating func more(before closer: UInt8) throws -> Bool {
+    fileprivate mutating func more(before closer: UInt8) throws -> Bool {
         skipSpace()
         guard i < s.count else { throw Invalid() }
         if s[i] == UInt8(ascii: ",") { i += 1; return true }
@@ -78,7 +78,7 @@ struct JSONParser {
         return false
     }
 
-    private mutating func number() throws -> Double {
+    fileprivate mutating func number() throws -> Double {
         let start = i
         func digits() -> Int {
             let from = i
@@ -100,7 +100,7 @@ struct JSONParser {
     }
 
     /// A string from its opening quote; its bytes must be valid UTF-8.
-    private mutating func string() throws -> String {
+    fileprivate mutating func string() throws -> String {
         i += 1
         let start = i
         // The common case: no escapes, so the bytes are the string.
@@ -173,4 +173,72 @@ struct JSONParser {
         guard let text = String(validating: bytes, as: UTF8.self) else { throw Invalid() }
         return text
     }
+}
+
+/// A body type with a fast path for its usual shape (a fleet's batch of fixes): `scan` reads the bytes without
+/// building a tree and answers nil on anything it does not expect, or anything the schema would refuse; the body
+/// then goes the general way (parse, schema, decode), which names the problem. Whatever `scan` accepts, the
+/// general way must decode to the same value (a test compares them on mutated bodies).
+public protocol ScannedBody: RequestBody {
+    static func scan(_ scanner: inout JSONScanner) -> Self?
+}
+
+extension ScannedBody {
+    /// The body through `scan`, which must take all of it.
+    static func scanned(_ bytes: [UInt8]) -> Self? {
+        bytes.withUnsafeBufferPointer { buffer in
+            var scanner = JSONScanner(buffer)
+            guard let value = scan(&scanner), scanner.atEnd() else { return nil }
+            return value
+        }
+    }
+}
+
+/// A cursor over a JSON text for `ScannedBody`: each step takes what it expects, with the white space around it,
+/// and answers nil (or false) on anything else.
+public struct JSONScanner {
+    private var parser: JSONParser
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>) { parser = JSONParser(s: bytes) }
+
+    /// Takes `byte` (`{`, `[`, `:`).
+    public mutating func take(_ byte: UInt8) -> Bool {
+        parser.skipSpace()
+        guard parser.i < parser.s.count, parser.s[parser.i] == byte else { return false }
+        parser.i += 1
+        return true
+    }
+
+    /// After a member or an element: true past a comma, false past `closer`, nil on anything else.
+    public mutating func more(before closer: UInt8) -> Bool? { try? parser.more(before: closer) }
+
+    /// A member's name and its colon.
+    public mutating func key() -> String? {
+        guard let key = string(), take(UInt8(ascii: ":")) else { return nil }
+        return key
+    }
+
+    /// A string.
+    public mutating func string() -> String? {
+        parser.skipSpace()
+        guard parser.i < parser.s.count, parser.s[parser.i] == UInt8(ascii: "\"") else { return nil }
+        return try? parser.string()
+    }
+
+    /// Takes `null`.
+    public mutating func null() -> Bool {
+        parser.skipSpace()
+        guard parser.s.count - parser.i >= 4, parser.s[parser.i] == UInt8(ascii: "n") else { return false }
+        return (try? parser.expect("null")) != nil
+    }
+
+    /// A number that `schema` (a `.number` range) takes.
+    public mutating func number(_ schema: Schema) -> Double? {
+        parser.skipSpace()
+        guard case .number(let range) = schema, let n = try? parser.number(), range.contains(n) else { return nil }
+        return n
+    }
+
+    /// Whether nothing but white space is left.
+    public mutating func atEnd() -> Bool { parser.skipSpace(); return parser.i == parser.s.count }
 }

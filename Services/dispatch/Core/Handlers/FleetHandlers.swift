@@ -40,6 +40,55 @@ struct FleetFixesBody: RequestBody {
     let fixes: [Item]
 }
 
+/// A fleet's batches, the hottest body there is, read without a tree.
+extension FleetFixesBody: ScannedBody {
+    static func scan(_ s: inout JSONScanner) -> FleetFixesBody? {
+        guard s.take(UInt8(ascii: "{")), s.key() == "fixes", s.take(UInt8(ascii: "[")) else { return nil }
+        var fixes: [Item] = []
+        fixes.reserveCapacity(DispatchHandlers.batchLimit)
+        while true {
+            guard fixes.count < DispatchHandlers.batchLimit, let item = Item.scan(&s), let next = s.more(before: UInt8(ascii: "]"))
+            else { return nil }
+            fixes.append(item)
+            if !next { break }
+        }
+        guard s.more(before: UInt8(ascii: "}")) == false else { return nil }
+        return FleetFixesBody(fixes: fixes)
+    }
+}
+
+extension FleetFixesBody.Item {
+    static func scan(_ s: inout JSONScanner) -> Self? {
+        guard s.take(UInt8(ascii: "{")) else { return nil }
+        var id: UUID?, lat: Double?, lon: Double?, heading: Double??, speed: Double??, at: String??
+        /// An optional member's value: nil for null.
+        func optional<T>(_ value: (inout JSONScanner) -> T?) -> T?? {
+            if s.null() { return .some(nil) }
+            return value(&s).map { .some($0) }
+        }
+        while true {
+            switch s.key() {
+            case "courierId"?:
+                guard id == nil, let v = s.string().flatMap(UUID.init(postgresText:)) else { return nil }
+                id = v
+            case "lat"?: guard lat == nil, let v = s.number(Shapes.lat) else { return nil }; lat = v
+            case "lon"?: guard lon == nil, let v = s.number(Shapes.lon) else { return nil }; lon = v
+            case "heading"?: guard heading == nil, let v = optional({ $0.number(Shapes.heading) }) else { return nil }; heading = v
+            case "speedMps"?: guard speed == nil, let v = optional({ $0.number(Shapes.speedMps) }) else { return nil }; speed = v
+            case "at"?:
+                guard at == nil, let v = optional({ $0.string().flatMap { $0.utf8.count <= 64 && Timestamp.parse($0) != nil ? $0 : nil } })
+                else { return nil }
+                at = v
+            default: return nil
+            }
+            guard let next = s.more(before: UInt8(ascii: "}")) else { return nil }
+            if !next { break }
+        }
+        guard let id, let lat, let lon else { return nil }
+        return Self(courierId: id, lat: lat, lon: lon, heading: heading ?? nil, speedMps: speed ?? nil, at: at ?? nil)
+    }
+}
+
 struct OperatorAcceptBody: RequestBody {
     static let schema = Schema.object(["courierId": .required(.uuid)])
     let courierId: UUID
