@@ -19,6 +19,17 @@ final class DispatchFleetTests: DispatchTestCase {
         try api.post("/v1/operator/couriers", ["couriers": couriers], token: operatorToken)
     }
 
+    /// The latitude at which the operator's map shows `courier`.
+    func mapLat(_ courier: String) throws -> Double? {
+        let couriers = try api.get("/v1/operator/fleet?limit=5000", token: operatorToken)["couriers"] as? [[String: Any]]
+        return (couriers?.first { $0["courierId"] as? String == courier }?["position"] as? [String: Any])?["lat"] as? Double
+    }
+
+    /// Whether `courier`'s row holds the latitude `lat`, once fixes are folded (every second here).
+    func folded(_ courier: String, lat: Double) -> Bool {
+        TestEnvironment.waitUntil(timeout: 10) { (try? self.count("courier_positions", "user_id = '\(courier)' AND lat = \(lat)")) == 1 }
+    }
+
     func testOperatorRoutesAreListedUnderTheOperatorScheme() throws {
         let doc = try api.get("/openapi.json").json
         let paths = doc["paths"] as? [String: [String: Any]] ?? [:]
@@ -89,7 +100,8 @@ final class DispatchFleetTests: DispatchTestCase {
         ]], token: operatorToken)
         XCTAssertEqual(r["received"] as? Int, 4)
         XCTAssertEqual(r["applied"] as? Int, 2)
-        XCTAssertEqual(try count("courier_positions", "user_id = '\(a)' AND lat = 44.41"), 1)
+        XCTAssertEqual(try mapLat(a), 44.41, "the map shows a fix at once, before it is folded")
+        XCTAssertTrue(folded(a, lat: 44.41))
         // Older than what is known: ignored.
         XCTAssertEqual(try api.post("/v1/operator/locations", ["fixes": [["courierId": a, "lat": 1, "lon": 1, "at": at(-15)]]],
                                     token: operatorToken)["applied"] as? Int, 0)
@@ -98,7 +110,9 @@ final class DispatchFleetTests: DispatchTestCase {
                                                                     ["courierId": a, "lat": 91, "lon": 26]]], token: operatorToken)
         assertClientError(bad, 400)
         XCTAssertEqual(bad.errorField, "fixes[1].lat")
-        XCTAssertEqual(try count("courier_positions", "user_id = '\(b)' AND lat = 44.42"), 1)
+        XCTAssertEqual(try count("fix_batches", "45 = ANY(lat)"), 0)
+        XCTAssertEqual(try mapLat(b), 44.42)
+        XCTAssertTrue(folded(b, lat: 44.42))
         for body: [String: Any] in [["fixes": []], ["fixes": Array(repeating: ["courierId": a, "lat": 1, "lon": 1], count: 1001)],
                                     ["fixes": [["courierId": "nope", "lat": 1, "lon": 1]]], ["fixes": "x"], ["other": 1]] {
             assertClientError(try api.post("/v1/operator/locations", body, token: operatorToken), 400)

@@ -8,8 +8,10 @@ import XCTest
 class DispatchTestCase: ServiceTestCase {
     override var serviceName: String { "dispatch" }
     /// The fleet feed is a consumer group: only the tests that wait for its assignment run it (stopping a member
-    /// whose join is pending wedges the group in Tansu).
-    override var serviceSettings: [String: String] { ["OFFER_TIMEOUT_SECONDS": "4", "DISPATCH_TICK_MS": "100", "FLEET_FEED": "off"] }
+    /// whose join is pending wedges the group in Tansu). Fixes are folded into positions every second.
+    override var serviceSettings: [String: String] {
+        ["OFFER_TIMEOUT_SECONDS": "4", "DISPATCH_TICK_MS": "100", "FLEET_FEED": "off", "FIX_FOLD_SECONDS": "1"]
+    }
 
     /// A courier online at (lat, lon).
     func courier(lat: Double, lon: Double, capacity: Int = 2) throws -> Person {
@@ -396,10 +398,11 @@ final class DispatchStrandedParcelTests: DispatchTestCase {
         XCTAssertEqual(wait(parcel, as: sender, for: "offered", timeout: 5)?["offeredTo"] as? String, near.id)
     }
 
-    /// A fix another instance records is one heap-only update of the courier's position (no index entry, the
-    /// courier's row untouched), and reaches this instance's index when it commits, by notification: the parcel
-    /// created where the fix put the courier is offered to them.
-    func testAFixAnotherInstanceRecordsIsAHeapOnlyUpdateThatReachesThisInstance() throws {
+    /// A fix another instance records is one appended row (no row updated: not the courier's, not their position),
+    /// and reaches this instance's index when it commits, by notification: the parcel created where the fix put the
+    /// courier is offered to them. This instance then folds it into the courier's position, as it would the fixes
+    /// of an instance killed before its fold.
+    func testAFixAnotherInstanceRecordsIsOneAppendedRowThatReachesThisInstanceAndIsFolded() throws {
         let sender = try person()
         let far = try courier(lat: 10.6, lon: 10.6)
         let id = try XCTUnwrap(UUID(uuidString: far.id))
@@ -407,18 +410,22 @@ final class DispatchStrandedParcelTests: DispatchTestCase {
         try other.execute("BEGIN")
         let before: Date = try XCTUnwrap(other.first("SELECT updated_at FROM dispatch.couriers WHERE user_id = $1", [id]))["updated_at"]
         let fix = try Fix(courier: id, lat: 44.4270, lon: 26.1030, heading: nil, speedMps: nil, at: nil)
-        XCTAssertEqual(try DispatchStorage().recordFixes(other, [fix]).map(\.fix.courier), [id])
+        XCTAssertEqual(try DispatchStorage().recordFixes(other, [fix], origin: UUID()).map(\.fix.courier), [id])
         let writes = try XCTUnwrap(other.first("""
-            SELECT n_tup_upd::int AS updated, n_tup_hot_upd::int AS hot FROM pg_stat_xact_user_tables
-            WHERE schemaname = 'dispatch' AND relname = 'courier_positions'
+            SELECT coalesce(sum(n_tup_ins) FILTER (WHERE relname = 'fix_batches'), 0)::int AS appended,
+                coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del) FILTER (WHERE relname <> 'fix_batches'), 0)::int AS others
+            FROM pg_stat_xact_user_tables WHERE schemaname = 'dispatch'
             """))
-        XCTAssertEqual(try writes["updated", as: Int.self], 1)
-        XCTAssertEqual(try writes["hot", as: Int.self], 1, "the fix is a heap-only tuple: no index entry written")
+        XCTAssertEqual(try writes["appended", as: Int.self], 1, "the fix is one appended row")
+        XCTAssertEqual(try writes["others", as: Int.self], 0, "no other row is written")
         let after: Date = try XCTUnwrap(other.first("SELECT updated_at FROM dispatch.couriers WHERE user_id = $1", [id]))["updated_at"]
         XCTAssertEqual(after, before, "the courier's own row is not written")
         try other.execute("COMMIT")
         let parcel = try XCTUnwrap(try send(sender, to: nil)["id"] as? String)  // 30 m from where the fix put the courier
         XCTAssertEqual(wait(parcel, as: sender, for: "offered", timeout: 5)?["offeredTo"] as? String, far.id)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) {
+            (try? other.first("SELECT lat FROM dispatch.courier_positions WHERE user_id = $1", [id])?["lat", as: Double.self]) == 44.4270
+        }, "folded into the courier's position")
     }
 }
 

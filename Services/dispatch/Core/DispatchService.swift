@@ -23,6 +23,9 @@ public enum DispatchService {
         let tickMs: Int
         /// `MATCH_WORKERS` (default 4): matching loops side by side.
         let workers: Int
+        /// `FIX_FOLD_SECONDS` (default 10): how often appended fixes are folded into couriers' positions (the newest
+        /// of each courier once, however many they sent); at most 30, as matching forgets a minute-old fix.
+        let foldSeconds: Int
         /// `STRIPE_SECRET_KEY` (`sk_...`): card payments through Stripe; without it cards are refused. `STRIPE_API_URL`
         /// (default https://api.stripe.com) and `PAYMENT_TIMEOUT_SECONDS` (default 10) go with it.
         let stripe: StripeClient?
@@ -37,6 +40,7 @@ public enum DispatchService {
             maxMeters = try environment.int("MATCH_MAX_METERS", default: 10_000, range: 100...1_000_000)
             tickMs = try environment.int("DISPATCH_TICK_MS", default: 500, range: 50...60_000)
             workers = try environment.int("MATCH_WORKERS", default: 4, range: 1...64)
+            foldSeconds = try environment.int("FIX_FOLD_SECONDS", default: 10, range: 1...30)
             let timeout = try environment.int("PAYMENT_TIMEOUT_SECONDS", default: 10, range: 1...60)
             paymentTimeout = timeout
             let api = environment.string("STRIPE_API_URL", default: "https://api.stripe.com")
@@ -83,22 +87,26 @@ public enum DispatchService {
             }
             // Parcels waiting for a courier to be offered them, and how long the longest has waited since its last
             // change (an offer that lapsed puts it back), for the DispatchParcelsWaiting alert; how full PostgreSQL's
-            // queue of notifications is (fixes fail once it is full), for PositionNoticesQueueFilling.
+            // queue of notifications is (fixes fail once it is full), for PositionNoticesQueueFilling; how long the
+            // oldest fix not yet folded has waited, for FixesNotFolded.
             let pool = app.pool
             app.metrics.addGauges(help: ["dispatch_parcels_waiting": "Parcels waiting for a courier to be offered them.",
                                          "dispatch_oldest_waiting_seconds": "How long the longest-waiting of them has waited since its last change.",
-                                         "dispatch_notification_queue_usage": "The fraction of PostgreSQL's notification queue in use (fix announcements not yet read by every instance)."]) {
+                                         "dispatch_notification_queue_usage": "The fraction of PostgreSQL's notification queue in use (fix announcements not yet read by every instance).",
+                                         "dispatch_oldest_unfolded_fix_seconds": "How long the oldest location fix not yet folded into its courier's position has waited."]) {
                 guard let row = try? pool.withConnection({
                     try $0.first("""
                         SELECT count(*)::int AS n, coalesce(extract(epoch FROM now() - min(updated_at)), 0)::float8 AS oldest,
-                            pg_notification_queue_usage() AS queue
+                            pg_notification_queue_usage() AS queue,
+                            (SELECT coalesce(extract(epoch FROM now() - min(appended_at)), 0)::float8 FROM dispatch.fix_batches) AS unfolded
                         FROM dispatch.parcels WHERE status = 'awaiting_courier'
                         """)
                 }), let n = try? row["n", as: Int.self], let oldest = try? row["oldest", as: Double.self],
-                   let queue = try? row["queue", as: Double.self] else { return [] }
+                   let queue = try? row["queue", as: Double.self], let unfolded = try? row["unfolded", as: Double.self] else { return [] }
                 return [("dispatch_parcels_waiting", "", Double(n)), ("dispatch_oldest_waiting_seconds", "", oldest),
-                        ("dispatch_notification_queue_usage", "", queue)]
+                        ("dispatch_notification_queue_usage", "", queue), ("dispatch_oldest_unfolded_fix_seconds", "", unfolded)]
             }
+            app.add(Job.every(Double(settings.foldSeconds), "fix-fold", logger: app.logger) { try handlers.storage.foldFixes(pool) })
             app.add(tracking.feed)
             app.addReadinessCheck("broker") { tracking.isReading }
             let round = MatchingRound(pool: app.pool, parcels: handlers.parcels, matcher: matcher,

@@ -77,7 +77,10 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
                   }
               }) { request, _ in try h.stripeWebhook(request) }
     }
-    r.addExport(services: services) { user in try h.pool.withConnection { try h.storage.export($0, user, media: h.media) } }
+    r.addExport(services: services) { user in
+        try h.storage.foldFixes(h.pool, wait: true)  // their last fix, however recent
+        return try h.pool.withConnection { try h.storage.export($0, user, media: h.media) }
+    }
     // Without OPERATOR_TOKEN the operator routes do not exist: 404, and absent from /openapi.json.
     if fleet.isEnabled {
         r.add("POST", "/v1/operator/couriers", summary: "Operator: create or update up to 1,000 couriers without sign-ups",

@@ -59,14 +59,17 @@ struct Couriers: Sendable {
     let matcher: Matcher
     let tracking: ParcelTracking
 
-    /// Records fixes (the newest per courier; stale ones ignored), keeps the index current, shows the positions of
-    /// couriers carrying parcels to their watchers, and puts parcels in transit on the first fix 50 m from their
-    /// pickup. Returns how many fixes were applied.
+    /// Records fixes (the newest per courier), keeps the index current, shows the positions of couriers carrying
+    /// parcels to their watchers, and puts parcels in transit on the first fix 50 m from their pickup. Returns how
+    /// many fixes were applied: of registered couriers, newer than their last one this instance knows.
     @discardableResult
     func record(_ c: Connection, _ fixes: [Fix], publish: Bool = true) throws -> Int {
-        let applied = try storage.recordFixes(c, Fix.newestPerCourier(fixes))
-        for (fix, active, available, updatedAt) in applied {
-            matcher.update(fix.courier, available: available, asOf: updatedAt, position: fix.point, fixAt: fix.time)
+        // Every fix is stored (folding keeps the newest); one older than what this instance knows changes nothing
+        // here. Stored even so: what is known may come from a transaction that then rolled back.
+        var applied = 0
+        for (fix, active, available, updatedAt) in try storage.recordFixes(c, Fix.newestPerCourier(fixes), origin: matcher.origin) {
+            guard matcher.update(fix.courier, available: available, asOf: updatedAt, position: fix.point, fixAt: fix.time) else { continue }
+            applied += 1
             guard active > 0 else { continue }
             if publish {
                 tracking.publishPosition(CourierLocation(courierId: fix.courier.lowercased, lat: fix.point.lat, lon: fix.point.lon,
@@ -78,6 +81,6 @@ struct Couriers: Sendable {
                 _ = try parcels.apply(c, parcel, .depart, actor: .system, actorId: nil, place: fix.point)
             }
         }
-        return applied.count
+        return applied
     }
 }

@@ -6,20 +6,23 @@ import Runtime
 import Synchronization
 
 /// The live positions of online couriers, in memory: rebuilt from PostgreSQL at start and kept current from the
-/// fixes this instance receives, from the fixes every instance announces as they commit (notifications on
+/// fixes this instance receives, from the fixes other instances announce as they commit (notifications on
 /// `DispatchStorage.positionsChannel`), and, on the same thread, from the courier rows other instances changed (going
-/// online or off, taking or leaving a parcel). PostgreSQL stays the source of truth for offers and assignments.
+/// online or off, taking or leaving a parcel). PostgreSQL stays the source of truth for offers and assignments; a
+/// courier's row holds their position as of the last fold (`DispatchStorage.foldFixes`), and this the newer ones.
 ///
 /// What is known of a courier has two parts, each with its own time: whether they could take a parcel, as of their
 /// row's `updated_at`, and where they are, as of their fix. A part never goes back to an older state: a read may
 /// return a row just before a newer fix or change already reached the index. Notifications sent while this
-/// instance was not listening are lost, so each time it starts listening it reads every courier who can take a
-/// parcel again.
+/// instance was not listening are lost, so each time it starts listening it folds every appended fix and reads every
+/// courier who can take a parcel again.
 ///
 /// `@unchecked Sendable`: `nextSince`, `loaded` and `generations` are guarded by `condition`; `known` is a `Mutex`
 /// held around each index change, so a check and its change are one step; the index locks itself.
 final class Matcher: @unchecked Sendable {
     let index = GeoIndex<UUID>()
+    /// This instance, in the fixes it announces.
+    let origin = UUID()
 
     private struct Known {
         var available = false
@@ -43,22 +46,40 @@ final class Matcher: @unchecked Sendable {
 
     /// Records that the courier could take a parcel (`available`) as their row was at `asOf`, and that they were at
     /// `position` at `fixAt`; each part only when newer than what is known. The index holds exactly the couriers
-    /// known to be able to take a parcel and placed.
-    func update(_ id: UUID, available: Bool? = nil, asOf: Date = .distantPast, position: GeoPoint? = nil, fixAt: Date? = nil) {
+    /// known to be able to take a parcel and placed. Returns whether the position was newer.
+    @discardableResult
+    func update(_ id: UUID, available: Bool? = nil, asOf: Date = .distantPast, position: GeoPoint? = nil, fixAt: Date? = nil) -> Bool {
         known.withLock { known in
             var entry = known[id] ?? Known()
-            var changed = false
+            var changed = false, moved = false
             if let available, asOf > entry.asOf { entry.available = available; entry.asOf = asOf; changed = true }
-            if let position, let fixAt, fixAt > entry.fixAt { entry.position = position; entry.fixAt = fixAt; changed = true }
-            guard changed else { return }
+            if let position, let fixAt, fixAt > entry.fixAt { entry.position = position; entry.fixAt = fixAt; changed = true; moved = true }
+            guard changed else { return false }
             known[id] = entry
             if entry.available, let position = entry.position { index.upsert(id, at: position) } else { index.remove(id) }
+            return moved
         }
     }
 
-    /// Applies the fixes a notification announced.
+    /// Where the courier was last, as far as this instance knows: every fix it recorded, and every fix another
+    /// instance announced while it listened.
+    func position(of id: UUID) -> (point: GeoPoint, at: Date)? {
+        known.withLock { known in known[id].flatMap { k in k.position.map { ($0, k.fixAt) } } }
+    }
+
+    /// `courier` with their newest position: a fix reaches their row only when folded, up to `FIX_FOLD_SECONDS`
+    /// later, and this instance has it before.
+    func latest(_ courier: CourierRecord) -> CourierRecord {
+        guard let (point, at) = position(of: courier.userId), at > courier.fixAt ?? .distantPast else { return courier }
+        var courier = courier
+        courier.position = point
+        courier.fixAt = at
+        return courier
+    }
+
+    /// Applies the fixes another instance announced (this one's were applied as it recorded them).
     func apply(notification payload: String) {
-        for fix in PositionNotice.decode(payload) { update(fix.courier, position: fix.point, fixAt: fix.at) }
+        for fix in PositionNotice.decode(payload, skipping: origin) { update(fix.courier, position: fix.point, fixAt: fix.at) }
     }
 
     /// Couriers to offer a parcel at `pickup` to, nearest first, within `maxMeters`, minus `excluded`.
@@ -132,7 +153,9 @@ final class Matcher: @unchecked Sendable {
                     if listener == nil {
                         let connection = try pool.unpooledConnection()
                         try connection.execute("LISTEN \(DispatchStorage.positionsChannel)")
-                        try refresh(pool, everyone: true)  // listening is done only once this has read what came before
+                        // Listening is done only once this has read what came before, every appended fix folded.
+                        try DispatchStorage().foldFixes(pool, wait: true)
+                        try refresh(pool, everyone: true)
                         listener = connection
                         nextRefresh = Date().addingTimeInterval(interval)
                     }

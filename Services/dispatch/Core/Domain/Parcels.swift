@@ -67,6 +67,8 @@ enum ParcelError: DomainError, Equatable {
 struct Parcels: Sendable {
     let storage: DispatchStorage
     let outbox: Outbox
+    /// Where couriers are now, for the places of their actions (none: their rows' positions).
+    var matcher: Matcher? = nil
 
     /// Wrong PINs a parcel takes before the handover needs the recipient's own confirmation.
     static let pinTries = 5
@@ -166,7 +168,7 @@ struct Parcels: Sendable {
         guard allowed else { throw ParcelError.notYourRole(action) }
         try change?(&parcel)
         // Where it happened: the courier's last fix (senders and recipients send none).
-        let position = action.actor == .courier ? try storage.courier(c, user)?.position : nil
+        let position = action.actor == .courier ? try storage.courier(c, user).map { matcher?.latest($0) ?? $0 }?.position : nil
         return try apply(c, parcel, action, actor: action.actor, actorId: user, place: position, cashCollected: cashCollected)
     }
 

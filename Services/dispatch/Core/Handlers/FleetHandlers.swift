@@ -250,7 +250,7 @@ extension DispatchHandlers {
 
     private func fleetNow(limit: Int) throws -> FleetView {
         try pool.withConnection { c in
-            let (couriers, waiting, at) = try storage.fleet(c, limit: limit)
+            let (couriers, waiting, at) = try storage.fleet(c, limit: limit, latest: matcher.position(of:))
             return FleetView(couriers: couriers, waiting: waiting.map(WaitingParcelView.init), at: at)
         }
     }

@@ -26,7 +26,7 @@ struct DispatchHandlers: Sendable {
     let tariff = Tariff()
     /// Claim codes, limited in guesses as invite codes are.
     let claims = InviteJoins(schema: "dispatch", table: "claim_failures")
-    var parcels: Parcels { Parcels(storage: storage, outbox: outbox) }
+    var parcels: Parcels { Parcels(storage: storage, outbox: outbox, matcher: matcher) }
     var couriers: Couriers { Couriers(storage: storage, parcels: parcels, matcher: matcher, tracking: tracking) }
     var centres: Centres { Centres(parcels: parcels) }
 
@@ -34,7 +34,7 @@ struct DispatchHandlers: Sendable {
 
     func registerCourier(_ request: Request, _ caller: Caller, _ body: RegisterCourierBody) throws -> Response {
         let courier = try pool.withTransaction { try storage.registerCourier($0, user: caller.userId, vehicle: body.vehicle, capacity: body.capacity) }
-        return .json(CourierView(courier), status: 201)
+        return .json(CourierView(matcher.latest(courier)), status: 201)
     }
 
     func setStatus(_ request: Request, _ caller: Caller, _ body: CourierStatusBody) throws -> Response {
@@ -42,7 +42,7 @@ struct DispatchHandlers: Sendable {
             throw HTTPError.notFound("Register as a courier first.")
         }
         matcher.update(courier)
-        return .json(CourierView(courier))
+        return .json(CourierView(matcher.latest(courier)))
     }
 
     func location(_ request: Request, _ caller: Caller, _ body: LocationBody) throws -> Response {
@@ -115,7 +115,7 @@ struct DispatchHandlers: Sendable {
         let mayCall = carrying.contains(parcel.status) && (viewer == parcel.senderId || viewer == parcel.recipientUserId)
         let courier = try parcel.courierId.flatMap { id in
             try storage.courierWithProfile(c, id).map {
-                CourierCard(courier: $0.courier, profile: $0.profile, phone: mayCall ? $0.profile?.phone : nil, urls: media.urls)
+                CourierCard(courier: matcher.latest($0.courier), profile: $0.profile, phone: mayCall ? $0.profile?.phone : nil, urls: media.urls)
             }
         }
         let payment = viewer == parcel.senderId ? try storage.payment(c, parcel: parcel.id) : nil

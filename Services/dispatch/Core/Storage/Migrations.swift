@@ -271,4 +271,22 @@ let migrations: [Migration] = [
         INSERT INTO courier_positions SELECT user_id, lat, lon, heading, speed_mps, fix_at FROM couriers;
         ALTER TABLE couriers DROP COLUMN lat, DROP COLUMN lon, DROP COLUMN heading, DROP COLUMN speed_mps, DROP COLUMN fix_at;
         """),
+    // A fix was one heap-only update of the courier's position: a row version, its WAL and two key lookups per fix,
+    // the floor of what a fleet's batches cost. A request's fixes are now one appended row, folded into
+    // `courier_positions` every `FIX_FOLD_SECONDS` (the newest fix of each courier once, however many it sent); the
+    // arrays stay out of line uncompressed (coordinates do not compress, and trying costs CPU on every request).
+    Migration(15, "fixes appended in batches", """
+        CREATE TABLE fix_batches (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            couriers uuid[] NOT NULL, lat float8[] NOT NULL, lon float8[] NOT NULL, heading float8[] NOT NULL,
+            speed_mps float8[] NOT NULL, fix_at timestamptz[] NOT NULL,
+            appended_at timestamptz NOT NULL DEFAULT now()
+        );
+        ALTER TABLE fix_batches ALTER couriers SET STORAGE EXTERNAL, ALTER lat SET STORAGE EXTERNAL,
+            ALTER lon SET STORAGE EXTERNAL, ALTER heading SET STORAGE EXTERNAL, ALTER speed_mps SET STORAGE EXTERNAL,
+            ALTER fix_at SET STORAGE EXTERNAL;
+        -- Statistics of the arrays would be read out of line at every analyze, and no query needs them.
+        ALTER TABLE fix_batches ALTER couriers SET STATISTICS 0, ALTER lat SET STATISTICS 0, ALTER lon SET STATISTICS 0,
+            ALTER heading SET STATISTICS 0, ALTER speed_mps SET STATISTICS 0, ALTER fix_at SET STATISTICS 0;
+        """),
 ]

@@ -106,8 +106,8 @@ struct CourierRecord {
     let capacity: Int
     let active: Int
     let online: Bool
-    let position: GeoPoint?
-    let fixAt: Date?
+    var position: GeoPoint?  // as of the last fold; `Matcher.latest` knows newer
+    var fixAt: Date?
     let createdAt: Date
     let updatedAt: Date
 
@@ -160,36 +160,64 @@ struct DispatchStorage {
     /// The channel on which fixes are announced to every instance's matching index, at their commits.
     static let positionsChannel = "dispatch_positions"
 
-    /// Records fixes (at most one per courier) unless an equal or newer one is known, and announces those applied on
-    /// `positionsChannel`; returns the fixes applied with their couriers: how many parcels they carry, whether they
-    /// could take another (online, with room), and when their row last changed. A fix is one heap-only update of a
-    /// narrow row (no index entry), and the courier's own row is only read.
-    ///
-    /// The rows are updated in the order of the couriers' ids: two batches sharing couriers then lock them in the same
-    /// order and never each wait for the other (a deadlock, which the pool would retry whole).
-    func recordFixes(_ c: Connection, _ fixes: [Fix]) throws -> [(fix: Fix, active: Int, available: Bool, updatedAt: Date)] {
-        let fixes = fixes.sorted { $0.courier < $1.courier }
+    /// Appends fixes (at most one per courier) as one row of `fix_batches` unless none is of a courier registered here,
+    /// and announces those that are on `positionsChannel` as `origin`'s; returns them with their couriers: how many
+    /// parcels they carry, whether they could take another (online, with room), and when their row last changed. The
+    /// couriers' rows are only read; the fixes reach `courier_positions` when `foldFixes` folds them.
+    func recordFixes(_ c: Connection, _ fixes: [Fix], origin: UUID) throws -> [(fix: Fix, active: Int, available: Bool, updatedAt: Date)] {
         let byCourier = Dictionary(uniqueKeysWithValues: fixes.map { ($0.courier, $0) })
         let applied = try c.rows("""
-            WITH moved AS (
-                UPDATE dispatch.courier_positions p SET lat = f.lat, lon = f.lon, heading = f.heading, speed_mps = f.speed, fix_at = f.at
-                FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::float8[], $5::float8[], $6::timestamptz[])
-                    AS f (id, lat, lon, heading, speed, at)
-                WHERE p.user_id = f.id AND (p.fix_at IS NULL OR p.fix_at < f.at)
-                RETURNING p.user_id)
-            SELECT c.user_id, c.active, c.online AND c.active < c.capacity AS available, c.updated_at
-            FROM moved JOIN dispatch.couriers c USING (user_id)
+            WITH c AS (SELECT user_id, active, online AND active < capacity AS available, updated_at
+                       FROM dispatch.couriers WHERE user_id = ANY($1::uuid[])),
+            b AS (INSERT INTO dispatch.fix_batches (couriers, lat, lon, heading, speed_mps, fix_at)
+                  SELECT $1::uuid[], $2::float8[], $3::float8[], $4::float8[], $5::float8[], $6::timestamptz[]
+                  WHERE EXISTS (SELECT 1 FROM c))
+            SELECT * FROM c
             """, [PostgresArray(fixes.map(\.courier)), PostgresArray(fixes.map(\.point.lat)), PostgresArray(fixes.map(\.point.lon)),
                   PostgresArray(fixes.map(\.heading)), PostgresArray(fixes.map(\.speed)), PostgresArray(fixes.map(\.time))])
             .compactMap { row -> (fix: Fix, active: Int, available: Bool, updatedAt: Date)? in
                 guard let fix = byCourier[try row["user_id"]] else { return nil }
                 return (fix, try row["active"], try row["available"], try row["updated_at"])
             }
-        let payloads = PositionNotice.payloads(applied.map(\.fix))
+        let payloads = PositionNotice.payloads(applied.map(\.fix), origin: origin)
         if !payloads.isEmpty {
             try c.execute("SELECT pg_notify($1, p) FROM unnest($2::text[]) p", [Self.positionsChannel, PostgresArray(payloads)])
         }
         return applied
+    }
+
+    /// The most batches one fold takes: a courier's fixes coalesce only within one.
+    static let foldLimit = 1000
+
+    /// Folds the oldest appended batches (at most `foldLimit`) into `courier_positions`, the newest fix of each
+    /// courier unless their row holds a newer one, and deletes them; returns how many it folded. In a transaction:
+    /// one instance folds at a time, and another's fold is waited for (`wait`) or left to it (0). A batch is deleted
+    /// in the transaction that folds it, so a fold cut short leaves it for the next.
+    func foldFixes(_ c: Connection, wait: Bool = false) throws -> Int {
+        // A fold of many rows outlasts a request's bounds, and so may the wait for another instance's; the newest fix
+        // of each courier is found by sorting in memory.
+        try c.executeScript("SET LOCAL statement_timeout = '60s'; SET LOCAL lock_timeout = '60s'; SET LOCAL work_mem = '64MB'")
+        if wait {
+            try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.fix_batches'))")
+        } else {
+            guard try c.first("SELECT pg_try_advisory_xact_lock(hashtext('dispatch.fix_batches')) AS locked")?["locked"] == true else { return 0 }
+        }
+        return try c.first("""
+            WITH b AS (DELETE FROM dispatch.fix_batches WHERE id IN (SELECT id FROM dispatch.fix_batches ORDER BY id LIMIT $1)
+                       RETURNING *),
+            f AS (SELECT DISTINCT ON (u.id) u.* FROM b, unnest(b.couriers, b.lat, b.lon, b.heading, b.speed_mps, b.fix_at)
+                      AS u (id, lat, lon, heading, speed, at)
+                  ORDER BY u.id, u.at DESC),
+            moved AS (UPDATE dispatch.courier_positions p SET lat = f.lat, lon = f.lon, heading = f.heading, speed_mps = f.speed,
+                          fix_at = f.at
+                      FROM f WHERE p.user_id = f.id AND (p.fix_at IS NULL OR p.fix_at < f.at))
+            SELECT count(*)::int AS n FROM b
+            """, [Self.foldLimit])?["n"] ?? 0
+    }
+
+    /// Folds every batch appended so far, `foldLimit` a transaction.
+    func foldFixes(_ pool: Pool, wait: Bool = false) throws {
+        while try pool.withTransaction({ try foldFixes($0, wait: wait) }) == Self.foldLimit {}
     }
 
     /// Creates or updates couriers that have no account of their own here (a fleet's, a load test's).
@@ -215,17 +243,22 @@ struct DispatchStorage {
                   PostgresArray(couriers.map(\.position?.lon))]).map(CourierRecord.init)
     }
 
-    /// The operator's map: online couriers with a position (the latest fixes first) and the parcels waiting for a
-    /// courier (the longest-waiting first), `limit` of each, and the database's time.
-    func fleet(_ c: Connection, limit: Int) throws -> (couriers: [FleetCourierView], waiting: [ParcelRecord], at: Date) {
+    /// The operator's map: online couriers with a position (the latest fixes first; `latest` knows fixes not yet
+    /// folded) and the parcels waiting for a courier (the longest-waiting first), `limit` of each, and the
+    /// database's time.
+    func fleet(_ c: Connection, limit: Int, latest: (UUID) -> (point: GeoPoint, at: Date)?)
+        throws -> (couriers: [FleetCourierView], waiting: [ParcelRecord], at: Date) {
         let couriers = try c.rows("""
             SELECT user_id, p.lat, p.lon, c.active, c.capacity, p.fix_at
             FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id)
-            WHERE c.online AND p.lat IS NOT NULL AND p.lon IS NOT NULL ORDER BY p.fix_at DESC NULLS LAST LIMIT $1
-            """, [limit]).map { row in
-            FleetCourierView(id: try row["user_id"], position: GeoPoint(lat: try row["lat"], lon: try row["lon"]),
-                             active: try row["active"], capacity: try row["capacity"], fixAt: try row["fix_at"])
-        }
+            WHERE c.online ORDER BY p.fix_at DESC NULLS LAST LIMIT $1
+            """, [limit]).compactMap { row -> FleetCourierView? in
+            let id: UUID = try row["user_id"]
+            let stored: (point: GeoPoint?, at: Date?) = (try row.point(), try row.decode("fix_at"))
+            let (position, fixAt) = latest(id).flatMap { $0.at > stored.at ?? .distantPast ? ($0.point, $0.at) : nil } ?? stored
+            guard let position else { return nil }
+            return FleetCourierView(id: id, position: position, active: try row["active"], capacity: try row["capacity"], fixAt: fixAt)
+        }.sorted { $0.fixAt ?? .distantPast > $1.fixAt ?? .distantPast }
         let waiting = try c.rows("SELECT * FROM dispatch.parcels WHERE status = 'awaiting_courier' ORDER BY updated_at LIMIT $1", [limit])
             .map(ParcelRecord.init)
         let at: Date = try c.first("SELECT now() AS at")!["at"]
@@ -518,17 +551,19 @@ struct DispatchStorage {
     }
 }
 
-/// Fixes as announced on `DispatchStorage.positionsChannel`: 40 bytes each (the courier's id; latitude and longitude
-/// as IEEE doubles; the fix's time in whole microseconds since 1970; little-endian), in base64, at most 140 a
-/// notification (a payload must stay under 8,000 bytes).
+/// Fixes as announced on `DispatchStorage.positionsChannel`: the announcing instance's id (16 bytes: it skips its
+/// own), then 40 bytes a fix (the courier's id; latitude and longitude as IEEE doubles; the fix's time in whole
+/// microseconds since 1970; little-endian), in base64, at most 140 a notification (a payload must stay under 8,000
+/// bytes).
 enum PositionNotice {
     static let perPayload = 140
     static let width = 40
 
-    static func payloads(_ fixes: [Fix]) -> [String] {
+    static func payloads(_ fixes: [Fix], origin: UUID) -> [String] {
         stride(from: 0, to: fixes.count, by: perPayload).map { start in
             var bytes: [UInt8] = []
-            bytes.reserveCapacity(min(perPayload, fixes.count - start) * width)
+            bytes.reserveCapacity(16 + min(perPayload, fixes.count - start) * width)
+            withUnsafeBytes(of: origin.uuid) { bytes.append(contentsOf: $0) }
             for fix in fixes[start..<min(start + perPayload, fixes.count)] {
                 withUnsafeBytes(of: fix.courier.uuid) { bytes.append(contentsOf: $0) }
                 for word in [fix.point.lat.bitPattern, fix.point.lon.bitPattern,
@@ -540,11 +575,13 @@ enum PositionNotice {
         }
     }
 
-    /// The fixes of a payload; none when it is not one (another program's notification on the channel).
-    static func decode(_ payload: String) -> [(courier: UUID, point: GeoPoint, at: Date)] {
-        guard let data = Data(base64Encoded: payload), data.count % width == 0 else { return [] }
+    /// The fixes of a payload, unless `origin` announced them; none when it is not one (another program's
+    /// notification on the channel).
+    static func decode(_ payload: String, skipping origin: UUID) -> [(courier: UUID, point: GeoPoint, at: Date)] {
+        guard let data = Data(base64Encoded: payload), data.count >= 16, (data.count - 16) % width == 0 else { return [] }
         return data.withUnsafeBytes { raw in
-            stride(from: 0, to: raw.count, by: width).compactMap { offset in
+            guard UUID(uuid: raw.loadUnaligned(as: uuid_t.self)) != origin else { return [] }
+            return stride(from: 16, to: raw.count, by: width).compactMap { offset in
                 let id = UUID(uuid: raw.loadUnaligned(fromByteOffset: offset, as: uuid_t.self))
                 let word = { (i: Int) in UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 16 + 8 * i, as: UInt64.self)) }
                 let point = GeoPoint(lat: Double(bitPattern: word(0)), lon: Double(bitPattern: word(1)))
