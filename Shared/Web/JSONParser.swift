@@ -232,10 +232,16 @@ public struct JSONScanner {
         return (try? parser.expect("null")) != nil
     }
 
-    /// A number that `schema` (a `.number` range) takes.
+    /// A string as `schema` (`.dateTime`, `.text`, ...) takes it, by the schema's own check.
+    public mutating func string(_ schema: Schema) -> String? {
+        guard let s = string(), case .string(let valid)? = try? schema.validate(.string(s), path: "") else { return nil }
+        return valid
+    }
+
+    /// A number that `schema` takes, by the schema's own check.
     public mutating func number(_ schema: Schema) -> Double? {
         parser.skipSpace()
-        guard case .number(let range) = schema, let n = try? parser.number(), range.contains(n) else { return nil }
+        guard let n = try? parser.number(), (try? schema.validate(.number(n), path: "")) != nil else { return nil }
         return n
     }
 

@@ -61,16 +61,18 @@ final class Matcher: @unchecked Sendable {
         }
     }
 
-    /// Where the courier was last, as far as this instance knows: every fix it recorded, and every fix another
-    /// instance announced while it listened.
-    func position(of id: UUID) -> (point: GeoPoint, at: Date)? {
-        known.withLock { known in known[id].flatMap { k in k.position.map { ($0, k.fixAt) } } }
+    /// Where the courier was last, if this instance knows a fix newer than `stored` (their row's, which a fix reaches
+    /// only when folded, up to `FIX_FOLD_SECONDS` later): every fix it recorded, and every fix another instance
+    /// announced while it listened.
+    func position(of id: UUID, newerThan stored: Date?) -> (point: GeoPoint, at: Date)? {
+        known.withLock { known in
+            known[id].flatMap { k in k.fixAt > stored ?? .distantPast ? k.position.map { ($0, k.fixAt) } : nil }
+        }
     }
 
-    /// `courier` with their newest position: a fix reaches their row only when folded, up to `FIX_FOLD_SECONDS`
-    /// later, and this instance has it before.
+    /// `courier` with their newest position.
     func latest(_ courier: CourierRecord) -> CourierRecord {
-        guard let (point, at) = position(of: courier.userId), at > courier.fixAt ?? .distantPast else { return courier }
+        guard let (point, at) = position(of: courier.userId, newerThan: courier.fixAt) else { return courier }
         var courier = courier
         courier.position = point
         courier.fixAt = at

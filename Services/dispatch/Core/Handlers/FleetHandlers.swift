@@ -76,8 +76,7 @@ extension FleetFixesBody.Item {
             case "heading"?: guard heading == nil, let v = optional({ $0.number(Shapes.heading) }) else { return nil }; heading = v
             case "speedMps"?: guard speed == nil, let v = optional({ $0.number(Shapes.speedMps) }) else { return nil }; speed = v
             case "at"?:
-                guard at == nil, let v = optional({ $0.string().flatMap { $0.utf8.count <= 64 && Timestamp.parse($0) != nil ? $0 : nil } })
-                else { return nil }
+                guard at == nil, let v = optional({ $0.string(.dateTime) }) else { return nil }
                 at = v
             default: return nil
             }
@@ -250,7 +249,7 @@ extension DispatchHandlers {
 
     private func fleetNow(limit: Int) throws -> FleetView {
         try pool.withConnection { c in
-            let (couriers, waiting, at) = try storage.fleet(c, limit: limit, latest: matcher.position(of:))
+            let (couriers, waiting, at) = try storage.fleet(c, limit: limit, latest: matcher.position(of:newerThan:))
             return FleetView(couriers: couriers, waiting: waiting.map(WaitingParcelView.init), at: at)
         }
     }

@@ -243,10 +243,10 @@ struct DispatchStorage {
                   PostgresArray(couriers.map(\.position?.lon))]).map(CourierRecord.init)
     }
 
-    /// The operator's map: online couriers with a position (the latest fixes first; `latest` knows fixes not yet
-    /// folded) and the parcels waiting for a courier (the longest-waiting first), `limit` of each, and the
-    /// database's time.
-    func fleet(_ c: Connection, limit: Int, latest: (UUID) -> (point: GeoPoint, at: Date)?)
+    /// The operator's map: online couriers with a position (the latest fixes first; `latest` knows a courier's fix
+    /// newer than their row's, not yet folded) and the parcels waiting for a courier (the longest-waiting first),
+    /// `limit` of each, and the database's time.
+    func fleet(_ c: Connection, limit: Int, latest: (UUID, Date?) -> (point: GeoPoint, at: Date)?)
         throws -> (couriers: [FleetCourierView], waiting: [ParcelRecord], at: Date) {
         let couriers = try c.rows("""
             SELECT user_id, p.lat, p.lon, c.active, c.capacity, p.fix_at
@@ -255,7 +255,7 @@ struct DispatchStorage {
             """, [limit]).compactMap { row -> FleetCourierView? in
             let id: UUID = try row["user_id"]
             let stored: (point: GeoPoint?, at: Date?) = (try row.point(), try row.decode("fix_at"))
-            let (position, fixAt) = latest(id).flatMap { $0.at > stored.at ?? .distantPast ? ($0.point, $0.at) : nil } ?? stored
+            let (position, fixAt) = latest(id, stored.at).map { ($0.point, $0.at) } ?? stored
             guard let position else { return nil }
             return FleetCourierView(id: id, position: position, active: try row["active"], capacity: try row["capacity"], fixAt: fixAt)
         }.sorted { $0.fixAt ?? .distantPast > $1.fixAt ?? .distantPast }
