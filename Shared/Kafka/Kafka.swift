@@ -393,6 +393,7 @@ public final class Consumer: @unchecked Sendable {
             // Notice topics created after the subscription (or recreated by a broker that lost its data) quickly.
             "topic.metadata.refresh.interval.ms": "10000",
         ], sink: sink)
+        if config.newGroupStart == "latest" { rd_kafka_conf_set_rebalance_cb(conf, positionNewPartitionsAtTheirEnd) }
         handle = try makeHandle(RD_KAFKA_CONSUMER, conf)
         rd_kafka_poll_set_consumer(handle)
     }
@@ -408,7 +409,9 @@ public final class Consumer: @unchecked Sendable {
                 // 2 s: with the 2 s in which readiness falls before, a stop stays under a container's 5 s.
                 let until = Date().addingTimeInterval(2)
                 while rd_kafka_consumer_closed(handle) == 0 && Date() < until {
-                    if let event = rd_kafka_queue_poll(queue, 100) { rd_kafka_event_destroy(event) }
+                    guard let event = rd_kafka_queue_poll(queue, 100) else { continue }
+                    if rd_kafka_event_type(event) == RD_KAFKA_EVENT_REBALANCE { rd_kafka_assign(handle, nil) }  // leaving: give all back
+                    rd_kafka_event_destroy(event)
                 }
                 if rd_kafka_consumer_closed(handle) == 0 { sink.log?(4, "left the consumer group without the broker's answer in 2 s") }
             }
@@ -540,4 +543,29 @@ public final class Consumer: @unchecked Sendable {
         let err = rd_kafka_commit(handle, list, wait ? 0 : 1)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: err) }
     }
+}
+
+/// The rebalance callback of a group that starts at `latest`: each partition the group has committed nothing for is
+/// given the end the broker reports now, before the assignment is made. librdkafka would otherwise assign first and
+/// look the end up afterwards, and a message written in between (say, by a test that waited for the assignment)
+/// was skipped. What cannot be had within 5 s in all (a committed offset, an end) librdkafka looks up as before.
+/// Called on the polling thread; eager assignors only (this kit sets no cooperative one).
+private func positionNewPartitionsAtTheirEnd(_ rk: OpaquePointer?, _ err: rd_kafka_resp_err_t,
+                                             _ partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
+                                             _ opaque: UnsafeMutableRawPointer?) {
+    guard let rk else { return }
+    guard err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS, let partitions else { rd_kafka_assign(rk, nil); return }
+    let deadline = Date().addingTimeInterval(5)
+    func left() -> Int32 { Int32(max(0, deadline.timeIntervalSinceNow) * 1000) }
+    if rd_kafka_committed(rk, partitions, left()) == RD_KAFKA_RESP_ERR_NO_ERROR {
+        for i in 0..<Int(partitions.pointee.cnt) where left() > 0 {
+            let element = partitions.pointee.elems[i]
+            guard element.offset == Int64(RD_KAFKA_OFFSET_INVALID), element.err == RD_KAFKA_RESP_ERR_NO_ERROR else { continue }
+            var low: Int64 = 0, high: Int64 = 0
+            if rd_kafka_query_watermark_offsets(rk, element.topic, element.partition, &low, &high, left()) == RD_KAFKA_RESP_ERR_NO_ERROR {
+                partitions.pointee.elems[i].offset = high
+            }
+        }
+    }
+    rd_kafka_assign(rk, partitions)
 }

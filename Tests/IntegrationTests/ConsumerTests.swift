@@ -84,6 +84,29 @@ final class ConsumerTests: XCTestCase {
                       "lag \(consumer.lag) once all 40 are handled")
     }
 
+    func testAGroupThatStartsAtTheEndReadsWhatIsWrittenOnceItHoldsItsPartitions() throws {
+        // A new group at `latest` (notify's first deployment, the tests' notify): what was written before it joined is
+        // history; what is written the moment it holds its partitions is its to read. (librdkafka used to assign
+        // first and look the end up some 100 ms later: what came in between was skipped.)
+        let topic = try topic("test.latest")
+        XCTAssertEqual(producer.send((0..<5).map { OutgoingMessage(topic: topic, key: "k", value: envelope(subject: "before\($0)")) })
+            .compactMap { $0 }.count, 0)
+        var config = kafka
+        config.newGroupStart = "latest"
+        let consumer = try Consumer(config: config, groupId: "group-\(topic)", fetchWaitMs: 100)
+        try consumer.subscribe([topic])
+        let deadline = Date().addingTimeInterval(30)
+        while consumer.assignedPartitions == 0 && Date() < deadline { _ = consumer.poll(timeout: 0.005) }
+        XCTAssertEqual(consumer.assignedPartitions, 1)
+        XCTAssertNil(producer.send([OutgoingMessage(topic: topic, key: "k", value: envelope(subject: "after"))]).first!)
+        var read: [String] = []
+        let until = Date().addingTimeInterval(10)
+        while !read.contains("after") && Date() < until {
+            if let m = consumer.poll(timeout: 0.1), let event = ReceivedEvent(m.value) { read.append(event.subject) }
+        }
+        XCTAssertTrue(read.contains("after"), "read \(read)")
+    }
+
     // MARK: A topic of the test's own
 
     var kafka: KafkaConfig {

@@ -205,7 +205,10 @@ final class PushTests: XCTestCase {
         let chat = try ServiceProcess.startReady("chat", environment: [
             "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks", "SERVICE_TOKEN": token,
             "KAFKA_GROUP_PREFIX": notifyEnvironment["KAFKA_GROUP_PREFIX"]!])
-        defer { _ = chat.stop() }
+        defer {
+            if (testRun?.failureCount ?? 0) > 0 { print("--- chat log ---\n\(chat.log.suffix(6000))") }
+            _ = chat.stop()
+        }
         notify.stop()
         notifyEnvironment.merge(["CHAT_URL": "http://127.0.0.1:\(chat.port)", "CHAT_WINDOW_SECONDS": "4"]) { $1 }
         notify = try ServiceProcess.startReady("notify", port: notify.port, environment: notifyEnvironment)
