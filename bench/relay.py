@@ -11,10 +11,11 @@ Each round:
   2. lag: POST /v1/stories at RATE a second for LAG_SECONDS, story.created read by a consumer assigned to every
      partition; lag = when the consumer has it - the event's time (set in the story's transaction); then outbox rows
      committed by pgbench at RATE a second (the relay's path without the HTTP service sharing the cores), lag from
-     each insert's clock; beside them, the same consumer reading what the raw producer sends at the same rate (lag
+     each commit (pgbench's log) and from each insert's clock; beside them, the same consumer reading what the raw producer sends at the same rate (lag
      from the produce call).
 Prints medians of RUNS rounds.
 """
+import glob
 import hashlib
 import http.client
 import itertools
@@ -220,8 +221,10 @@ def lag_service():
 
 
 def lag_outbox(topic):
-    """Outbox rows committed at RATE a second by pgbench (4 connections), each carrying its insert's time; the lag is
-    when the consumer has it less that time. -> (achieved rate, lags in ms)"""
+    """Outbox rows committed at RATE a second by pgbench (4 connections), each carrying its client and its insert's
+    time; the lag is when the consumer has it less its commit, which pgbench's per-transaction log gives (each client's
+    transactions run one after another: its k-th row is its k-th logged transaction), and less the insert's time, which
+    adds the commit itself (its fsync). -> (achieved rate, commit lags in ms, insert lags in ms)"""
     r = Reader(topic)
     r.start()
     time.sleep(1)
@@ -229,31 +232,45 @@ def lag_outbox(topic):
     # The insert's clock as seconds since the epoch (a formatted time's colons would be pgbench variables).
     script = ("\\set k random(1, 1000000000)\n"
               "INSERT INTO stories.outbox (event_id, topic, key, payload) VALUES (gen_random_uuid(), "
-              f"'{topic}', :k::text, '{{\"subject\": \"lag\", \"epoch\": ' || extract(epoch FROM clock_timestamp()) "
-              f"|| ', \"data\": {data}}}');\n")
-    path = f"/tmp/bench-relay-{os.getpid()}.sql"
+              f"'{topic}', :k::text, '{{\"subject\": \"lag\", \"client\": ' || :client_id || ', \"epoch\": ' "
+              f"|| extract(epoch FROM clock_timestamp()) || ', \"data\": {data}}}');\n")
+    path, logs = f"/tmp/bench-relay-{os.getpid()}.sql", f"/tmp/bench-relay-{os.getpid()}-log"
     with open(path, "w") as f:
         f.write(script)
     out = subprocess.run(["pgbench", "-h", "127.0.0.1", "-p", os.environ["PG_PORT"], "-U", "postgres", "-n", "-M", "prepared",
-                          "-c", "4", "-j", "2", "-R", str(RATE), "-T", str(LAG_SECONDS), "-f", path, "stories"],
-                         capture_output=True, text=True)
+                          "-c", "4", "-j", "2", "-R", str(RATE), "-T", str(LAG_SECONDS), "-l", f"--log-prefix={logs}",
+                          "-f", path, "stories"], capture_output=True, text=True)
     os.unlink(path)
+    commits = {}  # client -> [(transaction number, commit time)]
+    for name in glob.glob(logs + ".*"):
+        with open(name) as f:
+            for line in f:
+                client, number, _, _, epoch, micros = line.split()[:6]
+                commits.setdefault(int(client), []).append((int(number), int(epoch) + int(micros) / 1e6))
+        os.unlink(name)
     if out.returncode != 0:
         raise SystemExit(f"pgbench failed: {out.stderr}")
     time.sleep(2)
     r.stop = True
     r.join()
-    lags = []
+    inserted = {}  # client -> [(insert time, arrival)]
     for value, arrived in r.seen.items():
         try:
             event = json.loads(value)
         except ValueError:
             continue
         if isinstance(event, dict) and event.get("subject") == "lag":
-            lags.append((arrived - float(event["epoch"])) * 1000)
-    if not lags:
+            inserted.setdefault(event["client"], []).append((float(event["epoch"]), arrived))
+    if not inserted:
         raise SystemExit("the consumer read none of the outbox rows pgbench wrote")
-    return len(lags) / LAG_SECONDS, lags
+    from_insert = [(arrived - at) * 1000 for rows in inserted.values() for at, arrived in rows]
+    from_commit = []
+    for client, rows in inserted.items():
+        logged = sorted(commits.get(client, []))
+        if len(logged) != len(rows):
+            raise SystemExit(f"client {client}: pgbench logged {len(logged)} transactions, the consumer read {len(rows)} rows")
+        from_commit += [(arrived - committed) * 1000 for (_, arrived), (_, committed) in zip(sorted(rows), logged)]
+    return len(from_insert) / LAG_SECONDS, from_commit, from_insert
 
 
 def lag_raw(topic):
@@ -317,22 +334,24 @@ def main():
         for f in ADMIN.delete_topics(stale).values():
             f.result()
     rows = {k: [] for k in ("relay", "relay_svc", "relay_pg", "raw", "bare", "lag50", "lag99", "raw50", "raw99", "rate",
-                            "out50", "out99", "out_rate")}
+                            "out50", "out99", "com50", "com99", "out_rate")}
     for i in range(1, RUNS + 1):
         rate, svc, pg = on_fresh_topic("relay", drain_relay)
         raw = on_fresh_topic("raw", drain_raw)
         bare = on_fresh_topic("bare", lambda t: drain_raw(t, headers=None))
         achieved, lags = lag_service()
-        out_rate, out_lags = on_fresh_topic("outbox-lag", lag_outbox)
+        out_rate, com_lags, out_lags = on_fresh_topic("outbox-lag", lag_outbox)
         raw_lags = on_fresh_topic("raw-lag", lag_raw)
         for k, v in (("relay", rate), ("relay_svc", svc), ("relay_pg", pg), ("raw", raw), ("bare", bare), ("rate", achieved),
                      ("lag50", pct(lags, 0.5)), ("lag99", pct(lags, 0.99)),
                      ("raw50", pct(raw_lags, 0.5)), ("raw99", pct(raw_lags, 0.99)),
-                     ("out_rate", out_rate), ("out50", pct(out_lags, 0.5)), ("out99", pct(out_lags, 0.99))):
+                     ("out_rate", out_rate), ("out50", pct(out_lags, 0.5)), ("out99", pct(out_lags, 0.99)),
+                     ("com50", pct(com_lags, 0.5)), ("com99", pct(com_lags, 0.99))):
             rows[k].append(v)
         say(f"  round {i}: relay {rate:,.0f}/s ({svc:.0f}, {pg:.0f} ms CPU per 1,000) | raw producer {raw:,.0f}/s (without the header {bare:,.0f}/s) | "
             f"story.created lag at {achieved:.0f}/s p50 {pct(lags, 0.5):.1f} p99 {pct(lags, 0.99):.1f} ms | "
-            f"outbox rows at {out_rate:.0f}/s p50 {pct(out_lags, 0.5):.1f} p99 {pct(out_lags, 0.99):.1f} ms | "
+            f"outbox rows at {out_rate:.0f}/s from commit p50 {pct(com_lags, 0.5):.1f} p99 {pct(com_lags, 0.99):.1f} ms "
+            f"(from insert {pct(out_lags, 0.5):.1f}, {pct(out_lags, 0.99):.1f}) | "
             f"raw p50 {pct(raw_lags, 0.5):.1f} p99 {pct(raw_lags, 0.99):.1f} ms")
     m = {k: statistics.median(v) for k, v in rows.items()}
     print(f"\nrelay, {time.strftime('%Y-%m-%d', time.gmtime())}, {os.cpu_count()} cores, {EVENTS:,} events a drain, "
@@ -344,7 +363,9 @@ def main():
     print(f"{'  the same without the ce_type header (not the same)':<52} {m['bare']:>10,.0f} {m['bare'] / m['raw']:>7.2f} {'-':>22}")
     print(f"{'target':<52} {'p50 ms':>10} {'p99 ms':>7}")
     print(f"{'story.created, commit to consumer, at %.0f/s' % m['rate']:<52} {m['lag50']:>10.1f} {m['lag99']:>7.1f}")
-    print(f"{'outbox rows (pgbench), insert to consumer, at %.0f/s' % m['out_rate']:<52} {m['out50']:>10.1f} {m['out99']:>7.1f}")
+    print(f"{'outbox rows (pgbench), commit to consumer, at %.0f/s' % m['out_rate']:<52} {m['com50']:>10.1f} {m['com99']:>7.1f}"
+          f"   p99 {m['com99'] / m['raw99']:.2f} of the raw producer's")
+    print(f"{'  the same from the insert (its commit included)':<52} {m['out50']:>10.1f} {m['out99']:>7.1f}")
     print(f"{'  raw producer to the same consumer':<52} {m['raw50']:>10.1f} {m['raw99']:>7.1f}")
 
 
