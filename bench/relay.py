@@ -11,8 +11,8 @@ Each round:
   2. lag: POST /v1/stories at RATE a second for LAG_SECONDS, story.created read by a consumer assigned to every
      partition; lag = when the consumer has it - the event's time (set in the story's transaction); then outbox rows
      committed by pgbench at RATE a second (the relay's path without the HTTP service sharing the cores), lag from
-     each commit (pgbench's log) and from each insert's clock; beside them, the same consumer reading what the raw producer sends at the same rate (lag
-     from the produce call).
+     each commit (pgbench's log) and from each insert's clock; beside them, the same consumer reading what the raw
+     producer sends at the same rate (lag from the produce call).
 Prints medians of RUNS rounds.
 """
 import glob

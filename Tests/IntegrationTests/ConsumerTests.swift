@@ -86,8 +86,8 @@ final class ConsumerTests: XCTestCase {
 
     func testAGroupThatStartsAtTheEndReadsWhatIsWrittenOnceItHoldsItsPartitions() throws {
         // A new group at `latest` (notify's first deployment, the tests' notify): what was written before it joined is
-        // history; what is written the moment it holds its partitions is its to read. (librdkafka used to assign
-        // first and look the end up some 100 ms later: what came in between was skipped.)
+        // history; what is written the moment it holds its partitions is its to read. (Left to itself, librdkafka
+        // assigns first and looks the end up some 100 ms later: what came in between was skipped.)
         let topic = try topic("test.latest")
         XCTAssertEqual(producer.send((0..<5).map { OutgoingMessage(topic: topic, key: "k", value: envelope(subject: "before\($0)")) })
             .compactMap { $0 }.count, 0)
