@@ -13,7 +13,7 @@ Each round:
      committed by pgbench at RATE a second (the relay's path without the HTTP service sharing the cores), lag from
      each commit (pgbench's log) and from each insert's clock; beside them, the same consumer reading what the raw
      producer sends at the same rate (lag from the produce call).
-Prints medians of RUNS rounds.
+Each phase starts once the machine is quiet (`settle`). Prints medians of RUNS rounds.
 """
 import glob
 import hashlib
@@ -94,6 +94,28 @@ def pg_cpu():
         except OSError:
             pass
     return total
+
+
+def busy():
+    """The machine's busy and total CPU ticks so far (/proc/stat)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+
+
+def settle(phase, limit=30.0):
+    """Waits until the machine is quiet (under 15% busy over half a second; at most `limit` seconds) before `phase`:
+    the services that consume the stories just posted are still at work for a while after, and would share the cores
+    with the next phase. Says how long it waited when it did."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        b0, a0 = busy()
+        time.sleep(0.5)
+        b1, a1 = busy()
+        if (b1 - b0) < 0.15 * (a1 - a0):
+            break
+    if time.monotonic() - t0 > 1:
+        say(f"  ({phase}: waited {time.monotonic() - t0:.1f} s for a quiet machine)")
 
 
 def stories_pid():
@@ -311,6 +333,7 @@ def on_fresh_topic(phase, run):
     and a broker holding the earlier phases' messages answers later ones slower (a raw producer's p99 grew from 117 ms
     to 3.1 s over three rounds on one topic), which favoured whatever ran first."""
     topic = f"bench.relay.{os.getpid()}.{next(ROUND_TOPICS)}.{phase}"
+    settle(phase)
     for f in ADMIN.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
         f.result()
     deadline = time.monotonic() + 10
@@ -339,6 +362,7 @@ def main():
         rate, svc, pg = on_fresh_topic("relay", drain_relay)
         raw = on_fresh_topic("raw", drain_raw)
         bare = on_fresh_topic("bare", lambda t: drain_raw(t, headers=None))
+        settle("story.created")
         achieved, lags = lag_service()
         out_rate, com_lags, out_lags = on_fresh_topic("outbox-lag", lag_outbox)
         raw_lags = on_fresh_topic("raw-lag", lag_raw)
