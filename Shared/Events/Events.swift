@@ -406,6 +406,9 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         let connection = try ReplicationConnection(url: databaseURL, applicationName: "\(schema)-outbox-relay")
         try prepareSlot(slot, on: connection)
         try connection.startStreaming(slot: slot, publication: publication)
+        // Nothing of an earlier stream is in flight now: what it left unacknowledged comes again from the slot, and its
+        // BEGIN sets the time again. Kept, a time whose events were then acknowledged would say an idle outbox is stuck.
+        condition.lock(); oldestPending = nil; condition.unlock()
         logger.info("relaying the outbox from the write-ahead log", ["slot": .string(slot)])
         let producer = try currentProducer()
         let wake = producer.reportDescriptor()
@@ -414,7 +417,7 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         condition.unlock()
         var nextUpkeep = Date()
 
-        struct Batch { var queued: Producer.Queued; var confirmAfter: LSN?; var firstCommit: Date }
+        struct Batch { var queued: Producer.Queued; var confirmAfter: LSN?; var firstCommit: Date; var sent = Date() }
         var inFlight: [Batch] = []
         var messages: [OutgoingMessage] = []
         var batchCommit: Date?
@@ -495,6 +498,9 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
                 // Nothing more decoded for now: send what was read, and collect the reports that have come.
                 flush()
                 while !inFlight.isEmpty, try settleOldest(blocking: false) {}
+                // Reports still missing well after librdkafka's own timeouts (10 s to deliver, 10 s a request) are
+                // waited for once more and then count as failed: the stream starts again rather than wait for ever.
+                if let oldest = inFlight.first, Date().timeIntervalSince(oldest.sent) > 30 { try settleOldest() }
                 if let lsn = pendingConfirm, idle { try confirm(lsn, force: true); pendingConfirm = nil }
                 // Now and then, ask how far the server has looked: with nothing of ours in between, that is confirmed
                 // too, so the slot keeps no WAL for other schemas' changes.
