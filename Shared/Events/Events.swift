@@ -217,6 +217,9 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
 
     /// Events published in one batch, and batches waiting for their delivery reports at once.
     static let batchSize = 1000, batchesInFlight = 32
+    /// Seconds a batch may wait for its delivery reports before it is waited for once more and then counts as failed:
+    /// well after librdkafka's own timeouts (10 s to deliver, 10 s a request), which report a failure themselves.
+    static let reportPatience: TimeInterval = 30
 
     /// The topics a service uses and how to create them.
     public struct TopicSettings: Sendable {
@@ -498,9 +501,10 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
                 // Nothing more decoded for now: send what was read, and collect the reports that have come.
                 flush()
                 while !inFlight.isEmpty, try settleOldest(blocking: false) {}
-                // Reports still missing well after librdkafka's own timeouts (10 s to deliver, 10 s a request) are
-                // waited for once more and then count as failed: the stream starts again rather than wait for ever.
-                if let oldest = inFlight.first, Date().timeIntervalSince(oldest.sent) > 30 { try settleOldest() }
+                // Reports that never come end the stream (`reportPatience`): it starts again rather than wait for ever.
+                if let oldest = inFlight.first, Date().timeIntervalSince(oldest.sent) > Self.reportPatience {
+                    try settleOldest()
+                }
                 if let lsn = pendingConfirm, idle { try confirm(lsn, force: true); pendingConfirm = nil }
                 // Now and then, ask how far the server has looked: with nothing of ours in between, that is confirmed
                 // too, so the slot keeps no WAL for other schemas' changes.
