@@ -2,7 +2,8 @@ import Foundation
 import Postgres
 import XCTest
 
-/// Array parameters as PostgreSQL reads them: binary for uuid, float8, bool and timestamptz elements, text otherwise.
+/// Array parameters as PostgreSQL reads them: binary for uuid, float8, bool and timestamptz elements
+/// and for strings bound as `texts:`, text otherwise.
 final class PostgresArrayTests: XCTestCase {
     func testBinaryArraysReadBackWhatWasSent() throws {
         let c = try Connection(url: TestEnvironment.adminDatabaseURL)
@@ -26,5 +27,9 @@ final class PostgresArrayTests: XCTestCase {
         let c = try Connection(url: TestEnvironment.adminDatabaseURL)
         XCTAssertThrowsError(try c.execute("SELECT $1::text[]", [PostgresArray([UUID()])]))
         XCTAssertEqual(try c.first("SELECT $1::text[]::text AS names", [PostgresArray(["a\"b", "c"])])?["names"] as String?, #"{"a\"b",c}"#)
+        XCTAssertEqual(try c.first("SELECT $1::text[]::text AS names", [PostgresArray(texts: ["a\"b", "c", "", "é ✓"])])?["names"] as String?,
+                       #"{"a\"b",c,"","é ✓"}"#)
+        XCTAssertEqual(try c.first("SELECT cardinality($1::text[]) AS n", [PostgresArray(texts: [])])?["n"] as Int?, 0)
+        XCTAssertThrowsError(try c.execute("SELECT $1::uuid[]", [PostgresArray(texts: [UUID().uuidString])]))
     }
 }

@@ -46,6 +46,7 @@ struct Fix {
     /// The newest fix of each courier (a batch may carry several).
     static func newestPerCourier(_ fixes: [Fix]) -> [Fix] {
         var newest: [UUID: Fix] = [:]
+        newest.reserveCapacity(fixes.count)
         for f in fixes where (newest[f.courier]?.time ?? .distantPast) < f.time { newest[f.courier] = f }
         return Array(newest.values)
     }

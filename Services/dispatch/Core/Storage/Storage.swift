@@ -165,10 +165,11 @@ struct DispatchStorage {
     /// parcels they carry, whether they could take another (online, with room), and when their row last changed. The
     /// couriers' rows are only read; the fixes reach `courier_positions` when `foldFixes` folds them.
     func recordFixes(_ c: Connection, _ fixes: [Fix], origin: UUID) throws -> [(fix: Fix, active: Int, available: Bool, updatedAt: Date)] {
-        let byCourier = Dictionary(uniqueKeysWithValues: fixes.map { ($0.courier, $0) })
+        // Rows name their fix by its place in the batch (`i`, from 1): a small number to read, where a courier's id
+        // would be parsed from text and looked up.
         let applied = try c.rows("""
-            WITH c AS (SELECT user_id, active, online AND active < capacity AS available, updated_at
-                       FROM dispatch.couriers WHERE user_id = ANY($1::uuid[])),
+            WITH c AS (SELECT u.i, active, online AND active < capacity AS available, updated_at
+                       FROM unnest($1::uuid[]) WITH ORDINALITY AS u (id, i) JOIN dispatch.couriers ON user_id = u.id),
             b AS (INSERT INTO dispatch.fix_batches (couriers, lat, lon, heading, speed_mps, fix_at)
                   SELECT $1::uuid[], $2::float8[], $3::float8[], $4::float8[], $5::float8[], $6::timestamptz[]
                   WHERE EXISTS (SELECT 1 FROM c))
@@ -176,12 +177,13 @@ struct DispatchStorage {
             """, [PostgresArray(fixes.map(\.courier)), PostgresArray(fixes.map(\.point.lat)), PostgresArray(fixes.map(\.point.lon)),
                   PostgresArray(fixes.map(\.heading)), PostgresArray(fixes.map(\.speed)), PostgresArray(fixes.map(\.time))])
             .compactMap { row -> (fix: Fix, active: Int, available: Bool, updatedAt: Date)? in
-                guard let fix = byCourier[try row["user_id"]] else { return nil }
-                return (fix, try row["active"], try row["available"], try row["updated_at"])
+                let i: Int = try row["i"]
+                guard fixes.indices.contains(i - 1) else { return nil }
+                return (fixes[i - 1], try row["active"], try row["available"], try row["updated_at"])
             }
         let payloads = PositionNotice.payloads(applied.map(\.fix), origin: origin)
         if !payloads.isEmpty {
-            try c.execute("SELECT pg_notify($1, p) FROM unnest($2::text[]) p", [Self.positionsChannel, PostgresArray(payloads)])
+            try c.execute("SELECT pg_notify($1, p) FROM unnest($2::text[]) p", [Self.positionsChannel, PostgresArray(texts: payloads)])
         }
         return applied
     }
