@@ -141,6 +141,31 @@ final class DispatchFleetTests: DispatchTestCase {
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (try? self.count("courier_positions", "user_id = '\(a)' AND lat = 44.43")) == 1 })
     }
 
+    /// An erased courier leaves every instance's matching index at the erasure's commit. Before, their deleted row
+    /// was never read again, so ten of them nearer a pickup than anyone else filled its ten candidates, each passed
+    /// over as gone, and the parcel waited for ever although a courier a kilometre away was online.
+    func testErasedCouriersStandNoLongerAmongAPickupsNearest() throws {
+        let erased = (0..<10).map { _ in UUID().uuidString.lowercased() }
+        XCTAssertEqual(try seed(erased.enumerated().map { i, id in
+            ["id": id, "vehicle": "bike", "capacity": 1, "online": true, "lat": 44.4269 + Double(i) * 0.0001, "lon": 26.1026]
+        }).status, 200)
+        let online = try courier(lat: 44.4350, lon: 26.1025)  // 900 m from the pickup
+        var kafka = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "auth"); kafka.log = { _, _ in }
+        let deletions = try erased.map { id in
+            let envelope: [String: Any] = ["specversion": "1.0", "id": UUID().uuidString.lowercased(), "source": "/auth",
+                                           "type": "user.deleted", "subject": id, "time": ISO8601DateFormatter().string(from: Date()),
+                                           "datacontenttype": "application/json",
+                                           "data": ["userId": id, "deletedAt": ISO8601DateFormatter().string(from: Date())]]
+            return OutgoingMessage(topic: "user.deleted", key: id, value: Array(try JSONSerialization.data(withJSONObject: envelope)))
+        }
+        XCTAssertEqual(try Producer(config: kafka).send(deletions).compactMap { $0 }.count, 0)
+        let ids = erased.map { "'\($0)'" }.joined(separator: ",")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (try? self.count("couriers", "user_id IN (\(ids))")) == 0 }, "erased")
+        let sender = try person()
+        let parcel = try XCTUnwrap(try send(sender, to: nil)["id"] as? String)
+        XCTAssertEqual(wait(parcel, as: sender, for: "offered", timeout: 10)?["offeredTo"] as? String, online.id)
+    }
+
     func testDispatchLoadDrivesTheServiceAndFindsEveryInvariantHolding() throws {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("dispatch-load-\(UUID().uuidString.prefix(8))").path
         let load = try ServiceProcess("dispatch-load", environment: [:], arguments: [

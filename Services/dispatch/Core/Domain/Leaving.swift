@@ -45,6 +45,7 @@ struct Leaving: Sendable {
                 updated_at = now()
             WHERE user_id = $1
             """, [user, nobody])
+        try c.execute("SELECT pg_notify($1, user_id::text) FROM dispatch.couriers WHERE user_id = $2", [DispatchStorage.erasedChannel, user])
         for (table, column) in [("parcel_declines", "courier_id"), ("couriers", "user_id"), ("claim_failures", "user_id"),
                                 ("centre_staff", "user_id"), ("loyalty_ledger", "user_id"), ("wallet_ledger", "user_id"),
                                 ("plan_ledger", "user_id")] {

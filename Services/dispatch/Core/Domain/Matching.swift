@@ -8,14 +8,15 @@ import Synchronization
 /// The live positions of online couriers, in memory: rebuilt from PostgreSQL at start and kept current from the
 /// fixes this instance receives, from the fixes other instances announce as they commit (notifications on
 /// `DispatchStorage.positionsChannel`), and, on the same thread, from the courier rows other instances changed (going
-/// online or off, taking or leaving a parcel). PostgreSQL stays the source of truth for offers and assignments; a
+/// online or off, taking or leaving a parcel) and the couriers erased (`DispatchStorage.erasedChannel`). PostgreSQL stays the source of truth for offers and assignments; a
 /// courier's row holds their position as of the last fold (`DispatchStorage.foldFixes`), and this the newer ones.
 ///
 /// What is known of a courier has two parts, each with its own time: whether they could take a parcel, as of their
 /// row's `updated_at`, and where they are, as of their fix. A part never goes back to an older state: a read may
 /// return a row just before a newer fix or change already reached the index. Notifications sent while this
 /// instance was not listening are lost, so each time it starts listening it folds every appended fix and reads every
-/// courier who can take a parcel again.
+/// courier who can take a parcel again (an erasure announced meanwhile stays unknown to it until it restarts: it is
+/// never offered a parcel, as their row is gone, but may stand among a pickup's nearest).
 ///
 /// `@unchecked Sendable`: `nextSince`, `loaded` and `generations` are guarded by `condition`; `known` is a `Mutex`
 /// held around each index change, so a check and its change are one step; the index locks itself.
@@ -79,9 +80,19 @@ final class Matcher: @unchecked Sendable {
         return courier
     }
 
-    /// Applies the fixes another instance announced (this one's were applied as it recorded them).
-    func apply(notification payload: String) {
-        for fix in PositionNotice.decode(payload, skipping: origin) { update(fix.courier, position: fix.point, fixAt: fix.at) }
+    /// Applies the fixes another instance announced (this one's were applied as it recorded them), or an erasure.
+    func apply(_ notification: PostgresNotification) {
+        if notification.channel == DispatchStorage.erasedChannel {
+            if let id = UUID(uuidString: notification.payload) { erased(id) }
+            return
+        }
+        for fix in PositionNotice.decode(notification.payload, skipping: origin) { update(fix.courier, position: fix.point, fixAt: fix.at) }
+    }
+
+    /// The courier was erased: out of the index, and, as of now, unable to take a parcel (a refresh that read their
+    /// row before it went is older).
+    func erased(_ id: UUID) {
+        update(id, available: false, asOf: Date())
     }
 
     /// Couriers to offer a parcel at `pickup` to, nearest first, within `maxMeters`, minus `excluded`.
@@ -155,6 +166,7 @@ final class Matcher: @unchecked Sendable {
                     if listener == nil {
                         let connection = try pool.unpooledConnection()
                         try connection.execute("LISTEN \(DispatchStorage.positionsChannel)")
+                        try connection.execute("LISTEN \(DispatchStorage.erasedChannel)")
                         // Listening is done only once this has read what came before, every appended fix folded.
                         try DispatchStorage().foldFixes(pool, wait: true)
                         try refresh(pool, everyone: true)
@@ -166,7 +178,7 @@ final class Matcher: @unchecked Sendable {
                         nextRefresh = Date().addingTimeInterval(interval)
                     }
                     for notification in try listener?.notifications(timeout: nextRefresh.timeIntervalSinceNow) ?? [] {
-                        apply(notification: notification.payload)
+                        apply(notification)
                     }
                 } catch {
                     if listener?.isHealthy != true { listener = nil }

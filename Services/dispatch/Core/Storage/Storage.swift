@@ -159,6 +159,9 @@ struct DispatchStorage {
 
     /// The channel on which fixes are announced to every instance's matching index, at their commits.
     static let positionsChannel = "dispatch_positions"
+    /// The channel on which erased couriers are announced (their ids), at the erasure's commit: a deleted row is not
+    /// one the refresh reads as changed, so without it every instance's index would keep them until restarted.
+    static let erasedChannel = "dispatch_couriers_erased"
 
     /// Appends fixes (at most one per courier) as one row of `fix_batches` unless none is of a courier registered here,
     /// and announces those that are on `positionsChannel` as `origin`'s; returns them with their couriers: how many
