@@ -8,8 +8,9 @@ import Synchronization
 /// The live positions of online couriers, in memory: rebuilt from PostgreSQL at start and kept current from the
 /// fixes this instance receives, from the fixes other instances announce as they commit (notifications on
 /// `DispatchStorage.positionsChannel`), and, on the same thread, from the courier rows other instances changed (going
-/// online or off, taking or leaving a parcel) and the couriers erased (`DispatchStorage.erasedChannel`). PostgreSQL stays the source of truth for offers and assignments; a
-/// courier's row holds their position as of the last fold (`DispatchStorage.foldFixes`), and this the newer ones.
+/// online or off, taking or leaving a parcel) and the couriers erased (`DispatchStorage.erasedChannel`). PostgreSQL
+/// stays the source of truth for offers and assignments; a courier's row holds their position as of the last fold
+/// (`DispatchStorage.foldFixes`), and this the newer ones.
 ///
 /// What is known of a courier has two parts, each with its own time: whether they could take a parcel, as of their
 /// row's `updated_at`, and where they are, as of their fix. A part never goes back to an older state: a read may
