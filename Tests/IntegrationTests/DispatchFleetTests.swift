@@ -166,6 +166,23 @@ final class DispatchFleetTests: DispatchTestCase {
         XCTAssertEqual(wait(parcel, as: sender, for: "offered", timeout: 10)?["offeredTo"] as? String, online.id)
     }
 
+    /// A run that fails takes its couriers offline all the same. Before, a run whose checks could not read the
+    /// database exited with 100,000 seeded couriers online; every parcel booked later was offered to them in turn,
+    /// and nobody answered.
+    func testADispatchLoadRunThatFailsLeavesNoCourierOnline() throws {
+        let load = try ServiceProcess("dispatch-load", environment: [:], arguments: [
+            "--dispatch", "http://127.0.0.1:\(service.port)", "--auth", "http://127.0.0.1:\(auth.port)",
+            "--operator-token", operatorToken, "--database-url", TestEnvironment.adminDatabaseURL, "--couriers", "300",
+            "--acting-couriers", "3", "--senders", "2", "--fix-rate", "200", "--parcel-rate", "4", "--duration", "2",
+            "--threads", "2", "--out", FileManager.default.temporaryDirectory.appendingPathComponent("dispatch-load-\(UUID())").path])
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 120) { !load.process.isRunning }, load.log)
+        XCTAssertEqual(load.process.terminationStatus, 1, load.log)
+        XCTAssertTrue(load.log.contains("42P01"), "its checks read a database without dispatch's tables (undefined table): \(load.log)")
+        XCTAssertTrue(load.log.contains("taking the run's couriers offline"), load.log)
+        XCTAssertEqual(try count("couriers"), 300, "seeded and acting couriers")
+        XCTAssertEqual(try count("couriers", "online"), 0, "none left online")
+    }
+
     func testDispatchLoadDrivesTheServiceAndFindsEveryInvariantHolding() throws {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("dispatch-load-\(UUID().uuidString.prefix(8))").path
         let load = try ServiceProcess("dispatch-load", environment: [:], arguments: [

@@ -77,9 +77,17 @@ enum LoadTest {
                 signal(SIGINT, SIG_DFL)
             }
             interruption.resume()
-            try run.setUp()
-            run.drive()
-            var report = try run.verify()
+            var report: Report
+            do {
+                try run.setUp()
+                run.drive()
+                report = try run.verify()
+            } catch {
+                // A run that fails still takes its couriers offline: left online, they would be offered every later
+                // parcel in reach and never answer.
+                run.tearDown()
+                throw error
+            }
             run.tearDown()
             report.thresholds = options.thresholds.map { t in
                 let actual = t.actual(in: report)
