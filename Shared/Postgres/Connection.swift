@@ -262,21 +262,7 @@ public struct PostgresArray: PostgresEncodable {
     /// character by character there. Strings are not binary elements of their own: a `[String]` of ids may be bound
     /// to a `uuid[]`, which only the text form allows.
     public init(texts elements: [String]) {
-        var out: [UInt8] = []
-        out.reserveCapacity(20 + elements.reduce(0) { $0 + 4 + $1.utf8.count })
-        out.appendBigEndian(Int32(elements.isEmpty ? 0 : 1))  // dimensions
-        out.appendBigEndian(Int32(0))  // no NULLs
-        out.appendBigEndian(UInt32(25))  // text
-        if !elements.isEmpty {
-            out.appendBigEndian(Int32(elements.count))
-            out.appendBigEndian(Int32(1))  // lower bound
-        }
-        for element in elements {
-            out.appendBigEndian(Int32(element.utf8.count))
-            out.append(contentsOf: element.utf8)
-        }
-        postgresBinary = out
-        text = { Self.text(elements) }
+        self.init(elements.map(TextElement.init))
     }
 
     /// The text form, `{"a","b",NULL}`.
@@ -297,6 +283,14 @@ public struct PostgresArray: PostgresEncodable {
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)
     }
+}
+
+/// A string as an element of a binary `text[]` (`PostgresArray(texts:)`).
+private struct TextElement: PostgresBinaryElement {
+    let value: String
+    static var postgresTypeOID: UInt32 { 25 }  // text
+    var postgresText: String { value }
+    func appendPostgresBinary(to out: inout [UInt8]) { out.append(contentsOf: value.utf8) }
 }
 
 /// Raw bytes, sent and read as `bytea` in hex form.
