@@ -77,18 +77,14 @@ enum LoadTest {
                 signal(SIGINT, SIG_DFL)
             }
             interruption.resume()
-            var report: Report
-            do {
-                try run.setUp()
-                run.drive()
-                report = try run.verify()
-            } catch {
+            var report = try { () throws -> Report in
                 // A run that fails still takes its couriers offline: left online, they would be offered every later
                 // parcel in reach and never answer.
-                run.tearDown()
-                throw error
-            }
-            run.tearDown()
+                defer { run.tearDown() }
+                try run.setUp()
+                run.drive()
+                return try run.verify()
+            }()
             report.thresholds = options.thresholds.map { t in
                 let actual = t.actual(in: report)
                 return ThresholdResult(expression: t.expression, actual: actual, ok: t.holds(actual))
