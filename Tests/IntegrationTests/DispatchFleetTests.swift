@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import Models
 import XCTest
 
 /// The operator's bulk path: couriers seeded without sign-ups, fixes in batches over HTTP or on `courier.location`,
@@ -150,15 +151,9 @@ final class DispatchFleetTests: DispatchTestCase {
             ["id": id, "vehicle": "bike", "capacity": 1, "online": true, "lat": 44.4269 + Double(i) * 0.0001, "lon": 26.1026]
         }).status, 200)
         let online = try courier(lat: 44.4350, lon: 26.1025)  // 900 m from the pickup
-        var kafka = KafkaConfig(brokers: TestEnvironment.brokers, clientId: "auth"); kafka.log = { _, _ in }
-        let deletions = try erased.map { id in
-            let envelope: [String: Any] = ["specversion": "1.0", "id": UUID().uuidString.lowercased(), "source": "/auth",
-                                           "type": "user.deleted", "subject": id, "time": ISO8601DateFormatter().string(from: Date()),
-                                           "datacontenttype": "application/json",
-                                           "data": ["userId": id, "deletedAt": ISO8601DateFormatter().string(from: Date())]]
-            return OutgoingMessage(topic: "user.deleted", key: id, value: Array(try JSONSerialization.data(withJSONObject: envelope)))
+        for id in erased {
+            try EventProbe.publish(UserDeleted(userId: id, deletedAt: Timestamp.format(Date())), subject: id, source: "/auth")
         }
-        XCTAssertEqual(try Producer(config: kafka).send(deletions).compactMap { $0 }.count, 0)
         let ids = erased.map { "'\($0)'" }.joined(separator: ",")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (try? self.count("couriers", "user_id IN (\(ids))")) == 0 }, "erased")
         let sender = try person()
