@@ -69,15 +69,13 @@ public final class Pool: @unchecked Sendable {
             attempt += 1
             do {
                 return try withConnection { connection in
-                    try connection.execute("BEGIN")
+                    connection.begin()
                     do {
                         let value = try body(connection)
-                        try connection.execute("COMMIT")
-                        connection.endTransaction(committed: true)
+                        try connection.commit()
                         return value
                     } catch {
-                        _ = try? connection.execute("ROLLBACK")
-                        connection.endTransaction(committed: false)
+                        connection.rollback()
                         throw error
                     }
                 }

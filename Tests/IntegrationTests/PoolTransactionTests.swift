@@ -1,0 +1,70 @@
+import Foundation
+import Postgres
+import XCTest
+
+/// `Pool.withTransaction` sends BEGIN with the transaction's first statement (one round trip): the statements must
+/// still share one transaction, a failure must still undo them, and the connection must come back usable.
+final class PoolTransactionTests: XCTestCase {
+    private var pool: Pool!
+    private let table = "pool_tx_\(UInt32.random(in: 0...UInt32.max))"
+
+    override func setUpWithError() throws {
+        pool = Pool(url: TestEnvironment.adminDatabaseURL, maxSize: 1)
+        try pool.withConnection { _ = try $0.execute("CREATE TABLE \(table) (id int PRIMARY KEY)") }
+    }
+
+    override func tearDownWithError() throws {
+        try pool.withConnection { _ = try $0.execute("DROP TABLE \(table)") }
+    }
+
+    private func count() throws -> Int {
+        try pool.withConnection { try $0.first("SELECT count(*) AS n FROM \(table)")?["n"] as Int? ?? -1 }
+    }
+
+    func testTheStatementsOfATransactionShareItAndCommitTogether() throws {
+        let ids = try pool.withTransaction { c -> [String] in
+            try c.execute("INSERT INTO \(table) VALUES (1)")
+            return [try c.first("SELECT txid_current()::text AS id")?["id"] as String? ?? "", try c.first("SELECT txid_current()::text AS id")?["id"] as String? ?? ""]
+        }
+        XCTAssertEqual(ids[0], ids[1], "a second statement ran outside the first one's transaction")
+        XCTAssertEqual(try count(), 1)
+    }
+
+    func testAThrowingBodyUndoesEverythingItDid() throws {
+        struct Refused: Error {}
+        XCTAssertThrowsError(try pool.withTransaction { c in
+            try c.execute("INSERT INTO \(table) VALUES (1)")
+            try c.execute("INSERT INTO \(table) VALUES (2)")
+            throw Refused()
+        })
+        XCTAssertEqual(try count(), 0)
+    }
+
+    func testAFailingFirstStatementReportsItsErrorAndLeavesTheConnectionUsable() throws {
+        try pool.withTransaction { _ = try $0.execute("INSERT INTO \(table) VALUES (1)") }
+        var hooked = false
+        XCTAssertThrowsError(try pool.withTransaction { c in
+            c.afterCommit { hooked = true }
+            try c.execute("INSERT INTO \(table) VALUES (1)")  // the transaction's first statement, with BEGIN
+        }) { XCTAssertEqual(($0 as? PostgresError)?.kind, .uniqueViolation) }
+        XCTAssertFalse(hooked, "an after-commit hook ran for a transaction that rolled back")
+        // The pool's one connection, again: out of the pipeline and out of the failed transaction.
+        try pool.withTransaction { _ = try $0.execute("INSERT INTO \(table) VALUES (2)") }
+        XCTAssertEqual(try count(), 2)
+    }
+
+    func testAfterCommitWaitsForTheCommitAndATransactionWithoutStatementsIsFine() throws {
+        var hooked = false
+        try pool.withTransaction { c in
+            c.afterCommit { hooked = true }  // asked before any statement was sent
+            XCTAssertFalse(hooked, "the hook ran before the transaction committed")
+            try c.execute("INSERT INTO \(table) VALUES (1)")
+            XCTAssertFalse(hooked)
+        }
+        XCTAssertTrue(hooked)
+        var empty = false
+        try pool.withTransaction { $0.afterCommit { empty = true } }
+        XCTAssertTrue(empty)
+        XCTAssertEqual(try count(), 1)
+    }
+}
