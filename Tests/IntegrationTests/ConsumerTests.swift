@@ -64,6 +64,30 @@ final class ConsumerTests: XCTestCase {
         XCTAssertEqual(calls.get(), callsBefore + 1, "nothing already committed is handled again")
     }
 
+    func testWaitingEventsShareATransactionAndAFailingOneHoldsBackOnlyItself() throws {
+        let topic = try topic("test.batched")
+        try pool.withConnection { _ = try $0.execute("CREATE TABLE kit.ordered (n serial, subject text, tx bigint DEFAULT txid_current())") }
+        let sent = (0..<200).map { $0 == 120 ? "boom" : "e\($0)" }
+        XCTAssertEqual(producer.send(sent.map { OutgoingMessage(topic: topic, key: "k", value: envelope(subject: $0)) }).compactMap { $0 }.count, 0)
+        let dlq = try EventProbe(topics: [topic + ".dlq"])
+        let group = ServiceGroup(logger: logger) { _, _ in }
+        group.start(consumer(of: topic) { event, c in
+            if event.subject == "boom" { throw TestFailure("handler failure") }
+            try c.execute("INSERT INTO kit.ordered (subject) VALUES ($1)", [event.subject])
+        })
+        defer { group.stop(deadline: Date().addingTimeInterval(10)) }
+        func rows() throws -> [(subject: String, tx: Int)] {
+            try pool.withConnection { try $0.rows("SELECT subject, tx FROM kit.ordered ORDER BY n").map { (try $0["subject"], try $0["tx"]) } }
+        }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) {
+            dlq.drain(0.1)
+            return dlq.seen.contains { $0["subject"] as? String == "boom" } && (try? rows().count) == 199
+        }, "every event but the failing one is handled, and that one dead-lettered")
+        let handled = try rows()
+        XCTAssertEqual(handled.map(\.subject), sent.filter { $0 != "boom" }, "each handled once, in the partition's order")
+        XCTAssertLessThan(Set(handled.map(\.tx)).count, 50, "the waiting events were handled in a transaction each")
+    }
+
     func testTheLagIsWhatTheConsumerHasNotProcessedYet() throws {
         let topic = try topic("test.lagging")
         // The handler holds the first event until released: the other 39 wait behind it.
