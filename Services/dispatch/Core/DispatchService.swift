@@ -75,7 +75,7 @@ public enum DispatchService {
             let payments = settings.stripe.map {
                 PaymentSettler(pool: app.pool, parcels: Parcels(storage: DispatchStorage(), outbox: app.outbox), provider: $0,
                                lease: Double(2 * settings.paymentTimeout + 5), currency: Tariff().currency, logger: app.logger,
-                               authorised: { matcher.wake() })
+                               authorised: matcher.wake(for:))
             }
             app.logger.info(payments == nil ? "card payments off: STRIPE_SECRET_KEY is not set" : "card payments on")
             let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency,

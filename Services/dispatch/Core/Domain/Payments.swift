@@ -141,8 +141,8 @@ struct PaymentSettler: Sendable {
     /// The currency plans are sold in (the tariff's).
     let currency: String
     let logger: Logger
-    /// Told when a parcel may be offered now.
-    let authorised: @Sendable () -> Void
+    /// Told when a parcel may be offered now (the matching loop whose share it is in runs at once).
+    let authorised: @Sendable (UUID) -> Void
 
     var rules: PaymentRules { parcels.payments }
 
@@ -266,7 +266,8 @@ struct PaymentSettler: Sendable {
         try rules.record(c, p, "authorised", amountMinor: p.amountMinor)
         if let parcel, parcel.status == .awaitingPayment {
             _ = try parcels.apply(c, parcel, .paymentAuthorised, actor: .system, actorId: nil, place: nil)
-            c.afterCommit(authorised)
+            let (id, wake) = (parcel.id, self.authorised)
+            c.afterCommit { wake(id) }
         }
     }
 

@@ -23,11 +23,12 @@ extension DispatchHandlers {
     /// `POST /v1/centres/{id}/check-ins`: staff take in the parcel whose code its sender shows.
     func checkIn(_ request: Request, _ caller: Caller, _ body: CheckInBody) throws -> Response {
         let centre = try Validate.pathID(request)
-        let response = try pool.withTransaction { c in
+        let (response, parcel) = try pool.withTransaction { c in
             try requireStaff(c, centre, caller)
-            return Response.json(try view(c, try centres.checkIn(c, centre: centre, code: body.code, by: caller.userId), for: caller.userId))
+            let parcel = try centres.checkIn(c, centre: centre, code: body.code, by: caller.userId)
+            return (Response.json(try view(c, parcel, for: caller.userId)), parcel.id)
         }
-        matcher.wake()  // it waits for a courier now
+        matcher.wake(for: parcel)  // it waits for a courier now
         return response
     }
 
