@@ -197,7 +197,9 @@ final class Matcher: @unchecked Sendable {
                 condition.unlock()
                 while !cancellation.isCancelled {
                     condition.lock()
-                    if generations[worker] == seen { _ = condition.wait(until: Date().addingTimeInterval(interval)) }
+                    // The condition is shared: a broadcast for another loop's parcel is no reason to run.
+                    let due = Date().addingTimeInterval(interval)
+                    while generations[worker] == seen && condition.wait(until: due) {}
                     seen = generations[worker]
                     condition.unlock()
                     if cancellation.isCancelled { break }
