@@ -7,10 +7,11 @@ import Runtime
 import Synchronization
 
 /// Consumes topics in a consumer group and hands each event to a handler, inside a database transaction that
-/// also records the event id, so a replayed event is skipped. The events already waiting share one transaction. Offsets are committed only after processing, a batch
-/// at a time: at most `commitInterval` after processing while events keep coming, at once when none is waiting, and
-/// before leaving the group. (A commit per event waited for the broker each time, and a consumer of busy topics fell
-/// behind.) A crash repeats at most that interval's events, which the recorded ids skip.
+/// also records the event id, so a replayed event is skipped; the events already waiting share one transaction.
+/// Offsets are committed only after processing, a batch at a time: at most `commitInterval` after processing while
+/// events keep coming, at once when none is waiting, and before leaving the group. (A commit per event waited for
+/// the broker each time, and a consumer of busy topics fell behind.) A crash repeats at most that interval's events,
+/// which the recorded ids skip.
 /// A handler that keeps failing (not for an outage) sends the message to `<topic>.dlq` instead of blocking forever.
 public final class EventConsumer: BackgroundService {
     /// Processes one event in the given transaction.
@@ -136,22 +137,28 @@ public final class EventConsumer: BackgroundService {
             try pool.withTransaction { connection in
                 for (i, (event, message)) in zip(events, messages).enumerated() {
                     reached = i
-                    try TraceContext.with(event.trace?.child()) {
-                        let fresh = try connection.execute("""
-                            INSERT INTO \(schema).processed_events (event_id, topic) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING
-                            """, [event.id, message.topic])
-                        if fresh == 1 { try handler(event, connection) }
-                    }
+                    try TraceContext.with(event.trace?.child()) { try handleOnce(event, message, connection) }
                 }
             }
         } catch {
             return handleTogether(messages.prefix(reached))
         }
-        for (event, message) in zip(events, messages) {
-            logger.debug("event handled", ["consumer": .string(consumerName), "type": .string(event.type), "eventId": .string(event.id)])
-            metrics.increment("events_consumed_total", labels: "topic=\"\(Metrics.escape(message.topic))\"", help: "Events processed.")
-        }
+        zip(events, messages).forEach(handled)
         return messages.count
+    }
+
+    /// Records the event as processed and, the first time only, hands it to the handler, in `connection`'s transaction.
+    private func handleOnce(_ event: ReceivedEvent, _ message: IncomingMessage, _ connection: Connection) throws {
+        let fresh = try connection.execute("""
+            INSERT INTO \(schema).processed_events (event_id, topic) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING
+            """, [event.id, message.topic])
+        if fresh == 1 { try handler(event, connection) }
+    }
+
+    /// Logs and counts an event whose transaction committed.
+    private func handled(_ event: ReceivedEvent, _ message: IncomingMessage) {
+        logger.debug("event handled", ["consumer": .string(consumerName), "type": .string(event.type), "eventId": .string(event.id)])
+        metrics.increment("events_consumed_total", labels: "topic=\"\(Metrics.escape(message.topic))\"", help: "Events processed.")
     }
 
     /// Handles one message until it is done or dead-lettered; false when asked to stop first.
@@ -169,14 +176,8 @@ public final class EventConsumer: BackgroundService {
         var delay: TimeInterval = 0.2
         while !cancellation.isCancelled {
             do {
-                try pool.withTransaction { connection in
-                    let fresh = try connection.execute("""
-                        INSERT INTO \(schema).processed_events (event_id, topic) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING
-                        """, [event.id, message.topic])
-                    if fresh == 1 { try handler(event, connection) }
-                }
-                logger.debug("event handled", ["consumer": .string(consumerName), "type": .string(event.type), "eventId": .string(event.id)])
-                metrics.increment("events_consumed_total", labels: "topic=\"\(Metrics.escape(message.topic))\"", help: "Events processed.")
+                try pool.withTransaction { try handleOnce(event, message, $0) }
+                handled(event, message)
                 return true
             } catch let error as PostgresError where error.kind == .unavailable {
                 // An outage: wait and retry; dead-lettering would lose good events.
