@@ -3,9 +3,9 @@
 #   bench/dispatch-cost.sh /path/to/reference/bin      RATE=100 DURATION=20 RUNS=3
 # The reference is a folder holding the six services' release binaries of another build, say of the last commit:
 #   git worktree add /tmp/ref HEAD~1 && (cd /tmp/ref && swift build -c release) && bench/dispatch-cost.sh /tmp/ref/.build/release
-# Each round starts the stack afresh on one build's services, books parcels at RATE for DURATION (dispatch-load,
-# 1,000 couriers, no fixes: every parcel offered and accepted), waits until nothing moves (chat and notify act on
-# the parcels' events after the load stops), and divides the CPU the machine spent (all processes, from /proc/stat)
+# Each round starts the stack afresh on one build's services and an empty database, books parcels at RATE for
+# DURATION (dispatch-load, 1,000 couriers, no fixes: every parcel offered and accepted), waits until nothing moves
+# (chat and notify act on the parcels' events after the load stops), and divides the CPU the machine spent (all processes, from /proc/stat)
 # by the parcels. Prints each run, the medians and their ratio. The stack is down at the end.
 # FIXES=20000 measures location fixes instead: 100,000 couriers send FIXES fixes/s for DURATION (and a parcel a
 # second), and the machine's CPU in the drive's steady middle (from its 3rd second to 2 s before its end: seeding the
@@ -36,7 +36,7 @@ else
 fi
 for round in $(seq 1 "$RUNS"); do
     for build in reference this; do
-        "$STACK" down >/dev/null 2>&1
+        "$STACK" down --wipe >/dev/null 2>&1  # every round on an empty database, as the first
         from="$REF"; [ "$build" = this ] && from="$work/build"
         for s in "${SERVICES[@]}"; do cp "$from/$s" "$BIN/$s"; done
         "$STACK" start >/dev/null 2>&1

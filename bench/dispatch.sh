@@ -2,8 +2,10 @@
 # Dispatch latency (parcel created → offered to a courier) on the local stack, with parcels no courier can reach
 # waiting in the table, as a district with nobody online leaves them:
 #   bench/dispatch.sh            STRANDED=1000 COURIERS=100000 FIXES=2000 DURATION=30 RATES="10 50 300" LARGE=0
-# LARGE=1000000 first fills the database (once; kept for later runs) with that many offline couriers, who have not
-# moved for a day, and as many received parcels: the service must stay fast on a table that holds a city's history.
+# Each run starts on an empty database (what earlier runs wrote made later ones slower: a day of runs, 1.9 GB, cost
+# the 300/s phase a third of its parcels), unless LARGE=1000000, which first fills the database (once; kept for
+# later runs) with that many offline couriers, who have not moved for a day, and as many received parcels: the
+# service must stay fast on a table that holds a city's history.
 # Per rate: dispatch-load (`deploy/local/stack load`) seeds the couriers, sends their fixes, creates parcels at the
 # rate and accepts every offer; this prints the created → offered p50/p99, the parcels created and assigned per
 # second, and the CPU seconds dispatch and PostgreSQL used per parcel (from /proc). No reference runs beside it: the
@@ -22,7 +24,8 @@ work="$(mktemp -d)"
 extra=()  # the pids of the extra instances
 trap 'for p in "${extra[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 
-"$STACK" down >/dev/null 2>&1  # the services of this build, started afresh
+# The services of this build, started afresh, on an empty database unless LARGE keeps its tables.
+if [ "$LARGE" -gt 0 ]; then "$STACK" down >/dev/null 2>&1; else "$STACK" down --wipe >/dev/null 2>&1; fi
 "$STACK" up >/dev/null
 PG_PORT="$(cat "$STATE/pg.port")"
 PG="postgres://postgres@127.0.0.1:$PG_PORT/dispatch"
