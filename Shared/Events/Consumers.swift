@@ -132,18 +132,20 @@ public final class EventConsumer: BackgroundService {
             guard let event = ReceivedEvent(message.value) else { return handleTogether(messages.prefix(events.count)) }
             events.append(event)
         }
+        // Each event's trace continues in its handler and in its log line, as when it comes alone.
+        let traces = events.map { $0.trace?.child() }
         var reached = 0
         do {
             try pool.withTransaction { connection in
                 for (i, (event, message)) in zip(events, messages).enumerated() {
                     reached = i
-                    try TraceContext.with(event.trace?.child()) { try handleOnce(event, message, connection) }
+                    try TraceContext.with(traces[i]) { try handleOnce(event, message, connection) }
                 }
             }
         } catch {
             return handleTogether(messages.prefix(reached))
         }
-        zip(events, messages).forEach(handled)
+        for (i, (event, message)) in zip(events, messages).enumerated() { TraceContext.with(traces[i]) { handled(event, message) } }
         return messages.count
     }
 
