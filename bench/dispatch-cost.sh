@@ -5,8 +5,8 @@
 #   git worktree add /tmp/ref HEAD~1 && (cd /tmp/ref && swift build -c release) && bench/dispatch-cost.sh /tmp/ref/.build/release
 # Each round starts the stack afresh on one build's services and an empty database, books parcels at RATE for
 # DURATION (dispatch-load, 1,000 couriers, no fixes: every parcel offered and accepted), waits until nothing moves
-# (chat and notify act on the parcels' events after the load stops), and divides the CPU the machine spent (all processes, from /proc/stat)
-# by the parcels. Prints each run, the medians and their ratio. The stack is down at the end.
+# (chat and notify act on the parcels' events after the load stops), and divides the CPU the machine spent (all
+# processes, from /proc/stat) by the parcels. Prints each run, the medians and their ratio. The stack is down at the end.
 # FIXES=20000 measures location fixes instead: 100,000 couriers send FIXES fixes/s for DURATION (and a parcel a
 # second), and the machine's CPU in the drive's steady middle (from its 3rd second to 2 s before its end: seeding the
 # couriers is not a fix's cost) is divided by the fixes applied then.
