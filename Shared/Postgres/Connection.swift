@@ -585,7 +585,8 @@ public final class Connection: @unchecked Sendable {
             throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
         }
         // BEGIN's failure, if any, is the one to report: the statement behind it was not run.
-        do { try check(results[0]); PQclear(results[0]) } catch { PQclear(results[0]); PQclear(results[1]); throw error }
+        defer { PQclear(results[0]) }
+        do { try check(results[0]) } catch { PQclear(results[1]); throw error }
         return results[1]
     }
 
