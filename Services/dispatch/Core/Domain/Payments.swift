@@ -266,8 +266,7 @@ struct PaymentSettler: Sendable {
         try rules.record(c, p, "authorised", amountMinor: p.amountMinor)
         if let parcel, parcel.status == .awaitingPayment {
             _ = try parcels.apply(c, parcel, .paymentAuthorised, actor: .system, actorId: nil, place: nil)
-            let (id, wake) = (parcel.id, self.authorised)
-            c.afterCommit { wake(id) }
+            c.afterCommit { authorised(parcel.id) }
         }
     }
 
