@@ -450,6 +450,9 @@ public final class Connection: @unchecked Sendable {
     private var commitHooks: [() -> Void] = []
     /// A transaction was begun and BEGIN not sent yet: it goes out with the transaction's first statement.
     private var beginPending = false
+    /// Statements of the open transaction whose results nobody reads (`enqueue`), not sent yet: they go out with the
+    /// next statement or the commit, in its round trip.
+    private var queued: [Bound] = []
 
     /// Opens a connection from a libpq URI or key/value string. Throws `.unavailable` when it cannot connect.
     /// `applicationName` names the connection in `pg_stat_activity` (the service's name, for a service's pool).
@@ -467,8 +470,11 @@ public final class Connection: @unchecked Sendable {
     /// Runs `hook` once the transaction in progress has committed, and never if it rolls back; at once outside a
     /// transaction. For work that must see the change, such as waking the outbox relay.
     public func afterCommit(_ hook: @escaping () -> Void) {
-        if !beginPending && PQtransactionStatus(handle) == PQTRANS_IDLE { hook() } else { commitHooks.append(hook) }
+        if !inTransaction { hook() } else { commitHooks.append(hook) }
     }
+
+    /// A transaction is open, or begun and waiting for its first statement.
+    private var inTransaction: Bool { beginPending || PQtransactionStatus(handle) != PQTRANS_IDLE }
 
     /// Begins a transaction (for `Pool.withTransaction`). BEGIN is not sent on its own: it goes out with the first
     /// statement, the two in one round trip (a pipeline). Round trips, not the statements' work, are most of what a
@@ -481,7 +487,16 @@ public final class Connection: @unchecked Sendable {
     /// Commits what `begin` started, then runs the `afterCommit` hooks; a transaction that ran no statement was
     /// never opened and has nothing to commit.
     func commit() throws {
-        if beginPending { beginPending = false } else { try execute("COMMIT") }
+        if !queued.isEmpty {
+            if let result = try pipelined({ PQsendQueryParams($0, "COMMIT", 0, nil, nil, nil, nil, 0) == 1 }) {
+                defer { PQclear(result) }
+                try check(result)
+            }
+        } else if beginPending {
+            beginPending = false
+        } else {
+            try execute("COMMIT")
+        }
         let hooks = commitHooks
         commitHooks = []
         hooks.forEach { $0() }
@@ -489,6 +504,7 @@ public final class Connection: @unchecked Sendable {
 
     /// Rolls back what `begin` started (also after a failed COMMIT, harmlessly) and drops the hooks.
     func rollback() {
+        queued = []  // never sent
         if beginPending { beginPending = false } else { _ = try? execute("ROLLBACK") }
         commitHooks = []
     }
@@ -496,7 +512,7 @@ public final class Connection: @unchecked Sendable {
     /// False once the server closed the connection or it broke; checks without blocking.
     public var isHealthy: Bool {
         if PQstatus(handle) != CONNECTION_OK { return false }
-        if PQtransactionStatus(handle) != PQTRANS_IDLE || PQpipelineStatus(handle) != PQ_PIPELINE_OFF { return false }
+        if inTransaction || !queued.isEmpty || PQpipelineStatus(handle) != PQ_PIPELINE_OFF { return false }
         // Reads whatever the server sent while idle (e.g. the goodbye of a restart) without blocking.
         if PQconsumeInput(handle) == 0 { return false }
         return PQstatus(handle) == CONNECTION_OK
@@ -548,46 +564,46 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
+    /// Runs a statement whose result the caller does not read (an event into the outbox, a row nothing reads back in
+    /// the transaction): inside a transaction it is not sent now but with the transaction's next statement or its
+    /// commit, in the same round trip, and its error, if any, is thrown there (the transaction fails as it would
+    /// have). Outside a transaction it runs at once.
+    public func enqueue(_ sql: String, _ parameters: [(any PostgresEncodable)?] = []) throws {
+        guard inTransaction, PQtransactionStatus(handle) != PQTRANS_INERROR else { try execute(sql, parameters); return }
+        queued.append(Bound(name: try statementName(for: sql, parameterCount: parameters.count), parameters))
+    }
+
     private func execute(_ sql: String, _ parameters: [(any PostgresEncodable)?], binaryResult: Bool) throws -> OpaquePointer? {
-        var lengths: [Int32] = []
-        var formats: [Int32] = []
-        let buffers: [UnsafeMutablePointer<CChar>?] = parameters.map { parameter in
-            guard let parameter else { lengths.append(0); formats.append(0); return nil }
-            if let raw = parameter.postgresBinary {
-                let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, raw.count))
-                raw.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(buffer), byteCount: raw.count) }
-                lengths.append(Int32(raw.count)); formats.append(1)
-                return buffer
-            }
-            lengths.append(0); formats.append(0)
-            return strdup(parameter.postgresText)
-        }
-        defer { buffers.forEach { $0.map { free($0) } } }
-        var pointers = buffers.map { UnsafePointer<CChar>($0) }
-        let name = try statementName(for: sql, parameterCount: parameters.count)
-        guard beginPending else {
-            return pointers.withUnsafeMutableBufferPointer { values in
-                PQexecPrepared(handle, name, Int32(parameters.count), values.baseAddress, lengths, formats, binaryResult ? 1 : 0)
-            }
-        }
+        let statement = Bound(name: try statementName(for: sql, parameterCount: parameters.count), parameters)
+        guard beginPending || !queued.isEmpty else { return statement.execute(on: handle, binaryResult: binaryResult) }
+        return try pipelined { statement.send(on: $0, binaryResult: binaryResult) }
+    }
+
+    /// Sends what waits (BEGIN, queued statements), then what `last` sends if any, in one pipeline: one round trip.
+    /// Returns the last statement's result; an earlier one's failure is thrown instead, as it is the one to report
+    /// (nothing after it ran).
+    @discardableResult
+    private func pipelined(_ last: ((OpaquePointer) -> Bool)?) throws -> OpaquePointer? {
+        let begin = beginPending, waiting = queued
         beginPending = false
-        let sent = pointers.withUnsafeMutableBufferPointer { values in
-            PQenterPipelineMode(handle) == 1 && PQsendQueryParams(handle, "BEGIN", 0, nil, nil, nil, nil, 0) == 1
-                && PQsendQueryPrepared(handle, name, Int32(parameters.count), values.baseAddress, lengths, formats, binaryResult ? 1 : 0) == 1
-                && PQpipelineSync(handle) == 1
-        }
+        queued = []
+        let sent = PQenterPipelineMode(handle) == 1
+            && (!begin || PQsendQueryParams(handle, "BEGIN", 0, nil, nil, nil, nil, 0) == 1)
+            && waiting.allSatisfy { $0.send(on: handle, binaryResult: false) }
+            && last?(handle) ?? true && PQpipelineSync(handle) == 1
         // Sending fails only on a broken connection; one left in pipeline mode is not healthy, so the pool drops it.
         let results = sent ? pipelineResults() : []
         PQexitPipelineMode(handle)
-        defer { results.dropFirst(2).forEach { PQclear($0) } }
-        guard results.count >= 2 else {
+        guard sent, results.count == (begin ? 1 : 0) + waiting.count + (last == nil ? 0 : 1) else {
             results.forEach { PQclear($0) }
             throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
         }
-        // BEGIN's failure, if any, is the one to report: the statement behind it was not run.
-        defer { PQclear(results[0]) }
-        do { try check(results[0]) } catch { PQclear(results[1]); throw error }
-        return results[1]
+        let earlier = last == nil ? results.count : results.count - 1
+        for i in 0..<earlier {
+            do { try check(results[i]) } catch { results[i...].forEach { PQclear($0) }; throw error }
+            PQclear(results[i])
+        }
+        return last == nil ? nil : results[earlier]
     }
 
     /// The results of a pipeline, in order, up to its sync: each query's result is followed by a NULL; two NULLs in a
@@ -661,7 +677,7 @@ public final class Connection: @unchecked Sendable {
 
     /// Runs a script of several statements with no parameters (migrations only).
     public func executeScript(_ sql: String) throws {
-        if beginPending { beginPending = false; try execute("BEGIN") }
+        if beginPending || !queued.isEmpty { try pipelined(nil) }  // (a script cannot go in a pipeline)
         guard let result = PQexec(handle, sql) else {
             throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
         }
@@ -701,5 +717,44 @@ public final class Connection: @unchecked Sendable {
             try execute("ROLLBACK TO SAVEPOINT attempt")
             throw error
         }
+    }
+}
+
+/// A prepared statement's name and its parameters in libpq's form, kept until sent.
+private final class Bound {
+    let name: String
+    private var lengths: [Int32] = []
+    private var formats: [Int32] = []
+    private var buffers: [UnsafeMutablePointer<CChar>?] = []
+
+    init(name: String, _ parameters: [(any PostgresEncodable)?]) {
+        self.name = name
+        buffers = parameters.map { parameter in
+            guard let parameter else { lengths.append(0); formats.append(0); return nil }
+            if let raw = parameter.postgresBinary {
+                let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, raw.count))
+                raw.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(buffer), byteCount: raw.count) }
+                lengths.append(Int32(raw.count)); formats.append(1)
+                return buffer
+            }
+            lengths.append(0); formats.append(0)
+            return strdup(parameter.postgresText)
+        }
+    }
+
+    deinit { buffers.forEach { $0.map { free($0) } } }
+
+    /// Runs it and waits for its result.
+    func execute(on handle: OpaquePointer, binaryResult: Bool) -> OpaquePointer? {
+        withValues { PQexecPrepared(handle, name, Int32(buffers.count), $0, lengths, formats, binaryResult ? 1 : 0) }
+    }
+
+    /// Sends it in pipeline mode.
+    func send(on handle: OpaquePointer, binaryResult: Bool) -> Bool {
+        withValues { PQsendQueryPrepared(handle, name, Int32(buffers.count), $0, lengths, formats, binaryResult ? 1 : 0) == 1 }
+    }
+
+    private func withValues<T>(_ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
+        buffers.map { UnsafePointer<CChar>($0) }.withUnsafeBufferPointer { body($0.baseAddress) }
     }
 }

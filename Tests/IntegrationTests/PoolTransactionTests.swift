@@ -2,8 +2,10 @@ import Foundation
 import Postgres
 import XCTest
 
-/// `Pool.withTransaction` sends BEGIN with the transaction's first statement (one round trip): the statements must
-/// still share one transaction, a failure must still undo them, and the connection must come back usable.
+/// `Pool.withTransaction` sends BEGIN with the transaction's first statement (one round trip), and statements whose
+/// results nobody reads (`enqueue`) with the next statement or the commit: the statements must still share one
+/// transaction and run in order, a failure must still undo them and be reported, and the connection must come back
+/// usable.
 final class PoolTransactionTests: XCTestCase {
     private var pool: Pool!
     private let table = "pool_tx_\(UInt32.random(in: 0...UInt32.max))"
@@ -66,5 +68,48 @@ final class PoolTransactionTests: XCTestCase {
         try pool.withTransaction { $0.afterCommit { empty = true } }
         XCTAssertTrue(empty)
         XCTAssertEqual(try count(), 1)
+    }
+
+    func testQueuedStatementsRunInOrderBeforeTheNextAndWithTheCommit() throws {
+        let seen = try pool.withTransaction { c -> Int in
+            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [1])  // before BEGIN was sent: goes with it
+            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [2])
+            let seen = try c.first("SELECT count(*) AS n FROM \(table)")?["n"] as Int? ?? -1
+            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [3])  // goes with the COMMIT
+            return seen
+        }
+        XCTAssertEqual(seen, 2, "the next statement did not see the queued ones")
+        XCTAssertEqual(try count(), 3, "a statement queued last was not committed")
+        // Outside a transaction a statement runs at once.
+        try pool.withConnection { try $0.enqueue("INSERT INTO \(table) VALUES ($1)", [4]) }
+        XCTAssertEqual(try count(), 4)
+    }
+
+    func testAFailingQueuedStatementFailsTheTransactionWithItsOwnError() throws {
+        try pool.withTransaction { _ = try $0.execute("INSERT INTO \(table) VALUES (1)") }
+        // Failing at the next statement: that statement's own result is not what is reported, and nothing stays.
+        XCTAssertThrowsError(try pool.withTransaction { c in
+            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [2])
+            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [1])  // taken
+            _ = try c.first("SELECT 1 AS one")
+            XCTFail("the statement after a failed one returned")
+        }) { XCTAssertEqual(($0 as? PostgresError)?.kind, .uniqueViolation) }
+        // Failing at the commit: the hook does not run, and nothing stays.
+        var hooked = false
+        XCTAssertThrowsError(try pool.withTransaction { c in
+            c.afterCommit { hooked = true }
+            try c.execute("INSERT INTO \(table) VALUES (3)")
+            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [1])
+        }) { XCTAssertEqual(($0 as? PostgresError)?.kind, .uniqueViolation) }
+        XCTAssertFalse(hooked, "an after-commit hook ran for a transaction that failed at its commit")
+        // A body that throws drops what it queued.
+        struct Refused: Error {}
+        XCTAssertThrowsError(try pool.withTransaction { c in
+            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [5])
+            throw Refused()
+        }) { XCTAssertTrue($0 is Refused) }
+        XCTAssertEqual(try count(), 1)
+        try pool.withTransaction { try $0.enqueue("INSERT INTO \(table) VALUES ($1)", [6]) }  // the connection is usable
+        XCTAssertEqual(try count(), 2)
     }
 }
