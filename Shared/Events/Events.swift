@@ -141,7 +141,8 @@ public struct Outbox: Sendable {
     @discardableResult
     public func add<P: EventPayload>(_ payload: P, subject: String, on connection: Connection, at time: Date = Date()) throws -> String {
         let row = try self.row(payload, subject: subject, at: time)
-        try connection.execute("INSERT INTO \(schema).outbox (event_id, topic, key, payload) VALUES \(OutboxRow.values(from: 1))",
+        // Nothing reads the row back in the transaction: it goes with the next statement or the commit.
+        try connection.enqueue("INSERT INTO \(schema).outbox (event_id, topic, key, payload) VALUES \(OutboxRow.values(from: 1))",
                                row.parameters)
         return row.id.lowercased
     }

@@ -35,7 +35,8 @@ public struct Idempotency: Sendable {
         }
         let hash = hexString(sha256(Array("\(request.method) \(request.path)\n".utf8) + request.body))
         return try pool.withTransaction { connection in
-            try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", ["idem:\(caller):\(key)"])
+            // Taken before the key is read: the lock goes in the same round trip, ahead of the read.
+            try connection.enqueue("SELECT pg_advisory_xact_lock(hashtext($1))", ["idem:\(caller):\(key)"])
             if let row = try connection.first(
                 "SELECT request_hash, status, body FROM \(schema).idempotency_keys WHERE caller = $1 AND key = $2",
                 [caller, key]) {
@@ -48,7 +49,7 @@ public struct Idempotency: Sendable {
             }
             let response = try create(connection)
             if (200..<300).contains(response.status) {
-                try connection.execute("""
+                try connection.enqueue("""
                     INSERT INTO \(schema).idempotency_keys (caller, key, request_hash, status, body) VALUES ($1, $2, $3, $4, $5)
                     """, [caller, key, hash, response.status, ByteArray(replay.keep(response))])
             }

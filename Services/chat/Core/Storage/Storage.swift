@@ -263,7 +263,7 @@ struct ChatStorage: Sendable {
     // MARK: The change log
 
     func addChange(_ c: Connection, room: UUID, seq: Int64, event: String, body: String, message: UUID? = nil) throws {
-        try c.execute("INSERT INTO chat.changes (room_id, seq, event, body, message_id) VALUES ($1, $2, $3, $4, $5)",
+        try c.enqueue("INSERT INTO chat.changes (room_id, seq, event, body, message_id) VALUES ($1, $2, $3, $4, $5)",
                       [room, seq, event, body, message])
     }
 
@@ -392,7 +392,7 @@ struct ChatStorage: Sendable {
     // MARK: What chat learns from other services
 
     func addGroupMember(_ c: Connection, group: UUID, user: UUID) throws {
-        try c.execute("INSERT INTO chat.group_members (group_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [group, user])
+        try c.enqueue("INSERT INTO chat.group_members (group_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [group, user])
     }
 
     func removeGroupMember(_ c: Connection, group: UUID, user: UUID) throws {
@@ -400,7 +400,7 @@ struct ChatStorage: Sendable {
     }
 
     func addParcelParty(_ c: Connection, parcel: UUID, user: UUID, role: String) throws {
-        try c.execute("INSERT INTO chat.parcel_parties (parcel_id, user_id, role) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        try c.enqueue("INSERT INTO chat.parcel_parties (parcel_id, user_id, role) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
                       [parcel, user, role])
     }
 

@@ -489,7 +489,7 @@ struct DispatchStorage {
                 actor: ParcelActor, actorId: UUID?, place: GeoPoint?, at: Date, event: OutboxRow) throws {
         let history: [(any PostgresEncodable)?] = [parcel, from?.rawValue, to.rawValue, actor.rawValue, actorId, place?.lat, place?.lon, at]
         let update = p.map { Self.update($0, from: history.count + event.parameters.count + 1) }
-        try c.execute("""
+        try c.enqueue("""
             WITH history AS (INSERT INTO dispatch.parcel_history (parcel_id, from_status, to_status, actor, actor_id, lat, lon, at)
                              VALUES ($1, $2, $3, $4, $5, $6, $7, $8))\(update.map { ", parcel AS (\($0.sql))" } ?? "")
             INSERT INTO dispatch.outbox (event_id, topic, key, payload) VALUES \(OutboxRow.values(from: history.count + 1))

@@ -174,7 +174,7 @@ struct NotifyStorage: Sendable {
     }
 
     func joinRoom(_ c: Connection, _ room: UUID, _ user: UUID) throws {
-        try c.execute("INSERT INTO notify.room_members (room_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [room, user])
+        try c.enqueue("INSERT INTO notify.room_members (room_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [room, user])
     }
 
     func leaveRoom(_ c: Connection, _ room: UUID, _ user: UUID) throws {
@@ -238,7 +238,7 @@ struct NotifyStorage: Sendable {
     }
 
     func recordParcel(_ c: Connection, _ id: UUID, sender: UUID, recipient: UUID?) throws {
-        try c.execute("""
+        try c.enqueue("""
             INSERT INTO notify.parcels (id, sender_id, recipient_id) VALUES ($1, $2, $3)
             ON CONFLICT (id) DO UPDATE SET recipient_id = coalesce($3, notify.parcels.recipient_id)
             """, [id, sender, recipient])
