@@ -21,7 +21,7 @@ final class OutboxRelayTests: XCTestCase {
     override func setUpWithError() throws {
         database = try TestDatabase()
         pool = Pool(url: database.url, maxSize: 4)
-        try Migrator.migrate(pool: pool, schema: "kit", migrations: [Platform.migration, Platform.streamedOutbox])
+        try Migrator.migrate(pool: pool, schema: "kit", migrations: [Platform.migration, Platform.streamedOutbox, Platform.leanOutbox])
         outbox = Outbox(schema: "kit", source: "/test")
     }
 

@@ -6,6 +6,7 @@ import Postgres
 let migrations: [Migration] = [
     Platform.migration,
     Platform.streamedOutbox,
+    Platform.leanOutbox,
     Migration(2, "users, sessions, refresh tokens, signing keys, login failures", """
         CREATE TABLE users (
             id uuid PRIMARY KEY,

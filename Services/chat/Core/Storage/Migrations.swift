@@ -7,6 +7,7 @@ import Postgres
 let migrations: [Migration] = [
     Platform.migration,
     Platform.streamedOutbox,
+    Platform.leanOutbox,
     Migration(2, "rooms, members, messages, the change log, todos, media, and what chat learns from other services", """
         CREATE TABLE rooms (
             id uuid PRIMARY KEY,

@@ -6,6 +6,7 @@ import Postgres
 let migrations: [Migration] = [
     Platform.migration,
     Platform.streamedOutbox,
+    Platform.leanOutbox,
     Migration(2, "the catalogue, what people watch and like, comments, playlists, preferences, recommendation scrolls", """
         CREATE TABLE subjects (
             id uuid PRIMARY KEY,

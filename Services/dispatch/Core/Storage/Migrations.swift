@@ -7,6 +7,7 @@ import Postgres
 let migrations: [Migration] = [
     Platform.migration,
     Platform.streamedOutbox,
+    Platform.leanOutbox,
     Migration(2, "media", MediaStore.tableSQL),
     Migration(3, "couriers, parcels, their history and declined offers", """
         CREATE TABLE couriers (
@@ -288,5 +289,20 @@ let migrations: [Migration] = [
         -- Statistics of the arrays would be read out of line at every analyze, and no query needs them.
         ALTER TABLE fix_batches ALTER couriers SET STATISTICS 0, ALTER lat SET STATISTICS 0, ALTER lon SET STATISTICS 0,
             ALTER heading SET STATISTICS 0, ALTER speed_mps SET STATISTICS 0, ALTER fix_at SET STATISTICS 0;
+        """),
+    // A parcel's update (its offer, its acceptance, each step after) cannot be heap-only: its status and courier are
+    // indexed. So every update added an entry to each index on the table, NULL keys included: a claim code, a centre
+    // code, a courier or a recipient most parcels do not have at that moment, which no query looks up (`= $1` never
+    // matches NULL). Those indexes now hold only the rows that have the key: two or three fewer entries for each row
+    // version, WAL records every relay's slot decodes. The same for a payment's provider intent, which cash never has.
+    Migration(16, "indexes without the NULL keys nobody looks up", """
+        ALTER TABLE parcels DROP CONSTRAINT parcels_claim_code_key, DROP CONSTRAINT parcels_centre_code_key;
+        CREATE UNIQUE INDEX parcels_claim_code_key ON parcels (claim_code) WHERE claim_code IS NOT NULL;
+        CREATE UNIQUE INDEX parcels_centre_code_key ON parcels (centre_code) WHERE centre_code IS NOT NULL;
+        DROP INDEX parcels_by_recipient, parcels_by_courier;
+        CREATE INDEX parcels_by_recipient ON parcels (recipient_user_id, id DESC) WHERE recipient_user_id IS NOT NULL;
+        CREATE INDEX parcels_by_courier ON parcels (courier_id, id DESC) WHERE courier_id IS NOT NULL;
+        ALTER TABLE payments DROP CONSTRAINT payments_provider_intent_key;
+        CREATE UNIQUE INDEX payments_provider_intent_key ON payments (provider_intent) WHERE provider_intent IS NOT NULL;
         """),
 ]

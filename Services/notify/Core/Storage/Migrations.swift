@@ -6,6 +6,7 @@ import Postgres
 let migrations: [Migration] = [
     Platform.migration,
     Platform.streamedOutbox,
+    Platform.leanOutbox,
     Migration(2, "the delivery log: each (event, person, channel) once, with its outcome", """
         CREATE TABLE deliveries (
             id uuid PRIMARY KEY,

@@ -6,6 +6,7 @@ import Postgres
 let migrations: [Migration] = [
     Platform.migration,
     Platform.streamedOutbox,
+    Platform.leanOutbox,
     Migration(2, "profiles, groups, memberships, media, stories, comments", """
         \(Profiles.tableSQL)
         CREATE TABLE groups (
