@@ -487,16 +487,8 @@ public final class Connection: @unchecked Sendable {
     /// Commits what `begin` started, then runs the `afterCommit` hooks; a transaction that ran no statement was
     /// never opened and has nothing to commit.
     func commit() throws {
-        if !queued.isEmpty {
-            if let result = try pipelined({ PQsendQueryParams($0, "COMMIT", 0, nil, nil, nil, nil, 0) == 1 }) {
-                defer { PQclear(result) }
-                try check(result)
-            }
-        } else if beginPending {
-            beginPending = false
-        } else {
-            try execute("COMMIT")
-        }
+        // (What was queued goes with the COMMIT, as with any statement.)
+        if beginPending && queued.isEmpty { beginPending = false } else { try execute("COMMIT") }
         let hooks = commitHooks
         commitHooks = []
         hooks.forEach { $0() }
