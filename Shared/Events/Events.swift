@@ -534,8 +534,8 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
             case .keepalive(let walEnd, let replyRequested):
                 if idle && pendingConfirm == nil && walEnd > confirmed {
                     // The server sends one after each wake-up that decoded past our position: after every commit of
-                    // any database. Answering each woke it once more (six relays: a tenth of the machine at 300
-                    // parcels/s); the position it tells of goes with the next status, a second on at most.
+                    // any database. Answering each woke it once more, six relays over; the position it tells of goes
+                    // with the next status, a second on at most.
                     try confirm(walEnd, force: replyRequested, every: 1)
                 } else if replyRequested {
                     try connection.confirm(confirmed)
