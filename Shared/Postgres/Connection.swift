@@ -568,34 +568,47 @@ public final class Connection: @unchecked Sendable {
     private func execute(_ sql: String, _ parameters: [(any PostgresEncodable)?], binaryResult: Bool) throws -> OpaquePointer? {
         let statement = Bound(name: try statementName(for: sql, parameterCount: parameters.count), parameters)
         guard beginPending || !queued.isEmpty else { return statement.execute(on: handle, binaryResult: binaryResult) }
-        return try pipelined { statement.send(on: $0, binaryResult: binaryResult) }
+        return try pipelined([statement], binaryResult: binaryResult).first
     }
 
-    /// Sends what waits (BEGIN, queued statements), then what `last` sends if any, in one pipeline: one round trip.
-    /// Returns the last statement's result; an earlier one's failure is thrown instead, as it is the one to report
-    /// (nothing after it ran).
+    /// Runs statements that do not depend on one another's results in one round trip (a pipeline, with whatever
+    /// waits to be sent), and returns each one's rows, in order: the reads behind one view, say. The first failure is
+    /// thrown (the statements after it did not run).
+    public func rows(together statements: [(sql: String, parameters: [(any PostgresEncodable)?])]) throws -> [[Row]] {
+        let bound = try statements.map { Bound(name: try statementName(for: $0.sql, parameterCount: $0.parameters.count), $0.parameters) }
+        let results = try pipelined(bound, binaryResult: false)
+        var rows: [[Row]] = []
+        for (i, result) in results.enumerated() {
+            do { rows.append(try read(result).rows) } catch { results[(i + 1)...].forEach { PQclear($0) }; throw error }
+        }
+        return rows
+    }
+
+    /// Sends what waits (BEGIN, queued statements), then `statements`, in one pipeline: one round trip. Returns the
+    /// results of `statements`, for the caller to read and clear; an earlier one's failure is thrown instead, as it
+    /// is the one to report (nothing after it ran).
     @discardableResult
-    private func pipelined(_ last: ((OpaquePointer) -> Bool)?) throws -> OpaquePointer? {
+    private func pipelined(_ statements: [Bound], binaryResult: Bool) throws -> [OpaquePointer] {
         let begin = beginPending, waiting = queued
         beginPending = false
         queued = []
         let sent = PQenterPipelineMode(handle) == 1
             && (!begin || PQsendQueryParams(handle, "BEGIN", 0, nil, nil, nil, nil, 0) == 1)
             && waiting.allSatisfy { $0.send(on: handle, binaryResult: false) }
-            && last?(handle) ?? true && PQpipelineSync(handle) == 1
+            && statements.allSatisfy { $0.send(on: handle, binaryResult: binaryResult) } && PQpipelineSync(handle) == 1
         // Sending fails only on a broken connection; one left in pipeline mode is not healthy, so the pool drops it.
         let results = sent ? pipelineResults() : []
         PQexitPipelineMode(handle)
-        guard sent, results.count == (begin ? 1 : 0) + waiting.count + (last == nil ? 0 : 1) else {
+        guard sent, results.count == (begin ? 1 : 0) + waiting.count + statements.count else {
             results.forEach { PQclear($0) }
             throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
         }
-        let earlier = last == nil ? results.count : results.count - 1
+        let earlier = results.count - statements.count
         for i in 0..<earlier {
             do { try check(results[i]) } catch { results[i...].forEach { PQclear($0) }; throw error }
             PQclear(results[i])
         }
-        return last == nil ? nil : results[earlier]
+        return Array(results[earlier...])
     }
 
     /// The results of a pipeline, in order, up to its sync: each query's result is followed by a NULL; two NULLs in a
@@ -669,7 +682,7 @@ public final class Connection: @unchecked Sendable {
 
     /// Runs a script of several statements with no parameters (migrations only).
     public func executeScript(_ sql: String) throws {
-        if beginPending || !queued.isEmpty { try pipelined(nil) }  // (a script cannot go in a pipeline)
+        if beginPending || !queued.isEmpty { try pipelined([], binaryResult: false) }  // (a script cannot go in a pipeline)
         guard let result = PQexec(handle, sql) else {
             throw PostgresError(kind: .unavailable, serverMessage: String(cString: PQerrorMessage(handle)))
         }
@@ -700,7 +713,7 @@ public final class Connection: @unchecked Sendable {
     /// Runs `body` inside a savepoint of the open transaction: when it throws, what it did is undone and the error
     /// rethrown, while the transaction itself goes on (for trying one candidate after another).
     public func withSavepoint<T>(_ body: () throws -> T) throws -> T {
-        try execute("SAVEPOINT attempt")
+        try enqueue("SAVEPOINT attempt")  // (goes with the body's first statement)
         do {
             let value = try body()
             try execute("RELEASE SAVEPOINT attempt")

@@ -112,4 +112,31 @@ final class PoolTransactionTests: XCTestCase {
         try pool.withTransaction { try $0.enqueue("INSERT INTO \(table) VALUES ($1)", [6]) }  // the connection is usable
         XCTAssertEqual(try count(), 2)
     }
+
+    func testStatementsReadTogetherReturnTheirOwnRowsAndAFailureIsItsOwn() throws {
+        let rows = try pool.withTransaction { c -> [[Row]] in
+            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [1])
+            return try c.rows(together: [("SELECT count(*) AS n FROM \(table)", []), ("SELECT $1::int + 1 AS n", [41]),
+                                         ("SELECT id AS n FROM \(table) WHERE id > $1", [5])])
+        }
+        XCTAssertEqual(try rows.map { try $0.map { try $0["n"] as Int } }, [[1], [42], []])
+        XCTAssertThrowsError(try pool.withConnection { c in
+            try c.rows(together: [("SELECT 1 AS n", []), ("SELECT 1 / $1::int AS n", [0]), ("SELECT 3 AS n", [])])
+        }) { XCTAssertEqual(($0 as? PostgresError)?.sqlState, "22012", "\($0)") }
+        XCTAssertEqual(try count(), 1, "the connection is not usable after a failed read")
+    }
+
+    func testASavepointUndoesOnlyItsOwnBodyAndTheTransactionGoesOn() throws {
+        struct Refused: Error {}
+        try pool.withTransaction { c in
+            try c.execute("INSERT INTO \(table) VALUES (1)")
+            // Undone whether the body throws itself or a statement it queued fails when it ends.
+            XCTAssertThrowsError(try c.withSavepoint { try c.execute("INSERT INTO \(table) VALUES (2)"); throw Refused() })
+            XCTAssertThrowsError(try c.withSavepoint { try c.enqueue("INSERT INTO \(table) VALUES ($1)", [1]) }) {
+                XCTAssertEqual(($0 as? PostgresError)?.kind, .uniqueViolation)
+            }
+            try c.withSavepoint { try c.enqueue("INSERT INTO \(table) VALUES ($1)", [3]) }
+        }
+        XCTAssertEqual(try pool.withConnection { try $0.rows("SELECT id FROM \(table) ORDER BY id").map { try $0["id"] as Int } }, [1, 3])
+    }
 }
