@@ -113,15 +113,12 @@ struct DispatchHandlers: Sendable {
     func view(_ c: Connection, _ parcel: ParcelRecord, for viewer: UUID) throws -> ParcelView {
         let carrying: Set<ParcelStatus> = [.assigned, .pickedUp, .inTransit]
         let mayCall = carrying.contains(parcel.status) && (viewer == parcel.senderId || viewer == parcel.recipientUserId)
-        let courier = try parcel.courierId.flatMap { id in
-            try storage.courierWithProfile(c, id).map {
-                CourierCard(courier: matcher.latest($0.courier), profile: $0.profile, phone: mayCall ? $0.profile?.phone : nil, urls: media.urls)
-            }
+        let details = try storage.parcelDetails(c, parcel, withPayment: viewer == parcel.senderId)
+        let courier = details.courier.map {
+            CourierCard(courier: matcher.latest($0.courier), profile: $0.profile, phone: mayCall ? $0.profile?.phone : nil, urls: media.urls)
         }
-        let payment = viewer == parcel.senderId ? try storage.payment(c, parcel: parcel.id) : nil
-        return ParcelView(parcel, for: viewer, history: try storage.history(c, parcel: parcel.id), courier: courier, payment: payment,
-                          dropOffCentre: try parcel.dropOffCentreId.flatMap { try storage.centre(c, $0) },
-                          collectionCentre: try parcel.collectionCentreId.flatMap { try storage.centre(c, $0) }, media: media)
+        return ParcelView(parcel, for: viewer, history: details.history, courier: courier, payment: details.payment,
+                          dropOffCentre: details.dropOffCentre, collectionCentre: details.collectionCentre, media: media)
     }
 
     /// `POST /v1/parcel-claims`: the caller becomes the recipient of the parcel its sender gave them the code of.

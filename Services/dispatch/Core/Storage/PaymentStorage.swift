@@ -86,7 +86,11 @@ extension DispatchStorage {
     }
 
     private func payment(_ c: Connection, where column: String, _ value: any PostgresEncodable, lock: Bool) throws -> PaymentRecord? {
-        try c.first("SELECT * FROM dispatch.payments WHERE \(column) = $1\(lock ? " FOR UPDATE" : "")", [value]).map(PaymentRecord.init)
+        try c.first(Self.paymentSQL(where: column, lock: lock), [value]).map(PaymentRecord.init)
+    }
+
+    static func paymentSQL(where column: String, lock: Bool) -> String {
+        "SELECT * FROM dispatch.payments WHERE \(column) = $1\(lock ? " FOR UPDATE" : "")"
     }
 
     /// Leases up to `limit` payments whose call is due: each is left alone by other callers for `lease` seconds, the

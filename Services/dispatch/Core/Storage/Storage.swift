@@ -357,8 +357,10 @@ struct DispatchStorage {
     // MARK: Centres
 
     func centre(_ c: Connection, _ id: UUID) throws -> CentreRecord? {
-        try c.first("SELECT * FROM dispatch.centres WHERE id = $1", [id]).map(CentreRecord.init)
+        try c.first(Self.centreSQL, [id]).map(CentreRecord.init)
     }
+
+    static let centreSQL = "SELECT * FROM dispatch.centres WHERE id = $1"
 
     func saveCentre(_ c: Connection, id: UUID, _ b: CentreBody) throws -> CentreRecord {
         let hours = String(decoding: try JSONEncoder().encode(b.openingHours), as: UTF8.self)
@@ -405,15 +407,6 @@ struct DispatchStorage {
     func profile(_ c: Connection, _ user: UUID) throws -> ProfileRecord? {
         try c.first("SELECT username, full_name, avatar_media_id, picture_url, phone FROM dispatch.profiles WHERE user_id = $1", [user])
             .map(ProfileRecord.init)
-    }
-
-    /// A courier with their profile (nil before dispatch heard of them from auth), in one round trip.
-    func courierWithProfile(_ c: Connection, _ user: UUID) throws -> (courier: CourierRecord, profile: ProfileRecord?)? {
-        try c.first("""
-            SELECT c.*, p.lat, p.lon, p.fix_at, f.username, f.full_name, f.avatar_media_id, f.picture_url, f.phone
-            FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id) LEFT JOIN dispatch.profiles f USING (user_id)
-            WHERE user_id = $1
-            """, [user]).map { (try CourierRecord($0), try $0.decode("username") as String? == nil ? nil : try ProfileRecord($0)) }
     }
 
     /// Records how to reach a person from a `user.registered` or `user.updated`, when that event is the newest of the
@@ -496,8 +489,32 @@ struct DispatchStorage {
             """, history + event.parameters + (update?.parameters ?? []))
     }
 
-    func history(_ c: Connection, parcel: UUID) throws -> [HistoryEntry] {
-        try c.rows("SELECT * FROM dispatch.parcel_history WHERE parcel_id = $1 ORDER BY id", [parcel]).map(HistoryEntry.init)
+    /// What a parcel's view shows besides its row, read in one round trip: its history; its courier with their
+    /// profile (nil before dispatch heard of them from auth), when it has one; its payment, when `withPayment`;
+    /// its centres.
+    func parcelDetails(_ c: Connection, _ p: ParcelRecord, withPayment: Bool) throws
+        -> (history: [HistoryEntry], courier: (courier: CourierRecord, profile: ProfileRecord?)?, payment: PaymentRecord?,
+            dropOffCentre: CentreRecord?, collectionCentre: CentreRecord?) {
+        var reads: [(sql: String, parameters: [(any PostgresEncodable)?])] = [
+            ("SELECT * FROM dispatch.parcel_history WHERE parcel_id = $1 ORDER BY id", [p.id])]
+        func read(_ sql: String, _ value: UUID?) -> Int? {
+            guard let value else { return nil }
+            reads.append((sql, [value]))
+            return reads.count - 1
+        }
+        let courier = read("""
+            SELECT c.*, p.lat, p.lon, p.fix_at, f.username, f.full_name, f.avatar_media_id, f.picture_url, f.phone
+            FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id) LEFT JOIN dispatch.profiles f USING (user_id)
+            WHERE user_id = $1
+            """, p.courierId)
+        let payment = read(Self.paymentSQL(where: "parcel_id", lock: false), withPayment ? p.id : nil)
+        let dropOff = read(Self.centreSQL, p.dropOffCentreId), collection = read(Self.centreSQL, p.collectionCentreId)
+        let rows = try c.rows(together: reads)
+        func first(_ i: Int?) -> Row? { i.flatMap { rows[$0].first } }
+        return (try rows[0].map(HistoryEntry.init),
+                try first(courier).map { (try CourierRecord($0), try $0.decode("username") as String? == nil ? nil : try ProfileRecord($0)) },
+                try first(payment).map(PaymentRecord.init), try first(dropOff).map(CentreRecord.init),
+                try first(collection).map(CentreRecord.init))
     }
 
     func decline(_ c: Connection, parcel: UUID, courier: UUID) throws {
