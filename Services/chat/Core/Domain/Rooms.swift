@@ -53,13 +53,13 @@ struct RoomLog: Sendable {
     }
 
     /// A member joined: the change and its event.
-    func joined(_ c: Connection, room: UUID, user: UUID, role: String, at: Date) throws {
+    func joined(_ c: Connection, room: UUID, _ member: MemberRecord) throws {
         let seq = try storage.nextSeq(c, room).change
-        let person = try storage.members(c, of: room).first { $0.person.id == user }?.person ?? PersonRecord(id: user, name: nil, avatarMediaId: nil)
         try record(c, room: room, seq: seq, event: "member_joined",
-                   view: MembershipView(roomId: room, user: PersonView(person, urls: urls), role: role, reason: nil, at: at))
-        try outbox.add(ChatMemberJoined(roomId: room.lowercased, userId: user.lowercased, role: role, seq: seq, joinedAt: Timestamp.format(at)),
-                       subject: room.lowercased, on: c)
+                   view: MembershipView(roomId: room, user: PersonView(member.person, urls: urls), role: member.role, reason: nil,
+                                        at: member.joinedAt))
+        try outbox.add(ChatMemberJoined(roomId: room.lowercased, userId: member.person.id.lowercased, role: member.role, seq: seq,
+                                        joinedAt: Timestamp.format(member.joinedAt)), subject: room.lowercased, on: c)
     }
 }
 
@@ -118,9 +118,7 @@ struct Rooms: Sendable {
         // The pair's room exists (perhaps made this instant by the other): both are in it again.
         guard let existing = try storage.roomId(c, directKey: key) else { throw ChatError.conflict("Try again.") }
         for person in [user, other] {
-            if let at = try storage.addMember(c, room: existing, user: person, role: "member") {
-                try log.joined(c, room: existing, user: person, role: "member", at: at)
-            }
+            if let joined = try storage.addMember(c, room: existing, user: person, role: "member") { try log.joined(c, room: existing, joined) }
         }
         return try member(c, existing, user)
     }
@@ -133,9 +131,7 @@ struct Rooms: Sendable {
         try log.outbox.add(ChatRoomCreated(roomId: id.lowercased, kind: kind, createdBy: user?.lowercased, parcelId: parcel?.lowercased,
                                            seq: seq, createdAt: Timestamp.format(room.createdAt)), subject: id.lowercased, on: c)
         for (member, role) in members {
-            if let at = try storage.addMember(c, room: id, user: member, role: role) {
-                try log.joined(c, room: id, user: member, role: role, at: at)
-            }
+            if let joined = try storage.addMember(c, room: id, user: member, role: role) { try log.joined(c, room: id, joined) }
         }
     }
 
@@ -146,9 +142,7 @@ struct Rooms: Sendable {
         // Its owner blocked them: as if the code held nothing.
         let owners = "SELECT user_id FROM chat.members WHERE room_id = $1 AND role = 'owner'"
         guard try !Blocks(schema: "chat").isBlocked(user, byAnyOf: owners, id, on: c) else { return nil }
-        if let at = try storage.addMember(c, room: id, user: user, role: "member") {
-            try log.joined(c, room: id, user: user, role: "member", at: at)
-        }
+        if let joined = try storage.addMember(c, room: id, user: user, role: "member") { try log.joined(c, room: id, joined) }
         return try member(c, id, user)
     }
 
@@ -228,12 +222,10 @@ struct Rooms: Sendable {
         case "assigned":
             guard let courier = change.courierId.flatMap(UUID.init(uuidString:)) else { return }
             try storage.addParcelParty(c, parcel: id, user: courier, role: "courier")
-            if try storage.roomId(c, parcel: id) == nil {
-                let room = UUID.v7()
-                if try storage.insertRoom(c, id: room, kind: "parcel", name: "Parcel", topic: nil, inviteCode: nil, directKey: nil,
-                                          parcel: id, createdBy: nil) {
-                    try opened(c, room, kind: "parcel", by: nil, parcel: id, members: [])
-                }
+            let room = UUID.v7()
+            if try storage.insertRoom(c, id: room, kind: "parcel", name: "Parcel", topic: nil, inviteCode: nil, directKey: nil,
+                                      parcel: id, createdBy: nil) {
+                try opened(c, room, kind: "parcel", by: nil, parcel: id, members: [])
             }
             try admitParties(c, parcel: id)
         case "received", "cancelled", "failed":
@@ -245,12 +237,8 @@ struct Rooms: Sendable {
 
     /// Makes every known party of a parcel a member of its conversation, once it exists.
     private func admitParties(_ c: Connection, parcel: UUID) throws {
-        guard let room = try storage.roomId(c, parcel: parcel) else { return }
-        for party in try storage.parcelParties(c, parcel: parcel) {
-            if let at = try storage.addMember(c, room: room, user: party.user, role: "member") {
-                try log.joined(c, room: room, user: party.user, role: "member", at: at)
-            }
-        }
+        guard let (room, joined) = try storage.admitParties(c, parcel: parcel) else { return }
+        for member in joined { try log.joined(c, room: room, member) }
     }
 
     // MARK: What chat learns from auth and stories

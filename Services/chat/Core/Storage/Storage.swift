@@ -48,6 +48,14 @@ struct MemberRecord {
     let person: PersonRecord
     let role: String
     let joinedAt: Date
+
+    /// From a row of `user_id`, `role`, `joined_at` and the profile's `full_name`, `avatar_media_id`, `picture_url`.
+    init(_ r: Row) throws {
+        person = PersonRecord(id: try r["user_id"], name: try r.decode("full_name"), avatarMediaId: try r.decode("avatar_media_id"),
+                              pictureUrl: try r.decode("picture_url"))
+        role = try r["role"]
+        joinedAt = try r["joined_at"]
+    }
 }
 
 struct MessageRecord {
@@ -228,10 +236,30 @@ struct ChatStorage: Sendable {
     // MARK: Members
 
     /// Adds a member; the time they joined, or nil when they were one already.
-    func addMember(_ c: Connection, room: UUID, user: UUID, role: String) throws -> Date? {
+    /// Adds `user` to `room` as `role`: the new member, with their profile; nil when they were one already.
+    func addMember(_ c: Connection, room: UUID, user: UUID, role: String) throws -> MemberRecord? {
         try c.first("""
-            INSERT INTO chat.members (room_id, user_id, role) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING joined_at
-            """, [room, user, role])?["joined_at"]
+            WITH m AS (INSERT INTO chat.members (room_id, user_id, role) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING
+                       RETURNING user_id, role, joined_at)
+            SELECT m.*, p.full_name, p.avatar_media_id, p.picture_url FROM m LEFT JOIN chat.profiles p ON p.user_id = m.user_id
+            """, [room, user, role]).map(MemberRecord.init)
+    }
+
+    /// Makes every known party of `parcel` a member of its conversation, if it has one, in one statement: the room
+    /// and the new members, with their profiles, in the parties' order (courier, recipient, sender); nil while the
+    /// parcel has no conversation or nobody was new.
+    func admitParties(_ c: Connection, parcel: UUID) throws -> (room: UUID, joined: [MemberRecord])? {
+        let rows = try c.rows("""
+            WITH parties AS (SELECT r.id AS room_id, pp.user_id, min(pp.role) AS party
+                             FROM chat.rooms r JOIN chat.parcel_parties pp ON pp.parcel_id = r.parcel_id
+                             WHERE r.parcel_id = $1 GROUP BY r.id, pp.user_id),
+            m AS (INSERT INTO chat.members (room_id, user_id, role) SELECT room_id, user_id, 'member' FROM parties
+                  ON CONFLICT DO NOTHING RETURNING room_id, user_id, role, joined_at)
+            SELECT m.*, p.full_name, p.avatar_media_id, p.picture_url
+            FROM m JOIN parties USING (room_id, user_id) LEFT JOIN chat.profiles p ON p.user_id = m.user_id ORDER BY parties.party
+            """, [parcel])
+        guard let first = rows.first else { return nil }
+        return (try first["room_id"], try rows.map(MemberRecord.init))
     }
 
     func removeMember(_ c: Connection, room: UUID, user: UUID) throws -> Bool {
@@ -246,11 +274,7 @@ struct ChatStorage: Sendable {
         try c.rows("""
             SELECT mb.user_id, mb.role, mb.joined_at, p.full_name, p.avatar_media_id, p.picture_url FROM chat.members mb
             LEFT JOIN chat.profiles p ON p.user_id = mb.user_id WHERE mb.room_id = $1 ORDER BY mb.joined_at, mb.user_id
-            """, [room]).map {
-            MemberRecord(person: PersonRecord(id: try $0["user_id"], name: try $0.decode("full_name"),
-                                              avatarMediaId: try $0.decode("avatar_media_id"), pictureUrl: try $0.decode("picture_url")),
-                         role: try $0["role"], joinedAt: try $0["joined_at"])
-        }
+            """, [room]).map(MemberRecord.init)
     }
 
     func markRead(_ c: Connection, room: UUID, user: UUID, seq: Int64) throws {
@@ -402,11 +426,6 @@ struct ChatStorage: Sendable {
     func addParcelParty(_ c: Connection, parcel: UUID, user: UUID, role: String) throws {
         try c.enqueue("INSERT INTO chat.parcel_parties (parcel_id, user_id, role) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
                       [parcel, user, role])
-    }
-
-    func parcelParties(_ c: Connection, parcel: UUID) throws -> [(user: UUID, role: String)] {
-        try c.rows("SELECT user_id, role FROM chat.parcel_parties WHERE parcel_id = $1 ORDER BY role", [parcel])
-            .map { (try $0["user_id"], try $0["role"]) }
     }
 
     /// Whether two people share a stories group or a parcel.
