@@ -73,12 +73,11 @@ struct Deliveries: Sendable {
             let window = (at.timeIntervalSince1970 / chatWindow).rounded(.down) * chatWindow
             let closes = Date(timeIntervalSince1970: window + chatWindow)
             for user in others where !mentioned.contains(user) {
-                guard let id = UUID(uuidString: user), try !Erasure.isErased(id, schema: "notify", on: c),
-                      try storage.allows(c, id, kind: "chat_message", channel: "push") else { continue }
-                _ = try storage.recordPush(c, eventId: "chat:\(room.lowercased):\(Int(window))", user: id, kind: "chat_message",
-                                           title: "New messages", payload: nil, ttl: 86_400, urgency: "normal",
-                                           topic: "room" + room.lowercased.replacingOccurrences(of: "-", with: "").prefix(28),
-                                           expiresAt: closes.addingTimeInterval(86_400), at: closes, reference: room.lowercased)
+                guard let id = UUID(uuidString: user) else { continue }
+                try storage.recordPush(c, eventId: "chat:\(room.lowercased):\(Int(window))", to: try storage.pushTargets(c, id, kind: "chat_message"),
+                                       kind: "chat_message", title: "New messages", payload: nil, ttl: 86_400, urgency: "normal",
+                                       topic: "room" + room.lowercased.replacingOccurrences(of: "-", with: "").prefix(28),
+                                       expiresAt: closes.addingTimeInterval(86_400), at: closes, reference: room.lowercased)
             }
         case EmailVerificationRequested.type:
             let e = try event.decode(EmailVerificationRequested.self)
@@ -127,10 +126,10 @@ struct Deliveries: Sendable {
     private func push(_ event: ReceivedEvent, _ c: Connection, to users: [String], _ notice: Notice) throws {
         guard notice.expiresAt > Date() else { return }
         for user in Set(users) {
-            guard let id = UUID(uuidString: user), try !Erasure.isErased(id, schema: "notify", on: c),
-                  try storage.allows(c, id, kind: notice.kind, channel: "push") else { continue }
-            _ = try storage.recordPush(c, eventId: event.id, user: id, kind: notice.kind, title: notice.title, payload: notice.payload,
-                                       ttl: notice.ttl, urgency: notice.urgency, topic: notice.topic, expiresAt: notice.expiresAt)
+            guard let id = UUID(uuidString: user) else { continue }
+            try storage.recordPush(c, eventId: event.id, to: try storage.pushTargets(c, id, kind: notice.kind), kind: notice.kind,
+                                   title: notice.title, payload: notice.payload, ttl: notice.ttl, urgency: notice.urgency, topic: notice.topic,
+                                   expiresAt: notice.expiresAt)
         }
     }
 

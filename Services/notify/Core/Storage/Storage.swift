@@ -151,21 +151,30 @@ struct NotifyStorage: Sendable {
         try c.execute("UPDATE notify.deliveries SET status = 'pending', attempts = attempts - 1, next_attempt_at = $2 WHERE id = $1", [id, at])
     }
 
-    /// Records a push of event `eventId` to each of `user`'s live subscriptions, once per subscription; how many were
-    /// new. `payload` is the JSON the device receives; `address` shows which push service took it.
-    /// Without `payload`, it is made when the push is sent, from `reference`; `at`: not before then.
-    func recordPush(_ c: Connection, eventId: String, user: UUID, kind: String, title: String, payload: String?, ttl: Int,
-                    urgency: String, topic: String?, expiresAt: Date?, at: Date? = nil, reference: String? = nil) throws -> Int {
-        var recorded = 0
-        for s in try subscriptions(c, of: user) where (s.expiresAt ?? .distantFuture) > Date() {
+    /// The subscriptions a push of `kind` to `user` goes to: their live ones, none when they were erased here or
+    /// said no to `kind` by push. One statement.
+    func pushTargets(_ c: Connection, _ user: UUID, kind: String) throws -> [SubscriptionRecord] {
+        try c.rows("""
+            SELECT * FROM notify.push_subscriptions WHERE user_id = $1 AND \(Erasure.notErased(schema: "notify", hashParameter: 3))
+                AND coalesce((SELECT enabled FROM notify.preferences WHERE user_id = $1 AND kind = $2 AND channel = 'push'), true)
+            ORDER BY created_at, id
+            """, [user, kind, Erasure.hash(user)]).map(SubscriptionRecord.init).filter { ($0.expiresAt ?? .distantFuture) > Date() }
+    }
+
+    /// Records a push of event `eventId` to each of `subscriptions` (`pushTargets`), once per subscription, with the
+    /// transaction's next round trip. `payload` is the JSON the device receives; `address` shows which push service
+    /// took it. Without `payload`, it is made when the push is sent, from `reference`; `at`: not before then.
+    func recordPush(_ c: Connection, eventId: String, to subscriptions: [SubscriptionRecord], kind: String, title: String,
+                    payload: String?, ttl: Int, urgency: String, topic: String?, expiresAt: Date?, at: Date? = nil,
+                    reference: String? = nil) throws {
+        for s in subscriptions {
             let origin = URL(string: s.endpoint).map { "\($0.scheme ?? "https")://\($0.host ?? "")" + ($0.port.map { ":\($0)" } ?? "") } ?? ""
-            recorded += try c.execute("""
+            try c.enqueue("""
                 INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, expires_at,
                                                subscription_id, ttl, urgency, topic, next_attempt_at, reference)
                 VALUES ($1, $2, $3, 'push', $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), $14) ON CONFLICT DO NOTHING
-                """, [UUID.v7(), eventId, user, kind, origin, title, payload, expiresAt, s.id, ttl, urgency, topic, at, reference])
+                """, [UUID.v7(), eventId, s.userId, kind, origin, title, payload, expiresAt, s.id, ttl, urgency, topic, at, reference])
         }
-        return recorded
     }
 
     /// Drops a delivery that turned out to have nothing to tell (a chat read already): it was never sent.
