@@ -427,6 +427,26 @@ final class DispatchStrandedParcelTests: DispatchTestCase {
             (try? other.first("SELECT lat FROM dispatch.courier_positions WHERE user_id = $1", [id])?["lat", as: Double.self]) == 44.4270
         }, "folded into the courier's position")
     }
+
+    /// An erasure announced while this instance did not listen (its listener's connection lost) never reaches it:
+    /// listening again, it forgets the couriers whose rows are gone, so a parcel only such a courier could reach is
+    /// stranded instead of waiting on someone who is no more.
+    func testACourierErasedWhileTheInstanceDidNotListenIsForgottenWhenItListensAgain() throws {
+        let sender = try person()
+        let gone = try XCTUnwrap(UUID(uuidString: try courier(lat: 10.8, lon: 10.8).id))
+        let db = try Connection(url: database.url)
+        // As an erasure whose announcement this instance missed: the row goes, nothing is announced.
+        XCTAssertEqual(try db.execute("DELETE FROM dispatch.couriers WHERE user_id = $1", [gone]), 1)
+        let lost = try db.first("""
+            SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND query LIKE 'LISTEN dispatch%'
+            """)
+        XCTAssertEqual(try lost?["n", as: Int.self], 1, "the listener's connection")
+        let parcel = try XCTUnwrap(UUID(uuidString: try send(sender, to: nil, from: (10.8, 10.8))["id"] as? String ?? ""))
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) {
+            (try? db.first("SELECT stranded_at IS NOT NULL AS s FROM dispatch.parcels WHERE id = $1", [parcel])?["s", as: Bool.self]) == true
+        }, "a parcel only an erased courier could reach waits on them")
+    }
 }
 
 /// Recipients as Mesajem's senders name them: by username (the account sees the parcel at once), or by anything

@@ -15,9 +15,8 @@ import Synchronization
 /// What is known of a courier has two parts, each with its own time: whether they could take a parcel, as of their
 /// row's `updated_at`, and where they are, as of their fix. A part never goes back to an older state: a read may
 /// return a row just before a newer fix or change already reached the index. Notifications sent while this
-/// instance was not listening are lost, so each time it starts listening it folds every appended fix and reads every
-/// courier who can take a parcel again (an erasure announced meanwhile stays unknown to it until it restarts: it is
-/// never offered a parcel, as their row is gone, but may stand among a pickup's nearest).
+/// instance was not listening are lost, so each time it starts listening it folds every appended fix, reads every
+/// courier who can take a parcel again, and forgets those it knows whose rows are gone (erased meanwhile).
 ///
 /// `@unchecked Sendable`: `nextSince`, `loaded` and `generations` are guarded by `condition`; `known` is a `Mutex`
 /// held around each index change, so a check and its change are one step; the index locks itself.
@@ -140,6 +139,15 @@ final class Matcher: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Forgets the couriers it knows whose rows are gone: a row goes only when its courier is erased, and an erasure
+    /// announced while this instance did not listen never reached it (the courier would stand among a pickup's
+    /// nearest for good, never offered a parcel, keeping parcels only they could reach from being stranded).
+    func forgetErased(_ pool: Pool) throws {
+        let ids = known.withLock { Array($0.keys) }
+        guard !ids.isEmpty else { return }
+        for id in try pool.withConnection({ try DispatchStorage().withoutRows($0, ids) }) { erased(id) }
+    }
+
     /// Asks the matching loops to run now (a parcel was declined or cancelled, or stranded ones came back).
     func wake() { condition.lock(); generations = generations.map { $0 + 1 }; condition.broadcast(); condition.unlock() }
 
@@ -171,6 +179,7 @@ final class Matcher: @unchecked Sendable {
                         // Listening is done only once this has read what came before, every appended fix folded.
                         try DispatchStorage().foldFixes(pool, wait: true)
                         try refresh(pool, everyone: true)
+                        try forgetErased(pool)
                         listener = connection
                         nextRefresh = Date().addingTimeInterval(interval)
                     }

@@ -314,6 +314,12 @@ struct DispatchStorage {
         return (couriers, try start["at"], try start["next_since"])
     }
 
+    /// Those of `couriers` who have no row (erased).
+    func withoutRows(_ c: Connection, _ couriers: [UUID]) throws -> [UUID] {
+        try c.rows("SELECT u AS id FROM unnest($1::uuid[]) u WHERE NOT EXISTS (SELECT 1 FROM dispatch.couriers WHERE user_id = u)",
+                   [PostgresArray(couriers)]).map { try $0["id"] }
+    }
+
     /// Whether the courier can take an offer now: online, with spare capacity, and their row not held by another
     /// transaction (an accept or another offer in flight: they are passed over this round). Locks the row.
     func canBeOffered(_ c: Connection, courier: UUID) throws -> Bool {
