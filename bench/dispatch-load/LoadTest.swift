@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 
 /// The square the couriers and pickups are in.
 struct Area: Sendable {
@@ -95,10 +96,17 @@ enum LoadTest {
             // Like k6: a run that breaks an invariant or misses a threshold fails.
             exit(report.invariants.allSatisfy(\.ok) && (report.thresholds ?? []).allSatisfy(\.ok) ? 0 : 1)
         } catch {
-            FileHandle.standardError.write(Data("dispatch-load: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("dispatch-load: \(explained(error))\n".utf8))
             exit(1)
         }
     }
+}
+
+/// An error with the database server's own words, when it is the database's: this tool's user needs them, and its
+/// output is no service's log.
+func explained(_ error: Error) -> String {
+    guard let e = error as? PostgresError, !e.serverMessage.isEmpty else { return "\(error)" }
+    return "\(e): \(e.serverMessage.trimmingCharacters(in: .whitespacesAndNewlines))"
 }
 
 struct RunError: Error, CustomStringConvertible {

@@ -153,7 +153,7 @@ final class Run: @unchecked Sendable {
             }
             log("deleted \(deleted) of the run's \(fleet.ids.count) seeded couriers (those holding a parcel stay, offline)")
         } catch {
-            log("could not delete the run's couriers: \(error)")
+            log("could not delete the run's couriers: \(explained(error))")
         }
     }
 
