@@ -30,7 +30,7 @@ public enum Erasure {
 
     /// Whether `user` was erased here.
     public static func isErased(_ user: UUID, schema: String, on c: Connection) throws -> Bool {
-        try c.first("SELECT 1 AS one WHERE NOT \(notErased(schema: schema, hashParameter: 1))", [hash(user)]) != nil
+        try c.first("SELECT 1 AS one FROM \(schema).erased_users WHERE id_hash = $1", [hash(user)]) != nil
     }
 
     /// SQL that holds unless the user whose `hash` is parameter `$n` was erased here: for a statement that reads what

@@ -235,7 +235,6 @@ struct ChatStorage: Sendable {
 
     // MARK: Members
 
-    /// Adds a member; the time they joined, or nil when they were one already.
     /// Adds `user` to `room` as `role`: the new member, with their profile; nil when they were one already.
     func addMember(_ c: Connection, room: UUID, user: UUID, role: String) throws -> MemberRecord? {
         try c.first("""
