@@ -283,7 +283,7 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         return name
     }
 
-    private var pendingAge: Double {
+    var pendingAge: Double {
         condition.lock(); defer { condition.unlock() }
         return oldestPending.map { max(0, Date().timeIntervalSince($0)) } ?? 0
     }
@@ -488,6 +488,14 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
             }
         }
         var idle: Bool { inFlight.isEmpty && messages.isEmpty && !inTransaction }
+        /// Serves the producer's queue, collects the reports that have come (ending the stream when the oldest
+        /// batch's never come, `reportPatience`), and confirms a commit that waited for nothing else.
+        func collect() throws {
+            producer.serve()
+            while !inFlight.isEmpty, try settleOldest(blocking: false) {}
+            if let oldest = inFlight.first, Date().timeIntervalSince(oldest.sent) > Self.reportPatience { try settleOldest() }
+            if let lsn = pendingConfirm, idle { try confirm(lsn, force: true); pendingConfirm = nil }
+        }
 
         while true {
             if messages.isEmpty, Date() >= nextUpkeep {
@@ -516,12 +524,7 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
             guard let message = try connection.next(timeout: !messages.isEmpty ? 0 : inFlight.isEmpty ? 0.25 : 0.1, wake: wake) else {
                 // Nothing more decoded for now: send what was read, and collect the reports that have come.
                 flush()
-                while !inFlight.isEmpty, try settleOldest(blocking: false) {}
-                // Reports that never come end the stream (`reportPatience`): it starts again rather than wait for ever.
-                if let oldest = inFlight.first, Date().timeIntervalSince(oldest.sent) > Self.reportPatience {
-                    try settleOldest()
-                }
-                if let lsn = pendingConfirm, idle { try confirm(lsn, force: true); pendingConfirm = nil }
+                try collect()
                 // Now and then, ask how far the server has looked: with nothing of ours in between, that is confirmed
                 // too, so the slot keeps no WAL for other schemas' changes.
                 if idle && (Date().timeIntervalSince(lastAsked) > 5 || drainTo != nil) {
@@ -532,6 +535,12 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
             }
             switch message {
             case .keepalive(let walEnd, let replyRequested):
+                // Other databases' commits bring keepalives without a pause of the stream's timeout between them, and
+                // a report's wake-up may come with one or not at all (librdkafka signals only a queue that was empty,
+                // and errors of a broker outage stay queued while the relay is idle): the queue is served and the
+                // reports collected here too, or a relay with nothing more of its own to send would not confirm its
+                // last batch (and be stuck) while they last.
+                try collect()
                 if idle && pendingConfirm == nil && walEnd > confirmed {
                     // The server sends one after each wake-up that decoded past our position: after every commit of
                     // any database. Answering each woke it once more, six relays over; the position it tells of goes

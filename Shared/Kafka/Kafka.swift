@@ -181,6 +181,12 @@ public final class Producer: @unchecked Sendable {
         return fds[0]
     }
 
+    /// Serves what librdkafka queued for this producer (delivery reports, errors) without waiting. Until its queue is
+    /// served, `reportDescriptor` signals nothing more: librdkafka writes to it only when the queue was empty.
+    public func serve() {
+        rd_kafka_poll(handle, 0)
+    }
+
     /// Drops every queued and in-flight message (their reports say failed), before this producer is replaced.
     public func purge() {
         rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
