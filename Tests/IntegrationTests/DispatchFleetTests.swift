@@ -247,3 +247,30 @@ final class DispatchFleetTests: DispatchTestCase {
         }
     }
 }
+
+/// The operator's map between folds (every 30 s here): the latest fixes first, folded or not.
+final class DispatchFleetMapTests: DispatchTestCase {
+    let operatorToken = "op-" + UUID().uuidString + UUID().uuidString
+    override var serviceSettings: [String: String] {
+        super.serviceSettings.merging(["OPERATOR_TOKEN": operatorToken, "FIX_FOLD_SECONDS": "30"]) { $1 }
+    }
+
+    func testTheMapShowsTheLatestFixesFirstBeforeTheyAreFolded() throws {
+        let moved = UUID().uuidString.lowercased(), still = UUID().uuidString.lowercased()
+        for (id, lat) in [(moved, 44.40), (still, 44.45)] {  // one after the other: `still`'s row holds the newer fix
+            XCTAssertEqual(try api.post("/v1/operator/couriers", ["couriers": [["id": id, "vehicle": "bike", "capacity": 1,
+                                                                               "lat": lat, "lon": 26.10]]], token: operatorToken).status, 200)
+        }
+        XCTAssertEqual(try api.post("/v1/operator/locations", ["fixes": [["courierId": moved, "lat": 44.41, "lon": 26.11]]],
+                                    token: operatorToken)["applied"] as? Int, 1)
+        XCTAssertEqual(try count("courier_positions", "user_id = '\(moved)' AND lat = 44.41"), 0, "not folded yet")
+        func map(_ limit: Int) throws -> [(id: String?, lat: Double?)] {
+            let couriers = try api.get("/v1/operator/fleet?limit=\(limit)", token: operatorToken)["couriers"] as? [[String: Any]] ?? []
+            return couriers.map { ($0["courierId"] as? String, ($0["position"] as? [String: Any])?["lat"] as? Double) }
+        }
+        XCTAssertEqual(try map(1).map(\.id), [moved], "the latest fix, though its row holds an older one than the other's")
+        XCTAssertEqual(try map(1).first?.lat, 44.41)
+        XCTAssertEqual(try map(2).map(\.id), [moved, still])
+        XCTAssertEqual(try map(2).map(\.lat), [44.41, 44.45])
+    }
+}

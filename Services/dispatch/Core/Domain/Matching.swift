@@ -71,6 +71,13 @@ final class Matcher: @unchecked Sendable {
         }
     }
 
+    /// Every courier with a fix newer than `time`, as far as this instance knows (see `position(of:newerThan:)`).
+    func positions(newerThan time: Date) -> [(id: UUID, point: GeoPoint, at: Date)] {
+        known.withLock { known in
+            known.compactMap { id, k in k.fixAt > time ? k.position.map { (id, $0, k.fixAt) } : nil }
+        }
+    }
+
     /// `courier` with their newest position.
     func latest(_ courier: CourierRecord) -> CourierRecord {
         guard let (point, at) = position(of: courier.userId, newerThan: courier.fixAt) else { return courier }

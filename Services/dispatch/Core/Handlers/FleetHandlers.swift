@@ -249,7 +249,8 @@ extension DispatchHandlers {
 
     private func fleetNow(limit: Int) throws -> FleetView {
         try pool.withConnection { c in
-            let (couriers, waiting, at) = try storage.fleet(c, limit: limit, latest: matcher.position(of:newerThan:))
+            let (couriers, waiting, at) = try storage.fleet(c, limit: limit, latest: matcher.position(of:newerThan:),
+                                                                newer: matcher.positions(newerThan:))
             return FleetView(couriers: couriers, waiting: waiting.map(WaitingParcelView.init), at: at)
         }
     }

@@ -248,26 +248,49 @@ struct DispatchStorage {
                   PostgresArray(couriers.map(\.position?.lon))]).map(CourierRecord.init)
     }
 
-    /// The operator's map: online couriers with a position (the latest fixes first; `latest` knows a courier's fix
-    /// newer than their row's, not yet folded) and the parcels waiting for a courier (the longest-waiting first),
-    /// `limit` of each, and the database's time.
-    func fleet(_ c: Connection, limit: Int, latest: (UUID, Date?) -> (point: GeoPoint, at: Date)?)
+    /// The operator's map: online couriers with a position (the latest fixes first) and the parcels waiting for a
+    /// courier (the longest-waiting first), `limit` of each, and the database's time. A courier's row holds their fix
+    /// as of the last fold; `latest` knows a newer one, and `newer(t)` every fix this instance knows newer than `t`:
+    /// the couriers whose folded fix did not make the first `limit` but whose latest one would are read too.
+    func fleet(_ c: Connection, limit: Int, latest: (UUID, Date?) -> (point: GeoPoint, at: Date)?,
+               newer: (Date) -> [(id: UUID, point: GeoPoint, at: Date)])
         throws -> (couriers: [FleetCourierView], waiting: [ParcelRecord], at: Date) {
-        let couriers = try c.rows("""
-            SELECT user_id, p.lat, p.lon, c.active, c.capacity, p.fix_at
-            FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id)
-            WHERE c.online ORDER BY p.fix_at DESC NULLS LAST LIMIT $1
-            """, [limit]).compactMap { row -> FleetCourierView? in
+        let read = try c.rows(together: [
+            ("""
+             SELECT user_id, p.lat, p.lon, c.active, c.capacity, p.fix_at
+             FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id)
+             WHERE c.online ORDER BY p.fix_at DESC NULLS LAST LIMIT $1
+             """, [limit]),
+            ("SELECT * FROM dispatch.parcels WHERE status = 'awaiting_courier' ORDER BY updated_at LIMIT $1", [limit]),
+            ("SELECT now() AS at", [])])
+        var couriers = try read[0].compactMap { row -> FleetCourierView? in
             let id: UUID = try row["user_id"]
             let stored: (point: GeoPoint?, at: Date?) = (try row.point(), try row.decode("fix_at"))
             let (position, fixAt) = latest(id, stored.at).map { ($0.point, $0.at) } ?? stored
             guard let position else { return nil }
             return FleetCourierView(id: id, position: position, active: try row["active"], capacity: try row["capacity"], fixAt: fixAt)
-        }.sorted { $0.fixAt ?? .distantPast > $1.fixAt ?? .distantPast }
-        let waiting = try c.rows("SELECT * FROM dispatch.parcels WHERE status = 'awaiting_courier' ORDER BY updated_at LIMIT $1", [limit])
-            .map(ParcelRecord.init)
-        let at: Date = try c.first("SELECT now() AS at")!["at"]
-        return (couriers, waiting, at)
+        }
+        // Fewer rows than `limit`: every online courier is among them. Otherwise a courier left out has a folded fix
+        // no newer than the last row's, and makes the map only with a newer fix not yet folded.
+        if read[0].count == limit, let last = read[0].last {
+            let shown = Set(try read[0].map { try $0["user_id"] as UUID })
+            let candidates = newer(try last.decode("fix_at") ?? .distantPast).filter { !shown.contains($0.id) }
+            if !candidates.isEmpty {
+                let positions = Dictionary(candidates.map { ($0.id, $0.point) }) { a, _ in a }
+                couriers += try c.rows("""
+                    SELECT user_id, m.at, c.active, c.capacity
+                    FROM unnest($1::uuid[], $2::timestamptz[]) AS m (user_id, at) JOIN dispatch.couriers c USING (user_id)
+                    WHERE c.online ORDER BY m.at DESC LIMIT $3
+                    """, [PostgresArray(candidates.map(\.id)), PostgresArray(candidates.map(\.at)), limit]).compactMap { row in
+                    let id: UUID = try row["user_id"]
+                    return try positions[id].map {
+                        FleetCourierView(id: id, position: $0, active: try row["active"], capacity: try row["capacity"], fixAt: try row["at"])
+                    }
+                }
+            }
+        }
+        couriers.sort { $0.fixAt ?? .distantPast > $1.fixAt ?? .distantPast }
+        return (Array(couriers.prefix(limit)), try read[1].map(ParcelRecord.init), try read[2].first!["at"])
     }
 
     /// Offers open now, the oldest first.
