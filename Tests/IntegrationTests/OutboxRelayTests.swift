@@ -98,15 +98,22 @@ final class OutboxRelayTests: XCTestCase {
 
         let other = try TestDatabase()
         defer { other.drop() }
-        let stop = Mutex(false), commits = Mutex(0), url = other.url
+        let stop = Mutex(false), commits = Mutex(0), url = other.url, relayURL = database.url
         let writer = Thread {
-            guard let c = try? Connection(url: url), (try? c.execute("CREATE TABLE busy (n int)")) != nil else { return }
+            guard let c = try? Connection(url: url), (try? c.execute("CREATE TABLE busy (n int)")) != nil,
+                  let relayDatabase = try? Connection(url: relayURL) else { return }
             while !stop.withLock({ $0 }) {
-                guard (try? c.execute("INSERT INTO busy VALUES (1)")) != nil else { return }
+                guard let written = try? c.first("INSERT INTO busy VALUES (1) RETURNING pg_current_wal_lsn()::text AS lsn"),
+                      let lsn = try? written["lsn", as: String.self] else { return }
                 commits.withLock { $0 += 1 }
-                // The WAL sender waits between commits and sends a keepalive after each (back to back, it would read
-                // on without waiting, and send none).
-                Thread.sleep(forTimeInterval: 0.002)
+                // The next commit once the relay's WAL sender has read past this one: it then waits, and sends a
+                // keepalive after each commit (back to back, it would read on without waiting, and send none).
+                _ = TestEnvironment.waitUntil(timeout: 1, every: 0.001) {
+                    (try? relayDatabase.first("""
+                        SELECT r.sent_lsn >= $1::pg_lsn AS past FROM pg_stat_replication r
+                        JOIN pg_replication_slots s ON s.active_pid = r.pid WHERE s.database = current_database()
+                        """, [lsn])?["past", as: Bool.self]) == true
+                }
             }
         }
         writer.start()
