@@ -91,7 +91,13 @@ struct NotifyStorage: Sendable {
 
     /// Whether `user` wants `kind` by `channel` (yes unless they said no).
     func allows(_ c: Connection, _ user: UUID, kind: String, channel: String) throws -> Bool {
-        try c.first("SELECT enabled FROM notify.preferences WHERE user_id = $1 AND kind = $2 AND channel = $3", [user, kind, channel])?["enabled"] ?? true
+        try c.first("SELECT \(Self.allowed(user: 1, kind: 2, channel: 3)) AS yes", [user, kind, channel])!["yes"]
+    }
+
+    /// SQL that holds when the user in parameter `$user` wants the kind in `$kind` by the channel in `$channel`: for
+    /// a statement that reads what goes to them to check it too.
+    static func allowed(user: Int, kind: Int, channel: Int) -> String {
+        "coalesce((SELECT enabled FROM notify.preferences WHERE user_id = $\(user) AND kind = $\(kind) AND channel = $\(channel)), true)"
     }
 
     func preferences(_ c: Connection, of user: UUID) throws -> [String: Bool] {
@@ -156,9 +162,9 @@ struct NotifyStorage: Sendable {
     func pushTargets(_ c: Connection, _ user: UUID, kind: String) throws -> [SubscriptionRecord] {
         try c.rows("""
             SELECT * FROM notify.push_subscriptions WHERE user_id = $1 AND \(Erasure.notErased(schema: "notify", hashParameter: 3))
-                AND coalesce((SELECT enabled FROM notify.preferences WHERE user_id = $1 AND kind = $2 AND channel = 'push'), true)
+                AND \(Self.allowed(user: 1, kind: 2, channel: 4))
             ORDER BY created_at, id
-            """, [user, kind, Erasure.hash(user)]).map(SubscriptionRecord.init).filter { ($0.expiresAt ?? .distantFuture) > Date() }
+            """, [user, kind, Erasure.hash(user), "push"]).map(SubscriptionRecord.init).filter { ($0.expiresAt ?? .distantFuture) > Date() }
     }
 
     /// Records a push of event `eventId` to each of `subscriptions` (`pushTargets`), once per subscription, with the
