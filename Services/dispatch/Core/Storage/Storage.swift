@@ -273,7 +273,7 @@ struct DispatchStorage {
         // Fewer rows than `limit`: every online courier is among them. Otherwise a courier left out has a folded fix
         // no newer than the last row's, and makes the map only with a newer fix not yet folded.
         if read[0].count == limit, let last = read[0].last {
-            let shown = Set(try read[0].map { try $0["user_id"] as UUID })
+            let shown = Set(couriers.map(\.id))  // (one left out had no position, and no fix here newer than nothing)
             let candidates = newer(try last.decode("fix_at") ?? .distantPast).filter { !shown.contains($0.id) }
             if !candidates.isEmpty {
                 let positions = Dictionary(candidates.map { ($0.id, $0.point) }) { a, _ in a }
