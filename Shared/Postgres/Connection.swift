@@ -406,12 +406,12 @@ public struct QueryResult: Sendable {
 
 /// Opens a libpq connection to `url` with TCP keepalives (a server the network lost is found within about a minute
 /// instead of the system's two hours); the URL's own values win over the timeouts and keepalives, `settings` win
-/// over the URL's.
+/// over the URL's. The host's name is looked up within the connect timeout too (`HostLookup`).
 /// Throws `.unavailable` when it cannot connect.
 func connect(url: String, connectTimeoutSeconds: Int, settings: [(String, String)]) throws -> OpaquePointer {
     let pairs = [("connect_timeout", String(connectTimeoutSeconds)), ("keepalives", "1"), ("keepalives_idle", "30"),
                  ("keepalives_interval", "10"), ("keepalives_count", "3"), ("tcp_user_timeout", "60000"), ("dbname", url)]
-        + settings
+        + (try HostLookup.settings(url: url, timeoutSeconds: connectTimeoutSeconds)) + settings
     let cKeys = pairs.map { strdup($0.0) }
     let cValues = pairs.map { strdup($0.1) }
     defer { cKeys.forEach { free($0) }; cValues.forEach { free($0) } }

@@ -209,6 +209,33 @@ final class StartupTests: XCTestCase {
         XCTAssertLessThan(took, 1.0)
     }
 
+    /// libpq's `connect_timeout` starts after the host's name is looked up, and a name server that takes a query and
+    /// never answers (podman's, while it reloads for a neighbouring container) held a connection's caller for the
+    /// resolver's retries: 10 s here, which outlasted a container's stop.
+    func testADatabaseHostWhoseNameServerDoesNotAnswerIsGivenUpOnWithinTheConnectTimeout() throws {
+        let silent = try SilentNameServer()
+        let resolver = FileManager.default.temporaryDirectory.appendingPathComponent("resolv-\(UUID().uuidString).conf")
+        try "nameserver \(silent.address)\noptions timeout:5 attempts:2\n".write(to: resolver, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: resolver) }
+        let started = Date()
+        let service = try ServiceProcess("stories", environment: [
+            "DATABASE_URL": "postgres://postgres@db.example.net:5432/backend",
+            "AUTH_JWKS_URL": "http://127.0.0.1:\(TestEnvironment.freePort())/v1/auth/jwks"], resolver: resolver)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 9) { service.log.contains("waiting for the database") }, service.log)
+        let waited = Date().timeIntervalSince(started)
+        print("the database's name was given up on after \(Int(waited * 1000)) ms")
+        XCTAssertLessThan(waited, 6, "the connect timeout is 3 s; the resolver alone retries for 10")
+        XCTAssertTrue(service.log.contains("could not translate host name \\\"db.example.net\\\" to address: no answer within 3 s"), service.log)
+        XCTAssertEqual(try APIClient(port: service.port).get("/readyz").status, 503)
+
+        Thread.sleep(forTimeInterval: 1.5)  // past the second's wait, into the next attempt's lookup
+        let signalled = Date()
+        XCTAssertEqual(service.stop(timeout: 10), 0)
+        let took = Date().timeIntervalSince(signalled)
+        print("stopped during a lookup in \(Int(took * 1000)) ms")
+        XCTAssertLessThan(took, 3, "a lookup in progress is given up on within the connect timeout")
+    }
+
     func testABadSettingStopsTheProcessAtOnceWithOneLineNamingIt() throws {
         for (service, variable, value) in [("dispatch", "OFFER_TIMEOUT_SECONDS", "soon"), ("stories", "JWT_PUBLIC_KEY", "not-a-key"),
                                            ("auth", "SHUTDOWN_TIMEOUT_SECONDS", "0"), ("stories", "NEWSLETTER_SCAN_SECONDS", "-1"),
@@ -232,4 +259,28 @@ final class StartupTests: XCTestCase {
             XCTAssertTrue((line?["msg"] as? String ?? "").contains(variable), process.log)
         }
     }
+}
+
+/// A name server on 127.0.0.77:53 that takes every query and answers none.
+private final class SilentNameServer {
+    let address = "127.0.0.77"
+    private let socket: Int32
+
+    init() throws {
+        socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        var name = sockaddr_in()
+        name.sin_family = sa_family_t(AF_INET)
+        name.sin_port = in_port_t(53).bigEndian
+        inet_pton(AF_INET, address, &name.sin_addr)
+        let bound = withUnsafePointer(to: &name) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard socket >= 0, bound == 0 else {  // (port 53 needs root, as CI and the stack run)
+            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            close(socket)
+            throw error
+        }
+    }
+
+    deinit { close(socket) }
 }

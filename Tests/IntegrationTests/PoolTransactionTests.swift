@@ -23,6 +23,18 @@ final class PoolTransactionTests: XCTestCase {
         try pool.withConnection { try $0.first("SELECT count(*) AS n FROM \(table)")?["n"] as Int? ?? -1 }
     }
 
+    func testADatabaseNamedByItsHostNameIsReachedAndAnUnknownNameIsSaidSo() throws {
+        var url = URLComponents(string: TestEnvironment.adminDatabaseURL)!
+        url.host = "localhost"
+        let connection = try Connection(url: url.string!)
+        XCTAssertEqual(try connection.first("SELECT host(inet_server_addr()) AS address")?["address"] as String?, "127.0.0.1")
+        url.host = "no-such-host.invalid"
+        XCTAssertThrowsError(try Connection(url: url.string!)) {
+            XCTAssertEqual(($0 as? PostgresError)?.kind, .unavailable)
+            XCTAssertTrue(($0 as? PostgresError)?.serverMessage.hasPrefix("could not translate host name \"no-such-host.invalid\" to address") == true, "\($0)")
+        }
+    }
+
     func testTheStatementsOfATransactionShareItAndCommitTogether() throws {
         let ids = try pool.withTransaction { c -> [String] in
             try c.execute("INSERT INTO \(table) VALUES (1)")

@@ -143,11 +143,19 @@ final class ServiceProcess {
     let process = Process()
     let logURL: URL
 
-    init(_ name: String, port: Int = TestEnvironment.freePort(), environment: [String: String], arguments: [String] = []) throws {
+    /// `resolver`: a resolv.conf the service sees instead of the system's (bound over it in a mount namespace of its own).
+    init(_ name: String, port: Int = TestEnvironment.freePort(), environment: [String: String], arguments: [String] = [],
+         resolver: URL? = nil) throws {
         self.name = name
         self.port = port
-        process.executableURL = URL(fileURLWithPath: TestEnvironment.binDir).appendingPathComponent(name)
-        process.arguments = arguments
+        let binary = URL(fileURLWithPath: TestEnvironment.binDir).appendingPathComponent(name)
+        if let resolver {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+            process.arguments = ["--mount", "sh", "-c", "mount --bind \"$0\" /etc/resolv.conf && exec \"$@\"", resolver.path, binary.path] + arguments
+        } else {
+            process.executableURL = binary
+            process.arguments = arguments
+        }
         var env = ProcessInfo.processInfo.environment
         env["PORT"] = String(port)
         env["KAFKA_BROKERS"] = TestEnvironment.brokers
