@@ -228,7 +228,10 @@ final class StartupTests: XCTestCase {
         XCTAssertTrue(service.log.contains("could not translate host name \\\"db.example.net\\\" to address: no answer within 3 s"), service.log)
         XCTAssertEqual(try APIClient(port: service.port).get("/readyz").status, 503)
 
-        Thread.sleep(forTimeInterval: 1.5)  // past the second's wait, into the next attempt's lookup
+        // The next attempt, a second after the first gave up, waits on the same lookup, whose resolver asks again 5 s
+        // after it first asked (`timeout:5`): once that query is here, the service is waiting on a lookup.
+        silent.drain()
+        XCTAssertTrue(silent.receivesQuery(within: 5), "the resolver asked once more")
         let signalled = Date()
         XCTAssertEqual(service.stop(timeout: 10), 0)
         let took = Date().timeIntervalSince(signalled)
@@ -281,6 +284,17 @@ private final class SilentNameServer {
             throw error
         }
     }
+
+    /// Whether a query comes within `seconds` (it is read, and goes unanswered).
+    func receivesQuery(within seconds: TimeInterval) -> Bool {
+        var ready = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, Int32(seconds * 1000)) == 1 else { return false }
+        var query = [UInt8](repeating: 0, count: 512)
+        return recv(socket, &query, query.count, 0) >= 0
+    }
+
+    /// Reads the queries that came so far.
+    func drain() { while receivesQuery(within: 0) {} }
 
     deinit { close(socket) }
 }
