@@ -62,8 +62,7 @@ enum HostLookup {
         lookup.condition.lock(); defer { lookup.condition.unlock() }
         while lookup.result == nil && lookup.condition.wait(until: deadline) {}
         guard let result = lookup.result else {
-            throw PostgresError(kind: .unavailable,
-                                serverMessage: "could not translate host name \"\(host)\" to address: no answer within \(Int(seconds)) s")
+            throw unresolved(host, "no answer within \(Int(seconds)) s")
         }
         return try result.get()
     }
@@ -75,8 +74,7 @@ enum HostLookup {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, nil, &hints, &list)
         guard status == 0 else {
-            return .failure(PostgresError(kind: .unavailable,
-                                          serverMessage: "could not translate host name \"\(host)\" to address: \(String(cString: gai_strerror(status)))"))
+            return .failure(unresolved(host, String(cString: gai_strerror(status))))
         }
         defer { freeaddrinfo(list) }
         var addresses: [String] = []
@@ -90,9 +88,14 @@ enum HostLookup {
             entry = info.pointee.ai_next
         }
         guard !addresses.isEmpty else {
-            return .failure(PostgresError(kind: .unavailable, serverMessage: "could not translate host name \"\(host)\" to address"))
+            return .failure(unresolved(host, "no address"))
         }
         return .success(addresses)
+    }
+
+    /// libpq's own words for a name it cannot look up, and why.
+    private static func unresolved(_ host: String, _ why: String) -> PostgresError {
+        PostgresError(kind: .unavailable, serverMessage: "could not translate host name \"\(host)\" to address: \(why)")
     }
 
     private static func isAddress(_ text: String) -> Bool {
