@@ -226,6 +226,30 @@ final class DispatchFlowTests: DispatchTestCase {
                        "booked, offered, declined, offered, expired, offered")
     }
 
+    func testABookingIsOfferedAtOnceUnlessAnotherParcelWaitsAheadOfIt() throws {
+        let sender = try person()
+        // The second courier starts 60 km away, out of reach (signing up takes longer than an offer lasts here).
+        let first = try courier(lat: 44.4269, lon: 26.1026, capacity: 1), second = try courier(lat: 45.0, lon: 26.1, capacity: 1)
+        let probe = try EventProbe(topics: ["parcel.created", "parcel.status"])
+        // A courier in reach and nothing waiting: the booking's answer is the offer.
+        let a = try send(sender, to: nil)
+        XCTAssertEqual(a["status"] as? String, "offered", String(decoding: a.body, as: UTF8.self))
+        let id = a["id"] as! String
+        XCTAssertEqual(try api.get("/v1/parcels/\(id)", token: first.token)["offeredTo"] as? String, first.id, "the courier sees it")
+        XCTAssertEqual((a["history"] as? [[String: Any]] ?? []).compactMap { $0["to"] as? String }, ["awaiting_courier", "offered"])
+        XCTAssertNotNil(probe.first(where: "parcel.created", subject: id))
+        XCTAssertEqual(probe.first(where: "parcel.status", subject: id)?.data("to") as? String, "offered", "and the offer's event")
+        // The only courier in reach has an offer open: the next parcel waits for them.
+        let b = try send(sender, to: nil)
+        XCTAssertEqual(b["status"] as? String, "awaiting_courier")
+        // The second courier comes within reach; a parcel booked now waits behind the one that waited first, which
+        // the second courier is offered (whether the matcher got to it before this booking or after).
+        XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4290, "lon": 26.1060], token: second.token)["applied"] as? Bool, true)
+        let c = try send(sender, to: nil)
+        XCTAssertEqual(c["status"] as? String, "awaiting_courier", "not ahead of the parcel that waited first")
+        XCTAssertEqual(wait(b["id"] as! String, as: second, for: "offered")?["offeredTo"] as? String, second.id)
+    }
+
     func testACourierIsNeverOfferedMoreThanTheyCanCarry() throws {
         let sender = try person()
         let only = try courier(lat: 44.4269, lon: 26.1026, capacity: 1)

@@ -69,7 +69,7 @@ public enum DispatchService {
         return try ServiceApp(service: "dispatch", defaultPort: 8084, environment: environment, migrations: migrations) { app in
             app.logger.info(settings.operatorCredential.isEnabled ? "operator routes enabled"
                                                                   : "operator routes off: OPERATOR_TOKEN is not set")
-            let matcher = Matcher()
+            let matcher = Matcher(offerTimeout: Double(settings.offerTimeout), maxMeters: Double(settings.maxMeters))
             let tracking = ParcelTracking(app)
             // Twice the call's bound and some: a payment is the caller's for that long.
             let payments = settings.stripe.map {
@@ -109,8 +109,7 @@ public enum DispatchService {
             app.add(Job.every(Double(settings.foldSeconds), "fix-fold", logger: app.logger) { try handlers.storage.foldFixes(pool) })
             app.add(tracking.feed)
             app.addReadinessCheck("broker") { tracking.isReading }
-            let round = MatchingRound(pool: app.pool, parcels: handlers.parcels, matcher: matcher,
-                                      offerTimeout: Double(settings.offerTimeout), maxMeters: Double(settings.maxMeters))
+            let round = MatchingRound(pool: app.pool, parcels: handlers.parcels, matcher: matcher)
             let workers = settings.workers
             matcher.services(interval: Double(settings.tickMs) / 1000, workers: workers, pool: app.pool, logger: app.logger) {
                 try round.run(worker: $0, of: workers, recheckInterval: Double(settings.tickMs) / 1000)

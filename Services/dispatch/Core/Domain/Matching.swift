@@ -24,6 +24,15 @@ final class Matcher: @unchecked Sendable {
     let index = GeoIndex<UUID>()
     /// This instance, in the fixes it announces.
     let origin = UUID()
+    /// How long a courier has to answer an offer (`OFFER_TIMEOUT_SECONDS`).
+    let offerTimeout: TimeInterval
+    /// How far from a pickup a courier may be to be offered it (`MATCH_MAX_METERS`).
+    let maxMeters: Double
+
+    init(offerTimeout: TimeInterval = 30, maxMeters: Double = 10_000) {
+        self.offerTimeout = offerTimeout
+        self.maxMeters = maxMeters
+    }
 
     private struct Known {
         var available = false
@@ -103,12 +112,12 @@ final class Matcher: @unchecked Sendable {
     }
 
     /// Couriers to offer a parcel at `pickup` to, nearest first, within `maxMeters`, minus `excluded`.
-    func candidates(near pickup: GeoPoint, excluding excluded: Set<UUID>, maxMeters: Double) -> [UUID] {
+    func candidates(near pickup: GeoPoint, excluding excluded: Set<UUID>) -> [UUID] {
         index.nearest(to: pickup, k: 10, maxMeters: maxMeters, where: { !excluded.contains($0) }).map(\.id)
     }
 
     /// Whether any courier who could take a parcel is within `maxMeters` of `pickup`.
-    func anyoneInReach(of pickup: GeoPoint, maxMeters: Double) -> Bool {
+    func anyoneInReach(of pickup: GeoPoint) -> Bool {
         !index.nearest(to: pickup, k: 1, maxMeters: maxMeters).isEmpty
     }
 
@@ -231,8 +240,6 @@ struct MatchingRound: Sendable {
     let pool: Pool
     let parcels: Parcels
     let matcher: Matcher
-    let offerTimeout: TimeInterval
-    let maxMeters: Double
 
     /// The first worker expires unanswered offers and, at most every `recheckInterval`, gives the stranded parcels
     /// a courier has come within reach of back to matching. Each offers its share of the waiting parcels (express
@@ -244,7 +251,7 @@ struct MatchingRound: Sendable {
             try pool.withTransaction { try parcels.expireOffers($0) }
             if matcher.strandedCheckIsDue(every: recheckInterval) {
                 let stranded = try pool.withConnection { try parcels.storage.awaiting($0, stranded: true, limit: 10_000) }
-                let back = stranded.filter { matcher.anyoneInReach(of: $0.pickup, maxMeters: maxMeters) }.map(\.id)
+                let back = stranded.filter { matcher.anyoneInReach(of: $0.pickup) }.map(\.id)
                 if !back.isEmpty {
                     try pool.withConnection { try parcels.storage.setStranded($0, back, false) }
                     matcher.wake()
@@ -253,14 +260,10 @@ struct MatchingRound: Sendable {
         }
         let waiting = try pool.withConnection { try parcels.storage.awaiting($0, limit: 100 * workers) }
         let mine = waiting.filter { Int($0.id.uuid.15) % workers == worker }
-        let unreachable = mine.filter { !matcher.anyoneInReach(of: $0.pickup, maxMeters: maxMeters) }.map(\.id)
+        let unreachable = mine.filter { !matcher.anyoneInReach(of: $0.pickup) }.map(\.id)
         if !unreachable.isEmpty { try pool.withConnection { try parcels.storage.setStranded($0, unreachable, true) } }
         for (id, _) in mine where !unreachable.contains(id) {
-            try pool.withTransaction { c in
-                _ = try parcels.offer(c, id, timeout: offerTimeout) { pickup, declined in
-                    matcher.candidates(near: pickup, excluding: declined, maxMeters: maxMeters)
-                }
-            }
+            _ = try pool.withTransaction { try parcels.offer($0, id) }
         }
     }
 }

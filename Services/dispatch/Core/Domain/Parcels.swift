@@ -80,7 +80,10 @@ struct Parcels: Sendable {
     /// dispatch knows (from auth's events), or by an e-mail address its owner proved; otherwise nobody yet, and the
     /// parcel waits for whoever the sender passes its claim code to (an address nobody proved, or a phone number,
     /// never hands it to whoever registers it). Every parcel gets a delivery PIN for the recipient to show at the door.
-    /// A parcel paid by card waits for its authorisation (`awaiting_payment`), due after `paymentLease`.
+    /// A parcel paid by card waits for its authorisation (`awaiting_payment`), due after `paymentLease`. One waiting
+    /// for a courier is offered one in the same transaction when a courier in reach can take it and no parcel waits
+    /// ahead of it (express first, oldest first, as the matcher offers them): then the booking answers `offered`,
+    /// without the matcher's round and a transaction of its own; otherwise the matcher offers it in its turn.
     func create(_ c: Connection, sender: UUID, body: CreateParcelBody, route: Itinerary, quote: Quote,
                 paymentLease: TimeInterval = 0) throws -> ParcelRecord {
         let named = body.recipient
@@ -109,7 +112,9 @@ struct Parcels: Sendable {
                                    subject: parcel.id.lowercased, at: at)
         try storage.record(c, parcel: parcel.id, saving: nil, from: nil, to: parcel.status, actor: .sender, actorId: sender,
                            place: parcel.pickup, at: at, event: event)
-        return parcel
+        guard parcel.status == .awaitingCourier, matcher?.anyoneInReach(of: parcel.pickup) == true,
+              try !storage.waitingAhead(c, of: parcel) else { return parcel }
+        return try offer(c, parcel.id, booked: parcel) ?? parcel
     }
 
     /// `user` becomes the recipient of the parcel waiting for claim code `code` (normalised); nil when none waits
@@ -225,31 +230,33 @@ struct Parcels: Sendable {
         }
     }
 
-    /// Offers a waiting parcel to the first of `candidates(pickup, declined)` (nearest first) who is online, has room,
-    /// has no other offer open and has not declined it. Row locks and a unique index (one open offer per courier)
-    /// keep workers and instances from colliding: a courier whose row another transaction holds is passed over this
-    /// round rather than waited for, and a failed attempt is undone on its own. True when an offer was made.
-    func offer(_ c: Connection, _ id: UUID, timeout: TimeInterval,
-               candidates: (GeoPoint, Set<UUID>) -> [UUID]) throws -> Bool {
-        guard let (found, declined) = try storage.parcelToOffer(c, id), found.status == .awaitingCourier else { return false }
+    /// Offers a waiting parcel to the first of the matcher's candidates (nearest first) who is online, has room, has
+    /// no other offer open and has not declined it. Row locks and a unique index (one open offer per courier) keep
+    /// workers and instances from colliding: a courier whose row another transaction holds is passed over this round
+    /// rather than waited for, and a failed attempt is undone on its own. `booked`: the parcel this transaction has
+    /// just inserted (so it is locked and nobody declined it yet). Returns the parcel offered, nil when no offer was
+    /// made.
+    func offer(_ c: Connection, _ id: UUID, booked: ParcelRecord? = nil) throws -> ParcelRecord? {
+        guard let matcher else { return nil }
+        guard let (found, declined) = try booked.map({ ($0, []) }) ?? storage.parcelToOffer(c, id),
+              found.status == .awaitingCourier else { return nil }
         var parcel = found
-        for courier in candidates(parcel.pickup, declined) {
+        for courier in matcher.candidates(near: parcel.pickup, excluding: declined) {
             do {
-                try c.withSavepoint {
+                return try c.withSavepoint {
                     // Undone when they cannot take it, which gives back the courier's row lock.
                     guard try storage.canBeOffered(c, courier: courier) else { throw PassedOver() }
                     parcel.offeredTo = courier
-                    parcel.offerExpiresAt = Date().addingTimeInterval(timeout)
-                    _ = try apply(c, parcel, .offer, actor: .system, actorId: nil, place: nil)
+                    parcel.offerExpiresAt = Date().addingTimeInterval(matcher.offerTimeout)
+                    return try apply(c, parcel, .offer, actor: .system, actorId: nil, place: nil)
                 }
-                return true
             } catch is PassedOver {
                 continue
             } catch let error as PostgresError where error.kind == .uniqueViolation {
                 continue  // that courier got another offer meanwhile
             }
         }
-        return false
+        return nil
     }
 
     private struct PassedOver: Error {}

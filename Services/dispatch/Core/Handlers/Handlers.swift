@@ -72,9 +72,9 @@ struct DispatchHandlers: Sendable {
                             plan: plan.map { ($0.id, $0.benefits) })
     }
 
-    /// Books a parcel. A card is authorised before the answer when the provider answers in time (a declined card
-    /// leaves the parcel cancelled, saying why); otherwise the parcel stays `awaiting_payment` and the settler asks
-    /// again.
+    /// Books a parcel, offered at once when it can be (`Parcels.create`). A card is authorised before the answer when
+    /// the provider answers in time (a declined card leaves the parcel cancelled, saying why); otherwise the parcel
+    /// stays `awaiting_payment` and the settler asks again.
     func createParcel(_ request: Request, _ caller: Caller, _ body: CreateParcelBody) throws -> Response {
         if body.paymentMethod == "card" {
             guard payments != nil else { throw PaymentError.cardsOff }
@@ -89,9 +89,10 @@ struct DispatchHandlers: Sendable {
                                             quote: try quote(c, caller.userId, route, body.service, insured: body.insured ?? false),
                                             paymentLease: payments?.lease ?? 0)
             created.id = parcel.id
+            created.waiting = parcel.status == .awaitingCourier
             return .json(try view(c, parcel, for: caller.userId), status: 201)
         }
-        if let id = created.id { matcher.wake(for: id) }  // (not for a booking answered again)
+        if created.waiting, let id = created.id { matcher.wake(for: id) }  // (not offered at once, nor answered again)
         guard body.paymentMethod == "card", let id = created.id, let payments else { return response }
         if let payment = try pool.withConnection({ try storage.payment($0, parcel: id) }) { askNow(payment.id, payments) }  // else the settler asks
         return try pool.withConnection { c in

@@ -90,6 +90,6 @@ extension DispatchHandlers {
     }
 }
 
-/// The payment a request opened, set in its transaction and read after it (`@unchecked Sendable`: never shared
-/// across threads at once).
-final class Opened: @unchecked Sendable { var id: UUID? }
+/// The payment or parcel a request opened, set in its transaction and read after it (`@unchecked Sendable`: never
+/// shared across threads at once); `waiting`: a parcel left for the matcher to offer.
+final class Opened: @unchecked Sendable { var id: UUID?; var waiting = false }

@@ -572,6 +572,16 @@ struct DispatchStorage {
             """, [limit]).map { (try $0["id"], GeoPoint(lat: try $0["pickup_lat"], lon: try $0["pickup_lon"])) }
     }
 
+    /// Whether another parcel waits to be offered a courier ahead of `parcel` (the matcher's order: express first,
+    /// then the oldest; stranded ones wait for nobody in reach, so not ahead).
+    func waitingAhead(_ c: Connection, of parcel: ParcelRecord) throws -> Bool {
+        try c.first("""
+            SELECT 1 AS ahead FROM dispatch.parcels
+            WHERE status = 'awaiting_courier' AND stranded_at IS NULL AND id <> $1 AND (service = 'express' OR NOT $2)
+            LIMIT 1
+            """, [parcel.id, parcel.service == .express]) != nil
+    }
+
     /// Marks a waiting parcel stranded (no courier within reach), or gives it back to matching.
     func setStranded(_ c: Connection, _ ids: [UUID], _ stranded: Bool) throws {
         try c.execute("""
