@@ -241,6 +241,7 @@ public final class ServiceApp: @unchecked Sendable {
             var routes = try setup(self)
             addHealthRoutes(&routes)
             addDocumentRoute(&routes)
+            Self.releaseFreedMemory()  // what building the OpenAPI document freed (4 MB of dispatch's 57)
             _ = servingRoutes.storeIfNil(Routes(routes))
         } catch {
             server.stop(grace: 0)
