@@ -8,14 +8,18 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 "$ROOT/deploy/local/stack" up >&2
 STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
-PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)"
 (cd "$ROOT" && swift build -c release --product chat-fanout >&2)
 bin="$(cd "$ROOT" && swift build -c release --show-bin-path)"
 export LD_LIBRARY_PATH="$ROOT/.local/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
+# The stack's chat's own settings (its database, broker, keys), another port: a list of its own here fell behind the
+# settings chat came to require and the instance refused to start.
 echo "==> a second chat instance on :8093" >&2
-PORT=8093 HTTP_MAX_CONNECTIONS_PER_CLIENT=8192 DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/chat" KAFKA_BROKERS="127.0.0.1:${STACK_KAFKA_PORT:-9092}" \
-    AUTH_JWKS_URL="http://127.0.0.1:8081/v1/auth/jwks" KAFKA_SESSION_TIMEOUT_MS=6000 LOG_LEVEL=warn \
+settings=()
+while IFS= read -r -d '' kv; do
+    case "$kv" in PORT=*|HTTP_MAX_CONNECTIONS_PER_CLIENT=*|LOG_LEVEL=*) ;; *) settings+=("$kv") ;; esac
+done <"/proc/$(cat "$STATE/chat.pid")/environ"
+env -i "${settings[@]}" PORT=8093 HTTP_MAX_CONNECTIONS_PER_CLIENT=8192 LOG_LEVEL=warn \
     "$bin/chat" >>"$STATE/logs/chat-2.log" 2>&1 &
 second=$!
 trap 'kill -TERM $second 2>/dev/null; wait $second 2>/dev/null || true' EXIT
