@@ -22,7 +22,13 @@ if [ "$SYNTHETIC" -gt 0 ]; then
     psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" postgres
     bin="$(cd "$ROOT" && swift build -c release --show-bin-path)"
     export LD_LIBRARY_PATH="$ROOT/.local/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/$DB" "$bin/curation" migrate 2>/dev/null
+    # The stack's curation's own settings (broker, keys) but this database, port and consumer groups.
+    settings=()
+    while IFS= read -r -d '' kv; do
+        case "$kv" in DATABASE_URL=*|PORT=*|KAFKA_GROUP_PREFIX=*) ;; *) settings+=("$kv") ;; esac
+    done <"/proc/$PID/environ"
+    settings+=(DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/$DB" PORT=8095 KAFKA_GROUP_PREFIX=bench-)
+    env -i "${settings[@]}" "$bin/curation" migrate >/dev/null
     echo "==> $SYNTHETIC synthetic videos in 2,000 topics, their words drawn from the shipped catalogue's" >&2
     python3 - "$ROOT/deploy/demo/curation/videos.jsonl" >"$work/words.txt" <<'PY'
 import json, re, sys
@@ -58,8 +64,7 @@ ANALYZE;
 SQL
     echo "==> generated in $(( $(date +%s) - started )) s; starting curation on :8095 to build its index" >&2
     started_ms=$(date +%s%3N)
-    DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/$DB" KAFKA_BROKERS="127.0.0.1:${STACK_KAFKA_PORT:-9092}" PORT=8095 \
-        AUTH_JWKS_URL="http://127.0.0.1:8081/v1/auth/jwks" KAFKA_GROUP_PREFIX=bench- "$bin/curation" >"$work/curation.log" 2>&1 &
+    env -i "${settings[@]}" "$bin/curation" >"$work/curation.log" 2>&1 &
     instance=$!; PID=$instance
     for _ in $(seq 1 1800); do curl -fs "$API/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
     curl -fs "$API/readyz" >/dev/null || { tail -n 20 "$work/curation.log" >&2; exit 1; }
