@@ -29,7 +29,7 @@ final class Matcher: @unchecked Sendable {
     /// How far from a pickup a courier may be to be offered it (`MATCH_MAX_METERS`).
     let maxMeters: Double
 
-    init(offerTimeout: TimeInterval = 30, maxMeters: Double = 10_000) {
+    init(offerTimeout: TimeInterval, maxMeters: Double) {
         self.offerTimeout = offerTimeout
         self.maxMeters = maxMeters
     }
