@@ -12,15 +12,11 @@ STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
 bin="$(cd "$ROOT" && swift build -c release --show-bin-path)"
 export LD_LIBRARY_PATH="$ROOT/.local/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-# The stack's chat's own settings (its database, broker, keys), another port: a list of its own here fell behind the
-# settings chat came to require and the instance refused to start.
+# The stack's chat's own settings, another port.
 echo "==> a second chat instance on :8093" >&2
-settings=()
-while IFS= read -r -d '' kv; do
-    case "$kv" in PORT=*|HTTP_MAX_CONNECTIONS_PER_CLIENT=*|LOG_LEVEL=*) ;; *) settings+=("$kv") ;; esac
-done <"/proc/$(cat "$STATE/chat.pid")/environ"
-env -i "${settings[@]}" PORT=8093 HTTP_MAX_CONNECTIONS_PER_CLIENT=8192 LOG_LEVEL=warn \
-    "$bin/chat" >>"$STATE/logs/chat-2.log" 2>&1 &
+source "$ROOT/bench/lib.sh"  # service_settings
+service_settings chat PORT=8093 HTTP_MAX_CONNECTIONS_PER_CLIENT=8192 LOG_LEVEL=warn
+env -i "${settings[@]}" "$bin/chat" >>"$STATE/logs/chat-2.log" 2>&1 &
 second=$!
 trap 'kill -TERM $second 2>/dev/null; wait $second 2>/dev/null || true' EXIT
 for _ in $(seq 1 300); do curl -fs http://127.0.0.1:8093/readyz >/dev/null 2>&1 && break; sleep 0.1; done

@@ -16,6 +16,7 @@ PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)"
 work="$(mktemp -d)"; instance=""
 trap '[ -n "$instance" ] && kill -TERM "$instance" 2>/dev/null; rm -rf "$work"' EXIT
 DB=curation; API="http://127.0.0.1:8085"; PID="$(cat "$STATE/curation.pid")"
+source "$ROOT/bench/lib.sh"  # service_settings, and what wrk_once and pg_once below are made of
 
 if [ "$SYNTHETIC" -gt 0 ]; then
     DB=curation_bench; API="http://127.0.0.1:8095"
@@ -23,11 +24,7 @@ if [ "$SYNTHETIC" -gt 0 ]; then
     bin="$(cd "$ROOT" && swift build -c release --show-bin-path)"
     export LD_LIBRARY_PATH="$ROOT/.local/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     # The stack's curation's own settings (broker, keys) but this database, port and consumer groups.
-    settings=()
-    while IFS= read -r -d '' kv; do
-        case "$kv" in DATABASE_URL=*|PORT=*|KAFKA_GROUP_PREFIX=*) ;; *) settings+=("$kv") ;; esac
-    done <"/proc/$PID/environ"
-    settings+=(DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/$DB" PORT=8095 KAFKA_GROUP_PREFIX=bench-)
+    service_settings curation DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/$DB" PORT=8095 KAFKA_GROUP_PREFIX=bench-
     env -i "${settings[@]}" "$bin/curation" migrate >/dev/null
     echo "==> $SYNTHETIC synthetic videos in 2,000 topics, their words drawn from the shipped catalogue's" >&2
     python3 - "$ROOT/deploy/demo/curation/videos.jsonl" >"$work/words.txt" <<'PY'
@@ -94,7 +91,6 @@ cat >"$work/fts.sql" <<SQL
 SELECT v.id FROM curation.videos v, bench_queries b WHERE b.i = :i AND v.topic_id = b.topic_id AND v.search @@ b.q ORDER BY ts_rank(v.search, b.q) DESC LIMIT 10;
 SQL
 
-source "$ROOT/bench/lib.sh"
 wrk_once() {
     local out; out="$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/recs.lua" "$API")"
     wrk_result "$out"

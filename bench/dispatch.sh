@@ -65,16 +65,14 @@ echo "dispatch, $(date -u +%F), $STRANDED stranded parcels, $COURIERS couriers, 
     "in the tables: $(psql "$PG" -qtAc "SELECT count(*) FROM dispatch.couriers") couriers, $(psql "$PG" -qtAc "SELECT count(*) FROM dispatch.parcels") parcels;" \
     "dispatch RSS at start $(awk '/VmRSS/ {printf "%d MB", $2 / 1024}' "/proc/$(cat "$STATE/dispatch.pid")/status")"
 
-source "$ROOT/bench/lib.sh"  # pid_of, cpu_of, pg_cpu (CPU ticks from /proc)
+source "$ROOT/bench/lib.sh"  # pid_of, cpu_of, pg_cpu (CPU ticks from /proc), service_settings
 
 # More instances: the stack's dispatch's own environment and binary, another port.
 urls="http://127.0.0.1:8084"
 last_rate="$(echo $RATES | awk '{print $NF}')"
 for i in $(seq 2 "$INSTANCES"); do
-    port=$((8084 + (i - 1) * 100)) settings=()
-    while IFS= read -r -d '' kv; do
-        case "$kv" in PORT=*) settings+=("PORT=$port") ;; *) settings+=("$kv") ;; esac
-    done <"/proc/$(pid_of dispatch)/environ"
+    port=$((8084 + (i - 1) * 100))
+    service_settings dispatch PORT="$port"
     env -i "${settings[@]}" "$(readlink -f "/proc/$(pid_of dispatch)/exe")" >>"$STATE/logs/dispatch-$port.log" 2>&1 &
     extra+=("$!")
     disown

@@ -33,6 +33,20 @@ PY
 }
 
 pid_of() { cat "$STATE/$1.pid"; }
+# service_settings SERVICE [NAME=VALUE...]: sets the array `settings` to the running stack service's own environment
+# (its database, broker, keys), each NAME given taking its new value, for another instance of it. A list of a
+# script's own falls behind the settings a service comes to require, and the instance refuses to start.
+service_settings() {
+    local pid kv given keep
+    pid="$(pid_of "$1")"; shift
+    settings=()
+    while IFS= read -r -d '' kv; do
+        keep=1
+        for given in "$@"; do [ "${kv%%=*}" = "${given%%=*}" ] && keep=""; done
+        [ -z "$keep" ] || settings+=("$kv")
+    done <"/proc/$pid/environ"
+    settings+=("$@")
+}
 cpu_of() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # PostgreSQL's CPU: the postmaster's own and its exited children's (pgbench's backends end with the run), plus the
 # live backends'.
