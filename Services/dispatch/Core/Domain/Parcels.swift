@@ -114,7 +114,7 @@ struct Parcels: Sendable {
                            place: parcel.pickup, at: at, event: event)
         guard parcel.status == .awaitingCourier, matcher?.anyoneInReach(of: parcel.pickup) == true,
               try !storage.waitingAhead(c, of: parcel) else { return parcel }
-        return try offer(c, parcel.id, booked: parcel) ?? parcel
+        return try offer(c, parcel, declined: []) ?? parcel
     }
 
     /// `user` becomes the recipient of the parcel waiting for claim code `code` (normalised); nil when none waits
@@ -233,14 +233,18 @@ struct Parcels: Sendable {
     /// Offers a waiting parcel to the first of the matcher's candidates (nearest first) who is online, has room, has
     /// no other offer open and has not declined it. Row locks and a unique index (one open offer per courier) keep
     /// workers and instances from colliding: a courier whose row another transaction holds is passed over this round
-    /// rather than waited for, and a failed attempt is undone on its own. `booked`: the parcel this transaction has
-    /// just inserted (so it is locked and nobody declined it yet). Returns the parcel offered, nil when no offer was
-    /// made.
-    func offer(_ c: Connection, _ id: UUID, booked: ParcelRecord? = nil) throws -> ParcelRecord? {
-        guard let matcher else { return nil }
-        guard let (found, declined) = try booked.map({ ($0, []) }) ?? storage.parcelToOffer(c, id),
-              found.status == .awaitingCourier else { return nil }
-        var parcel = found
+    /// rather than waited for, and a failed attempt is undone on its own. Returns the parcel offered, nil when no offer
+    /// was made.
+    func offer(_ c: Connection, _ id: UUID) throws -> ParcelRecord? {
+        guard matcher != nil, let (parcel, declined) = try storage.parcelToOffer(c, id) else { return nil }
+        return try offer(c, parcel, declined: declined)
+    }
+
+    /// Offers `parcel`, locked by this transaction (a booking's: nobody declined it yet), to the nearest candidate
+    /// not in `declined`.
+    private func offer(_ c: Connection, _ parcel: ParcelRecord, declined: Set<UUID>) throws -> ParcelRecord? {
+        guard let matcher, parcel.status == .awaitingCourier else { return nil }
+        var parcel = parcel
         for courier in matcher.candidates(near: parcel.pickup, excluding: declined) {
             do {
                 return try c.withSavepoint {
