@@ -80,6 +80,11 @@ public enum RouteMatch: Sendable {
 public struct Router: Sendable {
     /// The routes in the order they were added.
     public private(set) var routes: [Route] = []
+    /// The indices of `routes` by their number of segments: a path is compared only with the patterns as long as it.
+    private var byLength: [Int: [Int]] = [:]
+    /// The indices of the routes without parameters, by pattern: a path written as one of them is theirs (no pattern
+    /// of as many segments has more literals), found without splitting it.
+    private var byPattern: [String: [Int]] = [:]
 
     public init() {}
 
@@ -91,6 +96,10 @@ public struct Router: Sendable {
         let segments = Self.split(pattern).map { part -> Route.Segment in
             if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }
             return .literal(String(part))
+        }
+        byLength[segments.count, default: []].append(routes.count)
+        if !segments.contains(where: { if case .parameter = $0 { return true } else { return false } }) {
+            byPattern[pattern, default: []].append(routes.count)
         }
         routes.append(Route(method: method, pattern: pattern, bodyLimit: bodyLimit, summary: summary,
                             security: security, requestSchema: request,
@@ -125,18 +134,26 @@ public struct Router: Sendable {
     /// Finds the route for `method` and `path` (as sent, percent-encoded): literal segments match as written, and
     /// each parameter is decoded after the path was split, so an escaped `/` stays inside its segment.
     public func match(method: String, path: String) -> RouteMatch {
+        if let literal = byPattern[path] {
+            if let i = literal.first(where: { routes[$0].method == method || (method == "HEAD" && routes[$0].method == "GET") }) {
+                return .found(routes[i], [:])
+            }
+            return .methodNotAllowed(literal.map { routes[$0].method })
+        }
         let parts = Self.split(path)
-        var best: (route: Route, params: [String: String], literals: Int)?
+        // Indices, not copies: a `Route` is a dozen references to retain and release. Literals compare byte by byte,
+        // as written (a path is not text to normalise).
+        var best: (index: Int, params: [String: String])?
         var allowed: [String] = []
         var mostLiterals = -1
-        for route in routes where route.segments.count == parts.count {
+        for i in byLength[parts.count] ?? [] {
             var params: [String: String] = [:]
             var literals = 0
             var ok = true
-            for (segment, part) in zip(route.segments, parts) {
+            for (segment, part) in zip(routes[i].segments, parts) {
                 switch segment {
                 case .literal(let text):
-                    if text != String(part) { ok = false } else { literals += 1 }
+                    if part.utf8.elementsEqual(text.utf8) { literals += 1 } else { ok = false }
                 case .parameter(let name):
                     if part.isEmpty { ok = false } else { params[name] = Self.decoded(part) }
                 }
@@ -147,13 +164,14 @@ public struct Router: Sendable {
             // is not a `{id}` for methods only the `{id}` route has.
             if literals > mostLiterals { mostLiterals = literals; allowed = []; best = nil }
             guard literals == mostLiterals else { continue }
-            guard route.method == method || (method == "HEAD" && route.method == "GET") else {
-                allowed.append(route.method)
+            let routeMethod = routes[i].method
+            guard routeMethod == method || (method == "HEAD" && routeMethod == "GET") else {
+                allowed.append(routeMethod)
                 continue
             }
-            if best == nil { best = (route, params, literals) }
+            if best == nil { best = (i, params) }
         }
-        if let best { return .found(best.route, best.params) }
+        if let best { return .found(routes[best.index], best.params) }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
     }
 
@@ -162,10 +180,9 @@ public struct Router: Sendable {
         return String(decoding: Parser.percentDecoded(segment.utf8, plusIsSpace: false), as: UTF8.self)
     }
 
-    static func split<S: StringProtocol>(_ path: S) -> [Substring] {
-        var parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        if parts.first == "" { parts.removeFirst() }
-        return parts.map { Substring($0) }
+    static func split(_ path: String) -> ArraySlice<Substring> {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        return parts.first == "" ? parts.dropFirst() : parts[...]
     }
 
     /// Runs the matched route's handler.

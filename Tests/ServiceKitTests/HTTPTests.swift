@@ -42,6 +42,11 @@ final class RouterTests: XCTestCase {
         guard case .notFound = router().match(method: "GET", path: "/v1/groups/1/") else { return XCTFail("trailing slash") }
         guard case .methodNotAllowed(let allowed) = router().match(method: "DELETE", path: "/v1/groups/1") else { return XCTFail() }
         XCTAssertEqual(allowed, ["GET"])
+        guard case .methodNotAllowed(let literal) = router().match(method: "GET", path: "/v1/groups/join") else {
+            return XCTFail("a path written as a pattern without parameters is that pattern's, whatever the method")
+        }
+        XCTAssertEqual(literal, ["POST"])
+        guard case .notFound = router().match(method: "POST", path: "/v1/%6Dedia") else { return XCTFail("literals match as written") }
     }
 
     func testBodyLimitsComeFromTheRoute() {
