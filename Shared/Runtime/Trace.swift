@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Models
 
 /// A W3C trace context (`traceparent`, version 00): the trace a request or an event belongs to and the span of the
 /// work at hand. The gateway starts one (or passes the client's); each service continues it for the request, writes
@@ -47,11 +48,10 @@ public struct TraceContext: Sendable, Equatable {
     private static func randomHex(_ bytes: Int) -> String {
         var out = [UInt8]()
         out.reserveCapacity(bytes * 2)
-        var random = SystemRandomNumberGenerator()
         repeat {
             out.removeAll(keepingCapacity: true)
             for _ in 0..<(bytes / 8) {
-                var v: UInt64 = random.next()
+                var v = RandomWords.next()
                 for _ in 0..<16 { out.append(hexDigits[Int(v & 0xF)]); v >>= 4 }
             }
         } while out.allSatisfy { $0 == UInt8(ascii: "0") }
