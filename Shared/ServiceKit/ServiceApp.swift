@@ -399,10 +399,13 @@ public final class ServiceApp: @unchecked Sendable {
 
     /// `/healthz` and `/metrics` are answered by the connection's own thread (they never wait for a handler thread,
     /// so a liveness probe is not failed by slow handlers); `/readyz` asks the database and broker, on a handler thread.
+    /// `/healthz`'s one answer, written once (a probe's answer was a JSON encoding each time).
+    private static let alive = Array(#"{"status":"ok"}"#.utf8)
+
     private func addHealthRoutes(_ router: inout Router) {
         router.add("GET", "/healthz", summary: "Alive", answer: (200, #"{"type":"object","required":["status"],"properties":{"status":{"const":"ok"}}}"#),
                    inline: true) { _ in
-            try .json(["status": "ok"])
+            Response(status: 200, headers: [("Content-Type", "application/json")], body: Self.alive)
         }
         let readySchema = #"{"type":"object","required":["status","database","broker","outbox"],"additionalProperties":{"type":"string"},"properties":{"status":{"enum":["ready","unavailable"]}}}"#
         router.add("GET", "/readyz", summary: "Ready: database, broker and the service's own checks",
