@@ -34,7 +34,13 @@ public final class Metrics: Sendable {
     private let state = Mutex(State())
     /// Request histograms, in 16 shards picked by the recording thread: every request records one, from all the
     /// server's threads at once, and one shared lock made them queue (a fifth of `GET /healthz`'s CPU).
-    private let histograms = Sharded<[String: Histogram]>(count: 16) { [:] }
+    private let histograms = Sharded<[RequestKind: Histogram]>(count: 16) { [:] }
+
+    /// What a request histogram is kept for; its label text is written only when scraped.
+    private struct RequestKind: Hashable {
+        let method: String, route: String, status: Int
+        var labels: String { "method=\"\(method)\",route=\"\(Metrics.escape(route))\",status=\"\(status)\"" }
+    }
 
     private var currentShard: Int {
         var h = UInt64(pthread_self())
@@ -46,8 +52,7 @@ public final class Metrics: Sendable {
 
     /// Records one served request (`http_server_request_duration_seconds`, whose `_count` is the request count).
     public func observeRequest(method: String, route: String, status: Int, seconds: Double) {
-        let labels = "method=\"\(method)\",route=\"\(Self.escape(route))\",status=\"\(status)\""
-        histograms.withLock(currentShard) { $0[labels, default: Histogram()].record(seconds) }
+        histograms.withLock(currentShard) { $0[RequestKind(method: method, route: route, status: status), default: Histogram()].record(seconds) }
     }
 
     /// Adds to a counter; `labels` is Prometheus label text such as `topic="user.registered"`.
@@ -72,7 +77,7 @@ public final class Metrics: Sendable {
         let (counters, help, gauges) = state.withLock { ($0.counters, $0.help, $0.gauges) }
         var histograms: [String: Histogram] = [:]
         for shard in self.histograms.values {
-            for (labels, h) in shard { histograms[labels, default: Histogram()].add(h) }
+            for (kind, h) in shard { histograms[kind.labels, default: Histogram()].add(h) }
         }
         var out = "# HELP http_server_request_duration_seconds Duration of HTTP requests by route and status.\n"
         out += "# TYPE http_server_request_duration_seconds histogram\n"
