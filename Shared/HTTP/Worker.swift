@@ -563,7 +563,12 @@ extension Response {
     /// value from a request must never start a header of its own).
     func write(into out: inout [UInt8], date: [UInt8], minor: Int, keepAlive: Bool, isHead: Bool, chunked: Bool) {
         out.reserveCapacity(out.count + body.count + 256)
-        out += Array("HTTP/1.1 \(status) \(Self.reason(status))\r\nDate: ".utf8)
+        // Piece by piece: interpolating the status line and the length made two strings and an array an answer.
+        out.append(contentsOf: "HTTP/1.1 ".utf8)
+        Self.appendDecimal(status, to: &out)
+        out.append(UInt8(ascii: " "))
+        out.append(contentsOf: Self.reason(status).utf8)
+        out.append(contentsOf: "\r\nDate: ".utf8)
         out += date
         out += crlf
         for (name, value) in headers where !name.utf8.contains(where: { $0 == 13 || $0 == 10 }) && !value.utf8.contains(where: { $0 == 13 || $0 == 10 }) {
@@ -576,7 +581,9 @@ extension Response {
         if stream != nil {
             if chunked { out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8) }
         } else if !bodyless {
-            out.append(contentsOf: "Content-Length: \(body.count)\r\n".utf8)
+            out.append(contentsOf: "Content-Length: ".utf8)
+            Self.appendDecimal(body.count, to: &out)
+            out += crlf
         }
         if !keepAlive {
             out.append(contentsOf: "Connection: close\r\n".utf8)
@@ -585,6 +592,11 @@ extension Response {
         }
         out += crlf
         if !isHead && !bodyless && stream == nil { out += body }
+    }
+
+    private static func appendDecimal(_ n: Int, to out: inout [UInt8]) {
+        if n >= 10 { appendDecimal(n / 10, to: &out) }
+        out.append(UInt8(ascii: "0") + UInt8(n % 10))
     }
 
     static func reason(_ status: Int) -> String {
