@@ -234,7 +234,7 @@ final class DispatchFleetTests: DispatchTestCase {
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { !help.process.isRunning })
         for option in ["--dispatch", "--auth", "--operator-token", "--database-url", "--couriers", "--acting-couriers", "--capacity",
                        "--fix-rate", "--area-km", "--center", "--senders", "--parcel-rate", "--express-share", "--duration",
-                       "--parcels", "--threads", "--out", "--quiet", "--threshold", "--compare", "--deliver", "--card-share", "--centre-share"] {
+                       "--parcels", "--creators", "--threads", "--out", "--quiet", "--threshold", "--compare", "--deliver", "--card-share", "--centre-share"] {
             XCTAssertTrue(help.log.contains(option), option)
         }
         for (arguments, says) in [(["--couriers", "lots"], "--couriers must be a whole number"),

@@ -23,6 +23,7 @@ struct Options: Sendable {
     /// The Stripe stand-in the dispatch service pays through, to check no card was charged twice.
     var provider = ProcessInfo.processInfo.environment["STRIPE_STANDIN_URL"] ?? ""
     var threads = 4
+    var creators = 16
     var out = "dispatch-load-report"
     var quiet = false
     var thresholds: [Threshold] = []
@@ -68,8 +69,12 @@ struct Options: Sendable {
                                   $STRIPE_STANDIN_URL, which `deploy/local/stack load` sets)
           --duration S            seconds to create parcels for (default 60)
           --parcels N             stop after N parcels instead (default: no limit)
+          --creators N            threads creating parcels on one schedule, the n-th due n / rate seconds after the
+                                  start, as k6's constant-arrival-rate with N VUs: a slow answer holds one of them,
+                                  not the rate; when all N wait, the schedule runs late and catches up (default 16)
         Output
-          --threads N             client threads creating parcels and sending fixes (default 4)
+          --threads N             client threads sending fixes, accepting the seeded couriers' offers and setting up
+                                  (default 4)
           --out PATH              report files PATH.json and PATH.html (default dispatch-load-report); the JSON holds
                                   `series`, one object a second: {t, created, assigned, fixes, errors, latencyMs:
                                   {offered, assigned, create, fix, batch, accept: {count, p50, p95, p99}}}
@@ -137,6 +142,7 @@ struct Options: Sendable {
             case "--duration": o.duration = try number(arg, 1...86_400)
             case "--parcels": o.parcels = try whole(arg, 1...10_000_000)
             case "--threads": o.threads = try whole(arg, 1...256)
+            case "--creators": o.creators = try whole(arg, 1...1_024)
             case "--out": o.out = try value(arg)
             case "--quiet": o.quiet = true
             case "--threshold": o.thresholds.append(try Threshold(try value(arg)))

@@ -18,7 +18,7 @@ final class Run: @unchecked Sendable {
     private(set) var centres: [(id: String, staff: String)] = []
     private let creating = Locked(false), stopping = Locked(false), interrupted = Locked(false)
     private let reservedLock = NSLock()
-    private var reserved = 0
+    private var reserved = 0, finished = 0
     private(set) var setupSeconds = 0.0
     private(set) var driveSeconds = 0.0
     private(set) var createSeconds = 0.0
@@ -192,8 +192,8 @@ final class Run: @unchecked Sendable {
             threads.append(t)
         }
         let offers = AcceptQueue()
+        for t in 0..<o.creators { spawn("create-\(t)") { [self] in createParcels(thread: t, start: start) } }
         for t in 0..<o.threads {
-            spawn("create-\(t)") { [self] in createParcels(thread: t, start: start) }
             spawn("fix-\(t)") { [self] in sendFixes(thread: t) }
             spawn("accept-\(t)") { [self] in acceptSeeded(offers, thread: t) }
         }
@@ -234,23 +234,32 @@ final class Run: @unchecked Sendable {
         creating.set()
     }
 
-    /// Whether another parcel may be created (the `--parcels` limit).
-    private func reserve() -> Bool {
+    /// The next parcel's number on the schedule, nil past the `--parcels` limit.
+    private func reserve() -> Int? {
         reservedLock.lock(); defer { reservedLock.unlock() }
-        if o.parcels > 0 && reserved >= o.parcels { creating.set(); return false }
+        if o.parcels > 0 && reserved >= o.parcels { return nil }
         reserved += 1
-        return true
+        return reserved - 1
     }
 
+    /// One parcel was tried (created or refused): under `--parcels`, creating ends with the last of them.
+    private func tried() {
+        reservedLock.lock(); defer { reservedLock.unlock() }
+        finished += 1
+        if o.parcels > 0 && finished >= o.parcels { creating.set() }
+    }
+
+    /// Creates the parcels the shared schedule gives this thread: each takes the next number n and sends it when it
+    /// is due (n / rate seconds after the start), or at once when late.
     private func createParcels(thread: Int, start: Date) {
         let api = API(o.dispatch, start: thread)
-        let interval = Double(o.threads) / o.parcelRate
-        var due = start.addingTimeInterval(interval * Double(thread) / Double(o.threads))
+        // Past the duration, or interrupted, a number not yet due is not sent; under `--parcels` every number is.
+        var over: Bool { interrupted.isSet || (o.parcels == 0 && creating.isSet) }
         while !creating.isSet {
-            let wait = due.timeIntervalSinceNow
-            if wait > 0 { Thread.sleep(forTimeInterval: min(wait, 0.25)); continue }
-            due = due.addingTimeInterval(interval)
-            guard reserve() else { return }
+            guard let n = reserve() else { return }
+            let due = start.addingTimeInterval(Double(n) / o.parcelRate)
+            while !over, due.timeIntervalSinceNow > 0 { Thread.sleep(forTimeInterval: min(due.timeIntervalSinceNow, 0.25)) }
+            if over { return }
             let sender = Int.random(in: 0..<senders.count)
             let pickup = area.random(), dropoff = area.random()
             let express = Double.random(in: 0..<1) < o.expressShare
@@ -278,6 +287,7 @@ final class Run: @unchecked Sendable {
             } catch {
                 stats.error("POST /v1/parcels transport: \(error)")
             }
+            tried()
         }
     }
 

@@ -79,7 +79,7 @@ extension Run {
             settings: ["dispatch": o.dispatch, "couriers": "\(o.couriers)", "actingCouriers": "\(o.actingCouriers)",
                        "capacity": "\(o.capacity)", "fixRate": "\(o.fixRate)", "parcelRate": "\(o.parcelRate)",
                        "duration": "\(o.duration)", "parcels": "\(o.parcels)", "areaKm": "\(o.areaKm)",
-                       "center": "\(o.center.lat),\(o.center.lon)", "senders": "\(o.senders)", "threads": "\(o.threads)",
+                       "center": "\(o.center.lat),\(o.center.lon)", "senders": "\(o.senders)", "creators": "\(o.creators)", "threads": "\(o.threads)",
                        "cardShare": "\(o.cardShare)", "centreShare": "\(o.centreShare)", "deliver": "\(o.deliver)"],
             setupSeconds: setupSeconds, createSeconds: createSeconds, driveSeconds: driveSeconds,
             parcelsCreated: parcels.count, parcelsAssigned: statuses["assigned"] ?? 0,
