@@ -6,9 +6,16 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SIGNUPS="${SIGNUPS:-400}"; CONNECTIONS="${CONNECTIONS:-32}"
-"$ROOT/deploy/local/stack" down >&2
-"$ROOT/deploy/local/stack" up >&2
 STATE="/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
+"$ROOT/deploy/local/stack" down >&2
+seen="$(cat "$STATE/logs/curation.log" 2>/dev/null | wc -l)"
+"$ROOT/deploy/local/stack" up >&2
+# Curation measured with its recommendation index of the demo catalogue, which `up` imports into an empty database
+# after curation started (its next refresh builds the index, within 30 s).
+for _ in $(seq 1 120); do
+    tail -n +"$((seen + 1))" "$STATE/logs/curation.log" | grep -q '"recommendation index built","videos":[1-9]' && break
+    sleep 0.5
+done
 SERVICES=(auth stories chat dispatch curation notify)
 rss() { for s in "${SERVICES[@]}"; do awk '/VmRSS/ {printf "%d ", $2 / 1024}' "/proc/$(cat "$STATE/$s.pid")/status"; done; }
 fresh="$(rss)"
