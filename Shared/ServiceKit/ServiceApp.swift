@@ -397,11 +397,11 @@ public final class ServiceApp: @unchecked Sendable {
 
     // MARK: - Standard routes and the request pipeline
 
-    /// `/healthz` and `/metrics` are answered by the connection's own thread (they never wait for a handler thread,
-    /// so a liveness probe is not failed by slow handlers); `/readyz` asks the database and broker, on a handler thread.
     /// `/healthz`'s one answer, written once (a probe's answer was a JSON encoding each time).
     private static let alive = Array(#"{"status":"ok"}"#.utf8)
 
+    /// `/healthz` and `/metrics` are answered by the connection's own thread (they never wait for a handler thread,
+    /// so a liveness probe is not failed by slow handlers); `/readyz` asks the database and broker, on a handler thread.
     private func addHealthRoutes(_ router: inout Router) {
         router.add("GET", "/healthz", summary: "Alive", answer: (200, #"{"type":"object","required":["status"],"properties":{"status":{"const":"ok"}}}"#),
                    inline: true) { _ in
