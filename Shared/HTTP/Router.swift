@@ -135,7 +135,7 @@ public struct Router: Sendable {
     /// each parameter is decoded after the path was split, so an escaped `/` stays inside its segment.
     public func match(method: String, path: String) -> RouteMatch {
         if let literal = byPattern[path] {
-            if let i = literal.first(where: { routes[$0].method == method || (method == "HEAD" && routes[$0].method == "GET") }) {
+            if let i = literal.first(where: { Self.serves(routes[$0].method, method) }) {
                 return .found(routes[i], [:])
             }
             return .methodNotAllowed(literal.map { routes[$0].method })
@@ -164,15 +164,19 @@ public struct Router: Sendable {
             // is not a `{id}` for methods only the `{id}` route has.
             if literals > mostLiterals { mostLiterals = literals; allowed = []; best = nil }
             guard literals == mostLiterals else { continue }
-            let routeMethod = routes[i].method
-            guard routeMethod == method || (method == "HEAD" && routeMethod == "GET") else {
-                allowed.append(routeMethod)
+            guard Self.serves(routes[i].method, method) else {
+                allowed.append(routes[i].method)
                 continue
             }
             if best == nil { best = (i, params) }
         }
         if let best { return .found(routes[best.index], best.params) }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
+    }
+
+    /// Whether a route of `routeMethod` answers `method` (a GET route answers HEAD too).
+    private static func serves(_ routeMethod: String, _ method: String) -> Bool {
+        routeMethod == method || (method == "HEAD" && routeMethod == "GET")
     }
 
     private static func decoded(_ segment: Substring) -> String {
