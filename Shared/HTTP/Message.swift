@@ -31,7 +31,11 @@ public struct Request: Sendable {
     }
 
     /// A header by case-insensitive name.
-    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+    public func header(_ name: String) -> String? {
+        var bytes = name  // names are mostly written in lower case already: looked at in place, not lower-cased again
+        let lower = bytes.withUTF8 { !$0.contains { $0 >= 0x41 && $0 <= 0x5A } }
+        return headers[lower ? name : name.lowercased()]
+    }
 
     /// A path parameter by name (empty when the route has none of that name).
     public func parameter(_ name: String) -> String { pathParameters[name] ?? "" }

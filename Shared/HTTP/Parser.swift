@@ -87,6 +87,7 @@ enum Parser {
 
     private static func parse(_ head: UnsafeRawBufferPointer, consumed: Int) -> HeadResult {
         var lines: [Slice<UnsafeRawBufferPointer>] = []
+        lines.reserveCapacity(16)
         var lineStart = 0
         for i in 0..<head.count where head[i] == lf {
             var lineEnd = i
@@ -97,23 +98,27 @@ enum Parser {
         lines.removeLast()  // the empty line
         let requestLine = lines[0]
         if requestLine.count > maxRequestLine { return uriTooLong }
-        let parts = requestLine.split(separator: space, omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(isToken) else {
+        // Exactly two spaces: method, target, version.
+        guard let firstSpace = requestLine.firstIndex(of: space), let lastSpace = requestLine.lastIndex(of: space),
+              firstSpace < lastSpace, !requestLine[(firstSpace + 1)..<lastSpace].contains(space) else {
             return badRequest("The request line is not 'METHOD target HTTP/1.1'.")
         }
-        let method = String(decoding: parts[0], as: UTF8.self)
-        let target = parts[1]
+        let methodBytes = requestLine[..<firstSpace], target = requestLine[(firstSpace + 1)..<lastSpace]
+        let version = requestLine[(lastSpace + 1)...]
+        guard !methodBytes.isEmpty, methodBytes.allSatisfy(isToken) else {
+            return badRequest("The request line is not 'METHOD target HTTP/1.1'.")
+        }
+        let method = String(decoding: methodBytes, as: UTF8.self)
         guard !target.isEmpty, target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             return badRequest("The request target is empty or holds characters it may not.")
         }
-        let version = Array(parts[2])
         let minor: Int
-        if version == Array("HTTP/1.1".utf8) {
+        if bytes(version, are: "HTTP/1.1") {
             minor = 1
-        } else if version == Array("HTTP/1.0".utf8) {
+        } else if bytes(version, are: "HTTP/1.0") {
             minor = 0
-        } else if version.count == 8, version.starts(with: Array("HTTP/".utf8)), isDigit(version[5]), version[6] == UInt8(ascii: "."),
-                  isDigit(version[7]) {
+        } else if version.count == 8, bytes(version.prefix(5), are: "HTTP/"), isDigit(version[version.startIndex + 5]),
+                  version[version.startIndex + 6] == UInt8(ascii: "."), isDigit(version[version.startIndex + 7]) {
             return .refused(HTTPError(505, "http_version_not_supported", "Only HTTP/1.1 and HTTP/1.0 are served."),
                             method: method, path: "-")
         } else {
@@ -140,7 +145,8 @@ enum Parser {
             case .malformed: return badRequest("A header line is not 'Name: value'.", method: method, path: path)
             case .controlCharacter: return badRequest("A header value holds a control character.", method: method, path: path)
             }
-            let name = String(decoding: rawName.map(lowercased), as: UTF8.self)
+            let name = rawName.contains(where: isUpper) ? String(decoding: rawName.map(lowercased), as: UTF8.self)
+                                                        : String(decoding: rawName, as: UTF8.self)
             let text = String(decoding: value, as: UTF8.self)
             if name == "content-length" {
                 guard !value.isEmpty, value.count <= 15, value.allSatisfy(isDigit), let length = Int(text),
@@ -154,11 +160,11 @@ enum Parser {
                 if name == "host" { return badRequest("A request has one Host header.", method: method, path: path) }
                 headers[name] = earlier + (name == "cookie" ? "; " : ", ") + text
             } else {
+                if name == "host" && !isValidHost(value) {
+                    return badRequest("The Host header is not a host name or address with an optional port.", method: method, path: path)
+                }
                 headers[name] = text
             }
-        }
-        if let host = headers["host"], !isValidHost(Array(host.utf8)) {
-            return badRequest("The Host header is not a host name or address with an optional port.", method: method, path: path)
         }
         var body = Body.none
         if let coding = headers["transfer-encoding"] {
@@ -366,7 +372,7 @@ enum Parser {
 
     /// `Host = uri-host [ ":" port ]` (RFC 9110, 7.2; RFC 3986): a bracketed IPv6 literal, or a registered name or
     /// IPv4 address of unreserved characters, escapes and sub-delims. Empty is allowed (RFC 9112, 3.2).
-    static func isValidHost(_ host: [UInt8]) -> Bool {
+    static func isValidHost(_ host: Slice<UnsafeRawBufferPointer>) -> Bool {
         var rest = host[...]
         if rest.first == UInt8(ascii: "[") {
             guard let close = rest.firstIndex(of: UInt8(ascii: "]")), close > rest.startIndex + 1 else { return false }
@@ -409,7 +415,14 @@ enum Parser {
         }
     }
 
-    private static func lowercased(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
+    /// Whether `slice` holds exactly the bytes of `text`.
+    private static func bytes(_ slice: Slice<UnsafeRawBufferPointer>, are text: StaticString) -> Bool {
+        slice.count == text.utf8CodeUnitCount && UnsafeRawBufferPointer(rebasing: slice).elementsEqual(
+            UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    private static func isUpper(_ b: UInt8) -> Bool { b >= 0x41 && b <= 0x5A }
+    private static func lowercased(_ b: UInt8) -> UInt8 { isUpper(b) ? b | 0x20 : b }
 
     /// A `tchar` of RFC 9110: what names of methods and headers are made of.
     private static func isToken(_ b: UInt8) -> Bool {

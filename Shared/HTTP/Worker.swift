@@ -563,36 +563,59 @@ extension Response {
     /// value from a request must never start a header of its own).
     func write(into out: inout [UInt8], date: [UInt8], minor: Int, keepAlive: Bool, isHead: Bool, chunked: Bool) {
         out.reserveCapacity(out.count + body.count + 256)
-        // Piece by piece: interpolating the status line and the length made two strings and an array an answer.
-        out.append(contentsOf: "HTTP/1.1 ".utf8)
+        // Bytes from contiguous storage, piece by piece: a `String.UTF8View` walked byte by byte, or interpolation,
+        // cost more than the rest of an answer to `/healthz`.
+        out += Self.statusLineStart
         Self.appendDecimal(status, to: &out)
         out.append(UInt8(ascii: " "))
-        out.append(contentsOf: Self.reason(status).utf8)
-        out.append(contentsOf: "\r\nDate: ".utf8)
+        Self.append(Self.reason(status), to: &out)
+        out += Self.dateStart
         out += date
         out += crlf
-        for (name, value) in headers where !name.utf8.contains(where: { $0 == 13 || $0 == 10 }) && !value.utf8.contains(where: { $0 == 13 || $0 == 10 }) {
-            out.append(contentsOf: name.utf8)
-            out.append(contentsOf: ": ".utf8)
-            out.append(contentsOf: value.utf8)
-            out += crlf
+        for (name, value) in headers {
+            Self.withBytes(name) { name in
+                Self.withBytes(value) { value in
+                    // A value from a request must never start a header of its own.
+                    guard !name.contains(where: Self.isLineBreak), !value.contains(where: Self.isLineBreak) else { return }
+                    out.append(contentsOf: name)
+                    out += Self.fieldSeparator
+                    out.append(contentsOf: value)
+                    out += crlf
+                }
+            }
         }
         let bodyless = status == 204 || status == 304 || status < 200
         if stream != nil {
-            if chunked { out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8) }
+            if chunked { out += Self.chunkedField }
         } else if !bodyless {
-            out.append(contentsOf: "Content-Length: ".utf8)
+            out += Self.lengthStart
             Self.appendDecimal(body.count, to: &out)
             out += crlf
         }
         if !keepAlive {
-            out.append(contentsOf: "Connection: close\r\n".utf8)
+            out += Self.closeField
         } else if minor == 0 {
-            out.append(contentsOf: "Connection: keep-alive\r\n".utf8)
+            out += Self.keepAliveField
         }
         out += crlf
         if !isHead && !bodyless && stream == nil { out += body }
     }
+
+    private static let statusLineStart = Array("HTTP/1.1 ".utf8), dateStart = Array("\r\nDate: ".utf8)
+    private static let fieldSeparator = Array(": ".utf8), lengthStart = Array("Content-Length: ".utf8)
+    private static let chunkedField = Array("Transfer-Encoding: chunked\r\n".utf8), closeField = Array("Connection: close\r\n".utf8)
+    private static let keepAliveField = Array("Connection: keep-alive\r\n".utf8)
+
+    private static func isLineBreak(_ b: UInt8) -> Bool { b == 13 || b == 10 }
+
+    /// `text`'s UTF-8 bytes, in place when the string holds them contiguously (as native and literal strings do).
+    private static func withBytes<R>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
+        var copy = text
+        return copy.withUTF8(body)
+    }
+
+    private static func append(_ text: String, to out: inout [UInt8]) { withBytes(text) { out.append(contentsOf: $0) } }
 
     private static func appendDecimal(_ n: Int, to out: inout [UInt8]) {
         if n >= 10 { appendDecimal(n / 10, to: &out) }
