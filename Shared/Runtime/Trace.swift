@@ -43,22 +43,23 @@ public struct TraceContext: Sendable, Equatable {
         s.utf8.count == count && s.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
-    /// `bytes` (a multiple of 8) random bytes as lower-case hex, never all zero: every request makes 24, so without
-    /// `String(format:)`.
+    /// `bytes` (a multiple of 8) random bytes as lower-case hex, never all zero: every request makes 24, so written
+    /// straight into the string.
     private static func randomHex(_ bytes: Int) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(bytes * 2)
-        repeat {
-            out.removeAll(keepingCapacity: true)
-            for _ in 0..<(bytes / 8) {
-                var v = RandomWords.next()
-                for _ in 0..<16 { out.append(hexDigits[Int(v & 0xF)]); v >>= 4 }
+        while true {
+            var any: UInt64 = 0
+            let hex = String(unsafeUninitializedCapacity: bytes * 2) { out in
+                let digits: StaticString = "0123456789abcdef"
+                for w in 0..<(bytes / 8) {
+                    var v = RandomWords.next()
+                    any |= v
+                    for i in 0..<16 { out[w * 16 + i] = digits.utf8Start[Int(v & 0xF)]; v >>= 4 }
+                }
+                return bytes * 2
             }
-        } while out.allSatisfy { $0 == UInt8(ascii: "0") }
-        return String(decoding: out, as: UTF8.self)
+            if any != 0 { return hex }
+        }
     }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     // MARK: The work on this thread
 

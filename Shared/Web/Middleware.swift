@@ -41,6 +41,7 @@ public struct RequestIDMiddleware: Middleware {
         }
         let trace = request.header("traceparent").flatMap { TraceContext(traceparent: $0)?.child() } ?? .start()
         var response = try TraceContext.with(trace) { try next(request) }
+        response.headers.reserveCapacity(response.headers.count + 2)
         response.headers.append(("X-Request-Id", request.requestId))
         response.headers.append(("X-Content-Type-Options", "nosniff"))
         return response
@@ -54,15 +55,17 @@ public struct AccessLogMiddleware: Middleware {
 
     public init(logger: Logger, metrics: Metrics) { self.logger = logger; self.metrics = metrics }
 
-    private static let methods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-
     public func handle(_ request: Request, next: (Request) throws -> Response) throws -> Response {
         let start = DispatchTime.now().uptimeNanoseconds
         let response = try next(request)
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         // Any token is a method to the parser: those no route has are one label, or a client could grow the metrics
         // without end.
-        let method = Self.methods.contains(request.method) ? request.method : "other"
+        let method: String
+        switch request.method {
+        case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS": method = request.method
+        default: method = "other"
+        }
         metrics.observeRequest(method: method, route: request.route, status: response.status, seconds: seconds)
         let quiet = request.route == "/healthz" || request.route == "/readyz" || request.route == "/metrics"
         logger.log(quiet ? .debug : .info, "request", [
