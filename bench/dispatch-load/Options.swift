@@ -71,10 +71,10 @@ struct Options: Sendable {
           --parcels N             stop after N parcels instead (default: no limit)
           --creators N            threads creating parcels on one schedule, the n-th due n / rate seconds after the
                                   start, as k6's constant-arrival-rate with N VUs: a slow answer holds one of them,
-                                  not the rate; when all N wait, the schedule runs late and catches up (default 16)
+                                  not the rate; when all N wait, the schedule runs late and catches up; as many
+                                  accept the seeded couriers' offers (default 16)
+          --threads N             client threads sending fixes and setting up (default 4)
         Output
-          --threads N             client threads sending fixes, accepting the seeded couriers' offers and setting up
-                                  (default 4)
           --out PATH              report files PATH.json and PATH.html (default dispatch-load-report); the JSON holds
                                   `series`, one object a second: {t, created, assigned, fixes, errors, latencyMs:
                                   {offered, assigned, create, fix, batch, accept: {count, p50, p95, p99}}}

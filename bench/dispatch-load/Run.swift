@@ -192,11 +192,13 @@ final class Run: @unchecked Sendable {
             threads.append(t)
         }
         let offers = AcceptQueue()
-        for t in 0..<o.creators { spawn("create-\(t)") { [self] in createParcels(thread: t, start: start) } }
-        for t in 0..<o.threads {
-            spawn("fix-\(t)") { [self] in sendFixes(thread: t) }
+        // As many accepting the seeded couriers' offers as creating parcels: accepts come at the creation rate, and
+        // fewer threads than that fell behind it whenever an accept took longer.
+        for t in 0..<o.creators {
+            spawn("create-\(t)") { [self] in createParcels(thread: t, start: start) }
             spawn("accept-\(t)") { [self] in acceptSeeded(offers, thread: t) }
         }
+        for t in 0..<o.threads { spawn("fix-\(t)") { [self] in sendFixes(thread: t) } }
         spawn("offers") { [self] in watchOffers(offers) }
         for (i, courier) in acting.enumerated() { spawn("courier-\(i)") { [self] in actAsCourier(courier, index: i) } }
         threads.forEach { $0.start() }
