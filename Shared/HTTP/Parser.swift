@@ -1,3 +1,5 @@
+import Glibc
+
 /// HTTP/1.1 request heads and chunked bodies, read from bytes (RFC 9112). What it refuses it refuses with the error
 /// contract's `HTTPError`, so the server answers a malformed head like any other refusal: JSON, logged and counted.
 enum Parser {
@@ -67,15 +69,15 @@ enum Parser {
         }
         let start = scan.start
         var end = -1
-        while i < bytes.count {
-            if bytes[i] == lf {
-                let length = i - scan.lineStart - (i > scan.lineStart && bytes[i - 1] == cr ? 1 : 0)
-                if scan.lineStart == start && length > maxRequestLine { return uriTooLong }
-                if length == 0 { end = i + 1; break }
-                scan.lineStart = i + 1
-            }
+        while let at = lineFeed(in: bytes, from: i) {
+            i = at
+            let length = i - scan.lineStart - (i > scan.lineStart && bytes[i - 1] == cr ? 1 : 0)
+            if scan.lineStart == start && length > maxRequestLine { return uriTooLong }
+            if length == 0 { end = i + 1; break }
+            scan.lineStart = i + 1
             i += 1
         }
+        if end < 0 { i = bytes.count }
         scan.next = i
         if end < 0 {
             if scan.lineStart == start && i - start > maxRequestLine { return uriTooLong }
@@ -89,7 +91,7 @@ enum Parser {
         var lines: [Slice<UnsafeRawBufferPointer>] = []
         lines.reserveCapacity(16)
         var lineStart = 0
-        for i in 0..<head.count where head[i] == lf {
+        while let i = lineFeed(in: head, from: lineStart) {
             var lineEnd = i
             if lineEnd > lineStart && head[lineEnd - 1] == cr { lineEnd -= 1 }
             lines.append(head[lineStart..<lineEnd])
@@ -209,7 +211,9 @@ enum Parser {
         while valueStart < valueEnd && (line[valueStart] == space || line[valueStart] == tab) { valueStart += 1 }
         while valueEnd > valueStart && (line[valueEnd - 1] == space || line[valueEnd - 1] == tab) { valueEnd -= 1 }
         let value = line[valueStart..<valueEnd]
-        guard !value.contains(where: { ($0 < 0x20 && $0 != tab) || $0 == 0x7F }) else { return .controlCharacter }
+        guard !UnsafeRawBufferPointer(rebasing: value).contains(where: { ($0 < 0x20 && $0 != tab) || $0 == 0x7F }) else {
+            return .controlCharacter
+        }
         return .field(name: line[line.startIndex..<colon], value: value)
     }
 
@@ -413,6 +417,15 @@ enum Parser {
         case 0x61...0x66: return b - 0x61 + 10
         default: return nil
         }
+    }
+
+    /// Where the next LF at or after `from` is (`memchr`: every byte of a head, a token's hundreds included, is looked
+    /// at twice for line ends).
+    private static func lineFeed(in bytes: UnsafeRawBufferPointer, from: Int) -> Int? {
+        guard from < bytes.count, let base = bytes.baseAddress, let found = memchr(base + from, Int32(lf), bytes.count - from) else {
+            return nil
+        }
+        return base.distance(to: UnsafeRawPointer(found))
     }
 
     /// Whether `slice` holds exactly the bytes of `text`.
