@@ -34,7 +34,7 @@ let package = Package(
         .target(name: "CShims", dependencies: ["CRdKafka"], path: "Shared/CShims"),
 
         // MARK: - Thin wrappers (the only code that imports a C module)
-        .target(name: "Postgres", dependencies: ["CLibPQ"], path: "Shared/Postgres", swiftSettings: settings),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "Models"], path: "Shared/Postgres", swiftSettings: settings),
         .target(name: "Kafka", dependencies: ["CRdKafka", "CShims"], path: "Shared/Kafka", swiftSettings: settings),
         .target(name: "HTTP", dependencies: ["CShims"], path: "Shared/HTTP", swiftSettings: settings),
         .target(name: "Crypto", dependencies: ["COpenSSL", "CArgon2"], path: "Shared/Crypto", swiftSettings: settings),

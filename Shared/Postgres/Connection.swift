@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import Models
 
 // MARK: - Errors
 
@@ -107,7 +108,7 @@ extension Bool: PostgresEncodable, PostgresDecodable {
     }
 }
 extension UUID: PostgresEncodable, PostgresDecodable {
-    public var postgresText: String { uuidString.lowercased() }
+    public var postgresText: String { lowercased }
     /// Parsed by hand into the 16 bytes in place: Foundation's `UUID(uuidString:)` goes through `sscanf`, and an array
     /// for the bytes cost an allocation per value (a third of reading a newsletter's story rows).
     public init?(postgresText: String) {

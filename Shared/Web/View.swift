@@ -103,7 +103,7 @@ extension Bool: ViewValue {
 /// In its canonical lower-case form.
 extension UUID: ViewValue {
     public static var shape: Schema { .uuid }
-    public func write(to json: inout JSONOutput) { json.string(uuidString.lowercased()) }
+    public func write(to json: inout JSONOutput) { json.string(lowercased) }
 }
 
 /// As RFC 3339 with milliseconds, in UTC (`Timestamp.format`).
