@@ -33,7 +33,7 @@ public struct Request: Sendable {
     /// A header by case-insensitive name.
     public func header(_ name: String) -> String? {
         var bytes = name  // names are mostly written in lower case already: looked at in place, not lower-cased again
-        let lower = bytes.withUTF8 { !$0.contains { $0 >= 0x41 && $0 <= 0x5A } }
+        let lower = bytes.withUTF8 { !$0.contains(where: Parser.isUpper) }
         return headers[lower ? name : name.lowercased()]
     }
 

@@ -77,10 +77,9 @@ enum Parser {
             scan.lineStart = i + 1
             i += 1
         }
-        if end < 0 { i = bytes.count }
-        scan.next = i
-        if end < 0 {
-            if scan.lineStart == start && i - start > maxRequestLine { return uriTooLong }
+        guard end >= 0 else {
+            scan.next = bytes.count  // every byte so far looked at: the next call looks only at what arrives
+            if scan.lineStart == start && bytes.count - start > maxRequestLine { return uriTooLong }
             return bytes.count > maxHead ? headTooLarge : .incomplete
         }
         if end > maxHead { return headTooLarge }
@@ -434,7 +433,8 @@ enum Parser {
             UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    private static func isUpper(_ b: UInt8) -> Bool { b >= 0x41 && b <= 0x5A }
+    /// An ASCII upper-case letter.
+    static func isUpper(_ b: UInt8) -> Bool { b >= 0x41 && b <= 0x5A }
     private static func lowercased(_ b: UInt8) -> UInt8 { isUpper(b) ? b | 0x20 : b }
 
     /// A `tchar` of RFC 9110: what names of methods and headers are made of.

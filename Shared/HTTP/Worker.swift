@@ -607,11 +607,10 @@ extension Response {
 
     private static func isLineBreak(_ b: UInt8) -> Bool { b == 13 || b == 10 }
 
-    /// `text`'s UTF-8 bytes, in place when the string holds them contiguously (as native and literal strings do).
+    /// `text`'s UTF-8 bytes, in place (`withUTF8` copies only a string not stored as UTF-8).
     private static func withBytes<R>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
-        var copy = text
-        return copy.withUTF8(body)
+        var text = text
+        return text.withUTF8(body)
     }
 
     private static func append(_ text: String, to out: inout [UInt8]) { withBytes(text) { out.append(contentsOf: $0) } }
