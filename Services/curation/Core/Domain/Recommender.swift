@@ -89,26 +89,29 @@ final class Recommender: Sendable {
         index.withLock { $0 = built }
     }
 
-    /// Every other video of `video`'s topic, best first. Nil when the video is not in the index. Without history the
-    /// ranking depends on the catalogue alone and is kept until the index is rebuilt.
-    func rank(_ video: UUID, watched: Set<UUID> = [], liked: Set<UUID> = []) -> [UUID]? {
+    /// Every other video of `video`'s topic, best first, and the catalogue version it was ranked from. Nil when the
+    /// video is not in the index. Without history the ranking depends on the catalogue alone and is kept until the
+    /// index is rebuilt.
+    func rank(_ video: UUID, watched: Set<UUID> = [], liked: Set<UUID> = []) -> (ids: [UUID], version: String)? {
         let plain = watched.isEmpty && liked.isEmpty
-        if plain, let known = index.withLock({ $0.plain[video] }) { return known }
-        guard let ranked = score(video, watched: watched, liked: liked) else { return nil }
+        if plain, let known = index.withLock({ i in i.plain[video].map { ($0, i.version) } }) { return known }
+        guard let (ranked, version) = score(video, watched: watched, liked: liked) else { return nil }
         if plain {
             index.withLock { i in
-                guard i.plain[video] == nil, i.plainIds + ranked.count <= Self.plainLimit else { return }
+                // Kept only by the index it was ranked from: one rebuilt meanwhile may hold more of the topic.
+                guard i.version == version, i.plain[video] == nil, i.plainIds + ranked.count <= Self.plainLimit else { return }
                 i.plain[video] = ranked
                 i.plainIds += ranked.count
             }
         }
-        return ranked
+        return (ranked, version)
     }
 
-    private func score(_ video: UUID, watched: Set<UUID>, liked: Set<UUID>) -> [UUID]? {
-        let (doc, topic, terms) = index.withLock { i -> (Document?, Topic?, [Term]) in
-            guard let d = i.byId[video] else { return (nil, nil, []) }
-            return (d, i.topics[d.topic], i.terms)
+    /// The ranking, and the version of the index it was ranked from.
+    private func score(_ video: UUID, watched: Set<UUID>, liked: Set<UUID>) -> ([UUID], version: String)? {
+        let (doc, topic, terms, version) = index.withLock { i -> (Document?, Topic?, [Term], String) in
+            guard let d = i.byId[video] else { return (nil, nil, [], "") }
+            return (d, i.topics[d.topic], i.terms, i.version)
         }
         guard let doc, let topic else { return nil }
         let n = Double(topic.documents.count)
@@ -155,7 +158,7 @@ final class Recommender: Sendable {
             scored.append((d.id, score, d.position))
         }
         scored.sort { $0.score != $1.score ? $0.score > $1.score : $0.position < $1.position }
-        return scored.map(\.id)
+        return (scored.map(\.id), version)
     }
 
     /// The words of a text: lower-cased letters and digits, short and common English words left out, a plural `s`

@@ -95,8 +95,8 @@ struct CurationHandlers: Sendable {
             var scroll: String, order: [UUID], offset: Int
             if let values = page.after {
                 guard values.count == 2, let o = Int(values[1]), o >= 0 else { throw HTTPError.validation("cursor is not valid.", field: "cursor") }
-                if values[0] == "plain:\(id.lowercased):" + recommender.version, let ranked = recommender.rank(id) {
-                    order = ranked
+                if values[0].hasPrefix("plain:"), let ranked = recommender.rank(id), values[0] == "plain:\(id.lowercased):" + ranked.version {
+                    order = ranked.ids
                 } else if let s = UUID(uuidString: values[0]), let saved = try storage.scroll(c, s), saved.video == id, saved.user == reader {
                     order = saved.order
                 } else {
@@ -108,9 +108,9 @@ struct CurationHandlers: Sendable {
                 guard let ranked = recommender.rank(id, watched: activity.watched, liked: activity.liked) else {
                     throw HTTPError.unavailable(retryAfter: 2)  // the index has not caught up with the catalogue yet
                 }
-                (order, offset) = (ranked, 0)
+                (order, offset) = (ranked.ids, 0)
                 if activity.watched.isEmpty && activity.liked.isEmpty {
-                    scroll = "plain:\(id.lowercased):" + recommender.version
+                    scroll = "plain:\(id.lowercased):" + ranked.version
                 } else {
                     let saved = UUID.v7()
                     try storage.saveScroll(c, id: saved, user: reader, video: id, order: order)
