@@ -25,7 +25,11 @@ class ServiceTestCase: XCTestCase {
 
     override func tearDown() {
         if let run = testRun, run.failureCount > 0 {
-            for p in [auth, service].compactMap({ $0 }) { print("--- \(p.name) log ---\n\(p.log.suffix(3000))") }
+            for p in [auth, service].compactMap({ $0 }) {
+                // What it said besides its requests, then its last lines: a long test's requests hide the rest.
+                let said = p.log.split(separator: "\n").filter { !$0.contains(#""msg":"request""#) }.joined(separator: "\n")
+                print("--- \(p.name) log, requests left out ---\n\(said.suffix(3000))\n--- \(p.name) log ---\n\(p.log.suffix(3000))")
+            }
         }
         service?.stop()
         auth?.stop()
