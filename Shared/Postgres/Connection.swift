@@ -184,24 +184,30 @@ extension Date: PostgresEncodable, PostgresDecodable {
 public protocol PostgresBinaryElement: PostgresEncodable {
     /// The element type's OID, which an array's header names and PostgreSQL checks against the parameter's type.
     static var postgresTypeOID: UInt32 { get }
+    /// How many bytes its binary form takes.
+    var postgresBinaryCount: Int { get }
     /// Appends the value's binary form.
     func appendPostgresBinary(to out: inout [UInt8])
 }
 
 extension UUID: PostgresBinaryElement {
     public static var postgresTypeOID: UInt32 { 2950 }
+    public var postgresBinaryCount: Int { 16 }
     public func appendPostgresBinary(to out: inout [UInt8]) { withUnsafeBytes(of: uuid) { out.append(contentsOf: $0) } }
 }
 extension Double: PostgresBinaryElement {
     public static var postgresTypeOID: UInt32 { 701 }  // float8
+    public var postgresBinaryCount: Int { 8 }
     public func appendPostgresBinary(to out: inout [UInt8]) { out.appendBigEndian(bitPattern) }
 }
 extension Bool: PostgresBinaryElement {
     public static var postgresTypeOID: UInt32 { 16 }
+    public var postgresBinaryCount: Int { 1 }
     public func appendPostgresBinary(to out: inout [UInt8]) { out.append(self ? 1 : 0) }
 }
 extension Date: PostgresBinaryElement {
     public static var postgresTypeOID: UInt32 { 1184 }  // timestamptz
+    public var postgresBinaryCount: Int { 8 }
     /// Whole microseconds since 2000-01-01 UTC, rounded as the text form is.
     public func appendPostgresBinary(to out: inout [UInt8]) {
         out.appendBigEndian(UInt64(bitPattern: Int64((timeIntervalSince1970 * 1_000_000).rounded()) - postgresEpoch * 1_000_000))
@@ -213,6 +219,7 @@ let postgresEpoch: Int64 = 946_684_800
 
 extension [UInt8] {
     /// Appends `value` in network byte order, as PostgreSQL's binary forms and protocol messages have it.
+    @usableFromInline
     mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
         Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
     }
@@ -225,7 +232,7 @@ extension [UInt8] {
 /// `text[]`. Other arrays are sent as text.
 public struct PostgresArray: PostgresEncodable {
     public let postgresBinary: [UInt8]?
-    private let text: @Sendable () -> String
+    @usableFromInline let text: @Sendable () -> String
     public var postgresText: String { text() }
 
     public init(_ elements: [(any PostgresEncodable)?]) {
@@ -234,29 +241,44 @@ public struct PostgresArray: PostgresEncodable {
         self.text = { text }
     }
 
+    // Inlinable, so that a caller's element type is known where the bytes are written: a generic loop in this module
+    // looked up the element's witnesses for every element of a batch.
+    @inlinable
     public init<Element: PostgresBinaryElement>(_ elements: [Element]) {
-        self.init(elements.map(Optional.some))
+        var out = Self.header(Element.self, count: elements.count, hasNulls: false)
+        for element in elements {
+            out.appendBigEndian(Int32(element.postgresBinaryCount))
+            element.appendPostgresBinary(to: &out)
+        }
+        postgresBinary = out
+        text = { Self.text(elements.map(Optional.some)) }
     }
 
+    @inlinable
     public init<Element: PostgresBinaryElement>(_ elements: [Element?]) {
-        var out: [UInt8] = []
-        out.reserveCapacity(20 + elements.count * 20)
-        out.appendBigEndian(Int32(elements.isEmpty ? 0 : 1))  // dimensions
-        out.appendBigEndian(Int32(elements.contains { $0 == nil } ? 1 : 0))  // has NULLs
-        out.appendBigEndian(Element.postgresTypeOID)
-        if !elements.isEmpty {
-            out.appendBigEndian(Int32(elements.count))
-            out.appendBigEndian(Int32(1))  // lower bound
-        }
+        var out = Self.header(Element.self, count: elements.count, hasNulls: elements.contains { $0 == nil })
         for element in elements {
             guard let element else { out.appendBigEndian(Int32(-1)); continue }
-            let lengthAt = out.count
-            out.appendBigEndian(Int32(0))
+            out.appendBigEndian(Int32(element.postgresBinaryCount))
             element.appendPostgresBinary(to: &out)
-            withUnsafeBytes(of: Int32(out.count - lengthAt - 4).bigEndian) { out.replaceSubrange(lengthAt..<lengthAt + 4, with: $0) }
         }
         postgresBinary = out
         text = { Self.text(elements) }
+    }
+
+    /// The binary form's header, with room for its elements.
+    @usableFromInline
+    static func header<Element: PostgresBinaryElement>(_: Element.Type, count: Int, hasNulls: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(20 + count * 20)
+        out.appendBigEndian(Int32(count == 0 ? 0 : 1))  // dimensions
+        out.appendBigEndian(Int32(hasNulls ? 1 : 0))
+        out.appendBigEndian(Element.postgresTypeOID)
+        if count > 0 {
+            out.appendBigEndian(Int32(count))
+            out.appendBigEndian(Int32(1))  // lower bound
+        }
+        return out
     }
 
     /// A `text[]` parameter, in binary form (the elements' UTF-8): long strings are not escaped here nor parsed
@@ -267,7 +289,8 @@ public struct PostgresArray: PostgresEncodable {
     }
 
     /// The text form, `{"a","b",NULL}`.
-    private static func text(_ elements: [(any PostgresEncodable)?]) -> String {
+    @usableFromInline
+    static func text(_ elements: [(any PostgresEncodable)?]) -> String {
         // Bytes, not Foundation's replacingOccurrences (through NSString, a fifth of a batch of location fixes).
         var out: [UInt8] = [UInt8(ascii: "{")]
         out.reserveCapacity(elements.count * 24)
@@ -291,6 +314,7 @@ private struct TextElement: PostgresBinaryElement {
     let value: String
     static var postgresTypeOID: UInt32 { 25 }  // text
     var postgresText: String { value }
+    var postgresBinaryCount: Int { value.utf8.count }
     func appendPostgresBinary(to out: inout [UInt8]) { out.append(contentsOf: value.utf8) }
 }
 
