@@ -68,8 +68,10 @@ struct Couriers: Sendable {
         // Every fix is stored (folding keeps the newest); one older than what this instance knows changes nothing
         // here. Stored even so: what is known may come from a transaction that then rolled back.
         var applied = 0
-        for (fix, active, available, updatedAt) in try storage.recordFixes(c, Fix.newestPerCourier(fixes), origin: matcher.origin) {
-            guard matcher.update(fix.courier, available: available, asOf: updatedAt, position: fix.point, fixAt: fix.time) else { continue }
+        let recorded = try storage.recordFixes(c, Fix.newestPerCourier(fixes), origin: matcher.origin)
+        let moved = matcher.update(fixes: recorded.map { ($0.fix.courier, $0.available, $0.updatedAt, $0.fix.point, $0.fix.time) })
+        for ((fix, active, _, _), moved) in zip(recorded, moved) {
+            guard moved else { continue }
             applied += 1
             guard active > 0 else { continue }
             if publish {
