@@ -435,7 +435,7 @@ final class DispatchStrandedParcelTests: DispatchTestCase {
         try other.execute("BEGIN")
         let before: Date = try XCTUnwrap(other.first("SELECT updated_at FROM dispatch.couriers WHERE user_id = $1", [id]))["updated_at"]
         let fix = try Fix(courier: id, lat: 44.4270, lon: 26.1030, heading: nil, speedMps: nil, at: nil)
-        XCTAssertEqual(try DispatchStorage().recordFixes(other, [fix], origin: UUID()).map(\.fix.courier), [id])
+        XCTAssertEqual(try DispatchStorage().recordFixes(other, [fix], known: [false], origin: UUID()).map(\.fix.courier), [id])
         let writes = try XCTUnwrap(other.first("""
             SELECT coalesce(sum(n_tup_ins) FILTER (WHERE relname = 'fix_batches'), 0)::int AS appended,
                 coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del) FILTER (WHERE relname <> 'fix_batches'), 0)::int AS others
@@ -451,6 +451,14 @@ final class DispatchStrandedParcelTests: DispatchTestCase {
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) {
             (try? other.first("SELECT lat FROM dispatch.courier_positions WHERE user_id = $1", [id])?["lat", as: Double.self]) == 44.4270
         }, "folded into the courier's position")
+        // An instance whose index read the courier's row looks only for the parcels they carry (none), and a fix of
+        // nobody registered is neither stored nor returned.
+        let known = try DispatchStorage().recordFixes(other, [fix], known: [true], origin: UUID())
+        XCTAssertEqual(known.map(\.active), [0])
+        XCTAssertEqual(known.map(\.available), [nil])
+        let nobody = try Fix(courier: UUID(), lat: 44.4270, lon: 26.1030, heading: nil, speedMps: nil, at: nil)
+        XCTAssertTrue(try DispatchStorage().recordFixes(other, [nobody], known: [false], origin: UUID()).isEmpty)
+        XCTAssertEqual(try other.first("SELECT count(*)::int AS n FROM dispatch.fix_batches WHERE $1 = ANY (couriers)", [nobody.courier])?["n", as: Int.self], 0)
     }
 
     /// An erasure announced while this instance did not listen (its listener's connection lost) never reaches it:

@@ -68,7 +68,8 @@ struct Couriers: Sendable {
         // Every fix is stored (folding keeps the newest); one older than what this instance knows changes nothing
         // here. Stored even so: what is known may come from a transaction that then rolled back.
         var applied = 0
-        let recorded = try storage.recordFixes(c, Fix.newestPerCourier(fixes), origin: matcher.origin)
+        let fixes = Fix.newestPerCourier(fixes)
+        let recorded = try storage.recordFixes(c, fixes, known: matcher.knowsRows(of: fixes.map(\.courier)), origin: matcher.origin)
         let moved = matcher.update(fixes: recorded.map { ($0.fix.courier, $0.available, $0.updatedAt, $0.fix.point, $0.fix.time) })
         for ((fix, active, _, _), moved) in zip(recorded, moved) {
             guard moved else { continue }

@@ -37,6 +37,9 @@ final class Matcher: @unchecked Sendable {
     private struct Known {
         var available = false
         var asOf = Date.distantPast
+        /// Whether their row was read (and they were not erased since): a fix of theirs needs no look at it to be
+        /// known to be of a registered courier.
+        var hasRow = false
         var position: GeoPoint?
         var fixAt = Date.distantPast
     }
@@ -65,19 +68,24 @@ final class Matcher: @unchecked Sendable {
     /// `update` for each of a request's fixes, with what the courier's row said, under one hold of the lock: taken
     /// for each of a batch's thousand fixes, 2% of dispatch's work was waiting for it. Whether each position was
     /// newer, in order.
-    func update(fixes: [(id: UUID, available: Bool, asOf: Date, position: GeoPoint, fixAt: Date)]) -> [Bool] {
+    func update(fixes: [(id: UUID, available: Bool?, asOf: Date, position: GeoPoint, fixAt: Date)]) -> [Bool] {
         known.withLock { known in fixes.map { apply($0.id, $0.available, $0.asOf, $0.position, $0.fixAt, to: &known) } }
     }
 
     private func apply(_ id: UUID, _ available: Bool?, _ asOf: Date, _ position: GeoPoint?, _ fixAt: Date?, to known: inout [UUID: Known]) -> Bool {
         var entry = known[id] ?? Known()
         var changed = false, moved = false
-        if let available, asOf > entry.asOf { entry.available = available; entry.asOf = asOf; changed = true }
+        if let available, asOf > entry.asOf { entry.available = available; entry.asOf = asOf; entry.hasRow = true; changed = true }
         if let position, let fixAt, fixAt > entry.fixAt { entry.position = position; entry.fixAt = fixAt; changed = true; moved = true }
         guard changed else { return false }
         known[id] = entry
         if entry.available, let position = entry.position { index.upsert(id, at: position) } else { index.remove(id) }
         return moved
+    }
+
+    /// Whether each of `ids` is a courier whose row this instance read, and who was not erased since.
+    func knowsRows(of ids: [UUID]) -> [Bool] {
+        known.withLock { known in ids.map { known[$0]?.hasRow == true } }
     }
 
     /// Where the courier was last, if this instance knows a fix newer than `stored` (their row's, which a fix reaches
@@ -115,9 +123,12 @@ final class Matcher: @unchecked Sendable {
     }
 
     /// The courier was erased: out of the index, and, as of now, unable to take a parcel (a refresh that read their
-    /// row before it went is older).
+    /// row before it went is older); their fixes are looked up again, and found to be nobody's.
     func erased(_ id: UUID) {
-        update(id, available: false, asOf: Date())
+        known.withLock { known in
+            _ = apply(id, false, Date(), nil, nil, to: &known)
+            known[id]?.hasRow = false
+        }
     }
 
     /// Couriers to offer a parcel at `pickup` to, nearest first, within `maxMeters`, minus `excluded`.
