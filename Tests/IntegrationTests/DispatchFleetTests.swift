@@ -1,6 +1,7 @@
 import Foundation
 import Kafka
 import Models
+import Postgres
 import XCTest
 
 /// The operator's bulk path: couriers seeded without sign-ups, fixes in batches over HTTP or on `courier.location`,
@@ -86,6 +87,36 @@ final class DispatchFleetTests: DispatchTestCase {
         XCTAssertEqual(accepted["status"] as? String, "assigned")
         XCTAssertEqual(try api.get("/v1/parcels/\(id)", token: sender.token)["courierId"] as? String, near)
         XCTAssertEqual(try count("couriers", "user_id = '\(near)' AND active = 1"), 1)
+    }
+
+    /// A seeding and a fold write the same positions in their own orders: with a fold in progress, seeding couriers
+    /// it moves deadlocked (and was tried again), or gave up waiting for a position after the 2 s a statement may
+    /// wait for a lock, while the fold took longer. A seeding waits for the fold, however long it takes, then seeds.
+    func testSeedingCouriersWhileTheirFixesAreFoldedWaitsForTheFold() throws {
+        let a = UUID().uuidString.lowercased(), b = UUID().uuidString.lowercased()
+        @Sendable func couriers(lat: Double) -> [String: Any] {
+            ["couriers": [a, b].map { ["id": $0, "vehicle": "bike", "capacity": 1, "lat": lat, "lon": 26.1] }]
+        }
+        XCTAssertEqual(try api.post("/v1/operator/couriers", couriers(lat: 44.1), token: operatorToken).status, 200)
+        // As a fold: its lock, then b's position, then (once the seeding waits) a's.
+        let fold = try Connection(url: database.url)
+        try fold.execute("BEGIN")
+        try fold.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.fix_batches'))")
+        try fold.execute("UPDATE dispatch.courier_positions SET lat = 44.2 WHERE user_id = $1", [try XCTUnwrap(UUID(uuidString: b))])
+        let status = LockedBox<Int>()
+        let (port, token) = (api.port, operatorToken)
+        let seeding = Thread { status.set((try? APIClient(port: port).post("/v1/operator/couriers", couriers(lat: 44.3), token: token))?.status ?? 0) }
+        seeding.start()
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) {
+            (try? fold.first("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")?["n", as: Int.self]) == 1
+        }, "the seeding waits")
+        XCTAssertNoThrow(try fold.execute("UPDATE dispatch.courier_positions SET lat = 44.2 WHERE user_id = $1", [try XCTUnwrap(UUID(uuidString: a))]),
+                         "the fold goes on")
+        Thread.sleep(forTimeInterval: 3)  // a fold longer than a statement's lock wait
+        try fold.execute("COMMIT")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { status.get() != nil })
+        XCTAssertEqual(status.get(), 200, "the seeding went on after the fold")
+        XCTAssertEqual(try count("courier_positions", "user_id IN ('\(a)', '\(b)') AND lat = 44.3"), 2, "and wrote its positions")
     }
 
     func testBatchedFixesApplyTheNewestAndRefuseABadBatchWhole() throws {

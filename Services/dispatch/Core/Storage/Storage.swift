@@ -241,9 +241,17 @@ struct DispatchStorage {
         while try pool.withTransaction({ try foldFixes($0, wait: wait) }) == Self.foldLimit {}
     }
 
-    /// Creates or updates couriers that have no account of their own here (a fleet's, a load test's).
+    /// Creates or updates couriers that have no account of their own here (a fleet's, a load test's). In a transaction.
     func seedCouriers(_ c: Connection, _ couriers: [SeededCourier]) throws -> [CourierRecord] {
-        try c.rows("""
+        // A seeding and a fold write the same positions, each in its own order: together they deadlocked (40P01,
+        // some every time a fleet was seeded again while its fixes were folded). Seedings hold the fold's lock
+        // shared: they run together, and wait for a fold in progress (as long as one may take), or it for them.
+        try c.executeScript("""
+            SET LOCAL lock_timeout = '60s'; SET LOCAL statement_timeout = '60s';
+            SELECT pg_advisory_xact_lock_shared(hashtext('dispatch.fix_batches'));
+            SET LOCAL lock_timeout TO DEFAULT; SET LOCAL statement_timeout TO DEFAULT
+            """)
+        return try c.rows("""
             WITH s AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::bool[], $5::float8[], $6::float8[])
                            AS s (id, vehicle, capacity, online, lat, lon)),
             c AS (
