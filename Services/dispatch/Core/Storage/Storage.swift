@@ -169,7 +169,7 @@ struct DispatchStorage {
     /// `known` says, for each fix, whether the matching index read its courier's row: a courier it did not is looked
     /// up by key; of the others only those carrying parcels are read, through the index of them alone, and the rest
     /// carry none and come back without a row (`available` nil). Finding each of a fleet's thousand couriers by key
-    /// cost PostgreSQL 3 ms a batch; the carriers among them cost 0.6. The couriers' rows are only read; the fixes
+    /// cost PostgreSQL 3 ms a batch, reading the carriers among them 0.6. The couriers' rows are only read; the fixes
     /// reach `courier_positions` when `foldFixes` folds them.
     func recordFixes(_ c: Connection, _ fixes: [Fix], known: [Bool], origin: UUID) throws
         -> [(fix: Fix, active: Int, available: Bool?, updatedAt: Date)] {
