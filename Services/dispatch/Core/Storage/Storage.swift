@@ -207,6 +207,9 @@ struct DispatchStorage {
         return applied
     }
 
+    /// The advisory lock a fold holds (and a seeding shares: `seedCouriers`).
+    static let foldLock = "hashtext('dispatch.fix_batches')"
+
     /// The most batches one fold takes: a courier's fixes coalesce only within one.
     static let foldLimit = 1000
 
@@ -219,9 +222,9 @@ struct DispatchStorage {
         // of each courier is found by sorting in memory.
         try c.executeScript("SET LOCAL statement_timeout = '60s'; SET LOCAL lock_timeout = '60s'; SET LOCAL work_mem = '64MB'")
         if wait {
-            try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.fix_batches'))")
+            try c.execute("SELECT pg_advisory_xact_lock(\(Self.foldLock))")
         } else {
-            guard try c.first("SELECT pg_try_advisory_xact_lock(hashtext('dispatch.fix_batches')) AS locked")?["locked"] == true else { return 0 }
+            guard try c.first("SELECT pg_try_advisory_xact_lock(\(Self.foldLock)) AS locked")?["locked"] == true else { return 0 }
         }
         return try c.first("""
             WITH b AS (DELETE FROM dispatch.fix_batches WHERE id IN (SELECT id FROM dispatch.fix_batches ORDER BY id LIMIT $1)
@@ -248,7 +251,7 @@ struct DispatchStorage {
         // shared: they run together, and wait for a fold in progress (as long as one may take), or it for them.
         try c.executeScript("""
             SET LOCAL lock_timeout = '60s'; SET LOCAL statement_timeout = '60s';
-            SELECT pg_advisory_xact_lock_shared(hashtext('dispatch.fix_batches'));
+            SELECT pg_advisory_xact_lock_shared(\(Self.foldLock));
             SET LOCAL lock_timeout TO DEFAULT; SET LOCAL statement_timeout TO DEFAULT
             """)
         return try c.rows("""
