@@ -107,12 +107,15 @@ final class DispatchFleetTests: DispatchTestCase {
         let (port, token) = (api.port, operatorToken)
         let seeding = Thread { status.set((try? APIClient(port: port).post("/v1/operator/couriers", couriers(lat: 44.3), token: token))?.status ?? 0) }
         seeding.start()
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) {
-            (try? fold.first("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")?["n", as: Int.self]) == 1
-        }, "the seeding waits")
+        let waiting = "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { (try? fold.first(waiting)?["n", as: Int.self]) == 1 }, "the seeding waits")
+        let since = Date()
         XCTAssertNoThrow(try fold.execute("UPDATE dispatch.courier_positions SET lat = 44.2 WHERE user_id = $1", [try XCTUnwrap(UUID(uuidString: a))]),
                          "the fold goes on")
-        Thread.sleep(forTimeInterval: 3)  // a fold longer than a statement's lock wait
+        // Past a deadlock's detection (1 s) and a statement's lock wait (2 s) after it, the seeding still waits.
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) {
+            Date().timeIntervalSince(since) > 3.5 && status.get() == nil && (try? fold.first(waiting)?["n", as: Int.self]) == 1
+        }, "the seeding still waits once it has waited longer than a statement may wait for a lock")
         try fold.execute("COMMIT")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { status.get() != nil })
         XCTAssertEqual(status.get(), 200, "the seeding went on after the fold")
