@@ -33,10 +33,10 @@ public enum Erasure {
         try c.first("SELECT 1 AS one FROM \(schema).erased_users WHERE id_hash = $1", [hash(user)]) != nil
     }
 
-    /// SQL that holds unless the user whose `hash` is parameter `$n` was erased here: for a statement that reads what
-    /// concerns them to check it too, instead of a round trip of its own.
-    public static func notErased(schema: String, hashParameter n: Int) -> String {
-        "NOT EXISTS (SELECT 1 FROM \(schema).erased_users WHERE id_hash = $\(n))"
+    /// SQL that holds unless the user whose hash is `hash` (an SQL expression: a parameter, a column) was erased here: for
+    /// a statement that reads what concerns them to check it too, instead of a round trip of its own.
+    public static func notErased(schema: String, hash: String) -> String {
+        "NOT EXISTS (SELECT 1 FROM \(schema).erased_users WHERE id_hash = \(hash))"
     }
 
     public static func hash(_ user: UUID) -> String { hexString(sha256(Array(user.lowercased.utf8))) }

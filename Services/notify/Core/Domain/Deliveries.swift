@@ -72,13 +72,11 @@ struct Deliveries: Sendable {
             let at = Timestamp.parse(e.createdAt) ?? Date()
             let window = (at.timeIntervalSince1970 / chatWindow).rounded(.down) * chatWindow
             let closes = Date(timeIntervalSince1970: window + chatWindow)
-            for user in others where !mentioned.contains(user) {
-                guard let id = UUID(uuidString: user) else { continue }
-                try storage.recordPush(c, eventId: "chat:\(room.lowercased):\(Int(window))", to: try storage.pushTargets(c, id, kind: "chat_message"),
-                                       kind: "chat_message", title: "New messages", payload: nil, ttl: 86_400, urgency: "normal",
-                                       topic: "room" + room.lowercased.replacingOccurrences(of: "-", with: "").prefix(28),
-                                       expiresAt: closes.addingTimeInterval(86_400), at: closes, reference: room.lowercased)
-            }
+            let rest = others.filter { !mentioned.contains($0) }.compactMap(UUID.init(uuidString:))
+            try storage.recordPush(c, eventId: "chat:\(room.lowercased):\(Int(window))", to: try storage.pushTargets(c, rest, kind: "chat_message"),
+                                   kind: "chat_message", title: "New messages", payload: nil, ttl: 86_400, urgency: "normal",
+                                   topic: "room" + room.lowercased.replacingOccurrences(of: "-", with: "").prefix(28),
+                                   expiresAt: closes.addingTimeInterval(86_400), at: closes, reference: room.lowercased)
         case EmailVerificationRequested.type:
             let e = try event.decode(EmailVerificationRequested.self)
             try mail(event, c, to: e.userId, at: e.email, kind: "email_verification", expires: e.expiresAt, mails.verification(e))
@@ -125,12 +123,10 @@ struct Deliveries: Sendable {
 
     private func push(_ event: ReceivedEvent, _ c: Connection, to users: [String], _ notice: Notice) throws {
         guard notice.expiresAt > Date() else { return }
-        for user in Set(users) {
-            guard let id = UUID(uuidString: user) else { continue }
-            try storage.recordPush(c, eventId: event.id, to: try storage.pushTargets(c, id, kind: notice.kind), kind: notice.kind,
-                                   title: notice.title, payload: notice.payload, ttl: notice.ttl, urgency: notice.urgency, topic: notice.topic,
-                                   expiresAt: notice.expiresAt)
-        }
+        let ids = Set(users.compactMap(UUID.init(uuidString:)))
+        try storage.recordPush(c, eventId: event.id, to: try storage.pushTargets(c, Array(ids), kind: notice.kind), kind: notice.kind,
+                               title: notice.title, payload: notice.payload, ttl: notice.ttl, urgency: notice.urgency, topic: notice.topic,
+                               expiresAt: notice.expiresAt)
     }
 
     /// When to try again after `attempts` tries: 30 s, then 1, 2, 4 … minutes, at most an hour; nil: give up.

@@ -91,13 +91,13 @@ struct NotifyStorage: Sendable {
 
     /// Whether `user` wants `kind` by `channel` (yes unless they said no).
     func allows(_ c: Connection, _ user: UUID, kind: String, channel: String) throws -> Bool {
-        try c.first("SELECT \(Self.allowed(user: 1, kind: 2, channel: 3)) AS yes", [user, kind, channel])!["yes"]
+        try c.first("SELECT \(Self.allowed(user: "$1", kind: "$2", channel: "$3")) AS yes", [user, kind, channel])!["yes"]
     }
 
-    /// SQL that holds when the user in parameter `$user` wants the kind in `$kind` by the channel in `$channel`: for
-    /// a statement that reads what goes to them to check it too.
-    static func allowed(user: Int, kind: Int, channel: Int) -> String {
-        "coalesce((SELECT enabled FROM notify.preferences WHERE user_id = $\(user) AND kind = $\(kind) AND channel = $\(channel)), true)"
+    /// SQL that holds when the user `user` (an SQL expression: a parameter, a column) wants the kind `kind` by the
+    /// channel `channel`: for a statement that reads what goes to them to check it too.
+    static func allowed(user: String, kind: String, channel: String) -> String {
+        "coalesce((SELECT enabled FROM notify.preferences p WHERE p.user_id = \(user) AND p.kind = \(kind) AND p.channel = \(channel)), true)"
     }
 
     func preferences(_ c: Connection, of user: UUID) throws -> [String: Bool] {
@@ -157,14 +157,17 @@ struct NotifyStorage: Sendable {
         try c.execute("UPDATE notify.deliveries SET status = 'pending', attempts = attempts - 1, next_attempt_at = $2 WHERE id = $1", [id, at])
     }
 
-    /// The subscriptions a push of `kind` to `user` goes to: their live ones, none when they were erased here or
-    /// said no to `kind` by push. One statement.
-    func pushTargets(_ c: Connection, _ user: UUID, kind: String) throws -> [SubscriptionRecord] {
-        try c.rows("""
-            SELECT * FROM notify.push_subscriptions WHERE user_id = $1 AND \(Erasure.notErased(schema: "notify", hashParameter: 3))
-                AND \(Self.allowed(user: 1, kind: 2, channel: 4))
-            ORDER BY created_at, id
-            """, [user, kind, Erasure.hash(user), "push"]).map(SubscriptionRecord.init).filter { ($0.expiresAt ?? .distantFuture) > Date() }
+    /// The subscriptions a push of `kind` to `users` goes to: their live ones, none for those erased here or who said
+    /// no to `kind` by push. One statement for them all (a chat message tells a whole room).
+    func pushTargets(_ c: Connection, _ users: [UUID], kind: String) throws -> [SubscriptionRecord] {
+        guard !users.isEmpty else { return [] }
+        return try c.rows("""
+            SELECT s.* FROM unnest($1::uuid[], $2::text[]) AS t(user_id, id_hash)
+            JOIN notify.push_subscriptions s ON s.user_id = t.user_id
+            WHERE \(Erasure.notErased(schema: "notify", hash: "t.id_hash")) AND \(Self.allowed(user: "t.user_id", kind: "$3", channel: "'push'"))
+            ORDER BY s.created_at, s.id
+            """, [PostgresArray(users), PostgresArray(users.map(Erasure.hash)), kind])
+            .map(SubscriptionRecord.init).filter { ($0.expiresAt ?? .distantFuture) > Date() }
     }
 
     /// Records a push of event `eventId` to each of `subscriptions` (`pushTargets`), once per subscription, with the
