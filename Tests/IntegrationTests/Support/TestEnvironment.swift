@@ -244,7 +244,11 @@ final class ServiceProcess {
         process.waitUntilExit()
     }
 
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    /// A failing test has printed the log by now: the file goes (a run of the suite made 300 of them, left in /tmp).
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: logURL)
+    }
 }
 
 struct TestFailure: Error, CustomStringConvertible {
