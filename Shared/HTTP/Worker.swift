@@ -52,9 +52,15 @@ final class Worker: @unchecked Sendable {
         thread.start()
     }
 
-    /// Hands this worker a message from any thread.
+    /// Hands this worker a message from any thread. Only a message into an empty inbox wakes the worker: it takes
+    /// the whole inbox after each wake, so the rest go with the first (one write, not one for each of a room's
+    /// streams).
     func post(_ message: Message) {
-        inbox.withLock { $0.append(message) }
+        let first = inbox.withLock { m in
+            m.append(message)
+            return m.count == 1
+        }
+        guard first else { return }
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
     }
