@@ -93,7 +93,7 @@ let package = Package(
         // MARK: - Benchmarks
         .executableTarget(name: "dispatch-load", dependencies: ["WireClient", "Postgres", "Models", "HTTP"], path: "bench/dispatch-load",
                           swiftSettings: settings),
-        .executableTarget(name: "chat-fanout", dependencies: ["WireClient"], path: "bench/chat-fanout", swiftSettings: settings),
+        .executableTarget(name: "chat-fanout", dependencies: ["WireClient", "CShims"], path: "bench/chat-fanout", swiftSettings: settings),
         .executableTarget(name: "geo-bench", dependencies: ["Geo", "Postgres"], path: "bench/geo-bench", swiftSettings: settings),
 
         // MARK: - Tests

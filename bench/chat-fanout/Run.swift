@@ -1,3 +1,4 @@
+import CShims
 import Foundation
 import Synchronization
 import WireClient
@@ -199,7 +200,8 @@ final class Stream {
     }
 }
 
-/// Reads a set of streams with poll() on a thread of its own until told to stop.
+/// Reads a set of streams with epoll on a thread of its own until told to stop (poll() would look at all 500 of its
+/// sockets on each of some 10,000 wake-ups a second: a few percent of the machine the run measures).
 final class Reader: @unchecked Sendable {  // `@unchecked Sendable`: its streams are touched by its thread only, until `join`.
     let streams: [Stream]
     let stop = Atomic<Bool>(false)
@@ -209,13 +211,22 @@ final class Reader: @unchecked Sendable {  // `@unchecked Sendable`: its streams
 
     func start() {
         Thread { [self] in
-            var fds = streams.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+            let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+            for (i, stream) in streams.enumerated() {
+                var event = epoll_event()
+                event.events = EPOLLIN.rawValue
+                event.data.u64 = UInt64(i)
+                _ = epoll_ctl(epoll, EPOLL_CTL_ADD, stream.fd, &event)
+            }
+            var events = [epoll_event](repeating: epoll_event(), count: 256)
             var buffer = [UInt8](repeating: 0, count: 65536)
             while !stop.load(ordering: .relaxed) {
-                guard poll(&fds, nfds_t(fds.count), 100) > 0 else { continue }
+                let count = epoll_wait(epoll, &events, Int32(events.count), 100)
+                guard count > 0 else { continue }
                 let t = now()
-                for i in fds.indices where fds[i].revents != 0 { streams[i].read(at: t, buffer: &buffer) }
+                for e in events[0..<Int(count)] { streams[Int(e.data.u64)].read(at: t, buffer: &buffer) }
             }
+            close(epoll)
             done.signal()
         }.start()
     }
