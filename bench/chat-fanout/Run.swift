@@ -348,6 +348,8 @@ readers.forEach { $0.join() }
 
 var latencies: [Double] = []
 latencies.reserveCapacity(expectedDeliveries)
+/// The same latencies by the 10 s of the run their message was posted in: whether the run got slower as it went.
+var byWindow: [[Double]] = Array(repeating: [], count: max(1, Int((options.seconds / 10).rounded(.up))))
 var early = 0
 var lost = 0, duplicated = 0, reordered = 0, worstStream = (index: -1, lost: 0)
 for stream in streams {
@@ -355,22 +357,28 @@ for stream in streams {
     for n in expectedPerRoom[stream.room] {
         guard let at = stream.received[n] else { missing += 1; continue }
         let accepted = messages[n].accepted
-        if at < accepted { early += 1; latencies.append(0) } else { latencies.append(Double(at - accepted) / 1e6) }
+        let latency = at < accepted ? 0 : Double(at - accepted) / 1e6
+        if at < accepted { early += 1 }
+        latencies.append(latency)
+        byWindow[min(byWindow.count - 1, Int(Double(accepted - start) / 1e10))].append(latency)
     }
     lost += missing
     duplicated += stream.duplicates
     reordered += stream.outOfOrder
     if missing > worstStream.lost { worstStream = (stream.index, missing) }
 }
+func percentile(_ p: Double, of sorted: [Double]) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
 latencies.sort()
-func pct(_ p: Double) -> Double { latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+func pct(_ p: Double) -> Double { percentile(p, of: latencies) }
+let windows = byWindow.map { $0.sorted() }.map { ["p50": percentile(0.5, of: $0), "p99": percentile(0.99, of: $0)] }
+func windowLine(_ p: String) -> String { windows.map { String(format: "%.0f", $0[p]!) }.joined(separator: ", ") }
 let delivered = latencies.count
 let result: [String: Any] = [
     "date": ISO8601DateFormatter().string(from: Date()), "instances": options.chat.count, "streams": options.streams,
     "rooms": options.rooms, "ratePerSecond": options.rate, "seconds": options.seconds, "messagesPosted": messages.filter(\.ok).count,
     "postErrors": shared.errors.load(ordering: .relaxed), "deliveriesExpected": expectedDeliveries, "deliveries": delivered,
     "deliveriesPerSecond": Double(delivered) / postSeconds, "latencyMs": ["p50": pct(0.5), "p99": pct(0.99), "max": latencies.last ?? 0],
-    "arrivedBeforeTheirPostReturned": early, "lost": lost, "duplicated": duplicated, "outOfOrder": reordered,
+    "latencyMsBy10Seconds": windows, "arrivedBeforeTheirPostReturned": early, "lost": lost, "duplicated": duplicated, "outOfOrder": reordered,
 ]
 print("""
 
@@ -380,6 +388,7 @@ print("""
       delivered          \(delivered) of \(expectedDeliveries) expected, \(Int(Double(delivered) / postSeconds))/s
       latency ms         p50 \(String(format: "%.1f", pct(0.5))), p99 \(String(format: "%.1f", pct(0.99))), max \(String(format: "%.1f", latencies.last ?? 0)) \
     (post accepted → received; \(early) arrived before their post's response)
+      by 10 s posted     p50 \(windowLine("p50")); p99 \(windowLine("p99"))
       per stream         lost \(lost), duplicated \(duplicated), out of order \(reordered)\(lost > 0 ? " (most lost on stream \(worstStream.index): \(worstStream.lost))" : "")
     """)
 if let path = options.json, let data = try? JSONSerialization.data(withJSONObject: result, options: [.prettyPrinted, .sortedKeys]) {
