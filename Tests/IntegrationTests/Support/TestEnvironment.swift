@@ -244,7 +244,8 @@ final class ServiceProcess {
         process.waitUntilExit()
     }
 
-    /// A failing test has printed the log by now: the file goes (a run of the suite made 300 of them, left in /tmp).
+    /// A failing test has printed the log by now: the file goes. The services a test class keeps for all its tests
+    /// live until the run ends, and their logs stay in /tmp.
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         try? FileManager.default.removeItem(at: logURL)
