@@ -245,7 +245,7 @@ final class ServiceProcess {
     }
 
     /// A failing test has printed the log by now: the file goes. The services a test class keeps for all its tests
-    /// live until the run ends, and their logs stay in /tmp.
+    /// live until the run ends; `deploy/local/stack test` removes their logs with its temporary directory.
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         try? FileManager.default.removeItem(at: logURL)
