@@ -1,0 +1,127 @@
+"""What one consumer costs the local broker (Tansu, memory storage) as a topic fills (run by bench/broker.sh).
+
+Each case starts a Tansu broker of its own on a free port, fills it, then sends 100 messages a second for SECONDS to
+a topic read by one consumer at its end (librdkafka's defaults but `fetch.wait.max.ms` 100, the chat rooms' feed's),
+and prints the broker's CPU over that time and the messages' latency from produce to consume (the first second left
+out: a producer's first message waits for its producer id). The cases: an empty topic; an empty topic beside another
+holding FILL single-message batches; the read topic itself holding FILL single-message batches, on 3 and on 12
+partitions; holding FILL messages in batches of 1,000; and the third case with a consumer that asks the broker to
+hold a fetch until it has 2,000 bytes, at most 20 ms.
+"""
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+TANSU = os.environ["TANSU_BIN"]
+FILL = int(os.environ.get("FILL", "20000"))
+SECONDS = int(os.environ.get("SECONDS", "6"))
+RATE = 100
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def fill(brokers, topic, n, batch):
+    p = Producer({"bootstrap.servers": brokers, "enable.idempotence": True, "acks": "all",
+                  "linger.ms": 0 if batch == 1 else 50, "batch.num.messages": batch})
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, key=uuid.uuid4().hex, value=b"x" * 400)
+                break
+            except BufferError:
+                p.poll(0.01)
+        p.poll(0)
+    p.flush(120)
+
+
+def measure(brokers, pid, consumer):
+    c = Consumer({"bootstrap.servers": brokers, "group.id": uuid.uuid4().hex, "fetch.wait.max.ms": 100,
+                  "enable.auto.commit": False, **consumer})
+    partitions = c.list_topics("read", timeout=10).topics["read"].partitions
+    c.assign([TopicPartition("read", q, c.get_watermark_offsets(TopicPartition("read", q), timeout=10)[1])
+              for q in partitions])
+    for _ in range(20):
+        c.poll(0.1)
+    total, latencies = RATE * (SECONDS + 1), []
+
+    def read():
+        deadline = time.time() + SECONDS + 20
+        while len(latencies) < total and time.time() < deadline:
+            m = c.poll(0.1)
+            # Tansu's end offset is short by a batch: the consumer may start in the fill's last one.
+            if m is not None and not m.error() and not m.value().startswith(b"x"):
+                sent, i = m.value().decode().split()
+                latencies.append((int(i), (time.time() - float(sent)) * 1000))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    p = Producer({"bootstrap.servers": brokers, "enable.idempotence": True, "acks": "all", "linger.ms": 0})
+    start = time.time()
+    for i in range(total):
+        while time.time() < start + i / RATE:
+            time.sleep(0.0005)
+        if i == RATE:
+            used, measured = cpu(pid), time.time()
+        p.produce("read", key=uuid.uuid4().hex, value=f"{time.time()!r} {i}".encode())
+        p.poll(0)
+    used, elapsed = cpu(pid) - used, time.time() - measured
+    p.flush(10)
+    reader.join()
+    c.close()
+    kept = sorted(ms for i, ms in latencies if i >= RATE)
+    if len(kept) < total - RATE:
+        return f"received {len(kept)} of {total - RATE}"
+    return f"broker {100 * used / elapsed:3.0f}% of a core   latency p50 {kept[len(kept) // 2]:5.1f}  " \
+           f"p99 {kept[int(len(kept) * 0.99)]:6.1f} ms"
+
+
+def case(label, partitions, filled=None, batch=1, consumer={}):
+    port = free_port()
+    brokers = f"127.0.0.1:{port}"
+    broker = subprocess.Popen([TANSU, "broker", "--storage-engine", "memory://tansu/",
+                               "--listener-url", f"tcp://{brokers}", "--advertised-listener-url", f"tcp://{brokers}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        admin = AdminClient({"bootstrap.servers": brokers})
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        for f in admin.create_topics([NewTopic("read", partitions, 1), NewTopic("other", 3, 1)]).values():
+            f.result()
+        if filled:
+            fill(brokers, filled, FILL, batch)
+        print(f"{label:64s} {measure(brokers, broker.pid, consumer)}", flush=True)
+    finally:
+        broker.terminate()
+        broker.wait()
+
+
+print(f"one consumer at {RATE} messages/s for {SECONDS} s, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC",
+      flush=True)
+case("empty topic, 3 partitions", 3)
+case(f"empty topic, 3 partitions; another holds {FILL:,} batches", 3, "other")
+case(f"topic holding {FILL:,} single-message batches, 3 partitions", 3, "read")
+case(f"topic holding {FILL:,} single-message batches, 12 partitions", 12, "read")
+case(f"topic holding {FILL:,} messages in batches of 1,000, 3 partitions", 3, "read", 1000)
+case("the third, the consumer asking for 2,000 bytes within 20 ms", 3, "read",
+     consumer={"fetch.min.bytes": 2000, "fetch.wait.max.ms": 20})
