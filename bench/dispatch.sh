@@ -84,7 +84,11 @@ done
 
 printf '%-8s %12s %12s %12s %12s %14s %14s\n' "rate/s" "offered p50" "offered p99" "created/s" "assigned/s" "dispatch CPU" "postgres CPU"
 for rate in $RATES; do
-    d0=$(cpu_of "$(pid_of dispatch)") p0=$(pg_cpu)
+    # The CPU from the drive's first progress line (after the sign-ups and the couriers' seeding) to its end.
+    rm -f "$work/cpu$rate"
+    ( until grep -q '^\[ *0s\]' "$work/r$rate.txt" 2>/dev/null; do sleep 0.05; done
+      echo "$(cpu_of "$(pid_of dispatch)") $(pg_cpu)" >"$work/cpu$rate" ) &
+    sampler=$!
     killer=""
     if [ "$INSTANCES" -gt 1 ] && [ "$rate" = "$last_rate" ]; then
         # From the drive's first progress line (after the sign-ups and the seeding).
@@ -95,6 +99,8 @@ for rate in $RATES; do
         --out "$work/r$rate" >"$work/r$rate.txt" 2>&1 || { cat "$work/r$rate.txt" >&2; echo "dispatch-load failed at $rate/s" >&2; }
     [ -z "$killer" ] || wait "$killer"
     d1=$(cpu_of "$(pid_of dispatch)") p1=$(pg_cpu)
+    kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
+    read -r d0 p0 <"$work/cpu$rate" 2>/dev/null || { d0=$d1; p0=$p1; }
     python3 - "$work/r$rate.json" "$rate" "$(( (d1 - d0) * 1000 / tick ))" "$(( (p1 - p0) * 1000 / tick ))" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -122,4 +128,4 @@ print(f"kill -9 of one of {len(r['settings']['dispatch'].split(','))} instances 
 EOF
 fi
 psql "$PG" -qc "DELETE FROM dispatch.parcels WHERE sender_id = '$SENDER'"
-echo "(CPU per parcel includes the fixes sent meanwhile: ${FIXES}/s); dispatch RSS at the end $(awk '/VmRSS/ {printf "%d MB", $2 / 1024}' "/proc/$(cat "$STATE/dispatch.pid")/status")"
+echo "(CPU per parcel: the drive's, the fixes sent meanwhile included (${FIXES}/s), the seeding not); dispatch RSS at the end $(awk '/VmRSS/ {printf "%d MB", $2 / 1024}' "/proc/$(cat "$STATE/dispatch.pid")/status")"
