@@ -1,6 +1,6 @@
 """What one consumer costs the local broker (Tansu, memory storage) as a topic fills (run by bench/broker.sh).
 
-Each case starts a Tansu broker of its own on a free port, fills it, then sends 100 messages a second for SECONDS to
+Each case starts a Tansu broker of its own on a free port, fills it, then sends 100 messages a second for DURATION s to
 a topic read by one consumer at its end (librdkafka's defaults but `fetch.wait.max.ms` 100, the chat rooms' feed's),
 and prints the broker's CPU over that time and the messages' latency from produce to consume (the first second left
 out: a producer's first message waits for its producer id). The cases: an empty topic; an empty topic beside another
@@ -11,7 +11,6 @@ hold a fetch until it has 2,000 bytes, at most 20 ms.
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -21,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 TANSU = os.environ["TANSU_BIN"]
 FILL = int(os.environ.get("FILL", "20000"))
-SECONDS = int(os.environ.get("SECONDS", "6"))
+DURATION = int(os.environ.get("DURATION", "6"))
 RATE = 100
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -59,10 +58,10 @@ def measure(brokers, pid, consumer):
               for q in partitions])
     for _ in range(20):
         c.poll(0.1)
-    total, latencies = RATE * (SECONDS + 1), []
+    total, latencies = RATE * (DURATION + 1), []
 
     def read():
-        deadline = time.time() + SECONDS + 20
+        deadline = time.time() + DURATION + 20
         while len(latencies) < total and time.time() < deadline:
             m = c.poll(0.1)
             # Tansu's end offset is short by a batch: the consumer may start in the fill's last one.
@@ -116,7 +115,7 @@ def case(label, partitions, filled=None, batch=1, consumer={}):
         broker.wait()
 
 
-print(f"one consumer at {RATE} messages/s for {SECONDS} s, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC",
+print(f"one consumer at {RATE} messages/s for {DURATION} s, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC",
       flush=True)
 case("empty topic, 3 partitions", 3)
 case(f"empty topic, 3 partitions; another holds {FILL:,} batches", 3, "other")

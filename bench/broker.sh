@@ -2,7 +2,7 @@
 # What one consumer costs the local broker (Tansu's memory storage) as a topic fills: the broker's CPU and the
 # latency at 100 messages a second, on an empty topic and on topics holding FILL batches (bench/broker.py says which).
 # Runs brokers of its own on free ports; the stack is not needed.
-#   bench/broker.sh               FILL=20000 SECONDS=6
+#   bench/broker.sh               FILL=20000 DURATION=6
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 "$ROOT/deploy/local/stack" install >&2
