@@ -4,7 +4,7 @@ import WireClient
 /// A JSON client on one keep-alive connection: one per thread. Given several instances (URLs separated by commas),
 /// a thread starts on the `start`th and moves to the next when its instance does not answer, as a load balancer
 /// would; the request is sent again there (bookings carry an idempotency key, so a booking the dead instance made
-/// is answered, not made twice).
+/// is answered, not made twice; an accept it committed is then a conflict, counted among the errors as resent).
 final class API {
     private let clients: [HTTPClient]
     private var current: Int
@@ -18,6 +18,8 @@ final class API {
         let status: Int
         let json: [String: Any]
         let ms: Double
+        /// Sent again to another instance after its own did not answer: the first may have done it.
+        var resent = false
         subscript(key: String) -> Any? { json[key] }
     }
 
@@ -33,7 +35,7 @@ final class API {
             body = raw
         }
         let start = DispatchTime.now().uptimeNanoseconds
-        var response: ClientResponse?
+        var response: ClientResponse?, resent = false
         for attempt in 0..<clients.count {
             do {
                 response = try clients[current].request(method, path, headers: headers, body: body)
@@ -41,19 +43,21 @@ final class API {
             } catch {
                 if attempt == clients.count - 1 { throw error }
                 current = (current + 1) % clients.count
+                resent = true
             }
         }
         guard let response else { throw RunError("no instance answered") }
         let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
         let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
-        return Reply(status: response.status, json: object, ms: ms)
+        return Reply(status: response.status, json: object, ms: ms, resent: resent)
     }
 }
 
 extension API.Reply {
-    /// "POST /v1/parcels 409 conflict", for counting errors by kind.
+    /// "POST /v1/parcels 409 conflict", for counting errors by kind; "(resent)" when the request went to another
+    /// instance after its own did not answer.
     func kind(_ method: String, _ route: String) -> String {
         let code = (json["error"] as? [String: Any])?["code"] as? String ?? "-"
-        return "\(method) \(route) \(status) \(code)"
+        return "\(method) \(route) \(status) \(code)\(resent ? " (resent)" : "")"
     }
 }
