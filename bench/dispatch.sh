@@ -84,22 +84,20 @@ done
 
 printf '%-8s %12s %12s %12s %12s %14s %14s\n' "rate/s" "offered p50" "offered p99" "created/s" "assigned/s" "dispatch CPU" "postgres CPU"
 for rate in $RATES; do
-    # The CPU from the drive's first progress line (after the sign-ups and the couriers' seeding) to its end.
+    # From the drive's first progress line (after the sign-ups and the couriers' seeding): the CPU counted from there
+    # to its end, and with more instances, in the last rate's run, the kill KILL_AT seconds later.
+    kill_after=""
+    if [ "$INSTANCES" -gt 1 ] && [ "$rate" = "$last_rate" ]; then kill_after="$KILL_AT"; fi
     rm -f "$work/cpu$rate"
     ( until grep -q '^\[ *0s\]' "$work/r$rate.txt" 2>/dev/null; do sleep 0.05; done
-      echo "$(cpu_of "$(pid_of dispatch)") $(pg_cpu)" >"$work/cpu$rate" ) &
-    sampler=$!
-    killer=""
-    if [ "$INSTANCES" -gt 1 ] && [ "$rate" = "$last_rate" ]; then
-        # From the drive's first progress line (after the sign-ups and the seeding).
-        ( until grep -q '^\[ *0s\]' "$work/r$rate.txt" 2>/dev/null; do sleep 0.1; done; sleep "$KILL_AT"; kill -9 "${extra[0]}" ) &
-        killer=$!
-    fi
+      echo "$(cpu_of "$(pid_of dispatch)") $(pg_cpu)" >"$work/cpu$rate"
+      if [ -n "$kill_after" ]; then sleep "$kill_after"; kill -9 "${extra[0]}"; fi ) &
+    started=$!
     "$STACK" load --dispatch "$urls" --couriers "$COURIERS" --fix-rate "$FIXES" --parcel-rate "$rate" --duration "$DURATION" \
         --out "$work/r$rate" >"$work/r$rate.txt" 2>&1 || { cat "$work/r$rate.txt" >&2; echo "dispatch-load failed at $rate/s" >&2; }
-    [ -z "$killer" ] || wait "$killer"
+    [ -z "$kill_after" ] || wait "$started"
     d1=$(cpu_of "$(pid_of dispatch)") p1=$(pg_cpu)
-    kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
+    kill "$started" 2>/dev/null || true; wait "$started" 2>/dev/null || true
     read -r d0 p0 <"$work/cpu$rate" 2>/dev/null || { d0=$d1; p0=$p1; }
     python3 - "$work/r$rate.json" "$rate" "$(( (d1 - d0) * 1000 / tick ))" "$(( (p1 - p0) * 1000 / tick ))" <<'EOF'
 import json, sys

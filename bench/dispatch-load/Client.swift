@@ -19,7 +19,7 @@ final class API {
         let json: [String: Any]
         let ms: Double
         /// Sent again to another instance after its own did not answer: the first may have done it.
-        var resent = false
+        let resent: Bool
         subscript(key: String) -> Any? { json[key] }
     }
 
