@@ -3,9 +3,10 @@ import Foundation
 import HTTP
 import Postgres
 
-/// `Idempotency-Key` for creating POSTs: the first response is stored in the same transaction as the change;
-/// a retry with the same key and caller gets it back and creates nothing. Same-key requests are serialised with
-/// a transaction-level advisory lock, so two concurrent retries cannot both create.
+/// `Idempotency-Key` for creating POSTs and other changes a client may send again (a parcel's steps): the first
+/// response is stored in the same transaction as the change; a retry with the same key and caller gets it back and
+/// changes nothing. Same-key requests are serialised with a transaction-level advisory lock, so two concurrent
+/// retries cannot both create.
 public struct Idempotency: Sendable {
     let pool: Pool
     let schema: String
@@ -29,7 +30,14 @@ public struct Idempotency: Sendable {
     /// `caller` scopes keys (a user id, or `anonymous`).
     public func run(_ request: Request, caller: String, replay: Replay = .verbatim,
                     _ create: (Connection) throws -> Response) throws -> Response {
-        guard let key = request.header("idempotency-key") else { return try pool.withTransaction(create) }
+        try attempt(request, caller: caller, replay: replay) { c -> Result<Response, Never> in .success(try create(c)) }.get()
+    }
+
+    /// The same for a change that may be refused after part of it must stay (a wrong PIN is counted): a refusal
+    /// commits, keeps no answer (a retry is tried afresh) and is returned for the caller to throw.
+    public func attempt<Refusal: Error>(_ request: Request, caller: String, replay: Replay = .verbatim,
+                                        _ change: (Connection) throws -> Result<Response, Refusal>) throws -> Result<Response, Refusal> {
+        guard let key = request.header("idempotency-key") else { return try pool.withTransaction(change) }
         guard (1...255).contains(key.utf8.count), key.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
             throw HTTPError.validation("Idempotency-Key must be 1 to 255 visible ASCII characters.", field: "Idempotency-Key")
         }
@@ -45,15 +53,15 @@ public struct Idempotency: Sendable {
                 }
                 var response = try replay.answer(connection, try row["body", as: ByteArray.self].bytes, try row["status"])
                 response.headers.append(("Idempotent-Replayed", "true"))
-                return response
+                return .success(response)
             }
-            let response = try create(connection)
-            if (200..<300).contains(response.status) {
+            let result = try change(connection)
+            if case .success(let response) = result, (200..<300).contains(response.status) {
                 try connection.enqueue("""
                     INSERT INTO \(schema).idempotency_keys (caller, key, request_hash, status, body) VALUES ($1, $2, $3, $4, $5)
                     """, [caller, key, hash, response.status, ByteArray(replay.keep(response))])
             }
-            return response
+            return result
         }
     }
 }

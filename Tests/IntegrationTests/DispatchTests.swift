@@ -623,4 +623,40 @@ final class DispatchRecipientTests: DispatchTestCase {
         XCTAssertEqual(try api.post("/v1/parcels/\(b)/confirm", ["photoMediaId": try photo(rita)], token: rita.token)["status"] as? String,
                        "received")
     }
+
+    /// A courier's app on a poor network sends a step again when its answer was lost: with the same
+    /// `Idempotency-Key` it gets the first answer, where without one the second accept is a conflict.
+    func testAStepSentAgainWithItsKeyIsAnsweredAsTheFirstTime() throws {
+        let sender = try person(), rita = try person()
+        let courier = try courier(lat: 44.4270, lon: 26.1030)
+        let parcel = try send(sender, to: rita)
+        let id = parcel["id"] as? String ?? "", pin = parcel["deliveryPin"] as? String ?? ""
+        XCTAssertNotNil(wait(id, as: courier, for: "offered"))
+        func step(_ action: String, _ body: [String: Any]? = nil, key: String) throws -> APIResponse {
+            try api.post("/v1/parcels/\(id)/\(action)", body, token: courier.token, headers: ["Idempotency-Key": key])
+        }
+        let accept = UUID().uuidString
+        XCTAssertEqual(try step("accept", key: accept)["status"] as? String, "assigned")
+        let again = try step("accept", key: accept)
+        XCTAssertEqual(again.status, 200, "the same accept, sent again")
+        XCTAssertEqual(again["status"] as? String, "assigned")
+        XCTAssertEqual(again.headers["idempotent-replayed"], "true")
+        assertClientError(try api.post("/v1/parcels/\(id)/accept", token: courier.token), 409, code: "conflict", "another accept")
+        assertClientError(try step("pickup", key: accept), 409, code: "conflict", "the accept's key on another step")
+        let pickup = UUID().uuidString
+        XCTAssertEqual(try step("pickup", key: pickup)["status"] as? String, "picked_up")
+        XCTAssertEqual(try step("pickup", key: pickup).status, 200)
+
+        let photo = try self.photo(courier), wrong = pin == "0000" ? "0001" : "0000", missed = UUID().uuidString
+        let refused = try step("deliver", ["photoMediaId": photo, "pin": wrong], key: missed)
+        assertClientError(refused, 400, code: "validation_failed", "a wrong PIN")
+        assertClientError(try step("deliver", ["photoMediaId": photo, "pin": wrong], key: missed), 400, "a refusal is not kept")
+        XCTAssertEqual(try count("parcels", "id = '\(id)' AND pin_failures = 2"), 1, "each wrong PIN was counted, the same key or not")
+        let deliver = UUID().uuidString
+        XCTAssertEqual(try step("deliver", ["photoMediaId": photo, "pin": pin], key: deliver)["status"] as? String, "received")
+        let handedAgain = try step("deliver", ["photoMediaId": photo, "pin": pin], key: deliver)
+        XCTAssertEqual(handedAgain.status, 200)
+        XCTAssertEqual(handedAgain["status"] as? String, "received")
+        XCTAssertEqual(try count("parcel_history", "parcel_id = '\(id)' AND to_status = 'received'"), 1, "handed over once")
+    }
 }

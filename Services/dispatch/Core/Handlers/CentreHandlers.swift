@@ -23,19 +23,21 @@ extension DispatchHandlers {
     /// `POST /v1/centres/{id}/check-ins`: staff take in the parcel whose code its sender shows.
     func checkIn(_ request: Request, _ caller: Caller, _ body: CheckInBody) throws -> Response {
         let centre = try Validate.pathID(request)
-        let (response, parcel) = try pool.withTransaction { c in
+        let checkedIn = Opened()
+        let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
             try requireStaff(c, centre, caller)
             let parcel = try centres.checkIn(c, centre: centre, code: body.code, by: caller.userId)
-            return (Response.json(try view(c, parcel, for: caller.userId)), parcel.id)
+            checkedIn.id = parcel.id
+            return .json(try view(c, parcel, for: caller.userId))
         }
-        matcher.wake(for: parcel)  // it waits for a courier now
+        if let parcel = checkedIn.id { matcher.wake(for: parcel) }  // it waits for a courier now (not when answered again)
         return response
     }
 
     /// `POST /v1/centres/{id}/collections`: staff hand a parcel to its recipient, who shows its code and the PIN.
     func collect(_ request: Request, _ caller: Caller, _ body: CollectBody) throws -> Response {
         let centre = try Validate.pathID(request)
-        let response = try pool.withTransaction { c -> Result<Response, ParcelError> in
+        let response = try idempotency.attempt(request, caller: caller.userId.lowercased) { c -> Result<Response, ParcelError> in
             try requireStaff(c, centre, caller)
             switch try centres.collect(c, centre: centre, code: body.code, pin: body.pin, by: caller.userId, cashCollected: body.cashCollectedMinor) {
             case .success(let parcel): return .success(.json(try view(c, parcel, for: caller.userId)))

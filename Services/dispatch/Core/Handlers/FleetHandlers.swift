@@ -179,7 +179,7 @@ extension DispatchHandlers {
 
     /// `POST /v1/operator/parcels/{id}/accept`: a fleet accepts an offer for the courier it was made to.
     func operatorAccept(_ request: Request, _ body: OperatorAcceptBody) throws -> Response {
-        try perform(try Validate.pathID(request), by: body.courierId, .accept)
+        try perform(request, try Validate.pathID(request), by: body.courierId, .accept)
     }
 
     /// A fix from a fleet gateway on `courier.location` (the service's own position events are skipped).

@@ -174,7 +174,7 @@ struct DispatchHandlers: Sendable {
                 p.deliveryPhotoMediaId = photo
             }
         }
-        return try pool.withTransaction { c -> Result<Response, ParcelError> in
+        return try idempotency.attempt(request, caller: caller.userId.lowercased) { c -> Result<Response, ParcelError> in
             try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
             switch try parcels.handOver(c, id, by: caller.userId, pin: pin, photo: photo, cashCollected: body.cashCollectedMinor) {
             case .success(let parcel): return .success(.json(try view(c, parcel, for: caller.userId)))
@@ -198,13 +198,14 @@ struct DispatchHandlers: Sendable {
 
     private func act(_ request: Request, _ caller: Caller, _ action: ParcelAction, cashCollected: Int? = nil,
                      _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
-        try perform(try Validate.pathID(request), by: caller.userId, action, cashCollected: cashCollected, change)
+        try perform(request, try Validate.pathID(request), by: caller.userId, action, cashCollected: cashCollected, change)
     }
 
-    /// One party's action, in a transaction; the matcher looks again when a parcel may need another courier.
-    func perform(_ id: UUID, by user: UUID, _ action: ParcelAction, cashCollected: Int? = nil,
+    /// One party's action, in a transaction (sent again with its `Idempotency-Key`, answered as the first time); the
+    /// matcher looks again when a parcel may need another courier. `by` scopes the key too.
+    func perform(_ request: Request, _ id: UUID, by user: UUID, _ action: ParcelAction, cashCollected: Int? = nil,
                  _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
-        let response = try pool.withTransaction { c -> Response in
+        let response = try idempotency.run(request, caller: user.lowercased) { c -> Response in
             let updated = try parcels.perform(c, id, by: user, action, cashCollected: cashCollected) { try change?(c, &$0) }
             return .json(try view(c, updated, for: user))
         }
