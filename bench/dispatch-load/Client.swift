@@ -3,8 +3,8 @@ import WireClient
 
 /// A JSON client on one keep-alive connection: one per thread. Given several instances (URLs separated by commas),
 /// a thread starts on the `start`th and moves to the next when its instance does not answer, as a load balancer
-/// would; the request is sent again there (bookings carry an idempotency key, so a booking the dead instance made
-/// is answered, not made twice; an accept it committed is then a conflict, counted among the errors as resent).
+/// would; the request is sent again there (bookings and a parcel's steps carry an idempotency key, so what the dead
+/// instance committed is answered, not made twice; an error on a request sent again is counted apart, as resent).
 final class API {
     private let clients: [HTTPClient]
     private var current: Int
