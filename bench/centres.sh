@@ -59,8 +59,8 @@ SQL
         pg_once "$work/lookup.sql" >>"$work/lookup-$size"
     done
     printf "%-34s %10.0f %9.2f %8s\n" "nearest 10 of $size centres" "$(col "nearest-$size" 1)" "$(col "nearest-$size" 2)" \
-        "$(ratio "$(col "nearest-$size" 1)" "$(col "lookup-$size" 1)")"
+        "$(paired "nearest-$size" "lookup-$size")"
     printf "%-34s %10.0f %9.2f %8s\n" "  the table sorted instead" "$(col "scan-$size" 1)" "$(col "scan-$size" 2)" \
-        "$(ratio "$(col "scan-$size" 1)" "$(col "lookup-$size" 1)")"
+        "$(paired "scan-$size" "lookup-$size")"
     printf "%-34s %10.0f %9.2f %8s\n" "one centre by id, of $size" "$(col "lookup-$size" 1)" "$(col "lookup-$size" 2)" "1.00"
 done

@@ -110,6 +110,6 @@ echo
 echo "curation, $(date -u +%Y-%m-%d), $(nproc) cores, $videos videos, $CONNECTIONS connections, medians of $RUNS interleaved ${DURATION}s rounds"
 printf '%-58s %10s %9s %8s\n' "target" "per second" "p99 ms" "ratio"
 printf '%-58s %10.0f %9.2f %8s\n' "GET /v1/videos/{id}/recommendations (top 10, in the topic)" "$(col recs 1)" "$(col recs 2)" \
-    "$(ratio "$(col recs 1)" "$(col fts 1)")"
+    "$(paired recs fts)"
 printf '%-58s %10.0f %9.2f %8s\n' "  PostgreSQL ts_rank over GIN, same words, same topic" "$(col fts 1)" "$(col fts 2)" "1.00"
 echo "index build ${build_s} s (service start to ready), service memory ${rss_mb} MB"

@@ -8,6 +8,9 @@ median() { sort -g | sed -n "$(( (RUNS + 1) / 2 ))p"; }
 # col FILE N: the median of column N of $work/FILE, one line a round.
 col() { awk -v c="$2" '{print $c}' "$work/$1" | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+# paired FILE REF: the median of the rounds' own ratios, column 1 of $work/FILE over $work/REF round by round (each
+# pair of runs saw the same minute of the machine; a quotient of two medians could take them from different rounds).
+paired() { awk 'NR == FNR {a[FNR] = $1; next} {print a[FNR] / $1}' "$work/$1" "$work/$2" | median | xargs printf "%.2f"; }
 # wrk_result OUTPUT -> "requests/s p99-ms", with any non-2xx responses reported on stderr.
 wrk_result() {
     grep -q "Non-2xx" <<<"$1" && { echo "non-2xx responses:" >&2; grep "Non-2xx" <<<"$1" >&2; }
@@ -81,6 +84,6 @@ pg_once() {
 # them) and of its pgbench reference ($work/REF, as pg_once prints them), under pair_header WIDTH.
 pair_header() { printf "%-${1}s %10s %9s %8s %20s\n" "target" "per second" "p99 ms" "ratio" "CPU ms/1000: svc, pg"; }
 pair_rows() {
-    printf "%-${1}s %10.0f %9.2f %8s %20s\n" "$2" "$(col "$3" 1)" "$(col "$3" 2)" "$(ratio "$(col "$3" 1)" "$(col "$5" 1)")" "$(col "$3" 3), $(col "$3" 4)"
+    printf "%-${1}s %10.0f %9.2f %8s %20s\n" "$2" "$(col "$3" 1)" "$(col "$3" 2)" "$(paired "$3" "$5")" "$(col "$3" 3), $(col "$3" 4)"
     printf "%-${1}s %10.0f %9.2f %8s %20s\n" "$4" "$(col "$5" 1)" "$(col "$5" 2)" "1.00" "-, $(col "$5" 3)"
 }

@@ -117,6 +117,6 @@ pair_rows 40 "POST /v1/stories (with outbox)" cr "  pgbench, the same SQL" cr_pg
 # Through the gateway, beside the same request direct (its ratio is to direct).
 for pair in "gateway GET newsletter:gw_nl:nl" "gateway POST /v1/stories:gw_cr:cr"; do
     IFS=: read -r label gw direct <<<"$pair"
-    printf "%-40s %10.0f %9.2f %8s %20s\n" "$label" "$(col "$gw" 1)" "$(col "$gw" 2)" "$(ratio "$(col "$gw" 1)" "$(col "$direct" 1)")" \
+    printf "%-40s %10.0f %9.2f %8s %20s\n" "$label" "$(col "$gw" 1)" "$(col "$gw" 2)" "$(paired "$gw" "$direct")" \
         "$(col "$gw" 3), $(col "$gw" 4)"
 done
