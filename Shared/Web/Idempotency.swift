@@ -30,13 +30,15 @@ public struct Idempotency: Sendable {
     /// `caller` scopes keys (a user id, or `anonymous`).
     public func run(_ request: Request, caller: String, replay: Replay = .verbatim,
                     _ create: (Connection) throws -> Response) throws -> Response {
-        try attempt(request, caller: caller, replay: replay) { c -> Result<Response, Never> in .success(try create(c)) }.get()
+        let result = try attempt(request, caller: caller, replay: replay) { c -> Result<Response, Never> in .success(try create(c)) }
+        return result.get()
     }
 
     /// The same for a change that may be refused after part of it must stay (a wrong PIN is counted): a refusal
     /// commits, keeps no answer (a retry is tried afresh) and is returned for the caller to throw.
     public func attempt<Refusal: Error>(_ request: Request, caller: String, replay: Replay = .verbatim,
-                                        _ change: (Connection) throws -> Result<Response, Refusal>) throws -> Result<Response, Refusal> {
+                                        _ change: (Connection) throws -> Result<Response, Refusal>)
+        throws -> Result<Response, Refusal> {
         guard let key = request.header("idempotency-key") else { return try pool.withTransaction(change) }
         guard (1...255).contains(key.utf8.count), key.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
             throw HTTPError.validation("Idempotency-Key must be 1 to 255 visible ASCII characters.", field: "Idempotency-Key")
