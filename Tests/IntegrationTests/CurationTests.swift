@@ -187,6 +187,9 @@ final class CurationLibraryTests: CurationTestCase {
         let seen = try api.get("/v1/videos/\(ids[0])", token: ana.token)
         XCTAssertEqual(seen["likeCount"] as? Int, 1)
         XCTAssertEqual(seen["liked"] as? Bool, true)
+        let path = try database.connect().first("SELECT path FROM curation.videos WHERE id = $1::uuid", [ids[0]])?["path", as: String.self]
+        XCTAssertEqual(seen["path"] as? [String], path?.components(separatedBy: " > "), "the path in its parts")
+        XCTAssertGreaterThan((seen["path"] as? [String])?.count ?? 0, 1)
         XCTAssertEqual(try api.get("/v1/videos/\(ids[0])")["liked"] as? Bool, false, "anonymous readers see counts")
         XCTAssertEqual(try api.post("/v1/videos/\(ids[1])/watched", ["seconds": 120, "completed": true], token: ana.token).status, 204)
         XCTAssertEqual((try api.get("/v1/users/me/history", token: ana.token)["items"] as? [[String: Any]])?.count, 1)

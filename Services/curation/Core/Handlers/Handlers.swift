@@ -86,8 +86,8 @@ struct CurationHandlers: Sendable {
         let reader = try optionalCaller(request)
         let page = try Page(request)
         return try pool.withConnection { c in
-            let video = try library.video(c, id, reader: reader)
-            if let topic = request.query["topic"], UUID(uuidString: topic) != video.topicId {
+            guard let topicId = try storage.topic(of: id, c) else { throw CurationError.notFound }
+            if let topic = request.query["topic"], UUID(uuidString: topic) != topicId {
                 throw HTTPError.validation("topic must be the video's own topic.", field: "topic")
             }
             // A scroll that depends on the catalogue alone (no viewer, or none of their history in the topic) is
@@ -104,7 +104,7 @@ struct CurationHandlers: Sendable {
                 }
                 (scroll, offset) = (values[0], o)
             } else {
-                let activity = try reader.map { try storage.activity(c, user: $0, topic: video.topicId) } ?? (watched: [], liked: [])
+                let activity = try reader.map { try storage.activity(c, user: $0, topic: topicId) } ?? (watched: [], liked: [])
                 guard let ranked = recommender.rank(id, watched: activity.watched, liked: activity.liked) else {
                     throw HTTPError.unavailable(retryAfter: 2)  // the index has not caught up with the catalogue yet
                 }

@@ -173,6 +173,11 @@ struct CurationStorage: Sendable {
             """, [topic, reader, after?.0, after?.1, limit]).map(VideoRecord.init)
     }
 
+    /// A video's topic, or nil when there is no such video.
+    func topic(of video: UUID, _ c: Connection) throws -> UUID? {
+        try c.first("SELECT topic_id FROM curation.videos WHERE id = $1", [video]).map { try $0["topic_id"] }
+    }
+
     /// A video with its like and comment counts and whether `reader` liked and watched it.
     func video(_ c: Connection, _ id: UUID, reader: UUID?) throws -> VideoRecord? {
         try c.first("""
