@@ -150,7 +150,7 @@ struct PaymentSettler: Sendable {
     /// the renewals of plans due. The number made.
     @discardableResult
     func run(only: UUID? = nil, limit: Int = 20) throws -> Int {
-        if only == nil { try pool.withTransaction { try rules.plans.openRenewals($0, storage: parcels.storage, currency: currency) } }
+        if only == nil { _ = try pool.withTransaction { try rules.plans.openRenewals($0, storage: parcels.storage, currency: currency) } }
         let leased = try pool.withTransaction { try parcels.storage.leaseDuePayments($0, only: only, limit: limit, lease: lease) }
         for payment in leased {
             guard let call = payment.due else { continue }
