@@ -576,8 +576,13 @@ final class DispatchRecipientTests: DispatchTestCase {
         XCTAssertNil(try api.get("/v1/parcels/\(id)", token: sender.token)["claimCode"], "spent")
         let other = try person()
         assertClientError(try api.post("/v1/parcel-claims", ["code": code], token: other.token), 404, code: "not_found", "claimed once")
+        // The claimer's app sending the claim again (its answer lost) gets the parcel again, and nothing happens twice.
+        let again = try api.post("/v1/parcel-claims", ["code": code], token: newcomer.token)
+        XCTAssertEqual(again.status, 200, String(decoding: again.body, as: UTF8.self))
+        XCTAssertEqual(again["id"] as? String, id)
         let event = probe.first(where: "parcel.claimed", subject: id)
         XCTAssertEqual(event?.data("recipientUserId") as? String, newcomer.id)
+        XCTAssertEqual(try count("outbox", "topic = 'parcel.claimed' AND key = '\(id)'"), 1, "one claim event")
         XCTAssertEqual(try SchemaValidator.event("parcel.claimed").validate(event?.envelope ?? [:]), [])
 
         // Codes nobody holds are limited per caller: after ten wrong ones (one above), 429.

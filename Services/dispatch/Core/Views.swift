@@ -110,7 +110,10 @@ struct ParcelView: View {
     }
 
     var recipient: RecipientView { RecipientView(parcel: parcel) }
-    var claimCode: String? { viewer == parcel.senderId ? parcel.claimCode.map(InviteCode.display) : nil }
+    /// The sender's, until someone claims it.
+    var claimCode: String? {
+        viewer == parcel.senderId && parcel.recipientUserId == nil ? parcel.claimCode.map(InviteCode.display) : nil
+    }
     /// What the sender shows at the drop-off centre and the recipient at the collection centre.
     var centreCode: String? {
         [parcel.senderId, parcel.recipientUserId].contains(viewer) && !ParcelLifecycle.isFinal(parcel.status)

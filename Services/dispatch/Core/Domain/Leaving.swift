@@ -23,8 +23,8 @@ struct Leaving: Sendable {
             WHERE sender_id = $1
             """, [user, nobody])
         try c.execute("""
-            UPDATE dispatch.parcels SET recipient_user_id = NULL, recipient_name = '', recipient_phone = NULL, recipient_email = NULL,
-                recipient_username = NULL, dropoff_address = '', dropoff_lat = round(dropoff_lat::numeric, 2),
+            UPDATE dispatch.parcels SET recipient_user_id = NULL, claim_code = NULL, recipient_name = '', recipient_phone = NULL,
+                recipient_email = NULL, recipient_username = NULL, dropoff_address = '', dropoff_lat = round(dropoff_lat::numeric, 2),
                 dropoff_lon = round(dropoff_lon::numeric, 2)
             WHERE recipient_user_id = $1
             """, [user])

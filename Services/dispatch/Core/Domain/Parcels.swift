@@ -118,12 +118,13 @@ struct Parcels: Sendable {
     }
 
     /// `user` becomes the recipient of the parcel waiting for claim code `code` (normalised); nil when none waits
-    /// for it. The code is spent.
+    /// for it. The code is spent: it answers its claimer again (an app sending the claim again after a lost answer)
+    /// and nobody else.
     func claim(_ c: Connection, code: String, by user: UUID) throws -> ParcelRecord? {
         guard var parcel = try storage.parcel(c, claimCode: code) else { return nil }
+        if let claimer = parcel.recipientUserId { return claimer == user ? parcel : nil }
         guard parcel.senderId != user else { throw ParcelError.ownParcel }
         parcel.recipientUserId = user
-        parcel.claimCode = nil
         try storage.save(c, parcel)
         try outbox.add(ParcelClaimed(parcelId: parcel.id.lowercased, senderId: parcel.senderId.lowercased,
                                      recipientUserId: user.lowercased, claimedAt: Timestamp.format(Date())),
