@@ -3,7 +3,7 @@ import WireClient
 
 /// A JSON client on one keep-alive connection: one per thread. Given several instances (URLs separated by commas),
 /// a thread starts on the `start`th and moves to the next when its instance does not answer, as a load balancer
-/// would; the request is sent again there (bookings and a parcel's steps carry an idempotency key, so what the dead
+/// would; the request is sent again there (every POST carries an idempotency key of its own, so what the dead
 /// instance committed is answered, not made twice; an error on a request sent again is counted apart, as resent).
 final class API {
     private let clients: [HTTPClient]
@@ -27,6 +27,7 @@ final class API {
               headers extra: [String: String] = [:]) throws -> Reply {
         var headers = extra
         if let token { headers["Authorization"] = "Bearer \(token)" }
+        if method == "POST" { headers["Idempotency-Key"] = UUID().uuidString }  // the same for each instance it goes to
         var body: [UInt8] = []
         if let json {
             body = Array(try JSONSerialization.data(withJSONObject: json))

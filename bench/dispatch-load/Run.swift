@@ -274,12 +274,11 @@ final class Run: @unchecked Sendable {
             let centre = !centres.isEmpty && Double.random(in: 0..<1) < o.centreShare ? centres.randomElement() : nil
             if let centre { (body["pickup"], body["dropOffCentreId"]) = (nil, centre.id) }
             do {
-                let r = try api.call("POST", "/v1/parcels", json: body, token: senders[sender].token,
-                                     headers: ["Idempotency-Key": UUID().uuidString])
+                let r = try api.call("POST", "/v1/parcels", json: body, token: senders[sender].token)
                 if r.status == 201, let id = r["id"] as? String {
                     if let centre {  // the sender brings it, the staff take it in by its code
                         let checked = try api.call("POST", "/v1/centres/\(centre.id)/check-ins", json: ["code": r["centreCode"] as? String ?? ""],
-                                                   token: centre.staff, headers: ["Idempotency-Key": UUID().uuidString])
+                                                   token: centre.staff)
                         if checked.status != 200 { stats.error(checked.kind("POST", "/v1/centres/{id}/check-ins")) }
                     }
                     stats.created(.init(id: id, sender: sender, pickup: pickup, express: express, second: stats.second), ms: r.ms)
@@ -360,8 +359,7 @@ final class Run: @unchecked Sendable {
         let api = API(o.dispatch, start: thread)
         while let (parcel, courier) = queue.pop() {
             do {
-                let r = try api.call("POST", "/v1/operator/parcels/\(parcel)/accept", json: ["courierId": courier], token: o.operatorToken,
-                                     headers: ["Idempotency-Key": UUID().uuidString])
+                let r = try api.call("POST", "/v1/operator/parcels/\(parcel)/accept", json: ["courierId": courier], token: o.operatorToken)
                 if r.status == 200 { stats.accept(parcel, by: courier, ms: r.ms) }
                 else { stats.error(r.kind("POST", "/v1/operator/parcels/{id}/accept")) }
             } catch {
@@ -389,13 +387,12 @@ final class Run: @unchecked Sendable {
                 let offers = try api.call("GET", "/v1/parcels?role=courier&status=offered&limit=100", token: me.token)
                 for item in offers["items"] as? [[String: Any]] ?? [] {
                     guard let id = item["id"] as? String else { continue }
-                    let r = try api.call("POST", "/v1/parcels/\(id)/accept", token: me.token, headers: ["Idempotency-Key": UUID().uuidString])
+                    let r = try api.call("POST", "/v1/parcels/\(id)/accept", token: me.token)
                     guard r.status == 200 else { stats.error(r.kind("POST", "/v1/parcels/{id}/accept")); continue }
                     stats.accept(id, by: me.id, ms: r.ms)
                     guard o.deliver else { continue }
                     for (action, body) in [("pickup", nil), ("deliver", ["photoMediaId": me.photo])] as [(String, [String: Any]?)] {
-                        let r = try api.call("POST", "/v1/parcels/\(id)/\(action)", json: body, token: me.token,
-                                             headers: ["Idempotency-Key": UUID().uuidString])
+                        let r = try api.call("POST", "/v1/parcels/\(id)/\(action)", json: body, token: me.token)
                         guard r.status == 200 else { stats.error(r.kind("POST", "/v1/parcels/{id}/\(action)")); break }
                     }
                 }
