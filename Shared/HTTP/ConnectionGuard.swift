@@ -38,9 +38,11 @@ public struct ConnectionLimits: Sendable {
     }
 }
 
-/// Why a connection or a stream was turned away.
+/// Why a connection, a request or a stream was turned away: too many connections in all or from one client, a head
+/// not complete in time, too many streams, bodies in flight filling their memory, every handler busy with a full queue.
 public enum ConnectionRefusal: String, Sendable {
     case totalConnections = "total_connections", perClient = "per_client", headTimeout = "head_timeout", streams
+    case bodyMemory = "body_memory", handlersBusy = "handlers_busy"
 }
 
 /// Counts open connections, in all and by client address, for the workers as they accept: once per connection, under

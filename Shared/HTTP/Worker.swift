@@ -233,7 +233,7 @@ final class Worker: @unchecked Sendable {
                 answer(c, head, match)
             case .chunked(let head, let match, var chunked):
                 let step = c.input.withUnsafeBytes { chunked.read($0, into: &c.body, limit: match.bodyLimit) }
-                guard reserve(c, c.body.count) else { return refuse(c, head, .unavailable(retryAfter: 1)) }
+                guard reserve(c, c.body.count) else { return refuseForMemory(c, head) }
                 switch step {
                 case .more(let consumed):
                     c.input.removeFirst(consumed)
@@ -296,7 +296,7 @@ final class Worker: @unchecked Sendable {
         case .length(let length):
             // Admitted only if the server's body memory has room for all of it; it grows as it arrives (a declared
             // length reserves no memory of the process up front).
-            guard reserve(c, length) else { return refuse(c, head, .unavailable(retryAfter: 1)) }
+            guard reserve(c, length) else { return refuseForMemory(c, head) }
             c.body.reserveCapacity(min(length, 64 << 10))
             c.phase = .body(head, match, length)
         case .chunked:
@@ -318,6 +318,12 @@ final class Worker: @unchecked Sendable {
         guard c.reserved > 0 else { return }
         server.bodyMemory.release(c.reserved)
         c.reserved = 0
+    }
+
+    /// A body the server's body memory has no room for: 503, counted and logged as a refusal.
+    private func refuseForMemory(_ c: Connection, _ head: Parser.Head) {
+        server.connections.report(.bodyMemory, c.address)
+        refuse(c, head, .unavailable(retryAfter: 1))
     }
 
     /// Answers `error` and closes, reading no more of the request (what the client still sends is discarded for a
@@ -356,6 +362,7 @@ final class Worker: @unchecked Sendable {
             post(.answered(fd, serial, server.respond(request, match)))
         }
         if !queued {
+            server.connections.report(.handlersBusy, c.address)
             complete(c, server.respond(request, .refused(.unavailable(retryAfter: 1))), minor: minor, isHead: isHead)
         }
     }

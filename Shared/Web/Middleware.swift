@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTP
 import Models
@@ -76,7 +77,9 @@ public struct AccessLogMiddleware: Middleware {
 }
 
 /// Turns whatever a handler throws into the conventions' error response (`HTTPError.from`), logging the 5xx with
-/// their cause (which never reaches the client).
+/// their cause (which never reaches the client). An `HTTPError` thrown as such is an answer the code chose (a 503
+/// while starting, or from a limit), and so is a 503 from the password hasher's queue: not failures. Their request
+/// lines say so, and a flood of them must not flood the log with errors.
 public struct ErrorMiddleware: Middleware {
     let logger: Logger
 
@@ -87,7 +90,7 @@ public struct ErrorMiddleware: Middleware {
             return try next(request)
         } catch {
             let http = HTTPError.from(error)
-            if http.status >= 500 {
+            if http.status >= 500 && !(error is HTTPError) && !(error is PasswordHasher.Busy) {
                 logger.error("request failed", ["requestId": .string(request.requestId), "route": .string(request.route),
                                                 "error": .string(String(describing: error))])
             }

@@ -40,6 +40,12 @@ final class EdgeTests: ServiceTestCase {
         XCTAssertTrue(second.read(for: 3), "refused and closed")
         XCTAssertEqual(second.status, 503, second.head)
         XCTAssertTrue(second.head.contains("retry-after: 1"), second.head)
+        // A refusal by a limit, as an operator sees it: counted and warned of, not an error of the service.
+        let metrics = String(decoding: try APIClient(port: service.port).get("/metrics").body, as: UTF8.self)
+        XCTAssertTrue(metrics.contains(#"http_refused_total{reason="body_memory"}"#), metrics)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 3) { service.log.contains(#""reason":"body_memory""#) }, service.log)
+        XCTAssertFalse(service.log.split(separator: "\n").contains { $0.contains(#""level":"error""#) && $0.contains(#""route":"refused""#) },
+                       service.log)
         // The first trickles on, and is cut at the 3 s body deadline however steadily bytes come.
         let began = Date()
         var closed = false
