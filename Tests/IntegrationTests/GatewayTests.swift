@@ -97,6 +97,24 @@ final class GatewayTests: XCTestCase {
             XCTAssertEqual(r.status, 404, path)
             XCTAssertEqual(r.errorCode, "not_found", path)
         }
+        // A request nginx cannot parse gets the error contract too, with the code the services' own parser gives.
+        let long = String(repeating: "a", count: 20_000)
+        for (request, status, code) in [
+            ("GET /v1/subjects HTTP/1.1\r\nHost: x\r\nX: a\r\n folded\r\n\r\n", 400, "bad_request"),
+            ("GET /v1/subjects/%ZZ HTTP/1.1\r\nHost: x\r\n\r\n", 400, "bad_request"),
+            ("GET /v1/subjects?q=\(long) HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"),
+            ("GET /v1/subjects HTTP/1.1\r\nHost: x\r\nX-Long: \(long)\r\n\r\n", 431, "header_too_large"),
+            ("POST /v1/groups HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "not_implemented"),
+            ("GET /v1/subjects HTTP/3.0\r\nHost: x\r\n\r\n", 505, "http_version_not_supported"),
+        ] {
+            let c = try RawConnection(port: gateway.httpPort)
+            c.write(request)
+            c.read(for: 2)
+            XCTAssertEqual(c.status, status, c.head)
+            XCTAssertTrue(c.head.contains("content-type: application/json"), c.head)
+            let error = (try? JSONSerialization.jsonObject(with: Data(c.body.utf8))) as? [String: [String: String]]
+            XCTAssertEqual(error?["error"]?["code"], code, c.body)
+        }
     }
 
     func testAChatJourneyThroughTheGatewayStreamsLiveAndCarriesItsUploads() throws {
