@@ -37,7 +37,7 @@ public final class HTTPServer: @unchecked Sendable {
     private let condition = NSCondition()
     private var streams: [ObjectIdentifier: EventStream] = [:]
 
-    /// Creates a server; `report` hears of every connection the limits turn away (on the server's threads).
+    /// Creates a server; `report` hears of every connection and request the limits turn away (on the server's threads).
     /// `threads` read and write connections; `handlerThreads` run the handlers, with at most `maxQueued` requests
     /// waiting for one.
     public init(host: String = "::", port: UInt16, threads: Int, handlerThreads: Int = 16, maxQueued: Int = 1024,
