@@ -82,7 +82,7 @@ enum HostLookup {
         while let info = entry {
             var text = [CChar](repeating: 0, count: 1025)  // NI_MAXHOST
             if getnameinfo(info.pointee.ai_addr, info.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 {
-                let address = String(cString: text)
+                let address = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 if !addresses.contains(address) { addresses.append(address) }
             }
             entry = info.pointee.ai_next
