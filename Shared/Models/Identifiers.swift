@@ -52,17 +52,22 @@ extension UUID {
     /// The lower-case canonical text form, as the API and events use it (by hand: Foundation's `uuidString` goes
     /// through `snprintf`, 6% of a newsletter read).
     public var lowercased: String {
+        String(unsafeUninitializedCapacity: 36) { out in
+            writeLowercased(to: out.baseAddress!)
+            return 36
+        }
+    }
+
+    /// Writes the 36 bytes of `lowercased` at `out` (JSON writes them in place, making no string).
+    public func writeLowercased(to out: UnsafeMutablePointer<UInt8>) {
         withUnsafeBytes(of: uuid) { bytes in
-            String(unsafeUninitializedCapacity: 36) { out in
-                let hex: StaticString = "0123456789abcdef"
-                var at = 0
-                for (i, byte) in bytes.enumerated() {
-                    if i == 4 || i == 6 || i == 8 || i == 10 { out[at] = UInt8(ascii: "-"); at += 1 }
-                    out[at] = hex.utf8Start[Int(byte >> 4)]
-                    out[at + 1] = hex.utf8Start[Int(byte & 15)]
-                    at += 2
-                }
-                return at
+            let hex: StaticString = "0123456789abcdef"
+            var at = 0
+            for (i, byte) in bytes.enumerated() {
+                if i == 4 || i == 6 || i == 8 || i == 10 { out[at] = UInt8(ascii: "-"); at += 1 }
+                out[at] = hex.utf8Start[Int(byte >> 4)]
+                out[at + 1] = hex.utf8Start[Int(byte & 15)]
+                at += 2
             }
         }
     }
@@ -72,25 +77,30 @@ extension UUID {
 public enum Timestamp {
     /// Formats `date` as RFC 3339 UTC with milliseconds (by hand: `String(format:)` was a hot spot).
     public static func format(_ date: Date) -> String {
+        String(unsafeUninitializedCapacity: 24) { out in
+            write(date, to: out.baseAddress!)
+            return 24
+        }
+    }
+
+    /// Writes the 24 bytes of `format(date)` at `out` (JSON writes them in place, making no string).
+    public static func write(_ date: Date, to out: UnsafeMutablePointer<UInt8>) {
         let totalMs = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         let seconds = totalMs.floorDiv(1000)
         let ms = Int(totalMs - seconds * 1000)
         let days = Int(seconds.floorDiv(86_400))
         let secondOfDay = Int(seconds - Int64(days) * 86_400)
         let (y, m, d) = civil(fromDays: days)
-        return String(unsafeUninitializedCapacity: 24) { out in
-            var at = 0
-            func put(_ value: Int, _ width: Int, then separator: UInt8) {
-                var v = value
-                for i in stride(from: at + width - 1, through: at, by: -1) { out[i] = UInt8(48 + v % 10); v /= 10 }
-                out[at + width] = separator
-                at += width + 1
-            }
-            put(y, 4, then: 45); put(m, 2, then: 45); put(d, 2, then: 84)
-            put(secondOfDay / 3600, 2, then: 58); put(secondOfDay / 60 % 60, 2, then: 58); put(secondOfDay % 60, 2, then: 46)
-            put(ms, 3, then: 90)
-            return at
+        var at = 0
+        func put(_ value: Int, _ width: Int, then separator: UInt8) {
+            var v = value
+            for i in stride(from: at + width - 1, through: at, by: -1) { out[i] = UInt8(48 + v % 10); v /= 10 }
+            out[at + width] = separator
+            at += width + 1
         }
+        put(y, 4, then: 45); put(m, 2, then: 45); put(d, 2, then: 84)
+        put(secondOfDay / 3600, 2, then: 58); put(secondOfDay / 60 % 60, 2, then: 58); put(secondOfDay % 60, 2, then: 46)
+        put(ms, 3, then: 90)
     }
 
     /// Year, month and day of a count of days since 1970-01-01 (proleptic Gregorian; H. Hinnant's algorithm).

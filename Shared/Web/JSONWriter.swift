@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import Models
 
 /// An `Encoder` that writes JSON bytes as it goes, keys in the order the type encodes them (declaration order for
 /// synthesized conformances), instead of building a tree of boxed values and sorting every object's keys as
@@ -282,6 +283,17 @@ public struct JSONOutput {
     }
 
     @inlinable public mutating func string(_ s: String) { separate(); JSONWriterState.append(escaping: s, to: &bytes) }
+    /// A UUID in its lower-case form, and a date as RFC 3339 (`Timestamp`): written in place, as neither needs escaping.
+    public mutating func string(_ u: UUID) { quoted(36) { u.writeLowercased(to: $0) } }
+    public mutating func string(_ d: Date) { quoted(24) { Timestamp.write(d, to: $0) } }
+
+    /// A string of `count` bytes that need no escaping, as `fill` writes them between the quotes.
+    mutating func quoted(_ count: Int, _ fill: (UnsafeMutablePointer<UInt8>) -> Void) {
+        separate()
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "\""), count: count + 2))
+        bytes.withUnsafeMutableBufferPointer { fill($0.baseAddress! + start + 1) }
+    }
     @inlinable public mutating func int(_ v: Int) { separate(); bytes.append(contentsOf: String(v).utf8) }
     /// A number; a non-finite one (which JSON cannot hold) as `null`, whole numbers without `.0`.
     public mutating func double(_ v: Double) {

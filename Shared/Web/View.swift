@@ -110,13 +110,13 @@ extension Bool: ViewValue {
 /// In its canonical lower-case form.
 extension UUID: ViewValue {
     public static var shape: Schema { .uuid }
-    public func write(to json: inout JSONOutput) { json.string(lowercased) }
+    public func write(to json: inout JSONOutput) { json.string(self) }
 }
 
 /// As RFC 3339 with milliseconds, in UTC (`Timestamp.format`).
 extension Date: ViewValue {
     public static var shape: Schema { .dateTime }
-    public func write(to json: inout JSONOutput) { json.string(Timestamp.format(self)) }
+    public func write(to json: inout JSONOutput) { json.string(self) }
 }
 
 extension Array: ViewValue where Element: ViewValue {

@@ -237,3 +237,18 @@ final class JSONWriterTests: XCTestCase {
         XCTAssertThrowsError(try JSON.encode([Double.nan]), "NaN is not JSON")
     }
 }
+
+final class JSONOutputTests: XCTestCase {
+    /// UUIDs and dates go into a response in place, not through a string: they read back as their text forms.
+    func testUUIDsAndDatesWrittenInPlaceReadAsTheirText() throws {
+        let ids = (0..<50).map { _ in UUID() } + [UUID.v7()]
+        let dates = stride(from: -141_000, through: 2_900_000, by: 9_973).map { Date(timeIntervalSince1970: Double($0) * 86_400 + 3723.5) }
+        var json = JSONOutput()
+        json.array { json in
+            for id in ids { id.write(to: &json) }
+            for date in dates { date.write(to: &json) }
+        }
+        let read = try JSONSerialization.jsonObject(with: Data(json.bytes)) as? [String]
+        XCTAssertEqual(read, ids.map { $0.uuidString.lowercased() } + dates.map(Timestamp.format))
+    }
+}
