@@ -391,13 +391,16 @@ enum PostgresTime {
 /// Decoding is `@inlinable` so that it is specialized for each type where it is called: through the generic entry
 /// point, looking up the type's metadata cost a tenth of a newsletter read.
 public struct Row: Sendable {
-    @usableFromInline let names: [String: Int]
+    /// The columns' names, shared by the rows of a result. Found by a scan (from the end: of two columns of one name,
+    /// the later counts): a row has a few columns, and comparing names (most of them short enough to be held inline)
+    /// costs less than hashing one.
+    @usableFromInline let names: [String]
     @usableFromInline let values: [String?]
 
     /// The column's value, or nil for SQL NULL. Throws when the column is missing or does not decode.
     @inlinable
     public func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws -> T? {
-        guard let index = names[column] else {
+        guard let index = names.lastIndex(of: column) else {
             throw PostgresError(kind: .decoding, serverMessage: "no column \(column)")
         }
         guard let text = values[index] else { return nil }
@@ -668,8 +671,7 @@ public final class Connection: @unchecked Sendable {
         try check(result)
         let rowCount = Int(PQntuples(result))
         let columnCount = Int(PQnfields(result))
-        var names = [String: Int]()
-        for c in 0..<columnCount { names[String(cString: PQfname(result, Int32(c)))] = c }
+        let names = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
         var rows = [Row]()
         rows.reserveCapacity(rowCount)
         for r in 0..<rowCount {
