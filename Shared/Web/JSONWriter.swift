@@ -290,9 +290,11 @@ public struct JSONOutput {
     /// A string of `count` bytes that need no escaping, as `fill` writes them between the quotes.
     mutating func quoted(_ count: Int, _ fill: (UnsafeMutablePointer<UInt8>) -> Void) {
         separate()
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "\""), count: count + 2))
-        bytes.withUnsafeMutableBufferPointer { fill($0.baseAddress! + start + 1) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count + 2) { text in
+            text[0] = UInt8(ascii: "\""); text[count + 1] = UInt8(ascii: "\"")
+            fill(text.baseAddress! + 1)
+            bytes.append(contentsOf: UnsafeBufferPointer(text))
+        }
     }
     @inlinable public mutating func int(_ v: Int) { separate(); bytes.append(contentsOf: String(v).utf8) }
     /// A number; a non-finite one (which JSON cannot hold) as `null`, whole numbers without `.0`.
