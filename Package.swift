@@ -106,6 +106,6 @@ let package = Package(
                                                              "WireClient", "HTTP", "Kafka", "Postgres", "Models",
                                                              "AuthCore", "StoriesCore", "ChatCore", "DispatchCore",
                                                              "CurationCore", "NotifyCore", "Mail", "Push", "Payments"],
-                    path: "Tests/IntegrationTests", exclude: ["browser_origin.py"], swiftSettings: settings),
+                    path: "Tests/IntegrationTests", exclude: ["browser_driver.py", "browser_origin.py"], swiftSettings: settings),
     ]
 )
