@@ -1,4 +1,5 @@
 import Foundation
+import XCTest
 
 /// A plain TCP connection to a service, for requests no well-behaved client sends: malformed heads, slow or endless
 /// bodies, many idle connections.
@@ -70,6 +71,19 @@ final class RawConnection {
         let text = String(decoding: received, as: UTF8.self)
         guard let range = text.range(of: "\r\n\r\n") else { return "" }
         return String(text[range.upperBound...])
+    }
+
+    /// Sends `request` on a new connection to `port`: the answer must be `status` with the error contract's `code`
+    /// in JSON, and the connection closed after it (a server that could not parse a request cannot read on).
+    static func assertRefused(_ request: String, port: Int, status: Int, code: String,
+                              file: StaticString = #filePath, line: UInt = #line) throws {
+        let c = try RawConnection(port: port)
+        c.write(request)
+        XCTAssertTrue(c.read(for: 2), "closed after the answer: \(request.prefix(40))", file: file, line: line)
+        XCTAssertEqual(c.status, status, c.head, file: file, line: line)
+        XCTAssertTrue(c.head.contains("content-type: application/json"), c.head, file: file, line: line)
+        let error = (try? JSONSerialization.jsonObject(with: Data(c.body.utf8))) as? [String: [String: String]]
+        XCTAssertEqual(error?["error"]?["code"], code, c.body, file: file, line: line)
     }
 
     /// The first response's head, lowercased.
