@@ -20,6 +20,8 @@ public struct Request: Sendable {
     public var route: String = ""
     /// The query parameters the matched route declares, for the check of their values.
     public var declaredQuery: [QueryParameter] = []
+    /// Whether the matched route documents `Idempotency-Key` (`Router.idempotent`).
+    public var idempotentRoute = false
     /// The request id (from `X-Request-Id`, or generated).
     public var requestId: String = ""
 

@@ -33,6 +33,8 @@ public struct Route: Sendable {
     public internal(set) var alternatives: [(status: Int, contentType: String, schema: String?)] = []
     /// Refusals of its own beyond the ones its shape implies (a limit on a read), for the OpenAPI document.
     public internal(set) var refusals: [(status: Int, description: String)] = []
+    /// Whether a retry with the same `Idempotency-Key` is answered as the first time (`Router.idempotent`).
+    public internal(set) var idempotent = false
     let handler: Handler
     let segments: [Segment]
 
@@ -122,6 +124,12 @@ public struct Router: Sendable {
     /// Documents a refusal of the route added for `method` and `pattern` that its shape does not imply.
     public mutating func alsoRefuses(_ method: String, _ pattern: String, _ status: Int, _ description: String) {
         routes[index(method, pattern)].refusals.append((status, description))
+    }
+
+    /// Documents that the routes added for `method` and `patterns` answer a retry with the same `Idempotency-Key` as
+    /// the first time (their handlers go through `Idempotency`, which in debug builds insists on this, both ways).
+    public mutating func idempotent(_ method: String, _ patterns: [String]) {
+        for pattern in patterns { routes[index(method, pattern)].idempotent = true }
     }
 
     private func index(_ method: String, _ pattern: String) -> Int {

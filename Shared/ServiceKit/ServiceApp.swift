@@ -467,6 +467,7 @@ public final class ServiceApp: @unchecked Sendable {
             request.route = route.pattern
             request.pathParameters = params
             request.declaredQuery = route.query
+            request.idempotentRoute = route.idempotent
             handler = { try Router.invoke(route, $0) }
         case .methodNotAllowed(let allowed):
             handler = { request in

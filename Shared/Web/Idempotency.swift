@@ -39,6 +39,10 @@ public struct Idempotency: Sendable {
     public func attempt<Refusal: Error>(_ request: Request, caller: String, replay: Replay = .verbatim,
                                         _ change: (Connection) throws -> Result<Response, Refusal>)
         throws -> Result<Response, Refusal> {
+        #if DEBUG
+        precondition(request.idempotentRoute, "\(request.method) \(request.route) honours Idempotency-Key: name it in its routes' idempotent(...)")
+        IdempotencyWitness.saw()
+        #endif
         guard let key = request.header("idempotency-key") else { return try pool.withTransaction(change) }
         guard (1...255).contains(key.utf8.count), key.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
             throw HTTPError.validation("Idempotency-Key must be 1 to 255 visible ASCII characters.", field: "Idempotency-Key")
@@ -67,3 +71,14 @@ public struct Idempotency: Sendable {
         }
     }
 }
+
+#if DEBUG
+/// Debug builds (the tests'): whether the request on this thread went through `Idempotency`, for the kit's check that
+/// a route documenting `Idempotency-Key` honours it (`Router.add`); handlers run on the thread that calls them.
+enum IdempotencyWitness {
+    private static let name = "Web.IdempotencyWitness"
+    static func reset() { Thread.current.threadDictionary.removeObject(forKey: name) }
+    static func saw() { Thread.current.threadDictionary[name] = true }
+    static var seen: Bool { Thread.current.threadDictionary[name] != nil }
+}
+#endif

@@ -17,7 +17,8 @@ public enum OpenAPI {
             let query = route.query.map { q -> [String: Any] in
                 ["name": q.name, "in": "query", "required": false, "description": q.description, "schema": parse(q.schema) ?? [:]]
             }
-            if !(path + query).isEmpty { op["parameters"] = path + query }
+            let headers = route.idempotent ? [["$ref": "#/components/parameters/IdempotencyKey"]] : []
+            if !(path + query + headers).isEmpty { op["parameters"] = path + query + headers }
             op["security"] = route.security.map { [$0: [String]()] }
             // A body limit other than the JSON default (an upload's 10 MiB): the gateway's route table sizes its
             // own limit from it.
@@ -29,6 +30,7 @@ public enum OpenAPI {
             if let schema = route.response.schema.flatMap(parse) {
                 success["content"] = ["application/json": ["schema": schema]]
             }
+            if route.idempotent { success["headers"] = ["Idempotent-Replayed": ["$ref": "#/components/headers/IdempotentReplayed"]] }
             var responses: [String: Any] = [String(route.response.status): success]
             for other in route.alternatives {
                 var answer = responses[String(other.status)] as? [String: Any] ?? ["description": "Success"]
@@ -44,16 +46,29 @@ public enum OpenAPI {
             op["responses"] = responses
             paths[route.pattern, default: [:]][route.method.lowercased()] = op
         }
-        return [
-            "openapi": "3.1.0",
-            "info": ["title": "\(service) service", "version": version],
-            "paths": paths,
-            "components": [
-                "securitySchemes": securitySchemes.filter { name, _ in routes.contains { $0.security.contains(name) } },
-                "schemas": ["Error": parse(errorSchema)!],
-            ],
+        var components: [String: Any] = [
+            "securitySchemes": securitySchemes.filter { name, _ in routes.contains { $0.security.contains(name) } },
+            "schemas": ["Error": parse(errorSchema)!],
         ]
+        if routes.contains(where: \.idempotent) {
+            components["parameters"] = ["IdempotencyKey": idempotencyKey]
+            components["headers"] = ["IdempotentReplayed": idempotentReplayed]
+        }
+        return ["openapi": "3.1.0", "info": ["title": "\(service) service", "version": version], "paths": paths, "components": components]
     }
+
+    /// The header a route that `Router.idempotent` names takes, as `Idempotency` checks and keeps it, and the one its
+    /// replays carry.
+    static var idempotencyKey: [String: Any] { [
+        "name": "Idempotency-Key", "in": "header", "required": false,
+        "description": "A key of the client's choosing (a UUID, say): a retry with the same key by the same caller within 24 hours is "
+            + "answered as the first time and changes nothing; the same key with another request is 409.",
+        "schema": ["type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"],
+    ] }
+    static var idempotentReplayed: [String: Any] { [
+        "description": "`true` on the answer to a retry, which is the first answer again.",
+        "schema": ["type": "string", "enum": ["true"]],
+    ] }
 
     /// The JSON bytes of the document.
     public static func json(service: String, routes: [Route]) -> [UInt8] {

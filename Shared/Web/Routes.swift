@@ -77,8 +77,16 @@ extension Router {
             answer: (response.0, response.1?.jsonText), checkHead: checkHead) { request in
             let granted = try credentials(request)
             try Self.checkQuery(request)
+            #if DEBUG
+            IdempotencyWitness.reset()
+            #endif
             let answer = try handler(request, granted)
             response.1?.check(answer, status: response.0, route: route)
+            #if DEBUG
+            if request.idempotentRoute, request.header("idempotency-key") != nil, (200..<300).contains(answer.status) {
+                precondition(IdempotencyWitness.seen, "\(route) documents Idempotency-Key but answered without going through Idempotency")
+            }
+            #endif
             return answer
         }
     }

@@ -113,7 +113,7 @@ final class CentreTests: PaidDispatchTestCase {
         XCTAssertEqual((try api.get("/v1/centres?lat=70&lon=21&limit=50", token: sender.token)["items"] as? [[String: Any]])?.count, 50)
     }
 
-    func testOpeningHoursSayWhenAParcelCanBeBroughtAndBadCentresAreRefused() throws {
+    func testOpeningHoursSayWhenAParcelCanBeBroughtBadCentresAreRefusedAndARetriedOneIsMadeOnce() throws {
         // Open tomorrow 09:00 to 10:00 only (UTC): closed now.
         var calendar = Calendar(identifier: .iso8601)
         calendar.timeZone = TimeZone(identifier: "UTC")!
@@ -152,5 +152,16 @@ final class CentreTests: PaidDispatchTestCase {
         XCTAssertEqual(unknown.errorField, "collectionCentreId")
         assertClientError(try api.send("PUT", "/v1/operator/centres/\(UUID().uuidString)/staff/\(sender.id)", token: operatorToken), 404)
         XCTAssertEqual(try count("parcels"), 1, "nothing half-written")
+
+        // An operator's tool sending a new centre again after a timeout makes one centre.
+        let centres = try count("centres")
+        let key = ["Idempotency-Key": UUID().uuidString, "Content-Type": "application/json"]
+        let bytes = Array(try JSONSerialization.data(withJSONObject: body))  // the same bytes again, as a retry sends them
+        let made = try api.send("POST", "/v1/operator/centres", raw: bytes, token: operatorToken, headers: key)
+        let again = try api.send("POST", "/v1/operator/centres", raw: bytes, token: operatorToken, headers: key)
+        XCTAssertEqual([made.status, again.status], [201, 201], String(decoding: again.body, as: UTF8.self))
+        XCTAssertEqual(again["id"] as? String, made["id"] as? String)
+        XCTAssertEqual(again.headers["idempotent-replayed"], "true")
+        XCTAssertEqual(try count("centres"), centres + 1)
     }
 }

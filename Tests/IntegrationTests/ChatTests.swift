@@ -106,7 +106,7 @@ final class ChatFlowTests: ChatTestCase {
         XCTAssertEqual(try count("changes", "body LIKE '%Hello%'"), 0, "its text is gone from the stored changes too")
     }
 
-    func testARetryWithTheSameClientIdReturnsTheFirstMessage() throws {
+    func testARetryWithTheSameClientIdOrIdempotencyKeyReturnsTheFirstMessage() throws {
         let ann = try person()
         let room = try room(ann)
         let first = try post(room, "only once", as: ann, clientId: "c-123")
@@ -127,8 +127,15 @@ final class ChatFlowTests: ChatTestCase {
         threads.forEach { $0.start() }
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (results.get() ?? []).count == 10 })
         XCTAssertEqual(Set(results.get() ?? []).count, 1)
-        XCTAssertEqual(try count("messages", "room_id = '\(room)'"), 2)
-        XCTAssertEqual(try count("changes", "room_id = '\(room)' AND event = 'message_created'"), 2)
+        // A client without ids of its own sends an Idempotency-Key, as to every route that creates.
+        let key = ["Idempotency-Key": UUID().uuidString]
+        let keyed = try api.post("/v1/rooms/\(room)/messages", ["text": "keyed"], token: ann.token, headers: key)
+        let keyedAgain = try api.post("/v1/rooms/\(room)/messages", ["text": "keyed"], token: ann.token, headers: key)
+        XCTAssertEqual([keyed.status, keyedAgain.status], [201, 201])
+        XCTAssertEqual(keyedAgain["id"] as? String, keyed["id"] as? String)
+        XCTAssertEqual(keyedAgain.headers["idempotent-replayed"], "true")
+        XCTAssertEqual(try count("messages", "room_id = '\(room)'"), 3)
+        XCTAssertEqual(try count("changes", "room_id = '\(room)' AND event = 'message_created'"), 3)
     }
 
     func testTwentyClientsPostingAtOnceGetAGapFreeSequence() throws {

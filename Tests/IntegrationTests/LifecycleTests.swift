@@ -94,6 +94,12 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
                                      "POST /v1/payments/stripe/webhook",
                                      "GET /v1/subjects", "GET /v1/subjects/{id}/topics", "GET /v1/topics/{id}/videos", "GET /v1/videos/{id}",
                                      "GET /v1/videos/{id}/recommendations", "GET /v1/search", "GET /v1/videos/{id}/comments"]
+    // A POST that creates (201) takes an Idempotency-Key, unless sending it again is safe without one: a person's
+    // second report of a thing updates the first; registering as a courier again updates; the same push
+    // subscription again replaces it; a stream ticket is used once, so a retry takes another.
+    let retrySafe: Set<String> = ["POST /v1/users/{id}/reports", "POST /v1/stories/{id}/reports", "POST /v1/messages/{id}/reports",
+                                  "POST /v1/comments/{id}/reports", "POST /v1/couriers/me", "POST /v1/push/subscriptions",
+                                  "POST /v1/auth/stream-tickets"]
     let api = APIClient(port: service.port)
     let doc = try api.get("/openapi.json").json
     let paths = doc["paths"] as? [String: [String: Any]] ?? [:]
@@ -107,6 +113,16 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
                 let schema = ((response["content"] as? [String: Any])?["application/json"] as? [String: Any])?["schema"]
                 XCTAssertNotNil(schema, "\(service.app.config.service): \(name) \(status) has no response schema", file: file, line: line)
             }
+            let takesKey = (op["parameters"] as? [[String: Any]] ?? []).map { resolve($0, in: doc) }
+                .contains { $0["in"] as? String == "header" && $0["name"] as? String == "Idempotency-Key" }
+            if method == "post" && responses["201"] != nil && !retrySafe.contains(name) {
+                XCTAssertTrue(takesKey, "\(service.app.config.service): \(name) creates and documents no Idempotency-Key", file: file, line: line)
+            }
+            if takesKey {
+                let replays = responses.filter { $0.key.hasPrefix("2") }.compactMap { ($0.value["headers"] as? [String: [String: Any]])?["Idempotent-Replayed"] }
+                XCTAssertNotNil(replays.first.map { resolve($0, in: doc)["schema"] } ?? nil,
+                                "\(service.app.config.service): \(name) documents its replays", file: file, line: line)
+            }
             if ["POST", "PUT", "PATCH"].contains(method.uppercased()) && !noBody.contains(name) {
                 XCTAssertNotNil(op["requestBody"], "\(service.app.config.service): \(name) has no body schema", file: file, line: line)
             }
@@ -117,6 +133,12 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
             XCTAssertEqual(schemes, expected, "\(service.app.config.service): \(name)", file: file, line: line)
         }
     }
+}
+
+/// `object`, or what its `$ref` (`#/components/...`) names in `doc`.
+private func resolve(_ object: [String: Any], in doc: [String: Any]) -> [String: Any] {
+    guard let ref = object["$ref"] as? String, ref.hasPrefix("#/") else { return object }
+    return ref.dropFirst(2).split(separator: "/").reduce(doc as Any?) { ($0 as? [String: Any])?[String($1)] } as? [String: Any] ?? [:]
 }
 
 /// SIGTERM, as an orchestrator sends it: under load, and while the database is not up yet.

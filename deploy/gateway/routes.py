@@ -112,20 +112,19 @@ def methods_conf(rows):
 
 def merged(documents, rows):
     paths = {pattern: ops for pattern, _, ops in rows}
-    schemes, schemas = {}, {}
+    components = {}
     for doc in documents.values():
-        components = doc.get("components", {})
-        schemes.update(components.get("securitySchemes", {}))
-        schemas.update(components.get("schemas", {}))
+        for section, entries in doc.get("components", {}).items():
+            components.setdefault(section, {}).update(entries)
     used = {name for ops in paths.values() for op in ops.values() for s in op.get("security", []) for name in s}
+    components["securitySchemes"] = {k: v for k, v in components.get("securitySchemes", {}).items() if k in used}
     doc = {
         "openapi": "3.1.0",
         "info": {"title": "Backend", "version": "1.0.0",
                  "description": "Every public route of auth, stories, chat, dispatch and curation, at one origin."},
         "servers": [{"url": "/"}],
         "paths": {p: paths[p] for p in sorted(paths)},
-        "components": {"securitySchemes": {k: v for k, v in sorted(schemes.items()) if k in used},
-                       "schemas": dict(sorted(schemas.items()))},
+        "components": components,
     }
     return json.dumps(doc, indent=1, sort_keys=True) + "\n"
 

@@ -67,6 +67,7 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
         r.add("GET", "/v1/internal/revoked-sessions", summary: "Services: the sessions revoked within the access-token lifetime",
               response: (200, RevokedSessionList.shape), trusted: services, h.revokedSessions)
     }
+    r.idempotent("POST", ["/v1/auth/signup"])
     return r
 }
 

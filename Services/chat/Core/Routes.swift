@@ -72,5 +72,6 @@ func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTic
     r.alsoAnswers("POST", "/v1/rooms/{id}/messages", 200, schema: MessageView.shape.jsonText)
     r.query("GET", "/v1/rooms/{id}/search", QueryParameter.page + [QueryParameter("q", .text(max: 200), "Words to find")])
     r.query("GET", "/v1/rooms/{id}/events", [QueryParameter("lastEventId", .integer(0...Int.max), "Resume after this change (as the Last-Event-ID header)")])
+    r.idempotent("POST", ["/v1/rooms", "/v1/rooms/{id}/messages", "/v1/rooms/{id}/todos", "/v1/chat/media"])
     return r
 }

@@ -66,5 +66,6 @@ func makeRoutes(_ h: CurationHandlers, _ auth: any Authenticator, moderators: Sh
     r.query("GET", "/v1/videos/{id}/comments", QueryParameter.page)
     r.query("GET", "/v1/users/me/history", QueryParameter.page)
     r.query("GET", "/v1/users/me/likes", QueryParameter.page)
+    r.idempotent("POST", ["/v1/videos/{id}/comments", "/v1/playlists"])
     return r
 }

@@ -44,13 +44,13 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
     r.add("GET", "/v1/wallet", summary: "My wallet: the balance, top-ups still being taken, and the latest entries (?limit=)",
           response: (200, WalletView.shape), auth: auth, h.walletStatement)
     r.query("GET", "/v1/wallet", [.limit(max: 100, default: 20)])
-    r.add("POST", "/v1/wallet/top-ups", summary: "Top up my wallet from a card, taken at once (Idempotency-Key)", body: TopUpBody.self,
+    r.add("POST", "/v1/wallet/top-ups", summary: "Top up my wallet from a card, taken at once", body: TopUpBody.self,
           response: (201, TopUpView.shape), auth: auth, h.topUp)
     r.add("GET", "/v1/wallet/top-ups/{id}", summary: "One of my top-ups: pending, captured or declined",
           response: (200, TopUpView.shape), auth: auth, h.getTopUp)
     r.add("GET", "/v1/plans", summary: "The plans one may subscribe to, with their monthly price and benefits",
           response: (200, ItemList<PlanView>.shape), auth: auth, h.listPlans)
-    r.add("POST", "/v1/plans/subscription", summary: "Subscribe to a plan, its months taken from a card (Idempotency-Key)",
+    r.add("POST", "/v1/plans/subscription", summary: "Subscribe to a plan, its months taken from a card",
           body: SubscribeBody.self, response: (201, SubscriptionView.shape), auth: auth, h.subscribe)
     r.add("GET", "/v1/plans/subscription", summary: "My subscription, if I have one", response: (200, SubscriptionView.shape),
           auth: auth, h.getSubscription)
@@ -112,10 +112,14 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
                 [QueryParameter("day", .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "The day, UTC (default today)")])
         r.add("POST", "/v1/operator/parcels/{id}/accept", summary: "Operator: accept an offer for the courier it was made to",
               body: OperatorAcceptBody.self, response: (200, ParcelView.shape), trusted: fleet, h.operatorAccept)
+        r.idempotent("POST", ["/v1/operator/centres", "/v1/operator/parcels/{id}/accept"])
     }
     r.query("GET", "/v1/parcels", QueryParameter.page + [
         QueryParameter("role", .oneOf(["sender", "recipient", "courier"]), "Parcels I send, receive or carry", default: "sender"),
         QueryParameter("status", Shapes.status, "Only parcels in this status")])
+    r.idempotent("POST", ["/v1/parcels", "/v1/dispatch/media", "/v1/wallet/top-ups", "/v1/plans/subscription",
+                          "/v1/centres/{id}/check-ins", "/v1/centres/{id}/collections"]
+                 + ["accept", "decline", "pickup", "deliver", "fail", "confirm", "cancel"].map { "/v1/parcels/{id}/\($0)" })
     return r
 }
 

@@ -79,5 +79,6 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator, moderators: Sha
     r.query("GET", "/v1/users/me/hidden-authors", QueryParameter.page)
     r.alsoAnswers("GET", "/v1/groups/{id}/newsletter", 200, contentType: "text/html; charset=utf-8")
     r.alsoAnswers("GET", "/v1/groups/{id}/newsletters/{newsletterId}", 200, contentType: "text/html; charset=utf-8")
+    r.idempotent("POST", ["/v1/groups", "/v1/journals", "/v1/media", "/v1/stories", "/v1/stories/{id}/comments"])
     return r
 }

@@ -108,11 +108,11 @@ struct ChatHandlers: Sendable {
     func postMessage(_ request: Request, _ caller: Caller, _ body: PostMessageBody) throws -> Response {
         let id = try Validate.pathID(request)
         do {
-            let (message, created) = try pool.withTransaction { c in
-                try messages.post(c, room: id, by: caller.userId, text: body.text, clientId: body.clientId, images: body.mediaIds ?? [],
-                                  replyTo: body.replyTo)
+            return try idempotency.run(request, caller: caller.userId.lowercased) { c in
+                let (message, created) = try messages.post(c, room: id, by: caller.userId, text: body.text, clientId: body.clientId,
+                                                           images: body.mediaIds ?? [], replyTo: body.replyTo)
+                return .json(MessageView(message, media: media), status: created ? 201 : 200)
             }
-            return .json(MessageView(message, media: media), status: created ? 201 : 200)
         } catch let replay as Messages.Replayed {
             return .json(MessageView(replay.message, media: media), status: 200)
         }

@@ -59,11 +59,13 @@ extension DispatchHandlers {
         let id = isNew ? UUID.v7() : try Validate.pathID(request)
         guard TimeZone(identifier: body.timeZone) != nil else { throw HTTPError.validation("timeZone is not a time zone.", field: "timeZone") }
         _ = try OpeningHours.validated(body.openingHours, field: "openingHours")
-        let centre = try pool.withTransaction { c -> CentreRecord in
-            if !isNew, try storage.centre(c, id) == nil { throw HTTPError.notFound("Not found.") }
-            return try storage.saveCentre(c, id: id, body)
+        guard isNew else {
+            return .json(CentreView(try pool.withTransaction { c -> CentreRecord in
+                guard try storage.centre(c, id) != nil else { throw HTTPError.notFound("Not found.") }
+                return try storage.saveCentre(c, id: id, body)
+            }))
         }
-        return .json(CentreView(centre), status: isNew ? 201 : 200)
+        return try idempotency.run(request, caller: "operator") { c in .json(CentreView(try storage.saveCentre(c, id: id, body)), status: 201) }
     }
 
     /// `PUT` / `DELETE /v1/operator/centres/{id}/staff/{userId}`: names someone staff of a centre, or no longer.
