@@ -83,7 +83,7 @@ final class MonitoringTests: XCTestCase {
         prometheus.arguments = ["--config.file=\(work.path)/prometheus.yml", "--storage.tsdb.path=\(work.path)/data",
                                 "--web.listen-address=127.0.0.1:\(port)"]
         let log = work.appendingPathComponent("prometheus.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         prometheus.standardError = try FileHandle(forWritingTo: log)
         prometheus.standardOutput = prometheus.standardError
         try prometheus.run()

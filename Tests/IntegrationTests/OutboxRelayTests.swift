@@ -125,7 +125,7 @@ final class OutboxRelayTests: XCTestCase {
         var settled: [Int] = []
         for n in 1...20 {
             let subject = UUID().uuidString
-            try pool.withTransaction { try outbox.add(Counted(n: n), subject: subject, on: $0) }
+            _ = try pool.withTransaction { try outbox.add(Counted(n: n), subject: subject, on: $0) }
             XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20, every: 0.001) {
                 probe.drain(0.005)
                 return probe.seen.contains { $0["subject"] as? String == subject }
