@@ -415,6 +415,7 @@ public final class ServiceApp: @unchecked Sendable {
             if !ready { response.headers.append(("Retry-After", "2")) }
             return response
         }
+        router.alsoAnswers("GET", "/readyz", 503, schema: readySchema)
         router.add("GET", "/metrics", summary: "Prometheus metrics", inline: true) { [metrics] _ in
             .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }

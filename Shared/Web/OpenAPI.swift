@@ -32,16 +32,21 @@ public enum OpenAPI {
             }
             if route.idempotent { success["headers"] = ["Idempotent-Replayed": ["$ref": "#/components/headers/IdempotentReplayed"]] }
             var responses: [String: Any] = [String(route.response.status): success]
+            let refusals = errors(route)
             for other in route.alternatives {
-                var answer = responses[String(other.status)] as? [String: Any] ?? ["description": "Success"]
+                let description = other.status < 300 ? "Success" : refusals.first { $0.0 == other.status }?.1 ?? "Refused"
+                var answer = responses[String(other.status)] as? [String: Any] ?? ["description": description]
                 var content = answer["content"] as? [String: Any] ?? [:]
                 content[other.contentType] = other.schema.flatMap(parse).map { ["schema": $0] } ?? [String: Any]()
                 answer["content"] = content
                 responses[String(other.status)] = answer
             }
-            for (status, description) in errors(route) {
-                responses[String(status)] = ["description": description,
-                                             "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]]]
+            for (status, description) in refusals {
+                // A refusal with a body of the route's own (readiness's 503) keeps it.
+                var answer = responses[String(status)] as? [String: Any]
+                    ?? ["description": description, "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]]]
+                if status == 429 || status == 503 { answer["headers"] = ["Retry-After": ["$ref": "#/components/headers/RetryAfter"]] }
+                responses[String(status)] = answer
             }
             op["responses"] = responses
             paths[route.pattern, default: [:]][route.method.lowercased()] = op
@@ -49,10 +54,11 @@ public enum OpenAPI {
         var components: [String: Any] = [
             "securitySchemes": securitySchemes.filter { name, _ in routes.contains { $0.security.contains(name) } },
             "schemas": ["Error": parse(errorSchema)!],
+            "headers": ["RetryAfter": retryAfter],
         ]
         if routes.contains(where: \.idempotent) {
             components["parameters"] = ["IdempotencyKey": idempotencyKey]
-            components["headers"] = ["IdempotentReplayed": idempotentReplayed]
+            components["headers"] = ["RetryAfter": retryAfter, "IdempotentReplayed": idempotentReplayed]
         }
         return ["openapi": "3.1.0", "info": ["title": "\(service) service", "version": version], "paths": paths, "components": components]
     }
@@ -64,6 +70,11 @@ public enum OpenAPI {
         "description": "A key of the client's choosing (a UUID, say): a retry with the same key by the same caller within 24 hours is "
             + "answered as the first time and changes nothing; the same key with another request is 409.",
         "schema": ["type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"],
+    ] }
+    /// What every 429 and 503 carries (`HTTPError.rateLimited`, `.unavailable`, readiness).
+    static var retryAfter: [String: Any] { [
+        "description": "Seconds to wait before trying again.", "required": true,
+        "schema": ["type": "string", "pattern": "^[0-9]+$"],
     ] }
     static var idempotentReplayed: [String: Any] { [
         "description": "`true` on the answer to a retry, which is the first answer again.",

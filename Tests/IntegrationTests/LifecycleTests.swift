@@ -113,6 +113,10 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
                 let schema = ((response["content"] as? [String: Any])?["application/json"] as? [String: Any])?["schema"]
                 XCTAssertNotNil(schema, "\(service.app.config.service): \(name) \(status) has no response schema", file: file, line: line)
             }
+            for (status, response) in responses where status == "429" || status == "503" {
+                XCTAssertNotNil((response["headers"] as? [String: Any])?["Retry-After"], "\(service.app.config.service): \(name) \(status) says when to try again",
+                                file: file, line: line)
+            }
             let takesKey = (op["parameters"] as? [[String: Any]] ?? []).map { resolve($0, in: doc) }
                 .contains { $0["in"] as? String == "header" && $0["name"] as? String == "Idempotency-Key" }
             if method == "post" && responses["201"] != nil && !retrySafe.contains(name) {
