@@ -43,7 +43,11 @@ final class WalletAndPlanTests: PaidDispatchTestCase {
         XCTAssertEqual(try stripe.intents(payment: topUpId).count, 1, "one charge")
         XCTAssertEqual(try stripe.actions(on: try stripe.intents(payment: topUpId).first?["id"] as? String ?? ""), ["authorise", "capture"])
         XCTAssertEqual(try balance(sender), amount)
-        XCTAssertEqual(try api.get("/v1/wallet/top-ups/\(topUpId)", token: sender.token)["status"] as? String, "captured")
+        let followed = try api.get("/v1/wallet/top-ups/\(topUpId)", token: sender.token)
+        XCTAssertEqual(followed["status"] as? String, "captured")
+        // When it was asked for, and when it last changed (taken after it was written), as on every resource.
+        XCTAssertEqual(followed["createdAt"] as? String, topped["createdAt"] as? String)
+        XCTAssertGreaterThan(followed["updatedAt"] as? String ?? "", followed["createdAt"] as? String ?? "~")
         assertClientError(try api.get("/v1/wallet/top-ups/\(topUpId)", token: stranger.token), 404, "someone else's top-up")
 
         let declined = try topUp(sender, 1_000, card: "pm_card_chargeDeclinedInsufficientFunds")
@@ -186,6 +190,8 @@ final class WalletAndPlanTests: PaidDispatchTestCase {
         XCTAssertEqual(plus["status"] as? String, "active")
         let stopped = try api.send("DELETE", "/v1/plans/subscription", token: sender.token)
         XCTAssertEqual(stopped["renews"] as? Bool, false)
+        XCTAssertEqual(stopped["createdAt"] as? String, plus["createdAt"] as? String)
+        XCTAssertGreaterThan(stopped["updatedAt"] as? String ?? "", plus["updatedAt"] as? String ?? "~", "stopping it is a change")
         XCTAssertEqual(stopped["status"] as? String, "active", "until its period ends")
         let day = try api.get("/v1/operator/payments/reconciliation", token: operatorToken)
         let credits = (day["credits"] as? [[String: Any]])?.first

@@ -245,6 +245,7 @@ struct CentreView: View {
         .field("timeZone", \.centre.hours.zone.identifier), .field("openingHours", \.openingHours), .field("openNow", \.openNow),
         .omitted("nextOpening", \.nextOpening), .field("acceptsDropOffs", \.centre.acceptsDropOffs),
         .field("acceptsCollections", \.centre.acceptsCollections),
+        .field("createdAt", \.centre.createdAt), .field("updatedAt", \.centre.updatedAt),
     ]
 }
 

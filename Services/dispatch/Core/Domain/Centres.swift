@@ -76,6 +76,8 @@ struct CentreRecord: Sendable {
     let hours: OpeningHours
     let acceptsDropOffs: Bool
     let acceptsCollections: Bool
+    let createdAt: Date
+    let updatedAt: Date
 
     init(_ r: Row) throws {
         id = try r["id"]; name = try r["name"]; address = try r["address"]
@@ -83,6 +85,7 @@ struct CentreRecord: Sendable {
         let spans = (try? JSONDecoder().decode([OpeningHours.Span].self, from: Data((try r["opening_hours"] as String).utf8))) ?? []
         hours = OpeningHours(spans: spans, zone: TimeZone(identifier: try r["time_zone"]) ?? TimeZone(identifier: "UTC")!)
         acceptsDropOffs = try r["accepts_drop_offs"]; acceptsCollections = try r["accepts_collections"]
+        createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
     }
 }
 

@@ -35,11 +35,14 @@ struct SubscriptionRecord {
     var periodEnd: Date?
     var renews: Bool
     var renewalPaymentId: UUID?
+    let createdAt: Date
+    var updatedAt: Date
 
     init(_ r: Row) throws {
         id = try r["id"]; userId = try r["user_id"]; planId = try r["plan_id"]; status = try r["status"]
         cardPaymentMethod = try r.decode("card_payment_method"); providerCustomer = try r.decode("provider_customer"); periodEnd = try r.decode("period_end"); renews = try r["renews"]
         renewalPaymentId = try r.decode("renewal_payment_id")
+        createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
     }
 
     /// Its benefits apply now.
@@ -119,7 +122,7 @@ struct Plans: Sendable {
         guard var s = try current(c, user, lock: true), s.status == "pending" || s.running else { throw Refused.notSubscribed }
         if s.renews {
             s.renews = false
-            try save(c, s)
+            try save(c, &s)
             try record(c, s, "renewal_stopped", amountMinor: 0, currency: currency, payment: nil)
         }
         return s
@@ -140,7 +143,7 @@ struct Plans: Sendable {
                                                     method: "card", amountMinor: plan.priceMinor, currency: plan.currency,
                                                     card: s.cardPaymentMethod, status: .pending, due: .authorise, dueIn: 0)
             s.renewalPaymentId = payment.id
-            try save(c, s)
+            try save(c, &s)
         }
         return due.count
     }
@@ -153,7 +156,7 @@ struct Plans: Sendable {
         s.status = "active"
         s.periodEnd = max(s.periodEnd ?? Date(), Date()).addingTimeInterval(Self.period)
         s.renewalPaymentId = nil
-        try save(c, s)
+        try save(c, &s)
         try record(c, s, started ? "started" : "renewed", amountMinor: p.amountMinor, currency: p.currency, payment: p)
     }
 
@@ -164,7 +167,7 @@ struct Plans: Sendable {
         s.status = first ? "declined" : "lapsed"
         s.renewalPaymentId = nil
         s.renews = false
-        try save(c, s)
+        try save(c, &s)
         try record(c, s, first ? "declined" : "lapsed", amountMinor: 0, currency: p.currency, payment: p)
     }
 
@@ -173,10 +176,11 @@ struct Plans: Sendable {
         try c.execute("UPDATE dispatch.subscriptions SET provider_customer = $2, updated_at = now() WHERE id = $1", [id, customer])
     }
 
-    private func save(_ c: Connection, _ s: SubscriptionRecord) throws {
-        try c.execute("""
+    private func save(_ c: Connection, _ s: inout SubscriptionRecord) throws {
+        s.updatedAt = try c.first("""
             UPDATE dispatch.subscriptions SET status = $2, period_end = $3, renews = $4, renewal_payment_id = $5, updated_at = now() WHERE id = $1
-            """, [s.id, s.status, s.periodEnd, s.renews, s.renewalPaymentId])
+            RETURNING updated_at
+            """, [s.id, s.status, s.periodEnd, s.renews, s.renewalPaymentId])?["updated_at"] ?? s.updatedAt
     }
 
     private func record(_ c: Connection, _ s: SubscriptionRecord, _ entry: String, amountMinor: Int, currency: String,
@@ -213,5 +217,6 @@ struct SubscriptionView: View {
         .field("id", \.subscription.id), .field("planId", \.subscription.planId),
         .field("status", \.status, .oneOf(["pending", "active", "ended", "declined", "lapsed"])),
         .omitted("periodEnd", \.subscription.periodEnd), .field("renews", \.subscription.renews),
+        .field("createdAt", \.subscription.createdAt), .field("updatedAt", \.subscription.updatedAt),
     ]
 }

@@ -115,5 +115,6 @@ struct TopUpView: View {
     static let fields: [ViewField<Self>] = [
         .field("id", \.payment.id), .field("amountMinor", \.payment.amountMinor), .field("currency", \.payment.currency),
         .field("status", \.status, .oneOf(["pending", "captured", "declined"])), .omitted("declineCode", \.payment.declineCode),
+        .field("createdAt", \.payment.createdAt), .field("updatedAt", \.payment.updatedAt),
     ]
 }

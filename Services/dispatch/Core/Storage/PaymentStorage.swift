@@ -19,6 +19,8 @@ struct PaymentRecord {
     var declineCode: String?
     var due: PaymentCall?
     let attempts: Int
+    let createdAt: Date
+    let updatedAt: Date
 
     init(_ r: Row) throws {
         id = try r["id"]; purpose = PaymentPurpose(rawValue: try r["purpose"]) ?? .parcel; parcelId = try r.decode("parcel_id")
@@ -27,6 +29,7 @@ struct PaymentRecord {
         status = PaymentStatus(rawValue: try r["status"]) ?? .pending
         providerIntent = try r.decode("provider_intent"); declineCode = try r.decode("decline_code")
         due = try (r.decode("due") as String?).flatMap(PaymentCall.init(rawValue:)); attempts = try r["attempts"]
+        createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
     }
 }
 
