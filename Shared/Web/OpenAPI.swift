@@ -51,15 +51,13 @@ public enum OpenAPI {
             op["responses"] = responses
             paths[route.pattern, default: [:]][route.method.lowercased()] = op
         }
+        let idempotent = routes.contains(where: \.idempotent)
         var components: [String: Any] = [
             "securitySchemes": securitySchemes.filter { name, _ in routes.contains { $0.security.contains(name) } },
             "schemas": ["Error": parse(errorSchema)!],
-            "headers": ["RetryAfter": retryAfter],
+            "headers": idempotent ? ["RetryAfter": retryAfter, "IdempotentReplayed": idempotentReplayed] : ["RetryAfter": retryAfter],
         ]
-        if routes.contains(where: \.idempotent) {
-            components["parameters"] = ["IdempotencyKey": idempotencyKey]
-            components["headers"] = ["RetryAfter": retryAfter, "IdempotentReplayed": idempotentReplayed]
-        }
+        if idempotent { components["parameters"] = ["IdempotencyKey": idempotencyKey] }
         return ["openapi": "3.1.0", "info": ["title": "\(service) service", "version": version], "paths": paths, "components": components]
     }
 
