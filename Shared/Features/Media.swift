@@ -11,6 +11,9 @@ public struct ImageInfo: Equatable, Sendable {
     public let width: Int?
     public let height: Int?
 
+    /// The types `sniff` recognises.
+    public static let contentTypes = ["image/jpeg", "image/png", "image/webp", "image/heic"]
+
     /// Recognises JPEG, PNG, WebP and HEIC; nil for anything else.
     public static func sniff(_ b: [UInt8]) -> ImageInfo? {
         func be16(_ i: Int) -> Int { Int(b[i]) << 8 | Int(b[i + 1]) }

@@ -29,8 +29,9 @@ public struct Route: Sendable {
     public let checkHead: (@Sendable (Request) -> HTTPError?)?
     /// The query parameters it reads, for the OpenAPI document.
     public internal(set) var query: [QueryParameter] = []
-    /// Other successful answers it gives (status, content type, JSON Schema text), for the OpenAPI document.
-    public internal(set) var alternatives: [(status: Int, contentType: String, schema: String?)] = []
+    /// Other answers it gives (status, content type if it has a body, JSON Schema text, what it means), for the
+    /// OpenAPI document.
+    public internal(set) var alternatives: [(status: Int, contentType: String?, schema: String?, description: String?)] = []
     /// Refusals of its own beyond the ones its shape implies (a limit on a read), for the OpenAPI document.
     public internal(set) var refusals: [(status: Int, description: String)] = []
     /// Whether a retry with the same `Idempotency-Key` is answered as the first time (`Router.idempotent`).
@@ -114,11 +115,11 @@ public struct Router: Sendable {
         routes[index(method, pattern)].query += parameters
     }
 
-    /// Documents another successful answer of the route added for `method` and `pattern` (a replay's 200, an HTML
-    /// rendering).
-    public mutating func alsoAnswers(_ method: String, _ pattern: String, _ status: Int, contentType: String = "application/json",
-                                     schema: String? = nil) {
-        routes[index(method, pattern)].alternatives.append((status, contentType, schema))
+    /// Documents another answer of the route added for `method` and `pattern` (a replay's 200, an HTML rendering, an
+    /// image's type, a 304 without a body: `contentType` nil).
+    public mutating func alsoAnswers(_ method: String, _ pattern: String, _ status: Int, contentType: String? = "application/json",
+                                     schema: String? = nil, description: String? = nil) {
+        routes[index(method, pattern)].alternatives.append((status, contentType, schema, description))
     }
 
     /// Documents a refusal of the route added for `method` and `pattern` that its shape does not imply.

@@ -34,11 +34,13 @@ public enum OpenAPI {
             var responses: [String: Any] = [String(route.response.status): success]
             let refusals = errors(route)
             for other in route.alternatives {
-                let description = other.status < 300 ? "Success" : refusals.first { $0.0 == other.status }?.1 ?? "Refused"
+                let description = other.description ?? (other.status < 300 ? "Success" : refusals.first { $0.0 == other.status }?.1 ?? "Refused")
                 var answer = responses[String(other.status)] as? [String: Any] ?? ["description": description]
-                var content = answer["content"] as? [String: Any] ?? [:]
-                content[other.contentType] = other.schema.flatMap(parse).map { ["schema": $0] } ?? [String: Any]()
-                answer["content"] = content
+                if let type = other.contentType {
+                    var content = answer["content"] as? [String: Any] ?? [:]
+                    content[type] = other.schema.flatMap(parse).map { ["schema": $0] } ?? [String: Any]()
+                    answer["content"] = content
+                }
                 responses[String(other.status)] = answer
             }
             for (status, description) in refusals {

@@ -9,6 +9,11 @@ final class StoriesContentTests: StoriesTestCase {
 
     func testMediaTypesComeFromTheBytesAndOnlyMembersSeeThem() throws {
         let ann = try person(), ben = try person(), eve = try person()
+        // The document says which types the image route answers with, and that it answers 304 to a cached copy.
+        let served = (((try api.get("/openapi.json").json["paths"] as? [String: Any])?["/v1/media/{id}"] as? [String: Any])?["get"]
+                      as? [String: Any])?["responses"] as? [String: [String: Any]] ?? [:]
+        let documented = Set((served["200"]?["content"] as? [String: Any] ?? [:]).keys)
+        XCTAssertNotNil(served["304"])
         for (bytes, type, width, height) in [(Images.png, "image/png", 3, 2), (Images.jpeg, "image/jpeg", 640, 480),
                                              (Images.webp, "image/webp", 16, 9)] {
             let r = try upload(bytes, ann, contentType: "application/octet-stream")
@@ -16,8 +21,10 @@ final class StoriesContentTests: StoriesTestCase {
             XCTAssertEqual(r["contentType"] as? String, type)
             XCTAssertEqual(r["width"] as? Int, width, type)
             XCTAssertEqual(r["height"] as? Int, height, type)
+            XCTAssertTrue(documented.contains(type), type)
         }
         XCTAssertEqual(try upload(Images.heic, ann)["contentType"] as? String, "image/heic")
+        XCTAssertTrue(documented.contains("image/heic"))
         // Uploads that lie about their type.
         assertClientError(try upload(Array("<svg onload=alert(1)>".utf8), ann, contentType: "image/png"), 415, code: "unsupported_media_type")
         assertClientError(try upload(Array("GIF89a......".utf8), ann, contentType: "image/jpeg"), 415)
