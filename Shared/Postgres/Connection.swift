@@ -81,40 +81,57 @@ extension PostgresEncodable {
 
 /// A Swift value that can be read from a result column's text form.
 public protocol PostgresDecodable {
-    /// Parses the text form; nil when it does not fit.
-    init?(postgresText: String)
+    /// Parses the text form from its UTF-8 bytes as the result holds them (no `String` is made for a value that is not
+    /// one); nil when it does not fit.
+    init?(postgresBytes: UnsafeBufferPointer<UInt8>)
 }
 
 extension String: PostgresEncodable, PostgresDecodable {
     public var postgresText: String { self }
-    public init?(postgresText: String) { self = postgresText }
+    public init?(postgresBytes: UnsafeBufferPointer<UInt8>) { self.init(decoding: postgresBytes, as: UTF8.self) }
 }
 extension Int: PostgresEncodable, PostgresDecodable {
     public var postgresText: String { String(self) }
-    public init?(postgresText: String) { self.init(postgresText) }
+    public init?(postgresBytes: UnsafeBufferPointer<UInt8>) {
+        guard let value = Int64(postgresBytes: postgresBytes) else { return nil }
+        self.init(value)
+    }
 }
 extension Int64: PostgresEncodable, PostgresDecodable {
     public var postgresText: String { String(self) }
-    public init?(postgresText: String) { self.init(postgresText) }
+    /// Digits with an optional `-`, as PostgreSQL writes an integer; nil past the type's range.
+    public init?(postgresBytes b: UnsafeBufferPointer<UInt8>) {
+        let negative = b.first == UInt8(ascii: "-")
+        let digits = negative ? UnsafeBufferPointer(rebasing: b.dropFirst()) : b
+        guard !digits.isEmpty, digits.count <= 19 else { return nil }
+        var value: Int64 = 0
+        for c in digits {
+            guard c >= 48 && c <= 57 else { return nil }
+            let (times, o1) = value.multipliedReportingOverflow(by: 10)
+            let (next, o2) = negative ? times.subtractingReportingOverflow(Int64(c - 48)) : times.addingReportingOverflow(Int64(c - 48))
+            guard !o1 && !o2 else { return nil }
+            value = next
+        }
+        self = value
+    }
 }
 extension Double: PostgresEncodable, PostgresDecodable {
     public var postgresText: String { String(self) }
-    public init?(postgresText: String) { self.init(postgresText) }
+    public init?(postgresBytes: UnsafeBufferPointer<UInt8>) { self.init(String(decoding: postgresBytes, as: UTF8.self)) }
 }
 extension Bool: PostgresEncodable, PostgresDecodable {
     public var postgresText: String { self ? "t" : "f" }
-    public init?(postgresText: String) {
-        switch postgresText { case "t", "true": self = true; case "f", "false": self = false; default: return nil }
+    public init?(postgresBytes b: UnsafeBufferPointer<UInt8>) {
+        switch String(decoding: b, as: UTF8.self) { case "t", "true": self = true; case "f", "false": self = false; default: return nil }
     }
 }
 extension UUID: PostgresEncodable, PostgresDecodable {
     public var postgresText: String { lowercased }
     /// Parsed by hand into the 16 bytes in place: Foundation's `UUID(uuidString:)` goes through `sscanf`, and an array
     /// for the bytes cost an allocation per value (a third of reading a newsletter's story rows).
-    public init?(postgresText: String) {
-        var text = postgresText
+    public init?(postgresBytes utf8: UnsafeBufferPointer<UInt8>) {
         var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        let parsed = text.withUTF8 { utf8 -> Bool in
+        let parsed = { () -> Bool in
             guard utf8.count == 36 else { return false }
             return withUnsafeMutableBytes(of: &uuid) { out -> Bool in
                 var i = 0, n = 0
@@ -131,9 +148,15 @@ extension UUID: PostgresEncodable, PostgresDecodable {
                 }
                 return true
             }
-        }
+        }()
         guard parsed else { return nil }
         self.init(uuid: uuid)
+    }
+    /// The same from text (a UUID a request carries).
+    public init?(postgresText: String) {
+        var text = postgresText
+        guard let value = text.withUTF8({ Self(postgresBytes: $0) }) else { return nil }
+        self = value
     }
 }
 
@@ -174,8 +197,8 @@ extension Date: PostgresEncodable, PostgresDecodable {
         }
     }
     /// Reads `timestamptz` as the session sends it (the pool fixes `TimeZone=UTC` and ISO dates).
-    public init?(postgresText: String) {
-        guard let date = PostgresTime.parse(postgresText) else { return nil }
+    public init?(postgresBytes: UnsafeBufferPointer<UInt8>) {
+        guard let date = PostgresTime.parse(postgresBytes) else { return nil }
         self = date
     }
 }
@@ -330,8 +353,7 @@ public struct ByteArray: PostgresEncodable, PostgresDecodable, Equatable {
         for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
         return String(decoding: out, as: UTF8.self)
     }
-    public init?(postgresText: String) {
-        let chars = Array(postgresText.utf8)
+    public init?(postgresBytes chars: UnsafeBufferPointer<UInt8>) {
         guard chars.count >= 2, chars[0] == 92, chars[1] == 120, chars.count % 2 == 0 else { return nil }
         func nibble(_ c: UInt8) -> UInt8? {
             switch c { case 48...57: return c - 48; case 97...102: return c - 87; case 65...70: return c - 55; default: return nil }
@@ -351,36 +373,33 @@ public struct ByteArray: PostgresEncodable, PostgresDecodable, Equatable {
 /// Parses the timestamps PostgreSQL sends (ISO 8601 with `T`, optional fraction, `Z`).
 enum PostgresTime {
     /// `2026-11-30 02:00:00.123456+00` (also with `T` and `Z`), read from its bytes: the session's time zone is UTC.
-    static func parse(_ text: String) -> Date? {
-        var text = text
-        return text.withUTF8 { s -> Date? in
-            guard s.count >= 20 else { return nil }
-            func num(_ a: Int, _ n: Int) -> Int? {
-                var v = 0
-                for i in a..<(a + n) { let c = s[i]; guard c >= 48 && c <= 57 else { return nil }; v = v * 10 + Int(c - 48) }
-                return v
-            }
-            guard let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
-                  let se = num(17, 2), s[4] == 45, s[7] == 45, s[10] == 32 || s[10] == 84, s[13] == 58, s[16] == 58,
-                  (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, se < 61 else { return nil }
-            var i = 19
-            var micros = 0
-            if s[i] == 46 {
-                i += 1
-                var scale = 100_000
-                while i < s.count, s[i] >= 48 && s[i] <= 57 { micros += Int(s[i] - 48) * scale; scale /= 10; i += 1 }
-            }
-            let rest = s.count - i
-            guard (rest == 1 && s[i] == 90) || (rest == 3 && s[i] == 43 && s[i + 1] == 48 && s[i + 2] == 48) else { return nil }
-            // Days from 1970-01-01 of the civil date (Howard Hinnant's days_from_civil).
-            let yy = mo <= 2 ? y - 1 : y
-            let era = (yy >= 0 ? yy : yy - 399) / 400
-            let yoe = yy - era * 400
-            let doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1
-            let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
-            let seconds = days * 86_400 + h * 3600 + mi * 60 + se
-            return Date(timeIntervalSince1970: Double(seconds) + Double(micros) / 1_000_000)
+    static func parse(_ s: UnsafeBufferPointer<UInt8>) -> Date? {
+        guard s.count >= 20 else { return nil }
+        func num(_ a: Int, _ n: Int) -> Int? {
+            var v = 0
+            for i in a..<(a + n) { let c = s[i]; guard c >= 48 && c <= 57 else { return nil }; v = v * 10 + Int(c - 48) }
+            return v
         }
+        guard let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
+              let se = num(17, 2), s[4] == 45, s[7] == 45, s[10] == 32 || s[10] == 84, s[13] == 58, s[16] == 58,
+              (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, se < 61 else { return nil }
+        var i = 19
+        var micros = 0
+        if s[i] == 46 {
+            i += 1
+            var scale = 100_000
+            while i < s.count, s[i] >= 48 && s[i] <= 57 { micros += Int(s[i] - 48) * scale; scale /= 10; i += 1 }
+        }
+        let rest = s.count - i
+        guard (rest == 1 && s[i] == 90) || (rest == 3 && s[i] == 43 && s[i + 1] == 48 && s[i + 2] == 48) else { return nil }
+        // Days from 1970-01-01 of the civil date (Howard Hinnant's days_from_civil).
+        let yy = mo <= 2 ? y - 1 : y
+        let era = (yy >= 0 ? yy : yy - 399) / 400
+        let yoe = yy - era * 400
+        let doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1
+        let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
+        let seconds = days * 86_400 + h * 3600 + mi * 60 + se
+        return Date(timeIntervalSince1970: Double(seconds) + Double(micros) / 1_000_000)
     }
 }
 
@@ -395,7 +414,12 @@ public struct Row: Sendable {
     /// the later counts): a row has a few columns, and comparing names (most of them short enough to be held inline)
     /// costs less than hashing one.
     @usableFromInline let names: [String]
-    @usableFromInline let values: [String?]
+    /// The values' text of every row of the result, one after another, and where each value is in it (`count` -1:
+    /// NULL), row after row: shared by the rows, so that reading a result makes no allocation per row or value.
+    @usableFromInline let bytes: [UInt8]
+    @usableFromInline let spans: [(start: Int, count: Int)]
+    /// Where this row's values begin in `spans`.
+    @usableFromInline let first: Int
 
     /// The column's value, or nil for SQL NULL. Throws when the column is missing or does not decode.
     @inlinable
@@ -403,8 +427,10 @@ public struct Row: Sendable {
         guard let index = names.lastIndex(of: column) else {
             throw PostgresError(kind: .decoding, serverMessage: "no column \(column)")
         }
-        guard let text = values[index] else { return nil }
-        guard let value = T(postgresText: text) else {
+        let span = spans[first + index]
+        guard span.count >= 0 else { return nil }
+        guard let value = bytes.withUnsafeBufferPointer({ T(postgresBytes: UnsafeBufferPointer(rebasing: $0[span.start..<span.start + span.count])) })
+        else {
             throw PostgresError(kind: .decoding, serverMessage: "column \(column) is not \(T.self)")
         }
         return value
@@ -672,24 +698,24 @@ public final class Connection: @unchecked Sendable {
         let rowCount = Int(PQntuples(result))
         let columnCount = Int(PQnfields(result))
         let names = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
-        var rows = [Row]()
-        rows.reserveCapacity(rowCount)
-        for r in 0..<rowCount {
-            var values = [String?]()
-            values.reserveCapacity(columnCount)
-            for c in 0..<columnCount {
-                if PQgetisnull(result, Int32(r), Int32(c)) == 1 {
-                    values.append(nil)
-                } else {
-                    // Of the length libpq already knows, instead of measuring it again and decoding by C string.
-                    let length = Int(PQgetlength(result, Int32(r), Int32(c)))
-                    values.append(PQgetvalue(result, Int32(r), Int32(c)).withMemoryRebound(to: UInt8.self, capacity: length) {
-                        String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
-                    })
-                }
+        // Every value's bytes into one array, of the lengths libpq already knows: first where each goes, then the bytes.
+        var spans = [(start: Int, count: Int)]()
+        spans.reserveCapacity(rowCount * columnCount)
+        var total = 0
+        for r in 0..<Int32(rowCount) {
+            for c in 0..<Int32(columnCount) {
+                let length = PQgetisnull(result, r, c) == 1 ? -1 : Int(PQgetlength(result, r, c))
+                spans.append((total, length))
+                total += max(length, 0)
             }
-            rows.append(Row(names: names, values: values))
         }
+        let bytes = [UInt8](unsafeUninitializedCapacity: total) { out, count in
+            for (i, span) in spans.enumerated() where span.count > 0 {
+                memcpy(out.baseAddress! + span.start, PQgetvalue(result, Int32(i / columnCount), Int32(i % columnCount)), span.count)
+            }
+            count = total
+        }
+        let rows = (0..<rowCount).map { Row(names: names, bytes: bytes, spans: spans, first: $0 * columnCount) }
         let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
         return QueryResult(rows: rows, affectedRows: affected)
     }

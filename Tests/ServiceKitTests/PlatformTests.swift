@@ -146,15 +146,15 @@ final class PostgresTextTests: XCTestCase {
     func testTimestampsReadBackWhatWasWrittenAcrossCenturiesAndLeapDays() {
         for days in stride(from: -141_000, through: 2_900_000, by: 997) + [0, -1, 11_016, 11_017, 19_417, 20_512] {
             let date = Date(timeIntervalSince1970: Double(days) * 86_400 + 3723.123456)
-            let read = Date(postgresText: date.postgresText)
+            let read = read(date.postgresText, as: Date.self)
             XCTAssertEqual(read?.timeIntervalSince1970 ?? .nan, date.timeIntervalSince1970, accuracy: 0.000_001, date.postgresText)
         }
         XCTAssertEqual(Date(timeIntervalSince1970: 1_796_004_000.5).postgresText, "2026-11-30 02:00:00.500000+00")
         XCTAssertEqual(Date(timeIntervalSince1970: -0.25).postgresText, "1969-12-31 23:59:59.750000+00")
-        XCTAssertEqual(Date(postgresText: "2026-11-30 02:00:00+00")?.timeIntervalSince1970, 1_796_004_000)
-        XCTAssertEqual(Date(postgresText: "2026-11-30T02:00:00.5Z")?.timeIntervalSince1970, 1_796_004_000.5)
+        XCTAssertEqual(read("2026-11-30 02:00:00+00", as: Date.self)?.timeIntervalSince1970, 1_796_004_000)
+        XCTAssertEqual(read("2026-11-30T02:00:00.5Z", as: Date.self)?.timeIntervalSince1970, 1_796_004_000.5)
         for bad in ["", "infinity", "2026-11-30 02:00:00+01", "2026-13-30 02:00:00+00", "2026-11-30 02:00:00", "2026/11/30 02:00:00+00"] {
-            XCTAssertNil(Date(postgresText: bad), bad)
+            XCTAssertNil(read(bad, as: Date.self), bad)
         }
     }
 
@@ -169,6 +169,28 @@ final class PostgresTextTests: XCTestCase {
             XCTAssertNil(UUID(postgresText: bad), bad)
         }
     }
+
+    func testIntegersReadTheirWholeRangeAndNothingElse() {
+        for value in [0, 1, -1, 42, -907, Int64.max, Int64.min, Int64.max - 1, Int64.min + 1] {
+            XCTAssertEqual(read(String(value), as: Int64.self), value)
+            XCTAssertEqual(read(String(value), as: Int.self), Int(value))
+        }
+        for bad in ["", "-", "+1", "1.0", "1e3", " 1", "1 ", "9223372036854775808", "-9223372036854775809", "99999999999999999999", "0x10"] {
+            XCTAssertNil(read(bad, as: Int64.self), bad)
+        }
+        XCTAssertEqual(read("t", as: Bool.self), true)
+        XCTAssertEqual(read("f", as: Bool.self), false)
+        XCTAssertNil(read("yes", as: Bool.self))
+        XCTAssertEqual(read("-12.5", as: Double.self), -12.5)
+        XCTAssertEqual(read("\\x00ff10", as: ByteArray.self)?.bytes, [0, 255, 16])
+        XCTAssertEqual(read("Ünïcode ✓", as: String.self), "Ünïcode ✓")
+    }
+}
+
+/// A column's text as a result holds it, read as `T`.
+private func read<T: PostgresDecodable>(_ text: String, as type: T.Type) -> T? {
+    var text = text
+    return text.withUTF8 { T(postgresBytes: $0) }
 }
 
 /// The kit's JSON writer against Foundation's encoder: the same JSON for every shape the services encode.
