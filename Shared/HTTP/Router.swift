@@ -122,7 +122,8 @@ public struct Router: Sendable {
         routes[index(method, pattern)].alternatives.append((status, contentType, schema, description))
     }
 
-    /// Documents a refusal of the route added for `method` and `pattern` that its shape does not imply.
+    /// Documents a refusal of the route added for `method` and `pattern` that its shape does not imply, or says more
+    /// of one it does.
     public mutating func alsoRefuses(_ method: String, _ pattern: String, _ status: Int, _ description: String) {
         routes[index(method, pattern)].refusals.append((status, description))
     }

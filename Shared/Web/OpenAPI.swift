@@ -101,7 +101,9 @@ public enum OpenAPI {
         if route.security.contains("signedURL") { errors.append((403, "A changed or expired signed URL")) }
         if writes { errors.append((409, "Conflicts with the current state")); errors.append((429, "Too many attempts (Retry-After)")) }
         if writes { errors.append((413, "Body too large")); errors.append((415, "Not a type this route takes")) }
-        return errors + route.refusals.filter { refusal in !errors.contains { $0.0 == refusal.status } }
+        // The route's own word on a refusal (why a reset is limited) replaces the kit's.
+        let own = route.refusals.map { ($0.status, $0.description) }
+        return errors.filter { kit in !own.contains { $0.0 == kit.0 } } + own
     }
 
     static func parse(_ text: String) -> Any? {
