@@ -643,7 +643,8 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
             let removed = try pool.withTransaction { c in
                 try c.execute("SET LOCAL statement_timeout = 0")
                 return try c.execute("DELETE FROM \(schema).outbox WHERE created_at < now() - make_interval(secs => $1)", [retention])
-                    + c.execute("DELETE FROM \(schema).idempotency_keys WHERE created_at < now() - interval '24 hours'")
+                    + c.execute("DELETE FROM \(schema).idempotency_keys WHERE created_at < now() - make_interval(hours => $1)",
+                                [Idempotency.keptHours])
                     + c.execute("DELETE FROM \(schema).processed_events WHERE processed_at < now() - interval '30 days'")
                 // 30 days: at least OUTBOX_RETENTION_HOURS (at most 720), so a republished event is still recognised.
             }

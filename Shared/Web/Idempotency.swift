@@ -12,6 +12,13 @@ public struct Idempotency: Sendable {
     let schema: String
     public init(pool: Pool, schema: String) { self.pool = pool; self.schema = schema }
 
+    /// What a key may be, as `attempt` checks it and the OpenAPI document describes it: 1 to 255 visible ASCII
+    /// characters.
+    static let keyLength = 1...255
+    static let keyPattern = "^[!-~]+$"
+    /// How long a key is kept (the outbox's upkeep removes older ones): a retry within it is answered as the first time.
+    public static let keptHours = 24
+
     /// What is kept of a first response, and how a retry is answered from it: by default the response itself; a
     /// response carrying secrets (tokens) keeps a reference instead, and the retry makes a fresh answer from it.
     public struct Replay: Sendable {
@@ -44,7 +51,7 @@ public struct Idempotency: Sendable {
         IdempotencyWitness.saw()
         #endif
         guard let key = request.header("idempotency-key") else { return try pool.withTransaction(change) }
-        guard (1...255).contains(key.utf8.count), key.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+        guard Self.keyLength.contains(key.utf8.count), key.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
             throw HTTPError.validation("Idempotency-Key must be 1 to 255 visible ASCII characters.", field: "Idempotency-Key")
         }
         let hash = hexString(sha256(Array("\(request.method) \(request.path)\n".utf8) + request.body))

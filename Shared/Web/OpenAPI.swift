@@ -67,9 +67,10 @@ public enum OpenAPI {
     /// replays carry.
     static var idempotencyKey: [String: Any] { [
         "name": "Idempotency-Key", "in": "header", "required": false,
-        "description": "A key of the client's choosing (a UUID, say): a retry with the same key by the same caller within 24 hours is "
-            + "answered as the first time and changes nothing; the same key with another request is 409.",
-        "schema": ["type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"],
+        "description": "A key of the client's choosing (a UUID, say): a retry with the same key by the same caller within "
+            + "\(Idempotency.keptHours) hours is answered as the first time and changes nothing; the same key with another request is 409.",
+        "schema": ["type": "string", "minLength": Idempotency.keyLength.lowerBound, "maxLength": Idempotency.keyLength.upperBound,
+                   "pattern": Idempotency.keyPattern],
     ] }
     /// What every 429 and 503 carries (`HTTPError.rateLimited`, `.unavailable`, readiness).
     static var retryAfter: [String: Any] { [
