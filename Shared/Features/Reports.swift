@@ -79,6 +79,8 @@ public struct ReportRecord: Sendable {
     public let status: String
     public let createdAt: Date
     public let resolvedAt: Date?
+    /// A report changes once: when it is decided.
+    public var updatedAt: Date { resolvedAt ?? createdAt }
 
     public init(_ r: Row) throws {
         id = try r["id"]; kind = try r["kind"]; targetId = try r["target_id"]; authorId = try r.decode("author_id")
@@ -91,13 +93,12 @@ public struct ReportRecord: Sendable {
 public struct ReportView: View {
     public let report: ReportRecord
     public init(_ r: ReportRecord) { report = r }
-    var updatedAt: Date { report.resolvedAt ?? report.createdAt }
 
     public static let fields: [ViewField<Self>] = [
         .field("id", \.report.id), .field("kind", \.report.kind), .field("targetId", \.report.targetId),
         .field("reason", \.report.reason, .oneOf(Reports.reasons)), .nullable("note", \.report.note),
         .field("status", \.report.status, .oneOf(["open", "taken_down", "dismissed"])), .field("createdAt", \.report.createdAt),
-        .field("updatedAt", \.updatedAt),
+        .field("updatedAt", \.report.updatedAt),
     ]
 }
 
@@ -110,6 +111,7 @@ public struct QueuedReportView: View {
         .field("id", \.report.id), .field("kind", \.report.kind), .field("targetId", \.report.targetId),
         .nullable("authorId", \.report.authorId), .field("reporterId", \.report.reporterId),
         .field("reason", \.report.reason, .oneOf(Reports.reasons)), .nullable("note", \.report.note), .field("createdAt", \.report.createdAt),
+        .field("updatedAt", \.report.updatedAt),
     ]
 }
 

@@ -104,6 +104,11 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
     let doc = try api.get("/openapi.json").json
     let paths = doc["paths"] as? [String: [String: Any]] ?? [:]
     XCTAssertFalse(paths.isEmpty, file: file, line: line)
+    // The conventions: `createdAt` and `updatedAt` on every resource.
+    for properties in objectProperties(doc) where properties.keys.contains("createdAt") {
+        XCTAssertTrue(properties.keys.contains("updatedAt"),
+                      "\(service.app.config.service): a resource with createdAt and no updatedAt: \(properties.keys.sorted())", file: file, line: line)
+    }
     for (path, operations) in paths {
         for (method, value) in operations {
             let op = value as? [String: Any] ?? [:]
@@ -137,6 +142,13 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
             XCTAssertEqual(schemes, expected, "\(service.app.config.service): \(name)", file: file, line: line)
         }
     }
+}
+
+/// The `properties` of every object schema anywhere in `value`.
+private func objectProperties(_ value: Any) -> [[String: Any]] {
+    if let array = value as? [Any] { return array.flatMap(objectProperties) }
+    guard let object = value as? [String: Any] else { return [] }
+    return ((object["properties"] as? [String: Any]).map { [$0] } ?? []) + object.values.flatMap(objectProperties)
 }
 
 /// `object`, or what its `$ref` (`#/components/...`) names in `doc`.

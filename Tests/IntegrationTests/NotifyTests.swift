@@ -89,7 +89,7 @@ final class NotifyTests: XCTestCase {
         let items = list["items"] as? [[String: Any]] ?? []
         XCTAssertEqual(items.map { $0["kind"] as? String }, ["password_reset", "email_verification"], "the newest first")
         XCTAssertEqual(items.map { $0["status"] as? String }, ["sent", "sent"])
-        XCTAssertTrue(items.allSatisfy { $0["sentAt"] is String })
+        XCTAssertTrue(items.allSatisfy { $0["sentAt"] is String && $0["updatedAt"] as? String == $0["sentAt"] as? String }, "\(items)")
         let connection = try database.connect()
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
             (try? connection.first("SELECT count(*)::int AS n FROM notify.deliveries WHERE body_text IS NOT NULL OR body_html IS NOT NULL")?["n"]) == 0

@@ -59,6 +59,10 @@ final class PushTests: XCTestCase {
 
         // Two devices: a phone, and an old browser its push service has forgotten.
         for device in [phone, old] { XCTAssertEqual(try api.post("/v1/push/subscriptions", device, token: me.accessToken).status, 201) }
+        Thread.sleep(forTimeInterval: 0.01)
+        let again = try api.post("/v1/push/subscriptions", phone, token: me.accessToken)
+        XCTAssertEqual(again.status, 201, "the phone subscribes anew, as a browser does")
+        XCTAssertGreaterThan(again["updatedAt"] as? String ?? "", again["createdAt"] as? String ?? "~", "the subscription was replaced")
         XCTAssertEqual((try api.get("/v1/push/subscriptions", token: me.accessToken)["items"] as? [[String: Any]])?.count, 2)
 
         // A reminder, repeated with its id (a replay), then another: the phone hears each once.

@@ -34,14 +34,14 @@ struct PersonView: View {
     ]
 }
 
-/// A signed-in device, in the list of my sessions.
+/// A signed-in device, in the list of my sessions: a live session changes only by being used.
 struct DeviceSessionView: View {
     let session: SessionRecord
     let current: Bool
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.session.id), .nullable("device", \.session.device), .field("current", \.current),
-        .field("createdAt", \.session.createdAt), .field("lastUsedAt", \.session.lastUsedAt),
+        .field("createdAt", \.session.createdAt), .field("updatedAt", \.session.lastUsedAt), .field("lastUsedAt", \.session.lastUsedAt),
     ]
 }
 

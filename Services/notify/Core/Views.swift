@@ -13,7 +13,7 @@ struct DeliveryView: View {
         .field("channel", \.delivery.channel, .oneOf(["email", "push"])), .field("address", \.delivery.address),
         .field("subject", \.delivery.subject), .field("status", \.delivery.status, .oneOf(["pending", "sending", "sent", "failed"])),
         .field("attempts", \.delivery.attempts, .integer(0...Int.max)), .field("createdAt", \.delivery.createdAt),
-        .nullable("sentAt", \.delivery.sentAt),
+        .field("updatedAt", \.delivery.updatedAt), .nullable("sentAt", \.delivery.sentAt),
     ]
 }
 
@@ -25,6 +25,7 @@ struct SubscriptionView: View {
     static let fields: [ViewField<Self>] = [
         .field("id", \.subscription.id), .field("endpoint", \.subscription.endpoint),
         .nullable("expiresAt", \.subscription.expiresAt), .field("createdAt", \.subscription.createdAt),
+        .field("updatedAt", \.subscription.updatedAt),
     ]
 }
 

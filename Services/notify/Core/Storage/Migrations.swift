@@ -96,4 +96,8 @@ let migrations: [Migration] = [
         );
         CREATE INDEX room_members_by_user ON room_members (user_id);
         """),
+    Migration(6, "when a delivery or a push subscription last changed: null until it first does, read as its creation", """
+        ALTER TABLE deliveries ADD COLUMN updated_at timestamptz;
+        ALTER TABLE push_subscriptions ADD COLUMN updated_at timestamptz;
+        """),
 ]

@@ -20,6 +20,8 @@ struct DeliveryRecord {
     /// When what it links to stops working: not worth sending after.
     let expiresAt: Date?
     let createdAt: Date
+    /// When its status or tries last changed (its creation until then).
+    let updatedAt: Date
     let sentAt: Date?
     /// A push delivery's subscription (nil once it was removed), and how the push service is to keep it.
     let subscriptionId: UUID?
@@ -33,7 +35,7 @@ struct DeliveryRecord {
         id = try r["id"]; eventId = try r["event_id"]; userId = try r["user_id"]; channel = try r["channel"]; kind = try r["kind"]
         address = try r["address"]; subject = try r["subject"]; bodyText = try r.decode("body_text"); bodyHTML = try r.decode("body_html")
         status = try r["status"]; attempts = try r["attempts"]; lastError = try r.decode("last_error"); expiresAt = try r.decode("expires_at")
-        createdAt = try r["created_at"]
+        createdAt = try r["created_at"]; updatedAt = try r.decode("updated_at") ?? createdAt
         sentAt = try r.decode("sent_at")
         subscriptionId = try r.decode("subscription_id"); ttl = try r.decode("ttl"); urgency = try r.decode("urgency")
         topic = try r.decode("topic"); reference = try r.decode("reference")
@@ -51,10 +53,13 @@ struct SubscriptionRecord {
     let vapidKey: String
     let expiresAt: Date?
     let createdAt: Date
+    /// When it was last subscribed again (its creation until then).
+    let updatedAt: Date
 
     init(_ r: Row) throws {
         id = try r["id"]; userId = try r["user_id"]; endpoint = try r["endpoint"]; p256dh = try r["p256dh"]; auth = try r["auth"]
         vapidKey = try r["vapid_key"]; expiresAt = try r.decode("expires_at"); createdAt = try r["created_at"]
+        updatedAt = try r.decode("updated_at") ?? createdAt
     }
 }
 
@@ -142,7 +147,7 @@ struct NotifyStorage: Sendable {
     /// Sets (or, nil, removes) `user`'s quiet hours; what they held back is looked at again at once.
     func setQuietHours(_ c: Connection, of user: UUID, _ hours: (starts: Int, ends: Int, timeZone: String)?) throws {
         try c.execute("""
-            UPDATE notify.deliveries SET next_attempt_at = now()
+            UPDATE notify.deliveries SET next_attempt_at = now(), updated_at = now()
             WHERE user_id = $1 AND channel = 'push' AND status = 'pending' AND attempts = 0 AND next_attempt_at > now()
             """, [user])
         guard let hours else { try c.execute("DELETE FROM notify.quiet_hours WHERE user_id = $1", [user]); return }
@@ -154,7 +159,9 @@ struct NotifyStorage: Sendable {
 
     /// Holds a delivery until `at` (quiet hours), without counting a try.
     func postpone(_ c: Connection, _ id: UUID, until at: Date) throws {
-        try c.execute("UPDATE notify.deliveries SET status = 'pending', attempts = attempts - 1, next_attempt_at = $2 WHERE id = $1", [id, at])
+        try c.execute("""
+            UPDATE notify.deliveries SET status = 'pending', attempts = attempts - 1, next_attempt_at = $2, updated_at = now() WHERE id = $1
+            """, [id, at])
     }
 
     /// The subscriptions a push of `kind` to `users` goes to: their live ones, none for those erased here or who said
@@ -208,7 +215,8 @@ struct NotifyStorage: Sendable {
     /// in flight.
     func claimDue(_ c: Connection, channel: String, limit: Int, lease: TimeInterval) throws -> [DeliveryRecord] {
         try c.rows("""
-            UPDATE notify.deliveries SET status = 'sending', attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $2)
+            UPDATE notify.deliveries SET status = 'sending', attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $2),
+                updated_at = now()
             WHERE id IN (SELECT id FROM notify.deliveries WHERE status IN ('pending', 'sending') AND next_attempt_at <= now()
                          AND channel = $3 ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
             RETURNING *
@@ -225,7 +233,7 @@ struct NotifyStorage: Sendable {
         try SubscriptionRecord(c.first("""
             INSERT INTO notify.push_subscriptions (id, user_id, endpoint, p256dh, auth, vapid_key, expires_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7)
-            ON CONFLICT (endpoint) DO UPDATE SET user_id = $2, p256dh = $4, auth = $5, vapid_key = $6, expires_at = $7
+            ON CONFLICT (endpoint) DO UPDATE SET user_id = $2, p256dh = $4, auth = $5, vapid_key = $6, expires_at = $7, updated_at = now()
             RETURNING *
             """, [id, user, endpoint, p256dh, auth, vapidKey, expiresAt])!)
     }
@@ -243,7 +251,7 @@ struct NotifyStorage: Sendable {
     @discardableResult
     func unsubscribe(_ c: Connection, _ id: UUID, user: UUID?) throws -> Bool {
         try c.execute("""
-            UPDATE notify.deliveries SET status = 'failed', body_text = NULL, last_error = 'unsubscribed'
+            UPDATE notify.deliveries SET status = 'failed', body_text = NULL, last_error = 'unsubscribed', updated_at = now()
             WHERE subscription_id = $1 AND status IN ('pending', 'sending')
             """, [id])
         return try c.execute("DELETE FROM notify.push_subscriptions WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2::uuid)", [id, user]) == 1
@@ -265,7 +273,8 @@ struct NotifyStorage: Sendable {
     /// Sent: what it said is not kept (a verification or reset link is a secret).
     func markSent(_ c: Connection, _ id: UUID) throws {
         try c.execute("""
-            UPDATE notify.deliveries SET status = 'sent', sent_at = now(), body_text = NULL, body_html = NULL, last_error = NULL WHERE id = $1
+            UPDATE notify.deliveries SET status = 'sent', sent_at = now(), body_text = NULL, body_html = NULL, last_error = NULL, updated_at = now()
+            WHERE id = $1
             """, [id])
     }
 
@@ -273,11 +282,13 @@ struct NotifyStorage: Sendable {
     func markFailed(_ c: Connection, _ id: UUID, error: String, retryIn: TimeInterval?) throws {
         if let retryIn {
             try c.execute("""
-                UPDATE notify.deliveries SET status = 'pending', next_attempt_at = now() + make_interval(secs => $2), last_error = $3 WHERE id = $1
+                UPDATE notify.deliveries SET status = 'pending', next_attempt_at = now() + make_interval(secs => $2), last_error = $3,
+                    updated_at = now()
+                WHERE id = $1
                 """, [id, retryIn, String(error.prefix(500))])
         } else {
             try c.execute("""
-                UPDATE notify.deliveries SET status = 'failed', body_text = NULL, body_html = NULL, last_error = $2 WHERE id = $1
+                UPDATE notify.deliveries SET status = 'failed', body_text = NULL, body_html = NULL, last_error = $2, updated_at = now() WHERE id = $1
                 """, [id, String(error.prefix(500))])
         }
     }
@@ -313,8 +324,10 @@ struct NotifyStorage: Sendable {
         try Export.document(c, """
             SELECT json_build_object('deliveries', (SELECT coalesce(json_agg(json_build_object(
                 'id', id, 'kind', kind, 'channel', channel, 'address', address, 'subject', subject, 'status', status,
-                'createdAt', created_at, 'sentAt', sent_at) ORDER BY id), '[]'::json) FROM notify.deliveries WHERE user_id = $1),
-                'pushSubscriptions', (SELECT coalesce(json_agg(json_build_object('id', id, 'endpoint', endpoint, 'createdAt', created_at)
+                'createdAt', created_at, 'updatedAt', coalesce(updated_at, created_at), 'sentAt', sent_at) ORDER BY id), '[]'::json)
+                FROM notify.deliveries WHERE user_id = $1),
+                'pushSubscriptions', (SELECT coalesce(json_agg(json_build_object('id', id, 'endpoint', endpoint, 'createdAt', created_at,
+                'updatedAt', coalesce(updated_at, created_at))
                 ORDER BY created_at), '[]'::json) FROM notify.push_subscriptions WHERE user_id = $1),
                 'preferences', (SELECT coalesce(json_agg(json_build_object('kind', kind, 'channel', channel, 'enabled', enabled)
                 ORDER BY kind, channel), '[]'::json) FROM notify.preferences WHERE user_id = $1),

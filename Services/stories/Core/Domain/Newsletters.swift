@@ -22,9 +22,12 @@ struct NewsletterDocument: Decodable, Equatable, View {
         let media: [Media]
         let commentCount: Int
         let createdAt: String
+        /// As the story was when the newsletter was made; nil in one stored before this was kept, shown as `createdAt`.
+        let updatedAt: String?
         static let fields: [ViewField<Self>] = [
             .field("id", \.id, .uuid), .field("text", \.text), .omitted("backgroundColor", \.backgroundColor, colorSchema),
             .field("media", \.media), .field("commentCount", \.commentCount, .integer(0...Int.max)), .field("createdAt", \.createdAt, .dateTime),
+            .field("updatedAt", { $0.updatedAt ?? $0.createdAt }, .dateTime),
         ]
     }
     struct Media: Decodable, Equatable, View {
@@ -66,7 +69,7 @@ struct NewsletterDocument: Decodable, Equatable, View {
                 Day(date: day.date, stories: day.stories.map { s in
                     Story(id: s.id, text: s.text, backgroundColor: s.backgroundColor,
                           media: s.media.map { Media(id: $0.id, url: media.url($0.id, lifetime: lifetime)) },
-                          commentCount: s.commentCount, createdAt: s.createdAt)
+                          commentCount: s.commentCount, createdAt: s.createdAt, updatedAt: s.updatedAt)
                 })
             }
         }
@@ -192,7 +195,7 @@ struct Newsletters: Sendable {
                 grouped[day, default: []].append(NewsletterDocument.Story(
                     id: s.id.lowercased, text: s.text, backgroundColor: s.backgroundColor,
                     media: (media[s.id] ?? []).map { .init(id: $0.lowercased, url: "/v1/media/\($0.lowercased)") },
-                    commentCount: s.commentCount, createdAt: Timestamp.format(s.createdAt)))
+                    commentCount: s.commentCount, createdAt: Timestamp.format(s.createdAt), updatedAt: Timestamp.format(s.updatedAt)))
             }
             return order.map { .init(date: $0, stories: grouped[$0]!) }
         }
