@@ -191,8 +191,11 @@ public struct MediaStore: Sendable {
     public func serve(_ request: Request, _ media: MediaRecord, on c: Connection) throws -> Response {
         let etag = "\"\(media.sha256)\""
         let cache = [("ETag", etag), ("Cache-Control", "private, max-age=86400, immutable")]
-        if let match = request.header("if-none-match"),
-           match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag }) {
+        // RFC 9110 13.1.2: `*`, or a list of tags compared weakly (`W/"x"` names the same image as `"x"`).
+        if let match = request.header("if-none-match"), match.split(separator: ",").contains(where: {
+            let tag = $0.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == etag || tag == "W/" + etag
+        }) {
             return Response(status: 304, headers: cache)
         }
         guard let bytes = try c.bytes("SELECT bytes FROM \(schema).media WHERE id = $1", [media.id]) else {

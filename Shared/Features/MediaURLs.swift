@@ -105,6 +105,7 @@ extension Router {
             checkHead: Self.headCheck { if $0.query["sig"] == nil { try auth.checkHead($0) } },
             credentials: { request -> Caller? in try urls.verify(request) ? nil : try auth.authenticate(request) }, handler)
         query("GET", pattern, MediaURLs.parameters)
+        header("GET", pattern, [QueryParameter("If-None-Match", .string(), "The ETag of the copy the client holds (or `*`): 304 if it is this image's")])
         for type in ImageInfo.contentTypes { alsoAnswers("GET", pattern, 200, contentType: type) }
         alsoAnswers("GET", pattern, 304, contentType: nil, description: "Not modified: If-None-Match named the image's ETag")
     }

@@ -27,7 +27,7 @@ public struct Route: Sendable {
     /// A check of the credentials from the head alone, before the body is read (nil: accepted); it must not block.
     /// A request that fails it is answered and its connection closed without reading the body.
     public let checkHead: (@Sendable (Request) -> HTTPError?)?
-    /// The query parameters it reads, for the OpenAPI document.
+    /// The query parameters and request headers it reads, for the OpenAPI document and the check of their values.
     public internal(set) var query: [QueryParameter] = []
     /// Other answers it gives (status, content type if it has a body, JSON Schema text, what it means), for the
     /// OpenAPI document.
@@ -45,13 +45,15 @@ public struct Route: Sendable {
     }
 }
 
-/// A query parameter a route reads: its name, the JSON Schema of its value (as JSON text), what it does, and the
-/// check of a value (nil when it fits).
+/// A query parameter (or a request header) a route reads: its name, the JSON Schema of its value (as JSON text), what
+/// it does, and the check of a value (nil when it fits).
 public struct QueryParameter: Sendable {
     public let name: String
     public let schema: String
     public let description: String
     public let check: @Sendable (String) -> HTTPError?
+    /// A request header of this name (`Router.header`), not a query parameter.
+    public internal(set) var inHeader = false
     public init(_ name: String, schema: String, _ description: String, check: @escaping @Sendable (String) -> HTTPError?) {
         self.name = name; self.schema = schema; self.description = description; self.check = check
     }
@@ -113,6 +115,12 @@ public struct Router: Sendable {
     /// Documents the query parameters of the route added for `method` and `pattern` (which must exist).
     public mutating func query(_ method: String, _ pattern: String, _ parameters: [QueryParameter]) {
         routes[index(method, pattern)].query += parameters
+    }
+
+    /// Documents the request headers the route added for `method` and `pattern` reads (which must exist), checked
+    /// as its query parameters are. An empty header counts as none, as an empty `Last-Event-ID` means no event.
+    public mutating func header(_ method: String, _ pattern: String, _ parameters: [QueryParameter]) {
+        routes[index(method, pattern)].query += parameters.map { var p = $0; p.inHeader = true; return p }
     }
 
     /// Documents another answer of the route added for `method` and `pattern` (a replay's 200, an HTML rendering, an

@@ -57,5 +57,6 @@ extension Router {
             if let stream = response.stream { auth.end(stream, whenRevoked: caller) }
             return response
         }
+        alsoAnswers("GET", pattern, 200, contentType: "text/event-stream", description: "Server-Sent Events, until the client leaves")
     }
 }

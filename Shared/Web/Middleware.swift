@@ -29,7 +29,8 @@ extension Array where Element == any Middleware {
 /// Continues the request's W3C `traceparent` (the gateway's), or starts a trace, for everything the request does on
 /// this thread: its log lines and the events it causes carry it.
 public struct RequestIDMiddleware: Middleware {
-    private static let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")
+    /// The gateway keeps the same ones (`deploy/gateway/http.conf`), and the OpenAPI documents say so.
+    private static let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
     public init() {}
 

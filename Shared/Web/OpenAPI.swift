@@ -15,7 +15,7 @@ public enum OpenAPI {
                 ["name": String(p.dropFirst().dropLast()), "in": "path", "required": true, "schema": ["type": "string"]]
             }
             let query = route.query.map { q -> [String: Any] in
-                ["name": q.name, "in": "query", "required": false, "description": q.description, "schema": parse(q.schema) ?? [:]]
+                ["name": q.name, "in": q.inHeader ? "header" : "query", "required": false, "description": q.description, "schema": parse(q.schema) ?? [:]]
             }
             let headers = route.idempotent ? [["$ref": "#/components/parameters/IdempotencyKey"]] : []
             if !(path + query + headers).isEmpty { op["parameters"] = path + query + headers }
@@ -60,8 +60,14 @@ public enum OpenAPI {
             "headers": idempotent ? ["RetryAfter": retryAfter, "IdempotentReplayed": idempotentReplayed] : ["RetryAfter": retryAfter],
         ]
         if idempotent { components["parameters"] = ["IdempotencyKey": idempotencyKey] }
-        return ["openapi": "3.1.0", "info": ["title": "\(service) service", "version": version], "paths": paths, "components": components]
+        return ["openapi": "3.1.0", "info": ["title": "\(service) service", "version": version, "description": headers],
+                "paths": paths, "components": components]
     }
+
+    /// What every route takes and answers beyond its own parameters.
+    static let headers = "Every answer carries `X-Request-Id`: the request's own (1 to 128 characters of `[A-Za-z0-9._-]`), else one made "
+        + "for it; the logs name the request by it. A W3C `traceparent` header is taken (else a trace is started) and carried "
+        + "into every event the request causes."
 
     /// The header a route that `Router.idempotent` names takes, as `Idempotency` checks and keeps it, and the one its
     /// replays carry.

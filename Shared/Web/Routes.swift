@@ -111,11 +111,12 @@ extension Router {
         }
     }
 
-    /// The values of the query parameters the route declares, each against its shape (400 naming the first that does
-    /// not fit); run after the credentials, so that a caller without them learns nothing from a 400.
+    /// The values of the query parameters and headers the route declares, each against its shape (400 naming the
+    /// first that does not fit); run after the credentials, so that a caller without them learns nothing from a 400.
     static func checkQuery(_ request: Request) throws {
         for parameter in request.declaredQuery {
-            if let value = request.query[parameter.name], let error = parameter.check(value) { throw error }
+            let value = parameter.inHeader ? request.header(parameter.name).flatMap { $0.isEmpty ? nil : $0 } : request.query[parameter.name]
+            if let value, let error = parameter.check(value) { throw error }
         }
     }
 }

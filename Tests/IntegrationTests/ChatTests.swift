@@ -186,6 +186,15 @@ final class ChatFlowTests: ChatTestCase {
         XCTAssertEqual(ids, ids.sorted())
         try post(room, "live again", as: ann)
         XCTAssertEqual(next(back, "message_created")?.data["text"] as? String, "live again", "then live, with no duplicate between")
+
+        // An empty Last-Event-ID names no event: the stream starts live. One this stream never sent is 400, naming it.
+        let fresh = try SSEReader(port: api.port, path: "/v1/rooms/\(room)/events", token: ben.token, headers: ["Last-Event-ID": ""])
+        XCTAssertEqual(fresh.status, 200)
+        try post(room, "for the fresh one", as: ann)
+        XCTAssertEqual(next(fresh, "message_created")?.data["text"] as? String, "for the fresh one", "nothing older first")
+        let refused = try api.send("GET", "/v1/rooms/\(room)/events", token: ben.token, headers: ["Last-Event-ID": "seven"])
+        XCTAssertEqual(refused.status, 400)
+        XCTAssertEqual((refused["error"] as? [String: Any])?["field"] as? String, "Last-Event-ID")
     }
 
     /// A browser's `EventSource` cannot send a header: it opens the stream with a ticket, once.

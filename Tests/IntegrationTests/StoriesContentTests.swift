@@ -46,7 +46,11 @@ final class StoriesContentTests: StoriesTestCase {
         let etag = own.headers["etag"] ?? ""
         XCTAssertFalse(etag.isEmpty)
         XCTAssertTrue(own.headers["cache-control"]?.contains("private") == true)
-        XCTAssertEqual(try api.send("GET", "/v1/media/\(id)", token: ann.token, headers: ["If-None-Match": etag]).status, 304)
+        // RFC 9110 13.1.2: the tag in a list, its weak form, or `*`.
+        for held in [etag, "\"old\", \(etag)", "W/\(etag)", "*"] {
+            XCTAssertEqual(try api.send("GET", "/v1/media/\(id)", token: ann.token, headers: ["If-None-Match": held]).status, 304, held)
+        }
+        XCTAssertEqual(try api.send("GET", "/v1/media/\(id)", token: ann.token, headers: ["If-None-Match": "\"old\""]).status, 200)
         assertClientError(try api.get("/v1/media/\(id)", token: ben.token), 404, "not shared yet")
 
         let family = try group(ann)

@@ -121,7 +121,8 @@ def merged(documents, rows):
     doc = {
         "openapi": "3.1.0",
         "info": {"title": "Backend", "version": "1.0.0",
-                 "description": "Every public route of auth, stories, chat, dispatch and curation, at one origin."},
+                 "description": "Every public route of auth, stories, chat, dispatch, curation and notify, at one origin. "
+                                + next(iter(documents.values()))["info"].get("description", "")},
         "servers": [{"url": "/"}],
         "paths": {p: paths[p] for p in sorted(paths)},
         "components": components,

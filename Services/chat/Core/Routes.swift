@@ -71,7 +71,9 @@ func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTic
         QueryParameter("after", .integer(0...Int.max), "Messages after this sequence")])
     r.alsoAnswers("POST", "/v1/rooms/{id}/messages", 200, schema: MessageView.shape.jsonText)
     r.query("GET", "/v1/rooms/{id}/search", QueryParameter.page + [QueryParameter("q", .text(max: 200), "Words to find")])
-    r.query("GET", "/v1/rooms/{id}/events", [QueryParameter("lastEventId", .integer(0...Int.max), "Resume after this change (as the Last-Event-ID header)")])
+    let resume = "Resume after this change: the id of the last event received, which EventSource sends on reconnecting"
+    r.header("GET", "/v1/rooms/{id}/events", [QueryParameter("Last-Event-ID", .integer(0...Int.max), resume)])
+    r.query("GET", "/v1/rooms/{id}/events", [QueryParameter("lastEventId", .integer(0...Int.max), resume + " (for a client that cannot set the header)")])
     r.idempotent("POST", ["/v1/rooms", "/v1/rooms/{id}/messages", "/v1/rooms/{id}/todos", "/v1/chat/media"])
     return r
 }

@@ -172,10 +172,11 @@ struct ChatHandlers: Sendable {
     // MARK: Live
 
     /// `GET /v1/rooms/{id}/events`: Server-Sent Events of the room's changes, each with its sequence as the SSE id.
-    /// With `Last-Event-ID` (or `?lastEventId=`), first everything after it from the database.
+    /// With `Last-Event-ID` (or `?lastEventId=`), first everything after it from the database. An empty header is as
+    /// none: it names no event (the HTML standard sends none then).
     func events(_ request: Request, _ caller: Caller) throws -> Response {
         let id = try Validate.pathID(request)
-        let given = request.header("last-event-id") ?? request.query["lastEventId"]
+        let given = request.header("last-event-id").flatMap { $0.isEmpty ? nil : $0 } ?? request.query["lastEventId"]
         let lastEventId = try given.map { text -> Int64 in
             guard let seq = Int64(text.trimmingCharacters(in: .whitespaces)), seq >= 0 else {
                 throw HTTPError.validation("Last-Event-ID must be a sequence this stream sent.", field: "Last-Event-ID")
