@@ -79,7 +79,7 @@ extension JSON {
         guard !request.body.isEmpty else { throw HTTPError.invalidJSON("A JSON body is required.") }
         if let scanned = T.self as? any ScannedBody.Type, let body = scanned.scanned(request.body) as? T { return body }
         let value: JSONValue
-        do { value = try JSONParser.parse(request.body) } catch { throw HTTPError.invalidJSON() }
+        do { value = try JSONParser.parse(request.body) } catch let error as JSONParser.Invalid { throw HTTPError.invalidJSON(error.message) }
         guard case .object = value else { throw HTTPError.validation("The body must be a JSON object.") }
         let valid = try T.schema.validate(value, path: "")
         do {

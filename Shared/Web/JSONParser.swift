@@ -1,9 +1,13 @@
 /// Parses request bodies straight into `JSONValue` (RFC 8259: any value at the top, no trailing commas, no comments,
 /// strings of valid UTF-8 without raw control characters, at most 512 levels of nesting), instead of
 /// `JSONSerialization` and a cast of every value out of Foundation's bridged objects (a third of a batch of
-/// location fixes). A later duplicate key wins. Throws `JSONParser.Invalid` on anything else.
+/// location fixes). A name given twice in one object is refused (RFC 7493, I-JSON): which of the two a reader takes
+/// differs between readers, so a body that means one thing here could mean another to a proxy or a log. Throws
+/// `JSONParser.Invalid` on anything else.
 struct JSONParser {
-    struct Invalid: Error {}
+    struct Invalid: Error {
+        var message = "The body is not valid JSON."
+    }
 
     static func parse(_ bytes: [UInt8]) throws -> JSONValue {
         try bytes.withUnsafeBufferPointer { buffer in
@@ -47,7 +51,9 @@ struct JSONParser {
                 guard i < s.count, s[i] == UInt8(ascii: ":") else { throw Invalid() }
                 i += 1
                 skipSpace()
-                members[key] = try value(depth: depth + 1)
+                guard members.updateValue(try value(depth: depth + 1), forKey: key) == nil else {
+                    throw Invalid(message: "The body gives a name twice in one object.")
+                }
             } while try more(before: UInt8(ascii: "}"))
             return .object(members)
         case UInt8(ascii: "["):

@@ -23,6 +23,7 @@ final class BadInputTests: AuthTestCase {
             ("array", Array("[]".utf8), "validation_failed"),
             ("number", Array("42".utf8), "validation_failed"),
             ("invalid UTF-8", invalidUTF8, "invalid_json"),
+            ("a name twice", Array(#"{"fullName":"Ann","fullName":"Bob","username":"x"}"#.utf8), "invalid_json"),
         ]
         for e in endpoints(token: token) {
             for (name, body, code) in bodies {

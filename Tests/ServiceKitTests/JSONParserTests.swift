@@ -21,7 +21,7 @@ final class JSONParserTests: XCTestCase {
             #"{}"#, #"[]"#, #" { "a" : [ 1 , -2.5e3 , 0 , 0.125 , 1E+2 , true , false , null ] } "#,
             #"{"text":"quote \" backslash \\ slash \/ \b\f\n\r\t unicode \u00e9 \u20AC pair \ud83d\ude00 raw é 😀"}"#,
             #"{"nested":{"deeper":[[],[{}],{"x":[1,[2,[3]]]}]},"n":-0,"big":123456789012345678}"#,
-            #""a top-level string""#, "42", "true", "null", #"{"dup":1,"dup":2}"#,
+            #""a top-level string""#, "42", "true", "null", #"{"a":{"b":1},"b":{"a":1}}"#,
         ]
         for text in valid {
             let ours = try JSONParser.parse(Array(text.utf8))
@@ -37,6 +37,8 @@ final class JSONParserTests: XCTestCase {
         let invalid: [[UInt8]] = [
             "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{a:1}", "{'a':1}", "[01]", "[1.]", "[.5]", "[1e]", "[+1]", "[-]",
             "[1e999]", "tru", "nul", "[true false]", "{\"a\" 1}", "\"unterminated", "\"bad \\x escape\"", "\"\\u12\"",
+            // A name twice in one object, however it is written.
+            "{\"dup\":1,\"dup\":2}", "{\"a\":{\"b\":1,\"b\":1}}", "[{\"a\":1,\"\\u0061\":1}]",
             "\"lone \\ud800 high\"", "\"lone \\udc00 low\"", "\"raw \n newline\"", "\"tab\tinside\"", "[1] trailing", "// c\n1",
         ].map { Array($0.utf8) } + [
             [0x22, 0xC3, 0x28, 0x22],  // invalid UTF-8 in a string
