@@ -111,6 +111,33 @@ enum JSONValue: Sendable {
         case .object: return "an object"
         }
     }
+
+    /// The value written one way only: names in order, no white space, numbers and strings as the API writes them.
+    /// Two texts of the same value (another order of names, `1.0` for `1`, `\u00e9` for `é`) write alike.
+    func canonical(into bytes: inout [UInt8]) {
+        switch self {
+        case .null: bytes += "null".utf8
+        case .bool(let b): bytes += (b ? "true" : "false").utf8
+        case .number(let n): bytes += (JSONWriterState.number(n) ?? "null").utf8
+        case .string(let s): JSONWriterState.append(escaping: s, to: &bytes)
+        case .array(let items):
+            bytes.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                item.canonical(into: &bytes)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let members):
+            bytes.append(UInt8(ascii: "{"))
+            for (i, name) in members.keys.sorted().enumerated() {
+                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                JSONWriterState.append(escaping: name, to: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                members[name]!.canonical(into: &bytes)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
 }
 
 // MARK: - Validation

@@ -54,14 +54,16 @@ public struct Idempotency: Sendable {
         guard Self.keyLength.contains(key.utf8.count), key.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
             throw HTTPError.validation("Idempotency-Key must be 1 to 255 visible ASCII characters.", field: "Idempotency-Key")
         }
-        let hash = hexString(sha256(Array("\(request.method) \(request.path)\n".utf8) + request.body))
+        let hash = Self.hash(request, byValue: true)
         return try pool.withTransaction { connection in
             // Taken before the key is read: the lock goes in the same round trip, ahead of the read.
             try connection.enqueue("SELECT pg_advisory_xact_lock(hashtext($1))", ["idem:\(caller):\(key)"])
             if let row = try connection.first(
                 "SELECT request_hash, status, body FROM \(schema).idempotency_keys WHERE caller = $1 AND key = $2",
                 [caller, key]) {
-                guard try row["request_hash", as: String.self] == hash else {
+                // A key kept before bodies were compared by value holds the hash of the bytes.
+                let kept = try row["request_hash", as: String.self]
+                guard kept == hash || kept == Self.hash(request, byValue: false) else {
                     throw HTTPError.conflict("This Idempotency-Key was used with a different request.", field: "Idempotency-Key")
                 }
                 var response = try replay.answer(connection, try row["body", as: ByteArray.self].bytes, try row["status"])
@@ -76,6 +78,19 @@ public struct Idempotency: Sendable {
             }
             return result
         }
+    }
+
+    /// What tells one request from another: its method, path and body, a JSON body by its value (a client that writes
+    /// its names in another order on a retry sends the same request), any other by its bytes. Only a body within the
+    /// JSON limit is parsed: an upload's 10 MiB would make a tree ten times its size.
+    static func hash(_ request: Request, byValue: Bool) -> String {
+        var bytes = Array("\(request.method) \(request.path)\n".utf8)
+        if byValue, request.body.count <= defaultBodyLimit, let value = try? JSONParser.parse(request.body) {
+            value.canonical(into: &bytes)
+        } else {
+            bytes += request.body
+        }
+        return hexString(sha256(bytes))
     }
 }
 

@@ -255,6 +255,22 @@ final class AuthFlowTests: AuthTestCase {
         var other = body; other["username"] = "gina_other"
         assertClientError(try api.post("/v1/auth/signup", other, headers: ["Idempotency-Key": "k-123"]), 409,
                           "a reused key with another body is refused")
+
+        // A retry is the same request however its JSON is written: names in another order, spaces, escapes.
+        let written = #"{ "password" : "correct horse battery", "fullName": "G\u0069na", "username":"gina_idem","email":"gina@example.com" }"#
+        let rewritten = try api.send("POST", "/v1/auth/signup", raw: Array(written.utf8),
+                                     headers: ["Idempotency-Key": "k-123", "Content-Type": "application/json"])
+        XCTAssertEqual(rewritten.status, 201, String(decoding: rewritten.body, as: UTF8.self))
+        XCTAssertEqual(rewritten.userId, first.userId)
+        XCTAssertEqual(rewritten.headers["idempotent-replayed"], "true")
+        // A key kept before bodies were compared by value (the hash of the bytes) still answers the same bytes again.
+        let db = try database.connect()
+        try db.execute("""
+            UPDATE auth.idempotency_keys SET request_hash = encode(sha256(convert_to(E'POST /v1/auth/signup\\n' || $1, 'UTF8')), 'hex')
+            """, [written])
+        XCTAssertEqual(try api.send("POST", "/v1/auth/signup", raw: Array(written.utf8),
+                                    headers: ["Idempotency-Key": "k-123", "Content-Type": "application/json"]).userId, first.userId)
+        XCTAssertEqual(try count("users"), 1)
     }
 
     func testJWKSPublishesTheKeyThatSignsTokens() throws {
