@@ -127,13 +127,17 @@ public struct Job: BackgroundService {
     }
 }
 
-/// Runs background services side by side, each on its own thread, and stops them in the reverse order of their
-/// start, each by one shared deadline (the shape of swift-service-lifecycle's `ServiceGroup`).
+/// Runs background services side by side, each on its own thread, and stops them together by one shared deadline
+/// (the shape of swift-service-lifecycle's `ServiceGroup`). What must stop before something else starts stopping (the
+/// HTTP server before the outbox relay) goes in a group of its own, stopped first.
 public final class ServiceGroup: Sendable {
-    private struct Running: Sendable {
+    private final class Running: Sendable {
         let name: String
-        let cancellation: Cancellation
-        let done: Gate
+        let cancellation = Cancellation()
+        let done = Gate()
+        /// When `run` returned.
+        let stoppedAt = Mutex<Date?>(nil)
+        init(name: String) { self.name = name }
     }
 
     private let logger: Logger
@@ -147,7 +151,7 @@ public final class ServiceGroup: Sendable {
 
     /// Starts `service` on a thread of its own.
     public func start(_ service: any BackgroundService) {
-        let entry = Running(name: service.name, cancellation: Cancellation(), done: Gate())
+        let entry = Running(name: service.name)
         running.withLock { $0.append(entry) }
         let (logger, failed) = (self.logger, self.failed)
         let thread = Thread {
@@ -157,21 +161,23 @@ public final class ServiceGroup: Sendable {
                 logger.error("background service failed", ["service": .string(service.name), "error": .string("\(error)")])
                 if !entry.cancellation.isCancelled { failed(service.name, error) }
             }
+            entry.stoppedAt.withLock { $0 = Date() }
             entry.done.open()
         }
         thread.name = service.name
         thread.start()
     }
 
-    /// Stops every service, the last started first, waiting for each until `deadline`. Returns the names of those
-    /// that had not stopped by then (they are logged too).
+    /// Stops every service: asks them all at once, so that one blocked in a call it cannot leave (a connection
+    /// attempt, a broker's request) holds back no other, then waits for each until `deadline`. Returns the names of
+    /// those that had not stopped by then (they are logged too).
     @discardableResult
     public func stop(deadline: Date) -> [String] {
         let all = running.withLock { list -> [Running] in defer { list = [] }; return list }
+        let asked = Date()
+        for entry in all { entry.cancellation.cancel(deadline: deadline) }
         var late: [String] = []
-        for entry in all.reversed() {
-            let asked = Date()
-            entry.cancellation.cancel(deadline: deadline)
+        for entry in all {
             // Named while it is still awaited: a container killed at the end of its grace period logs nothing after.
             if !entry.done.wait(until: min(deadline, asked.addingTimeInterval(1))) {
                 logger.warn("still stopping", ["service": .string(entry.name)])
@@ -179,9 +185,9 @@ public final class ServiceGroup: Sendable {
             if !entry.done.wait(until: deadline) {
                 late.append(entry.name)
                 logger.error("did not stop by the shutdown deadline", ["service": .string(entry.name)])
-            } else if Date().timeIntervalSince(asked) > 1 {  // what to look at when a container's grace runs out
-                logger.warn("slow to stop", ["service": .string(entry.name),
-                                             "seconds": .double(Date().timeIntervalSince(asked))])
+            } else if let took = entry.stoppedAt.withLock({ $0 })?.timeIntervalSince(asked), took > 1 {
+                // What to look at when a container's grace runs out.
+                logger.warn("slow to stop", ["service": .string(entry.name), "seconds": .double(took)])
             }
         }
         return late

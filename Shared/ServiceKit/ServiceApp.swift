@@ -17,12 +17,12 @@ import Web
 /// `init` only reads and checks the configuration (it throws a `ConfigError` naming a bad setting, and touches no
 /// database). `run` opens the HTTP port at once (`/healthz` answers from the first second; `/readyz` says 503 until
 /// everything is ready), waits for the database and migrates it, calls the service's `setup` to wire its routes and
-/// background services, starts them as a group, serves until `stop`, then stops them in reverse order by one
-/// deadline (`SHUTDOWN_TIMEOUT_SECONDS`) and returns. A test runs a service in-process this way; an executable
+/// background services, starts them, serves until `stop`, then stops the HTTP server, the background services and
+/// the outbox relay in turn by one deadline (`SHUTDOWN_TIMEOUT_SECONDS`) and returns. A test runs a service in-process this way; an executable
 /// calls `ServiceApp.main`, which adds signal handling and the operator commands.
 ///
 /// `@unchecked Sendable`: `services`, `checks` and `readers` are written only by `setup`, on the thread of `run`,
-/// before the group starts and before `serving` is set; everything else is immutable or synchronised itself.
+/// before the services start and before `serving` is set; everything else is immutable or synchronised itself.
 public final class ServiceApp: @unchecked Sendable {
     /// Builds the service once the database is ready: returns its routes, and adds its background services.
     public typealias Setup = (ServiceApp) throws -> Router
@@ -125,8 +125,8 @@ public final class ServiceApp: @unchecked Sendable {
 
     // MARK: - Wiring (from `setup`)
 
-    /// Adds a background service; the group starts them in the order added, after the relay and the consumers'
-    /// topics, and stops them in reverse.
+    /// Adds a background service, started in the order added after the relay and the consumers' topics, and stopped
+    /// with the others after the HTTP server and before the relay.
     public func add(_ service: any BackgroundService) {
         if let feed = service as? LiveFeed {
             relay.addTopics(feed.topics)
@@ -231,7 +231,11 @@ public final class ServiceApp: @unchecked Sendable {
         bound.store(Int(server.boundPort), ordering: .releasing)
         logger.info("listening", ["port": .int(port)])
 
-        let group = ServiceGroup(logger: logger) { [weak self] _, _ in self?.stop() }
+        // Stopped one group after the other: no new request (and those in flight finish), then every consumer and job
+        // together, then the relay, which publishes what they all wrote.
+        let failed: @Sendable (String, Error) -> Void = { [weak self] _, _ in self?.stop() }
+        let (edge, workers, relays) = (ServiceGroup(logger: logger, failed: failed), ServiceGroup(logger: logger, failed: failed),
+                                       ServiceGroup(logger: logger, failed: failed))
         do {
             guard try prepareDatabase() else {
                 server.stop(grace: 0)
@@ -247,12 +251,12 @@ public final class ServiceApp: @unchecked Sendable {
             server.stop(grace: 0)
             throw error
         }
-        group.start(relay)
+        relays.start(relay)
         // `service_ready` (1 or 0) for alerts, from a job: a scrape never waits on the database or the broker.
-        group.start(Job.every(5, "readiness-gauge", logger: logger) { [unowned self] in
+        workers.start(Job.every(5, "readiness-gauge", logger: logger) { [unowned self] in
             readyGauge.value.store(readinessNow().ready ? 1 : 0, ordering: .relaxed)
         })
-        group.start(Job("topics") { [relay, topicsReady, logger] cancellation in
+        workers.start(Job("topics") { [relay, topicsReady, logger] cancellation in
             var delay = 1.0
             while !cancellation.isCancelled {
                 do {
@@ -267,8 +271,8 @@ public final class ServiceApp: @unchecked Sendable {
                 }
             }
         })
-        services.forEach(group.start)
-        group.start(HTTPService(server: server))  // the last started, so the first stopped: no new work after it
+        services.forEach(workers.start)
+        edge.start(HTTPService(server: server))
         serving.store(true, ordering: .releasing)
 
         stopping.wait()
@@ -278,7 +282,7 @@ public final class ServiceApp: @unchecked Sendable {
         // balancers stop sending before the listener closes.
         Thread.sleep(forTimeInterval: min(Double(config.shutdownDelaySeconds), max(0, deadline.timeIntervalSinceNow - 1)))
         serving.store(false, ordering: .releasing)
-        let late = group.stop(deadline: deadline)
+        let late = edge.stop(deadline: deadline) + workers.stop(deadline: deadline) + relays.stop(deadline: deadline)
         pool.close()
         logger.info("stopped", late.isEmpty ? [:] : ["late": .string(late.joined(separator: ","))])
     }

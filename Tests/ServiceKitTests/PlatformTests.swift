@@ -21,6 +21,25 @@ final class MigrationOrderTests: XCTestCase {
     }
 }
 
+/// A service that cannot leave a call at once (a connection attempt to an unreachable database, a broker's request
+/// with its own timeout) must not hold back the others' stop: shutdown takes the slowest one's time, not the sum.
+final class ServiceGroupTests: XCTestCase {
+    func testServicesStopTogetherSoOneBlockedCallHoldsBackNoOther() {
+        let group = ServiceGroup(logger: Logger(service: "test", minimum: .error)) { _, _ in }
+        for name in ["a", "b", "c"] {
+            group.start(Job(name) { cancellation in
+                while !cancellation.isCancelled { _ = cancellation.sleep(0.01) }
+                Thread.sleep(forTimeInterval: 1)  // the call it was in when asked
+            })
+        }
+        let asked = Date()
+        XCTAssertEqual(group.stop(deadline: asked.addingTimeInterval(10)), [], "every one stopped by the deadline")
+        let took = Date().timeIntervalSince(asked)
+        XCTAssertLessThan(took, 2, "together: about one second, not three")
+        XCTAssertGreaterThanOrEqual(took, 1, "each was waited for")
+    }
+}
+
 final class ConfigTests: XCTestCase {
     func load(_ env: [String: String]) throws -> ServiceConfig {
         try ServiceConfig.load(service: "auth", defaultPort: 8081, environment: Environment(env))
