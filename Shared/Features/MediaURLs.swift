@@ -106,7 +106,8 @@ extension Router {
             credentials: { request -> Caller? in try urls.verify(request) ? nil : try auth.authenticate(request) }, handler)
         query("GET", pattern, MediaURLs.parameters)
         header("GET", pattern, [QueryParameter("If-None-Match", .string(), "The ETag of the copy the client holds (or `*`): 304 if it is this image's")])
-        for type in ImageInfo.contentTypes { alsoAnswers("GET", pattern, 200, contentType: type) }
-        alsoAnswers("GET", pattern, 304, contentType: nil, description: "Not modified: If-None-Match named the image's ETag")
+        let cache = ["ETag": "The image's tag, for If-None-Match", "Cache-Control": "How long a copy may be kept, and by whom"]
+        for type in ImageInfo.contentTypes { alsoAnswers("GET", pattern, 200, contentType: type, headers: cache) }
+        alsoAnswers("GET", pattern, 304, contentType: nil, description: "Not modified: If-None-Match named the image's ETag", headers: cache)
     }
 }

@@ -29,9 +29,10 @@ public struct Route: Sendable {
     public let checkHead: (@Sendable (Request) -> HTTPError?)?
     /// The query parameters and request headers it reads, for the OpenAPI document and the check of their values.
     public internal(set) var query: [QueryParameter] = []
-    /// Other answers it gives (status, content type if it has a body, JSON Schema text, what it means), for the
-    /// OpenAPI document.
-    public internal(set) var alternatives: [(status: Int, contentType: String?, schema: String?, description: String?)] = []
+    /// Other answers it gives (status, content type if it has a body, JSON Schema text, what it means, the headers it
+    /// carries by name with what each says), for the OpenAPI document.
+    public internal(set) var alternatives: [(status: Int, contentType: String?, schema: String?, description: String?,
+                                             headers: [String: String])] = []
     /// Refusals of its own beyond the ones its shape implies (a limit on a read), for the OpenAPI document.
     public internal(set) var refusals: [(status: Int, description: String)] = []
     /// Whether a retry with the same `Idempotency-Key` is answered as the first time (`Router.idempotent`).
@@ -124,10 +125,10 @@ public struct Router: Sendable {
     }
 
     /// Documents another answer of the route added for `method` and `pattern` (a replay's 200, an HTML rendering, an
-    /// image's type, a 304 without a body: `contentType` nil).
+    /// image's type, a 304 without a body: `contentType` nil), and the headers it carries (an image's `ETag`).
     public mutating func alsoAnswers(_ method: String, _ pattern: String, _ status: Int, contentType: String? = "application/json",
-                                     schema: String? = nil, description: String? = nil) {
-        routes[index(method, pattern)].alternatives.append((status, contentType, schema, description))
+                                     schema: String? = nil, description: String? = nil, headers: [String: String] = [:]) {
+        routes[index(method, pattern)].alternatives.append((status, contentType, schema, description, headers))
     }
 
     /// Documents a refusal of the route added for `method` and `pattern` that its shape does not imply, or says more

@@ -41,6 +41,11 @@ public enum OpenAPI {
                     content[type] = other.schema.flatMap(parse).map { ["schema": $0] } ?? [String: Any]()
                     answer["content"] = content
                 }
+                if !other.headers.isEmpty {
+                    var headers = answer["headers"] as? [String: Any] ?? [:]
+                    for (name, says) in other.headers { headers[name] = ["description": says, "schema": ["type": "string"]] }
+                    answer["headers"] = headers
+                }
                 responses[String(other.status)] = answer
             }
             for (status, description) in refusals {

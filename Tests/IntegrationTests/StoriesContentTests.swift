@@ -14,6 +14,9 @@ final class StoriesContentTests: StoriesTestCase {
                       as? [String: Any])?["responses"] as? [String: [String: Any]] ?? [:]
         let documented = Set((served["200"]?["content"] as? [String: Any] ?? [:]).keys)
         XCTAssertNotNil(served["304"])
+        for status in ["200", "304"] {
+            XCTAssertEqual(Set((served[status]?["headers"] as? [String: Any] ?? [:]).keys), ["ETag", "Cache-Control"], status)
+        }
         for (bytes, type, width, height) in [(Images.png, "image/png", 3, 2), (Images.jpeg, "image/jpeg", 640, 480),
                                              (Images.webp, "image/webp", 16, 9)] {
             let r = try upload(bytes, ann, contentType: "application/octet-stream")
