@@ -18,8 +18,8 @@ import Web
 /// database). `run` opens the HTTP port at once (`/healthz` answers from the first second; `/readyz` says 503 until
 /// everything is ready), waits for the database and migrates it, calls the service's `setup` to wire its routes and
 /// background services, starts them, serves until `stop`, then stops the HTTP server, the background services and
-/// the outbox relay in turn by one deadline (`SHUTDOWN_TIMEOUT_SECONDS`) and returns. A test runs a service in-process this way; an executable
-/// calls `ServiceApp.main`, which adds signal handling and the operator commands.
+/// the outbox relay in turn by one deadline (`SHUTDOWN_TIMEOUT_SECONDS`) and returns. A test runs a service
+/// in-process this way; an executable calls `ServiceApp.main`, which adds signal handling and the operator commands.
 ///
 /// `@unchecked Sendable`: `services`, `checks` and `readers` are written only by `setup`, on the thread of `run`,
 /// before the services start and before `serving` is set; everything else is immutable or synchronised itself.
