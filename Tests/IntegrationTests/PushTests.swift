@@ -58,8 +58,11 @@ final class PushTests: XCTestCase {
         XCTAssertEqual(try api.post("/v1/push/subscriptions", ["endpoint": phone["endpoint"]!], token: me.accessToken).status, 400)
 
         // Two devices: a phone, and an old browser its push service has forgotten.
-        for device in [phone, old] { XCTAssertEqual(try api.post("/v1/push/subscriptions", device, token: me.accessToken).status, 201) }
-        Thread.sleep(forTimeInterval: 0.01)
+        let subscribed = try api.post("/v1/push/subscriptions", phone, token: me.accessToken)
+        XCTAssertEqual(subscribed.status, 201)
+        XCTAssertEqual(try api.post("/v1/push/subscriptions", old, token: me.accessToken).status, 201)
+        let created = subscribed["createdAt"] as? String ?? ""
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5, every: 0.001) { Timestamp.format(Date()) > created }, "the clock passed its creation")
         let again = try api.post("/v1/push/subscriptions", phone, token: me.accessToken)
         XCTAssertEqual(again.status, 201, "the phone subscribes anew, as a browser does")
         XCTAssertGreaterThan(again["updatedAt"] as? String ?? "", again["createdAt"] as? String ?? "~", "the subscription was replaced")

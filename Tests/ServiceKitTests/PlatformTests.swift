@@ -4,6 +4,7 @@ import Models
 import Postgres
 import Runtime
 import ServiceKit
+import Synchronization
 import Web
 import XCTest
 
@@ -22,21 +23,24 @@ final class MigrationOrderTests: XCTestCase {
 }
 
 /// A service that cannot leave a call at once (a connection attempt to an unreachable database, a broker's request
-/// with its own timeout) must not hold back the others' stop: shutdown takes the slowest one's time, not the sum.
+/// with its own timeout) must not hold back the others' stop: all are asked together, then each is waited for.
 final class ServiceGroupTests: XCTestCase {
     func testServicesStopTogetherSoOneBlockedCallHoldsBackNoOther() {
         let group = ServiceGroup(logger: Logger(service: "test", minimum: .error)) { _, _ in }
+        // Each, once asked, stays in its call until all three were asked: asked one after another, the first would
+        // hold the others back past the deadline.
+        let asked = Mutex(0), allAsked = Gate(), finished = Mutex(0)
         for name in ["a", "b", "c"] {
             group.start(Job(name) { cancellation in
-                while !cancellation.isCancelled { _ = cancellation.sleep(0.01) }
-                Thread.sleep(forTimeInterval: 1)  // the call it was in when asked
+                _ = cancellation.sleep(60)  // until asked to stop
+                if asked.withLock({ $0 += 1; return $0 }) == 3 { allAsked.open() }
+                _ = allAsked.wait(until: Date().addingTimeInterval(10))
+                finished.withLock { $0 += 1 }
             })
         }
-        let asked = Date()
-        XCTAssertEqual(group.stop(deadline: asked.addingTimeInterval(10)), [], "every one stopped by the deadline")
-        let took = Date().timeIntervalSince(asked)
-        XCTAssertLessThan(took, 2, "together: about one second, not three")
-        XCTAssertGreaterThanOrEqual(took, 1, "each was waited for")
+        XCTAssertEqual(group.stop(deadline: Date().addingTimeInterval(3)), [], "every one stopped by the deadline")
+        XCTAssertTrue(allAsked.isOpen, "the three were asked together")
+        XCTAssertEqual(finished.withLock { $0 }, 3, "each was waited for")
     }
 }
 
