@@ -39,6 +39,9 @@ public struct Request: Sendable {
         return headers[lower ? name : name.lowercased()]
     }
 
+    /// A header that says something: nil when absent or empty (an empty `Last-Event-ID` names no event).
+    public func nonEmptyHeader(_ name: String) -> String? { header(name).flatMap { $0.isEmpty ? nil : $0 } }
+
     /// A path parameter by name (empty when the route has none of that name).
     public func parameter(_ name: String) -> String { pathParameters[name] ?? "" }
 }

@@ -115,7 +115,7 @@ extension Router {
     /// first that does not fit); run after the credentials, so that a caller without them learns nothing from a 400.
     static func checkQuery(_ request: Request) throws {
         for parameter in request.declaredQuery {
-            let value = parameter.inHeader ? request.header(parameter.name).flatMap { $0.isEmpty ? nil : $0 } : request.query[parameter.name]
+            let value = parameter.inHeader ? request.nonEmptyHeader(parameter.name) : request.query[parameter.name]
             if let value, let error = parameter.check(value) { throw error }
         }
     }

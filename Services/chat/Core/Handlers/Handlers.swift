@@ -176,7 +176,7 @@ struct ChatHandlers: Sendable {
     /// none: it names no event (the HTML standard sends none then).
     func events(_ request: Request, _ caller: Caller) throws -> Response {
         let id = try Validate.pathID(request)
-        let given = request.header("last-event-id").flatMap { $0.isEmpty ? nil : $0 } ?? request.query["lastEventId"]
+        let given = request.nonEmptyHeader("last-event-id") ?? request.query["lastEventId"]
         let lastEventId = try given.map { text -> Int64 in
             guard let seq = Int64(text.trimmingCharacters(in: .whitespaces)), seq >= 0 else {
                 throw HTTPError.validation("Last-Event-ID must be a sequence this stream sent.", field: "Last-Event-ID")
