@@ -7,7 +7,12 @@ out: a producer's first message waits for its producer id). The cases: an empty 
 holding FILL single-message batches; the read topic itself holding FILL single-message batches, on 3 and on 12
 partitions; holding FILL messages in batches of 1,000; and the third case with a consumer that asks the broker to
 hold a fetch until it has 2,000 bytes, at most 20 ms.
+
+Then the chat fan-out's shape without the stack: three consumers reading 200 messages a second, on an empty topic and
+on one holding FANOUT_FILL single-message batches (what a 60 s run of bench/chat-fanout.sh leaves), with fetches held
+100 ms (the feeds') and 20 ms. Each row also prints how many fetches a consumer sent a second.
 """
+import json
 import os
 import socket
 import subprocess
@@ -22,6 +27,8 @@ TANSU = os.environ["TANSU_BIN"]
 FILL = int(os.environ.get("FILL", "20000"))
 DURATION = int(os.environ.get("DURATION", "6"))
 RATE = 100
+FANOUT_RATE = 200  # bench/chat-fanout.sh's messages a second
+FANOUT_FILL = int(os.environ.get("FANOUT_FILL", "12000"))  # what its 60 s leave in the topic
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -50,17 +57,28 @@ def fill(brokers, topic, n, batch):
     p.flush(120)
 
 
-def measure(brokers, pid, consumer):
-    c = Consumer({"bootstrap.servers": brokers, "group.id": uuid.uuid4().hex, "fetch.wait.max.ms": 100,
-                  "enable.auto.commit": False, **consumer})
-    partitions = c.list_topics("read", timeout=10).topics["read"].partitions
-    c.assign([TopicPartition("read", q, c.get_watermark_offsets(TopicPartition("read", q), timeout=10)[1])
-              for q in partitions])
-    for _ in range(20):
-        c.poll(0.1)
-    total, latencies = RATE * (DURATION + 1), []
+def measure(brokers, pid, consumer, consumers=1, rate=RATE):
+    fetches = [0] * consumers  # each consumer's fetch requests so far, from librdkafka's statistics
 
-    def read():
+    def counted(i):
+        def cb(stats):
+            fetches[i] = sum(b.get("req", {}).get("Fetch", 0) for b in json.loads(stats)["brokers"].values())
+        return cb
+
+    cs = []
+    for i in range(consumers):
+        c = Consumer({"bootstrap.servers": brokers, "group.id": uuid.uuid4().hex, "fetch.wait.max.ms": 100,
+                      "enable.auto.commit": False, "statistics.interval.ms": 500, "stats_cb": counted(i), **consumer})
+        partitions = c.list_topics("read", timeout=10).topics["read"].partitions
+        c.assign([TopicPartition("read", q, c.get_watermark_offsets(TopicPartition("read", q), timeout=10)[1])
+                  for q in partitions])
+        cs.append(c)
+    for _ in range(20):
+        for c in cs:
+            c.poll(0.1 / consumers)
+    total, latencies = rate * (DURATION + 1), [[] for _ in cs]
+
+    def read(c, latencies):
         deadline = time.time() + DURATION + 20
         while len(latencies) < total and time.time() < deadline:
             m = c.poll(0.1)
@@ -69,29 +87,32 @@ def measure(brokers, pid, consumer):
                 sent, i = m.value().decode().split()
                 latencies.append((int(i), (time.time() - float(sent)) * 1000))
 
-    reader = threading.Thread(target=read)
-    reader.start()
+    readers = [threading.Thread(target=read, args=(c, l)) for c, l in zip(cs, latencies)]
+    for r in readers:
+        r.start()
     p = Producer({"bootstrap.servers": brokers, "enable.idempotence": True, "acks": "all", "linger.ms": 0})
     start = time.time()
     for i in range(total):
-        while time.time() < start + i / RATE:
+        while time.time() < start + i / rate:
             time.sleep(0.0005)
-        if i == RATE:
-            used, measured = cpu(pid), time.time()
+        if i == rate:
+            used, measured, fetched = cpu(pid), time.time(), sum(fetches)
         p.produce("read", key=uuid.uuid4().hex, value=f"{time.time()!r} {i}".encode())
         p.poll(0)
-    used, elapsed = cpu(pid) - used, time.time() - measured
+    used, elapsed, fetched = cpu(pid) - used, time.time() - measured, sum(fetches) - fetched
     p.flush(10)
-    reader.join()
-    c.close()
-    kept = sorted(ms for i, ms in latencies if i >= RATE)
-    if len(kept) < total - RATE:
-        return f"received {len(kept)} of {total - RATE}"
-    return f"broker {100 * used / elapsed:3.0f}% of a core   latency p50 {kept[len(kept) // 2]:5.1f}  " \
-           f"p99 {kept[int(len(kept) * 0.99)]:6.1f} ms"
+    for r in readers:
+        r.join()
+    for c in cs:
+        c.close()
+    kept = sorted(ms for each in latencies for i, ms in each if i >= rate)
+    if len(kept) < consumers * (total - rate):
+        return f"received {len(kept)} of {consumers * (total - rate)}"
+    return f"broker {100 * used / elapsed:3.0f}% of a core   fetches/s a consumer {fetched / elapsed / consumers:4.0f}   " \
+           f"latency p50 {kept[len(kept) // 2]:5.1f}  p99 {kept[int(len(kept) * 0.99)]:6.1f} ms"
 
 
-def case(label, partitions, filled=None, batch=1, consumer={}):
+def case(label, partitions, filled=None, batch=1, consumer={}, consumers=1, rate=RATE, count=FILL):
     port = free_port()
     brokers = f"127.0.0.1:{port}"
     broker = subprocess.Popen([TANSU, "broker", "--storage-engine", "memory://tansu/",
@@ -108,8 +129,8 @@ def case(label, partitions, filled=None, batch=1, consumer={}):
         for f in admin.create_topics([NewTopic("read", partitions, 1), NewTopic("other", 3, 1)]).values():
             f.result()
         if filled:
-            fill(brokers, filled, FILL, batch)
-        print(f"{label:64s} {measure(brokers, broker.pid, consumer)}", flush=True)
+            fill(brokers, filled, count, batch)
+        print(f"{label:64s} {measure(brokers, broker.pid, consumer, consumers, rate)}", flush=True)
     finally:
         broker.terminate()
         broker.wait()
@@ -124,3 +145,9 @@ case(f"topic holding {FILL:,} single-message batches, 12 partitions", 12, "read"
 case(f"topic holding {FILL:,} messages in batches of 1,000, 3 partitions", 3, "read", 1000)
 case("the third, the consumer asking for 2,000 bytes within 20 ms", 3, "read",
      consumer={"fetch.min.bytes": 2000, "fetch.wait.max.ms": 20})
+print(f"three consumers (the chat fan-out's two feeds and notify) at {FANOUT_RATE} messages/s, 3 partitions", flush=True)
+for hold in (100, 20):
+    case(f"empty topic, fetches held {hold} ms", 3, consumer={"fetch.wait.max.ms": hold}, consumers=3,
+         rate=FANOUT_RATE)
+    case(f"topic holding {FANOUT_FILL:,} single-message batches, fetches held {hold} ms", 3, "read",
+         consumer={"fetch.wait.max.ms": hold}, consumers=3, rate=FANOUT_RATE, count=FANOUT_FILL)
