@@ -32,7 +32,7 @@ final class ServiceGroupTests: XCTestCase {
         let asked = Mutex(0), allAsked = Gate(), finished = Mutex(0)
         for name in ["a", "b", "c"] {
             group.start(Job(name) { cancellation in
-                _ = cancellation.sleep(60)  // until asked to stop
+                cancellation.wait()  // until asked to stop
                 if asked.withLock({ $0 += 1; return $0 }) == 3 { allAsked.open() }
                 _ = allAsked.wait(until: Date().addingTimeInterval(10))
                 finished.withLock { $0 += 1 }
