@@ -79,10 +79,14 @@ final class GatewayTests: XCTestCase {
             }
         }
         XCTAssertGreaterThan(expected.count, 70)
-        // The gateway's access log names the upstream of each request.
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5) { gateway.accessLog.count >= expected.count })
+        // The gateway's access log names the upstream of each request. nginx writes a line after the client has its
+        // answer, so the last requests' lines may still be coming: wait for every path's.
         var seen: [String: String] = [:]
-        for entry in gateway.accessLog { if let path = entry["path"] as? String, let up = entry["upstream"] as? String { seen[path] = up } }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5) {
+            seen = [:]
+            for entry in gateway.accessLog { if let path = entry["path"] as? String, let up = entry["upstream"] as? String { seen[path] = up } }
+            return expected.keys.allSatisfy { seen[$0] != nil }
+        })
         for (path, service) in expected.sorted(by: { $0.key < $1.key }) {
             XCTAssertEqual(seen[path], service, path)
         }
