@@ -24,7 +24,7 @@ extension Array where Element == any Middleware {
     }
 }
 
-/// Takes the request id from `X-Request-Id` when it is safe to log (1–128 of `[A-Za-z0-9-_.:]`), else makes one, and
+/// Takes the request id from `X-Request-Id` when it is safe to log (1–128 of `[A-Za-z0-9._-]`), else makes one, and
 /// echoes it in the response, with `X-Content-Type-Options: nosniff` (no browser guesses a type we did not declare).
 /// Continues the request's W3C `traceparent` (the gateway's), or starts a trace, for everything the request does on
 /// this thread: its log lines and the events it causes carry it.
