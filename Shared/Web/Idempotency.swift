@@ -37,8 +37,30 @@ public struct Idempotency: Sendable {
     /// `caller` scopes keys (a user id, or `anonymous`).
     public func run(_ request: Request, caller: String, replay: Replay = .verbatim,
                     _ create: (Connection) throws -> Response) throws -> Response {
-        let result = try attempt(request, caller: caller, replay: replay) { c -> Result<Response, Never> in .success(try create(c)) }
-        return result.get()
+        switch try once(request, caller: caller, replay: replay, finishing: nil, { c -> Result<Response, Never> in .success(try create(c)) }) {
+        case .replayed(let response): return response
+        case .made(let result, _): return result.get()
+        }
+    }
+
+    /// The same for a change whose answer is made after its transaction (a card payment is committed, then the
+    /// provider is asked, and the answer says what it did): `finish` makes the answer from the committed one, for a
+    /// first request only, and what it answers is what is kept, so a retry gets what the first request's client got.
+    /// Until then the key is kept unfinished (its status negated) and a retry waits for the answer; one that has not
+    /// come `within` seconds after the change (its request died on the way) is the committed one. When `finish`
+    /// throws, the committed answer is kept and the error rethrown.
+    public func run(_ request: Request, caller: String, replay: Replay = .verbatim, finishingWithin within: TimeInterval,
+                    _ create: (Connection) throws -> Response, then finish: (Response) throws -> Response) throws -> Response {
+        let committed: Response, key: String?
+        switch try once(request, caller: caller, replay: replay, finishing: within, { c -> Result<Response, Never> in .success(try create(c)) }) {
+        case .replayed(let response): return response
+        case .made(let result, let kept): (committed, key) = (try result.get(), kept)
+        }
+        guard let key else { return try finish(committed) }
+        let answer: Response
+        do { answer = try finish(committed) } catch { try? keep(committed, caller: caller, key: key, replay: replay); throw error }
+        try keep(answer, caller: caller, key: key, replay: replay)
+        return answer
     }
 
     /// The same for a change that may be refused after part of it must stay (a wrong PIN is counted): a refusal
@@ -46,37 +68,70 @@ public struct Idempotency: Sendable {
     public func attempt<Refusal: Error>(_ request: Request, caller: String, replay: Replay = .verbatim,
                                         _ change: (Connection) throws -> Result<Response, Refusal>)
         throws -> Result<Response, Refusal> {
+        switch try once(request, caller: caller, replay: replay, finishing: nil, change) {
+        case .replayed(let response): return .success(response)
+        case .made(let result, _): return result
+        }
+    }
+
+    /// What `once` did: answered from an earlier request's kept answer, or made the change (`key`: the key its answer
+    /// was kept under).
+    private enum Once<Refusal: Error> { case replayed(Response), made(Result<Response, Refusal>, key: String?) }
+
+    /// `change` in a transaction with its answer kept under the request's key (unfinished, when `finishing` bounds
+    /// how long its answer may take to finish), or the kept answer of an earlier request with the key, once finished.
+    private func once<Refusal: Error>(_ request: Request, caller: String, replay: Replay, finishing: TimeInterval?,
+                                      _ change: (Connection) throws -> Result<Response, Refusal>) throws -> Once<Refusal> {
         #if DEBUG
         precondition(request.idempotentRoute, "\(request.method) \(request.route) honours Idempotency-Key: name it in its routes' idempotent(...)")
         IdempotencyWitness.saw()
         #endif
-        guard let key = request.header("idempotency-key") else { return try pool.withTransaction(change) }
+        guard let key = request.header("idempotency-key") else { return .made(try pool.withTransaction(change), key: nil) }
         guard Self.keyLength.contains(key.utf8.count), key.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
             throw HTTPError.validation("Idempotency-Key must be 1 to 255 visible ASCII characters.", field: "Idempotency-Key")
         }
         let hash = Self.hash(request, byValue: true)
-        return try pool.withTransaction { connection in
-            // Taken before the key is read: the lock goes in the same round trip, ahead of the read.
-            try connection.enqueue("SELECT pg_advisory_xact_lock(hashtext($1))", ["idem:\(caller):\(key)"])
-            if let row = try connection.first(
-                "SELECT request_hash, status, body FROM \(schema).idempotency_keys WHERE caller = $1 AND key = $2",
-                [caller, key]) {
-                // A key kept before bodies were compared by value holds the hash of the bytes.
-                let kept = try row["request_hash", as: String.self]
-                guard kept == hash || kept == Self.hash(request, byValue: false) else {
-                    throw HTTPError.conflict("This Idempotency-Key was used with a different request.", field: "Idempotency-Key")
+        var pause = 0.02
+        while true {
+            let outcome = try pool.withTransaction { connection -> Once<Refusal>? in
+                // Taken before the key is read: the lock goes in the same round trip, ahead of the read.
+                try connection.enqueue("SELECT pg_advisory_xact_lock(hashtext($1))", ["idem:\(caller):\(key)"])
+                if let row = try connection.first("""
+                    SELECT request_hash, status, body, created_at > now() - make_interval(secs => $3) AS finishing
+                    FROM \(schema).idempotency_keys WHERE caller = $1 AND key = $2
+                    """, [caller, key, finishing ?? 0]) {
+                    // A key kept before bodies were compared by value holds the hash of the bytes.
+                    let kept = try row["request_hash", as: String.self]
+                    guard kept == hash || kept == Self.hash(request, byValue: false) else {
+                        throw HTTPError.conflict("This Idempotency-Key was used with a different request.", field: "Idempotency-Key")
+                    }
+                    var status: Int = try row["status"]
+                    if status < 0 {  // unfinished: its request is still finishing its answer (wait for it), or died doing so
+                        if try row["finishing", as: Bool.self] { return nil }
+                        status = -status
+                    }
+                    var response = try replay.answer(connection, try row["body", as: ByteArray.self].bytes, status)
+                    response.headers.append(("Idempotent-Replayed", "true"))
+                    return .replayed(response)
                 }
-                var response = try replay.answer(connection, try row["body", as: ByteArray.self].bytes, try row["status"])
-                response.headers.append(("Idempotent-Replayed", "true"))
-                return .success(response)
-            }
-            let result = try change(connection)
-            if case .success(let response) = result, (200..<300).contains(response.status) {
+                let result = try change(connection)
+                guard case .success(let response) = result, (200..<300).contains(response.status) else { return .made(result, key: nil) }
                 try connection.enqueue("""
                     INSERT INTO \(schema).idempotency_keys (caller, key, request_hash, status, body) VALUES ($1, $2, $3, $4, $5)
-                    """, [caller, key, hash, response.status, ByteArray(replay.keep(response))])
+                    """, [caller, key, hash, finishing == nil ? response.status : -response.status, ByteArray(replay.keep(response))])
+                return .made(result, key: key)
             }
-            return result
+            if let outcome { return outcome }
+            Thread.sleep(forTimeInterval: pause)
+            pause = min(pause * 2, 0.5)
+        }
+    }
+
+    /// Keeps `answer` as the finished answer to the first request with `key`.
+    private func keep(_ answer: Response, caller: String, key: String, replay: Replay) throws {
+        try pool.withConnection { c in
+            try c.execute("UPDATE \(schema).idempotency_keys SET status = $3, body = $4 WHERE caller = $1 AND key = $2",
+                          [caller, key, answer.status, ByteArray(replay.keep(answer))])
         }
     }
 

@@ -124,6 +124,43 @@ final class PaymentTests: PaidDispatchTestCase {
         XCTAssertEqual(difference, 0, "the day reconciles")
     }
 
+    /// A retried booking is answered exactly as the first request was (issue 62): the card held, not the `pending` the
+    /// parcel said before the provider was asked; retries sent while the first is still asking wait for its answer.
+    func testARetriedCardBookingIsAnsweredByteForByteAsTheFirstTime() throws {
+        let sender = try person(), key = UUID().uuidString, photo = try photo(sender)
+        let first = try book(sender, key: key, photo: photo)
+        XCTAssertEqual(first.status, 201, String(decoding: first.body, as: UTF8.self))
+        XCTAssertEqual((first["payment"] as? [String: Any])?["status"] as? String, "authorised", "held before the booking answers")
+        let again = try book(sender, key: key, photo: photo)
+        XCTAssertEqual(again.status, first.status)
+        XCTAssertEqual(String(decoding: again.body, as: UTF8.self), String(decoding: first.body, as: UTF8.self), "the first answer, byte for byte")
+        XCTAssertEqual(again.headers["idempotent-replayed"], "true")
+
+        // Four clients send one booking at once: each is answered what the one that booked it was.
+        let other = UUID().uuidString, port = service.port, token = sender.token
+        let raw = Array(try JSONSerialization.data(withJSONObject: [
+            "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "Piața Universității 1"],
+            "dropoff": ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"],
+            "recipient": ["name": "Rita Recipient"], "service": "standard", "paymentMethod": "card", "cardPaymentMethod": "pm_card_visa",
+            "documentPhotoMediaId": photo] as [String: Any]))
+        let answers = LockedBox<[(Int, [UInt8])]>()
+        answers.set([])
+        let racers = (0..<4).map { _ in
+            Thread {
+                let r = try? APIClient(port: port).send("POST", "/v1/parcels", raw: raw, token: token,
+                                                        headers: ["Idempotency-Key": other, "Content-Type": "application/json"])
+                answers.update { $0?.append((r?.status ?? 0, r?.body ?? [])) }
+            }
+        }
+        racers.forEach { $0.start() }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { answers.get()?.count == 4 })
+        let all = answers.get() ?? []
+        XCTAssertEqual(Set(all.map(\.0)), [201], all.map { String(decoding: $0.1, as: UTF8.self) }.joined(separator: "\n"))
+        XCTAssertEqual(Set(all.map { String(decoding: $0.1, as: UTF8.self) }).count, 1, "one answer, the same for all")
+        let body = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(all.first?.1 ?? [])) as? [String: Any])
+        XCTAssertEqual((body["payment"] as? [String: Any])?["status"] as? String, "authorised")
+    }
+
     func testADeclinedCardCallsTheBookingOffAndNoCourierIsOfferedIt() throws {
         let sender = try person(), courier = try courier(lat: 44.4270, lon: 26.1030)
         let booked = try book(sender, card: "pm_card_chargeDeclinedInsufficientFunds")

@@ -115,6 +115,28 @@ final class WalletAndPlanTests: PaidDispatchTestCase {
 
     /// A card tester's account: five declined cards in a day, then no card is tried for it (429 until the oldest
     /// decline is a day old), while cash still books and other accounts are untouched.
+    /// A retried top-up or plan is answered exactly as the first request was (issue 62): `captured` and `active`, not
+    /// the `pending` they were before the provider was asked.
+    func testARetriedTopUpOrPlanIsAnsweredByteForByteAsTheFirstTime() throws {
+        let sender = try person(), key = UUID().uuidString
+        let first = try topUp(sender, 2_000, key: key)
+        XCTAssertEqual(first.status, 201, String(decoding: first.body, as: UTF8.self))
+        XCTAssertEqual(first["status"] as? String, "captured", "taken before the top-up answers")
+        let again = try topUp(sender, 2_000, key: key)
+        XCTAssertEqual(again.status, first.status)
+        XCTAssertEqual(String(decoding: again.body, as: UTF8.self), String(decoding: first.body, as: UTF8.self), "the first answer, byte for byte")
+        XCTAssertEqual(again.headers["idempotent-replayed"], "true")
+
+        let subscribe = { try self.api.post("/v1/plans/subscription", ["planId": "pro", "cardPaymentMethod": "pm_card_visa"], token: sender.token,
+                                            headers: ["Idempotency-Key": key + "-plan"]) }
+        let subscribed = try subscribe()
+        XCTAssertEqual(subscribed.status, 201, String(decoding: subscribed.body, as: UTF8.self))
+        XCTAssertEqual(subscribed["status"] as? String, "active")
+        let retried = try subscribe()
+        XCTAssertEqual(retried.status, subscribed.status)
+        XCTAssertEqual(String(decoding: retried.body, as: UTF8.self), String(decoding: subscribed.body, as: UTF8.self))
+    }
+
     func testAnAccountWhoseCardsAreDeclinedAgainAndAgainTriesNoMoreCards() throws {
         let tester = try person(), other = try person()
         for _ in 0..<5 {

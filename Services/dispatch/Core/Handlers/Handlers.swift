@@ -81,7 +81,7 @@ struct DispatchHandlers: Sendable {
             guard body.cardPaymentMethod != nil else { throw PaymentError.cardMissing }
         }
         let created = Opened()
-        let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
+        return try idempotency.run(request, caller: caller.userId.lowercased, finishingWithin: 2 * (payments?.lease ?? 1)) { c in
             try media.requireOwned([body.documentPhotoMediaId], by: caller.userId, field: "documentPhotoMediaId", on: c)
             let route = try centres.itinerary(c, pickup: body.pickup.map { ($0.point, $0.address) }, dropoff: body.dropoff.map { ($0.point, $0.address) },
                                               dropOffCentre: body.dropOffCentreId, collectionCentre: body.collectionCentreId)
@@ -91,13 +91,14 @@ struct DispatchHandlers: Sendable {
             created.id = parcel.id
             created.waiting = parcel.status == .awaitingCourier
             return .json(try view(c, parcel, for: caller.userId), status: 201)
-        }
-        if created.waiting, let id = created.id { matcher.wake(for: id) }  // (not offered at once, nor answered again)
-        guard body.paymentMethod == "card", let id = created.id, let payments else { return response }
-        if let payment = try pool.withConnection({ try storage.payment($0, parcel: id) }) { askNow(payment.id, payments) }  // else the settler asks
-        return try pool.withConnection { c in
-            guard let parcel = try storage.parcel(c, id) else { return response }
-            return .json(try view(c, parcel, for: caller.userId), status: 201)
+        } then: { response in  // (a first request's only: its answer is the one a retry gets)
+            if created.waiting, let id = created.id { matcher.wake(for: id) }  // (not offered at once)
+            guard body.paymentMethod == "card", let id = created.id, let payments else { return response }
+            if let payment = try pool.withConnection({ try storage.payment($0, parcel: id) }) { askNow(payment.id, payments) }  // else the settler asks
+            return try pool.withConnection { c in
+                guard let parcel = try storage.parcel(c, id) else { return response }
+                return .json(try view(c, parcel, for: caller.userId), status: 201)
+            }
         }
     }
 

@@ -24,17 +24,18 @@ extension DispatchHandlers {
     func topUp(_ request: Request, _ caller: Caller, _ body: TopUpBody) throws -> Response {
         guard let payments else { throw PaymentError.cardsOff }
         let opened = Opened()
-        let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
+        return try idempotency.run(request, caller: caller.userId.lowercased, finishingWithin: 2 * payments.lease) { c in
             try parcels.payments.admitCard(c, payer: caller.userId)
             let p = try storage.insertPayment(c, id: UUID.v7(), purpose: .topUp, parcel: nil, subscription: nil, payer: caller.userId,
                                               method: "card", amountMinor: body.amountMinor, currency: tariff.currency,
                                               card: body.cardPaymentMethod, status: .pending, due: .authorise, dueIn: payments.lease)
             opened.id = p.id
             return .json(TopUpView(payment: p), status: 201)
+        } then: { response in  // (a first request's only: its answer is the one a retry gets)
+            guard let id = opened.id else { return response }
+            askNow(id, payments)
+            return try pool.withConnection { c in try storage.payment(c, id: id).map { .json(TopUpView(payment: $0), status: 201) } ?? response }
         }
-        guard let id = opened.id else { return response }  // a replay
-        askNow(id, payments)
-        return try pool.withConnection { c in try storage.payment(c, id: id).map { .json(TopUpView(payment: $0), status: 201) } ?? response }
     }
 
     /// `GET /v1/wallet/top-ups/{id}`: the payer's own top-up; anyone else's is not found.
@@ -57,16 +58,17 @@ extension DispatchHandlers {
         guard let payments else { throw PaymentError.cardsOff }
         guard let plan = Plans.catalogue(currency: tariff.currency).first(where: { $0.id == body.planId }) else { throw Plans.Refused.unknownPlan }
         let opened = Opened()
-        let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
+        return try idempotency.run(request, caller: caller.userId.lowercased, finishingWithin: 2 * payments.lease) { c in
             try parcels.payments.admitCard(c, payer: caller.userId)
             let (s, p) = try plans.subscribe(c, caller.userId, plan: plan, card: body.cardPaymentMethod, storage: storage, lease: payments.lease)
             opened.id = p.id
             return .json(SubscriptionView(subscription: s), status: 201)
-        }
-        guard let id = opened.id else { return response }
-        askNow(id, payments)
-        return try pool.withConnection { c in
-            try plans.current(c, caller.userId).map { .json(SubscriptionView(subscription: $0), status: 201) } ?? response
+        } then: { response in  // (a first request's only: its answer is the one a retry gets)
+            guard let id = opened.id else { return response }
+            askNow(id, payments)
+            return try pool.withConnection { c in
+                try plans.current(c, caller.userId).map { .json(SubscriptionView(subscription: $0), status: 201) } ?? response
+            }
         }
     }
 
