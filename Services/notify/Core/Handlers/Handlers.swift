@@ -71,7 +71,7 @@ extension NotifyHandlers {
     func setPreference(_ request: Request, _ caller: Caller, _ body: PreferenceBody) throws -> Response {
         let kind = request.parameter("kind"), channel = request.parameter("channel")
         guard Preferences.choices.contains(where: { $0.kind == kind && $0.channel == channel }) else { throw HTTPError.notFound() }
-        try pool.withConnection { try storage.setPreference($0, caller.userId, kind: kind, channel: channel, enabled: body.enabled) }
+        try pool.withTransaction { try storage.setPreference($0, caller.userId, kind: kind, channel: channel, enabled: body.enabled) }
         return .json(PreferenceView(kind: kind, channel: channel, enabled: body.enabled))
     }
 
@@ -112,11 +112,12 @@ extension NotifyHandlers {
             """)
     }
 
-    /// `POST /v1/notifications/unsubscribe?token=`: turned off, without signing in (RFC 8058).
+    /// `POST /v1/notifications/unsubscribe?token=`: turned off, without signing in (RFC 8058). Sent again, it says so
+    /// again; once the choice was turned back on, the link no longer works (`setPreference` dropped its token).
     func unsubscribeByLink(_ request: Request) throws -> Response {
         let token = try Self.linkToken(request)
-        let done = try pool.withConnection { c -> Bool in
-            guard let target = try storage.unsubscribeTarget(c, token: token) else { return false }
+        let done = try pool.withTransaction { c -> Bool in
+            guard let target = try storage.unsubscribeTarget(c, token: token, locking: true) else { return false }
             try storage.setPreference(c, target.user, kind: target.kind, channel: target.channel, enabled: false)
             return true
         }

@@ -113,14 +113,26 @@ struct NotifyStorage: Sendable {
         return out
     }
 
+    /// Sets a choice; in a transaction. Turning it back on drops its unsubscribe token: a link from a mail sent before
+    /// it was turned off answers that it no longer works, instead of turning it off again (the next mail carries a
+    /// new one). The token's row is locked first, so a link used at the same moment goes wholly before or after.
     func setPreference(_ c: Connection, _ user: UUID, kind: String, channel: String, enabled: Bool) throws {
+        if enabled {
+            _ = try c.rows("SELECT 1 FROM notify.unsubscribe_tokens WHERE user_id = $1 AND kind = $2 AND channel = $3 FOR UPDATE",
+                           [user, kind, channel])
+            try c.execute("""
+                DELETE FROM notify.unsubscribe_tokens WHERE user_id = $1 AND kind = $2 AND channel = $3 AND EXISTS (
+                    SELECT 1 FROM notify.preferences WHERE user_id = $1 AND kind = $2 AND channel = $3 AND NOT enabled)
+                """, [user, kind, channel])
+        }
         try c.execute("""
             INSERT INTO notify.preferences (user_id, kind, channel, enabled) VALUES ($1, $2, $3, $4)
             ON CONFLICT (user_id, kind, channel) DO UPDATE SET enabled = $4
             """, [user, kind, channel, enabled])
     }
 
-    /// The one-click unsubscribe token of (`user`, `kind`, `channel`): made once, the same in every mail after.
+    /// The one-click unsubscribe token of (`user`, `kind`, `channel`): made once, the same in every mail after, until
+    /// the choice is turned back on (`setPreference`).
     func unsubscribeToken(_ c: Connection, _ user: UUID, kind: String, channel: String, fresh: String) throws -> String {
         try c.execute("""
             INSERT INTO notify.unsubscribe_tokens (token, user_id, kind, channel) VALUES ($1, $2, $3, $4)
@@ -130,9 +142,10 @@ struct NotifyStorage: Sendable {
                            [user, kind, channel])?["token"] ?? fresh
     }
 
-    /// What an unsubscribe token stands for.
-    func unsubscribeTarget(_ c: Connection, token: String) throws -> (user: UUID, kind: String, channel: String)? {
-        guard let row = try c.first("SELECT user_id, kind, channel FROM notify.unsubscribe_tokens WHERE token = $1", [token]) else { return nil }
+    /// What an unsubscribe token stands for; `locking` it, for a change by it (see `setPreference`).
+    func unsubscribeTarget(_ c: Connection, token: String, locking: Bool = false) throws -> (user: UUID, kind: String, channel: String)? {
+        guard let row = try c.first("SELECT user_id, kind, channel FROM notify.unsubscribe_tokens WHERE token = $1\(locking ? " FOR UPDATE" : "")",
+                                    [token]) else { return nil }
         return (try row["user_id"], try row["kind"], try row["channel"])
     }
 
