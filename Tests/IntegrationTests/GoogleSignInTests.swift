@@ -51,10 +51,49 @@ final class GoogleSignInTests: XCTestCase {
                        "user.registered once")
 
         let signup = try api.signup("paula")
+        // Paula proved her address (the mail's link, here written to the database as it would).
+        try database.connect().execute("UPDATE auth.users SET email_verified = true WHERE id = $1::uuid", [signup.userId])
         let linked = try api.post("/v1/auth/google", ["idToken": try token(["sub": "g-paula", "email": "PAULA@example.com"])])
         XCTAssertEqual(linked.status, 200)
-        XCTAssertEqual(linked.userId, signup.userId, "linked to the user with that verified email")
+        XCTAssertEqual(linked.userId, signup.userId, "linked to the user who proved that address")
         XCTAssertEqual(try count("google_accounts"), 2)
+    }
+
+    /// Pre-account hijacking: someone signs up with another person's address and a password of their own, and waits
+    /// for its owner to sign in with Google. The owner gets an account of her own; the squatter's is not linked, keeps
+    /// none of her address's power (no sign-in, reset or proof by it), and sees nothing of hers.
+    func testASignUpWithSomeoneElsesAddressIsNotHandedTheirGoogleSignIn() throws {
+        let squatter = try api.post("/v1/auth/signup", ["username": "not_gina", "email": "Gina@Example.com",
+                                                         "password": "squatters secret", "fullName": "Gina (really not)"])
+        XCTAssertEqual(squatter.status, 201)
+        let session = try api.post("/v1/auth/login", ["email": "gina@example.com", "password": "squatters secret"])
+        XCTAssertEqual(session.status, 200, "an unconfirmed sign-up signs in by the address it gave, until someone proves it")
+
+        let gina = try api.post("/v1/auth/google", ["idToken": try token()])
+        XCTAssertEqual(gina.status, 201, "an account of her own: " + String(decoding: gina.body, as: UTF8.self))
+        XCTAssertNotEqual(gina.userId, squatter.userId, "the squatter's account is not linked to her Google sign-in")
+        let mine = try api.get("/v1/users/me", token: gina.accessToken)
+        XCTAssertEqual(mine["email"] as? String, "gina@example.com")
+        XCTAssertEqual(mine["emailVerified"] as? Bool, true)
+        XCTAssertEqual(mine["fullName"] as? String, "Gina Google", "nothing the squatter set up")
+        XCTAssertEqual(try api.post("/v1/auth/google", ["idToken": try token()]).userId, gina.userId, "and it stays hers")
+
+        // The squatter's password, refresh and access tokens open nothing of Gina's.
+        assertClientError(try api.post("/v1/auth/login", ["email": "gina@example.com", "password": "squatters secret"]), 401,
+                          "her proven address signs in to her account only")
+        for token in [squatter.accessToken, session.accessToken] {
+            let seen = try api.get("/v1/users/me", token: token)
+            XCTAssertEqual(seen.userId, squatter.userId, "the squatter's tokens are the squatter's account's")
+            XCTAssertEqual(seen["emailVerified"] as? Bool, false, "which holds no proven address of hers")
+        }
+        let refreshed = try api.post("/v1/auth/refresh", ["refreshToken": session.refreshToken])
+        XCTAssertNotEqual(refreshed.userId, gina.userId)
+        let c = try database.connect()
+        XCTAssertEqual(try c.first("SELECT count(*) AS n FROM auth.google_accounts WHERE user_id = $1::uuid", [squatter.userId])!["n", as: Int.self], 0)
+        XCTAssertEqual(try c.first("SELECT count(*) AS n FROM auth.users WHERE lower(email) = 'gina@example.com' AND email_verified")!["n", as: Int.self],
+                       1, "one account proved the address: hers")
+        XCTAssertEqual(try c.first("SELECT id::text AS id FROM auth.users WHERE lower(email) = 'gina@example.com' AND email_verified")!["id", as: String.self],
+                       gina.userId)
     }
 
     func testEveryTokenGoogleWouldNotVouchForIsRefused() throws {

@@ -17,6 +17,8 @@ struct UserView: View {
         .field("email", \.user.email, Check.emailSchema), .field("fullName", \.user.fullName, Check.fullNameSchema),
         .nullable("avatarMediaId", \.user.avatarMediaId), .nullable("avatarUrl", \.avatarUrl), .field("emailVerified", \.user.emailVerified),
         .nullable("phone", \.user.phone, Check.phoneSchema), .nullable("postalAddress", \.user.postalAddress),
+        // An address changed to and not proven yet (`email` is in force until it is), for its owner only.
+        .nullable("pendingEmail", \.user.pendingEmail, Check.emailSchema),
         .field("createdAt", \.user.createdAt), .field("updatedAt", \.user.updatedAt),
     ]
 }

@@ -21,21 +21,25 @@ struct EmailProofs: Sendable {
     /// Reset requests from one client within an hour; then 429.
     static let requestsPerClient = 30
 
-    /// Asks for a mail proving `user`'s address (after sign-up, a changed address, or their asking again).
+    /// The address a verification mail of `user`'s goes to: the one they changed to, else their unproven one.
+    static func unproven(_ user: UserRecord) -> String? { user.pendingEmail ?? (user.emailVerified ? nil : user.email) }
+
+    /// Asks for a mail proving `user`'s unproven address (after sign-up, a changed address, or their asking again).
     func requestVerification(_ c: Connection, _ user: UserRecord) throws {
-        guard !user.emailVerified, try mayMail(c, user.email) else { return }
-        let token = try storage.issueEmailToken(c, user: user.id, purpose: "verify", email: user.email, lifetime: Self.verificationLifetime)
-        try outbox.add(EmailVerificationRequested(userId: user.id.lowercased, email: user.email, token: token,
+        guard let email = Self.unproven(user), try mayMail(c, email) else { return }
+        let token = try storage.issueEmailToken(c, user: user.id, purpose: "verify", email: email, lifetime: Self.verificationLifetime)
+        try outbox.add(EmailVerificationRequested(userId: user.id.lowercased, email: email, token: token,
                                                   expiresAt: Timestamp.format(Date().addingTimeInterval(Self.verificationLifetime))),
                        subject: user.id.lowercased, on: c)
     }
 
-    /// The address the token was sent to is proven, if it is still the account's (announced in `user.updated`);
-    /// nil for a token that is not (any longer) good.
+    /// The address the token was sent to is proven, if it is still the one the account waits to prove, and is in force
+    /// from now on (announced in `user.updated`); nil for a token that is not (any longer) good, or for an address
+    /// someone else proved first (theirs: this claim to it ends).
     func verify(_ c: Connection, token: String) throws -> UserRecord? {
         guard token.utf8.count <= 64, let found = try storage.useEmailToken(c, token, purpose: "verify"),
-              let user = try storage.user(c, id: found.userId), user.email.lowercased() == found.email.lowercased() else { return nil }
-        return try proven(c, user)
+              let user = try storage.user(c, id: found.userId), Self.unproven(user)?.lowercased() == found.email.lowercased() else { return nil }
+        return try proven(c, user, found.email)
     }
 
     /// "Forgot password": a reset mail for the account with `email`, if there is one that may sign in; the same
@@ -45,27 +49,37 @@ struct EmailProofs: Sendable {
             throw HTTPError.rateLimited(retryAfter: 3600)
         }
         try storage.recordMailRequest(c, key: "reset-client:" + client)
-        guard let user = try storage.userByEmail(c, email), user.suspendedAt == nil, try mayMail(c, user.email) else { return }
-        let token = try storage.issueEmailToken(c, user: user.id, purpose: "reset", email: user.email, lifetime: Self.resetLifetime)
-        try outbox.add(PasswordResetRequested(userId: user.id.lowercased, email: user.email, token: token,
-                                              expiresAt: Timestamp.format(Date().addingTimeInterval(Self.resetLifetime))),
-                       subject: user.id.lowercased, on: c)
+        // The account that proved the address; else each unconfirmed sign-up that gave it (the mail names which).
+        let users = try storage.userWithProven(c, email: email).map { [$0] } ?? storage.usersClaiming(c, email: email)
+        for user in users where user.suspendedAt == nil {
+            guard try mayMail(c, user.email) else { return }
+            let token = try storage.issueEmailToken(c, user: user.id, purpose: "reset", email: user.email, lifetime: Self.resetLifetime)
+            try outbox.add(PasswordResetRequested(userId: user.id.lowercased, email: user.email, token: token,
+                                                  expiresAt: Timestamp.format(Date().addingTimeInterval(Self.resetLifetime))),
+                           subject: user.id.lowercased, on: c)
+        }
     }
 
-    /// Sets the password of the account the token was sent for; the user, or nil for a token that is not good. The
-    /// caller ends every session of theirs.
+    /// Sets the password of the account the token was sent for; the user, or nil for a token that is not good (or an
+    /// unconfirmed sign-up's, when someone else proved the address since). The caller ends every session of theirs.
     func reset(_ c: Connection, token: String, passwordHash: String) throws -> UserRecord? {
         guard token.utf8.count <= 64, let found = try storage.useEmailToken(c, token, purpose: "reset"),
               let user = try storage.user(c, id: found.userId), user.email.lowercased() == found.email.lowercased() else { return nil }
+        guard try user.emailVerified || storage.userWithProven(c, email: user.email) == nil else { return nil }
         try storage.setPassword(c, user: user.id, hash: passwordHash)
-        return try proven(c, user)  // the mail reached them: the address is theirs
+        // Whoever held the account before may have set an address of theirs to prove: it goes with their sessions.
+        try storage.retireEmailTokens(c, user: user.id, purpose: "verify")
+        return try proven(c, user, user.email, dropPending: true)  // the mail reached them: the address is theirs
     }
 
-    /// The user with their address proven, announced when that is news.
-    private func proven(_ c: Connection, _ user: UserRecord) throws -> UserRecord {
-        guard !user.emailVerified else { return user }
+    /// `user` with `email` proven theirs and in force from now on (a change waiting for it ends, or any with
+    /// `dropPending`), announced when that is news; nil when someone else proved it first.
+    private func proven(_ c: Connection, _ user: UserRecord, _ email: String, dropPending: Bool = false) throws -> UserRecord? {
+        if let holder = try storage.userWithProven(c, email: email), holder.id != user.id { return nil }
         var changed = user
-        changed.emailVerified = true
+        (changed.email, changed.emailVerified) = (email, true)
+        if dropPending || changed.pendingEmail?.lowercased() == email.lowercased() { changed.pendingEmail = nil }
+        guard (changed.email, changed.emailVerified, changed.pendingEmail) != (user.email, user.emailVerified, user.pendingEmail) else { return user }
         let updated = try storage.updateUser(c, changed)
         try announce(c, updated)
         return updated

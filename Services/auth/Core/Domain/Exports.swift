@@ -52,7 +52,7 @@ extension AuthStorage {
             SELECT json_build_object(
                 'id', u.id, 'username', u.username, 'email', u.email, 'fullName', u.full_name, 'avatarMediaId', u.avatar_media_id,
                 'pictureUrl', u.picture_url, 'phone', u.phone, 'postalAddress', u.postal_address, 'emailVerified', u.email_verified,
-                'createdAt', u.created_at, 'updatedAt', u.updated_at,
+                'pendingEmail', u.pending_email, 'createdAt', u.created_at, 'updatedAt', u.updated_at,
                 'sessions', (SELECT coalesce(json_agg(json_build_object('device', device, 'createdAt', created_at, 'lastUsedAt', last_used_at,
                                                                         'revokedAt', revoked_at) ORDER BY created_at), '[]'::json)
                              FROM auth.sessions WHERE user_id = u.id),

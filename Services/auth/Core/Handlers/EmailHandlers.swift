@@ -54,11 +54,11 @@ extension AuthHandlers {
         return HTML.page(title, "<p>\(text)</p>")
     }
 
-    /// `POST /v1/users/me/email-verification`: another mail proving my address.
+    /// `POST /v1/users/me/email-verification`: another mail proving my address (the one I changed to, if any).
     func resendVerification(_ request: Request, _ caller: Caller) throws -> Response {
         try pool.withTransaction { c in
             guard let user = try storage.user(c, id: caller.userId) else { throw HTTPError.notFound() }
-            guard !user.emailVerified else { throw HTTPError.conflict("Your address is confirmed already.") }
+            guard EmailProofs.unproven(user) != nil else { throw HTTPError.conflict("Your address is confirmed already.") }
             try proofs.requestVerification(c, user)
         }
         return Response(status: 202)

@@ -52,6 +52,8 @@ struct AuthHandlers: Sendable {
             return .json(session, status: status)
         }
         return try idempotency.run(request, caller: "anonymous", replay: replay) { c in
+            // Only a proven address is taken: an unconfirmed sign-up's claim to it reserves nothing.
+            guard try storage.userWithProven(c, email: email) == nil else { throw AccountError.emailTaken }
             let user = try storage.insertUser(c, username: username, email: email, fullName: fullName, passwordHash: hash)
             try proofs.requestVerification(c, user)
             try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email,
@@ -67,26 +69,28 @@ struct AuthHandlers: Sendable {
     /// Slows guessing without handing an attacker a lockout to aim (OWASP's guidance): a device the user signed in from
     /// before (`deviceToken`) is never slowed by others' failures (only by its own: ten of them and it is forgotten);
     /// otherwise an address is refused after `LOGIN_ADDRESS_MAX_FAILURES` failures in 15 minutes (high, since many
-    /// users may share one address), and an account, after 10 failures, takes one attempt per 1, 2, 4 … 900 seconds.
-    /// The address is the peer's, or the client's in `X-Forwarded-For` through `TRUSTED_PROXIES` only.
+    /// users may share one address), and a username or email, after 10 failures, takes one attempt per 1, 2, 4 … 900
+    /// seconds: counted by the name as typed (normalised), whether or not anyone has it, so that the 429 does not
+    /// tell which names exist. The address is the peer's, or the client's in `X-Forwarded-For` through
+    /// `TRUSTED_PROXIES` only. An email that several unconfirmed sign-ups gave signs in to the one whose password it is.
     func login(_ request: Request, _ body: LoginBody) throws -> Response {
         guard (body.username == nil) != (body.email == nil) else {
             throw HTTPError.validation("Give either username or email.", field: body.username == nil ? "username" : "email")
         }
         let identifier = (body.username ?? body.email ?? "").lowercased()
         guard identifier.count <= 254, body.password.utf8.count <= 1024 else { throw HTTPError.unauthenticated(Self.loginFailed) }
-        let found = try pool.withConnection { try storage.userForLogin($0, username: body.username, email: body.email) }
-        let account = found.map { "user:" + $0.0.id.lowercased } ?? "login:" + identifier
-        var device: String?
-        if let token = body.deviceToken, token.utf8.count <= 64, let user = found?.0,
-           try pool.withConnection({ try storage.isDevice($0, token: token, of: user.id) }) {
-            device = token
+        let found = try pool.withConnection { try storage.usersForLogin($0, username: body.username, email: body.email) }
+        let account = "login:" + identifier
+        var device: String?, deviceOwner: UUID?
+        if let token = body.deviceToken, token.utf8.count <= 64,
+           let owner = try pool.withConnection({ c in try found.first { try storage.isDevice(c, token: token, of: $0.0.id) } })?.0.id {
+            (device, deviceOwner) = (token, owner)
         }
         let client = device.map { "device:" + AuthStorage.hash($0) } ?? "ip:" + request.clientAddress(trustedProxies: login.trustedProxies)
         let recent = try pool.withConnection { try storage.recentFailures($0, account: account, client: client) }
         if let wait = login.wait(device: device != nil, recent) { throw HTTPError.rateLimited(retryAfter: wait) }
-        let matches = try PasswordHasher.verify(body.password, encoded: found?.1 ?? Self.dummyHash)
-        guard matches, let user = found?.0 else {
+        if found.isEmpty { _ = try PasswordHasher.verify(body.password, encoded: Self.dummyHash) }  // as long as for a name someone has
+        guard let user = try found.first(where: { try PasswordHasher.verify(body.password, encoded: $0.1) })?.0 else {
             try pool.withConnection { c in
                 try storage.recordFailure(c, account: account, client: client)
                 if let device, recent.client + 1 >= LoginThrottle.deviceFailures { try storage.forgetDevice(c, token: device) }
@@ -95,15 +99,17 @@ struct AuthHandlers: Sendable {
         }
         return try pool.withTransaction { c in
             var session = try openSession(c, user, request)
-            session.deviceToken = try device ?? storage.addDevice(c, user: user.id)
+            session.deviceToken = try (deviceOwner == user.id ? device : nil) ?? storage.addDevice(c, user: user.id)
             return .json(session)
         }
     }
 
     static let loginFailed = "The username, email or password is not correct."
 
-    /// `POST /v1/auth/google`: signs in the user linked to the Google account, or links it to the user with that
-    /// (Google-verified) email, or creates one (201, with `user.registered`).
+    /// `POST /v1/auth/google`: signs in the user linked to the Google account, or links it to the user who proved the
+    /// same (Google-verified) address, or creates one (201, with `user.registered`). An account whose sign-up gave the
+    /// address without proving it is not linked: it may be anyone's (docs/privacy.md); it keeps its username and
+    /// password, and its claim to the address ends here (it can no longer be proven, nor sign in or reset by it).
     func google(_ request: Request, _ body: GoogleBody, _ google: GoogleSignIn) throws -> Response {
         let identity: GoogleSignIn.Identity
         do { identity = try google.verify(body.idToken) } catch {
@@ -114,13 +120,8 @@ struct AuthHandlers: Sendable {
             if let user = try storage.googleUser(c, subject: identity.subject) {
                 return .json(try openSession(c, try picture(c, user, identity), request))
             }
-            if var user = try storage.userByEmail(c, identity.email) {
+            if let user = try storage.userWithProven(c, email: identity.email) {
                 try storage.linkGoogle(c, subject: identity.subject, user: user.id)
-                if !user.emailVerified {  // Google verified the address this account gave
-                    user.emailVerified = true
-                    user = try storage.updateUser(c, user)
-                    try announce(c, user)
-                }
                 return .json(try openSession(c, try picture(c, user, identity), request))
             }
             let email = try Check.email(identity.email)
@@ -233,21 +234,26 @@ struct AuthHandlers: Sendable {
         return try pool.withTransaction { c in
             guard var user = try storage.user(c, id: caller.userId) else { throw HTTPError.notFound() }
             let before = (user.username, user.email, user.fullName, user.avatarMediaId, user.phone, user.postalAddress)
+            let pendingBefore = user.pendingEmail
             if let fullName { user.fullName = fullName }
             if let email {
-                if email.lowercased() != user.email.lowercased() { user.emailVerified = false }  // a new address is not proven
-                user.email = email
+                // A new address waits until the mail to it is answered (the one in force stays, and it reserves nothing
+                // meanwhile); the address in force again, typed any way, ends the wait.
+                if email.lowercased() == user.email.lowercased() { (user.email, user.pendingEmail) = (email, nil) } else { user.pendingEmail = email }
             }
             if let username { user.username = username }
             if body.avatarMediaId.isPresent { user.avatarMediaId = avatar }
             if body.phone.isPresent { user.phone = body.phone.value }
             if body.postalAddress.isPresent { user.postalAddress = body.postalAddress.value.flatMap { $0.isEmpty ? nil : $0 } }
-            guard before != (user.username, user.email, user.fullName, user.avatarMediaId, user.phone, user.postalAddress) else {
+            guard before != (user.username, user.email, user.fullName, user.avatarMediaId, user.phone, user.postalAddress)
+                    || pendingBefore != user.pendingEmail else {
                 return .json(UserView(user, urls: urls))
             }
             let updated = try storage.updateUser(c, user)
             try announce(c, updated)
-            try proofs.requestVerification(c, updated)  // a new address is proven by a mail to it
+            if let pending = updated.pendingEmail, pending.lowercased() != pendingBefore?.lowercased() {
+                try proofs.requestVerification(c, updated)  // a new address is proven by a mail to it, sent only when it changed
+            }
             return .json(UserView(updated, urls: urls))
         }
     }

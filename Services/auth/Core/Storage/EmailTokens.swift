@@ -14,11 +14,16 @@ extension AuthStorage {
     /// stops working (only the latest mail's link does). Returns the token, which only the mail carries.
     func issueEmailToken(_ c: Connection, user: UUID, purpose: String, email: String, lifetime: TimeInterval) throws -> String {
         let token = Base64URL.encode(secureRandomBytes(32))
-        try c.execute("UPDATE auth.email_tokens SET used_at = now() WHERE user_id = $1 AND purpose = $2 AND used_at IS NULL", [user, purpose])
+        try retireEmailTokens(c, user: user, purpose: purpose)
         try c.execute("""
             INSERT INTO auth.email_tokens (token_hash, user_id, purpose, email, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
             """, [Self.hash(token), user, purpose, email, lifetime])
         return token
+    }
+
+    /// The unused tokens of `user` for `purpose` stop working.
+    func retireEmailTokens(_ c: Connection, user: UUID, purpose: String) throws {
+        try c.execute("UPDATE auth.email_tokens SET used_at = now() WHERE user_id = $1 AND purpose = $2 AND used_at IS NULL", [user, purpose])
     }
 
     /// Uses `token` for `purpose` if it is unused and unexpired: nil otherwise (whichever it was, the caller says the same).

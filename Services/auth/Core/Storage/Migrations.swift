@@ -136,4 +136,12 @@ let migrations: [Migration] = [
         CREATE TRIGGER users_changed AFTER UPDATE OR DELETE ON users FOR EACH ROW EXECUTE FUNCTION user_changed();
         CREATE TRIGGER sessions_ended AFTER UPDATE OF revoked_at, user_id OR DELETE ON sessions FOR EACH ROW EXECUTE FUNCTION user_changed();
         """),
+    // An unproven address reserves nothing: only a proven one is unique (several unconfirmed sign-ups may name the same
+    // address until one proves it), and a changed address waits in `pending_email` until the mail to it is answered.
+    Migration(15, "only proven addresses are unique; a changed address is pending until proven", """
+        ALTER TABLE users ADD COLUMN pending_email text CHECK (length(pending_email) BETWEEN 3 AND 254);
+        DROP INDEX users_email_unique;
+        CREATE UNIQUE INDEX users_verified_email_unique ON users (lower(email)) WHERE email_verified;
+        CREATE INDEX users_by_email ON users (lower(email));
+        """),
 ]

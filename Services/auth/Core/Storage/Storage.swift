@@ -18,6 +18,8 @@ struct UserRecord {
     var postalAddress: String?
     /// Whether they proved the e-mail address is theirs (Google did, for an account it signs in).
     var emailVerified: Bool
+    /// An address they changed to and have not proven yet: `email` stays in force until they do.
+    var pendingEmail: String?
     /// When a moderator suspended the account after a report (it signs in no more).
     var suspendedAt: Date?
     let createdAt: Date
@@ -27,12 +29,13 @@ struct UserRecord {
         id = try row["id"]; username = try row["username"]; email = try row["email"]
         fullName = try row["full_name"]; avatarMediaId = try row.decode("avatar_media_id"); pictureUrl = try row.decode("picture_url")
         phone = try row.decode("phone"); postalAddress = try row.decode("postal_address"); emailVerified = try row["email_verified"]
+        pendingEmail = try row.decode("pending_email")
         suspendedAt = try row.decode("suspended_at"); createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
     }
 
     static let columns = """
-        id, username, email, full_name, avatar_media_id, picture_url, phone, postal_address, email_verified, suspended_at, created_at,
-        updated_at
+        id, username, email, full_name, avatar_media_id, picture_url, phone, postal_address, email_verified, pending_email, suspended_at,
+        created_at, updated_at
         """
 }
 
@@ -74,7 +77,7 @@ struct AuthStorage {
     }
 
     static func duplicate(_ error: PostgresError) -> AccountError {
-        error.constraint == "users_email_unique" ? .emailTaken : .usernameTaken
+        error.constraint == "users_verified_email_unique" ? .emailTaken : .usernameTaken
     }
 
     func user(_ c: Connection, id: UUID) throws -> UserRecord? {
@@ -89,14 +92,21 @@ struct AuthStorage {
             """, [id, session]).map(UserRecord.init)
     }
 
-    /// The user and password hash for a login by username or email (case-insensitive).
-    func userForLogin(_ c: Connection, username: String?, email: String?) throws -> (UserRecord, String)? {
-        let row = username != nil
-            ? try c.first("SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(username) = lower($1)", [username!])
-            : try c.first("SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(email) = lower($1)", [email ?? ""])
-        guard let row else { return nil }
-        return (try UserRecord(row), try row["password_hash"])
+    /// The users and password hashes a login by username or email (case-insensitive) may be for: by username, one; by
+    /// email, the account that proved the address, or else the unconfirmed sign-ups that gave it (a few, newest first).
+    func usersForLogin(_ c: Connection, username: String?, email: String?) throws -> [(UserRecord, String)] {
+        let rows = username != nil
+            ? try c.rows("SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(username) = lower($1)", [username!])
+            : try c.rows("""
+                SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(email) = lower($1)
+                ORDER BY email_verified DESC, created_at DESC LIMIT \(Self.claimsPerAddress)
+                """, [email ?? ""])
+        let found = try rows.map { (try UserRecord($0), try $0["password_hash", as: String.self]) }
+        return found.first?.0.emailVerified == true ? [found[0]] : found
     }
+
+    /// Unconfirmed sign-ups with one address that a login by it or a reset mail to it tries.
+    static let claimsPerAddress = 3
 
     /// The user a Google subject is linked to.
     func googleUser(_ c: Connection, subject: String) throws -> UserRecord? {
@@ -110,8 +120,18 @@ struct AuthStorage {
         try c.first("SELECT \(UserRecord.columns) FROM auth.users WHERE lower(username) = lower($1)", [username]).map(UserRecord.init)
     }
 
-    func userByEmail(_ c: Connection, _ email: String) throws -> UserRecord? {
-        try c.first("SELECT \(UserRecord.columns) FROM auth.users WHERE lower(email) = lower($1)", [email]).map(UserRecord.init)
+    /// The user who proved `email` is theirs (case-insensitive): at most one.
+    func userWithProven(_ c: Connection, email: String) throws -> UserRecord? {
+        try c.first("SELECT \(UserRecord.columns) FROM auth.users WHERE lower(email) = lower($1) AND email_verified", [email])
+            .map(UserRecord.init)
+    }
+
+    /// The users whose sign-up gave `email` and who have not proven it (a few, newest first).
+    func usersClaiming(_ c: Connection, email: String) throws -> [UserRecord] {
+        try c.rows("""
+            SELECT \(UserRecord.columns) FROM auth.users WHERE lower(email) = lower($1) AND NOT email_verified
+            ORDER BY created_at DESC LIMIT \(Self.claimsPerAddress)
+            """, [email]).map(UserRecord.init)
     }
 
     func linkGoogle(_ c: Connection, subject: String, user: UUID) throws {
@@ -131,10 +151,10 @@ struct AuthStorage {
         do {
             let row = try c.first("""
                 UPDATE auth.users SET username = $2, email = $3, full_name = $4, avatar_media_id = $5, picture_url = $6, phone = $7,
-                    postal_address = $8, email_verified = $9, updated_at = now()
+                    postal_address = $8, email_verified = $9, pending_email = $10, updated_at = now()
                 WHERE id = $1 RETURNING \(UserRecord.columns)
                 """, [user.id, user.username, user.email, user.fullName, user.avatarMediaId, user.pictureUrl, user.phone, user.postalAddress,
-                      user.emailVerified])
+                      user.emailVerified, user.pendingEmail])
             guard let row else { throw AccountError.notFound }
             return try UserRecord(row)
         } catch let error as PostgresError where error.kind == .uniqueViolation {
@@ -254,7 +274,10 @@ struct AuthStorage {
     /// them in the other tables.
     func deleteUser(_ c: Connection, _ user: UUID) throws {
         current?.hold(user)
-        try c.execute("DELETE FROM auth.login_failures WHERE account_key = $1", ["user:" + user.lowercased])
+        try c.execute("""
+            DELETE FROM auth.login_failures WHERE account_key = $2 OR account_key IN (
+                SELECT 'login:' || lower(username) FROM auth.users WHERE id = $1 UNION ALL SELECT 'login:' || lower(email) FROM auth.users WHERE id = $1)
+            """, [user, "user:" + user.lowercased])
         try c.execute("DELETE FROM auth.lookup_failures WHERE user_id = $1", [user])
         try c.execute("DELETE FROM auth.users WHERE id = $1", [user])
     }
