@@ -54,6 +54,21 @@ public struct AddressSet: Sendable, Equatable, ExpressibleByArrayLiteral {
         return ranges.contains { $0.contains(bytes) }
     }
 
+    /// The client a request comes from: `peer`, or, when `peer` is in the set (a trusted proxy), the last address in
+    /// `forwardedFor` (the request's `X-Forwarded-For`) that is not (entries before it could be forged by the
+    /// client); the peer when that entry is no IP address or there is none.
+    public func client(peer: String, forwardedFor: String?) -> String {
+        guard let forwardedFor, contains(peer) else { return peer }
+        for var hop in forwardedFor.split(separator: ",").reversed() {
+            while hop.first == " " || hop.first == "\t" { hop = hop.dropFirst() }
+            while hop.last == " " || hop.last == "\t" { hop = hop.dropLast() }
+            let address = String(hop)
+            if contains(address) { continue }
+            return Self.bytes(address) == nil ? peer : address
+        }
+        return peer
+    }
+
     private static func bytes(_ text: String) -> [UInt8]? {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }

@@ -50,7 +50,7 @@ public final class HTTPServer: @unchecked Sendable {
         self.route = route
         self.respond = respond
         connections = ConnectionGuard(limits: limits, report: report)
-        bodyMemory = BodyMemory(limit: limits.bodyMemory)
+        bodyMemory = BodyMemory(limit: limits.bodyMemory, perClient: limits.bodyMemoryPerClient)
         handlers = HandlerPool(threads: handlerThreads, maxQueued: maxQueued)
     }
 

@@ -233,7 +233,7 @@ final class Worker: @unchecked Sendable {
                 answer(c, head, match)
             case .chunked(let head, let match, var chunked):
                 let step = c.input.withUnsafeBytes { chunked.read($0, into: &c.body, limit: match.bodyLimit) }
-                guard reserve(c, c.body.count) else { return refuseForMemory(c, head) }
+                if let refusal = reserve(c, c.body.count) { return refuseForMemory(c, head, refusal) }
                 switch step {
                 case .more(let consumed):
                     c.input.removeFirst(consumed)
@@ -274,8 +274,8 @@ final class Worker: @unchecked Sendable {
     }
 
     /// A head has arrived: route it, refuse what must not be read further (a body over the route's limit, a body for
-    /// a route whose credentials the head already shows to be missing or wrong, a body the server has no memory left
-    /// for), else read its body or answer.
+    /// a route whose credentials the head already shows to be missing or wrong, a body the server, or its client's
+    /// share of its memory, has no room for), else read its body or answer.
     private func start(_ c: Connection, _ head: Parser.Head) {
         c.waitingSince = nil
         var match = server.route(head.method, head.path)
@@ -289,14 +289,19 @@ final class Worker: @unchecked Sendable {
         }
         if case .refused(let error) = match { return refuse(c, head, error) }
         c.body = []
+        if head.body != .none {
+            // Through a trusted proxy (the gateway) every client shares its address: the one it names counts instead.
+            let limits = server.connections.limits
+            c.bodyClient = limits.exempt.client(peer: c.address, forwardedFor: head.headers["x-forwarded-for"])
+        }
         switch head.body {
         case .none:
             answer(c, head, match)
             return
         case .length(let length):
-            // Admitted only if the server's body memory has room for all of it; it grows as it arrives (a declared
-            // length reserves no memory of the process up front).
-            guard reserve(c, length) else { return refuseForMemory(c, head) }
+            // Admitted only if the server's body memory, and its client's share, have room for all of it; it grows as
+            // it arrives (a declared length reserves no memory of the process up front).
+            if let refusal = reserve(c, length) { return refuseForMemory(c, head, refusal) }
             c.body.reserveCapacity(min(length, 64 << 10))
             c.phase = .body(head, match, length)
         case .chunked:
@@ -306,25 +311,31 @@ final class Worker: @unchecked Sendable {
         if head.expectsContinue && c.input.isEmpty { c.output += Array("HTTP/1.1 100 Continue\r\n\r\n".utf8) }
     }
 
-    /// Counts `bytes` of body for this connection against the server's body memory; false when there is no room.
-    private func reserve(_ c: Connection, _ bytes: Int) -> Bool {
-        guard bytes > c.reserved else { return true }
-        guard server.bodyMemory.reserve(bytes - c.reserved) else { return false }
+    /// Counts `bytes` of body for this connection against the server's body memory and its client's share; the
+    /// refusal when there is no room.
+    private func reserve(_ c: Connection, _ bytes: Int) -> ConnectionRefusal? {
+        guard bytes > c.reserved else { return nil }
+        if let refusal = server.bodyMemory.reserve(from: c.reserved, to: bytes, for: c.bodyClient) { return refusal }
         c.reserved = bytes
-        return true
+        return nil
     }
 
     private func unreserve(_ c: Connection) {
         guard c.reserved > 0 else { return }
-        server.bodyMemory.release(c.reserved)
+        server.bodyMemory.release(c.reserved, for: c.bodyClient)
         c.reserved = 0
     }
 
-    /// A body the server's body memory has no room for: 503, counted and logged as a refusal.
-    private func refuseForMemory(_ c: Connection, _ head: Parser.Head) {
-        server.connections.report(.bodyMemory, c.address)
-        refuse(c, head, .unavailable(retryAfter: 1))
+    /// A body there is no room for, counted and logged as a refusal: 503 when the server's body memory is full, 429
+    /// when its client already holds its share (the others are still served).
+    private func refuseForMemory(_ c: Connection, _ head: Parser.Head, _ refusal: ConnectionRefusal) {
+        server.connections.report(refusal, c.bodyClient)
+        refuse(c, head, refusal == .clientBodyMemory ? Self.clientBodyMemoryFull : .unavailable(retryAfter: 1))
     }
+
+    private static let clientBodyMemoryFull = HTTPError(
+        429, "rate_limited", "This client is sending as many bodies at once as it may; send this one when one of them is done.",
+        headers: [("Retry-After", "1")])
 
     /// Answers `error` and closes, reading no more of the request (what the client still sends is discarded for a
     /// while, so that it reads the answer instead of a reset).
@@ -509,8 +520,9 @@ private final class Connection {
     var input: [UInt8] = []
     /// Where the reading of a head arriving in pieces stands.
     var scan = Parser.Scan()
-    /// Bytes of the server's body memory this connection's request holds.
+    /// Bytes of the server's body memory this connection's request holds, and the client they count against.
     var reserved = 0
+    var bodyClient = ""
     /// When the body being read must be complete.
     var bodyDeadline = 0.0
     var body: [UInt8] = []

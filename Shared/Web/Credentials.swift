@@ -62,12 +62,6 @@ extension Request {
     /// The client's address: the peer's, or, when the peer is one of `trustedProxies`, the last address in
     /// `X-Forwarded-For` that is not a trusted proxy (entries before it could be forged by the client).
     public func clientAddress(trustedProxies: AddressSet) -> String {
-        guard trustedProxies.contains(remoteAddress), let forwarded = header("x-forwarded-for") else { return remoteAddress }
-        for hop in forwarded.split(separator: ",").reversed() {
-            let address = hop.trimmingCharacters(in: .whitespaces)
-            if trustedProxies.contains(address) { continue }
-            return Validate.isIPAddress(address) ? address : remoteAddress
-        }
-        return remoteAddress
+        trustedProxies.client(peer: remoteAddress, forwardedFor: header("x-forwarded-for"))
     }
 }

@@ -2,8 +2,9 @@ import Foundation
 import XCTest
 
 /// What one unauthenticated or hostile client tried against a service, each with the bounded answer it now gets:
-/// uploads without credentials refused before their body, bodies in flight bounded in memory and in time, a locked
-/// table answered with a quick 503 while probes stay fast, a drain that load balancers understand, IPv6.
+/// uploads without credentials refused before their body, bodies in flight bounded in memory (in all and per client)
+/// and in time, a locked table answered with a quick 503 while probes stay fast, a drain that load balancers
+/// understand, IPv6.
 final class EdgeTests: ServiceTestCase {
     override var serviceName: String { "chat" }
     override var serviceSettings: [String: String] {
@@ -30,12 +31,12 @@ final class EdgeTests: ServiceTestCase {
 
     func testBodiesInFlightAreBoundedInMemoryAndInTime() throws {
         let ana = try person()
-        // 16 MiB of body memory: one 10 MiB upload in flight leaves no room for a second.
+        // 16 MiB of body memory: one 10 MiB upload in flight leaves no room for a second (another client's).
         let first = try RawConnection(port: service.port)
         first.write(uploadHead(10 << 20, token: ana.token) + String(repeating: "x", count: 1 << 20))
         XCTAssertFalse(first.read(for: 0.5), "the first upload is being read")
         XCTAssertNil(first.status)
-        let second = try RawConnection(port: service.port)
+        let second = try RawConnection(port: service.port, from: "127.0.0.2")
         second.write(uploadHead(10 << 20, token: ana.token))
         XCTAssertTrue(second.read(for: 3), "refused and closed")
         XCTAssertEqual(second.status, 503, second.head)
@@ -61,6 +62,56 @@ final class EdgeTests: ServiceTestCase {
         third.write(uploadHead(10 << 20, token: ana.token))
         XCTAssertFalse(third.read(for: 0.5), "admitted and being read")
         XCTAssertNil(third.status)
+    }
+
+    /// The attack of issue 62 on an instance with the default 64 MiB of body memory: one client (127.0.0.2) starts six
+    /// 10 MiB uploads and one of 4 MiB, trickling. It holds at most a quarter of the memory (its first upload, and the
+    /// 4 MiB one that still fits its share); the others get 429 before they are read, another client's requests with
+    /// a body are served, and what it holds is given back at the body deadline.
+    func testSlowUploadsOfOneClientLeaveTheBodyMemoryToTheOthers() throws {
+        let chat = try startInstance(settings: ["HTTP_BODY_MEMORY_MB": "64"])
+        defer { chat.stop() }
+        let mallory = try person(), ana = try person()
+        var uploads: [RawConnection] = []
+        for length in Array(repeating: 10 << 20, count: 6) + [4 << 20] {
+            let upload = try RawConnection(port: chat.port, from: "127.0.0.2")
+            upload.write(uploadHead(length, token: mallory.token) + "x")
+            uploads.append(upload)
+        }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5) {
+            uploads.forEach { $0.read(for: 0) }
+            return uploads.filter { $0.status == 429 }.count == 5
+        }, "five refused: \(uploads.map(\.status))")
+        let held = uploads.filter { $0.status == nil }
+        XCTAssertEqual(held.count, 2, "a 10 MiB upload and the 4 MiB one: 14 MiB, within the 16 MiB share")
+        XCTAssertNil(uploads[6].status)
+        for refused in uploads where refused.status != nil {
+            XCTAssertTrue(refused.head.contains("retry-after: 1"), refused.head)
+            XCTAssertTrue(refused.body.contains(#""code":"rate_limited""#), refused.body)
+        }
+        let metrics = String(decoding: try APIClient(port: chat.port).get("/metrics").body, as: UTF8.self)
+        XCTAssertTrue(metrics.contains(#"http_refused_total{reason="client_body_memory"}"#), metrics)
+        // Another client (127.0.0.1) is served: requests with a body, an upload of its own.
+        let other = APIClient(port: chat.port)
+        for i in 0..<10 { XCTAssertEqual(try other.post("/v1/rooms", ["name": "Room \(i)"], token: ana.token).status, 201) }
+        let own = try RawConnection(port: chat.port)
+        own.write(uploadHead(10 << 20, token: ana.token))
+        XCTAssertFalse(own.read(for: 0.3), "admitted and being read")
+        XCTAssertNil(own.status)
+        // The held uploads trickle on and are cut at the 3 s body deadline; what they held is given back.
+        let began = Date()
+        var cut = false
+        while !cut && Date().timeIntervalSince(began) < 10 {
+            for upload in held { upload.write("x") }
+            cut = held.map { $0.read(for: 0.15) }.allSatisfy { $0 }
+        }
+        XCTAssertTrue(cut, "both slow bodies were cut off")
+        XCTAssertEqual(held.map(\.status), [408, 408])
+        XCTAssertLessThan(Date().timeIntervalSince(began), 5, "at the 3 s deadline")
+        let again = try RawConnection(port: chat.port, from: "127.0.0.2")
+        again.write(uploadHead(10 << 20, token: mallory.token))
+        XCTAssertFalse(again.read(for: 0.3), "the client may upload again")
+        XCTAssertNil(again.status)
     }
 
     func testALockedTableGetsA503WithinTheLockTimeoutAndHealthStaysFast() throws {

@@ -9,8 +9,16 @@ final class TestSocket {
     let fd: Int32
     private(set) var received: [UInt8] = []
 
-    init(port: UInt16) throws {
+    /// Connects to 127.0.0.1:`port` from the loopback address `source` (another client, as the server sees it).
+    init(port: UInt16, from source: String = "127.0.0.1") throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { close(fd); throw NSError(domain: "TestSocket", code: Int(errno)) }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -154,4 +162,65 @@ final class HTTPServerTests: XCTestCase {
             XCTAssertTrue(text.contains(#"{"error":{"code":"#), text)
         }
     }
+
+    /// Slow uploads of one client (its own address, or the one a trusted proxy names) hold at most a quarter of the
+    /// body memory: its next body gets 429 before it is read, while other clients' bodies are still read.
+    func testOneClientHoldsAtMostItsShareOfTheBodyMemory() throws {
+        // 4 MiB of body memory: a client's share is 1 MiB. 127.0.0.1 is the trusted proxy.
+        let limits = ConnectionLimits(total: 64, perClient: 64, streams: 8, exempt: ["127.0.0.1"], bodyMemory: 4 << 20)
+        let refusals = LockedRefusals()
+        let shared = HTTPServer(port: 0, threads: 1, limits: limits, report: { refusals.add($0, $1) }, route: { _, _ in .notFound }) {
+            request, match in
+            if case .refused(let error) = match { return error.response }
+            return Response(status: 200, body: Array("\(request.body.count) bytes".utf8))
+        }
+        try shared.start()
+        defer { shared.stop(grace: 1) }
+        func upload(from source: String, forwardedFor: String? = nil, length: Int = 600_000, send: Int = 1) throws -> TestSocket {
+            let socket = try TestSocket(port: shared.boundPort, from: source)
+            socket.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: \(length)\r\n"
+                        + (forwardedFor.map { "X-Forwarded-For: \($0)\r\n" } ?? "") + "\r\n" + String(repeating: "x", count: send))
+            return socket
+        }
+        func isRefused(_ socket: TestSocket) -> Bool {
+            let text = socket.read(for: 1, until: { $0.contains("}") })
+            return text.hasPrefix("HTTP/1.1 429 ") && text.contains("Retry-After: 1\r\n") && text.contains(#""code":"rate_limited""#)
+        }
+
+        // A client holding one upload (its first may be as large as the route admits) may not start a second,
+        // whatever X-Forwarded-For it writes (it is no trusted proxy).
+        var held: TestSocket? = try upload(from: "127.0.0.2")
+        XCTAssertEqual(held?.read(for: 0.3), "", "the first upload is being read")
+        XCTAssertTrue(isRefused(try upload(from: "127.0.0.2", forwardedFor: "203.0.113.9")))
+        XCTAssertEqual(refusals.reasons, [.clientBodyMemory])
+        XCTAssertEqual(refusals.addresses, ["127.0.0.2"])
+        // Another client's upload is read and answered.
+        let other = try upload(from: "127.0.0.3", send: 600_000)
+        XCTAssertTrue(other.read(until: { $0.hasSuffix("600000 bytes") }).hasPrefix("HTTP/1.1 200 "), other.text)
+
+        // Through the trusted proxy, each client it names has its own share: not the proxy's one address.
+        let first = try upload(from: "127.0.0.1", forwardedFor: "198.51.100.1")
+        XCTAssertEqual(first.read(for: 0.3), "", "being read")
+        let second = try upload(from: "127.0.0.1", forwardedFor: "6.6.6.6, 198.51.100.2", send: 600_000)
+        XCTAssertTrue(second.read(until: { $0.hasSuffix("600000 bytes") }).hasPrefix("HTTP/1.1 200 "), "another client behind the proxy")
+        XCTAssertTrue(isRefused(try upload(from: "127.0.0.1", forwardedFor: "198.51.100.1")), "the first client's second upload")
+        XCTAssertEqual(refusals.addresses.last, "198.51.100.1", "counted against the client, not the proxy")
+
+        // Once its upload is over (here: its connection closed), the client may send another.
+        held = nil
+        var refusedAgain = true
+        let deadline = Date().addingTimeInterval(3)
+        while refusedAgain && Date() < deadline { refusedAgain = isRefused(try upload(from: "127.0.0.2")) }
+        XCTAssertFalse(refusedAgain, "what the closed upload held is given back")
+    }
+}
+
+/// What a server's limits turned away, as its `report` heard it.
+final class LockedRefusals: @unchecked Sendable {
+    private let lock = NSLock()
+    private var heard: [(ConnectionRefusal, String)] = []
+
+    func add(_ refusal: ConnectionRefusal, _ address: String) { lock.withLock { heard.append((refusal, address)) } }
+    var reasons: [ConnectionRefusal] { lock.withLock { heard.map(\.0) } }
+    var addresses: [String] { lock.withLock { heard.map(\.1) } }
 }
