@@ -262,6 +262,58 @@ final class GatewayTests: XCTestCase {
         XCTAssertEqual(try APIClient(port: strict.httpPort).get("/v1/subjects").status, 200, "other routes are not limited")
     }
 
+    /// Issue 62's attack on the gateway: one address sends bodies a byte at a time (never idle long enough for
+    /// client_body_timeout). It holds at most its limit of requests in progress (8 here): the next get 429 at once,
+    /// while another address is served; the bodies never reach a service; one that stops is cut within the 10 s
+    /// client_body_timeout.
+    func testATricklingClientHoldsAtMostItsAddresssRequestsInProgress() throws {
+        let strict = try Gateway(upstreams: names.map { ($0, services[$0]!.port) }, signInRate: "6000r/m", connectionsPerClient: 8)
+        defer { strict.stop() }
+        var trickling: [RawConnection] = []
+        for _ in 0..<20 {
+            let c = try RawConnection(port: strict.httpPort, from: "127.0.0.2")
+            c.write("POST /v1/rooms HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000\r\n\r\n{")
+            trickling.append(c)
+        }
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5) {
+            trickling.forEach { $0.read(for: 0) }
+            return trickling.filter { $0.status == 429 }.count == 12
+        }, "past 8, refused at once: \(trickling.map(\.status))")
+        for refused in trickling where refused.status == 429 {
+            XCTAssertTrue(refused.body.contains(#""code":"rate_limited""#), refused.body)
+        }
+        let held = trickling.filter { $0.status == nil }
+        XCTAssertEqual(held.count, 8)
+        // Another address (127.0.0.1) is served meanwhile, bodies included; the held ones trickle on.
+        let client = APIClient(port: strict.httpPort)
+        for _ in 0..<3 {
+            held.forEach { $0.write("x") }
+            XCTAssertEqual(try client.get("/v1/subjects").status, 200)
+            XCTAssertEqual(try client.post("/v1/auth/login", ["username": "nobody", "password": "wrong password"]).status, 401)
+        }
+        // They stop: cut within client_body_timeout (10 s), answered by the gateway (a body never reached chat).
+        let stopped = Date()
+        XCTAssertTrue(held.allSatisfy { $0.read(for: 13) }, "every stalled body was cut off")
+        XCTAssertLessThan(Date().timeIntervalSince(stopped), 12)
+        var timedOut: [[String: Any]] = []
+        TestEnvironment.waitUntil(timeout: 5) {
+            timedOut = strict.accessLog.filter { $0["path"] as? String == "/v1/rooms" && $0["status"] as? Int == 408 }
+            return timedOut.count == 8
+        }
+        XCTAssertEqual(timedOut.count, 8, "\(strict.accessLog)")
+        XCTAssertTrue(timedOut.allSatisfy { ["", "-"].contains($0["upstreamAddr"] as? String ?? "") }, "never passed to chat")
+    }
+
+    /// HTTP/1.0 needs no Host; the services, asked in HTTP/1.1, do: the gateway gives one (it gave none, and chat said 400).
+    func testAnHTTP10RequestWithoutHostGetsTheServicesAnswer() throws {
+        let gateway = try self.gateway
+        let old = try RawConnection(port: gateway.httpPort)
+        old.write("GET /v1/subjects HTTP/1.0\r\n\r\n")
+        XCTAssertTrue(old.read(for: 3), "closed after the answer (HTTP/1.0)")
+        XCTAssertEqual(old.status, 200, old.head)
+        XCTAssertTrue(old.body.hasPrefix("{"), old.body)
+    }
+
     func testSchemathesisFindsTheMergedDocumentTrue() throws {
         let gateway = try self.gateway
         let st = try XCTUnwrap(ProcessInfo.processInfo.environment["SCHEMATHESIS_BIN"], "run the tests with deploy/local/stack test")
@@ -284,14 +336,17 @@ final class Gateway {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-\(UUID().uuidString.prefix(8))")
     private let process = Process()
 
-    /// `httpPort`: the one the services' image URLs name (their `PUBLIC_BASE_URL`), when they were started first.
-    init(upstreams: [(String, Int)], signInRate: String, httpPort: Int = TestEnvironment.freePort()) throws {
+    /// `httpPort`: the one the services' image URLs name (their `PUBLIC_BASE_URL`), when they were started first;
+    /// `connectionsPerClient`: the requests in progress one address may have (configure's default when nil).
+    init(upstreams: [(String, Int)], signInRate: String, connectionsPerClient: Int? = nil,
+         httpPort: Int = TestEnvironment.freePort()) throws {
         self.httpPort = httpPort
         let configure = TestEnvironment.root.appendingPathComponent("deploy/gateway/configure").path
         let p = Process()
         p.executableURL = URL(fileURLWithPath: configure)
         p.arguments = [directory.path, String(httpPort), String(httpsPort)] + upstreams.map { "\($0.0)=127.0.0.1:\($0.1)" }
         p.environment = ProcessInfo.processInfo.environment.merging(["GATEWAY_SIGNIN_RATE": signInRate]) { $1 }
+            .merging(connectionsPerClient.map { ["GATEWAY_CONNECTIONS_PER_CLIENT": String($0)] } ?? [:]) { $1 }
         try p.run()
         p.waitUntilExit()
         guard p.terminationStatus == 0 else { throw TestFailure("deploy/gateway/configure failed") }

@@ -53,7 +53,7 @@ final class RawConnection {
         var chunk = [UInt8](repeating: 0, count: 65536)
         repeat {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 65536, 0) }
-            if n == 0 { return true }
+            if n == 0 || (n < 0 && errno == ECONNRESET) { return true }  // closed, or reset (nginx resets on a timeout)
             if n > 0 { received += chunk[0..<n] }
         } while Date() < deadline
         return false
