@@ -66,6 +66,8 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
     if services.isEnabled {
         r.add("GET", "/v1/internal/revoked-sessions", summary: "Services: the sessions revoked within the access-token lifetime",
               response: (200, RevokedSessionList.shape), trusted: services, h.revokedSessions)
+        r.query("GET", "/v1/internal/revoked-sessions", [QueryParameter("since", .dateTime,
+                "Only the sessions revoked at or after this time (what is new since the last read); the whole list without it")])
     }
     r.idempotent("POST", ["/v1/auth/signup"])
     return r

@@ -405,9 +405,11 @@ struct AuthHandlers: Sendable {
         return response
     }
 
-    /// For the services that verify tokens themselves: every session revoked while one of its tokens may live.
+    /// For the services that verify tokens themselves: every session revoked while one of its tokens may live, or
+    /// only those revoked from `since` on (what a service polls while its broker is away).
     func revokedSessions(_ request: Request) throws -> Response {
-        let since = Date().addingTimeInterval(-RevokedSessionList.horizon)
+        let since = max(Date().addingTimeInterval(-RevokedSessionList.horizon),
+                        request.query["since"].flatMap(Timestamp.parse) ?? .distantPast)
         let sessions = try pool.withConnection { try storage.revokedSessions($0, since: since) }
         return .json(RevokedSessionList(sessions: sessions.map {
             .init(sessionId: $0.id.lowercased, revokedAt: Timestamp.format($0.at))
