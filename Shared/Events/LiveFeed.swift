@@ -53,21 +53,41 @@ public final class LiveFeed: BackgroundService {
     private let onAttach: (@Sendable () -> Void)?
     private let watchers = Mutex<[String: [ObjectIdentifier: Watcher]]>([:])
     private let reading = Atomic<Bool>(false)
+    private let watchesAnswers: Bool
+    /// The consumer while the feed reads, and when (`DispatchTime` nanoseconds) it attached, for
+    /// `secondsSinceBrokerAnswered` (which only reads an atomic of the consumer).
+    private let attached = Mutex<(consumer: Consumer, at: UInt64)?>(nil)
 
     /// A feed of `topics`, read from `start` once `topicsReady` opens; `route` tells where each event goes (and may
     /// record what it says, as revocations do). `onAttach` runs each time the feed starts reading: at first, and again
     /// after the broker lost every connection or the topics (a restarted Tansu forgets them), when the feed attaches
     /// anew from `start` once the topics are back. `fetchWaitMs`: how long the broker may hold a fetch that finds
     /// nothing (see `Consumer`); 100 for views people watch, which Tansu then serves within tens of milliseconds.
+    /// `watchesAnswers`: keep `secondsSinceBrokerAnswered` (from librdkafka's statistics, every 100 ms).
     public init(name: String, topics: [String], start: Start, kafka: KafkaConfig, topicsReady: Gate, logger: Logger,
-                fetchWaitMs: Int = 100, onAttach: (@Sendable () -> Void)? = nil,
+                fetchWaitMs: Int = 100, watchesAnswers: Bool = false, onAttach: (@Sendable () -> Void)? = nil,
                 route: @escaping @Sendable (ReceivedEvent) -> Delivery?) {
         self.name = name; self.topics = topics; self.start = start; self.kafka = kafka; self.fetchWaitMs = fetchWaitMs
+        self.watchesAnswers = watchesAnswers
         self.topicsReady = topicsReady; self.logger = logger; self.onAttach = onAttach; self.route = route
     }
 
     /// Whether the topics are being read (everything written from now on will be delivered).
     public var isReading: Bool { reading.load(ordering: .acquiring) }
+
+    /// Seconds since the broker last answered the feed's fetches (it answers one at least every `fetchWaitMs` while
+    /// it works); infinity while the feed does not read or without `watchesAnswers`. A broker that stopped or froze
+    /// shows here within a statistics interval of its last answer, long before librdkafka gives up on it.
+    public var secondsSinceBrokerAnswered: TimeInterval {
+        guard watchesAnswers else { return .infinity }
+        // Read under the lock: a copy taken out could be the consumer's last reference, and closing it takes a while.
+        return attached.withLock { attached in
+            guard let (consumer, at) = attached else { return .infinity }
+            // Attaching took the broker's answers; its statistics come a moment later.
+            let now = DispatchTime.now().uptimeNanoseconds
+            return min(consumer.secondsSinceBrokerAnswered, Double(now - min(at, now)) / 1e9)
+        }
+    }
 
     /// Sends the events for `key` from now on to `stream`, until it closes; `then` sees each event once it was sent
     /// (to end the stream after a final one, say).
@@ -104,6 +124,7 @@ public final class LiveFeed: BackgroundService {
         var seen = Set<String>()  // Tansu may hand back its last batch again; a re-attached feed reads events again
         while let consumer = attach(cancellation) {
             onAttach?()
+            attached.withLock { $0 = (consumer, DispatchTime.now().uptimeNanoseconds) }
             reading.store(true, ordering: .releasing)
             while !cancellation.isCancelled {
                 if let message = consumer.poll(timeout: 0.2), let event = ReceivedEvent(message.value), seen.insert(event.id).inserted {
@@ -116,6 +137,7 @@ public final class LiveFeed: BackgroundService {
                 }
             }
             reading.store(false, ordering: .releasing)
+            attached.withLock { $0 = nil }
         }
     }
 
@@ -123,7 +145,8 @@ public final class LiveFeed: BackgroundService {
     private func attach(_ cancellation: Cancellation) -> Consumer? {
         while !cancellation.isCancelled {
             do {
-                let c = try Consumer(config: kafka, groupId: "\(name)-\(UUID().uuidString.lowercased())", fetchWaitMs: fetchWaitMs)
+                let c = try Consumer(config: kafka, groupId: "\(name)-\(UUID().uuidString.lowercased())", fetchWaitMs: fetchWaitMs,
+                                     statisticsIntervalMs: watchesAnswers ? 100 : 0)
                 switch start {
                 case .beginning: try c.assignFromBeginning(topics)
                 case .end: try c.assignFromEnd(topics)

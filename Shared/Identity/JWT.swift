@@ -235,8 +235,8 @@ public final class TokenVerifier: Authenticator, Sendable {
     /// Runs a check with the keys (read only if it asks), fetching them again when it names a key id not yet known;
     /// any refusal is a 401.
     private func withKeys<T>(_ check: (() -> [String: [UInt8]]) throws(JWTError) -> T) throws -> T {
-        // Until the revocations are known, a logged-out token would pass: ask the client to come back.
-        if let revocations, !revocations.wereComplete { throw HTTPError.unavailable(retryAfter: 1) }
+        // While the revocations are not known, a logged-out token would pass: ask the client to come back.
+        if let revocations, !revocations.canCheckTokens { throw HTTPError.unavailable(retryAfter: 1) }
         do {
             return try check(currentKeys)
         } catch .unknownKey {

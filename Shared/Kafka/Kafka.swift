@@ -60,7 +60,21 @@ final class CallbackSink: Sendable {
     let log: (@Sendable (Int, String) -> Void)?
     /// Set when librdkafka reported that every broker was lost or a topic or partition is unknown, until taken.
     let lostTopics = Atomic<Bool>(false)
+    /// When (`DispatchTime` nanoseconds) the brokers leading the assigned partitions last answered, as the statistics
+    /// (`statistics.interval.ms`) tell; 0 until they do.
+    let answeredAt = Atomic<UInt64>(0)
     init(log: (@Sendable (Int, String) -> Void)?) { self.log = log }
+
+    /// Reads one statistics report: the broker that leads an assigned partition and was heard from least recently
+    /// (`rxidle`, microseconds since its connection last received anything, -1 for never) dates the answers.
+    func recordStatistics(_ json: UnsafeRawBufferPointer) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any],
+              let brokers = object["brokers"] as? [String: [String: Any]] else { return }
+        let idle = brokers.values.filter { ($0["toppars"] as? [String: Any])?.isEmpty == false }.map { ($0["rxidle"] as? Int) ?? -1 }
+        guard !idle.isEmpty, !idle.contains(where: { $0 < 0 }), let stalest = idle.max() else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        answeredAt.store(now - min(now, UInt64(stalest) * 1000), ordering: .releasing)
+    }
 
     func record(_ code: rd_kafka_resp_err_t) {
         if [RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
@@ -92,6 +106,11 @@ private func makeConf(_ config: KafkaConfig, _ properties: [String: String], sin
         let sink = Unmanaged<CallbackSink>.fromOpaque(opaque).takeUnretainedValue()
         sink.record(rd_kafka_resp_err_t(rawValue: code))
         sink.log?(4, "kafka error \(code): \(reason.map { String(cString: $0) } ?? "")")
+    }
+    rd_kafka_conf_set_stats_cb(conf) { rk, json, length, _ in
+        guard let rk, let json, let opaque = rd_kafka_opaque(rk) else { return 0 }
+        Unmanaged<CallbackSink>.fromOpaque(opaque).takeUnretainedValue().recordStatistics(UnsafeRawBufferPointer(start: json, count: length))
+        return 0
     }
     return conf
 }
@@ -389,9 +408,12 @@ public final class Consumer: @unchecked Sendable {
     /// may hold a fetch that finds nothing new (`fetch.wait.max.ms`, librdkafka's default): Kafka answers a held fetch
     /// as soon as data arrives, but Tansu answers late, the later the longer the hold (`bench/idle.sh`), and each
     /// held fetch costs it CPU: a shorter hold is for readers someone is watching.
-    public init(config: KafkaConfig, groupId: String, fetchWaitMs: Int = 500) throws {
+    /// `statisticsIntervalMs` above 0: how often librdkafka reports its state, which dates the broker's last answer
+    /// (`secondsSinceBrokerAnswered`).
+    public init(config: KafkaConfig, groupId: String, fetchWaitMs: Int = 500, statisticsIntervalMs: Int = 0) throws {
         sink = CallbackSink(log: config.log)
         let conf = try makeConf(config, [
+            "statistics.interval.ms": String(statisticsIntervalMs),
             "group.id": groupId, "enable.auto.commit": "false", "auto.offset.reset": config.newGroupStart,
             "session.timeout.ms": String(config.sessionTimeoutMs),
             "heartbeat.interval.ms": String(max(100, config.sessionTimeoutMs / 3)),
@@ -525,6 +547,13 @@ public final class Consumer: @unchecked Sendable {
         let key = m.key.map { Array(UnsafeRawBufferPointer(start: $0, count: m.key_len)) } ?? []
         let value = m.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: m.len)) } ?? []
         return IncomingMessage(topic: topic, partition: m.partition, offset: m.offset, key: key, value: value)
+    }
+
+    /// Seconds since every broker leading an assigned partition last answered (a fetch comes back at least every
+    /// `fetchWaitMs`); infinity until the statistics (`statisticsIntervalMs`) said so once. Safe from any thread.
+    public var secondsSinceBrokerAnswered: TimeInterval {
+        let at = sink.answeredAt.load(ordering: .acquiring), now = DispatchTime.now().uptimeNanoseconds
+        return at == 0 ? .infinity : Double(now - min(at, now)) / 1e9
     }
 
     /// True when, since the last call, librdkafka reported that every broker was lost or that an assigned topic or

@@ -162,16 +162,17 @@ public final class ServiceApp: @unchecked Sendable {
     /// A token verifier for services other than auth: keys from `AUTH_JWKS_URL` (or `JWT_PUBLIC_KEY`, checked at
     /// start), revocations from `session.revoked` and, with `SERVICE_TOKEN`, from auth's list at the same host as
     /// `AUTH_JWKS_URL`. Adds what keeps it current: the revocation feed and its sync, and while auth has not answered
-    /// yet, a job that asks for the keys (readiness waits for all of them).
+    /// yet, a job that asks for the keys (readiness waits for all of them: `revocations`, `signingKeys`).
     public func makeTokenVerifier() -> TokenVerifier {
-        var fetchList: (@Sendable () throws -> RevokedSessionList)?
+        var fetchList: (@Sendable (Date?) throws -> RevokedSessionList)?
         if let token = config.serviceToken.token {
-            fetchList = { [jwksURL = config.jwksURL] in
+            fetchList = { [jwksURL = config.jwksURL] since in
                 // The list is served at the host of AUTH_JWKS_URL.
-                guard let url = URL(string: "/v1/internal/revoked-sessions", relativeTo: URL(string: jwksURL)) else {
+                let query = since.map { "?since=" + Timestamp.format($0) } ?? ""
+                guard let url = URL(string: "/v1/internal/revoked-sessions" + query, relativeTo: URL(string: jwksURL)) else {
                     throw FetchError("AUTH_JWKS_URL is not a URL")
                 }
-                guard let (status, body) = Fetch.get(url.absoluteURL, headers: ["Authorization": "Bearer " + token], timeout: 3) else {
+                guard let (status, body) = Fetch.get(url.absoluteURL, headers: ["Authorization": "Bearer " + token], timeout: 2) else {
                     throw FetchError("auth did not answer at \(url.absoluteString)")
                 }
                 guard status == 200 else { throw FetchError("auth answered \(status)") }
@@ -183,7 +184,7 @@ public final class ServiceApp: @unchecked Sendable {
         let revocations = SessionRevocations(kafka: kafka, topicsReady: topicsReady, logger: logger, fetchList: fetchList)
         add(revocations.feed)
         add(revocations.sync)
-        addReadinessCheck("broker") { revocations.isReady }
+        addReadinessCheck("revocations") { revocations.isReady }
         if let key = config.jwtPublicKey {
             return TokenVerifier(keys: ["static": key], revocations: revocations, logger: logger)
         }
