@@ -84,15 +84,18 @@ public struct MediaRecord: Sendable {
     public let width: Int?
     public let height: Int?
     public let sha256: String
+    /// What it was uploaded for (`MediaStore.purposes`).
+    public let purpose: String
     public let createdAt: Date
 
     public init(_ row: Row) throws {
         id = try row["id"]; ownerId = try row["owner_id"]; contentType = try row["content_type"]; size = try row["size"]
-        width = try row.decode("width"); height = try row.decode("height"); sha256 = try row["sha256"]; createdAt = try row["created_at"]
+        width = try row.decode("width"); height = try row.decode("height"); sha256 = try row["sha256"]; purpose = try row["purpose"]
+        createdAt = try row["created_at"]
     }
 
     /// The columns `init` reads, for queries aliasing the media table as `m`.
-    public static let columns = "m.id, m.owner_id, m.content_type, m.size, m.width, m.height, m.sha256, m.created_at"
+    public static let columns = "m.id, m.owner_id, m.content_type, m.size, m.width, m.height, m.sha256, m.purpose, m.created_at"
 }
 
 /// The JSON of a stored image.
@@ -125,8 +128,23 @@ public struct MediaStore: Sendable {
 
     /// Signs the URLs of the images.
     public let urls: MediaURLs
+    /// What an upload may be for (`?purpose=`; the first is the default), and so the one use it may be put to: an
+    /// avatar is shown to everyone who sees its owner, any other image only where its owner shared it, so a photo
+    /// meant for a few never becomes a face shown to all (`requireOwned`).
+    public let purposes: [String]
 
-    public init(schema: String, path: String, urls: MediaURLs) { self.schema = schema; self.path = path; self.urls = urls }
+    /// An image uploaded to be someone's face (stories alone stores them).
+    public static let avatar = "avatar"
+
+    public init(schema: String, path: String, urls: MediaURLs, purposes: [String]) {
+        precondition(!purposes.isEmpty)
+        self.schema = schema; self.path = path; self.urls = urls; self.purposes = purposes
+    }
+
+    /// The upload's purpose, declared on its route (`?purpose=`).
+    public var purposeParameter: QueryParameter {
+        QueryParameter("purpose", .oneOf(purposes), "What the image is for: it can be used for that alone", default: purposes[0])
+    }
 
     /// The signed link of image `id`, valid for `lifetime`.
     public func link(_ id: UUID, lifetime: TimeInterval = MediaURLs.appLifetime) -> ImageLink {
@@ -154,8 +172,19 @@ public struct MediaStore: Sendable {
         CREATE INDEX media_by_owner ON media (owner_id);
         """
 
-    /// `POST /v1/media`: stores the raw body as an image owned by `owner` → 201 with its JSON.
+    /// The migration that gives the table its `purpose` column, every image until then counting as for `purpose`
+    /// (a service adds it after `tableSQL`, and may then mark the ones it knows were for something else).
+    public static func purposeSQL(default purpose: String) -> String {
+        "ALTER TABLE media ADD COLUMN purpose text NOT NULL DEFAULT '\(purpose)'"
+    }
+
+    /// `POST /v1/media`: stores the raw body as an image owned by `owner`, for the purpose `?purpose=` names (the
+    /// first of `purposes` by default) → 201 with its JSON.
     public func upload(_ request: Request, owner: UUID, idempotency: Idempotency) throws -> Response {
+        let purpose = request.query["purpose"] ?? purposes[0]
+        guard purposes.contains(purpose) else {
+            throw HTTPError.validation("purpose must be one of \(purposes.joined(separator: ", ")).", field: "purpose")
+        }
         guard !request.body.isEmpty else { throw HTTPError.validation("The body must be the image bytes.") }
         guard let info = ImageInfo.sniff(request.body) else {
             throw HTTPError.unsupportedMediaType("Upload a JPEG, PNG, HEIC or WebP image.")
@@ -165,24 +194,28 @@ public struct MediaStore: Sendable {
         }
         return try idempotency.run(request, caller: owner.lowercased) { c in
             let media = try MediaRecord(c.first("""
-                INSERT INTO \(schema).media AS m (id, owner_id, content_type, bytes, size, width, height, sha256)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING \(MediaRecord.columns)
+                INSERT INTO \(schema).media AS m (id, owner_id, content_type, bytes, size, width, height, sha256, purpose)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING \(MediaRecord.columns)
                 """, [UUID.v7(), owner, info.contentType, ByteArray(bytes), bytes.count, info.width, info.height,
-                      hexString(sha256(bytes))])!)
-            return .json(MediaView(media, url: link(media.id).url), status: 201)
+                      hexString(sha256(bytes)), purpose])!)
+            let url = purpose == Self.avatar ? urls.avatar(media.id, owner: owner)! : link(media.id).url
+            return .json(MediaView(media, url: url), status: 201)
         }
     }
 
     /// `GET <path>/{id}`: to the holder of a signed URL (`caller` nil: the route checked the signature), or to a
-    /// caller whom `visible` finds allowed (nil: 404).
-    public func serve(_ request: Request, _ id: UUID, caller: Caller?, on c: Connection,
+    /// caller whom `visible` finds allowed (nil: 404). `avatarOf`: the avatar route's (`MediaURLs.avatarPattern`), which
+    /// serves only an image that user uploaded as their avatar, so that an avatar URL, whatever id auth or an event
+    /// once named, never loads anyone else's photo.
+    public func serve(_ request: Request, _ id: UUID, avatarOf owner: UUID? = nil, caller: Caller?, on c: Connection,
                       visible: (_ reader: UUID) throws -> MediaRecord?) throws -> Response {
-        let found: MediaRecord?
+        var found: MediaRecord?
         if let caller {
             found = try visible(caller.userId)
         } else {
             found = try c.first("SELECT \(MediaRecord.columns) FROM \(schema).media m WHERE m.id = $1", [id]).map(MediaRecord.init)
         }
+        if let owner, found?.ownerId != owner || found?.purpose != Self.avatar { found = nil }
         guard let found else { throw HTTPError.notFound() }
         return try serve(request, found, on: c)
     }
@@ -204,11 +237,18 @@ public struct MediaStore: Sendable {
         return Response(status: 200, headers: [("Content-Type", media.contentType)] + cache, body: bytes)
     }
 
-    /// Throws a 400 naming `field` unless every id names an image `owner` uploaded.
+    /// Throws a 400 naming `field` unless every id names an image `owner` uploaded here for the service's usual use
+    /// (the default purpose: shown where its owner shares it; never an avatar, nor anyone else's image).
     public func requireOwned(_ ids: [UUID], by owner: UUID, field: String, on c: Connection) throws {
         guard !ids.isEmpty else { return }
-        let owned: Int = try c.first("SELECT count(*) AS n FROM \(schema).media WHERE id = ANY($1::uuid[]) AND owner_id = $2",
-                                     [PostgresArray(ids), owner])!["n"]
-        guard owned == ids.count else { throw HTTPError.validation("\(field) must name images you uploaded.", field: field) }
+        guard try owned(ids, by: owner, for: purposes[0], on: c) == ids.count else {
+            throw HTTPError.validation("\(field) must name images you uploaded.", field: field)
+        }
+    }
+
+    /// How many of `ids` name images `owner` uploaded for `purpose`.
+    public func owned(_ ids: [UUID], by owner: UUID, for purpose: String, on c: Connection) throws -> Int {
+        try c.first("SELECT count(*) AS n FROM \(schema).media WHERE id = ANY($1::uuid[]) AND owner_id = $2 AND purpose = $3",
+                    [PostgresArray(ids), owner, purpose])!["n"]
     }
 }

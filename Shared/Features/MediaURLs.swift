@@ -54,12 +54,16 @@ public struct MediaURLs: Sendable {
         return "\(base)\(path)?exp=\(exp)&kid=\(key.id)&sig=\(Self.signature(key, path, exp))"
     }
 
-    /// The face of a person wherever they appear: their avatar's signed URL (avatars are uploaded to and served by
-    /// stories, `/v1/media/<id>`, and every service signs with the same keys), else the picture hosted elsewhere that
-    /// auth's events gave (Google's), else none.
-    public func avatar(_ id: UUID?, picture: String? = nil) -> String? {
-        id.map { url("/v1/media/\($0.lowercased)") } ?? picture
+    /// The face of `owner` wherever they appear: their avatar's signed URL, else the picture hosted elsewhere that
+    /// auth's events gave (Google's), else none. Avatars are uploaded to and served by stories, and every service
+    /// signs with the same keys; the path names the owner (`avatarPattern`), and stories serves it only for an image
+    /// that person uploaded as an avatar: whatever id a profile holds, the URL loads nobody else's photo.
+    public func avatar(_ id: UUID?, owner: UUID, picture: String? = nil, lifetime: TimeInterval = appLifetime) -> String? {
+        id.map { url("/v1/media/avatars/\(owner.lowercased)/\($0.lowercased)", lifetime: lifetime) } ?? picture
     }
+
+    /// The route `avatar` signs, served by stories.
+    public static let avatarPattern = "/v1/media/avatars/{userId}/{id}"
 
     /// Whether `request` carries a signature (`sig`), and if so that it holds for its path: false when it carries
     /// none (a bearer token may serve instead), true when it holds, 403 otherwise.

@@ -195,7 +195,7 @@ final class JourneyTests: XCTestCase {
         XCTAssertEqual(choices.first { $0["kind"] as? String == "newsletter" }?["enabled"] as? Bool, false, "unsubscribed in one click")
 
         // Ana's profile: a new name and an avatar, shown to her and, once stories has heard, to the group.
-        let avatar = try upload("/v1/media", as: ana)
+        let avatar = try upload("/v1/media?purpose=avatar", as: ana)
         let me = try api.patch("/v1/users/me", ["fullName": "Ana Weaver", "avatarMediaId": avatar["id"]!], token: ana.token)
         XCTAssertEqual(me["fullName"] as? String, "Ana Weaver")
         assertLoads(me["avatarUrl"], "Ana's avatar on her profile")
@@ -460,7 +460,7 @@ final class JourneyTests: XCTestCase {
     func testTeamChat() throws {
         // Ana signs up, opens a room and invites Bob, who has a face.
         let ana = try signUp("ana"), bob = try signUp("bob")
-        let avatar = try upload("/v1/media", as: bob)
+        let avatar = try upload("/v1/media?purpose=avatar", as: bob)
         XCTAssertEqual(try api.patch("/v1/users/me", ["avatarMediaId": avatar["id"]!], token: bob.token).status, 200)
         let room = try api.post("/v1/rooms", ["name": "Launch", "topic": "Friday's release"], token: ana.token)
         XCTAssertEqual(room.status, 201)

@@ -69,7 +69,7 @@ final class LeavingTests: XCTestCase {
         let ana = try signUp("ana"), ben = try signUp("ben")
         // Ana has a face, a group with Ben, stories, comments, photos; a room, messages, a todo; a parcel for Ben and a
         // courier record; likes, a comment, a playlist, preferences.
-        let avatar = try upload("/v1/media", as: ana)
+        let avatar = try upload("/v1/media?purpose=avatar", as: ana)
         XCTAssertEqual(try api.patch("/v1/users/me", ["avatarMediaId": avatar], token: ana.token).status, 200)
         let avatarUrl = try XCTUnwrap(try api.get("/v1/users/me", token: ana.token)["avatarUrl"] as? String)
         let group = try api.post("/v1/groups", ["name": "Family"], token: ana.token)

@@ -16,6 +16,7 @@ public enum AuthService {
         let graceHours = try environment.int("ACCOUNT_DELETION_GRACE_HOURS", default: 168, range: 0...2160)
         let moderators = try SharedSecret.operatorToken(environment)  // OPERATOR_TOKEN: the moderators' credential
         let exports = try Exports(environment, token: try SharedSecret.serviceToken(environment).token)
+        let avatars = try Avatars(environment, token: try SharedSecret.serviceToken(environment).token)
         let rotate = Command("rotate-keys", usage: "rotate-keys [--activate-in SECONDS]") { app, arguments in
             var seconds = 300
             if !arguments.isEmpty {
@@ -39,6 +40,7 @@ public enum AuthService {
                 if let box, try storage.sealPlainSeeds(c, with: box) > 0 { app.logger.info("sealed the signing key seeds stored in the clear") }
                 return try storage.signingKeys(c, openWith: box)
             }
+            if !avatars.isEnabled { app.logger.warn("STORIES_URL or SERVICE_TOKEN is not set: no avatar can be set") }
             if box == nil { app.logger.warn("SIGNING_KEY_ENCRYPTION_KEY is not set: the signing key seeds are stored in the clear") }
             let keys = try SigningKeys(stored)
             app.add(Job.every(5, "signing-keys", logger: app.logger) {
@@ -50,7 +52,7 @@ public enum AuthService {
             let handlers = AuthHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, keys: keys,
                                         login: LoginThrottle(addressFailures: addressFailures, trustedProxies: app.config.trustedProxies),
                                         urls: urls, google: google, deletionGrace: Double(graceHours) * 3600,
-                                        exports: exports, current: CurrentUsers())
+                                        exports: exports, avatars: avatars, current: CurrentUsers())
             app.add(handlers.current.listen(pool, logger: app.logger))
             app.add(Job.every(5, "erase-deleted-accounts", logger: app.logger) { try handlers.eraseDueAccounts() })
             app.add(Job.every(3600, "delete-old-login-failures", logger: app.logger) {

@@ -10,7 +10,7 @@ import Web
 struct UserView: View {
     let user: UserRecord
     let avatarUrl: String?
-    init(_ u: UserRecord, urls: MediaURLs) { user = u; avatarUrl = urls.avatar(u.avatarMediaId, picture: u.pictureUrl) }
+    init(_ u: UserRecord, urls: MediaURLs) { user = u; avatarUrl = urls.avatar(u.avatarMediaId, owner: u.id, picture: u.pictureUrl) }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.user.id), .field("username", \.user.username, Check.usernameSchema),
@@ -27,7 +27,7 @@ struct UserView: View {
 struct PersonView: View {
     let user: UserRecord
     let avatarUrl: String?
-    init(_ u: UserRecord, urls: MediaURLs) { user = u; avatarUrl = urls.avatar(u.avatarMediaId, picture: u.pictureUrl) }
+    init(_ u: UserRecord, urls: MediaURLs) { user = u; avatarUrl = urls.avatar(u.avatarMediaId, owner: u.id, picture: u.pictureUrl) }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.user.id), .field("username", \.user.username, Check.usernameSchema),

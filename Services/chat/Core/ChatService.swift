@@ -21,7 +21,7 @@ public enum ChatService {
             app.add(live.feed)
             app.addReadinessCheck("broker") { live.feed.isReading }
             let handlers = ChatHandlers(pool: app.pool, outbox: app.outbox, relay: app.relay, idempotency: app.idempotency, live: live,
-                                        media: MediaStore(schema: "chat", path: "/v1/chat/media", urls: urls))
+                                        media: MediaStore(schema: "chat", path: "/v1/chat/media", urls: urls, purposes: ["message"]))
             // What chat learns from other services, in one consumer group: names, who shares a group, parcels.
             let leaving = Leaving(storage: storage, media: handlers.media)
             app.consume("directory", topics: consumed) { event, connection in

@@ -63,6 +63,7 @@ func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTic
     // Media
     r.add("POST", "/v1/chat/media", summary: "Upload an image for a message (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)",
           bodyLimit: MediaStore.limit, response: (201, MediaView.shape), auth: auth, h.uploadMedia)
+    r.query("POST", "/v1/chat/media", [h.media.purposeParameter])
     r.addImage("/v1/chat/media/{id}", summary: "An image, by the signed URL a message gave, or for its owner and the members of the rooms it was posted in",
                auth: auth, urls: h.media.urls, h.getMedia)
     r.query("GET", "/v1/rooms", QueryParameter.page + [QueryParameter("parcelId", .uuid, "Only the room of this parcel")])

@@ -12,7 +12,7 @@ struct PersonView: View {
     let avatarMediaId: UUID?
     let avatarUrl: String?
     init(_ p: PersonRecord, urls: MediaURLs) {
-        id = p.id; name = p.name; avatarMediaId = p.avatarMediaId; avatarUrl = urls.avatar(p.avatarMediaId, picture: p.pictureUrl)
+        id = p.id; name = p.name; avatarMediaId = p.avatarMediaId; avatarUrl = urls.avatar(p.avatarMediaId, owner: p.id, picture: p.pictureUrl)
     }
 
     static let fields: [ViewField<Self>] = [

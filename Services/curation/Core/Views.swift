@@ -88,7 +88,7 @@ struct CommentView: View {
     let comment: CommentRecord
     let author: AuthorView
     init(_ c: CommentRecord, urls: MediaURLs) {
-        comment = c; author = AuthorView(id: c.authorId, name: c.authorName, avatarUrl: urls.avatar(c.authorAvatar, picture: c.authorPicture))
+        comment = c; author = AuthorView(id: c.authorId, name: c.authorName, avatarUrl: urls.avatar(c.authorAvatar, owner: c.authorId, picture: c.authorPicture))
     }
 
     static let fields: [ViewField<Self>] = [

@@ -80,7 +80,7 @@ public enum DispatchService {
             app.logger.info(payments == nil ? "card payments off: STRIPE_SECRET_KEY is not set" : "card payments on")
             let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency,
                                             matcher: matcher, tracking: tracking,
-                                            media: MediaStore(schema: "dispatch", path: "/v1/dispatch/media", urls: urls),
+                                            media: MediaStore(schema: "dispatch", path: "/v1/dispatch/media", urls: urls, purposes: ["parcel"]),
                                             payments: payments, webhookSignature: settings.webhookSignature)
             if let payments {
                 app.add(Job.every(1, "payment-settler", logger: app.logger) { while try payments.run() > 0 {} })

@@ -66,6 +66,7 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
           body: CollectBody.self, response: (200, ParcelView.shape), auth: auth, h.collect)
     r.add("POST", "/v1/dispatch/media", summary: "Upload a photo (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)", bodyLimit: MediaStore.limit,
           response: (201, MediaView.shape), auth: auth, h.uploadMedia)
+    r.query("POST", "/v1/dispatch/media", [h.media.purposeParameter])
     r.addImage("/v1/dispatch/media/{id}", summary: "A photo, by the signed URL a parcel gave, or for its uploader and the parcel's sender, courier and recipient",
                auth: auth, urls: h.media.urls, h.getMedia)
     // Stripe signs its webhooks: the signature is the route's credential (400 without a valid one).

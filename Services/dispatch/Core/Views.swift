@@ -69,7 +69,7 @@ struct CourierCard: View {
     let urls: MediaURLs
 
     var fullName: String { profile?.fullName ?? "Courier" }
-    var avatarUrl: String? { urls.avatar(profile?.avatar, picture: profile?.picture) }
+    var avatarUrl: String? { urls.avatar(profile?.avatar, owner: courier.userId, picture: profile?.picture) }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.courier.userId), .field("fullName", \.fullName), .omitted("username", \.profile?.username),

@@ -42,8 +42,11 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator, moderators: Sha
           response: (201, GroupView.shape), auth: auth, h.createJournal)
     r.add("POST", "/v1/media", summary: "Upload a JPEG, PNG, HEIC or WebP image (raw body, 10 MiB at most)",
           bodyLimit: MediaStore.limit, response: (201, MediaView.shape), auth: auth, h.uploadMedia)
+    r.query("POST", "/v1/media", [h.media.purposeParameter])
     r.addImage("/v1/media/{id}", summary: "The image bytes, by the signed URL a view gave, or for its owner and the members it was shared with",
                auth: auth, urls: h.media.urls, h.getMedia)
+    r.addImage(MediaURLs.avatarPattern, summary: "Someone's avatar, by the signed URL a view of them gave: only an image they uploaded as their avatar",
+               auth: auth, urls: h.media.urls, h.getAvatar)
     r.add("POST", "/v1/stories", summary: "Post a story to some of my groups", body: CreateStoryBody.self,
           response: (201, StoryView.shape), auth: auth, h.createStory)
     r.add("GET", "/v1/stories/{id}", summary: "A story", response: (200, StoryView.shape), auth: auth, h.getStory)
@@ -65,6 +68,9 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator, moderators: Sha
     r.query("GET", "/v1/groups/{id}/newsletter", [QueryParameter("from", .dateTime, "The period's start"), QueryParameter("to", .dateTime, "The period's end"),
                                                   QueryParameter("format", .oneOf(["json", "html"]), "JSON, or the rendered HTML", default: "json")])
     if services.isEnabled {
+        r.add("GET", "/v1/internal/users/{userId}/avatars/{id}",
+              summary: "Services: 204 if the image is one the user uploaded as their avatar, 404 otherwise (auth asks before it accepts an avatarMediaId)",
+              response: (204, nil), trusted: services, h.checkAvatar)
         r.add("GET", "/v1/internal/newsletters/{newsletterId}/copies/{userId}",
               summary: "Services: a stored newsletter as a member sees it, ready to mail (404 for one no longer a member)",
               response: (200, NewsletterCopyView.shape), trusted: services, h.newsletterCopy)

@@ -26,7 +26,7 @@ public enum StoriesService {
         return try ServiceApp(service: "stories", defaultPort: 8082, environment: environment, migrations: migrations) { app in
             let pool = app.pool
             let handlers = StoriesHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency,
-                                           media: MediaStore(schema: "stories", path: "/v1/media", urls: urls))
+                                           media: MediaStore(schema: "stories", path: "/v1/media", urls: urls, purposes: ["photo", MediaStore.avatar]))
             let leaving = Leaving(storage: handlers.storage, media: handlers.media)
             app.consume("profiles", topics: Blocks.topics + [UserRegistered.type, UserUpdated.type, UserDeleted.type]) { event, c in
                 switch event.type {

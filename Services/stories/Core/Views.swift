@@ -21,7 +21,7 @@ struct NewsletterView: View {
 struct MemberView: View {
     let member: MemberRecord
     let avatarUrl: String?
-    init(_ m: MemberRecord, media: MediaStore) { member = m; avatarUrl = m.avatarMediaId.map { media.link($0).url } ?? m.pictureUrl }
+    init(_ m: MemberRecord, media: MediaStore) { member = m; avatarUrl = media.urls.avatar(m.avatarMediaId, owner: m.userId, picture: m.pictureUrl) }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.member.userId), .nullable("fullName", \.member.fullName), .nullable("avatarMediaId", \.member.avatarMediaId),
@@ -59,7 +59,7 @@ struct GroupView: View {
 struct HiddenAuthorView: View {
     let author: HiddenAuthorRecord
     let avatarUrl: String?
-    init(_ a: HiddenAuthorRecord, media: MediaStore) { author = a; avatarUrl = a.avatarMediaId.map { media.link($0).url } ?? a.pictureUrl }
+    init(_ a: HiddenAuthorRecord, media: MediaStore) { author = a; avatarUrl = media.urls.avatar(a.avatarMediaId, owner: a.userId, picture: a.pictureUrl) }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.author.userId), .nullable("fullName", \.author.fullName), .nullable("avatarUrl", \.avatarUrl),

@@ -24,7 +24,7 @@ final class PublicOrigin {
                        // notify's Web Push identity (a key made for the tests), and the push endpoint a test starts.
                        "VAPID_PRIVATE_KEY": PushEndpoint.testKey, "PUSH_ALLOWED_ORIGINS": "http://127.0.0.1:*"]
         let sources = Self.names.dropFirst().map { "\($0)=http://127.0.0.1:\(ports[$0]!)" }.joined(separator: ",")
-        self.settings = settings.merging(["auth": ["EXPORT_SOURCES": sources], "notify": ["STORIES_URL": "http://127.0.0.1:\(ports["stories"]!)",
+        self.settings = settings.merging(["auth": ["EXPORT_SOURCES": sources, "STORIES_URL": "http://127.0.0.1:\(ports["stories"]!)"], "notify": ["STORIES_URL": "http://127.0.0.1:\(ports["stories"]!)",
                                                                                          "CHAT_URL": "http://127.0.0.1:\(ports["chat"]!)"]]) {
             own, shared in own.merging(shared) { $1 }
         }

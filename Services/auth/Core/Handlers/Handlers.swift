@@ -23,6 +23,8 @@ struct AuthHandlers: Sendable {
     let deletionGrace: TimeInterval
     /// Where a person's export is gathered from.
     let exports: Exports
+    /// Which images may be avatars (stories says).
+    let avatars: Avatars
     /// The users of active sessions read lately (`GET /v1/users/me`); storage holds a user it is about to change.
     let current: CurrentUsers
     var storage: AuthStorage { AuthStorage(current: current) }
@@ -231,6 +233,7 @@ struct AuthHandlers: Sendable {
         let email = try body.email.map(Check.email)
         let username = body.username?.lowercased()
         let avatar = body.avatarMediaId.value
+        if let avatar { try avatars.require(avatar, of: caller.userId) }  // asked before the transaction: no row held meanwhile
         return try pool.withTransaction { c in
             guard var user = try storage.user(c, id: caller.userId) else { throw HTTPError.notFound() }
             let before = (user.username, user.email, user.fullName, user.avatarMediaId, user.phone, user.postalAddress)

@@ -101,4 +101,5 @@ let migrations: [Migration] = [
     Migration(5, "accounts erased here, by a hash of their id", Erasure.tableSQL),
     Migration(6, "who blocked whom", Blocks.tableSQL),
     Migration(7, "reports of messages, for the moderators", Reports.tableSQL),
+    Migration(8, "what each image was uploaded for", MediaStore.purposeSQL(default: "message")),
 ]

@@ -309,4 +309,5 @@ let migrations: [Migration] = [
     // the matching index mostly knows already): a thousand descents of an index of every courier. The couriers
     // carrying parcels are few, and an index of them alone answers the same question in a fifth of the time.
     Migration(17, "an index of the couriers carrying parcels", "CREATE INDEX couriers_carrying ON couriers (user_id) WHERE active > 0;"),
+    Migration(18, "what each image was uploaded for", MediaStore.purposeSQL(default: "parcel")),
 ]

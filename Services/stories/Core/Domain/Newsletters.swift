@@ -64,7 +64,9 @@ struct NewsletterDocument: Decodable, Equatable, View {
     func signed(_ media: MediaStore, lifetime: TimeInterval) -> NewsletterDocument {
         var doc = self
         for m in doc.members.indices {
-            doc.members[m].avatarUrl = doc.members[m].avatarMediaId.map { media.url($0, lifetime: lifetime) }
+            if let owner = UUID(uuidString: doc.members[m].id) {
+                doc.members[m].avatarUrl = media.urls.avatar(doc.members[m].avatarMediaId.flatMap(UUID.init(uuidString:)), owner: owner, lifetime: lifetime)
+            }
             doc.members[m].days = doc.members[m].days.map { day in
                 Day(date: day.date, stories: day.stories.map { s in
                     Story(id: s.id, text: s.text, backgroundColor: s.backgroundColor,

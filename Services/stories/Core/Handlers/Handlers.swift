@@ -170,6 +170,23 @@ struct StoriesHandlers: Sendable {
         }
     }
 
+    /// `GET /v1/media/avatars/{userId}/{id}`: the image only if that user uploaded it as their avatar.
+    func getAvatar(_ request: Request, _ caller: Caller?) throws -> Response {
+        let id = try Validate.pathID(request), owner = try Validate.pathID(request, "userId")
+        return try pool.withConnection { c in
+            try media.serve(request, id, avatarOf: owner, caller: caller, on: c) { try storage.visibleMedia(c, id, reader: $0) }
+        }
+    }
+
+    /// `GET /v1/internal/users/{userId}/avatars/{id}` (services): 204 if the user uploaded the image as their avatar.
+    func checkAvatar(_ request: Request) throws -> Response {
+        let id = try Validate.pathID(request), owner = try Validate.pathID(request, "userId")
+        guard try pool.withConnection({ try media.owned([id], by: owner, for: MediaStore.avatar, on: $0) }) == 1 else {
+            throw HTTPError.notFound()
+        }
+        return .noContent
+    }
+
     // MARK: Stories
 
     func createStory(_ request: Request, _ caller: Caller, _ body: CreateStoryBody) throws -> Response {

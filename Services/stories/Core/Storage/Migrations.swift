@@ -149,4 +149,10 @@ let migrations: [Migration] = [
         CREATE TRIGGER profiles_content AFTER INSERT OR UPDATE OF full_name, avatar_media_id OR DELETE ON profiles
             FOR EACH ROW EXECUTE FUNCTION group_content_changed();
         """),
+    // An upload says what it is for, and is used for that alone: a photo shared with a few never becomes the face
+    // shown to everyone. The avatars members already show are their owners' own images, marked as such.
+    Migration(11, "what each image was uploaded for", """
+        \(MediaStore.purposeSQL(default: "photo"));
+        UPDATE media m SET purpose = 'avatar' FROM profiles p WHERE p.avatar_media_id = m.id AND p.user_id = m.owner_id;
+        """),
 ]

@@ -193,7 +193,7 @@ struct StoriesStorage {
     // MARK: Media
 
     /// The media if `reader` may see it: its owner, a member of a group it was shared to (in a story or as the
-    /// group's image), or someone who shares a group with the user whose avatar it is.
+    /// group's image), or someone who shares a group with the user who uploaded it as their avatar.
     func visibleMedia(_ c: Connection, _ id: UUID, reader: UUID) throws -> MediaRecord? {
         try c.first("""
             SELECT \(MediaRecord.columns) FROM stories.media m WHERE m.id = $1 AND (
@@ -208,7 +208,7 @@ struct StoriesStorage {
                 OR EXISTS (SELECT 1 FROM stories.profiles p
                            JOIN stories.memberships theirs ON theirs.user_id = p.user_id
                            JOIN stories.memberships mine ON mine.group_id = theirs.group_id AND mine.user_id = $2
-                           WHERE p.avatar_media_id = m.id AND m.owner_id = p.user_id))
+                           WHERE p.avatar_media_id = m.id AND m.owner_id = p.user_id AND m.purpose = 'avatar'))
             """, [id, reader]).map(MediaRecord.init)
     }
 
