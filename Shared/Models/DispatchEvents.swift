@@ -27,7 +27,8 @@ public struct ParcelCreated: EventPayload, Equatable {
     }
 }
 
-/// `parcel.claimed`: someone became the recipient of a parcel by the claim code its sender passed on. Key: the
+/// `parcel.claimed`: someone became the recipient of a parcel after its booking: by the claim code its sender passed
+/// on, or when dispatch heard of the person the sender named by username a moment after they signed up. Key: the
 /// parcel id.
 public struct ParcelClaimed: EventPayload, Equatable {
     public static let type = "parcel.claimed"

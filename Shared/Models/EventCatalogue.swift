@@ -95,7 +95,8 @@ public enum EventCatalogue {
         topic(ChatTyping.type, key: "room id", by: "chat", "Someone is typing in a room.", ephemeral: true, readers: chatFeed),
         topic(ParcelCreated.type, key: "parcel id", by: "dispatch", "Someone booked a delivery.", readers: directory + mail),
         topic(ParcelClaimed.type, key: "parcel id", by: "dispatch",
-              "Someone became a parcel's recipient with the claim code its sender passed on.", readers: directory + mail),
+              "Someone became a parcel's recipient after its booking: with the claim code its sender passed on, or as the "
+                + "person the sender named, once dispatch heard of them.", readers: directory + mail),
         topic(ParcelStatusChanged.type, key: "parcel id", by: "dispatch",
               "One transition of a parcel; the key keeps a parcel's transitions in order.",
               readers: directory + mail + [.feed("dispatch", "parcel-tracking")]),

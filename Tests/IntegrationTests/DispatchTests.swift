@@ -522,6 +522,38 @@ final class DispatchRecipientTests: DispatchTestCase {
         assertClientError(try send(sender, to: nil, naming: ["username": "rita\n"]), 400, code: "validation_failed", "a username with a newline")
     }
 
+    /// Dispatch hears of a new person from auth's events, a moment after they signed up: a parcel naming them in that
+    /// moment is booked with a claim code, and becomes theirs when the event arrives.
+    func testARecipientNamedByUsernameAMomentAfterSigningUpSeesTheParcel() throws {
+        let sender = try person(), name = "rona" + UUID().uuidString.prefix(8).lowercased(), rona = try person(name)
+        let created = try send(sender, to: nil, naming: ["username": name])
+        XCTAssertEqual(created.status, 201, String(decoding: created.body, as: UTF8.self))
+        let id = created["id"] as? String ?? ""
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            ((try? self.api.get("/v1/parcels?role=recipient", token: rona.token)["items"]) as? [[String: Any]] ?? [])
+                .contains { $0["id"] as? String == id }
+        }, "the recipient sees the parcel once dispatch heard of them")
+        let seen = try api.get("/v1/parcels/\(id)", token: sender.token)
+        XCTAssertEqual((seen["recipient"] as? [String: Any])?["userId"] as? String, rona.id, "the sender sees who it is for")
+        XCTAssertNil(seen["claimCode"], "nothing left to claim")
+        XCTAssertEqual(try count("parcels", "id = '\(id)' AND recipient_user_id = '\(rona.id)'"), 1)
+    }
+
+    /// A username nobody had when the parcel was booked names nobody: whoever takes it afterwards is not handed it.
+    func testAUsernameTakenAfterTheBookingIsNotHandedTheParcel() throws {
+        let sender = try person(), name = "late" + UUID().uuidString.prefix(8).lowercased()
+        let created = try send(sender, to: nil, naming: ["username": name])
+        let id = created["id"] as? String ?? ""
+        XCTAssertNotNil(created["claimCode"] as? String, "nobody has that name: the sender passes the code on")
+        // Booked a minute ago, well past the allowance for the services' clocks: this person takes the name after it.
+        try database.connect().execute("UPDATE dispatch.parcels SET created_at = created_at - interval '1 minute' WHERE id = $1",
+                                       [UUID(uuidString: id)!])
+        let late = try person(name)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.count("profiles", "user_id = '\(late.id)'")) == 1 })
+        XCTAssertEqual((try api.get("/v1/parcels?role=recipient", token: late.token)["items"] as? [[String: Any]])?.count, 0)
+        XCTAssertNotNil(try api.get("/v1/parcels/\(id)", token: sender.token)["claimCode"] as? String, "still waiting for its code")
+    }
+
     func testARecipientNamedByAnAddressTheyProvedSeesTheParcelAtOnce() throws {
         let probe = try EventProbe(topics: ["user.email_verification_requested"])
         let sender = try person(), name = "vera" + UUID().uuidString.prefix(8).lowercased(), vera = try person(name)

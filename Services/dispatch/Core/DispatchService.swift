@@ -120,6 +120,7 @@ public enum DispatchService {
                 else {
                     try Profiles(schema: "dispatch").apply(event, on: connection)
                     try handlers.parcels.storage.recordContact(connection, event)
+                    try handlers.parcels.resolveRecipients(connection, event)
                 }
             }
             app.add(handlers.claims.cleanup(app.pool, logger: app.logger))

@@ -310,4 +310,12 @@ let migrations: [Migration] = [
     // carrying parcels are few, and an index of them alone answers the same question in a fifth of the time.
     Migration(17, "an index of the couriers carrying parcels", "CREATE INDEX couriers_carrying ON couriers (user_id) WHERE active > 0;"),
     Migration(18, "what each image was uploaded for", MediaStore.purposeSQL(default: "parcel")),
+    // A person dispatch hears of (`user.registered`, `user.updated`) is looked up among the parcels still waiting for
+    // the recipient their sender named by username or address: only those rows are in these indexes.
+    Migration(19, "the parcels waiting for a recipient named by username or address", """
+        CREATE INDEX parcels_awaiting_username ON parcels (lower(recipient_username))
+            WHERE recipient_user_id IS NULL AND recipient_username IS NOT NULL;
+        CREATE INDEX parcels_awaiting_email ON parcels (lower(recipient_email))
+            WHERE recipient_user_id IS NULL AND recipient_email IS NOT NULL;
+        """),
 ]
