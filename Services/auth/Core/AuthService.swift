@@ -10,8 +10,9 @@ public enum AuthService {
     /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
         let google = try GoogleSignIn.Settings(environment).map { GoogleSignIn(settings: $0, keys: .init(url: $0.jwksURL)) }
-        let addressFailures = try environment.int("LOGIN_ADDRESS_MAX_FAILURES", default: 100, range: 1...1_000_000)
         let box = try sealingKey(environment)
+        let appleSettings = try AppleSignIn.Settings(environment)
+        let addressFailures = try environment.int("LOGIN_ADDRESS_MAX_FAILURES", default: 100, range: 1...1_000_000)
         let urls = try MediaURLs(environment, defaultPort: 8081)
         let graceHours = try environment.int("ACCOUNT_DELETION_GRACE_HOURS", default: 168, range: 0...2160)
         let moderators = try SharedSecret.operatorToken(environment)  // OPERATOR_TOKEN: the moderators' credential
@@ -43,6 +44,7 @@ public enum AuthService {
             if !avatars.isEnabled { app.logger.warn("STORIES_URL or SERVICE_TOKEN is not set: no avatar can be set") }
             if box == nil { app.logger.warn("SIGNING_KEY_ENCRYPTION_KEY is not set: the signing key seeds are stored in the clear") }
             let keys = try SigningKeys(stored)
+            let apple = appleSettings.map { AppleSignIn(settings: $0, keys: .init(url: $0.jwksURL), box: box, logger: app.logger) }
             app.add(Job.every(5, "signing-keys", logger: app.logger) {
                 try pool.withConnection { c in
                     try storage.deleteRetiredKeys(c)
@@ -51,7 +53,7 @@ public enum AuthService {
             })
             let handlers = AuthHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, keys: keys,
                                         login: LoginThrottle(addressFailures: addressFailures, trustedProxies: app.config.trustedProxies),
-                                        urls: urls, google: google, deletionGrace: Double(graceHours) * 3600,
+                                        urls: urls, google: google, apple: apple, deletionGrace: Double(graceHours) * 3600,
                                         exports: exports, avatars: avatars, current: CurrentUsers())
             app.add(handlers.current.listen(pool, logger: app.logger))
             app.add(Job.every(5, "erase-deleted-accounts", logger: app.logger) { try handlers.eraseDueAccounts() })
@@ -63,7 +65,11 @@ public enum AuthService {
             })
             app.add(handlers.lookups.cleanup(pool, logger: app.logger))
             if let google, !google.keys.refresh() { app.logger.warn("Google's key set could not be fetched yet (GOOGLE_JWKS_URL)") }
-            return makeRoutes(handlers, SessionAuthenticator(keys: keys, pool: pool), google: google, moderators: moderators,
+            if let apple {
+                if !apple.keys.refresh() { app.logger.warn("Apple's key set could not be fetched yet (APPLE_JWKS_URL)") }
+                app.add(Job.every(5, "revoke-apple-tokens", logger: app.logger) { try handlers.revokeAppleTokens(apple) })
+            }
+            return makeRoutes(handlers, SessionAuthenticator(keys: keys, pool: pool), google: google, apple: apple, moderators: moderators,
                               services: app.config.serviceToken)
         }
     }

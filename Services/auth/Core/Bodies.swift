@@ -63,12 +63,38 @@ struct GoogleBody: RequestBody {
     let idToken: String
 }
 
-/// Deleting one's account takes the password again, or for an account that signs in with Google only, a fresh
-/// Google ID token.
+/// Sign in with Apple, as the app gets it from `ASAuthorizationAppleIDCredential`: the identity token, the raw nonce
+/// whose SHA-256 the app put in the request, the authorization code, and (the first time only: Apple gives it once)
+/// the person's name, whole or in parts.
+struct AppleBody: RequestBody {
+    static let schema = Schema.object([
+        "idToken": .required(.string(min: 1, max: 8192)), "nonce": .required(.string(min: 1, max: 256)),
+        "authorizationCode": .required(.string(min: 1, max: 1024)), "fullName": .optional(Check.fullNameSchema),
+        "givenName": .optional(.text(max: 100)), "familyName": .optional(.text(max: 100)),
+    ])
+    let idToken: String
+    let nonce: String
+    let authorizationCode: String
+    let fullName: String?
+    let givenName: String?
+    let familyName: String?
+
+    /// The name the app sent, if any.
+    var name: String? {
+        let name = fullName ?? [givenName, familyName].compactMap { $0 }.joined(separator: " ")
+        let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        return trimmed.isEmpty ? nil : String(trimmed.prefix(100))
+    }
+}
+
+/// Deleting one's account takes the password again, or for an account that signs in with Google or Apple only, a
+/// fresh ID token of theirs (with Apple's, the raw `nonce` of its sign-in).
 struct DeleteAccountBody: RequestBody {
-    static let schema = Schema.object(["password": .optional(.string()), "idToken": .optional(.string(min: 1, max: 8192))])
+    static let schema = Schema.object(["password": .optional(.string()), "idToken": .optional(.string(min: 1, max: 8192)),
+                                       "nonce": .optional(.string(min: 1, max: 256))])
     let password: String?
     let idToken: String?
+    let nonce: String?
 }
 
 struct PasswordResetBody: RequestBody {

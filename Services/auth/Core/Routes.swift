@@ -4,7 +4,7 @@ import Identity
 import Web
 
 /// The auth API: the table of routes, nothing else.
-func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleSignIn?, moderators: SharedSecret,
+func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleSignIn?, apple: AppleSignIn?, moderators: SharedSecret,
                 services: SharedSecret) -> Router {
     var r = Router()
     r.add("POST", "/v1/auth/signup", summary: "Create an account and a session",
@@ -17,6 +17,12 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
     if let google {
         r.add("POST", "/v1/auth/google", summary: "Sign in with a Google ID token (creates the account the first time)",
               body: GoogleBody.self, response: (200, SessionView.shape), noStore { try h.google($0, $1, google) })
+    }
+    // Without APPLE_CLIENT_IDS, sign in with Apple does not exist (404, and absent from /openapi.json).
+    if let apple {
+        r.add("POST", "/v1/auth/apple", summary: "Sign in with an Apple identity token, its raw nonce and authorization code (creates the account the first time)",
+              body: AppleBody.self, response: (200, SessionView.shape), noStore { try h.apple($0, $1, apple) })
+        r.alsoRefuses("POST", "/v1/auth/apple", 503, "Apple's token endpoint did not answer the code exchange (Retry-After)")
     }
     r.add("POST", "/v1/auth/password-reset", summary: "Forgot password: a reset mail to the account with this address, if there is one (202 either way)",
           body: PasswordResetBody.self, response: (202, nil), h.requestPasswordReset)

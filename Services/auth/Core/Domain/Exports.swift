@@ -57,7 +57,8 @@ extension AuthStorage {
                                                                         'revokedAt', revoked_at) ORDER BY created_at), '[]'::json)
                              FROM auth.sessions WHERE user_id = u.id),
                 'blocked', (SELECT coalesce(json_agg(blocked_id), '[]'::json) FROM auth.blocks WHERE user_id = u.id),
-                'googleLinked', EXISTS (SELECT 1 FROM auth.google_accounts WHERE user_id = u.id)
+                'googleLinked', EXISTS (SELECT 1 FROM auth.google_accounts WHERE user_id = u.id),
+                'appleLinked', EXISTS (SELECT 1 FROM auth.apple_accounts WHERE user_id = u.id)
             )::text AS export
             FROM auth.users u WHERE u.id = $1
             """, [user])

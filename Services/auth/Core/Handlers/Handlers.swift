@@ -19,6 +19,8 @@ struct AuthHandlers: Sendable {
     let urls: MediaURLs
     /// Sign-in with Google, when it is on: it also re-authenticates a Google account that deletes itself.
     let google: GoogleSignIn?
+    /// Sign in with Apple, when it is on: it also re-authenticates an Apple account that deletes itself.
+    let apple: AppleSignIn?
     /// How long a deleted account waits before it is erased (`ACCOUNT_DELETION_GRACE_HOURS`).
     let deletionGrace: TimeInterval
     /// Where a person's export is gathered from.
@@ -107,51 +109,6 @@ struct AuthHandlers: Sendable {
     }
 
     static let loginFailed = "The username, email or password is not correct."
-
-    /// `POST /v1/auth/google`: signs in the user linked to the Google account, or links it to the user who proved the
-    /// same (Google-verified) address, or creates one (201, with `user.registered`). An account whose sign-up gave the
-    /// address without proving it is not linked: it may be anyone's (docs/privacy.md); it keeps its username and
-    /// password, and its claim to the address ends here (it can no longer be proven, nor sign in or reset by it).
-    func google(_ request: Request, _ body: GoogleBody, _ google: GoogleSignIn) throws -> Response {
-        let identity: GoogleSignIn.Identity
-        do { identity = try google.verify(body.idToken) } catch {
-            throw HTTPError.unauthenticated("The Google ID token is not valid.")
-        }
-        let unusable = try PasswordHasher.hash(Base64URL.encode(secureRandomBytes(32)))  // signs in with Google only
-        return try pool.withTransaction { c in
-            if let user = try storage.googleUser(c, subject: identity.subject) {
-                return .json(try openSession(c, try picture(c, user, identity), request))
-            }
-            if let user = try storage.userWithProven(c, email: identity.email) {
-                try storage.linkGoogle(c, subject: identity.subject, user: user.id)
-                return .json(try openSession(c, try picture(c, user, identity), request))
-            }
-            let email = try Check.email(identity.email)
-            let base = String(email.split(separator: "@")[0].lowercased().filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == ".") }
-                .prefix(24))
-            var username = base.count >= 3 ? base : "user"
-            while try storage.usernameTaken(c, username) { username = String(base.prefix(24)) + "_" + String(Int.random(in: 1000...9_999_999)) }
-            let name = identity.name.flatMap { $0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? nil : $0 } ?? username
-            let user = try storage.insertUser(c, username: username, email: email, fullName: name, passwordHash: unusable,
-                                              pictureUrl: identity.picture, emailVerified: true)  // Google verified it
-            try storage.linkGoogle(c, subject: identity.subject, user: user.id)
-            try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email, fullName: user.fullName,
-                                          avatarMediaId: nil, pictureUrl: user.pictureUrl, emailVerified: true,
-                                          createdAt: Timestamp.format(user.createdAt)),
-                           subject: user.id.lowercased, on: c)
-            return .json(try openSession(c, user, request), status: 201)
-        }
-    }
-
-    /// The user with the Google picture this sign-in brought, kept (and announced) when it changed.
-    private func picture(_ c: Connection, _ user: UserRecord, _ identity: GoogleSignIn.Identity) throws -> UserRecord {
-        guard let picture = identity.picture, picture != user.pictureUrl else { return user }
-        var changed = user
-        changed.pictureUrl = picture
-        let updated = try storage.updateUser(c, changed)
-        try announce(c, updated)
-        return updated
-    }
 
     /// `user.updated`, with the profile as it is now.
     func announce(_ c: Connection, _ updated: UserRecord) throws {
@@ -366,23 +323,26 @@ struct AuthHandlers: Sendable {
         return .noContent
     }
 
-    /// `DELETE /v1/users/me`: with the password (or, for a Google account, a fresh Google ID token) the account is
-    /// scheduled for deletion after the grace period and every session ends now. Signing in again before then keeps
-    /// it; after it, `user.deleted` tells every service to erase what it holds.
+    /// `DELETE /v1/users/me`: with the password (or, for a Google or Apple account, a fresh ID token of theirs) the
+    /// account is scheduled for deletion after the grace period and every session ends now; its Apple refresh tokens
+    /// are revoked now (Apple asks it when the person deletes their account). Signing in again before then keeps it;
+    /// after it, `user.deleted` tells every service to erase what it holds.
     func deleteMe(_ request: Request, _ caller: Caller, _ body: DeleteAccountBody) throws -> Response {
         let user = caller.userId
         if let token = body.idToken, body.password == nil {
-            guard let google, let identity = try? google.verify(token),
-                  try pool.withConnection({ try storage.googleUser($0, subject: identity.subject)?.id }) == user else {
-                throw HTTPError(403, "forbidden", "That is not a Google sign-in of this account.", field: "idToken")
+            guard try outsideUser(idToken: token, nonce: body.nonce) == user else {
+                throw HTTPError(403, "forbidden", "That is not a Google or Apple sign-in of this account.", field: "idToken")
             }
         } else {
-            guard let password = body.password else { throw HTTPError.validation("Give your password (or a Google ID token).", field: "password") }
+            guard let password = body.password else {
+                throw HTTPError.validation("Give your password (or a Google or Apple ID token).", field: "password")
+            }
             try reauthenticate(caller, password: password, field: "password")
         }
         let at = Date().addingTimeInterval(deletionGrace)
         try pool.withTransaction { c in
             try storage.scheduleDeletion(c, user: user, at: at)
+            try storage.queueAppleRevocations(c, user: user)
             let ended = try storage.revokeOtherSessions(c, user: user, keep: caller.sessionId, reason: "account_deleted")
                 + (try storage.revokeSession(c, caller.sessionId, of: user, reason: "account_deleted") ? [caller.sessionId] : [])
             for session in ended { try emitRevoked(c, session: session, user: user, reason: "account_deleted") }
@@ -394,6 +354,7 @@ struct AuthHandlers: Sendable {
     func eraseDueAccounts() throws {
         try pool.withTransaction { c in
             for user in try storage.dueDeletions(c, limit: 50) {
+                try storage.queueAppleRevocations(c, user: user)  // normally none left since DELETE /v1/users/me: never erased unrevoked
                 try storage.deleteUser(c, user)
                 try outbox.add(UserDeleted(userId: user.lowercased, deletedAt: Timestamp.format(Date())), subject: user.lowercased, on: c)
                 try Reports(schema: "auth").forget(user, on: c)
@@ -437,7 +398,7 @@ struct AuthHandlers: Sendable {
 
     /// A new session for `user` signing in on the device `request` came from: signing in keeps an account whose
     /// deletion was pending.
-    private func openSession(_ c: Connection, _ user: UserRecord, _ request: Request) throws -> SessionView {
+    func openSession(_ c: Connection, _ user: UserRecord, _ request: Request) throws -> SessionView {
         guard user.suspendedAt == nil else { throw HTTPError(403, "forbidden", "This account is suspended.") }
         _ = try storage.cancelDeletion(c, user: user.id)
         let device = request.header("user-agent").map { String($0.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(200)) }

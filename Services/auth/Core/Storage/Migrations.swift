@@ -144,4 +144,28 @@ let migrations: [Migration] = [
         CREATE UNIQUE INDEX users_verified_email_unique ON users (lower(email)) WHERE email_verified;
         CREATE INDEX users_by_email ON users (lower(email));
         """),
+    // Sign in with Apple: the link, as Google's, and the refresh token its authorization code gave, which deleting the
+    // account revokes at Apple. A revocation Apple has not confirmed waits in `apple_revocations`, which names no one:
+    // only the token (sealed as the signing keys' seeds are, when SIGNING_KEY_ENCRYPTION_KEY is set) and the app.
+    Migration(16, "Apple accounts linked to users, their refresh tokens, and the revocations still to make", """
+        CREATE TABLE apple_accounts (
+            subject text PRIMARY KEY,
+            user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            client_id text,
+            refresh_token bytea,
+            refresh_sealed boolean NOT NULL DEFAULT false,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX apple_accounts_by_user ON apple_accounts (user_id);
+        CREATE TABLE apple_revocations (
+            id uuid PRIMARY KEY,
+            client_id text NOT NULL,
+            refresh_token bytea NOT NULL,
+            refresh_sealed boolean NOT NULL,
+            attempts integer NOT NULL DEFAULT 0,
+            next_attempt_at timestamptz NOT NULL DEFAULT now(),
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX apple_revocations_due ON apple_revocations (next_attempt_at);
+        """),
 ]

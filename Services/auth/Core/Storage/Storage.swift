@@ -108,13 +108,6 @@ struct AuthStorage {
     /// Unconfirmed sign-ups with one address that a login by it or a reset mail to it tries.
     static let claimsPerAddress = 3
 
-    /// The user a Google subject is linked to.
-    func googleUser(_ c: Connection, subject: String) throws -> UserRecord? {
-        try c.first("""
-            SELECT \(UserRecord.columns) FROM auth.users WHERE id = (SELECT user_id FROM auth.google_accounts WHERE subject = $1)
-            """, [subject]).map(UserRecord.init)
-    }
-
     /// The user with `username` (case-insensitive).
     func userByUsername(_ c: Connection, _ username: String) throws -> UserRecord? {
         try c.first("SELECT \(UserRecord.columns) FROM auth.users WHERE lower(username) = lower($1)", [username]).map(UserRecord.init)
@@ -132,10 +125,6 @@ struct AuthStorage {
             SELECT \(UserRecord.columns) FROM auth.users WHERE lower(email) = lower($1) AND NOT email_verified
             ORDER BY created_at DESC LIMIT \(Self.claimsPerAddress)
             """, [email]).map(UserRecord.init)
-    }
-
-    func linkGoogle(_ c: Connection, subject: String, user: UUID) throws {
-        try c.execute("INSERT INTO auth.google_accounts (subject, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [subject, user])
     }
 
     func usernameTaken(_ c: Connection, _ name: String) throws -> Bool {
@@ -270,7 +259,7 @@ struct AuthStorage {
             """, [limit]).map { try $0["id"] }
     }
 
-    /// Erases the user: their row (sessions, refresh tokens, devices and the Google link go with it) and what names
+    /// Erases the user: their row (sessions, refresh tokens, devices and the Google and Apple links go with it) and what names
     /// them in the other tables.
     func deleteUser(_ c: Connection, _ user: UUID) throws {
         current?.hold(user)
