@@ -472,3 +472,85 @@ public enum PasswordHasher {
         }
     }
 }
+
+// MARK: - JWS signing keys from PEM (ES256, RS256)
+
+/// A private key in PEM, PKCS#8 (`-----BEGIN PRIVATE KEY-----`), as Apple's `.p8` files and Google's service
+/// accounts give it: a P-256 key signs ES256, an RSA key (2048 bits or more) RS256. Held as its DER bytes, loaded
+/// for each signature (a provider's token is signed once in tens of minutes, not per message).
+public struct JWSSigningKey: Sendable {
+    public enum Algorithm: String, Sendable { case es256 = "ES256", rs256 = "RS256" }
+    public let algorithm: Algorithm
+    private let der: [UInt8]
+
+    /// The key of `pem` (newlines may be written `\n`, as a setting or JSON string carries them); `invalidKey` for
+    /// anything but a PKCS#8 P-256 or RSA private key.
+    public init(pem: String) throws {
+        let text = pem.replacingOccurrences(of: "\\n", with: "\n")
+        guard let begin = text.range(of: "-----BEGIN PRIVATE KEY-----"), let end = text.range(of: "-----END PRIVATE KEY-----"),
+              begin.upperBound <= end.lowerBound else { throw CryptoError.invalidKey }
+        let body = text[begin.upperBound..<end.lowerBound].filter { !$0.isWhitespace }
+        guard let der = Data(base64Encoded: String(body)).map(Array.init) else { throw CryptoError.invalidKey }
+        let pkey = try Self.load(der)
+        defer { EVP_PKEY_free(pkey) }
+        switch EVP_PKEY_get_base_id(pkey) {
+        case EVP_PKEY_EC:
+            var name = [CChar](repeating: 0, count: 64)
+            guard EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME, &name, name.count, nil) == 1,
+                  ["prime256v1", "P-256"].contains(String(cString: name)) else { ERR_clear_error(); throw CryptoError.invalidKey }
+            algorithm = .es256
+        case EVP_PKEY_RSA:
+            guard EVP_PKEY_get_bits(pkey) >= 2048 else { throw CryptoError.invalidKey }
+            algorithm = .rs256
+        default:
+            throw CryptoError.invalidKey
+        }
+        self.der = der
+    }
+
+    /// The JWS signature of `message`: for ES256, r || s (64 bytes, not DER); for RS256, RSASSA-PKCS1-v1_5 over SHA-256.
+    public func sign(_ message: [UInt8]) throws -> [UInt8] {
+        let pkey = try Self.load(der)
+        defer { EVP_PKEY_free(pkey) }
+        guard let ctx = EVP_MD_CTX_new() else { throw CryptoError.operationFailed("context") }
+        defer { EVP_MD_CTX_free(ctx) }
+        var length = 0
+        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, pkey) == 1,
+              message.withUnsafeBufferPointer({ EVP_DigestSign(ctx, nil, &length, $0.baseAddress, $0.count) }) == 1 else {
+            ERR_clear_error()
+            throw CryptoError.operationFailed("sign")
+        }
+        var signature = [UInt8](repeating: 0, count: length)
+        guard message.withUnsafeBufferPointer({ EVP_DigestSign(ctx, &signature, &length, $0.baseAddress, $0.count) }) == 1 else {
+            ERR_clear_error()
+            throw CryptoError.operationFailed("sign")
+        }
+        signature = Array(signature.prefix(length))
+        guard algorithm == .es256 else { return signature }
+        guard let rs = P256PrivateKey.jwsSignature(signature) else { throw CryptoError.operationFailed("sign") }
+        return rs
+    }
+
+    /// A compact JWS (a JWT) of `header` (`alg` is added) and `claims`, both JSON objects.
+    public func jwt(header: [String: Any] = [:], claims: [String: Any]) throws -> String {
+        var header = header
+        header["alg"] = algorithm.rawValue
+        let h = try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys, .withoutEscapingSlashes])
+        let c = try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys, .withoutEscapingSlashes])
+        let input = Base64URL.encode(Array(h)) + "." + Base64URL.encode(Array(c))
+        return input + "." + Base64URL.encode(try sign(Array(input.utf8)))
+    }
+
+    private static func load(_ der: [UInt8]) throws -> OpaquePointer {
+        guard let pkey = der.withUnsafeBufferPointer({ b -> OpaquePointer? in
+            var cursor: UnsafePointer<UInt8>? = b.baseAddress
+            return d2i_AutoPrivateKey(nil, &cursor, b.count)
+        }) else { ERR_clear_error(); throw CryptoError.invalidKey }
+        return pkey
+    }
+}
+
+extension P256PrivateKey {
+    /// r || s of a DER ECDSA signature, for `JWSSigningKey`.
+    fileprivate static func jwsSignature(_ der: [UInt8]) -> [UInt8]? { rawSignature(der) }
+}

@@ -7,7 +7,7 @@ import Runtime
 import ServiceKit
 import Web
 
-/// The notify service: turns events into mail and Web Push messages, once per event, person and channel, with a log of
+/// The notify service: turns events into mail, Web Push and native push (APNs, FCM) messages, once per event, person and channel, with a log of
 /// what was sent to whom (port 8086, schema `notify`).
 public enum NotifyService {
     /// Notify's own settings, read and checked before anything starts.
@@ -31,6 +31,8 @@ public enum NotifyService {
         /// `PUSH_SENDERS` (4) loops, each exchange bounded by `PUSH_TIMEOUT_SECONDS` (10).
         let pushSenders: Int
         let pushTimeout: Int
+        /// Native push: APNs (`APNS_*`) and FCM (`FCM_*`), each off when none of its settings is given.
+        let native: NativePush
         let notices: Notices
         /// `STORIES_URL`: where stories answers services (`http://stories:8082`), for the newsletters it mails;
         /// `CHAT_URL` (`http://chat:8083`), for what members of a room have not read.
@@ -82,6 +84,7 @@ public enum NotifyService {
             allowed = try AllowedOrigins(environment.string("PUSH_ALLOWED_ORIGINS", default: AllowedOrigins.browsers))
             pushSenders = try environment.int("PUSH_SENDERS", default: 4, range: 1...64)
             pushTimeout = try environment.int("PUSH_TIMEOUT_SECONDS", default: 10, range: 1...60)
+            native = try NativePush(environment, timeout: pushTimeout)
             func service(_ name: String, _ example: String) throws -> URL? {
                 guard let text = environment.optional(name) else { return nil }
                 guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
@@ -116,14 +119,18 @@ public enum NotifyService {
             } else {
                 app.logger.warn("SMTP_URL is not set: no mail is sent; deliveries wait until it is")
             }
-            if let keys = settings.push {
+            if settings.push == nil { app.logger.warn("VAPID_PRIVATE_KEY is not set: no Web Push (its routes answer 404)") }
+            let native = settings.native
+            app.logger.info(native.apns == nil ? "APNs off: APNS_PRIVATE_KEY is not set" : "APNs on",
+                            native.apns.map { ["apps": .string($0.topics.keys.sorted().joined(separator: ",")), "url": .string($0.productionURL)] } ?? [:])
+            app.logger.info(native.fcm == nil ? "FCM off: FCM_SERVICE_ACCOUNT is not set" : "FCM on",
+                            native.fcm.map { ["project": .string($0.tokens.account.projectId), "url": .string($0.url)] } ?? [:])
+            if settings.push != nil || native.apns != nil || native.fcm != nil {
                 let rooms = settings.chat.flatMap { url in app.config.serviceToken.token.map { ChatRooms(base: url, token: $0) } }
                 if rooms == nil { app.logger.warn("CHAT_URL or SERVICE_TOKEN is not set: chat messages are told without their room") }
-                let sender = PushSender(pool: app.pool, storage: storage, keys: keys, rooms: rooms, timeout: settings.pushTimeout,
-                                        metrics: app.metrics, logger: app.logger)
+                let sender = PushSender(pool: app.pool, storage: storage, keys: settings.push, native: native, rooms: rooms,
+                                        timeout: settings.pushTimeout, metrics: app.metrics, logger: app.logger)
                 try sender.services(workers: settings.pushSenders).forEach(app.add)
-            } else {
-                app.logger.warn("VAPID_PRIVATE_KEY is not set: no Web Push (its routes answer 404)")
             }
             let pool = app.pool
             app.metrics.addGauges(help: ["notify_backlog_deliveries": "Deliveries due and not yet made.",
@@ -132,7 +139,9 @@ public enum NotifyService {
                 return [("notify_backlog_deliveries", "", Double(backlog.count)), ("notify_backlog_oldest_seconds", "", backlog.oldest)]
             }
             let handlers = NotifyHandlers(pool: pool, storage: storage,
-                                          subscriptions: settings.push.map { Subscriptions(storage: storage, keys: $0, allowed: settings.allowed) })
+                                          subscriptions: settings.push.map { Subscriptions(storage: storage, keys: $0, allowed: settings.allowed) },
+                                          devices: native.apns == nil && native.fcm == nil ? nil
+                                              : Devices(storage: storage, apnsTopics: native.apns?.topics, fcm: native.fcm != nil))
             return makeRoutes(handlers, app.makeTokenVerifier(), services: app.config.serviceToken)
         }
     }

@@ -36,5 +36,13 @@ func makeRoutes(_ h: NotifyHandlers, _ auth: any Authenticator, services: Shared
           body: PushSubscriptionBody.self, response: (201, SubscriptionView.shape), auth: auth, h.subscribe)
     r.add("DELETE", "/v1/push/subscriptions/{id}", summary: "Remove a push subscription of mine", response: (204, nil), auth: auth,
           h.unsubscribe)
+    // Without APNs and FCM there is no native push: these answer 404.
+    r.add("GET", "/v1/push/devices", summary: "My devices registered for native push (APNs, FCM)", response: (200, ItemList<DeviceView>.shape),
+          auth: auth, h.devices)
+    r.add("POST", "/v1/push/devices", summary: "Register an app's device token (201; a token known already: 200, now mine)",
+          body: DeviceBody.self, response: (201, DeviceView.shape), auth: auth, h.registerDevice)
+    r.alsoAnswers("POST", "/v1/push/devices", 200, schema: DeviceView.shape.jsonText,
+                  description: "The token was registered already: now mine, with these details")
+    r.add("DELETE", "/v1/push/devices/{id}", summary: "Remove a device of mine", response: (204, nil), auth: auth, h.removeDevice)
     return r
 }

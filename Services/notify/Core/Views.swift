@@ -29,6 +29,19 @@ struct SubscriptionView: View {
     ]
 }
 
+/// A device of mine registered for native push.
+struct DeviceView: View {
+    let device: DeviceRecord
+    init(_ d: DeviceRecord) { device = d }
+
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.device.id), .field("platform", \.device.platform, .oneOf(["apns", "fcm"])), .field("token", \.device.token),
+        .field("app", \.device.app, .oneOf(Apps.all)), .nullable("environment", \.device.environment, .oneOf(["production", "sandbox"])),
+        .nullable("locale", \.device.locale), .nullable("timeZone", \.device.timeZone), .field("createdAt", \.device.createdAt),
+        .field("updatedAt", \.device.updatedAt),
+    ]
+}
+
 /// The VAPID public key to subscribe with (`applicationServerKey`).
 struct PushKeyView: View {
     let publicKey: String

@@ -7,9 +7,9 @@ import Postgres
 import Runtime
 
 /// The delivery rules. Each (event, person, channel) is recorded once, in the transaction that marks the event
-/// processed (for push, once per subscription of the person), so a replayed or repeated event sends nothing twice;
-/// the senders send what is due: at once in normal operation, again with backoff after a temporary failure (up to
-/// `maxAttempts`), never after a permanent one or once what it is about has expired.
+/// processed (for push, once per subscription and per device of the app it belongs to), so a replayed or repeated
+/// event sends nothing twice; the senders send what is due: at once in normal operation, again with backoff after a
+/// temporary failure (up to `maxAttempts`), never after a permanent one or once what it is about has expired.
 struct Deliveries: Sendable {
     let storage: NotifyStorage
     let mails: Mails
@@ -74,6 +74,7 @@ struct Deliveries: Sendable {
             let closes = Date(timeIntervalSince1970: window + chatWindow)
             let rest = others.filter { !mentioned.contains($0) }.compactMap(UUID.init(uuidString:))
             try storage.recordPush(c, eventId: "chat:\(room.lowercased):\(Int(window))", to: try storage.pushTargets(c, rest, kind: "chat_message"),
+                                   devices: try storage.deviceTargets(c, rest, kind: "chat_message", app: Apps.of(kind: "chat_message")),
                                    kind: "chat_message", title: "New messages", payload: nil, ttl: 86_400, urgency: "normal",
                                    topic: "room" + room.lowercased.replacingOccurrences(of: "-", with: "").prefix(28),
                                    expiresAt: closes.addingTimeInterval(86_400), at: closes, reference: room.lowercased)
@@ -124,8 +125,9 @@ struct Deliveries: Sendable {
     private func push(_ event: ReceivedEvent, _ c: Connection, to users: [String], _ notice: Notice) throws {
         guard notice.expiresAt > Date() else { return }
         let ids = Set(users.compactMap(UUID.init(uuidString:)))
-        try storage.recordPush(c, eventId: event.id, to: try storage.pushTargets(c, Array(ids), kind: notice.kind), kind: notice.kind,
-                               title: notice.title, payload: notice.payload, ttl: notice.ttl, urgency: notice.urgency, topic: notice.topic,
+        try storage.recordPush(c, eventId: event.id, to: try storage.pushTargets(c, Array(ids), kind: notice.kind),
+                               devices: try storage.deviceTargets(c, Array(ids), kind: notice.kind, app: Apps.of(kind: notice.kind)),
+                               kind: notice.kind, title: notice.title, payload: notice.payload, ttl: notice.ttl, urgency: notice.urgency, topic: notice.topic,
                                expiresAt: notice.expiresAt)
     }
 

@@ -110,13 +110,16 @@ struct ChatRooms: Sendable {
 }
 
 /// Sends the push messages that are due, as `MailSender` sends mail: `workers` loops, one delivery at a time each,
-/// leased for the exchange's bound. A push service's answer decides what follows (RFC 8030): 201 sent; 404 and 410
-/// the subscription is gone (removed, with what waited for it); 429 and 5xx again later, after `Retry-After` when
-/// it says; anything else given up.
+/// leased for the exchange's bound: Web Push to a subscription, APNs or FCM to a device. The answer decides what
+/// follows (RFC 8030; APNs and FCM mapped to the same outcomes by their clients): sent; the subscription or device
+/// is gone (removed, with what waited for it); again later, after `Retry-After` when it says; anything else given up.
 struct PushSender: Sendable {
     let pool: Pool
     let storage: NotifyStorage
-    let keys: PushKeys
+    /// nil: no Web Push (no VAPID key).
+    let keys: PushKeys?
+    /// APNs and FCM, each when configured.
+    let native: NativePush
     /// Where a room's unread messages are asked for, to tell a member of them (nil: chat messages are not told).
     let rooms: ChatRooms?
     let timeout: Int
@@ -124,18 +127,25 @@ struct PushSender: Sendable {
     let logger: Logger
 
     func services(workers: Int) throws -> [Job] {
-        try senderLoops("push-sender", workers: workers, idle: 0.2, logger: logger, client: { try PushClient(timeout: timeout) }, round: round)
+        try senderLoops("push-sender", workers: workers, idle: 0.2, logger: logger,
+                        client: { Clients(web: try PushClient(timeout: timeout), native: try native.clients(timeout: timeout)) }, round: round)
+    }
+
+    /// A sender loop's own connections: to the push services, and to APNs and FCM.
+    struct Clients: Sendable {
+        let web: PushClient
+        let native: NativePush.Clients
     }
 
     /// Sends the next due push; how many it took (0 or 1).
-    func round(_ client: PushClient) throws -> Int {
+    func round(_ client: Clients) throws -> Int {
         // The lease: the exchange's bound (libcurl's timeout), twice over, and a margin for the database.
         let due = try pool.withTransaction { try storage.claimDue($0, channel: "push", limit: 1, lease: Double(2 * timeout + 5)) }
         for delivery in due { try send(delivery, client) }
         return due.count
     }
 
-    private func send(_ d: DeliveryRecord, _ client: PushClient) throws {
+    private func send(_ d: DeliveryRecord, _ client: Clients) throws {
         var d = d, chatSilent = false
         if d.kind == "chat_message" && d.bodyText == nil {
             // What to say is known only now: nothing, to a member who has read the room since (or left it).
@@ -165,7 +175,9 @@ struct PushSender: Sendable {
         } else if (d.expiresAt ?? .distantFuture) <= Date() {
             outcome = .rejected("it expired before it could be delivered")
         } else if let subscriptionId = d.subscriptionId, let s = try pool.withConnection({ try storage.subscription($0, subscriptionId) }) {
-            outcome = prepare(d, s).map { client.send($0) } ?? .rejected("its subscription's keys or VAPID key are not usable")
+            outcome = prepare(d, s).map { client.web.send($0) } ?? .rejected("its subscription's keys or VAPID key are not usable")
+        } else if let deviceId = d.deviceId, let device = try pool.withConnection({ try storage.device($0, deviceId) }) {
+            outcome = native.send(d, to: device, client.native)
         } else {
             outcome = .rejected("unsubscribed")
         }
@@ -177,7 +189,9 @@ struct PushSender: Sendable {
             case .gone:
                 label = "gone"
                 if let s = d.subscriptionId { try storage.unsubscribe(c, s, user: nil) }
-                try storage.markFailed(c, d.id, error: "the push service no longer knows the subscription: removed", retryIn: nil)
+                if let device = d.deviceId { try storage.removeDevice(c, device, user: nil) }
+                try storage.markFailed(c, d.id, error: "the push service no longer knows the \(d.deviceId == nil ? "subscription" : "device"): removed",
+                                       retryIn: nil)
             case .retry(let why, let after):
                 let backoff = Deliveries.retryDelay(after: d.attempts)
                 label = backoff == nil ? "failed" : "retry"
@@ -198,7 +212,7 @@ struct PushSender: Sendable {
     /// The encrypted message for `s`, signed with the VAPID key it was made for; nil when that key is no longer
     /// configured or the subscription's keys are not a P-256 point and a 16-byte secret.
     private func prepare(_ d: DeliveryRecord, _ s: SubscriptionRecord) -> PushRequest? {
-        guard let vapid = keys.key(for: s.vapidKey), let endpoint = URL(string: s.endpoint), let p256dh = Base64URL.decode(s.p256dh),
+        guard let vapid = keys?.key(for: s.vapidKey), let endpoint = URL(string: s.endpoint), let p256dh = Base64URL.decode(s.p256dh),
               let auth = Base64URL.decode(s.auth), let body = try? WebPushEncryption.encrypt(Array((d.bodyText ?? "").utf8), p256dh: p256dh, auth: auth),
               let authorization = try? vapid.authorization(for: endpoint) else { return nil }
         let ttl = max(0, min(d.ttl ?? 86_400, Int((d.expiresAt ?? .distantFuture).timeIntervalSinceNow)))

@@ -10,6 +10,8 @@ struct NotifyHandlers: Sendable {
     let storage: NotifyStorage
     /// nil without VAPID_PRIVATE_KEY.
     let subscriptions: Subscriptions?
+    /// nil with neither APNs nor FCM set up.
+    let devices: Devices?
 
     /// `GET /v1/notifications`: what was sent to me and when, the newest first.
     func list(_ request: Request, _ caller: Caller) throws -> Response {
@@ -55,6 +57,35 @@ extension NotifyHandlers {
         _ = try pushing()
         guard let id = UUID(uuidString: request.pathParameters["id"] ?? ""),
               try pool.withTransaction({ try storage.unsubscribe($0, id, user: caller.userId) }) else { throw HTTPError.notFound() }
+        return .noContent
+    }
+}
+
+/// Native devices (APNs, FCM): mine to register, list and remove.
+extension NotifyHandlers {
+    private func native() throws -> Devices {
+        guard let devices else { throw HTTPError.notFound("Native push is not set up on this server.") }
+        return devices
+    }
+
+    /// `GET /v1/push/devices`
+    func devices(_ request: Request, _ caller: Caller) throws -> Response {
+        _ = try native()
+        return .json(ItemList(try pool.withConnection { try storage.devices($0, of: caller.userId) }.map(DeviceView.init)))
+    }
+
+    /// `POST /v1/push/devices`: 201 for a new token, 200 for one known already (now mine, with these details).
+    func registerDevice(_ request: Request, _ caller: Caller, _ body: DeviceBody) throws -> Response {
+        let devices = try native()
+        let (device, created) = try pool.withTransaction { try devices.register($0, user: caller.userId, body) }
+        return .json(DeviceView(device), status: created ? 201 : 200)
+    }
+
+    /// `DELETE /v1/push/devices/{id}`
+    func removeDevice(_ request: Request, _ caller: Caller) throws -> Response {
+        _ = try native()
+        guard let id = UUID(uuidString: request.pathParameters["id"] ?? ""),
+              try pool.withTransaction({ try storage.removeDevice($0, id, user: caller.userId) }) else { throw HTTPError.notFound() }
         return .noContent
     }
 }

@@ -100,4 +100,23 @@ let migrations: [Migration] = [
         ALTER TABLE deliveries ADD COLUMN updated_at timestamptz;
         ALTER TABLE push_subscriptions ADD COLUMN updated_at timestamptz;
         """),
+    Migration(7, "native push: apps' devices (APNs, FCM tokens), and push deliveries to a device", """
+        CREATE TABLE push_devices (
+            id uuid PRIMARY KEY,
+            user_id uuid NOT NULL,
+            platform text NOT NULL CHECK (platform IN ('apns', 'fcm')),
+            token text NOT NULL,
+            app text NOT NULL,
+            environment text CHECK (environment IN ('production', 'sandbox')),
+            locale text,
+            time_zone text,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz,
+            UNIQUE (platform, token)
+        );
+        CREATE INDEX push_devices_by_user ON push_devices (user_id, app);
+        ALTER TABLE deliveries ADD COLUMN device_id uuid REFERENCES push_devices (id) ON DELETE SET NULL;
+        CREATE UNIQUE INDEX deliveries_once_by_device ON deliveries (event_id, device_id) WHERE channel = 'push' AND device_id IS NOT NULL;
+        CREATE INDEX deliveries_by_device ON deliveries (device_id) WHERE device_id IS NOT NULL;
+        """),
 ]

@@ -25,6 +25,8 @@ struct DeliveryRecord {
     let sentAt: Date?
     /// A push delivery's subscription (nil once it was removed), and how the push service is to keep it.
     let subscriptionId: UUID?
+    /// A native push's device (nil once it was removed).
+    let deviceId: UUID?
     let ttl: Int?
     let urgency: String?
     let topic: String?
@@ -37,7 +39,7 @@ struct DeliveryRecord {
         status = try r["status"]; attempts = try r["attempts"]; lastError = try r.decode("last_error"); expiresAt = try r.decode("expires_at")
         createdAt = try r["created_at"]; updatedAt = try r.decode("updated_at") ?? createdAt
         sentAt = try r.decode("sent_at")
-        subscriptionId = try r.decode("subscription_id"); ttl = try r.decode("ttl"); urgency = try r.decode("urgency")
+        subscriptionId = try r.decode("subscription_id"); deviceId = try r.decode("device_id"); ttl = try r.decode("ttl"); urgency = try r.decode("urgency")
         topic = try r.decode("topic"); reference = try r.decode("reference")
     }
 }
@@ -190,10 +192,11 @@ struct NotifyStorage: Sendable {
             .map(SubscriptionRecord.init).filter { ($0.expiresAt ?? .distantFuture) > Date() }
     }
 
-    /// Records a push of event `eventId` to each of `subscriptions` (`pushTargets`), once per subscription, with the
-    /// transaction's next round trip. `payload` is the JSON the device receives; `address` shows which push service
+    /// Records a push of event `eventId` to each of `subscriptions` (`pushTargets`) and `devices` (`deviceTargets`),
+    /// once per subscription or device, with the transaction's next round trip. `payload` is the JSON the device receives; `address` shows which push service
     /// took it. Without `payload`, it is made when the push is sent, from `reference`; `at`: not before then.
-    func recordPush(_ c: Connection, eventId: String, to subscriptions: [SubscriptionRecord], kind: String, title: String,
+    func recordPush(_ c: Connection, eventId: String, to subscriptions: [SubscriptionRecord], devices: [DeviceRecord] = [], kind: String,
+                    title: String,
                     payload: String?, ttl: Int, urgency: String, topic: String?, expiresAt: Date?, at: Date? = nil,
                     reference: String? = nil) throws {
         for s in subscriptions {
@@ -203,6 +206,13 @@ struct NotifyStorage: Sendable {
                                                subscription_id, ttl, urgency, topic, next_attempt_at, reference)
                 VALUES ($1, $2, $3, 'push', $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), $14) ON CONFLICT DO NOTHING
                 """, [UUID.v7(), eventId, s.userId, kind, origin, title, payload, expiresAt, s.id, ttl, urgency, topic, at, reference])
+        }
+        for d in devices {
+            try c.enqueue("""
+                INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, expires_at,
+                                               device_id, ttl, urgency, topic, next_attempt_at, reference)
+                VALUES ($1, $2, $3, 'push', $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), $14) ON CONFLICT DO NOTHING
+                """, [UUID.v7(), eventId, d.userId, kind, d.address, title, payload, expiresAt, d.id, ttl, urgency, topic, at, reference])
         }
     }
 
@@ -325,6 +335,7 @@ struct NotifyStorage: Sendable {
     func forget(_ user: UUID, on c: Connection) throws {
         try c.execute("DELETE FROM notify.deliveries WHERE user_id = $1", [user])
         try c.execute("DELETE FROM notify.push_subscriptions WHERE user_id = $1", [user])
+        try c.execute("DELETE FROM notify.push_devices WHERE user_id = $1", [user])
         for table in ["people", "preferences", "unsubscribe_tokens", "quiet_hours", "room_members"] {
             try c.execute("DELETE FROM notify.\(table) WHERE user_id = $1", [user])
         }
@@ -342,6 +353,9 @@ struct NotifyStorage: Sendable {
                 'pushSubscriptions', (SELECT coalesce(json_agg(json_build_object('id', id, 'endpoint', endpoint, 'createdAt', created_at,
                 'updatedAt', coalesce(updated_at, created_at))
                 ORDER BY created_at), '[]'::json) FROM notify.push_subscriptions WHERE user_id = $1),
+                'pushDevices', (SELECT coalesce(json_agg(json_build_object('id', id, 'platform', platform, 'app', app,
+                'environment', environment, 'locale', locale, 'timeZone', time_zone, 'createdAt', created_at,
+                'updatedAt', coalesce(updated_at, created_at)) ORDER BY created_at), '[]'::json) FROM notify.push_devices WHERE user_id = $1),
                 'preferences', (SELECT coalesce(json_agg(json_build_object('kind', kind, 'channel', channel, 'enabled', enabled)
                 ORDER BY kind, channel), '[]'::json) FROM notify.preferences WHERE user_id = $1),
                 'quietHours', (SELECT json_build_object('from', starts_at, 'to', ends_at, 'timeZone', time_zone) FROM notify.quiet_hours
