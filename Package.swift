@@ -31,6 +31,7 @@ let package = Package(
         system("COpenSSL", "libcrypto", "libssl-dev"),
         system("CArgon2", "libargon2", "libargon2-dev"),
         system("CCurl", "libcurl", "libcurl4-openssl-dev"),
+        system("CVips", "vips", "libvips-dev"),
         .target(name: "CShims", dependencies: ["CRdKafka"], path: "Shared/CShims"),
 
         // MARK: - Thin wrappers (the only code that imports a C module)
@@ -42,6 +43,8 @@ let package = Package(
         .target(name: "Mail", dependencies: ["CCurl"], path: "Shared/Mail", swiftSettings: settings),
         // Sending Web Push messages: VAPID, aes128gcm encryption (RFC 8291/8292), and the POST with libcurl.
         .target(name: "Push", dependencies: ["CCurl", "Crypto"], path: "Shared/Push", swiftSettings: settings),
+        // Uploaded photos: decoded with a pixel limit, upright, re-encoded without metadata, renditions, a BlurHash.
+        .target(name: "Imaging", dependencies: ["CVips"], path: "Shared/Imaging", swiftSettings: settings),
         // Card payments: the provider interface and its Stripe client (HTTP through `Fetch`), webhook signatures.
         .target(name: "Payments", dependencies: ["HTTP", "Crypto"], path: "Shared/Payments", swiftSettings: settings),
 
@@ -60,7 +63,7 @@ let package = Package(
         .target(name: "Identity", dependencies: ["Runtime", "Web", "Events", "Kafka", "Crypto", "Postgres", "Models", "HTTP"],
                 path: "Shared/Identity", swiftSettings: settings),
         // Product pieces more than one service offers: membership by invite code, media, profiles.
-        .target(name: "Features", dependencies: ["Web", "Events", "Postgres", "Crypto", "Models", "HTTP"],
+        .target(name: "Features", dependencies: ["Web", "Events", "Postgres", "Crypto", "Models", "HTTP", "Imaging"],
                 path: "Shared/Features", swiftSettings: settings),
         // The application: settings, and the app that assembles the above into a service and runs it.
         .target(name: "ServiceKit", dependencies: ["CShims", "Postgres", "Kafka", "HTTP", "Crypto", "Models", "Runtime", "Web",
@@ -100,12 +103,14 @@ let package = Package(
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Runtime", "Web", "Events", "Identity", "Features",
                                                           "WireClient", "HTTP", "Crypto", "Postgres", "Models", "Geo"],
                     path: "Tests/ServiceKitTests", exclude: ["h11_differential.py"], swiftSettings: settings),
+        .testTarget(name: "ImagingTests", dependencies: ["Imaging"], path: "Tests/ImagingTests", exclude: ["camera_photo.py"],
+                    swiftSettings: settings),
         .testTarget(name: "StoriesCoreTests", dependencies: ["StoriesCore", "Models"], path: "Tests/StoriesCoreTests", swiftSettings: settings),
         .testTarget(name: "DispatchCoreTests", dependencies: ["DispatchCore", "Web"], path: "Tests/DispatchCoreTests", swiftSettings: settings),
         .testTarget(name: "IntegrationTests", dependencies: ["ServiceKit", "Runtime", "Web", "Events", "Identity", "Features",
                                                              "WireClient", "HTTP", "Kafka", "Postgres", "Models",
                                                              "AuthCore", "StoriesCore", "ChatCore", "DispatchCore",
-                                                             "CurationCore", "NotifyCore", "Mail", "Push", "Payments"],
+                                                             "CurationCore", "NotifyCore", "Mail", "Push", "Payments", "Imaging"],
                     path: "Tests/IntegrationTests", exclude: ["browser_driver.py", "browser_origin.py"], swiftSettings: settings),
     ]
 )

@@ -136,9 +136,13 @@ public struct MediaStore: Sendable {
     /// An image uploaded to be someone's face (stories alone stores them).
     public static let avatar = "avatar"
 
-    public init(schema: String, path: String, urls: MediaURLs, purposes: [String]) {
+    /// Where the images' bytes are kept (`MEDIA_STORE`: `BlobStores.make`), each under `key(id)`; the table keeps
+    /// what is known of them. Rows from before the store still hold their bytes until `moveToStore` moves them.
+    public let store: any BlobStore
+
+    public init(schema: String, path: String, urls: MediaURLs, purposes: [String], store: any BlobStore) {
         precondition(!purposes.isEmpty)
-        self.schema = schema; self.path = path; self.urls = urls; self.purposes = purposes
+        self.schema = schema; self.path = path; self.urls = urls; self.purposes = purposes; self.store = store
     }
 
     /// The upload's purpose, declared on its route (`?purpose=`).
@@ -193,10 +197,14 @@ public struct MediaStore: Sendable {
             throw HTTPError.unsupportedMediaType("Where this photo was taken cannot be removed from it here: upload it as JPEG.")
         }
         return try idempotency.run(request, caller: owner.lowercased) { c in
+            // The object before the row: a row never names an object that is missing (one whose row is not
+            // committed is only space, swept with the others of its kind).
+            let id = UUID.v7()
+            try store.put(key(id), bytes, contentType: info.contentType)
             let media = try MediaRecord(c.first("""
-                INSERT INTO \(schema).media AS m (id, owner_id, content_type, bytes, size, width, height, sha256, purpose)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING \(MediaRecord.columns)
-                """, [UUID.v7(), owner, info.contentType, ByteArray(bytes), bytes.count, info.width, info.height,
+                INSERT INTO \(schema).media AS m (id, owner_id, content_type, size, width, height, sha256, purpose)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING \(MediaRecord.columns)
+                """, [id, owner, info.contentType, bytes.count, info.width, info.height,
                       hexString(sha256(bytes)), purpose])!)
             let url = purpose == Self.avatar ? urls.avatar(media.id, owner: owner)! : link(media.id).url
             return .json(MediaView(media, url: url), status: 201)
@@ -231,9 +239,7 @@ public struct MediaStore: Sendable {
         }) {
             return Response(status: 304, headers: cache)
         }
-        guard let bytes = try c.bytes("SELECT bytes FROM \(schema).media WHERE id = $1", [media.id]) else {
-            throw HTTPError.notFound()
-        }
+        guard let bytes = try self.bytes(media.id, on: c) else { throw HTTPError.notFound() }
         return Response(status: 200, headers: [("Content-Type", media.contentType)] + cache, body: bytes)
     }
 

@@ -15,9 +15,11 @@ public enum Fetch {
     }
 
     /// `method` with `body`: the status and body, or nil when nothing answered in time (the far end may still have
-    /// acted: a caller that must know asks again, under the same idempotency key).
+    /// acted: a caller that must know asks again, under the same idempotency key). `uncached`: the answer is never taken from
+    /// the client's cache (an object store's objects, which change and go).
     public static func send(_ method: String, _ url: URL, headers: [String: String] = [:], body: Data?,
-                            timeout: TimeInterval = 10, abandon: (() -> Bool)? = nil) -> (status: Int, body: Data)? {
+                            timeout: TimeInterval = 10, uncached: Bool = false,
+                            abandon: (() -> Bool)? = nil) -> (status: Int, body: Data)? {
         guard ["http", "https"].contains(url.scheme?.lowercased() ?? "") else { return nil }
         final class Box: @unchecked Sendable { var result: (Int, Data)? }  // `@unchecked Sendable`: written before `done` signals, read after.
         let box = Box(), done = DispatchSemaphore(value: 0)
@@ -25,6 +27,7 @@ public enum Fetch {
         request.httpMethod = method
         request.httpBody = body
         request.timeoutInterval = timeout
+        if uncached { request.cachePolicy = .reloadIgnoringLocalCacheData }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let task = URLSession.shared.dataTask(with: request) { data, response, _ in
             if let http = response as? HTTPURLResponse { box.result = (http.statusCode, data ?? Data()) }

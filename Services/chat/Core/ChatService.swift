@@ -14,6 +14,7 @@ public enum ChatService {
         let consumed = Blocks.topics + [UserRegistered.type, UserUpdated.type, UserDeleted.type, GroupCreated.type, GroupMemberJoined.type, GroupMemberLeft.type,
                         ParcelCreated.type, ParcelClaimed.type, ParcelStatusChanged.type]
         let urls = try MediaURLs(environment, defaultPort: 8083)
+        let store = try BlobStores.make(environment)
         let moderators = try SharedSecret.operatorToken(environment)  // OPERATOR_TOKEN: the moderators' credential
         return try ServiceApp(service: "chat", defaultPort: 8083, environment: environment, migrations: migrations) { app in
             let storage = ChatStorage()
@@ -21,7 +22,7 @@ public enum ChatService {
             app.add(live.feed)
             app.addReadinessCheck("broker") { live.feed.isReading }
             let handlers = ChatHandlers(pool: app.pool, outbox: app.outbox, relay: app.relay, idempotency: app.idempotency, live: live,
-                                        media: MediaStore(schema: "chat", path: "/v1/chat/media", urls: urls, purposes: ["message"]))
+                                        media: MediaStore(schema: "chat", path: "/v1/chat/media", urls: urls, purposes: ["message"], store: store))
             // What chat learns from other services, in one consumer group: names, who shares a group, parcels.
             let leaving = Leaving(storage: storage, media: handlers.media)
             app.consume("directory", topics: consumed) { event, connection in
@@ -37,6 +38,7 @@ public enum ChatService {
                 }
             }
             app.add(handlers.invites.cleanup(app.pool, logger: app.logger))
+            app.add(handlers.media.maintenance(app.pool, logger: app.logger))
             return makeRoutes(handlers, app.makeTokenVerifier(), tickets: StreamTickets(pool: app.pool, schema: "chat"),
                               moderators: moderators, services: app.config.serviceToken)
         }

@@ -66,6 +66,7 @@ public enum DispatchService {
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
         let settings = try Settings(environment)
         let urls = try MediaURLs(environment, defaultPort: 8084)
+        let store = try BlobStores.make(environment)
         return try ServiceApp(service: "dispatch", defaultPort: 8084, environment: environment, migrations: migrations) { app in
             app.logger.info(settings.operatorCredential.isEnabled ? "operator routes enabled"
                                                                   : "operator routes off: OPERATOR_TOKEN is not set")
@@ -80,7 +81,7 @@ public enum DispatchService {
             app.logger.info(payments == nil ? "card payments off: STRIPE_SECRET_KEY is not set" : "card payments on")
             let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency,
                                             matcher: matcher, tracking: tracking,
-                                            media: MediaStore(schema: "dispatch", path: "/v1/dispatch/media", urls: urls, purposes: ["parcel"]),
+                                            media: MediaStore(schema: "dispatch", path: "/v1/dispatch/media", urls: urls, purposes: ["parcel"], store: store),
                                             payments: payments, webhookSignature: settings.webhookSignature)
             if let payments {
                 app.add(Job.every(1, "payment-settler", logger: app.logger) { while try payments.run() > 0 {} })
@@ -107,6 +108,7 @@ public enum DispatchService {
                         ("dispatch_notification_queue_usage", "", queue), ("dispatch_oldest_unfolded_fix_seconds", "", unfolded)]
             }
             app.add(Job.every(Double(settings.foldSeconds), "fix-fold", logger: app.logger) { try handlers.storage.foldFixes(pool) })
+            app.add(handlers.media.maintenance(pool, logger: app.logger))
             app.add(tracking.feed)
             app.addReadinessCheck("broker") { tracking.isReading }
             let round = MatchingRound(pool: app.pool, parcels: handlers.parcels, matcher: matcher)

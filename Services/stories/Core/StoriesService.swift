@@ -23,10 +23,12 @@ public enum StoriesService {
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
         let settings = try Settings(environment)
         let urls = try MediaURLs(environment, defaultPort: 8082)
+        let store = try BlobStores.make(environment)
         return try ServiceApp(service: "stories", defaultPort: 8082, environment: environment, migrations: migrations) { app in
             let pool = app.pool
             let handlers = StoriesHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency,
-                                           media: MediaStore(schema: "stories", path: "/v1/media", urls: urls, purposes: ["photo", MediaStore.avatar]))
+                                           media: MediaStore(schema: "stories", path: "/v1/media", urls: urls, purposes: ["photo", MediaStore.avatar],
+                                                              store: store))
             let leaving = Leaving(storage: handlers.storage, media: handlers.media)
             app.consume("profiles", topics: Blocks.topics + [UserRegistered.type, UserUpdated.type, UserDeleted.type]) { event, c in
                 switch event.type {
@@ -40,6 +42,7 @@ public enum StoriesService {
                 try handlers.newsletters.sendDueReminders()
             })
             app.add(handlers.invites.cleanup(pool, logger: app.logger))
+            app.add(handlers.media.maintenance(pool, logger: app.logger))
             return makeRoutes(handlers, app.makeTokenVerifier(), moderators: settings.moderators, services: app.config.serviceToken)
         }
     }

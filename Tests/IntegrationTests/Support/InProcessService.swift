@@ -16,7 +16,7 @@ final class InProcessService {
         // A port known before the start, so that the image URLs the service signs name it.
         var values = ["PORT": String(TestEnvironment.freePort()), "KAFKA_BROKERS": TestEnvironment.brokers,
                       "KAFKA_SESSION_TIMEOUT_MS": "6000", "LOG_LEVEL": "warn", "SHUTDOWN_DELAY_SECONDS": "0",
-                      "MEDIA_URL_KEYS": TestEnvironment.mediaURLKeys]
+                      "MEDIA_URL_KEYS": TestEnvironment.mediaURLKeys, "MEDIA_STORE": TestEnvironment.mediaStore]
         for (k, v) in settings { values[k] = v }
         let app = try make(Environment(values))
         self.app = app

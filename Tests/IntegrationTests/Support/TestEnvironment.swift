@@ -15,6 +15,8 @@ enum TestEnvironment {
     static var brokers: String { env["KAFKA_BROKERS"] ?? "127.0.0.1:9092" }
     /// The key the services sign image URLs with (MEDIA_URL_KEYS): one for every service of a test, as in a deployment.
     static let mediaURLKeys = "test:" + String(repeating: "k", count: 40)
+    /// Where the services keep images (MEDIA_STORE): a folder of this run's, shared as a bucket would be.
+    static let mediaStore = "file://" + FileManager.default.temporaryDirectory.appendingPathComponent("media-\(UUID().uuidString.prefix(8))").path
     /// The Python of the stack's venv (beside schemathesis's `st`), which has the packages the tests use.
     static func venvPython() throws -> String {
         guard let st = env["SCHEMATHESIS_BIN"] else { throw TestFailure("run the tests with deploy/local/stack test (SCHEMATHESIS_BIN names the venv)") }
@@ -169,6 +171,7 @@ final class ServiceProcess {
         env["TRUSTED_PROXIES"] = nil
         env["PUBLIC_BASE_URL"] = nil  // image URLs name the service itself, unless a test puts a gateway in front
         env["MEDIA_URL_KEYS"] = TestEnvironment.mediaURLKeys
+        env["MEDIA_STORE"] = TestEnvironment.mediaStore
         for name in ["VAPID_PRIVATE_KEY", "PUSH_ALLOWED_ORIGINS", "STORIES_URL", "CHAT_URL"] { env[name] = nil }  // notify's: a test sets its own
         for (k, v) in environment { env[k] = v }
         process.environment = env

@@ -102,4 +102,5 @@ let migrations: [Migration] = [
     Migration(6, "who blocked whom", Blocks.tableSQL),
     Migration(7, "reports of messages, for the moderators", Reports.tableSQL),
     Migration(8, "what each image was uploaded for", MediaStore.purposeSQL(default: "message")),
+    Migration(9, "images' bytes out of the table, into the media store", MediaStore.storeSQL(schema: "chat")),
 ]

@@ -318,4 +318,5 @@ let migrations: [Migration] = [
         CREATE INDEX parcels_awaiting_email ON parcels (lower(recipient_email))
             WHERE recipient_user_id IS NULL AND recipient_email IS NOT NULL;
         """),
+    Migration(20, "images' bytes out of the table, into the media store", MediaStore.storeSQL(schema: "dispatch")),
 ]

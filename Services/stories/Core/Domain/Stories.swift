@@ -68,6 +68,7 @@ struct Stories: Sendable {
     func takeDown(_ c: Connection, _ report: ReportRecord) throws {
         guard let author = report.authorId, let story = try storage.story(c, report.targetId, reader: author, lock: true) else { return }
         try storage.deleteStory(c, story.id)
+        try storage.deletePhotos(c, story.mediaIds)
         for (id, content) in try storage.newsletters(c, naming: story.id) {
             let document = try JSONDecoder().decode(NewsletterDocument.self, from: Data(content.utf8)).without(story: story.id)
             try storage.replaceNewsletter(c, id, content: String(decoding: JSON.encode(document), as: UTF8.self),

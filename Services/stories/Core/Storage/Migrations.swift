@@ -155,4 +155,5 @@ let migrations: [Migration] = [
         \(MediaStore.purposeSQL(default: "photo"));
         UPDATE media m SET purpose = 'avatar' FROM profiles p WHERE p.avatar_media_id = m.id AND p.user_id = m.owner_id;
         """),
+    Migration(12, "images' bytes out of the table, into the media store", MediaStore.storeSQL(schema: "stories")),
 ]

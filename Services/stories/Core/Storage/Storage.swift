@@ -271,6 +271,19 @@ struct StoriesStorage {
         try c.execute("DELETE FROM stories.stories WHERE id = $1", [id])
     }
 
+    /// Deletes the photos `ids` (a taken-down story's) with their objects (`MediaStore.sweepRemoved`), but those
+    /// another story still shows; a group pictured by one is left without a picture.
+    func deletePhotos(_ c: Connection, _ ids: [UUID]) throws {
+        guard !ids.isEmpty else { return }
+        try c.execute("""
+            WITH gone AS (
+                DELETE FROM stories.media m WHERE m.id = ANY($1::uuid[])
+                    AND NOT EXISTS (SELECT 1 FROM stories.story_media sm WHERE sm.media_id = m.id)
+                RETURNING m.id)
+            UPDATE stories.groups SET image_media_id = NULL WHERE image_media_id IN (SELECT id FROM gone)
+            """, [PostgresArray(ids)])
+    }
+
     /// A group's stories in [from, to), newest first, after the keyset position (createdAt, id), but those of authors
     /// `reader` hides.
     func groupStories(_ c: Connection, group: UUID, reader: UUID, from: Date?, to: Date?, after: (Int64, UUID)?, limit: Int) throws -> [StoryRecord] {

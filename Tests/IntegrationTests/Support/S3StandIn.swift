@@ -1,0 +1,65 @@
+import Features
+import Runtime
+import Foundation
+import XCTest
+
+/// An S3-compatible object store for a test (deploy/local/s3_standin.py): moto's server, with a bucket and an IAM
+/// user allowed S3 whose key signs the requests, and authentication enforced, so a request not signed with that
+/// user's secret by AWS Signature Version 4 is refused as AWS refuses it.
+final class S3StandIn {
+    let port: Int
+    let bucket = "media-test"
+    let accessKeyId: String
+    let secretAccessKey: String
+    private var process: Process?
+    private var input: Pipe?
+
+    init() throws {
+        let python = try TestEnvironment.python(), script = TestEnvironment.root.appendingPathComponent("deploy/local/s3_standin.py").path
+        for _ in 0..<5 {
+            let port = TestEnvironment.freePort()
+            let server = Process()
+            server.executableURL = URL(fileURLWithPath: python)
+            server.arguments = [script, String(port), bucket]
+            let input = Pipe(), output = Pipe()
+            server.standardInput = input
+            server.standardOutput = output
+            server.standardError = FileHandle.nullDevice
+            try server.run()
+            var line = ""
+            while !line.contains("\n") {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                line += String(decoding: chunk, as: UTF8.self)
+            }
+            let words = line.split(whereSeparator: \.isWhitespace).map(String.init)
+            if words.count == 3, words[0] == "ready" {
+                (self.port, accessKeyId, secretAccessKey, process, self.input) = (port, words[1], words[2], server, input)
+                return
+            }
+            server.terminate()
+        }
+        throw TestFailure("s3_standin.py did not start (is moto[server] in the stack's venv?)")
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        try? input?.fileHandleForWriting.close()
+        process?.waitUntilExit()
+        (process, input) = (nil, nil)
+    }
+
+    /// A service's settings for keeping its images here.
+    var environment: [String: String] {
+        ["MEDIA_STORE": "s3", "S3_ENDPOINT": "http://127.0.0.1:\(port)", "S3_BUCKET": bucket, "S3_REGION": "us-east-1",
+         "S3_ACCESS_KEY_ID": accessKeyId, "S3_SECRET_ACCESS_KEY": secretAccessKey]
+    }
+
+    /// A client of the bucket, as the services make it from `environment` (or with `secret` instead of the right one).
+    func store(secret: String? = nil) throws -> S3BlobStore {
+        var settings = environment
+        if let secret { settings["S3_SECRET_ACCESS_KEY"] = secret }
+        return try S3BlobStore(Environment(settings))
+    }
+}
