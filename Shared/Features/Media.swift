@@ -1,79 +1,10 @@
 import Crypto
 import Foundation
 import HTTP
+import Imaging
 import Models
 import Postgres
 import Web
-
-/// What the bytes of an upload say they are: the type comes from the content, never from the header.
-public struct ImageInfo: Equatable, Sendable {
-    public let contentType: String
-    public let width: Int?
-    public let height: Int?
-
-    /// The types `sniff` recognises.
-    public static let contentTypes = ["image/jpeg", "image/png", "image/webp", "image/heic"]
-
-    /// Recognises JPEG, PNG, WebP and HEIC; nil for anything else.
-    public static func sniff(_ b: [UInt8]) -> ImageInfo? {
-        func be16(_ i: Int) -> Int { Int(b[i]) << 8 | Int(b[i + 1]) }
-        func be32(_ i: Int) -> Int { be16(i) << 16 | be16(i + 2) }
-        func le16(_ i: Int) -> Int { Int(b[i]) | Int(b[i + 1]) << 8 }
-        func le24(_ i: Int) -> Int { le16(i) | Int(b[i + 2]) << 16 }
-        func ascii(_ i: Int, _ s: String) -> Bool { i + s.utf8.count <= b.count && Array(b[i..<(i + s.utf8.count)]) == Array(s.utf8) }
-
-        if b.count >= 24, b[0..<8] == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], ascii(12, "IHDR") {
-            return ImageInfo(contentType: "image/png", width: be32(16), height: be32(20))
-        }
-        if b.count >= 4, b[0] == 0xFF, b[1] == 0xD8, b[2] == 0xFF {
-            // The whole structure: segments of declared lengths up to the first scan, a frame with dimensions on
-            // the way, and the file ending at its end-of-image marker. Bytes that only begin like a JPEG (and go on
-            // as HTML, say) are not one.
-            guard b.count >= 4, b[b.count - 2] == 0xFF, b[b.count - 1] == 0xD9 else { return nil }
-            var i = 2
-            var size: (width: Int, height: Int)?
-            while i + 4 <= b.count, b[i] == 0xFF {
-                let marker = b[i + 1]
-                if marker == 0xFF { i += 1; continue }  // fill byte
-                if marker == 0xD9 { break }
-                guard marker != 0xD8, marker != 0x01, !(0xD0...0xD7).contains(marker) else { return nil }
-                let length = be16(i + 2)
-                guard length >= 2, i + 2 + length <= b.count else { return nil }
-                if (0xC0...0xCF).contains(marker) && ![0xC4, 0xC8, 0xCC].contains(marker) {
-                    guard length >= 8 else { return nil }
-                    size = (be16(i + 7), be16(i + 5))
-                }
-                if marker == 0xDA {  // start of scan: the rest is coded data, in which 0xFF is only stuffed or a marker
-                    guard let size, size.width > 0, size.height > 0 else { return nil }
-                    var j = i + 2 + length
-                    while j + 1 < b.count - 2 {
-                        if b[j] == 0xFF, b[j + 1] != 0x00, b[j + 1] != 0xFF, !(0xD0...0xD7).contains(b[j + 1]), b[j + 1] < 0xC0 { return nil }
-                        j += 1
-                    }
-                    return ImageInfo(contentType: "image/jpeg", width: size.width, height: size.height)
-                }
-                i += 2 + length
-            }
-            return nil
-        }
-        if b.count >= 30, ascii(0, "RIFF"), ascii(8, "WEBP") {
-            if ascii(12, "VP8X") { return ImageInfo(contentType: "image/webp", width: le24(24) + 1, height: le24(27) + 1) }
-            if ascii(12, "VP8 "), b[23] == 0x9D, b[24] == 0x01, b[25] == 0x2A {
-                return ImageInfo(contentType: "image/webp", width: le16(26) & 0x3FFF, height: le16(28) & 0x3FFF)
-            }
-            if ascii(12, "VP8L"), b[20] == 0x2F {
-                let bits = Int(b[21]) | Int(b[22]) << 8 | Int(b[23]) << 16 | Int(b[24]) << 24
-                return ImageInfo(contentType: "image/webp", width: (bits & 0x3FFF) + 1, height: ((bits >> 14) & 0x3FFF) + 1)
-            }
-            return nil
-        }
-        if b.count >= 12, ascii(4, "ftyp"), ["heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "msf1"].contains(where: { ascii(8, $0) }) {
-            return ImageInfo(contentType: "image/heic", width: nil, height: nil)
-        }
-        return nil
-    }
-}
-
 
 /// A stored image's metadata.
 public struct MediaRecord: Sendable {
@@ -86,30 +17,83 @@ public struct MediaRecord: Sendable {
     public let sha256: String
     /// What it was uploaded for (`MediaStore.purposes`).
     public let purpose: String
+    /// Its BlurHash; set on every image the pipeline made (`ImagePipeline`), which has each rendition.
+    public let placeholder: String?
     public let createdAt: Date
 
     public init(_ row: Row) throws {
         id = try row["id"]; ownerId = try row["owner_id"]; contentType = try row["content_type"]; size = try row["size"]
         width = try row.decode("width"); height = try row.decode("height"); sha256 = try row["sha256"]; purpose = try row["purpose"]
-        createdAt = try row["created_at"]
+        placeholder = try row.decode("placeholder"); createdAt = try row["created_at"]
     }
 
     /// The columns `init` reads, for queries aliasing the media table as `m`.
-    public static let columns = "m.id, m.owner_id, m.content_type, m.size, m.width, m.height, m.sha256, m.purpose, m.created_at"
+    public static let columns = "m.id, m.owner_id, m.content_type, m.size, m.width, m.height, m.sha256, m.purpose, m.placeholder, m.created_at"
+
+    /// What a view shows of it beside its URLs (nil for an image stored before the pipeline).
+    public var meta: ImageMeta? {
+        guard let width, let height, let placeholder else { return nil }
+        return ImageMeta(width: width, height: height, placeholder: placeholder)
+    }
+}
+
+/// What a view gives of an image beside its URLs, so that a screen reserves its place and draws something at once.
+public struct ImageMeta: Sendable, Equatable {
+    public let width: Int
+    public let height: Int
+    /// A BlurHash (4 × 3 components).
+    public let placeholder: String
+
+    public init(width: Int, height: Int, placeholder: String) { self.width = width; self.height = height; self.placeholder = placeholder }
+
+    /// A column expression giving the meta of the images whose ids the array expression `ids` holds (in a query on a
+    /// row that names its images: a message's, a group's), for `parse`: a line per image, "id width height hash"
+    /// (a BlurHash has neither spaces nor newlines).
+    public static func sql(ids: String, schema: String) -> String {
+        """
+        (SELECT string_agg(im.id::text || ' ' || im.width || ' ' || im.height || ' ' || im.placeholder, E'\\n')
+         FROM \(schema).media im WHERE im.id = ANY(\(ids)) AND im.placeholder IS NOT NULL)
+        """
+    }
+
+    /// The meta `sql` gave.
+    public static func parse(_ text: String?) -> [UUID: ImageMeta] {
+        var found: [UUID: ImageMeta] = [:]
+        for line in (text ?? "").split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 4, let id = UUID(uuidString: String(parts[0])), let width = Int(parts[1]), let height = Int(parts[2]) else { continue }
+            found[id] = ImageMeta(width: width, height: height, placeholder: String(parts[3]))
+        }
+        return found
+    }
+
+    /// The meta of each of `ids` found in `schema`'s media table (images from before the pipeline have none).
+    public static func load(_ ids: [UUID], schema: String, on c: Connection) throws -> [UUID: ImageMeta] {
+        guard !ids.isEmpty else { return [:] }
+        var found: [UUID: ImageMeta] = [:]
+        for row in try c.rows("""
+            SELECT \(MediaRecord.columns) FROM \(schema).media m WHERE m.id = ANY($1::uuid[]) AND m.placeholder IS NOT NULL
+            """, [PostgresArray(Array(Set(ids)))]) {
+            let record = try MediaRecord(row)
+            found[record.id] = record.meta
+        }
+        return found
+    }
 }
 
 /// The JSON of a stored image.
 public struct MediaView: View {
     let media: MediaRecord
-    let url: String
+    let urls: ImageSizes
 
-    /// `url`: the signed URL that loads it.
-    public init(_ m: MediaRecord, url: String) { media = m; self.url = url }
+    /// `urls`: the signed URLs that load it by size.
+    public init(_ m: MediaRecord, urls: ImageSizes) { media = m; self.urls = urls }
 
     public static let fields: [ViewField<Self>] = [
-        .field("id", \.media.id), .field("url", \.url), .field("contentType", \.media.contentType),
+        .field("id", \.media.id), .field("url", \.urls.full), .field("urls", \.urls), .field("contentType", \.media.contentType),
         .field("size", \.media.size, .integer(1...MediaStore.limit)), .omitted("width", \.media.width),
-        .omitted("height", \.media.height), .field("createdAt", \.media.createdAt), .field("updatedAt", \.media.createdAt),
+        .omitted("height", \.media.height), .omitted("placeholder", \.media.placeholder),
+        .field("createdAt", \.media.createdAt), .field("updatedAt", \.media.createdAt),
     ]
 }
 
@@ -136,6 +120,10 @@ public struct MediaStore: Sendable {
     /// An image uploaded to be someone's face (stories alone stores them).
     public static let avatar = "avatar"
 
+    /// The migration that gives the table its `placeholder` column: set on every image the pipeline made, which
+    /// has all of `variants` (an image from before has none, and is served whole for any size).
+    public static let placeholderSQL = "ALTER TABLE media ADD COLUMN placeholder text"
+
     /// Where the images' bytes are kept (`MEDIA_STORE`: `BlobStores.make`), each under `key(id)`; the table keeps
     /// what is known of them. Rows from before the store still hold their bytes until `moveToStore` moves them.
     public let store: any BlobStore
@@ -150,10 +138,13 @@ public struct MediaStore: Sendable {
         QueryParameter("purpose", .oneOf(purposes), "What the image is for: it can be used for that alone", default: purposes[0])
     }
 
-    /// The signed link of image `id`, valid for `lifetime`.
-    public func link(_ id: UUID, lifetime: TimeInterval = MediaURLs.appLifetime) -> ImageLink {
-        ImageLink(id, url: url(id.lowercased, lifetime: lifetime))
+    /// Image `id` for a view, with `meta` (`ImageMeta.load`) if known, its URLs valid for `lifetime`.
+    public func view(_ id: UUID, meta: [UUID: ImageMeta] = [:], lifetime: TimeInterval = MediaURLs.appLifetime) -> ImageView {
+        ImageView(id, self, meta: meta[id], lifetime: lifetime)
     }
+
+    /// The meta of images `ids`, for their views.
+    public func meta(_ ids: [UUID], on c: Connection) throws -> [UUID: ImageMeta] { try ImageMeta.load(ids, schema: schema, on: c) }
 
     /// The signed URL of the image whose id is `id` (lower-case text, as a stored document holds it).
     public func url(_ id: String, lifetime: TimeInterval = MediaURLs.appLifetime) -> String {
@@ -190,24 +181,31 @@ public struct MediaStore: Sendable {
             throw HTTPError.validation("purpose must be one of \(purposes.joined(separator: ", ")).", field: "purpose")
         }
         guard !request.body.isEmpty else { throw HTTPError.validation("The body must be the image bytes.") }
-        guard let info = ImageInfo.sniff(request.body) else {
+        // Made once, here, before a connection is taken: what is stored is the pipeline's JPEG and renditions, never
+        // the bytes sent (nor any metadata they carried).
+        let image: ImagePipeline.Result
+        do { image = try ImagePipeline.process(request.body) } catch ImagePipeline.Failure.tooLarge(let width, let height) {
+            throw HTTPError(413, "payload_too_large",
+                            "The image is \(width) × \(height) pixels: at most \(ImagePipeline.maxPixels / 1_000_000) million are accepted.")
+        } catch {
             throw HTTPError.unsupportedMediaType("Upload a JPEG, PNG, HEIC or WebP image.")
         }
-        guard let bytes = LocationScrubber.scrub(request.body, contentType: info.contentType) else {
-            throw HTTPError.unsupportedMediaType("Where this photo was taken cannot be removed from it here: upload it as JPEG.")
-        }
+        let bytes = image.full.bytes
         return try idempotency.run(request, caller: owner.lowercased) { c in
             // The object before the row: a row never names an object that is missing (one whose row is not
             // committed is only space, swept with the others of its kind).
             let id = UUID.v7()
-            try store.put(key(id), bytes, contentType: info.contentType)
+            try store.put(key(id), bytes, contentType: image.contentType)
+            for (name, rendition) in image.renditions {
+                try store.put(key(id, variant: name), rendition.bytes, contentType: image.contentType)
+            }
             let media = try MediaRecord(c.first("""
-                INSERT INTO \(schema).media AS m (id, owner_id, content_type, size, width, height, sha256, purpose)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING \(MediaRecord.columns)
-                """, [id, owner, info.contentType, bytes.count, info.width, info.height,
-                      hexString(sha256(bytes)), purpose])!)
-            let url = purpose == Self.avatar ? urls.avatar(media.id, owner: owner)! : link(media.id).url
-            return .json(MediaView(media, url: url), status: 201)
+                INSERT INTO \(schema).media AS m (id, owner_id, content_type, size, width, height, sha256, purpose, placeholder)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING \(MediaRecord.columns)
+                """, [id, owner, image.contentType, bytes.count, image.full.width, image.full.height,
+                      hexString(sha256(bytes)), purpose, image.placeholder])!)
+            let sizes = purpose == Self.avatar ? urls.avatarSizes(media.id, owner: owner)! : ImageView(media.id, self, meta: nil).urls
+            return .json(MediaView(media, urls: sizes), status: 201)
         }
     }
 
@@ -228,9 +226,16 @@ public struct MediaStore: Sendable {
         return try serve(request, found, on: c)
     }
 
-    /// The image's bytes as a response for a reader already allowed to see `media`, or 304 for a matching ETag.
+    /// The image's bytes as a response for a reader already allowed to see `media`, or 304 for a matching ETag: the
+    /// rendition `?size=` names (an image from before the pipeline has none: its only one, whatever the size).
+    /// Served so that no browser runs it, whatever the bytes: no sniffing, and a sandbox without any source.
     public func serve(_ request: Request, _ media: MediaRecord, on c: Connection) throws -> Response {
-        let etag = "\"\(media.sha256)\""
+        var variant = request.query["size"]
+        if let size = variant, !Self.variants.contains(size) {
+            throw HTTPError.validation("size must be one of \(Self.variants.joined(separator: ", ")).", field: "size")
+        }
+        if media.placeholder == nil { variant = nil }
+        let etag = "\"\(media.sha256)\(variant.map { "-" + $0 } ?? "")\""
         let cache = [("ETag", etag), ("Cache-Control", "private, max-age=86400, immutable")]
         // RFC 9110 13.1.2: `*`, or a list of tags compared weakly (`W/"x"` names the same image as `"x"`).
         if let match = request.header("if-none-match"), match.split(separator: ",").contains(where: {
@@ -239,8 +244,10 @@ public struct MediaStore: Sendable {
         }) {
             return Response(status: 304, headers: cache)
         }
-        guard let bytes = try self.bytes(media.id, on: c) else { throw HTTPError.notFound() }
-        return Response(status: 200, headers: [("Content-Type", media.contentType)] + cache, body: bytes)
+        let found = try variant.map { try store.get(key(media.id, variant: $0)) } ?? bytes(media.id, on: c)
+        guard let found else { throw HTTPError.notFound() }
+        return Response(status: 200, headers: [("Content-Type", media.contentType), ("Content-Security-Policy", "default-src 'none'; sandbox")]
+                            + cache, body: found)
     }
 
     /// Throws a 400 naming `field` unless every id names an image `owner` uploaded here for the service's usual use

@@ -7,7 +7,8 @@ import Web
 /// Image URLs that load without a bearer token, as object stores and image proxies sign them: the service that shows
 /// an image decides who may see it and signs its URL for them; the one that stores it serves any URL whose signature
 /// holds. A URL is `<PUBLIC_BASE_URL><path>?exp=<unix seconds>&kid=<key id>&sig=<base64url HMAC-SHA256 of
-/// "<path>\n<exp>">`; a tampered, expired or unknown-key URL is a 403.
+/// "<path>\n<exp>">`; a rendition's (`?size=small`) signs "<path>\n<exp>\n<size>", so a URL loads the one variant it
+/// was signed for. A tampered, expired or unknown-key URL is a 403.
 ///
 /// `MEDIA_URL_KEYS` (`id:secret,id:secret`, each secret 32+ characters), the same in every service: the first key
 /// signs, every key listed verifies. To rotate, put a new key first and drop the old one once the URLs it signed
@@ -47,20 +48,31 @@ public struct MediaURLs: Sendable {
         self.keys = keys
     }
 
-    /// The signed, absolute URL of `path` (an image route, `/v1/media/<id>`), valid for `lifetime` or a little more.
-    public func url(_ path: String, lifetime: TimeInterval = appLifetime, now: Date = Date()) -> String {
+    /// The signed, absolute URL of `path` (an image route, `/v1/media/<id>`), valid for `lifetime` or a little more;
+    /// of its rendition `size` (`ImagePipeline.renditions`' names) if given.
+    public func url(_ path: String, size: String? = nil, lifetime: TimeInterval = appLifetime, now: Date = Date()) -> String {
         let exp = Int((now.timeIntervalSince1970 + lifetime) / 3600).advanced(by: 1) * 3600
         let key = keys[0]
-        return "\(base)\(path)?exp=\(exp)&kid=\(key.id)&sig=\(Self.signature(key, path, exp))"
+        return "\(base)\(path)?\(size.map { "size=\($0)&" } ?? "")exp=\(exp)&kid=\(key.id)&sig=\(Self.signature(key, path, exp, size: size))"
     }
 
     /// The face of `owner` wherever they appear: their avatar's signed URL, else the picture hosted elsewhere that
     /// auth's events gave (Google's), else none. Avatars are uploaded to and served by stories, and every service
     /// signs with the same keys; the path names the owner (`avatarPattern`), and stories serves it only for an image
     /// that person uploaded as an avatar: whatever id a profile holds, the URL loads nobody else's photo.
-    public func avatar(_ id: UUID?, owner: UUID, picture: String? = nil, lifetime: TimeInterval = appLifetime) -> String? {
-        id.map { url("/v1/media/avatars/\(owner.lowercased)/\($0.lowercased)", lifetime: lifetime) } ?? picture
+    public func avatar(_ id: UUID?, owner: UUID, picture: String? = nil, size: String? = nil, lifetime: TimeInterval = appLifetime) -> String? {
+        id.map { url(Self.avatarPath($0, owner: owner), size: size, lifetime: lifetime) } ?? picture
     }
+
+    /// The avatar's URLs by size (`avatar`'s), or the picture hosted elsewhere as the only size there is.
+    public func avatarSizes(_ id: UUID?, owner: UUID, picture: String? = nil, lifetime: TimeInterval = appLifetime) -> ImageSizes? {
+        guard let id else { return picture.map { ImageSizes(small: $0, large: $0, full: $0) } }
+        let path = Self.avatarPath(id, owner: owner)
+        return ImageSizes(small: url(path, size: "small", lifetime: lifetime), large: url(path, size: "large", lifetime: lifetime),
+                          full: url(path, lifetime: lifetime))
+    }
+
+    static func avatarPath(_ id: UUID, owner: UUID) -> String { "/v1/media/avatars/\(owner.lowercased)/\(id.lowercased)" }
 
     /// The route `avatar` signs, served by stories.
     public static let avatarPattern = "/v1/media/avatars/{userId}/{id}"
@@ -71,7 +83,7 @@ public struct MediaURLs: Sendable {
         guard let sig = request.query["sig"] else { return false }
         guard let exp = request.query["exp"].flatMap(Int.init), let kid = request.query["kid"],
               let key = keys.first(where: { $0.id == kid }),
-              constantTimeEquals(Array(sig.utf8), Array(Self.signature(key, request.path, exp).utf8)) else {
+              constantTimeEquals(Array(sig.utf8), Array(Self.signature(key, request.path, exp, size: request.query["size"]).utf8)) else {
             throw HTTPError.forbidden("This image link is not valid.")
         }
         guard Double(exp) > now.timeIntervalSince1970 else { throw HTTPError.forbidden("This image link has expired.") }
@@ -85,18 +97,44 @@ public struct MediaURLs: Sendable {
         QueryParameter("sig", .string(max: 64), "Its signature"),
     ]
 
-    private static func signature(_ key: Key, _ path: String, _ exp: Int) -> String {
-        Base64URL.encode(hmacSHA256(key: key.secret, Array("\(path)\n\(exp)".utf8)))
+    private static func signature(_ key: Key, _ path: String, _ exp: Int, size: String?) -> String {
+        Base64URL.encode(hmacSHA256(key: key.secret, Array("\(path)\n\(exp)\(size.map { "\n\($0)" } ?? "")".utf8)))
     }
 }
 
-/// An image in a view: its id and the signed URL that loads it.
-public struct ImageLink: View {
+/// An image in a view, the same wherever one is shown: its id, the signed URL of the stored image (`url`, as before
+/// sizes), its signed URLs by size, and, where the service knows them, its size and a placeholder to draw meanwhile.
+public struct ImageView: View {
     public let id: UUID
-    public let url: String
-    public init(_ id: UUID, url: String) { self.id = id; self.url = url }
+    public let urls: ImageSizes
+    public let meta: ImageMeta?
+    public var url: String { urls.full }
 
-    public static let fields: [ViewField<Self>] = [.field("id", \.id), .field("url", \.url, .string(min: 1))]
+    /// Image `id` of `media`, whose stored `meta` (`ImageMeta.load`) gives its size and placeholder.
+    public init(_ id: UUID, _ media: MediaStore, meta: ImageMeta?, lifetime: TimeInterval = MediaURLs.appLifetime) {
+        self.id = id; self.meta = meta
+        let path = "\(media.path)/\(id.lowercased)"
+        urls = ImageSizes(small: media.urls.url(path, size: "small", lifetime: lifetime),
+                          large: media.urls.url(path, size: "large", lifetime: lifetime), full: media.urls.url(path, lifetime: lifetime))
+    }
+
+    public static let fields: [ViewField<Self>] = [
+        .field("id", \.id), .field("url", \.url, .string(min: 1)), .field("urls", \.urls),
+        .omitted("width", \.meta?.width, .integer(1...Int.max)), .omitted("height", \.meta?.height, .integer(1...Int.max)),
+        .omitted("placeholder", \.meta?.placeholder, .string(min: 6, max: 100)),
+    ]
+}
+
+/// An image's signed URLs by size: `small` fits 320 × 320 and `large` 1080 × 1080 (never larger than `full`, the
+/// stored image, at most 2048 on its longest side), all of the same proportions.
+public struct ImageSizes: View, Decodable, Equatable, Sendable {
+    public let small: String
+    public let large: String
+    public let full: String
+
+    public static let fields: [ViewField<Self>] = [
+        .field("small", \.small, .string(min: 1)), .field("large", \.large, .string(min: 1)), .field("full", \.full, .string(min: 1)),
+    ]
 }
 
 extension Router {
@@ -108,10 +146,14 @@ extension Router {
         add("GET", pattern, summary: summary, security: ["bearer", "signedURL"], response: (200, nil),
             checkHead: Self.headCheck { if $0.query["sig"] == nil { try auth.checkHead($0) } },
             credentials: { request -> Caller? in try urls.verify(request) ? nil : try auth.authenticate(request) }, handler)
-        query("GET", pattern, MediaURLs.parameters)
+        query("GET", pattern, MediaURLs.parameters + [
+            QueryParameter("size", .oneOf(MediaStore.variants), "A smaller rendition (`ImageSizes`); the stored image without it"),
+        ])
         header("GET", pattern, [QueryParameter("If-None-Match", .string(), "The ETag of the copy the client holds (or `*`): 304 if it is this image's")])
         let cache = ["ETag": "The image's tag, for If-None-Match", "Cache-Control": "How long a copy may be kept, and by whom"]
-        for type in ImageInfo.contentTypes { alsoAnswers("GET", pattern, 200, contentType: type, headers: cache) }
+        let headers = cache.merging(["Content-Security-Policy": "`default-src 'none'; sandbox`: nothing in it ever runs"]) { a, _ in a }
+        // JPEG, as every image is stored since the pipeline; the others only for images uploaded before it.
+        for type in ["image/jpeg", "image/png", "image/webp", "image/heic"] { alsoAnswers("GET", pattern, 200, contentType: type, headers: headers) }
         alsoAnswers("GET", pattern, 304, contentType: nil, description: "Not modified: If-None-Match named the image's ETag", headers: cache)
     }
 }

@@ -71,7 +71,7 @@ final class AvatarTests: XCTestCase {
         // Her avatar, uploaded as one, is hers alone to wear; an upload says what it is for, and nothing else.
         let avatar = try upload("/v1/media?purpose=avatar", as: victim)
         let avatarId = avatar["id"] as? String ?? ""
-        XCTAssertEqual(try load(avatar["url"]).body, Images.png, "the upload's own URL loads it")
+        XCTAssertEqual(try load(avatar["url"]).body, Images.stored(Images.png), "the upload's own URL loads it")
         assertClientError(try api.send("POST", "/v1/media?purpose=poster", raw: Images.png, token: victim.token,
                                        headers: ["Content-Type": "image/png"]), 400, "an unknown purpose")
         assertClientError(try setAvatar(avatarId, as: attacker), 400, code: "validation_failed", "someone else's avatar")
@@ -79,7 +79,7 @@ final class AvatarTests: XCTestCase {
                           400, code: "validation_failed", "an avatar is not a story's photo")
         let me = try setAvatar(avatarId, as: victim)
         XCTAssertEqual(me.status, 200, String(decoding: me.body, as: UTF8.self))
-        XCTAssertEqual(try load(me["avatarUrl"]).body, Images.png, "her avatar on her profile")
+        XCTAssertEqual(try load(me["avatarUrl"]).body, Images.stored(Images.png), "her avatar on her profile")
 
         // Seen from stories (a group's members) and chat (a message's author), by the URL each view signs.
         let group = try group(of: [victim, friend])
@@ -87,13 +87,13 @@ final class AvatarTests: XCTestCase {
             (($0["members"] as? [[String: Any]])?.first { $0["id"] as? String == victim.id })?["avatarMediaId"] as? String == avatarId
         }
         let url = ((seen["members"] as? [[String: Any]])?.first { $0["id"] as? String == victim.id })?["avatarUrl"]
-        XCTAssertEqual(try load(url).body, Images.png, "her avatar as a member sees it")
+        XCTAssertEqual(try load(url).body, Images.stored(Images.png), "her avatar as a member sees it")
         let room = try api.post("/v1/rooms", ["name": "Chat"], token: victim.token)["id"] as? String ?? ""
         XCTAssertEqual(try api.post("/v1/rooms/\(room)/messages", ["text": "hi"], token: victim.token).status, 201)
         let page = eventually("Vera's face by her message", { try api.get("/v1/rooms/\(room)/messages", token: victim.token) }) {
             (($0["items"] as? [[String: Any]])?.first?["author"] as? [String: Any])?["avatarMediaId"] as? String == avatarId
         }
-        XCTAssertEqual(try load(((page["items"] as? [[String: Any]])?.first?["author"] as? [String: Any])?["avatarUrl"]).body, Images.png,
+        XCTAssertEqual(try load(((page["items"] as? [[String: Any]])?.first?["author"] as? [String: Any])?["avatarUrl"]).body, Images.stored(Images.png),
                        "her avatar in chat")
 
         // Chat and dispatch take only the caller's own uploads too.

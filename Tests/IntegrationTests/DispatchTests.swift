@@ -68,7 +68,7 @@ final class DispatchFlowTests: DispatchTestCase {
         // The courier sees what to collect: the photo loads by the URL their view gave, without a token.
         let document = try load(offered?["documentPhotoUrl"])
         XCTAssertEqual(document.status, 200)
-        XCTAssertEqual(document.body, Images.jpeg)
+        XCTAssertEqual(document.body, Images.stored(Images.jpeg))
         let photoPath = "/v1/dispatch/media/\(created["documentPhotoMediaId"] as? String ?? "")"
         XCTAssertEqual(try api.get(photoPath, token: near.token).status, 200, "or with their token")
         assertClientError(try api.get(photoPath, token: far.token), 404, code: "not_found", "a courier it is not offered to")

@@ -86,7 +86,7 @@ final class JourneyTests: XCTestCase {
         }
         let r = try? load(text)
         XCTAssertEqual(r?.status, 200, "\(what): \(String(decoding: r?.body ?? [], as: UTF8.self))", file: file, line: line)
-        XCTAssertEqual(r?.body, image, what, file: file, line: line)
+        XCTAssertEqual(r?.body, Images.stored(image), what, file: file, line: line)
     }
 
     /// What a screen shows once the backend caught up (the services learn from each other's events): `read` again
@@ -172,7 +172,7 @@ final class JourneyTests: XCTestCase {
         // from their URLs, with a one-click unsubscribe that works without signing in.
         let welcome = try XCTUnwrap(try mails(to: ben, count: 1).first, "the verification mail")
         let link = try XCTUnwrap((welcome["text"] as? String)?.firstMatch(of: /http:\/\/[^\s]+/).map { String($0.0) }, "its link")
-        XCTAssertTrue(link.hasPrefix("http://127.0.0.1:\(origin.gatewayPort)/v1/auth/email-verification?token="), link)
+        XCTAssertTrue(link.hasPrefix("http://127.0.0.1:\(origin.gatewayPort)/verify-email?token="), link)
         XCTAssertEqual(try load(link).status, 200)
         XCTAssertEqual(try api.send("PUT", "/v1/groups/\(group)/newsletter-delivery", json: ["delivery": "email"], token: ben.token).status, 200)
         eventually("the notification service knows the address Ben proved", { try api.get("/v1/users/me/export", token: ben.token) }) {
@@ -560,6 +560,6 @@ final class JourneyTests: XCTestCase {
     func assertLoadsOutside(_ url: Any?, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
         let r = try? load(url)
         XCTAssertEqual(r?.status, 200, what, file: file, line: line)
-        XCTAssertEqual(r?.body, Images.png, what, file: file, line: line)
+        XCTAssertEqual(r?.body, Images.stored(Images.png), what, file: file, line: line)
     }
 }

@@ -9,13 +9,15 @@ import Web
 /// The signed-in user: their avatar by its id (stories stores it) and its signed URL.
 struct UserView: View {
     let user: UserRecord
-    let avatarUrl: String?
-    init(_ u: UserRecord, urls: MediaURLs) { user = u; avatarUrl = urls.avatar(u.avatarMediaId, owner: u.id, picture: u.pictureUrl) }
+    let avatarUrls: ImageSizes?
+    var avatarUrl: String? { avatarUrls?.full }
+    init(_ u: UserRecord, urls: MediaURLs) { user = u; avatarUrls = urls.avatarSizes(u.avatarMediaId, owner: u.id, picture: u.pictureUrl) }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.user.id), .field("username", \.user.username, Check.usernameSchema),
         .field("email", \.user.email, Check.emailSchema), .field("fullName", \.user.fullName, Check.fullNameSchema),
-        .nullable("avatarMediaId", \.user.avatarMediaId), .nullable("avatarUrl", \.avatarUrl), .field("emailVerified", \.user.emailVerified),
+        .nullable("avatarMediaId", \.user.avatarMediaId), .nullable("avatarUrl", \.avatarUrl), .nullable("avatarUrls", \.avatarUrls),
+        .field("emailVerified", \.user.emailVerified),
         .nullable("phone", \.user.phone, Check.phoneSchema), .nullable("postalAddress", \.user.postalAddress),
         // An address changed to and not proven yet (`email` is in force until it is), for its owner only.
         .nullable("pendingEmail", \.user.pendingEmail, Check.emailSchema),
@@ -26,13 +28,14 @@ struct UserView: View {
 /// Someone as another user may see them: no e-mail address.
 struct PersonView: View {
     let user: UserRecord
-    let avatarUrl: String?
-    init(_ u: UserRecord, urls: MediaURLs) { user = u; avatarUrl = urls.avatar(u.avatarMediaId, owner: u.id, picture: u.pictureUrl) }
+    let avatarUrls: ImageSizes?
+    var avatarUrl: String? { avatarUrls?.full }
+    init(_ u: UserRecord, urls: MediaURLs) { user = u; avatarUrls = urls.avatarSizes(u.avatarMediaId, owner: u.id, picture: u.pictureUrl) }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.user.id), .field("username", \.user.username, Check.usernameSchema),
         .field("fullName", \.user.fullName, Check.fullNameSchema), .nullable("avatarMediaId", \.user.avatarMediaId),
-        .nullable("avatarUrl", \.avatarUrl),
+        .nullable("avatarUrl", \.avatarUrl), .nullable("avatarUrls", \.avatarUrls),
     ]
 }
 

@@ -10,13 +10,15 @@ struct PersonView: View {
     let id: UUID
     let name: String?
     let avatarMediaId: UUID?
-    let avatarUrl: String?
+    let avatarUrls: ImageSizes?
+    var avatarUrl: String? { avatarUrls?.full }
     init(_ p: PersonRecord, urls: MediaURLs) {
-        id = p.id; name = p.name; avatarMediaId = p.avatarMediaId; avatarUrl = urls.avatar(p.avatarMediaId, owner: p.id, picture: p.pictureUrl)
+        id = p.id; name = p.name; avatarMediaId = p.avatarMediaId; avatarUrls = urls.avatarSizes(p.avatarMediaId, owner: p.id, picture: p.pictureUrl)
     }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.id), .nullable("name", \.name), .nullable("avatarMediaId", \.avatarMediaId), .nullable("avatarUrl", \.avatarUrl),
+        .nullable("avatarUrls", \.avatarUrls),
     ]
 }
 
@@ -31,12 +33,12 @@ struct MemberView: View {
 
 struct MessageView: View {
     let message: MessageRecord
-    /// Each image with the signed URL that loads it (in a stream's event as recorded: a message read again has
-    /// fresh ones).
-    let media: [ImageLink]
+    /// Each image with its signed URLs by size, its size and placeholder (in a stream's event as recorded: a message
+    /// read again has fresh URLs).
+    let media: [ImageView]
     let author: PersonView
     init(_ m: MessageRecord, media: MediaStore) {
-        message = m; self.media = m.mediaIds.map { media.link($0) }; author = PersonView(m.author, urls: media.urls)
+        message = m; self.media = m.mediaIds.map { media.view($0, meta: m.images) }; author = PersonView(m.author, urls: media.urls)
     }
 
     var updatedAt: Date { [message.createdAt, message.editedAt, message.deletedAt].compactMap { $0 }.max()! }

@@ -80,15 +80,18 @@ struct HistoryView: View {
 }
 
 struct AuthorView: View {
-    let id: UUID, name: String?, avatarUrl: String?
-    static let fields: [ViewField<Self>] = [.field("id", \.id), .nullable("name", \.name), .nullable("avatarUrl", \.avatarUrl)]
+    let id: UUID, name: String?, avatarUrls: ImageSizes?
+    var avatarUrl: String? { avatarUrls?.full }
+    static let fields: [ViewField<Self>] = [
+        .field("id", \.id), .nullable("name", \.name), .nullable("avatarUrl", \.avatarUrl), .nullable("avatarUrls", \.avatarUrls),
+    ]
 }
 
 struct CommentView: View {
     let comment: CommentRecord
     let author: AuthorView
     init(_ c: CommentRecord, urls: MediaURLs) {
-        comment = c; author = AuthorView(id: c.authorId, name: c.authorName, avatarUrl: urls.avatar(c.authorAvatar, owner: c.authorId, picture: c.authorPicture))
+        comment = c; author = AuthorView(id: c.authorId, name: c.authorName, avatarUrls: urls.avatarSizes(c.authorAvatar, owner: c.authorId, picture: c.authorPicture))
     }
 
     static let fields: [ViewField<Self>] = [
@@ -115,9 +118,11 @@ struct PlaylistView: View {
 
 /// Someone's profile as others see it: name, avatar (its id, and its signed URL) and public playlists.
 struct ProfileView: View {
-    let id: UUID, name: String?, avatarMediaId: UUID?, avatarUrl: String?, playlists: [PlaylistView]
+    let id: UUID, name: String?, avatarMediaId: UUID?, avatarUrls: ImageSizes?, playlists: [PlaylistView]
+    var avatarUrl: String? { avatarUrls?.full }
     static let fields: [ViewField<Self>] = [
         .field("id", \.id), .nullable("name", \.name), .nullable("avatarMediaId", \.avatarMediaId), .nullable("avatarUrl", \.avatarUrl),
+        .nullable("avatarUrls", \.avatarUrls),
         .field("playlists", \.playlists),
     ]
 }

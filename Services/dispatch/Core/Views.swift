@@ -69,11 +69,12 @@ struct CourierCard: View {
     let urls: MediaURLs
 
     var fullName: String { profile?.fullName ?? "Courier" }
-    var avatarUrl: String? { urls.avatar(profile?.avatar, owner: courier.userId, picture: profile?.picture) }
+    var avatarUrls: ImageSizes? { urls.avatarSizes(profile?.avatar, owner: courier.userId, picture: profile?.picture) }
+    var avatarUrl: String? { avatarUrls?.full }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.courier.userId), .field("fullName", \.fullName), .omitted("username", \.profile?.username),
-        .omitted("avatarUrl", \.avatarUrl), .field("vehicle", \.courier.vehicle, Shapes.vehicle),
+        .omitted("avatarUrl", \.avatarUrl), .omitted("avatarUrls", \.avatarUrls), .field("vehicle", \.courier.vehicle, Shapes.vehicle),
         .omitted("phone", \.phone),
     ]
 }
@@ -83,10 +84,13 @@ struct ParcelView: View {
     let historyEntries: [HistoryEntry]?
     let position: GeoPoint?
 
-    /// The photos' signed URLs: shown to whoever may see the parcel.
-    let documentPhotoUrl: String
-    let deliveryPhotoUrl: String?
-    let receiptPhotoUrl: String?
+    /// The photos, by their signed URLs (`ImageView`): shown to whoever may see the parcel.
+    let documentPhoto: ImageView
+    let deliveryPhoto: ImageView?
+    let receiptPhoto: ImageView?
+    var documentPhotoUrl: String { documentPhoto.url }
+    var deliveryPhotoUrl: String? { deliveryPhoto?.url }
+    var receiptPhotoUrl: String? { receiptPhoto?.url }
 
     /// Who asks: the claim code is the sender's to pass on, the delivery PIN the sender's and the recipient's.
     let viewer: UUID
@@ -104,9 +108,9 @@ struct ParcelView: View {
         self.payment = payment.map(PaymentView.init)
         self.dropOffCentre = dropOffCentre.map { CentreView($0) }
         self.collectionCentre = collectionCentre.map { CentreView($0) }
-        documentPhotoUrl = media.link(p.documentPhotoMediaId).url
-        deliveryPhotoUrl = p.deliveryPhotoMediaId.map { media.link($0).url }
-        receiptPhotoUrl = p.receiptPhotoMediaId.map { media.link($0).url }
+        documentPhoto = media.view(p.documentPhotoMediaId)
+        deliveryPhoto = p.deliveryPhotoMediaId.map { media.view($0) }
+        receiptPhoto = p.receiptPhotoMediaId.map { media.view($0) }
     }
 
     var recipient: RecipientView { RecipientView(parcel: parcel) }
@@ -142,8 +146,11 @@ struct ParcelView: View {
         .field("service", \.parcel.service.rawValue, Shapes.service), .field("paymentMethod", \.parcel.paymentMethod, Shapes.paymentMethod),
         .field("insured", \.parcel.insured), .field("pointsSpent", \.parcel.pointsSpent), .omitted("description", \.parcel.description),
         .field("documentPhotoMediaId", \.parcel.documentPhotoMediaId), .field("documentPhotoUrl", \.documentPhotoUrl),
+        .field("documentPhoto", \.documentPhoto),
         .omitted("deliveryPhotoMediaId", \.parcel.deliveryPhotoMediaId), .omitted("deliveryPhotoUrl", \.deliveryPhotoUrl),
-        .omitted("receiptPhotoMediaId", \.parcel.receiptPhotoMediaId), .omitted("receiptPhotoUrl", \.receiptPhotoUrl), .field("quote", \.quote), .omitted("courierId", \.parcel.courierId),
+        .omitted("deliveryPhoto", \.deliveryPhoto),
+        .omitted("receiptPhotoMediaId", \.parcel.receiptPhotoMediaId), .omitted("receiptPhotoUrl", \.receiptPhotoUrl),
+        .omitted("receiptPhoto", \.receiptPhoto), .field("quote", \.quote), .omitted("courierId", \.parcel.courierId),
         .omitted("courier", \.courier),
         .omitted("offeredTo", \.offeredTo), .omitted("offerExpiresAt", \.offerExpiresAt), .omitted("courierPosition", \.courierPosition),
         .omitted("payment", \.payment), .omitted("dropOffCentreId", \.parcel.dropOffCentreId),

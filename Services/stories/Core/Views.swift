@@ -20,12 +20,13 @@ struct NewsletterView: View {
 
 struct MemberView: View {
     let member: MemberRecord
-    let avatarUrl: String?
-    init(_ m: MemberRecord, media: MediaStore) { member = m; avatarUrl = media.urls.avatar(m.avatarMediaId, owner: m.userId, picture: m.pictureUrl) }
+    let avatarUrls: ImageSizes?
+    var avatarUrl: String? { avatarUrls?.full }
+    init(_ m: MemberRecord, media: MediaStore) { member = m; avatarUrls = media.urls.avatarSizes(m.avatarMediaId, owner: m.userId, picture: m.pictureUrl) }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.member.userId), .nullable("fullName", \.member.fullName), .nullable("avatarMediaId", \.member.avatarMediaId),
-        .nullable("avatarUrl", \.avatarUrl),
+        .nullable("avatarUrl", \.avatarUrl), .nullable("avatarUrls", \.avatarUrls),
         .field("joinedAt", \.member.joinedAt), .field("role", \.member.role, Shapes.role),
     ]
 }
@@ -33,11 +34,12 @@ struct MemberView: View {
 struct GroupView: View {
     let group: GroupRecord
     let members: [MemberView]?
-    let imageUrl: String?
+    let image: ImageView?
+    var imageUrl: String? { image?.url }
     init(_ g: GroupRecord, members: [MemberRecord]? = nil, media: MediaStore) {
         group = g
         self.members = members?.map { MemberView($0, media: media) }
-        imageUrl = g.imageMediaId.map { media.link($0).url }
+        image = g.imageMediaId.map { media.view($0, meta: g.imageMeta) }
     }
 
     var inviteCode: String? { group.inviteCode.map(InviteCode.display) }
@@ -48,7 +50,7 @@ struct GroupView: View {
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.group.id), .field("kind", \.group.kind, .oneOf(["group", "journal"])), .field("name", \.group.name),
-        .nullable("imageMediaId", \.group.imageMediaId), .nullable("imageUrl", \.imageUrl), .nullable("inviteCode", \.inviteCode), .field("role", \.role, Shapes.role),
+        .nullable("imageMediaId", \.group.imageMediaId), .nullable("imageUrl", \.imageUrl), .nullable("image", \.image), .nullable("inviteCode", \.inviteCode), .field("role", \.role, Shapes.role),
         .field("newsletter", \.newsletter),
         .field("newsletterDelivery", \.newsletterDelivery, .oneOf(Preferences.deliveries)), .field("createdAt", \.group.createdAt), .field("updatedAt", \.group.updatedAt),
         .omitted("members", \.members),
@@ -58,20 +60,22 @@ struct GroupView: View {
 /// Someone whose stories the reader hides.
 struct HiddenAuthorView: View {
     let author: HiddenAuthorRecord
-    let avatarUrl: String?
-    init(_ a: HiddenAuthorRecord, media: MediaStore) { author = a; avatarUrl = media.urls.avatar(a.avatarMediaId, owner: a.userId, picture: a.pictureUrl) }
+    let avatarUrls: ImageSizes?
+    var avatarUrl: String? { avatarUrls?.full }
+    init(_ a: HiddenAuthorRecord, media: MediaStore) { author = a; avatarUrls = media.urls.avatarSizes(a.avatarMediaId, owner: a.userId, picture: a.pictureUrl) }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.author.userId), .nullable("fullName", \.author.fullName), .nullable("avatarUrl", \.avatarUrl),
+        .nullable("avatarUrls", \.avatarUrls),
         .field("hiddenAt", \.author.hiddenAt),
     ]
 }
 
 struct StoryView: View {
     let story: StoryRecord
-    /// Each image with the signed URL that loads it.
-    let media: [ImageLink]
-    init(_ s: StoryRecord, media: MediaStore) { story = s; self.media = s.mediaIds.map { media.link($0) } }
+    /// Each image with its signed URLs by size, its size and placeholder.
+    let media: [ImageView]
+    init(_ s: StoryRecord, media: MediaStore) { story = s; self.media = s.mediaIds.map { media.view($0, meta: s.images) } }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.story.id), .field("authorId", \.story.authorId), .field("text", \.story.text, storyTextSchema),

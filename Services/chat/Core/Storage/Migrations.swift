@@ -103,4 +103,5 @@ let migrations: [Migration] = [
     Migration(7, "reports of messages, for the moderators", Reports.tableSQL),
     Migration(8, "what each image was uploaded for", MediaStore.purposeSQL(default: "message")),
     Migration(9, "images' bytes out of the table, into the media store", MediaStore.storeSQL(schema: "chat")),
+    Migration(10, "each image's placeholder, and so its renditions", MediaStore.placeholderSQL),
 ]

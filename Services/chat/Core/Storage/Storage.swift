@@ -67,6 +67,8 @@ struct MessageRecord {
     let clientId: String?
     let replyTo: UUID?
     var mediaIds: [UUID]
+    /// The size and placeholder of each of `mediaIds` that has them (`ImageView`).
+    var images: [UUID: ImageMeta]
     let createdAt: Date
     var editedAt: Date?
     var deletedAt: Date?
@@ -75,7 +77,7 @@ struct MessageRecord {
         m.id, m.room_id, m.seq, m.author_id, m.text, m.client_id, m.reply_to, array_to_string(m.media_ids, ',') AS media_text,
         m.created_at, m.edited_at,
         m.deleted_at, p.full_name AS author_name, p.avatar_media_id AS author_avatar,
-        p.picture_url AS author_picture
+        p.picture_url AS author_picture, \(ImageMeta.sql(ids: "m.media_ids", schema: "chat")) AS media_meta
         """
     static let from = "chat.messages m LEFT JOIN chat.profiles p ON p.user_id = m.author_id"
 
@@ -85,6 +87,7 @@ struct MessageRecord {
                               pictureUrl: try row.decode("author_picture"))
         text = try row.decode("text"); clientId = try row.decode("client_id"); replyTo = try row.decode("reply_to")
         mediaIds = try row["media_text", as: String.self].split(separator: ",").compactMap { UUID(uuidString: String($0)) }
+        images = ImageMeta.parse(try row.decode("media_meta"))
         createdAt = try row["created_at"]; editedAt = try row.decode("edited_at"); deletedAt = try row.decode("deleted_at")
     }
 }

@@ -256,7 +256,7 @@ struct CurationHandlers: Sendable {
         return try pool.withConnection { c in
             guard let person = try storage.profile(c, id) else { throw CurationError.notFound }
             let lists = try storage.playlists(c, owner: id, onlyPublic: id != caller.userId).map { try view(c, $0) }
-            return .json(ProfileView(id: id, name: person.name, avatarMediaId: person.avatar, avatarUrl: urls.avatar(person.avatar, owner: id, picture: person.picture),
+            return .json(ProfileView(id: id, name: person.name, avatarMediaId: person.avatar, avatarUrls: urls.avatarSizes(person.avatar, owner: id, picture: person.picture),
                                      playlists: lists))
         }
     }

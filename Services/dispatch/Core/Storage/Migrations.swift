@@ -319,4 +319,5 @@ let migrations: [Migration] = [
             WHERE recipient_user_id IS NULL AND recipient_email IS NOT NULL;
         """),
     Migration(20, "images' bytes out of the table, into the media store", MediaStore.storeSQL(schema: "dispatch")),
+    Migration(21, "each image's placeholder, and so its renditions", MediaStore.placeholderSQL),
 ]

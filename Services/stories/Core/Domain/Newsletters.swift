@@ -30,9 +30,17 @@ struct NewsletterDocument: Decodable, Equatable, View {
             .field("updatedAt", { $0.updatedAt ?? $0.createdAt }, .dateTime),
         ]
     }
+    /// An image as `ImageView` gives it: its size and placeholder kept with the document (absent in one stored
+    /// before they were), its URLs signed when shown.
     struct Media: Decodable, Equatable, View {
         let id: String; let url: String
-        static let fields: [ViewField<Self>] = [.field("id", \.id, .uuid), .field("url", \.url)]
+        var width: Int? = nil; var height: Int? = nil; var placeholder: String? = nil
+        /// Signed when the document is shown (`signed`); not stored.
+        var urls: ImageSizes? = nil
+        static let fields: [ViewField<Self>] = [
+            .field("id", \.id, .uuid), .field("url", \.url), .omitted("urls", \.urls), .omitted("width", \.width, .integer(1...Int.max)),
+            .omitted("height", \.height, .integer(1...Int.max)), .omitted("placeholder", \.placeholder),
+        ]
     }
     struct Day: Decodable, Equatable, View {
         let date: String; let stories: [Story]
@@ -44,12 +52,14 @@ struct NewsletterDocument: Decodable, Equatable, View {
         let avatarMediaId: String?
         /// Signed when the document is shown (`signed`); not stored.
         var avatarUrl: String? = nil
+        /// Signed when the document is shown (`signed`); not stored.
+        var avatarUrls: ImageSizes? = nil
         /// False for someone who posted in the period and has left since.
         let isMember: Bool
         var days: [Day]
         static let fields: [ViewField<Self>] = [
             .field("id", \.id, .uuid), .omitted("fullName", \.fullName), .omitted("avatarMediaId", \.avatarMediaId, .uuid),
-            .omitted("avatarUrl", \.avatarUrl),
+            .omitted("avatarUrl", \.avatarUrl), .omitted("avatarUrls", \.avatarUrls),
             .field("isMember", \.isMember), .field("days", \.days),
         ]
     }
@@ -65,12 +75,18 @@ struct NewsletterDocument: Decodable, Equatable, View {
         var doc = self
         for m in doc.members.indices {
             if let owner = UUID(uuidString: doc.members[m].id) {
-                doc.members[m].avatarUrl = media.urls.avatar(doc.members[m].avatarMediaId.flatMap(UUID.init(uuidString:)), owner: owner, lifetime: lifetime)
+                doc.members[m].avatarUrls = media.urls.avatarSizes(doc.members[m].avatarMediaId.flatMap(UUID.init(uuidString:)), owner: owner,
+                                                                   lifetime: lifetime)
+                doc.members[m].avatarUrl = doc.members[m].avatarUrls?.full
             }
             doc.members[m].days = doc.members[m].days.map { day in
                 Day(date: day.date, stories: day.stories.map { s in
                     Story(id: s.id, text: s.text, backgroundColor: s.backgroundColor,
-                          media: s.media.map { Media(id: $0.id, url: media.url($0.id, lifetime: lifetime)) },
+                          media: s.media.map { m in
+                              let urls = UUID(uuidString: m.id).map { media.view($0, lifetime: lifetime).urls }
+                              return Media(id: m.id, url: urls?.full ?? media.url(m.id, lifetime: lifetime), width: m.width, height: m.height,
+                                           placeholder: m.placeholder, urls: urls)
+                          },
                           commentCount: s.commentCount, createdAt: s.createdAt, updatedAt: s.updatedAt)
                 })
             }
@@ -182,6 +198,7 @@ struct Newsletters: Sendable {
     func document(_ c: Connection, group: GroupRecord, from: Date, to: Date) throws -> NewsletterDocument {
         let zone = TimeZone(identifier: group.schedule.timeZone) ?? TimeZone(identifier: "UTC")!
         let (stories, media) = try storage.storiesInPeriod(c, group: group.id, from: from, to: to)
+        let meta = try ImageMeta.load(media.values.flatMap { $0 }, schema: "stories", on: c)
         let current = try storage.members(c, of: group.id)
         let memberIds = Set(current.map(\.userId))
         let formerAuthors = Array(Set(stories.map(\.authorId)).subtracting(memberIds)).sorted { $0.uuidString < $1.uuidString }
@@ -196,7 +213,10 @@ struct Newsletters: Sendable {
                 if grouped[day] == nil { order.append(day) }
                 grouped[day, default: []].append(NewsletterDocument.Story(
                     id: s.id.lowercased, text: s.text, backgroundColor: s.backgroundColor,
-                    media: (media[s.id] ?? []).map { .init(id: $0.lowercased, url: "/v1/media/\($0.lowercased)") },
+                    media: (media[s.id] ?? []).map {
+                        .init(id: $0.lowercased, url: "/v1/media/\($0.lowercased)", width: meta[$0]?.width, height: meta[$0]?.height,
+                              placeholder: meta[$0]?.placeholder)
+                    },
                     commentCount: s.commentCount, createdAt: Timestamp.format(s.createdAt), updatedAt: Timestamp.format(s.updatedAt)))
             }
             return order.map { .init(date: $0, stories: grouped[$0]!) }

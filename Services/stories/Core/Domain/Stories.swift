@@ -43,6 +43,7 @@ struct Stories: Sendable {
             try media.requireOwned(images, by: user, field: "mediaIds", on: c)
             try storage.setStoryMedia(c, id, images)
             story.mediaIds = images
+            story.images = try media.meta(images, on: c)
         }
         guard !story.text.isEmpty || !story.mediaIds.isEmpty else { throw StoriesError.emptyStory }
         story.updatedAt = try storage.updateStory(c, story)

@@ -27,7 +27,9 @@ enum NewsletterHTML {
                     html += "<div style=\"background:\(esc(background));padding:12px 16px;border-radius:6px;margin:0 0 12px\">"
                     html += "<p style=\"margin:0;font-size:16px;line-height:1.5\">\(esc(story.text))</p>"
                     for m in story.media {
-                        html += "<img src=\"\(esc(m.url))\" alt=\"\" style=\"max-width:100%;margin-top:8px;border-radius:4px\">"
+                        // The large rendition (1080 px): sharp in any mail client's column, a fraction of the original.
+                        let size = m.width.flatMap { w in m.height.map { h in " width=\"\(w)\" height=\"\(h)\"" } } ?? ""
+                        html += "<img src=\"\(esc(m.urls?.large ?? m.url))\"\(size) alt=\"\" style=\"max-width:100%;height:auto;margin-top:8px;border-radius:4px\">"
                     }
                     if story.commentCount > 0 {
                         html += "<p style=\"margin:8px 0 0;font-size:12px;color:#666\">\(story.commentCount) comment\(story.commentCount == 1 ? "" : "s")</p>"

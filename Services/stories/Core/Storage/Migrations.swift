@@ -156,4 +156,5 @@ let migrations: [Migration] = [
         UPDATE media m SET purpose = 'avatar' FROM profiles p WHERE p.avatar_media_id = m.id AND p.user_id = m.owner_id;
         """),
     Migration(12, "images' bytes out of the table, into the media store", MediaStore.storeSQL(schema: "stories")),
+    Migration(13, "each image's placeholder, and so its renditions", MediaStore.placeholderSQL),
 ]

@@ -17,6 +17,8 @@ struct GroupRecord {
     /// The reader's membership: their role, and how they take the newsletter (`off`, `app`, `email`).
     var role: String?
     var newsletterDelivery: String?
+    /// The image's size and placeholder, read with it (`ImageView`).
+    var imageMeta: [UUID: ImageMeta] = [:]
 
     init(_ row: Row) throws {
         id = try row["id"]; kind = try row["kind"]; name = try row["name"]; imageMediaId = try row.decode("image_media_id")
@@ -25,11 +27,13 @@ struct GroupRecord {
                             hour: try row["newsletter_hour"], timeZone: try row["newsletter_time_zone"])
         createdAt = try row["created_at"]; updatedAt = try row["updated_at"]; role = try row.decode("role")
         newsletterDelivery = try row.decode("newsletter")
+        imageMeta = ImageMeta.parse(try row.decode("image_meta"))
     }
 
     static let columns = """
         g.id, g.kind, g.name, g.image_media_id, g.invite_code, g.created_by, g.newsletter_frequency, g.newsletter_weekday,
-        g.newsletter_hour, g.newsletter_time_zone, g.created_at, g.updated_at
+        g.newsletter_hour, g.newsletter_time_zone, g.created_at, g.updated_at,
+        \(ImageMeta.sql(ids: "ARRAY[g.image_media_id]", schema: "stories")) AS image_meta
         """
 }
 
@@ -71,6 +75,8 @@ struct StoryRecord {
     let createdMicros: Int64
     var groupIds: [UUID] = []
     var mediaIds: [UUID] = []
+    /// The size and placeholder of each of `mediaIds` that has them (`ImageView`).
+    var images: [UUID: ImageMeta] = [:]
     var commentCount = 0
 
     init(_ row: Row) throws {
@@ -231,6 +237,7 @@ struct StoriesStorage {
         try setStoryMedia(c, story.id, media)
         story.groupIds = groups
         story.mediaIds = media
+        story.images = try ImageMeta.load(media, schema: "stories", on: c)
         return story
     }
 
@@ -258,6 +265,7 @@ struct StoriesStorage {
         guard story.authorId == reader || !story.groupIds.isEmpty else { return nil }
         story.mediaIds = try c.rows("SELECT media_id FROM stories.story_media WHERE story_id = $1 ORDER BY position", [id])
             .map { try $0["media_id"] }
+        story.images = try ImageMeta.load(story.mediaIds, schema: "stories", on: c)
         return story
     }
 
@@ -324,7 +332,11 @@ struct StoriesStorage {
     /// Fills each story's images, in their order.
     private func attachMedia(_ c: Connection, _ stories: inout [StoryRecord]) throws {
         let byStory = try media(c, of: stories.map(\.id))
-        for i in stories.indices { stories[i].mediaIds = byStory[stories[i].id] ?? [] }
+        let images = try ImageMeta.load(byStory.values.flatMap { $0 }, schema: "stories", on: c)
+        for i in stories.indices {
+            stories[i].mediaIds = byStory[stories[i].id] ?? []
+            stories[i].images = images.filter { stories[i].mediaIds.contains($0.key) }
+        }
     }
 
     /// The images of each of `stories`, in their order.
