@@ -60,9 +60,11 @@ public struct EmailVerificationRequested: EventPayload, Equatable {
     public var email: String
     public var token: String
     public var expiresAt: String
+    /// The app the request came from (`ClientApp.id`): the mail speaks as it and links to it; absent, the backend's own.
+    public var app: String?
 
-    public init(userId: String, email: String, token: String, expiresAt: String) {
-        self.userId = userId; self.email = email; self.token = token; self.expiresAt = expiresAt
+    public init(userId: String, email: String, token: String, expiresAt: String, app: String? = nil) {
+        self.userId = userId; self.email = email; self.token = token; self.expiresAt = expiresAt; self.app = app
     }
 }
 
@@ -75,9 +77,11 @@ public struct PasswordResetRequested: EventPayload, Equatable {
     public var email: String
     public var token: String
     public var expiresAt: String
+    /// The app the request came from (`ClientApp.id`): the mail speaks as it and links to it; absent, the backend's own.
+    public var app: String?
 
-    public init(userId: String, email: String, token: String, expiresAt: String) {
-        self.userId = userId; self.email = email; self.token = token; self.expiresAt = expiresAt
+    public init(userId: String, email: String, token: String, expiresAt: String, app: String? = nil) {
+        self.userId = userId; self.email = email; self.token = token; self.expiresAt = expiresAt; self.app = app
     }
 }
 

@@ -64,7 +64,7 @@ final class NotifyTests: XCTestCase {
         XCTAssertEqual(proof["contentType"] as? String, "multipart/alternative")
         XCTAssertTrue((proof["messageId"] as? String ?? "").hasSuffix("@backend.example>"))
         let verify = try XCTUnwrap(link(proof))
-        XCTAssertEqual(verify.path, "/v1/auth/email-verification")
+        XCTAssertEqual(verify.path, "/verify-email")
         XCTAssertTrue((proof["html"] as? String ?? "").contains(verify.percentEncodedQuery ?? "missing"), "the same link in the HTML part")
         let page = try accounts.get(verify.path + "?" + (verify.percentEncodedQuery ?? ""))
         XCTAssertEqual(page.status, 200, String(decoding: page.body, as: UTF8.self))

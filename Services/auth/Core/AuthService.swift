@@ -18,6 +18,7 @@ public enum AuthService {
         let moderators = try SharedSecret.operatorToken(environment)  // OPERATOR_TOKEN: the moderators' credential
         let exports = try Exports(environment, token: try SharedSecret.serviceToken(environment).token)
         let avatars = try Avatars(environment, token: try SharedSecret.serviceToken(environment).token)
+        let clients = try ClientIds(environment)  // CLIENT_IDS: the apps' builds whose X-Client-Id is taken
         let rotate = Command("rotate-keys", usage: "rotate-keys [--activate-in SECONDS]") { app, arguments in
             var seconds = 300
             if !arguments.isEmpty {
@@ -70,7 +71,7 @@ public enum AuthService {
                 app.add(Job.every(5, "revoke-apple-tokens", logger: app.logger) { try handlers.revokeAppleTokens(apple) })
             }
             return makeRoutes(handlers, SessionAuthenticator(keys: keys, pool: pool), google: google, apple: apple, moderators: moderators,
-                              services: app.config.serviceToken)
+                              services: app.config.serviceToken, clients: clients)
         }
     }
 

@@ -5,7 +5,7 @@ import Web
 
 /// The auth API: the table of routes, nothing else.
 func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleSignIn?, apple: AppleSignIn?, moderators: SharedSecret,
-                services: SharedSecret) -> Router {
+                services: SharedSecret, clients: ClientIds) -> Router {
     var r = Router()
     r.add("POST", "/v1/auth/signup", summary: "Create an account and a session",
           body: SignupBody.self, response: (201, SessionView.shape), noStore(h.signup))
@@ -35,6 +35,22 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
           response: (200, nil), h.verifyEmailLink)
     r.query("GET", "/v1/auth/email-verification", [QueryParameter("token", .string(max: 64), "The token the mail carried")])
     r.alsoAnswers("GET", "/v1/auth/email-verification", 200, contentType: "text/html; charset=utf-8")
+    // The pages the mails' links open without the app (with it, the same URLs open the app: the gateway's
+    // association files): HTML, their refusals too.
+    r.add("GET", "/reset-password", summary: "The reset mail's link: a page with the form for a new password", response: (200, nil), h.resetPasswordPage)
+    r.add("POST", "/reset-password", summary: "The reset page's form (application/x-www-form-urlencoded: token, password, confirm, app): sets the password, ends every session",
+          bodyLimit: 16 << 10, response: (200, nil), credentials: { _ in }) { request, _ in try h.resetPasswordByForm(request) }
+    r.add("GET", "/verify-email", summary: "The verification mail's link: confirms the address, answers a page", response: (200, nil), h.verifyEmailPage)
+    for (method, path) in [("GET", "/reset-password"), ("POST", "/reset-password"), ("GET", "/verify-email")] {
+        if method == "GET" {
+            r.query(method, path, [QueryParameter("token", .string(max: 64), "The token the mail carried"),
+                                   QueryParameter("app", .string(max: 32), "The app the mail came from: the page speaks as it")])
+        }
+        r.alsoAnswers(method, path, 200, contentType: "text/html; charset=utf-8")
+        r.alsoAnswers(method, path, 400, contentType: "text/html; charset=utf-8", description: "A link that no longer works, or a form that does not fit: a page saying so")
+        r.alsoAnswers(method, path, 400, contentType: "application/json", schema: OpenAPI.errorSchema)
+    }
+    r.alsoAnswers("POST", "/reset-password", 415, contentType: "text/html; charset=utf-8", description: "Not a form: a page saying so")
     r.add("POST", "/v1/auth/logout", summary: "Revoke the current session", response: (204, nil), auth: auth, h.logout)
     r.add("POST", "/v1/auth/stream-tickets", summary: "A single-use ticket, valid for a minute, that opens one event stream (?ticket=)",
           response: (201, StreamTicketView.shape), auth: auth, h.streamTicket)
@@ -74,6 +90,11 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
               response: (200, RevokedSessionList.shape), trusted: services, h.revokedSessions)
         r.query("GET", "/v1/internal/revoked-sessions", [QueryParameter("since", .dateTime,
                 "Only the sessions revoked at or after this time (what is new since the last read); the whole list without it")])
+    }
+    // The routes whose mails speak as the app the request came from.
+    for (method, path) in [("POST", "/v1/auth/signup"), ("POST", "/v1/auth/password-reset"), ("PATCH", "/v1/users/me"),
+                           ("POST", "/v1/users/me/email-verification")] {
+        r.header(method, path, [clients.header])
     }
     r.idempotent("POST", ["/v1/auth/signup"])
     return r

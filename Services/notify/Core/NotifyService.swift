@@ -18,6 +18,8 @@ public enum NotifyService {
         let smtp: SMTPSettings?
         /// `MAIL_FROM` and `MAIL_FROM_NAME`: who the mail is from.
         let from: MailAddress
+        /// Each app's sender beside `from` (`APP_MAIL_FROM`).
+        let appSenders: MailSenders
         /// `MAIL_BOUNCE_ADDRESS` (default `MAIL_FROM`): where bounces go, an address nobody answers from.
         let bounce: String
         /// `MAIL_SENDERS` (4): loops sending side by side, each with its own connection.
@@ -58,6 +60,7 @@ public enum NotifyService {
             } catch {
                 throw ConfigError(variable: "MAIL_FROM", problem: "must be an e-mail address (and MAIL_FROM_NAME a line of text)")
             }
+            appSenders = try MailSenders(own: from, environment)
             bounce = environment.string("MAIL_BOUNCE_ADDRESS", default: from.address)
             guard (try? MailAddress(bounce)) != nil else { throw ConfigError(variable: "MAIL_BOUNCE_ADDRESS", problem: "must be an e-mail address") }
             senders = try environment.int("MAIL_SENDERS", default: 4, range: 1...64)
@@ -113,7 +116,7 @@ public enum NotifyService {
             if let smtp = settings.smtp {
                 let newsletters = settings.stories.flatMap { url in app.config.serviceToken.token.map { NewsletterCopies(base: url, token: $0) } }
                 if newsletters == nil { app.logger.warn("STORIES_URL or SERVICE_TOKEN is not set: newsletters are not mailed") }
-                let sender = MailSender(pool: app.pool, storage: storage, settings: smtp, from: settings.from, bounce: settings.bounce,
+                let sender = MailSender(pool: app.pool, storage: storage, settings: smtp, from: settings.appSenders, bounce: settings.bounce,
                                         newsletters: newsletters, base: settings.mails.base, metrics: app.metrics, logger: app.logger)
                 try sender.services(workers: settings.senders).forEach(app.add)
             } else {

@@ -24,12 +24,13 @@ struct EmailProofs: Sendable {
     /// The address a verification mail of `user`'s goes to: the one they changed to, else their unproven one.
     static func unproven(_ user: UserRecord) -> String? { user.pendingEmail ?? (user.emailVerified ? nil : user.email) }
 
-    /// Asks for a mail proving `user`'s unproven address (after sign-up, a changed address, or their asking again).
-    func requestVerification(_ c: Connection, _ user: UserRecord) throws {
+    /// Asks for a mail proving `user`'s unproven address (after sign-up, a changed address, or their asking again);
+    /// `app`: the app the request came from, which the mail speaks as (`ClientApp`).
+    func requestVerification(_ c: Connection, _ user: UserRecord, app: String? = nil) throws {
         guard let email = Self.unproven(user), try mayMail(c, email) else { return }
         let token = try storage.issueEmailToken(c, user: user.id, purpose: "verify", email: email, lifetime: Self.verificationLifetime)
         try outbox.add(EmailVerificationRequested(userId: user.id.lowercased, email: email, token: token,
-                                                  expiresAt: Timestamp.format(Date().addingTimeInterval(Self.verificationLifetime))),
+                                                  expiresAt: Timestamp.format(Date().addingTimeInterval(Self.verificationLifetime)), app: app),
                        subject: user.id.lowercased, on: c)
     }
 
@@ -43,8 +44,8 @@ struct EmailProofs: Sendable {
     }
 
     /// "Forgot password": a reset mail for the account with `email`, if there is one that may sign in; the same
-    /// answer either way. `client` is the caller's address.
-    func requestReset(_ c: Connection, email: String, client: String) throws {
+    /// answer either way. `client` is the caller's address, `app` the app it asked from (the mail speaks as it).
+    func requestReset(_ c: Connection, email: String, client: String, app: String? = nil) throws {
         guard try storage.recentMailRequests(c, key: "reset-client:" + client) < Self.requestsPerClient else {
             throw HTTPError.rateLimited(retryAfter: 3600)
         }
@@ -55,9 +56,18 @@ struct EmailProofs: Sendable {
             guard try mayMail(c, user.email) else { return }
             let token = try storage.issueEmailToken(c, user: user.id, purpose: "reset", email: user.email, lifetime: Self.resetLifetime)
             try outbox.add(PasswordResetRequested(userId: user.id.lowercased, email: user.email, token: token,
-                                                  expiresAt: Timestamp.format(Date().addingTimeInterval(Self.resetLifetime))),
+                                                  expiresAt: Timestamp.format(Date().addingTimeInterval(Self.resetLifetime)), app: app),
                            subject: user.id.lowercased, on: c)
         }
+    }
+
+    /// Whether `token` would be taken for `purpose` now (unused, unexpired), without using it: a page shows its form
+    /// only for a link that still works, and a form posted with one that does not costs no password hashing.
+    func usable(_ c: Connection, token: String, purpose: String) throws -> Bool {
+        guard !token.isEmpty, token.utf8.count <= 64 else { return false }
+        return try c.first("""
+            SELECT 1 AS one FROM auth.email_tokens WHERE token_hash = $1 AND purpose = $2 AND used_at IS NULL AND expires_at > now()
+            """, [AuthStorage.hash(token), purpose]) != nil
     }
 
     /// Sets the password of the account the token was sent for; the user, or nil for a token that is not good (or an

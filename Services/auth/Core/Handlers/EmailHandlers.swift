@@ -16,23 +16,35 @@ extension AuthHandlers {
     /// or not there is.
     func requestPasswordReset(_ request: Request, _ body: PasswordResetBody) throws -> Response {
         let client = request.clientAddress(trustedProxies: login.trustedProxies)
-        try pool.withTransaction { try proofs.requestReset($0, email: body.email.trimmingCharacters(in: .whitespaces), client: client) }
+        try pool.withTransaction {
+            try proofs.requestReset($0, email: body.email.trimmingCharacters(in: .whitespaces), client: client, app: request.clientApp)
+        }
         return Response(status: 202)
     }
 
     /// `POST /v1/auth/password-reset/confirm`: the new password, with the token the mail's link carried; every session
     /// of the account ends.
     func resetPassword(_ request: Request, _ body: NewPasswordBody) throws -> Response {
-        let hash = try PasswordHasher.hash(body.newPassword)
-        try pool.withTransaction { c in
-            guard let user = try proofs.reset(c, token: body.token, passwordHash: hash) else {
-                throw HTTPError.validation(Self.badLink, field: "token")
-            }
-            for session in try storage.revokeOtherSessions(c, user: user.id, keep: Erasure.nobody, reason: "password_reset") {
-                try emitRevoked(c, session: session, user: user.id, reason: "password_reset")
-            }
-        }
+        guard try setPassword(token: body.token, to: body.newPassword) else { throw HTTPError.validation(Self.badLink, field: "token") }
         return .noContent
+    }
+
+    /// The reset: the account the token was mailed for gets `password`, and every session of it ends; false for a
+    /// token that is not (any longer) good. Shared by the apps' route and the page's form.
+    func setPassword(token: String, to password: String) throws -> Bool {
+        let hash = try PasswordHasher.hash(password)
+        do {
+            try pool.withTransaction { c in
+                // Thrown, so that nothing of a refused reset stays (the token included).
+                guard let user = try proofs.reset(c, token: token, passwordHash: hash) else { throw HTTPError.validation(Self.badLink, field: "token") }
+                for session in try storage.revokeOtherSessions(c, user: user.id, keep: Erasure.nobody, reason: "password_reset") {
+                    try emitRevoked(c, session: session, user: user.id, reason: "password_reset")
+                }
+            }
+            return true
+        } catch let error as HTTPError where error.field == "token" {
+            return false
+        }
     }
 
     /// `POST /v1/auth/email-verification`: the address the token was mailed to is proven (an app's screen).
@@ -59,7 +71,7 @@ extension AuthHandlers {
         try pool.withTransaction { c in
             guard let user = try storage.user(c, id: caller.userId) else { throw HTTPError.notFound() }
             guard EmailProofs.unproven(user) != nil else { throw HTTPError.conflict("Your address is confirmed already.") }
-            try proofs.requestVerification(c, user)
+            try proofs.requestVerification(c, user, app: request.clientApp)
         }
         return Response(status: 202)
     }

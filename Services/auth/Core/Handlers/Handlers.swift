@@ -59,7 +59,7 @@ struct AuthHandlers: Sendable {
             // Only a proven address is taken: an unconfirmed sign-up's claim to it reserves nothing.
             guard try storage.userWithProven(c, email: email) == nil else { throw AccountError.emailTaken }
             let user = try storage.insertUser(c, username: username, email: email, fullName: fullName, passwordHash: hash)
-            try proofs.requestVerification(c, user)
+            try proofs.requestVerification(c, user, app: request.clientApp)
             try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email,
                                           fullName: user.fullName, avatarMediaId: nil, emailVerified: false,
                                           createdAt: Timestamp.format(user.createdAt)),
@@ -212,7 +212,7 @@ struct AuthHandlers: Sendable {
             let updated = try storage.updateUser(c, user)
             try announce(c, updated)
             if let pending = updated.pendingEmail, pending.lowercased() != pendingBefore?.lowercased() {
-                try proofs.requestVerification(c, updated)  // a new address is proven by a mail to it, sent only when it changed
+                try proofs.requestVerification(c, updated, app: request.clientApp)  // a new address is proven by a mail to it, sent only when it changed
             }
             return .json(UserView(updated, urls: urls))
         }

@@ -80,10 +80,10 @@ struct Deliveries: Sendable {
                                    expiresAt: closes.addingTimeInterval(86_400), at: closes, reference: room.lowercased)
         case EmailVerificationRequested.type:
             let e = try event.decode(EmailVerificationRequested.self)
-            try mail(event, c, to: e.userId, at: e.email, kind: "email_verification", expires: e.expiresAt, mails.verification(e))
+            try mail(event, c, to: e.userId, at: e.email, kind: "email_verification", expires: e.expiresAt, app: e.app, mails.verification(e))
         case PasswordResetRequested.type:
             let e = try event.decode(PasswordResetRequested.self)
-            try mail(event, c, to: e.userId, at: e.email, kind: "password_reset", expires: e.expiresAt, mails.reset(e))
+            try mail(event, c, to: e.userId, at: e.email, kind: "password_reset", expires: e.expiresAt, app: e.app, mails.reset(e))
         case ReminderDue.type:
             let e = try event.decode(ReminderDue.self)
             try push(event, c, to: [e.userId], notices.reminder(e))
@@ -115,11 +115,12 @@ struct Deliveries: Sendable {
     }
 
     private func mail(_ event: ReceivedEvent, _ c: Connection, to user: String, at address: String, kind: String, expires: String,
-                      _ content: Mails.Content) throws {
+                      app: String?, _ content: Mails.Content) throws {
         guard let id = UUID(uuidString: user), let expiresAt = Timestamp.parse(expires), expiresAt > Date(),
               try !Erasure.isErased(id, schema: "notify", on: c) else { return }
         _ = try storage.record(c, id: UUID.v7(), eventId: event.id, user: id, kind: kind, address: address,
-                               subject: content.subject, text: content.text, html: content.html, expiresAt: expiresAt)
+                               subject: content.subject, text: content.text, html: content.html, expiresAt: expiresAt,
+                               app: ClientApp.named(app)?.id)
     }
 
     private func push(_ event: ReceivedEvent, _ c: Connection, to users: [String], _ notice: Notice) throws {

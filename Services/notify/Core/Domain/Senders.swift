@@ -16,7 +16,8 @@ struct MailSender: Sendable {
     let pool: Pool
     let storage: NotifyStorage
     let settings: SMTPSettings
-    let from: MailAddress
+    /// Who each mail is from: the app it speaks as, or the backend.
+    let from: MailSenders
     let bounce: String
     /// Where newsletters are fetched from, and the origin one-click unsubscribe links point at.
     let newsletters: NewsletterCopies?
@@ -51,8 +52,9 @@ struct MailSender: Sendable {
                 unsubscribe = base + "/v1/notifications/unsubscribe?token=" + token
             }
             guard let text else { throw MailError.permanent("nothing left to send") }
-            let message = MailMessage(from: from, envelopeFrom: bounce, to: try MailAddress(d.address), subject: subject, text: text,
-                                      html: html, messageId: "<\(d.id.lowercased)@\(from.address.split(separator: "@").last ?? "localhost")>",
+            let sender = from.of(d.app)
+            let message = MailMessage(from: sender, envelopeFrom: bounce, to: try MailAddress(d.address), subject: subject, text: text,
+                                      html: html, messageId: "<\(d.id.lowercased)@\(sender.address.split(separator: "@").last ?? "localhost")>",
                                       unsubscribe: unsubscribe)
             try client.send(message)
             try pool.withConnection { try storage.markSent($0, d.id) }

@@ -119,4 +119,7 @@ let migrations: [Migration] = [
         CREATE UNIQUE INDEX deliveries_once_by_device ON deliveries (event_id, device_id) WHERE channel = 'push' AND device_id IS NOT NULL;
         CREATE INDEX deliveries_by_device ON deliveries (device_id) WHERE device_id IS NOT NULL;
         """),
+    Migration(8, "the app a mail speaks as (its sender, colours and links): the one its request came from", """
+        ALTER TABLE deliveries ADD COLUMN app text;
+        """),
 ]

@@ -32,6 +32,8 @@ struct DeliveryRecord {
     let topic: String?
     /// What the content is fetched from when it is sent (a newsletter's id).
     let reference: String?
+    /// The app a mail speaks as (`ClientApp.id`: its sender); nil: the backend's own.
+    let app: String?
 
     init(_ r: Row) throws {
         id = try r["id"]; eventId = try r["event_id"]; userId = try r["user_id"]; channel = try r["channel"]; kind = try r["kind"]
@@ -40,7 +42,7 @@ struct DeliveryRecord {
         createdAt = try r["created_at"]; updatedAt = try r.decode("updated_at") ?? createdAt
         sentAt = try r.decode("sent_at")
         subscriptionId = try r.decode("subscription_id"); deviceId = try r.decode("device_id"); ttl = try r.decode("ttl"); urgency = try r.decode("urgency")
-        topic = try r.decode("topic"); reference = try r.decode("reference")
+        topic = try r.decode("topic"); reference = try r.decode("reference"); app = try r.decode("app")
     }
 }
 
@@ -76,11 +78,11 @@ struct NotifyStorage: Sendable {
     /// Records a mail of event `eventId` to `user`, once: false when it was recorded before (the event came again).
     /// Without `text`, its content is fetched by `reference` when it is sent.
     func record(_ c: Connection, id: UUID, eventId: String, user: UUID, kind: String, address: String, subject: String,
-                text: String?, html: String?, expiresAt: Date?, reference: String? = nil) throws -> Bool {
+                text: String?, html: String?, expiresAt: Date?, reference: String? = nil, app: String? = nil) throws -> Bool {
         try c.execute("""
-            INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, body_html, expires_at, reference)
-            VALUES ($1, $2, $3, 'email', $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING
-            """, [id, eventId, user, kind, address, subject, text, html, expiresAt, reference]) == 1
+            INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, body_html, expires_at, reference, app)
+            VALUES ($1, $2, $3, 'email', $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING
+            """, [id, eventId, user, kind, address, subject, text, html, expiresAt, reference, app]) == 1
     }
 
     /// Someone's address as auth last announced it, and whether they proved it.
