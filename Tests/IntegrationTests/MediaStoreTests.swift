@@ -119,10 +119,34 @@ final class MediaInABucketTests: StoriesTestCase {
                                     token: moderator)["status"] as? String, "taken_down")
         XCTAssertEqual(try api.get(try signedPath(id, port: stories.port)).status, 404, "its URL loads nothing at once")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30, every: 0.25) {
-            do { return try bucket.get("stories/\(id)") == nil } catch { return false }
+            S3StandIn.absent("stories/\(id)", in: bucket)
         }, "its object is deleted")
         for variant in MediaStore.variants { XCTAssertNil(try bucket.get("stories/\(id)/\(variant)"), variant) }
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { (try? self.count("media_removed")) == 0 })
+    }
+
+    func testAnErasedAccountsImagesLeaveTheBucket() throws {
+        _ = auth.stop()  // auth again, on its port, erasing a deleted account at once
+        auth = try ServiceProcess.startReady("auth", port: auth.port, environment: ["DATABASE_URL": database.url,
+                                                                                   "ACCOUNT_DELETION_GRACE_HOURS": "0"])
+        let ana = try person(), ben = try person()
+        func upload(_ purpose: String, _ who: Person) throws -> String {
+            let r = try api.send("POST", "/v1/media?purpose=\(purpose)", raw: Images.decodablePNG, token: who.token,
+                                 headers: ["Content-Type": "image/png"])
+            XCTAssertEqual(r.status, 201, String(decoding: r.body, as: UTF8.self))
+            return r["id"] as? String ?? ""
+        }
+        let hers = [try upload("photo", ana), try upload("avatar", ana)], his = try upload("photo", ben)
+        let bucket = try s3.store()
+        for id in hers + [his] { XCTAssertNotNil(try bucket.get("stories/\(id)"), id) }
+
+        let deleted = try accounts.send("DELETE", "/v1/users/me", json: ["password": "correct horse battery"], token: ana.token)
+        XCTAssertEqual(deleted.status, 202, String(decoding: deleted.body, as: UTF8.self))
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60, every: 0.25) {
+            hers.allSatisfy { id in S3StandIn.absent("stories/\(id)", in: bucket) }
+        }, "her images' objects are deleted")
+        XCTAssertEqual(try count("media"), 1)
+        XCTAssertNotNil(try bucket.get("stories/\(his)"), "his stays")
     }
 
     func testOnlyTheRightSecretIsAccepted() throws {

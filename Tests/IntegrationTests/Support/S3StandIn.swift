@@ -56,6 +56,11 @@ final class S3StandIn {
          "S3_ACCESS_KEY_ID": accessKeyId, "S3_SECRET_ACCESS_KEY": secretAccessKey]
     }
 
+    /// Whether the bucket answers that `key` is not there (false when it has it, or does not answer).
+    static func absent(_ key: String, in bucket: S3BlobStore) -> Bool {
+        do { return try bucket.get(key) == nil } catch { return false }
+    }
+
     /// A client of the bucket, as the services make it from `environment` (or with `secret` instead of the right one).
     func store(secret: String? = nil) throws -> S3BlobStore {
         var settings = environment
