@@ -68,6 +68,12 @@ final class NativePushTests: XCTestCase {
         try devicesAPI.get("/v1/push/devices", token: who.accessToken)["items"] as? [[String: Any]] ?? []
     }
 
+    /// My pushes as my notifications list shows them: `kind@address/status`.
+    func pushLog(_ who: APIResponse) throws -> [String] {
+        (try api.get("/v1/notifications", token: who.accessToken)["items"] as? [[String: Any]] ?? []).filter { $0["channel"] as? String == "push" }
+            .map { "\($0["kind"] ?? "")@\($0["address"] ?? "")/\($0["status"] ?? "")" }
+    }
+
     func offer(to courier: String, parcel: String = UUID().uuidString.lowercased(), at: Date = Date()) -> ParcelStatusChanged {
         ParcelStatusChanged(parcelId: parcel, from: "awaiting_courier", to: "offered", actor: "system", actorId: nil, courierId: courier,
                             place: nil, at: Timestamp.format(at))
@@ -153,9 +159,8 @@ final class NativePushTests: XCTestCase {
         XCTAssertEqual((try fcm.received()["refusals"] as? [[String: Any]])?.count, 0)
 
         // My log: both, sent, to where they went.
-        let log = (try api.get("/v1/notifications", token: courier.accessToken)["items"] as? [[String: Any]] ?? []).filter { $0["channel"] as? String == "push" }
-        XCTAssertEqual(Set(log.map { "\($0["kind"] ?? "")@\($0["address"] ?? "")/\($0["status"] ?? "")" }),
-                       ["parcel_offer@fcm/sent", "reminder@apns/sent"])
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { Set((try? self.pushLog(courier)) ?? []) == ["parcel_offer@fcm/sent", "reminder@apns/sent"] },
+                      "\((try? pushLog(courier)) ?? [])")
     }
 
     /// A token the provider calls gone is forgotten, with what waited for it; the rest still hear.
@@ -172,8 +177,37 @@ final class NativePushTests: XCTestCase {
         XCTAssertEqual(try devices(me).first?["token"] as? String, current)
         let refusals = try apns.received()["refusals"] as? [[String: Any]] ?? []
         XCTAssertEqual(refusals.map { "\($0["status"] ?? "") \($0["reason"] ?? "")" }, ["410 Unregistered"])
-        let log = (try api.get("/v1/notifications", token: me.accessToken)["items"] as? [[String: Any]] ?? []).filter { $0["channel"] as? String == "push" }
-        XCTAssertEqual(log.map { $0["status"] as? String ?? "" }.sorted(), ["failed", "failed", "sent"], "\(log)")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) {
+            ((try? self.pushLog(me)) ?? []).sorted() == ["reminder@apns/failed", "reminder@apns/sent", "reminder@fcm/failed"]
+        }, "\((try? pushLog(me)) ?? [])")
+    }
+
+    /// A development build's token goes to Apple's sandbox host; a provider token Apple calls expired is made anew and
+    /// the notice sent again at once, and the new token serves what follows.
+    func testSandboxTokensGoToTheSandboxAndAnExpiredProviderTokenIsRenewed() throws {
+        let me = try signUp("sandu")
+        let debugBuild = APNsStandIn.deviceToken()
+        var body: [String: Any] = ["platform": "apns", "token": debugBuild, "app": "tapestry", "environment": "sandbox"]
+        XCTAssertEqual(try devicesAPI.post("/v1/push/devices", body, token: me.accessToken).status, 201)
+        try EventProbe.publish(reminder(me.userId), subject: me.userId, source: "stories")
+        XCTAssertEqual(try apns.waitFor(1, for: debugBuild).first?["environment"] as? String, "sandbox")
+        XCTAssertEqual(try devices(me).first?["environment"] as? String, "sandbox")
+
+        try apns.expireProviderTokens()
+        try EventProbe.publish(reminder(me.userId), subject: me.userId, source: "stories")
+        XCTAssertEqual(try apns.waitFor(2, for: debugBuild, timeout: 10).count, 2, "sent again at once with a new token")
+        let seen = try apns.received()
+        XCTAssertEqual((seen["refusals"] as? [[String: Any]])?.map { $0["reason"] as? String }, ["ExpiredProviderToken"])
+        XCTAssertEqual(seen["providerTokens"] as? Int, 2)
+        var log: [String] = []
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) {
+            log = ((try? self.api.get("/v1/notifications", token: me.accessToken))?["items"] as? [[String: Any]] ?? [])
+                .filter { $0["channel"] as? String == "push" }.map { "\($0["address"] ?? "")/\($0["status"] ?? "")/\($0["attempts"] ?? "")" }
+            return log == ["apns-sandbox/sent/1", "apns-sandbox/sent/1"]
+        }, "each sent at its first try: \(log)")
+        body["environment"] = "production"
+        XCTAssertEqual(try devicesAPI.post("/v1/push/devices", body, token: me.accessToken)["environment"] as? String, "production",
+                       "a release build of the app registers the same token again")
     }
 
     /// The device routes: what no app sends is refused, naming the field; a token moves to whoever registers it last;

@@ -17,9 +17,11 @@ PayloadTooLarge) with an `aps` dictionary, and a device token in hexadecimal (40
 told is gone answers 410 `{"reason": "Unregistered", "timestamp": …}`. Accepted: 200 with `apns-id`.
 
 Beside the API, on the same port in HTTP/1.1 (a connection that does not open with the HTTP/2 preface):
-`GET /received` what it took (`notifications`: token, topic, headers, payload, time), what it refused
+`GET /received` what it took (`notifications`: token, topic, environment, headers, payload, time), what it refused
 (`refusals`), how many connections were opened and how many provider tokens were seen; `POST /_standin/gone
-{"token"}` makes a token answer 410 from then on; `POST /_standin/slow {"seconds"}` delays each answer.
+{"token"}` makes a token answer 410 from then on; `POST /_standin/expire` makes the provider tokens seen so far
+answer 403 ExpiredProviderToken; `POST /_standin/slow {"seconds"}` delays each answer. A path under `/sandbox`
+plays Apple's sandbox host (an APNS_SANDBOX_URL of `<its URL>/sandbox`).
 """
 import base64
 import json
@@ -41,7 +43,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 lock = threading.Lock()
-state = {"notifications": [], "refusals": [], "connections": 0, "providerTokens": set(), "gone": {}, "slow": 0.0}
+state = {"notifications": [], "refusals": [], "connections": 0, "providerTokens": set(), "expired": set(), "gone": {}, "slow": 0.0}
 
 
 def b64url(text):
@@ -65,22 +67,22 @@ def check_token(authorization):
     iat = claims.get("iat")
     if not isinstance(iat, int) or iat > time.time() + 60:
         return "InvalidProviderToken"
-    if time.time() - iat >= 3600:
-        return "ExpiredProviderToken"
     with lock:
+        if time.time() - iat >= 3600 or authorization in state["expired"]:
+            return "ExpiredProviderToken"
         state["providerTokens"].add(authorization)
     return None
 
 
 def notification(method, path, headers, body):
     """Apple's answer to one request: (status, headers, body)."""
-    match = re.fullmatch(r"/3/device/([^/]*)", path)
+    match = re.fullmatch(r"(/sandbox)?/3/device/([^/]*)", path)
     if method != "POST" or not match:
         return refuse(405 if match else 404, "MethodNotAllowed" if match else "BadPath")
     reason = check_token(headers.get("authorization", ""))
     if reason:
         return refuse(403, reason)
-    token = match.group(1)
+    token = match.group(2)
     if not re.fullmatch(r"[0-9a-fA-F]{64,200}", token):
         return refuse(400, "BadDeviceToken")
     if headers.get("apns-topic") not in TOPICS:
@@ -111,6 +113,7 @@ def notification(method, path, headers, body):
         return refuse(410, "Unregistered", timestamp=gone)
     with lock:
         state["notifications"].append({"token": token.lower(), "topic": headers.get("apns-topic"), "payload": payload,
+                                       "environment": "sandbox" if match.group(1) else "production",
                                        "headers": {k: v for k, v in headers.items() if k.startswith("apns-")},
                                        "at": time.time()})
     return 200, {"apns-id": apns_id}, b""
@@ -174,6 +177,8 @@ def serve_http1(sock, first):
                       "providerTokens": len(state["providerTokens"])}
         elif method == "POST" and path == "/_standin/gone":
             state["gone"][json.loads(body)["token"].lower()] = int(time.time() * 1000)
+        elif method == "POST" and path == "/_standin/expire":
+            state["expired"] |= state["providerTokens"]
         elif method == "POST" and path == "/_standin/slow":
             state["slow"] = float(json.loads(body)["seconds"])
         else:

@@ -74,9 +74,9 @@ final class APNsStandIn {
         (process, input) = (nil, nil)
     }
 
-    /// Notify's settings for sending through it (both environments to it).
+    /// Notify's settings for sending through it (both environments to it: the sandbox host under `/sandbox`).
     var environment: [String: String] {
-        ["APNS_URL": "https://127.0.0.1:\(port)", "APNS_SANDBOX_URL": "https://127.0.0.1:\(port)", "APNS_CA_FILE": certificate,
+        ["APNS_URL": "https://127.0.0.1:\(port)", "APNS_SANDBOX_URL": "https://127.0.0.1:\(port)/sandbox", "APNS_CA_FILE": certificate,
          "APNS_TEAM_ID": teamId, "APNS_KEY_ID": keyId,
          "APNS_PRIVATE_KEY": key.privatePEM, "APNS_TOPICS": topics.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: ",")]
     }
@@ -104,6 +104,11 @@ final class APNsStandIn {
     /// From now on `token` answers 410 Unregistered.
     func forget(_ token: String) throws {
         XCTAssertEqual(try client.post("/_standin/gone", ["token": token]).status, 200)
+    }
+
+    /// The provider tokens it saw so far are called expired (403 ExpiredProviderToken), as an hour after their `iat`.
+    func expireProviderTokens() throws {
+        XCTAssertEqual(try client.post("/_standin/expire").status, 200)
     }
 
     /// Each answer comes `seconds` late.
