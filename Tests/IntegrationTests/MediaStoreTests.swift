@@ -162,6 +162,10 @@ final class MediaInABucketTests: StoriesTestCase {
         try right.delete("stories/probe")
         XCTAssertNil(try right.get("stories/probe"))
         try right.delete("stories/probe")
+        let large = (0..<(10 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }  // the largest upload there is
+        try right.put("stories/large", large, contentType: "image/jpeg")
+        XCTAssertEqual(try right.get("stories/large"), large)
+        try right.delete("stories/large")
 
         // A service holding the wrong secret fails an upload whole: no row names an object that is not there.
         let ana = try person()

@@ -41,7 +41,7 @@ struct Leaving: Sendable {
             if let list = value as? [Any] { return list.map(walk) }
             guard var object = value as? [String: Any] else { return value }
             if let id = object["id"] as? String, UUID(uuidString: id) == user {
-                for key in ["name", "avatarMediaId", "avatarUrl"] where object[key] != nil { object[key] = NSNull() }
+                for key in ["name", "avatarMediaId", "avatarUrl", "avatarUrls"] where object[key] != nil { object[key] = NSNull() }
             }
             return object.mapValues(walk)
         }
