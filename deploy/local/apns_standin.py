@@ -18,7 +18,8 @@ told is gone answers 410 `{"reason": "Unregistered", "timestamp": …}`. Accepte
 
 Beside the API, on the same port in HTTP/1.1 (a connection that does not open with the HTTP/2 preface):
 `GET /received` what it took (`notifications`: token, topic, environment, headers, payload, time), what it refused
-(`refusals`), how many connections were opened and how many provider tokens were seen; `POST /_standin/gone
+(`refusals`), how many connections were opened and how many provider tokens were seen (`GET /received/<token>`:
+`{"count"}` of one token's only); `POST /_standin/gone
 {"token"}` makes a token answer 410 from then on; `POST /_standin/expire` makes the provider tokens seen so far
 answer 403 ExpiredProviderToken; `POST /_standin/slow {"seconds"}` delays each answer. A path under `/sandbox`
 plays Apple's sandbox host (an APNS_SANDBOX_URL of `<its URL>/sandbox`).
@@ -172,7 +173,10 @@ def serve_http1(sock, first):
         body += sock.recv(65535)
     status, answer = 200, {}
     with lock:
-        if method == "GET" and path == "/received":
+        if method == "GET" and path.startswith("/received/"):  # how many a token got: a cheap poll for a benchmark
+            token = path[len("/received/"):].lower()
+            answer = {"count": sum(1 for n in state["notifications"] if n["token"] == token)}
+        elif method == "GET" and path == "/received":
             answer = {"notifications": state["notifications"], "refusals": state["refusals"], "connections": state["connections"],
                       "providerTokens": len(state["providerTokens"])}
         elif method == "POST" and path == "/_standin/gone":
