@@ -57,9 +57,23 @@ final class ImagePipelineTests: StoriesTestCase {
         // An iPhone's camera: HEIC, held upright (the sensor's 1600 × 1200 turned by its orientation), GPS in its Exif.
         let photo = try CameraPhotos.photo("heic", 1600, 1200, orientation: 6)
         XCTAssertTrue(try CameraPhotos.read(photo).metadata.contains { $0.hasPrefix("exif") })
+        var uploaded: [String: APIResponse] = [:]
         for (path, port) in [("/v1/media", stories.port), ("/v1/chat/media", chat.port), ("/v1/dispatch/media", dispatch.port)] {
-            try assertStoredClean(try upload(path, photo, ann, port: port), width: 1200, height: 1600, path)
+            uploaded[path] = try upload(path, photo, ann, port: port)
+            try assertStoredClean(uploaded[path]!, width: 1200, height: 1600, path)
         }
+        // A message's images as a room's members read them: sizes, dimensions and placeholder.
+        let rooms = APIClient(port: chat.port)
+        let room = try rooms.post("/v1/rooms", ["name": "Photos"], token: ann.token)["id"] as? String ?? ""
+        let posted = try rooms.post("/v1/rooms/\(room)/messages", ["text": "Look", "mediaIds": [uploaded["/v1/chat/media"]!["id"]!]],
+                                    token: ann.token)
+        XCTAssertEqual(posted.status, 201, String(decoding: posted.body, as: UTF8.self))
+        let read = try rooms.get("/v1/rooms/\(room)/messages", token: ann.token)
+        let image = ((read["items"] as? [[String: Any]])?.first?["media"] as? [[String: Any]])?.first
+        XCTAssertEqual(image?["width"] as? Int, 1200)
+        XCTAssertEqual(image?["height"] as? Int, 1600)
+        XCTAssertEqual(image?["placeholder"] as? String, uploaded["/v1/chat/media"]?["placeholder"] as? String)
+        XCTAssertEqual(try load((image?["urls"] as? [String: String])?["small"]).status, 200)
     }
 
     func testADecompressionBombIsRefusedBeforeItIsDecoded() throws {
