@@ -259,6 +259,16 @@ final class NativePushTests: XCTestCase {
         XCTAssertEqual(kept, Set(tokens.dropFirst()), "the oldest dropped")
     }
 
+    /// The device routes, with both providers on, tried by schemathesis as every service's document is
+    /// (SchemathesisTests runs notify without them, where these routes answer 404).
+    func testTheDeviceRoutesAnswerAsTheirDocumentSays() throws {
+        let st = try XCTUnwrap(ProcessInfo.processInfo.environment["SCHEMATHESIS_BIN"], "run the tests with deploy/local/stack test")
+        let me = try signUp("stella")
+        try schemathesis(st, document: "http://127.0.0.1:\(notify!.port)/openapi.json", token: me.accessToken,
+                         ["--include-path-regex", "^/v1/push/devices"])
+        XCTAssertTrue(notify!.process.isRunning)
+    }
+
     /// A kill -9 of notify in the middle of a burst of 200 native pushes loses none: each is recorded before the event
     /// is marked read, and one in flight at the kill is sent again once its lease runs out (with the same apns-id).
     func testAKill9DuringABurstOfNativePushesLosesNone() throws {
