@@ -24,8 +24,9 @@ struct ClientIds: Sendable {
     /// The header as a route declares it: documented with the accepted ids, checked by the kit before the handler.
     var header: QueryParameter {
         let accepted = accepted
-        return QueryParameter("X-Client-Id", schema: Schema.oneOf(accepted).jsonText,
-                              "The app this request comes from: its mails speak as that app and link to it (absent: the backend's own)") { value in
+        // An empty header is no header (as the kit reads headers), so the document lists "" too.
+        return QueryParameter("X-Client-Id", schema: Schema.oneOf(accepted + [""]).jsonText,
+                              "The app this request comes from: its mails speak as that app and link to it (absent or empty: the backend's own)") { value in
             accepted.contains(value) ? nil : .validation("X-Client-Id \"\(value.prefix(64))\" is not a client of this server: it takes "
                                                          + accepted.joined(separator: ", ") + ".", field: "X-Client-Id")
         }
