@@ -77,8 +77,13 @@ public final class HTTP2Connection: @unchecked Sendable {
         guard failed == CURLE_OK else { return .failure(PushClientError("libcurl refused an option: \(String(cString: curl_easy_strerror(failed)))")) }
         let result = body.withUnsafeBufferPointer { b -> CURLcode in
             if method == "POST" {
-                _ = shim_curl_set_pointer(h, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: b.baseAddress ?? UnsafePointer(bitPattern: 1)))
                 _ = shim_curl_set_size(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(b.count))
+                // No body: an empty one copied (without POSTFIELDS libcurl would read the body from stdin).
+                if let base = b.baseAddress {
+                    _ = shim_curl_set_pointer(h, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: base))
+                } else {
+                    _ = shim_curl_set_string(h, CURLOPT_COPYPOSTFIELDS, "")
+                }
             }
             return curl_easy_perform(h)
         }
