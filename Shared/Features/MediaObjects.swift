@@ -19,11 +19,11 @@ extension MediaStore {
         "\(schema)/\(id.lowercased)" + (variant.map { "/\($0)" } ?? "")
     }
 
-    /// The stored bytes of image `id`: from the table while its row still holds them (not yet moved), else from the
-    /// store; nil when neither has them.
+    /// The stored bytes of image `id`: its object, or while its row still holds them (not yet moved) the table's;
+    /// nil when neither has them. The store first: once the images are moved, a read asks the database nothing more.
     public func bytes(_ id: UUID, on c: Connection) throws -> [UInt8]? {
-        if let bytes = try c.bytes("SELECT bytes FROM \(schema).media WHERE id = $1 AND bytes IS NOT NULL", [id]) { return bytes }
-        return try store.get(key(id))
+        if let bytes = try store.get(key(id)) { return bytes }
+        return try c.bytes("SELECT bytes FROM \(schema).media WHERE id = $1 AND bytes IS NOT NULL", [id])
     }
 
     /// The migration that takes the bytes out of the table: new rows hold none, and deleted rows are noted for
