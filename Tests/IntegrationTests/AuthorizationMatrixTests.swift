@@ -76,6 +76,27 @@ final class TapestryJourneyTests: StoriesTestCase {
         for url in urls { XCTAssertEqual(try load(url).status, 200, "both photos load by the URLs the newsletter gave") }
         let html = try api.get("/v1/groups/\(family["id"]!)/newsletter?format=html", token: ann.token)
         XCTAssertEqual(html.status, 200)
-        for photo in photos { XCTAssertTrue(String(decoding: html.body, as: UTF8.self).contains("/v1/media/\(photo)?exp="), photo) }
+        // The e-mail loads the large rendition (the signature covers the size).
+        for photo in photos { XCTAssertTrue(String(decoding: html.body, as: UTF8.self).contains("/v1/media/\(photo)?size=large&amp;exp="), photo) }
+
+        // The app's story list draws each photo from its smallest rendition: a browser loads them by their URLs.
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else {
+            throw TestFailure("Chromium is missing: deploy/local/stack install puts Debian's chromium package in")
+        }
+        let list = try api.get("/v1/groups/\(family["id"]!)/stories", token: ben.token)
+        let small = (list["items"] as? [[String: Any]] ?? []).flatMap { $0["media"] as? [[String: Any]] ?? [] }
+            .compactMap { ($0["urls"] as? [String: String])?["small"] }
+        XCTAssertEqual(small.count, 2)
+        let page = FileManager.default.temporaryDirectory.appendingPathComponent("stories-\(UUID().uuidString.prefix(8)).html")
+        try ("<html><body>" + small.map { "<img src=\"\($0.replacingOccurrences(of: "&", with: "&amp;"))\">" }.joined() + """
+            <script>window.addEventListener('load', () => document.body.setAttribute('data-images',
+              Array.from(document.images).map(i => i.complete ? i.naturalWidth + 'x' + i.naturalHeight : 'broken').sort().join(',')))</script>
+            </body></html>
+            """).write(to: page, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: page) }
+        let dom = try IntegrationTests.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                            "--virtual-time-budget=10000", "--dump-dom", page.absoluteString])
+        // Ann's 640 × 480 JPEG as 320 × 240; Ben's 3 × 2 PNG, smaller than any rendition, as it is.
+        XCTAssertTrue(dom.contains(#"data-images="320x240,3x2""#), "both small renditions show: \(dom.suffix(400))")
     }
 }
