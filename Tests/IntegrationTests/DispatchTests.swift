@@ -69,6 +69,16 @@ final class DispatchFlowTests: DispatchTestCase {
         let document = try load(offered?["documentPhotoUrl"])
         XCTAssertEqual(document.status, 200)
         XCTAssertEqual(document.body, Images.stored(Images.jpeg))
+        // With its size and placeholder, in the sender's answer and the courier's view, and its small rendition.
+        for view in [created.json, offered ?? [:]] {
+            let photo = view["documentPhoto"] as? [String: Any]
+            XCTAssertEqual(photo?["width"] as? Int, 640)
+            XCTAssertEqual(photo?["height"] as? Int, 480)
+            XCTAssertEqual((photo?["placeholder"] as? String)?.count, 28)
+        }
+        let small = try load(((offered?["documentPhoto"] as? [String: Any])?["urls"] as? [String: String])?["small"])
+        XCTAssertEqual(small.status, 200)
+        XCTAssertEqual(small.headers["content-type"], "image/jpeg")
         let photoPath = "/v1/dispatch/media/\(created["documentPhotoMediaId"] as? String ?? "")"
         XCTAssertEqual(try api.get(photoPath, token: near.token).status, 200, "or with their token")
         assertClientError(try api.get(photoPath, token: far.token), 404, code: "not_found", "a courier it is not offered to")

@@ -108,9 +108,9 @@ struct ParcelView: View {
         self.payment = payment.map(PaymentView.init)
         self.dropOffCentre = dropOffCentre.map { CentreView($0) }
         self.collectionCentre = collectionCentre.map { CentreView($0) }
-        documentPhoto = media.view(p.documentPhotoMediaId)
-        deliveryPhoto = p.deliveryPhotoMediaId.map { media.view($0) }
-        receiptPhoto = p.receiptPhotoMediaId.map { media.view($0) }
+        documentPhoto = media.view(p.documentPhotoMediaId, meta: p.photoMeta)
+        deliveryPhoto = p.deliveryPhotoMediaId.map { media.view($0, meta: p.photoMeta) }
+        receiptPhoto = p.receiptPhotoMediaId.map { media.view($0, meta: p.photoMeta) }
     }
 
     var recipient: RecipientView { RecipientView(parcel: parcel) }

@@ -30,6 +30,8 @@ struct ParcelRecord {
     let documentPhotoMediaId: UUID
     var deliveryPhotoMediaId: UUID?
     var receiptPhotoMediaId: UUID?
+    /// The photos' sizes and placeholders, where the query read them (`photoMetaSQL`; `ImageView`).
+    var photoMeta: [UUID: ImageMeta] = [:]
     var failureReason: String?
     let quote: Quote
     var status: ParcelStatus
@@ -55,6 +57,7 @@ struct ParcelRecord {
         service = ParcelService(rawValue: try r["service"]) ?? .standard; paymentMethod = try r["payment_method"]
         insured = try r["insured"]; description = try r.decode("description"); documentPhotoMediaId = try r["document_photo_media_id"]
         deliveryPhotoMediaId = try r.decode("delivery_photo_media_id"); receiptPhotoMediaId = try r.decode("receipt_photo_media_id")
+        photoMeta = ImageMeta.parse((try? r.decode("photo_meta", as: String.self)) ?? nil)
         failureReason = try r.decode("failure_reason")
         quote = Quote(currency: try r["currency"], amountMinor: try r["amount_minor"], etaSeconds: try r["eta_seconds"],
                       distanceMeters: try r["distance_m"])
@@ -64,6 +67,10 @@ struct ParcelRecord {
         centreCode = try r.decode("centre_code"); pointsSpent = try r["points_spent"]
         createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
     }
+
+    /// The column of the photos' meta, for a query that shows the parcel (`SELECT *, \(photoMetaSQL) FROM dispatch.parcels`).
+    static let photoMetaSQL = ImageMeta.sql(ids: "ARRAY[document_photo_media_id, delivery_photo_media_id, receipt_photo_media_id]",
+                                            schema: "dispatch") + " AS photo_meta"
 
     /// Whether `user` takes part in the parcel (and so may see it).
     func involves(_ user: UUID) -> Bool {
@@ -398,7 +405,7 @@ struct DispatchStorage {
                 drop_off_centre_id, collection_centre_id, centre_code, points_spent)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
                 $26, $27, $28, $29)
-            RETURNING *
+            RETURNING *, \(ParcelRecord.photoMetaSQL)
             """, [id, sender, recipientUserId, r.name, r.phone, r.username, r.email, claimCode, pin, route.pickup.lat, route.pickup.lon,
                   route.pickupAddress, route.dropoff.lat, route.dropoff.lon, route.dropoffAddress, body.service.rawValue, body.paymentMethod,
                   body.insured ?? false, body.description, body.documentPhotoMediaId, quote.amountMinor, quote.currency, quote.etaSeconds,
@@ -513,7 +520,9 @@ struct DispatchStorage {
 
     func parcel(_ c: Connection, _ id: UUID, lock: Bool = false, skipLocked: Bool = false) throws -> ParcelRecord? {
         let suffix = lock ? (skipLocked ? " FOR UPDATE SKIP LOCKED" : " FOR UPDATE") : ""
-        return try c.first("SELECT * FROM dispatch.parcels WHERE id = $1\(suffix)", [id]).map(ParcelRecord.init)
+        // A read to show the parcel carries its photos' meta; one to change it does not need them.
+        return try c.first("SELECT *\(lock ? "" : ", " + ParcelRecord.photoMetaSQL) FROM dispatch.parcels WHERE id = $1\(suffix)", [id])
+            .map(ParcelRecord.init)
     }
 
     func save(_ c: Connection, _ p: ParcelRecord) throws {
@@ -633,7 +642,7 @@ struct DispatchStorage {
         let column = role == "sender" ? "sender_id" : role == "recipient" ? "recipient_user_id" : "courier_id"
         let offered = role == "courier" ? " OR (offered_to = $1 AND status = 'offered')" : ""
         return try c.rows("""
-            SELECT * FROM dispatch.parcels WHERE (\(column) = $1\(offered)) AND ($2::text IS NULL OR status = $2)
+            SELECT *, \(ParcelRecord.photoMetaSQL) FROM dispatch.parcels WHERE (\(column) = $1\(offered)) AND ($2::text IS NULL OR status = $2)
               AND ($3::uuid IS NULL OR id < $3::uuid) ORDER BY id DESC LIMIT $4
             """, [user, status, after, limit]).map(ParcelRecord.init)
     }
