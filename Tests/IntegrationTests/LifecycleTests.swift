@@ -77,28 +77,35 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
                                              "POST /v1/auth/password-reset", "POST /v1/users/me/email-verification",
                                              "GET /v1/auth/email-verification",
                                              // The pages a mail's unsubscribe link opens and posts.
-                                             "GET /v1/notifications/unsubscribe", "POST /v1/notifications/unsubscribe"])
+                                             "GET /v1/notifications/unsubscribe", "POST /v1/notifications/unsubscribe",
+                                             // The pages a mail's reset and verification links open (HTML for a browser).
+                                             "GET /reset-password", "POST /reset-password", "GET /verify-email"])
     let noBody: Set<String> = ["POST /v1/auth/logout", "POST /v1/auth/stream-tickets", "POST /v1/groups/{id}/invite-code", "POST /v1/media", "POST /v1/chat/media",
                                "POST /v1/dispatch/media",
                                "POST /v1/rooms/{id}/invite-code", "POST /v1/rooms/{id}/typing", "PUT /v1/videos/{id}/like",
                                "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
                                "POST /v1/parcels/{id}/cancel", "PUT /v1/users/me/blocks/{userId}",
                                "PUT /v1/users/me/hidden-authors/{userId}", "POST /v1/users/me/email-verification",
-                               "POST /v1/notifications/unsubscribe", "PUT /v1/operator/centres/{id}/staff/{userId}"]
+                               "POST /v1/notifications/unsubscribe", "PUT /v1/operator/centres/{id}/staff/{userId}",
+                               // A browser's form (application/x-www-form-urlencoded), read by the page's own parser.
+                               "POST /reset-password",
+                               "POST /v1/notifications/read", "POST /v1/notifications/{id}/read"]
     let publicRoutes: Set<String> = ["GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "GET /v1/auth/jwks",
                                      "POST /v1/auth/signup", "POST /v1/auth/login", "POST /v1/auth/refresh",
                                      "POST /v1/auth/password-reset", "POST /v1/auth/password-reset/confirm",
                                      "POST /v1/auth/email-verification", "GET /v1/auth/email-verification",
                                      "GET /v1/notifications/unsubscribe", "POST /v1/notifications/unsubscribe",
+                                     "GET /reset-password", "POST /reset-password", "GET /verify-email",
                                      // Stripe's events: signed, the signature checked by the route.
                                      "POST /v1/payments/stripe/webhook",
                                      "GET /v1/subjects", "GET /v1/subjects/{id}/topics", "GET /v1/topics/{id}/videos", "GET /v1/videos/{id}",
                                      "GET /v1/videos/{id}/recommendations", "GET /v1/search", "GET /v1/videos/{id}/comments"]
     // A POST that creates (201) takes an Idempotency-Key, unless sending it again is safe without one: a person's
     // second report of a thing updates the first; registering as a courier again updates; the same push
-    // subscription again replaces it; a stream ticket is used once, so a retry takes another.
+    // subscription or device token again replaces it; a stream ticket is used once, so a retry takes another.
     let retrySafe: Set<String> = ["POST /v1/users/{id}/reports", "POST /v1/stories/{id}/reports", "POST /v1/messages/{id}/reports",
                                   "POST /v1/comments/{id}/reports", "POST /v1/couriers/me", "POST /v1/push/subscriptions",
+                                  "POST /v1/push/devices",
                                   "POST /v1/auth/stream-tickets"]
     let api = APIClient(port: service.port)
     let doc = try api.get("/openapi.json").json
