@@ -98,6 +98,7 @@ let package = Package(
                           swiftSettings: settings),
         .executableTarget(name: "chat-fanout", dependencies: ["WireClient", "CShims"], path: "bench/chat-fanout", swiftSettings: settings),
         .executableTarget(name: "geo-bench", dependencies: ["Geo", "Postgres"], path: "bench/geo-bench", swiftSettings: settings),
+        .executableTarget(name: "media-bench", dependencies: ["Imaging"], path: "bench/media-bench", swiftSettings: settings),
 
         // MARK: - Tests
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Runtime", "Web", "Events", "Identity", "Features",
