@@ -1,50 +1,86 @@
 #!/usr/bin/env bash
-# The image pipeline's cost per upload beside libvips' own command-line tool doing the same work on the same files:
-# ImagePipeline.process (decode with the pixel limit, upright, the stored JPEG at most 2048 px without metadata, the
-# 1080 and 320 px renditions, a 32 px thumbnail for the BlurHash) against vipsthumbnail making the same four images
-# (one process for REPEAT copies of every file at each size, so that starting it is not what is measured), one thread each
-# (VIPS_CONCURRENCY=1, as the services run it). Photos are made by Pillow and pillow-heif: phone-camera sizes, with Exif.
-# Prints images/s for each and the pipeline's ratio to vipsthumbnail (median of RUNS rounds, interleaved).
-# Not measured here: the HTTP upload and the object store's write (bench/http.sh measures the server; the store, h10's).
-#   bench/media.sh            SECONDS_PER_RUN=5 RUNS=3 SIZES="4032x3024 1600x1200" REPEAT=8
+# Image reads by signed URL: stories answering GET /v1/media/{id}?exp=..&sig=.. (the signature checked, the row read,
+# the object read from the media store, the bytes sent), directly and through the stack's gateway, beside nginx
+# sending the very same object file from disk (sendfile, nothing checked), interleaved round by round on the same
+# machine. The photo is a 1600 × 1200 JPEG uploaded through the pipeline; the stack's media store is its folder
+# (MEDIA_STORE=file://$STATE/media), and nginx sends a copy of the object's file. Prints reads/s, p99 latency, the ratio
+# to nginx and stories' CPU per 1,000 reads (medians of RUNS rounds). Not a test: absolute numbers drift on shared
+# machines, ratios less so.
+#   bench/media.sh                DURATION=10 CONNECTIONS=16 RUNS=3 SIZE=full (or a rendition: small, large)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-SECONDS_PER_RUN="${SECONDS_PER_RUN:-5}"; RUNS="${RUNS:-3}"; SIZES="${SIZES:-4032x3024 1600x1200}"; REPEAT="${REPEAT:-8}"
-"$ROOT/deploy/local/stack" install >&2
-command -v vipsthumbnail >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libvips-tools >/dev/null; }
-(cd "$ROOT" && swift build -c release --product media-bench >&2)
-BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)/media-bench"
-work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-export VIPS_CONCURRENCY=1 VIPS_WARNING=0
-median() { sort -g | sed -n "$(( (RUNS + 1) / 2 ))p"; }
+DURATION="${DURATION:-10}"; CONNECTIONS="${CONNECTIONS:-16}"; RUNS="${RUNS:-3}"; SIZE="${SIZE:-full}"
+NGINX_PORT="${NGINX_PORT:-18081}"
+AUTH="http://127.0.0.1:8081"; API="http://127.0.0.1:8082"; GATEWAY="http://127.0.0.1:${STACK_GATEWAY_PORT:-8080}"
 
-for size in $SIZES; do
-    w="${size%x*}"; h="${size#*x}"
-    files=()
-    for format in heic jpeg png webp; do
-        "$ROOT/.local/venv/bin/python" "$ROOT/Tests/ImagingTests/camera_photo.py" "$format" "$w" "$h" 6 "$work/photo-$size-$format.$format"
-        files+=("$work/photo-$size-$format.$format")
-        # vipsthumbnail takes REPEAT copies of each in one process, so that its start is not what is measured.
-        for r in $(seq 1 "$REPEAT"); do ln -sf "$work/photo-$size-$format.$format" "$work/copy-$size-$format-$r.$format"; done
-    done
-    copies=("$work"/copy-"$size"-*)
-    : >"$work/pipeline"; : >"$work/vips"
-    for _ in $(seq 1 "$RUNS"); do
-        "$BIN" "$SECONDS_PER_RUN" "${files[@]}" | awk '{print $1}' >>"$work/pipeline"
-        # vipsthumbnail: the same four images of every file, rounds of all the files until the time is up.
-        n=0; t0=$(date +%s.%N)
-        while awk -v t0="$t0" -v now="$(date +%s.%N)" -v s="$SECONDS_PER_RUN" 'BEGIN {exit !(now - t0 < s)}'; do
-            rm -f "$work"/out-*
-            vipsthumbnail -s "2048x2048>" -o "$work/out-%s-full.jpg[Q=82,strip,optimize_coding]" "${copies[@]}"
-            fulls=("$work"/out-*-full.jpg)
-            vipsthumbnail -s "1080x1080>" -o "$work/out-%s-large.jpg[Q=82,strip,optimize_coding]" "${fulls[@]}"
-            vipsthumbnail -s "320x320>" -o "$work/out-%s-small.jpg[Q=82,strip,optimize_coding]" "${fulls[@]}"
-            vipsthumbnail -s "32x32>" -o "$work/out-%s-tiny.v" "${fulls[@]}"
-            n=$((n + ${#copies[@]}))
-        done
-        awk -v n="$n" -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN {printf "%.1f\n", n / (now - t0)}' >>"$work/vips"
-    done
-    p="$(median <"$work/pipeline")"; v="$(median <"$work/vips")"
-    printf '%-10s pipeline %6s images/s   vipsthumbnail %6s images/s   ratio %s\n' "$size" "$p" "$v" \
-        "$(awk -v a="$p" -v b="$v" 'BEGIN {printf "%.2f", a / b}')"
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+if ((${#need[@]})); then
+    echo "==> installing ${need[*]}" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+"$ROOT/deploy/local/stack" up >&2
+STATE="${STACK_STATE_DIR:-/tmp/backend-stack-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)}"
+PG_PORT="$(cat "$STATE/pg.port" 2>/dev/null || echo 5432)" PG_DB=stories
+work="$(mktemp -d)"
+source "$ROOT/bench/lib.sh"
+json() { python3 -c "import sys, json; print(json.load(sys.stdin)$1)"; }
+
+# A camera-sized photo, uploaded as an app would.
+"$ROOT/.local/venv/bin/python" - "$work/photo.jpg" <<'PY'
+import sys
+from PIL import Image
+w, h = 1600, 1200
+img = Image.new("RGB", (w, h))
+img.putdata([((x * 255) // w, (y * 255) // h, (x ^ y) & 255) for y in range(h) for x in range(w)])
+img.save(sys.argv[1], "JPEG", quality=88)
+PY
+user="media_$(date +%s%N | tail -c 9)"
+token="$(curl -fs "$AUTH/v1/auth/signup" -H 'Content-Type: application/json' \
+    -d "{\"username\":\"$user\",\"email\":\"$user@example.com\",\"password\":\"benchmark password\",\"fullName\":\"Bench\"}" |
+    json '["accessToken"]')"
+upload="$(curl -fs "$API/v1/media" -H "Authorization: Bearer $token" -H 'Content-Type: image/jpeg' --data-binary "@$work/photo.jpg")"
+id="$(json '["id"]' <<<"$upload")"
+url="$(json "[\"urls\"][\"$SIZE\"]" <<<"$upload")"  # signed, naming the gateway (PUBLIC_BASE_URL)
+path="${url#*://*/}"; path="/$path"
+file="$STATE/media/stories/$id$([ "$SIZE" = full ] || echo "/${url##*size=}" | cut -d'&' -f1).blob"
+[ -s "$file" ] || { echo "bench: $file is missing (is MEDIA_STORE the stack's folder?)" >&2; exit 1; }
+bytes="$(stat -c %s "$file")"
+[ "$(curl -fs "$API$path" | wc -c)" = "$bytes" ] || { echo "bench: the signed URL does not load the object's bytes" >&2; exit 1; }
+
+# nginx's workers (not root) read a copy of it: the store's files are its owner's alone.
+chmod 755 "$work" && install -m 644 "$file" "$work/photo.blob"
+cat >"$work/nginx.conf" <<CONF
+worker_processes auto;
+pid $work/nginx.pid;
+error_log $work/error.log;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    sendfile on;
+    server {
+        listen 127.0.0.1:$NGINX_PORT;
+        location = /photo { default_type image/jpeg; alias $work/photo.blob; }
+    }
+}
+CONF
+/usr/sbin/nginx -c "$work/nginx.conf"
+trap '/usr/sbin/nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
+
+echo "==> a $bytes-byte image ($SIZE), $CONNECTIONS connections, ${DURATION}s each, $RUNS interleaved rounds ($(nproc) cores)" >&2
+for name in nginx direct gateway; do : >"$work/$name"; done
+for i in $(seq 1 "$RUNS"); do
+    wrk_once - "http://127.0.0.1:$NGINX_PORT/photo" >>"$work/nginx"
+    wrk_once stories "$API$path" >>"$work/direct"
+    wrk_once stories "$GATEWAY$path" >>"$work/gateway"
+    echo "  round $i: nginx $(tail -1 "$work/nginx") | stories $(tail -1 "$work/direct") | gateway $(tail -1 "$work/gateway")" >&2
 done
+
+echo
+echo "image reads by signed URL, $(date -u +%Y-%m-%d), $(nproc) cores, a $bytes-byte JPEG ($SIZE), $CONNECTIONS connections, medians of $RUNS interleaved ${DURATION}s rounds"
+printf '%-36s %10s %9s %8s %20s\n' "target" "per second" "p99 ms" "ratio" "CPU ms/1000: svc, pg"
+printf '%-36s %10.0f %9.2f %8s %20s\n' "nginx, the object file from disk" "$(col nginx 1)" "$(col nginx 2)" "1.00" "-, -"
+printf '%-36s %10.0f %9.2f %8s %20s\n' "stories, signed URL" "$(col direct 1)" "$(col direct 2)" "$(paired direct nginx)" "$(col direct 3), $(col direct 4)"
+printf '%-36s %10.0f %9.2f %8s %20s\n' "stories through the gateway" "$(col gateway 1)" "$(col gateway 2)" "$(paired gateway nginx)" "$(col gateway 3), $(col gateway 4)"
