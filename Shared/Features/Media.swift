@@ -98,8 +98,9 @@ public struct MediaView: View {
 }
 
 /// Images uploaded to a service, in its schema's `media` table: the type comes from the bytes (JPEG, PNG, HEIC,
-/// WebP; 415 otherwise), the place a photo was taken is removed before storing, and reads carry an ETag.
-/// Who may read an image is the service's own rule: it shows an image by a signed URL (`link`) to whoever may see
+/// WebP; 415 otherwise), what is stored is what `ImagePipeline` makes of them (an upright JPEG without metadata, its
+/// renditions and placeholder), and reads carry an ETag.
+/// Who may read an image is the service's own rule: it shows an image by signed URLs (`view`) to whoever may see
 /// it, and serves it to whoever holds one, or asks its rule for a caller with a bearer token.
 public struct MediaStore: Sendable {
     /// The service's schema.
