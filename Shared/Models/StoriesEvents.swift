@@ -57,10 +57,25 @@ public struct StoryCreated: EventPayload, Equatable {
     public var groupIds: [String]
     public var mediaCount: Int
     public var createdAt: String
+    /// Each of `groupIds` with its name and its members when the story was posted: whom to tell of it (notify's
+    /// daily digest), so that no consumer keeps a copy of every group's members. Absent in events from before it.
+    public var audiences: [StoryAudience]?
 
-    public init(storyId: String, authorId: String, groupIds: [String], mediaCount: Int, createdAt: String) {
+    public init(storyId: String, authorId: String, groupIds: [String], mediaCount: Int, createdAt: String,
+                audiences: [StoryAudience]? = nil) {
         self.storyId = storyId; self.authorId = authorId; self.groupIds = groupIds; self.mediaCount = mediaCount
-        self.createdAt = createdAt
+        self.createdAt = createdAt; self.audiences = audiences
+    }
+}
+
+/// A group a story went to: its name, and its members at the time (the author among them).
+public struct StoryAudience: Codable, Sendable, Equatable {
+    public var groupId: String
+    public var name: String
+    public var memberIds: [String]
+
+    public init(groupId: String, name: String, memberIds: [String]) {
+        self.groupId = groupId; self.name = name; self.memberIds = memberIds
     }
 }
 

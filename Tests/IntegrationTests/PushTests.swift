@@ -115,7 +115,7 @@ final class PushTests: XCTestCase {
 
         // Everything is on until I say otherwise; what cannot be turned off is not offered.
         let choices = try api.get("/v1/notifications/preferences", token: me.accessToken)["items"] as? [[String: Any]] ?? []
-        XCTAssertEqual(choices.count, 6)
+        XCTAssertEqual(choices.count, 12)
         XCTAssertTrue(choices.allSatisfy { $0["enabled"] as? Bool == true })
         XCTAssertEqual(try api.send("PUT", "/v1/notifications/preferences/reminder/push", json: ["enabled": false], token: me.accessToken)["enabled"] as? Bool,
                        false)

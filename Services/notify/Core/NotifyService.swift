@@ -41,6 +41,8 @@ public enum NotifyService {
         let stories: URL?
         let chat: URL?
         let chatWindow: Int
+        /// `GROUP_DIGEST_SECONDS` (86400): the window of a group's digest of new stories, at most one per person.
+        let digestWindow: Int
 
         init(_ environment: Environment) throws {
             if let url = environment.optional("SMTP_URL") {
@@ -98,6 +100,7 @@ public enum NotifyService {
             stories = try service("STORIES_URL", "http://stories:8082")
             chat = try service("CHAT_URL", "http://chat:8083")
             chatWindow = try environment.int("CHAT_WINDOW_SECONDS", default: 180, range: 1...3600)
+            digestWindow = try environment.int("GROUP_DIGEST_SECONDS", default: 86_400, range: 1...604_800)
             notices = Notices(offerSeconds: try environment.int("OFFER_TIMEOUT_SECONDS", default: 30, range: 1...3600))
         }
     }
@@ -108,7 +111,7 @@ public enum NotifyService {
         return try ServiceApp(service: "notify", defaultPort: 8086, environment: environment, migrations: migrations) { app in
             let storage = NotifyStorage()
             let deliveries = Deliveries(storage: storage, mails: settings.mails, notices: settings.notices,
-                                        chatWindow: TimeInterval(settings.chatWindow))
+                                        chatWindow: TimeInterval(settings.chatWindow), digestWindow: TimeInterval(settings.digestWindow))
             let leaving = Leaving(storage: storage)
             app.consume("mail", topics: Deliveries.topics + [UserDeleted.type]) { event, c in
                 if event.type == UserDeleted.type { try leaving.userDeleted(event, c) } else { try deliveries.record(event, c) }

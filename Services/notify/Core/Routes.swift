@@ -8,7 +8,13 @@ func makeRoutes(_ h: NotifyHandlers, _ auth: any Authenticator, services: Shared
     r.addExport(services: services) { user in try h.pool.withConnection { try h.storage.export($0, user) } }
     r.add("GET", "/v1/notifications", summary: "What was sent to me, and when: the newest first",
           response: (200, PageResponse<DeliveryView>.shape), auth: auth, h.list)
-    r.query("GET", "/v1/notifications", QueryParameter.page)
+    r.query("GET", "/v1/notifications", QueryParameter.page + [
+        QueryParameter("channel", .oneOf(["email", "push", "app"]), "Only these: app is the app's own list of notices"),
+        QueryParameter("unread", .boolean, "true: only those I have not marked read", default: "false"),
+    ])
+    r.add("POST", "/v1/notifications/{id}/read", summary: "Mark a notification of mine read (with its pushes)",
+          response: (200, DeliveryView.shape), auth: auth, h.markRead)
+    r.add("POST", "/v1/notifications/read", summary: "Mark every notification of mine read", response: (204, nil), auth: auth, h.markAllRead)
     r.add("GET", "/v1/notifications/preferences", summary: "What I get, by kind and channel", response: (200, ItemList<PreferenceView>.shape),
           auth: auth, h.preferences)
     r.add("PUT", "/v1/notifications/preferences/{kind}/{channel}", summary: "Turn one kind of notification by one channel on or off",

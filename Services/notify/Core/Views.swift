@@ -6,14 +6,22 @@ struct DeliveryView: View {
     let delivery: DeliveryRecord
     init(_ d: DeliveryRecord) { delivery = d }
 
-    static let kinds = ["email_verification", "password_reset", "newsletter", "reminder", "parcel_offer", "parcel_step", "chat_message", "chat_mention"]
+    static let kinds = ["email_verification", "password_reset", "newsletter", "reminder", "parcel_offer", "parcel_step", "chat_message", "chat_mention",
+                        "newsletter_ready", "story_comment", "group_stories_digest"]
+
+    /// A notice in the app's list: what it says, and where a tap leads (nil for the other channels).
+    private var notice: [String: Any]? {
+        guard delivery.channel == "app", let text = delivery.bodyText else { return nil }
+        return (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+    }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.delivery.id), .field("kind", \.delivery.kind, .oneOf(kinds)),
-        .field("channel", \.delivery.channel, .oneOf(["email", "push"])), .field("address", \.delivery.address),
+        .field("channel", \.delivery.channel, .oneOf(["email", "push", "app"])), .field("address", \.delivery.address),
         .field("subject", \.delivery.subject), .field("status", \.delivery.status, .oneOf(["pending", "sending", "sent", "failed"])),
         .field("attempts", \.delivery.attempts, .integer(0...Int.max)), .field("createdAt", \.delivery.createdAt),
-        .field("updatedAt", \.delivery.updatedAt), .nullable("sentAt", \.delivery.sentAt),
+        .field("updatedAt", \.delivery.updatedAt), .nullable("sentAt", \.delivery.sentAt), .nullable("readAt", \.delivery.readAt),
+        .nullable("body", { $0.notice?["body"] as? String }), .nullable("url", { $0.notice?["url"] as? String }),
     ]
 }
 
@@ -54,7 +62,7 @@ struct PreferenceView: View {
     let channel: String
     let enabled: Bool
     static let fields: [ViewField<Self>] = [
-        .field("kind", \.kind, .oneOf(Preferences.choices.map(\.kind))), .field("channel", \.channel, .oneOf(["email", "push"])),
+        .field("kind", \.kind, .oneOf(Preferences.kinds)), .field("channel", \.channel, .oneOf(["email", "push", "app"])),
         .field("enabled", \.enabled),
     ]
 }

@@ -17,13 +17,16 @@ struct Deliveries: Sendable {
     /// Chat messages to a member are told of at most once per room in this many seconds (`CHAT_WINDOW_SECONDS`,
     /// 180); a mention at once.
     let chatWindow: TimeInterval
+    /// New stories in a group are told to its members once per window of this many seconds (`GROUP_DIGEST_SECONDS`,
+    /// a day, windows starting at midnight UTC), when it closes.
+    let digestWindow: TimeInterval
 
     static let maxAttempts = 8
 
     /// The events notify reads, for its consumer.
     static let topics = [UserRegistered.type, UserUpdated.type, EmailVerificationRequested.type, PasswordResetRequested.type,
                          ReminderDue.type, NewsletterCompiled.type, ParcelCreated.type, ParcelClaimed.type, ParcelStatusChanged.type,
-                         ChatMemberJoined.type, ChatMemberLeft.type, ChatMessageCreated.type]
+                         ChatMemberJoined.type, ChatMemberLeft.type, ChatMessageCreated.type, StoryCreated.type, StoryCommented.type]
 
     /// How long a compiled newsletter is worth mailing.
     static let newsletterLifetime: TimeInterval = 7 * 86_400
@@ -54,6 +57,16 @@ struct Deliveries: Sendable {
                 _ = try storage.record(c, id: UUID.v7(), eventId: event.id, user: id, kind: "newsletter", address: address,
                                        subject: "Your group's newsletter", text: nil, html: nil, expiresAt: expires, reference: e.newsletterId)
             }
+            // Ready, by push and in the app, to the members but those who asked for no word of it.
+            let off = Set((e.offMemberIds ?? []).map { $0.lowercased() })
+            try tell(event, c, to: e.memberIds.filter { !off.contains($0.lowercased()) }, notices.newsletterReady(e))
+        case StoryCommented.type:
+            // The story's author hears of a comment, unless it is their own.
+            let e = try event.decode(StoryCommented.self)
+            guard e.authorId.lowercased() != e.storyAuthorId.lowercased() else { return }
+            try tell(event, c, to: [e.storyAuthorId], notices.comment(e))
+        case StoryCreated.type:
+            try digest(try event.decode(StoryCreated.self), c)
         case ChatMemberJoined.type:
             let e = try event.decode(ChatMemberJoined.self)
             guard let room = UUID(uuidString: e.roomId), let user = UUID(uuidString: e.userId) else { return }
@@ -121,6 +134,41 @@ struct Deliveries: Sendable {
         _ = try storage.record(c, id: UUID.v7(), eventId: event.id, user: id, kind: kind, address: address,
                                subject: content.subject, text: content.text, html: content.html, expiresAt: expiresAt,
                                app: ClientApp.named(app)?.id)
+    }
+
+    /// The members of a story's groups, but its author, hear of it in their group's digest of the window it was posted
+    /// in: one per group, window and person (the delivery log's key), recorded at the first story, sent when the window
+    /// closes and restated at each story after (a replayed story is counted once: `group_stories` holds it).
+    private func digest(_ e: StoryCreated, _ c: Connection) throws {
+        guard let story = UUID(uuidString: e.storyId), let author = UUID(uuidString: e.authorId) else { return }
+        let at = Timestamp.parse(e.createdAt) ?? Date()
+        let start = (at.timeIntervalSince1970 / digestWindow).rounded(.down) * digestWindow
+        let window = Date(timeIntervalSince1970: start), closes = Date(timeIntervalSince1970: start + digestWindow)
+        guard closes.addingTimeInterval(86_400) > Date() else { return }  // read long after: stale
+        for audience in e.audiences ?? [] {
+            guard let group = UUID(uuidString: audience.groupId) else { continue }
+            let others = Array(Set(audience.memberIds.compactMap(UUID.init(uuidString:))).subtracting([author]))
+            let counts = try storage.recordGroupStory(c, group: group, name: audience.name, window: window, story: story, author: author, for: others)
+            let key = "digest:\(group.lowercased):\(Int(start))", kind = "group_stories_digest", app = Apps.of(kind: kind)
+            for (person, count) in counts where count > 0 {
+                let notice = Notices.digest(group: group.lowercased, name: audience.name, stories: count, closes: closes)
+                try storage.recordPush(c, eventId: key, to: try storage.pushTargets(c, [person], kind: kind),
+                                       devices: try storage.deviceTargets(c, [person], kind: kind, app: app), kind: kind, title: notice.title,
+                                       payload: notice.payload, ttl: notice.ttl, urgency: notice.urgency, topic: notice.topic,
+                                       expiresAt: notice.expiresAt, at: closes, reference: group.lowercased)
+                try storage.recordInApp(c, eventId: key, to: [person], kind: kind, app: app, title: notice.title, payload: notice.payload,
+                                        at: closes, reference: group.lowercased)
+                try storage.restate(c, eventId: key, user: person, title: notice.title, payload: notice.payload)
+            }
+        }
+    }
+
+    /// By push, and in the app's list.
+    private func tell(_ event: ReceivedEvent, _ c: Connection, to users: [String], _ notice: Notice) throws {
+        guard notice.expiresAt > Date() else { return }
+        try push(event, c, to: users, notice)
+        try storage.recordInApp(c, eventId: event.id, to: Array(Set(users.compactMap(UUID.init(uuidString:)))), kind: notice.kind,
+                                app: Apps.of(kind: notice.kind), title: notice.title, payload: notice.payload)
     }
 
     private func push(_ event: ReceivedEvent, _ c: Connection, to users: [String], _ notice: Notice) throws {

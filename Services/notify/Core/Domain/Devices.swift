@@ -163,8 +163,10 @@ struct NativePush: Sendable {
         }
 
         var locKey: String { kind == "parcel_step" ? "parcel_step.\(data["status"] ?? "")" : kind }
-        /// The unread count of a room; nothing else is filled into a text.
-        var locArgs: [String] { kind == "chat_message" ? [data["unread"] ?? "0"] : [] }
+        /// The unread count of a room, the stories a digest or newsletter tells of; nothing else is filled into a text.
+        var locArgs: [String] {
+            kind == "chat_message" ? [data["unread"] ?? "0"] : data["stories"].map { [$0] } ?? []
+        }
         /// What the app groups it with: the parcel, the room, the group.
         var thread: String? { data["parcelId"] ?? data["roomId"] ?? data["groupId"] }
 

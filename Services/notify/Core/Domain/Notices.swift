@@ -38,6 +38,32 @@ struct Notices: Sendable {
                       topic: "reminder" + e.groupId.replacingOccurrences(of: "-", with: "").prefix(24), expiresAt: closes)
     }
 
+    /// A member commented on the person's story.
+    func comment(_ e: StoryCommented) -> Notice {
+        let at = Timestamp.parse(e.createdAt) ?? Date()
+        return Notice(kind: "story_comment", title: "A new comment on your story", body: "A member of your group commented on your story.",
+                      url: "/stories/\(e.storyId)", data: ["storyId": e.storyId, "commentId": e.commentId], ttl: 86_400, urgency: "normal",
+                      topic: nil, expiresAt: at.addingTimeInterval(7 * 86_400))
+    }
+
+    /// A group's newsletter was put together: a newer one replaces an older one not yet delivered.
+    func newsletterReady(_ e: NewsletterCompiled) -> Notice {
+        let at = Timestamp.parse(e.compiledAt) ?? Date()
+        return Notice(kind: "newsletter_ready", title: "Your group's newsletter is ready",
+                      body: e.storyCount == 1 ? "1 story from this period, together." : "\(e.storyCount) stories from this period, together.",
+                      url: "/groups/\(e.groupId)/newsletters/\(e.newsletterId)", data: ["groupId": e.groupId, "newsletterId": e.newsletterId, "stories": String(e.storyCount)],
+                      ttl: 86_400, urgency: "normal", topic: "newsletter" + e.groupId.replacingOccurrences(of: "-", with: "").prefix(22),
+                      expiresAt: at.addingTimeInterval(Deliveries.newsletterLifetime))
+    }
+
+    /// The stories others posted in a group during a digest window, told once it closed (`closes`).
+    static func digest(group: String, name: String, stories: Int, closes: Date) -> Notice {
+        Notice(kind: "group_stories_digest", title: name.isEmpty ? "New stories in your group" : "New stories in \(name)",
+               body: stories == 1 ? "1 new story to read." : "\(stories) new stories to read.", url: "/groups/\(group)",
+               data: ["groupId": group, "stories": String(stories)], ttl: 86_400, urgency: "very-low",
+               topic: "digest" + group.replacingOccurrences(of: "-", with: "").prefix(26), expiresAt: closes.addingTimeInterval(86_400))
+    }
+
     /// A courier offered a parcel: at once, and not after the offer lapsed.
     func offer(_ e: ParcelStatusChanged) -> Notice {
         let at = Timestamp.parse(e.at) ?? Date()

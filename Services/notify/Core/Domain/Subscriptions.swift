@@ -121,12 +121,18 @@ struct Subscriptions: Sendable {
     }
 }
 
-/// What people may turn off, by kind and channel (a verification or reset mail cannot be).
+/// What people may turn off, by kind and channel (a verification or reset mail cannot be). Channel `app`: the app's
+/// list of notices (`GET /v1/notifications`).
 enum Preferences {
     static let choices: [(kind: String, channel: String)] = [
         ("reminder", "push"), ("parcel_step", "push"), ("parcel_offer", "push"), ("chat_message", "push"), ("chat_mention", "push"),
         ("newsletter", "email"),
+        ("newsletter_ready", "push"), ("newsletter_ready", "app"), ("story_comment", "push"), ("story_comment", "app"),
+        ("group_stories_digest", "push"), ("group_stories_digest", "app"),
     ]
+
+    /// The kinds among the choices, each once, in their order.
+    static let kinds = choices.map(\.kind).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
 }
 
 /// Quiet hours: from `starts` to `ends` (minutes of the day, wrapping past midnight) in `timeZone`, pushes wait, but

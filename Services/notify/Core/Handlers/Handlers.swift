@@ -20,10 +20,24 @@ struct NotifyHandlers: Sendable {
             guard values.count == 1, let id = UUID(uuidString: values[0]) else { throw HTTPError.validation("cursor is not valid.", field: "cursor") }
             return id
         }
+        let channel = request.query["channel"], unread = request.query["unread"] == "true"
         return try pool.withConnection { c in
-            let rows = try storage.deliveries(c, of: caller.userId, before: before, limit: page.limit + 1)
+            let rows = try storage.deliveries(c, of: caller.userId, before: before, limit: page.limit + 1, channel: channel, unread: unread)
             return .json(PageResponse(rows, page, item: DeliveryView.init, cursor: { [$0.id.lowercased] }))
         }
+    }
+
+    /// `POST /v1/notifications/{id}/read`: this notice read (its pushes with it); another person's is not found.
+    func markRead(_ request: Request, _ caller: Caller) throws -> Response {
+        guard let id = UUID(uuidString: request.pathParameters["id"] ?? ""),
+              let delivery = try pool.withConnection({ try storage.markRead($0, id, user: caller.userId) }) else { throw HTTPError.notFound() }
+        return .json(DeliveryView(delivery))
+    }
+
+    /// `POST /v1/notifications/read`: everything shown to me so far read.
+    func markAllRead(_ request: Request, _ caller: Caller) throws -> Response {
+        _ = try pool.withConnection { try storage.markAllRead($0, user: caller.userId) }
+        return .noContent
     }
 }
 
@@ -166,6 +180,8 @@ extension NotifyHandlers {
 
     private static func describe(_ kind: String) -> String {
         ["newsletter": "your groups' newsletters", "reminder": "reminders to post", "parcel_step": "parcel updates",
-         "parcel_offer": "delivery offers", "chat_message": "new chat messages", "chat_mention": "mentions in chats"][kind] ?? "these notifications"
+         "parcel_offer": "delivery offers", "chat_message": "new chat messages", "chat_mention": "mentions in chats",
+         "newsletter_ready": "word that your groups' newsletters are ready", "story_comment": "comments on your stories",
+         "group_stories_digest": "daily digests of your groups' new stories"][kind] ?? "these notifications"
     }
 }

@@ -122,4 +122,21 @@ let migrations: [Migration] = [
     Migration(8, "the app a mail speaks as (its sender, colours and links): the one its request came from", """
         ALTER TABLE deliveries ADD COLUMN app text;
         """),
+    Migration(9, "the in-app list: notices shown in the app (channel app) with read markers; the stories of a group's daily digest", """
+        ALTER TABLE deliveries DROP CONSTRAINT deliveries_channel_check;
+        ALTER TABLE deliveries ADD CONSTRAINT deliveries_channel_check CHECK (channel IN ('email', 'push', 'app'));
+        ALTER TABLE deliveries ADD COLUMN read_at timestamptz;
+        CREATE UNIQUE INDEX deliveries_once_in_app ON deliveries (event_id, user_id) WHERE channel = 'app';
+        ALTER TABLE preferences DROP CONSTRAINT preferences_channel_check;
+        ALTER TABLE preferences ADD CONSTRAINT preferences_channel_check CHECK (channel IN ('email', 'push', 'app'));
+        CREATE TABLE group_stories (
+            group_id uuid NOT NULL,
+            window_start timestamptz NOT NULL,
+            story_id uuid NOT NULL,
+            author_id uuid NOT NULL,
+            group_name text NOT NULL,
+            PRIMARY KEY (group_id, window_start, story_id)
+        );
+        CREATE INDEX group_stories_by_author ON group_stories (author_id);
+        """),
 ]

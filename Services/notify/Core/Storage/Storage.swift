@@ -34,6 +34,8 @@ struct DeliveryRecord {
     let reference: String?
     /// The app a mail speaks as (`ClientApp.id`: its sender); nil: the backend's own.
     let app: String?
+    /// When its person marked it read (in the app's list).
+    let readAt: Date?
 
     init(_ r: Row) throws {
         id = try r["id"]; eventId = try r["event_id"]; userId = try r["user_id"]; channel = try r["channel"]; kind = try r["kind"]
@@ -42,7 +44,7 @@ struct DeliveryRecord {
         createdAt = try r["created_at"]; updatedAt = try r.decode("updated_at") ?? createdAt
         sentAt = try r.decode("sent_at")
         subscriptionId = try r.decode("subscription_id"); deviceId = try r.decode("device_id"); ttl = try r.decode("ttl"); urgency = try r.decode("urgency")
-        topic = try r.decode("topic"); reference = try r.decode("reference"); app = try r.decode("app")
+        topic = try r.decode("topic"); reference = try r.decode("reference"); app = try r.decode("app"); readAt = try r.decode("read_at")
     }
 }
 
@@ -318,11 +320,14 @@ struct NotifyStorage: Sendable {
         }
     }
 
-    /// `user`'s deliveries, the newest first, before `before` (a delivery id: they are time-ordered).
-    func deliveries(_ c: Connection, of user: UUID, before: UUID?, limit: Int) throws -> [DeliveryRecord] {
+    /// `user`'s deliveries, the newest first, before `before` (a delivery id: they are time-ordered), by `channel`
+    /// only when given, those not read only when `unread`; a notice in the app once it is shown.
+    func deliveries(_ c: Connection, of user: UUID, before: UUID?, limit: Int, channel: String? = nil, unread: Bool = false) throws -> [DeliveryRecord] {
         try c.rows("""
-            SELECT * FROM notify.deliveries WHERE user_id = $1 AND ($2::uuid IS NULL OR id < $2::uuid) ORDER BY id DESC LIMIT $3
-            """, [user, before, limit]).map(DeliveryRecord.init)
+            SELECT * FROM notify.deliveries WHERE user_id = $1 AND ($2::uuid IS NULL OR id < $2::uuid) AND ($4::text IS NULL OR channel = $4::text)
+                AND (NOT $5 OR read_at IS NULL) AND (channel <> 'app' OR sent_at <= now())
+            ORDER BY id DESC LIMIT $3
+            """, [user, before, limit, channel, unread]).map(DeliveryRecord.init)
     }
 
     /// How many deliveries wait to be sent, and the age in seconds of the oldest.
@@ -341,6 +346,7 @@ struct NotifyStorage: Sendable {
         for table in ["people", "preferences", "unsubscribe_tokens", "quiet_hours", "room_members"] {
             try c.execute("DELETE FROM notify.\(table) WHERE user_id = $1", [user])
         }
+        try c.execute("DELETE FROM notify.group_stories WHERE author_id = $1", [user])
         try c.execute("DELETE FROM notify.parcels WHERE sender_id = $1", [user])
         try c.execute("UPDATE notify.parcels SET recipient_id = NULL WHERE recipient_id = $1", [user])
     }
@@ -350,7 +356,7 @@ struct NotifyStorage: Sendable {
         try Export.document(c, """
             SELECT json_build_object('deliveries', (SELECT coalesce(json_agg(json_build_object(
                 'id', id, 'kind', kind, 'channel', channel, 'address', address, 'subject', subject, 'status', status,
-                'createdAt', created_at, 'updatedAt', coalesce(updated_at, created_at), 'sentAt', sent_at) ORDER BY id), '[]'::json)
+                'createdAt', created_at, 'updatedAt', coalesce(updated_at, created_at), 'sentAt', sent_at, 'readAt', read_at) ORDER BY id), '[]'::json)
                 FROM notify.deliveries WHERE user_id = $1),
                 'pushSubscriptions', (SELECT coalesce(json_agg(json_build_object('id', id, 'endpoint', endpoint, 'createdAt', created_at,
                 'updatedAt', coalesce(updated_at, created_at))

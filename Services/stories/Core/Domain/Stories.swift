@@ -27,7 +27,8 @@ struct Stories: Sendable {
         try media.requireOwned(images, by: author, field: "mediaIds", on: c)
         let story = try storage.createStory(c, author: author, text: text, color: color, groups: groups, media: images)
         try outbox.add(StoryCreated(storyId: story.id.lowercased, authorId: author.lowercased, groupIds: groups.map(\.lowercased),
-                                    mediaCount: images.count, createdAt: Timestamp.format(story.createdAt)),
+                                    mediaCount: images.count, createdAt: Timestamp.format(story.createdAt),
+                                    audiences: try storage.audiences(c, groups)),
                        subject: story.id.lowercased, on: c)
         return story
     }

@@ -226,6 +226,19 @@ struct StoriesStorage {
                        [PostgresArray(ids), user]).map { try $0["group_id"] })
     }
 
+    /// Each of `ids` with its name and its members, for `story.created` to say whom to tell.
+    func audiences(_ c: Connection, _ ids: [UUID]) throws -> [StoryAudience] {
+        var byGroup: [UUID: StoryAudience] = [:]
+        for row in try c.rows("""
+            SELECT g.id, g.name, m.user_id FROM stories.groups g JOIN stories.memberships m ON m.group_id = g.id
+            WHERE g.id = ANY($1::uuid[]) ORDER BY m.joined_at, m.user_id
+            """, [PostgresArray(ids)]) {
+            let id: UUID = try row["id"], user: UUID = try row["user_id"], name: String = try row["name"]
+            byGroup[id, default: StoryAudience(groupId: id.lowercased, name: name, memberIds: [])].memberIds.append(user.lowercased)
+        }
+        return ids.compactMap { byGroup[$0] }
+    }
+
     func createStory(_ c: Connection, author: UUID, text: String, color: String?, groups: [UUID], media: [UUID]) throws -> StoryRecord {
         var story = try StoryRecord(c.first("""
             INSERT INTO stories.stories (id, author_id, text, background_color) VALUES ($1, $2, $3, $4)

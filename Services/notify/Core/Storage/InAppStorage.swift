@@ -1,0 +1,71 @@
+import Features
+import Foundation
+import Models
+import Postgres
+
+/// The in-app list: a notice shown in the app is a delivery by channel `app`, made when it is recorded (it has no
+/// one to send it), shown from `sent_at` on and kept with what it says; `read_at` is the person's read marker.
+extension NotifyStorage {
+    /// Records notice `payload` of event `eventId` in the app lists of `users`, once each, for those not erased here who
+    /// did not turn `kind` off in the app; shown from `at` (now when nil). `app`: the app whose list it is in.
+    func recordInApp(_ c: Connection, eventId: String, to users: [UUID], kind: String, app: String, title: String, payload: String,
+                     at: Date? = nil, reference: String? = nil) throws {
+        guard !users.isEmpty else { return }
+        try c.enqueue("""
+            INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, status, sent_at, next_attempt_at,
+                                           reference)
+            SELECT t.id, $4, t.user_id, 'app', $5, $6, $7, $8, 'sent', coalesce($9, now()), coalesce($9, now()), $10
+            FROM unnest($1::uuid[], $2::text[], $3::uuid[]) AS t(user_id, id_hash, id)
+            WHERE \(Erasure.notErased(schema: "notify", hash: "t.id_hash")) AND \(Self.allowed(user: "t.user_id", kind: "$5", channel: "'app'"))
+            ON CONFLICT DO NOTHING
+            """, [PostgresArray(users), PostgresArray(users.map(Erasure.hash)), PostgresArray(users.map { _ in UUID.v7(at: at ?? Date()) }),
+                  eventId, kind, app, title, payload, at, reference])
+    }
+
+    /// Replaces what the notices of `eventId` to `user` say, where it can still change: in the app list, and pushes not
+    /// yet taken to be sent (a digest tells of the stories that came after it was first recorded).
+    func restate(_ c: Connection, eventId: String, user: UUID, title: String, payload: String) throws {
+        try c.enqueue("""
+            UPDATE notify.deliveries SET subject = $3, body_text = $4
+            WHERE event_id = $1 AND user_id = $2 AND (channel = 'app' OR (channel = 'push' AND status = 'pending' AND attempts = 0))
+            """, [eventId, user, title, payload])
+    }
+
+    /// Marks the notice `id` of `user` read, with every other delivery of the same event to them (its pushes); the
+    /// delivery as it is now, nil when it is not theirs (or not shown yet).
+    func markRead(_ c: Connection, _ id: UUID, user: UUID) throws -> DeliveryRecord? {
+        guard let row = try c.first("""
+            SELECT event_id FROM notify.deliveries WHERE id = $1 AND user_id = $2 AND (channel <> 'app' OR sent_at <= now())
+            """, [id, user]) else { return nil }
+        try c.execute("UPDATE notify.deliveries SET read_at = now() WHERE user_id = $1 AND event_id = $2 AND read_at IS NULL",
+                      [user, try row["event_id", as: String.self]])
+        return try c.first("SELECT * FROM notify.deliveries WHERE id = $1", [id]).map(DeliveryRecord.init)
+    }
+
+    /// Marks everything shown to `user` read; how many were not.
+    func markAllRead(_ c: Connection, user: UUID) throws -> Int {
+        try c.execute("""
+            UPDATE notify.deliveries SET read_at = now() WHERE user_id = $1 AND read_at IS NULL AND (channel <> 'app' OR sent_at <= now())
+            """, [user])
+    }
+
+    /// Notes a story posted to a group in the digest window starting `window` (again: nothing changes); how many
+    /// stories of that window each of `people` did not write. Windows long past are forgotten.
+    func recordGroupStory(_ c: Connection, group: UUID, name: String, window: Date, story: UUID, author: UUID,
+                          for people: [UUID]) throws -> [UUID: Int] {
+        try c.execute("""
+            INSERT INTO notify.group_stories (group_id, window_start, story_id, author_id, group_name) VALUES ($1, $2, $3, $4, $5)
+            ON CONFLICT DO NOTHING
+            """, [group, window, story, author, name])
+        try c.execute("DELETE FROM notify.group_stories WHERE group_id = $1 AND window_start < $2::timestamptz - interval '7 days'", [group, window])
+        var counts: [UUID: Int] = [:]
+        for row in try c.rows("""
+            SELECT p.id, (SELECT count(*)::int FROM notify.group_stories s
+                          WHERE s.group_id = $2 AND s.window_start = $3 AND s.author_id <> p.id) AS n
+            FROM unnest($1::uuid[]) AS p(id)
+            """, [PostgresArray(people), group, window]) {
+            counts[try row["id"]] = try row["n"]
+        }
+        return counts
+    }
+}
