@@ -179,8 +179,9 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Stops gracefully: takes the connections already waiting and no others (the listener closes), ends the event
-    /// streams, closes connections idle between requests, answers every request begun with `Connection: close`
-    /// and closes its connection after it, and waits up to `grace` seconds for that; then closes what is left and
+    /// streams, answers every request begun, or begun on a kept connection from now on, with `Connection: close` and
+    /// half-closes its connection after it (a reset could destroy the answer before its client reads it), half-closes
+    /// a connection idle for a second, and waits up to `grace` seconds for all to close; then closes what is left and
     /// stops the threads.
     public func stop(grace: TimeInterval = 10) {
         guard listener >= 0 else { return }

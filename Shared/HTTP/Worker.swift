@@ -13,7 +13,8 @@ final class Worker: @unchecked Sendable {
         case wake(Int32, UInt64)
         /// A handler's answer for the request in flight on that connection.
         case answered(Int32, UInt64, Response)
-        /// Stop taking connections (after those already waiting), and end each connection after its next answer.
+        /// Stop taking connections (after those already waiting), and end each connection after its next answer, which
+        /// says `Connection: close`.
         case drain
         case stop
     }
@@ -138,15 +139,15 @@ final class Worker: @unchecked Sendable {
         return true
     }
 
-    /// The server is stopping: takes the connections already waiting (each will be answered), stops watching the
-    /// listener, and closes the connections that sit idle between requests; the others close after their answer, and
-    /// one that has not begun a request within a second of this is closed too (`expire`).
+    /// The server is stopping: takes the connections already waiting (each will be answered) and stops watching the
+    /// listener. Every connection ends after its next answer, which says `Connection: close`; one idle between
+    /// requests is not closed at once, since its client may have sent the next one already (an answer said it would
+    /// be kept): it has a second to begin one (`expire`).
     private func drain() {
         drainingSince = monotonicSeconds()
         while acceptOne() {}
         listening = false
         _ = epoll_ctl(epoll, EPOLL_CTL_DEL, listener, nil)
-        for c in Array(open.values) where c.isIdle && c.answered > 0 { finish(c) }
         drained.signal()
     }
 
@@ -381,6 +382,8 @@ final class Worker: @unchecked Sendable {
     /// Queues a response (for a stream: its head, then its events as they come).
     private func complete(_ c: Connection, _ response: Response, minor: Int, isHead: Bool) {
         unreserve(c)
+        // Closing a connection its client asked to keep: it may send on before it reads this answer, so it lingers.
+        if c.keepAlive && draining && response.stream == nil { c.linger = true }
         c.keepAlive = c.keepAlive && !draining && response.stream == nil
         c.phase = .head
         if let stream = response.stream {
@@ -401,14 +404,17 @@ final class Worker: @unchecked Sendable {
         if case .stream = c.phase { return }
         c.waitingSince = monotonicSeconds()
         c.lineSeen = false
-        if c.keepAlive && !c.peerClosed && !draining { return }
-        if c.linger && !c.peerClosed {
-            // Half-closed: the client sees the end of the answer; what it still sends is read and dropped for a while.
-            shutdown(c.fd, Int32(SHUT_WR))
-            c.phase = .draining(until: monotonicSeconds() + 2, budget: 1 << 20)
-        } else {
-            finish(c)
-        }
+        // An answer that said the connection stays open keeps it open, stopping or not: its client may send the next
+        // request now, and the server answers that one with `Connection: close`.
+        if c.keepAlive && !c.peerClosed { return }
+        if c.linger && !c.peerClosed { halfClose(c) } else { finish(c) }
+    }
+
+    /// Closes the sending side only: the client reads all that was sent, then the end (a reset would destroy an answer
+    /// it has not read yet); what it still sends is read and dropped for `seconds`, or until it closes too.
+    private func halfClose(_ c: Connection, for seconds: Double = 2) {
+        shutdown(c.fd, Int32(SHUT_WR))
+        c.phase = .draining(until: monotonicSeconds() + seconds, budget: 1 << 20)
     }
 
     /// Writes queued output; false while the socket takes no more (the loop hears when it does).
@@ -459,15 +465,18 @@ final class Worker: @unchecked Sendable {
     /// Closes connections that stalled: a request head not complete by the head deadline however many bytes trickle
     /// in (reported when one had begun; an idle keep-alive connection just closes), a body not complete by the body
     /// deadline (answered 408), a body or an answer that did not move for the idle timeout, a lingering close past
-    /// its time.
+    /// its time; stopping, a connection idle for a second.
     private func expire(now: Double) {
         let limits = server.connections.limits
         let idle = Double(limits.idleTimeoutSeconds), head = Double(limits.headTimeoutSeconds)
         for c in Array(open.values) {
             if case .draining(let until, _) = c.phase {
                 if now > until { finish(c) }
-            } else if let since = drainingSince, now - since >= 1, c.isIdle {
-                finish(c)
+            } else if let since = drainingSince, c.isIdle, now - max(since, c.waitingSince ?? since) >= 1 {
+                // Idle for a second since the stop began (or since its last answer): its client sends nothing more. A
+                // request that crosses this on the wire meets the end of the connection, not a reset, and no byte of
+                // an answer: it is safe to send again (RFC 9112, 9.3.1). No answer to protect: a short linger.
+                halfClose(c, for: 0.5)
             } else if c.isReadingBody && now > c.bodyDeadline {
                 switch c.phase {
                 case .body(let head, _, _), .chunked(let head, _, _):

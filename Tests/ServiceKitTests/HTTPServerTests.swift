@@ -136,6 +136,38 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertTrue(text.hasSuffix("GET /three ? []"), "closed after the request that asked")
     }
 
+    /// Stopping, a kept connection is not closed under a client that may be sending on it: its next request is
+    /// answered with `Connection: close`, and one that stays idle ends cleanly (the end of the stream, not a reset).
+    func testStoppingAnswersTheNextRequestOnAKeptConnectionAndEndsAnIdleOneCleanly() throws {
+        let busy = try TestSocket(port: server.boundPort), idle = try TestSocket(port: server.boundPort)
+        for socket in [busy, idle] {
+            socket.send("GET /one HTTP/1.1\r\nHost: x\r\n\r\n")
+            let first = socket.read(until: { $0.hasSuffix("GET /one ? []") })
+            XCTAssertFalse(first.contains("Connection: close"), "kept: \(first)")
+        }
+        let stopped = DispatchSemaphore(value: 0)
+        Thread { [server] in server!.stop(grace: 5); stopped.signal() }.start()
+        // Stopping once the listener is closed (no new connection is taken).
+        let asked = Date()
+        while (try? TestSocket(port: server.boundPort)) != nil && Date().timeIntervalSince(asked) < 5 { usleep(1_000) }
+
+        busy.send("GET /two HTTP/1.1\r\nHost: x\r\n\r\n")
+        let second = busy.read()
+        XCTAssertTrue(second.contains("Connection: close\r\n") && second.hasSuffix("GET /two ? []"), second)
+        XCTAssertEqual(busy.read(for: 0.5), second, "then closed, with nothing more")
+
+        let started = Date()
+        var ending = ""
+        var chunk = [UInt8](repeating: 0, count: 1024)
+        while ending.isEmpty && Date().timeIntervalSince(started) < 5 {
+            let n = recv(idle.fd, &chunk, chunk.count, 0)
+            if n == 0 { ending = "end" } else if n > 0 { ending = "bytes" } else if errno != EAGAIN { ending = String(cString: strerror(errno)) }
+        }
+        XCTAssertEqual(ending, "end", "an idle connection ends with the end of the stream, nothing more")
+        XCTAssertGreaterThan(Date().timeIntervalSince(started), 0.5, "after its client had time to send a request")
+        XCTAssertEqual(stopped.wait(timeout: .now() + 5), .success, "the stop ends once both are closed")
+    }
+
     func testABodyIsSentOnlyAfter100Continue() throws {
         let socket = try TestSocket(port: server.boundPort)
         socket.send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
