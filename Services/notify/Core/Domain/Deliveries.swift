@@ -140,7 +140,9 @@ struct Deliveries: Sendable {
     /// in: one per group, window and person (the delivery log's key), recorded at the first story, sent when the window
     /// closes and restated at each story after (a replayed story is counted once: `group_stories` holds it).
     private func digest(_ e: StoryCreated, _ c: Connection) throws {
-        guard let story = UUID(uuidString: e.storyId), let author = UUID(uuidString: e.authorId) else { return }
+        // An author erased since (`user.deleted` comes on another topic, perhaps first) is kept nowhere.
+        guard let story = UUID(uuidString: e.storyId), let author = UUID(uuidString: e.authorId),
+              try !Erasure.isErased(author, schema: "notify", on: c) else { return }
         let at = Timestamp.parse(e.createdAt) ?? Date()
         let start = (at.timeIntervalSince1970 / digestWindow).rounded(.down) * digestWindow
         let window = Date(timeIntervalSince1970: start), closes = Date(timeIntervalSince1970: start + digestWindow)
