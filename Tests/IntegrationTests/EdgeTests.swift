@@ -172,12 +172,14 @@ final class EdgeTests: ServiceTestCase {
         XCTAssertEqual(during.status, 200)
         XCTAssertFalse(during.head.contains("connection: close"), during.head)
         // After the delay: idle keep-alive connections are closed, the process exits cleanly.
-        XCTAssertTrue(kept.read(for: 4), "the idle keep-alive connection is closed once the listener closes")
+        XCTAssertTrue(kept.read(for: 4), "the idle keep-alive connection is closed a second after the listener closes")
         XCTAssertTrue(during.read(for: 1))
         XCTAssertTrue(silent.read(for: 3), "a connection that never began a request is closed too, a second after")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { !draining.process.isRunning })
         XCTAssertEqual(draining.process.terminationStatus, 0)
-        XCTAssertLessThan(Date().timeIntervalSince(signalled), 2 + 3, "the delay, then a quick drain (not the head deadline)")
+        // The delay, a second for an idle kept connection's next request, half a second of its reads dropped after the
+        // close (so that a request crossing it meets no reset): well within the 10 s head deadline it must not wait for.
+        XCTAssertLessThan(Date().timeIntervalSince(signalled), 2 + 4, "the delay, then a quick drain (not the head deadline)")
     }
 
     func testItListensOnIPv6AndIPv4() throws {
