@@ -65,28 +65,51 @@ final class DispatchFlowTests: DispatchTestCase {
 
         let offered = wait(id, as: near, for: "offered")
         XCTAssertEqual(offered?["offeredTo"] as? String, near.id, "the nearest courier is offered it")
-        // The courier sees what to collect: the photo loads by the URL their view gave, without a token.
-        let document = try load(offered?["documentPhotoUrl"])
+        // What the courier needs to decide, and nothing more until they accept: the areas (to about a kilometre),
+        // how far the pickup is, the service and the price; no address, recipient, description or document.
+        for field in ["recipient", "description", "documentPhotoMediaId", "documentPhotoUrl", "documentPhoto"] {
+            XCTAssertNil(offered?[field], "an offer shows no \(field)")
+        }
+        let area = offered?["pickup"] as? [String: Any]
+        XCTAssertEqual(area?["lat"] as? Double, 44.43)
+        XCTAssertEqual(area?["lon"] as? Double, 26.1)
+        XCTAssertNil(area?["address"])
+        XCTAssertNil((offered?["dropoff"] as? [String: Any])?["address"])
+        XCTAssertEqual(offered?["service"] as? String, "standard")
+        XCTAssertGreaterThan((offered?["quote"] as? [String: Any])?["amountMinor"] as? Int ?? 0, 300)
+        XCTAssertEqual(Double(offered?["distanceToPickupMeters"] as? Int ?? -1), 45, accuracy: 3, "from the courier's last fix")
+        let listed = try api.get("/v1/parcels?role=courier&status=offered", token: near.token)["items"] as? [[String: Any]]
+        XCTAssertEqual(listed?.map { $0["id"] as? String }, [id])
+        XCTAssertNil(listed?.first?["documentPhotoUrl"], "nor in their list")
+        XCTAssertNil((listed?.first?["pickup"] as? [String: Any])?["address"])
+        // The document is not theirs to see yet, by their token either.
+        let photoPath = "/v1/dispatch/media/\(created["documentPhotoMediaId"] as? String ?? "")"
+        assertClientError(try api.get(photoPath, token: near.token), 404, code: "not_found", "a courier only offered it")
+        assertClientError(try api.get(photoPath, token: far.token), 404, code: "not_found", "a courier it is not offered to")
+        assertClientError(try api.get(photoPath), 401, "neither a token nor a signature")
+        assertClientError(try api.get("/v1/parcels/\(id)", token: far.id == near.id ? sender.token : far.token), 404, "others see nothing")
+        assertClientError(try api.post("/v1/parcels/\(id)/accept", token: sender.token), 403, code: "forbidden")
+        XCTAssertEqual(try api.post("/v1/parcels/\(id)/accept", token: near.token)["status"] as? String, "assigned")
+        // Accepted, the courier sees what to collect: the addresses, the recipient, and the photo by its URL.
+        let assigned = try api.get("/v1/parcels/\(id)", token: near.token)
+        XCTAssertEqual((assigned["pickup"] as? [String: Any])?["address"] as? String, "Piața Universității 1")
+        XCTAssertEqual((assigned["recipient"] as? [String: Any])?["name"] as? String, "Rita Recipient")
+        XCTAssertNil(assigned["distanceToPickupMeters"])
+        let document = try load(assigned["documentPhotoUrl"])
         XCTAssertEqual(document.status, 200)
         XCTAssertEqual(document.body, Images.stored(Images.jpeg))
         // With its size and placeholder, in the sender's answer and the courier's view, and its small rendition.
-        for view in [created.json, offered ?? [:]] {
+        for view in [created.json, assigned.json] {
             let photo = view["documentPhoto"] as? [String: Any]
             XCTAssertEqual(photo?["width"] as? Int, 640)
             XCTAssertEqual(photo?["height"] as? Int, 480)
             XCTAssertEqual((photo?["placeholder"] as? String)?.count, 28)
         }
-        let small = try load(((offered?["documentPhoto"] as? [String: Any])?["urls"] as? [String: String])?["small"])
+        let small = try load(((assigned["documentPhoto"] as? [String: Any])?["urls"] as? [String: String])?["small"])
         XCTAssertEqual(small.status, 200)
         XCTAssertEqual(small.headers["content-type"], "image/jpeg")
-        let photoPath = "/v1/dispatch/media/\(created["documentPhotoMediaId"] as? String ?? "")"
         XCTAssertEqual(try api.get(photoPath, token: near.token).status, 200, "or with their token")
-        assertClientError(try api.get(photoPath, token: far.token), 404, code: "not_found", "a courier it is not offered to")
-        assertClientError(try api.get(photoPath), 401, "neither a token nor a signature")
-        assertClientError(try load(tampered(offered?["documentPhotoUrl"])), 403, code: "forbidden", "a tampered signature")
-        assertClientError(try api.get("/v1/parcels/\(id)", token: far.id == near.id ? sender.token : far.token), 404, "others see nothing")
-        assertClientError(try api.post("/v1/parcels/\(id)/accept", token: sender.token), 403, code: "forbidden")
-        XCTAssertEqual(try api.post("/v1/parcels/\(id)/accept", token: near.token)["status"] as? String, "assigned")
+        assertClientError(try load(tampered(assigned["documentPhotoUrl"])), 403, code: "forbidden", "a tampered signature")
         assertClientError(try api.post("/v1/parcels/\(id)/deliver", ["photoMediaId": try photo(near)], token: near.token), 409,
                           code: "conflict", "not picked up yet")
         XCTAssertEqual(try api.post("/v1/parcels/\(id)/pickup", token: near.token)["status"] as? String, "picked_up")

@@ -270,12 +270,14 @@ final class JourneyTests: XCTestCase {
         XCTAssertEqual(payment?["status"] as? String, "authorised", "the price is held on Sam's card before a courier is sought")
         XCTAssertEqual(payment?["amountMinor"] as? Int, quote["amountMinor"] as? Int)
 
-        // The courier is offered it, sees what to collect, accepts and picks it up.
+        // The courier is offered it (where, how far, what it pays: no address nor document before they accept),
+        // accepts, sees what to collect and picks it up.
         let offer = eventually("the offer on the courier's screen", { try api.get("/v1/parcels?role=courier", token: courier.token) }) {
             ($0["items"] as? [[String: Any]])?.first { $0["id"] as? String == parcel }?["status"] as? String == "offered"
         }
         let offered = (offer["items"] as? [[String: Any]])?.first { $0["id"] as? String == parcel }
-        assertLoads(offered?["documentPhotoUrl"], "the document's photo for the courier", image: Images.jpeg)
+        XCTAssertNil(offered?["documentPhotoUrl"], "no document before they accept")
+        XCTAssertNil((offered?["pickup"] as? [String: Any])?["address"], "nor the address")
         XCTAssertNil(offered?["deliveryPin"], "the PIN is never the courier's")
         // The courier's phone rang: an urgent push, kept no longer than the offer stands, within a second of the offer.
         let ring = try XCTUnwrap(try push!.waitFor(1, at: courierPhone).first, "the offer's push")
@@ -288,6 +290,8 @@ final class JourneyTests: XCTestCase {
         let at = try XCTUnwrap(Timestamp.parse(offeredAt.first { $0["to"] as? String == "offered" }?["at"] as? String ?? ""))
         XCTAssertLessThan((ring["receivedAt"] as? Double ?? .infinity) - at.timeIntervalSince1970, 1.0, "the push within a second of the offer")
         XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/accept", token: courier.token)["status"] as? String, "assigned")
+        assertLoads(try api.get("/v1/parcels/\(parcel)", token: courier.token)["documentPhotoUrl"], "the document's photo for the courier",
+                    image: Images.jpeg)
         eventually("the sender sees who comes and can call them (dispatch hears names from auth)",
                    { try api.get("/v1/parcels/\(parcel)", token: sender.token) }) {
             ($0["courier"] as? [String: Any])?["fullName"] as? String == "Cora Tester"

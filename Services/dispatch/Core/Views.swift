@@ -11,6 +11,8 @@ struct PlaceView: View {
     let lon: Double
     let address: String?
     init(_ point: GeoPoint, address: String? = nil) { lat = point.lat; lon = point.lon; self.address = address }
+    /// The area around `point`: its coordinates to two decimals (about a kilometre), and no address.
+    init(area point: GeoPoint) { lat = (point.lat * 100).rounded() / 100; lon = (point.lon * 100).rounded() / 100; address = nil }
 
     static let fields: [ViewField<Self>] = [.field("lat", \.lat, Shapes.lat), .field("lon", \.lon, Shapes.lon), .omitted("address", \.address)]
 }
@@ -84,11 +86,12 @@ struct ParcelView: View {
     let historyEntries: [HistoryEntry]?
     let position: GeoPoint?
 
-    /// The photos, by their signed URLs (`ImageView`): shown to whoever may see the parcel.
-    let documentPhoto: ImageView
+    /// The photos, by their signed URLs (`ImageView`): shown to whoever may see the parcel, the document's only to
+    /// its parties (signed for nobody else: a link once given keeps loading until it expires).
+    let documentPhoto: ImageView?
     let deliveryPhoto: ImageView?
     let receiptPhoto: ImageView?
-    var documentPhotoUrl: String { documentPhoto.url }
+    var documentPhotoUrl: String? { documentPhoto?.url }
     var deliveryPhotoUrl: String? { deliveryPhoto?.url }
     var receiptPhotoUrl: String? { receiptPhoto?.url }
 
@@ -101,19 +104,29 @@ struct ParcelView: View {
     /// Only in a parcel's own answer: the centres it goes through.
     let dropOffCentre: CentreView?
     let collectionCentre: CentreView?
+    /// The viewer is only offered it (neither a party nor its courier): they see what they need to decide (the
+    /// areas, how far the pickup is, the service and the price), and the addresses, the document, its description
+    /// and the recipient once they accepted.
+    let sealed: Bool
+    /// How far the offered courier is from the pickup, when their position is known.
+    let distanceToPickupMeters: Int?
 
-    init(_ p: ParcelRecord, for viewer: UUID, history: [HistoryEntry]? = nil, courier: CourierCard? = nil,
+    init(_ p: ParcelRecord, for viewer: UUID, at viewerPosition: GeoPoint? = nil, history: [HistoryEntry]? = nil, courier: CourierCard? = nil,
          payment: PaymentRecord? = nil, dropOffCentre: CentreRecord? = nil, collectionCentre: CentreRecord? = nil, media: MediaStore) {
         parcel = p; self.viewer = viewer; historyEntries = history; self.courier = courier; position = courier?.courier.position
         self.payment = payment.map(PaymentView.init)
         self.dropOffCentre = dropOffCentre.map { CentreView($0) }
         self.collectionCentre = collectionCentre.map { CentreView($0) }
-        documentPhoto = media.view(p.documentPhotoMediaId, meta: p.photoMeta)
+        sealed = ![p.senderId, p.recipientUserId, p.courierId].contains(viewer)
+        distanceToPickupMeters = sealed ? viewerPosition.map { Int(greatCircleMeters($0, p.pickup).rounded()) } : nil
+        documentPhoto = sealed ? nil : media.view(p.documentPhotoMediaId, meta: p.photoMeta)
         deliveryPhoto = p.deliveryPhotoMediaId.map { media.view($0, meta: p.photoMeta) }
         receiptPhoto = p.receiptPhotoMediaId.map { media.view($0, meta: p.photoMeta) }
     }
 
-    var recipient: RecipientView { RecipientView(parcel: parcel) }
+    var recipient: RecipientView? { sealed ? nil : RecipientView(parcel: parcel) }
+    var documentPhotoMediaId: UUID? { sealed ? nil : parcel.documentPhotoMediaId }
+    var description: String? { sealed ? nil : parcel.description }
     /// The sender's, until someone claims it.
     var claimCode: String? {
         viewer == parcel.senderId && parcel.recipientUserId == nil ? parcel.claimCode.map(InviteCode.display) : nil
@@ -130,8 +143,8 @@ struct ParcelView: View {
     var deliveryPin: String? {
         [parcel.senderId, parcel.recipientUserId].contains(viewer) && !ParcelLifecycle.isFinal(parcel.status) ? parcel.deliveryPin : nil
     }
-    var pickup: PlaceView { PlaceView(parcel.pickup, address: parcel.pickupAddress) }
-    var dropoff: PlaceView { PlaceView(parcel.dropoff, address: parcel.dropoffAddress) }
+    var pickup: PlaceView { sealed ? PlaceView(area: parcel.pickup) : PlaceView(parcel.pickup, address: parcel.pickupAddress) }
+    var dropoff: PlaceView { sealed ? PlaceView(area: parcel.dropoff) : PlaceView(parcel.dropoff, address: parcel.dropoffAddress) }
     var quote: QuoteView { QuoteView(quote: parcel.quote) }
     /// Only while the offer is open.
     var offeredTo: UUID? { parcel.status == .offered ? parcel.offeredTo : nil }
@@ -141,12 +154,12 @@ struct ParcelView: View {
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.parcel.id), .field("status", \.parcel.status.rawValue, Shapes.status), .field("senderId", \.parcel.senderId),
-        .field("recipient", \.recipient), .omitted("claimCode", \.claimCode), .omitted("deliveryPin", \.deliveryPin),
+        .omitted("recipient", \.recipient), .omitted("claimCode", \.claimCode), .omitted("deliveryPin", \.deliveryPin),
         .field("pickup", \.pickup), .field("dropoff", \.dropoff),
         .field("service", \.parcel.service.rawValue, Shapes.service), .field("paymentMethod", \.parcel.paymentMethod, Shapes.paymentMethod),
-        .field("insured", \.parcel.insured), .field("pointsSpent", \.parcel.pointsSpent), .omitted("description", \.parcel.description),
-        .field("documentPhotoMediaId", \.parcel.documentPhotoMediaId), .field("documentPhotoUrl", \.documentPhotoUrl),
-        .field("documentPhoto", \.documentPhoto),
+        .field("insured", \.parcel.insured), .field("pointsSpent", \.parcel.pointsSpent), .omitted("description", \.description),
+        .omitted("documentPhotoMediaId", \.documentPhotoMediaId), .omitted("documentPhotoUrl", \.documentPhotoUrl),
+        .omitted("documentPhoto", \.documentPhoto), .omitted("distanceToPickupMeters", \.distanceToPickupMeters),
         .omitted("deliveryPhotoMediaId", \.parcel.deliveryPhotoMediaId), .omitted("deliveryPhotoUrl", \.deliveryPhotoUrl),
         .omitted("deliveryPhoto", \.deliveryPhoto),
         .omitted("receiptPhotoMediaId", \.parcel.receiptPhotoMediaId), .omitted("receiptPhotoUrl", \.receiptPhotoUrl),

@@ -119,9 +119,12 @@ struct DispatchHandlers: Sendable {
         let courier = details.courier.map {
             CourierCard(courier: matcher.latest($0.courier), profile: $0.profile, phone: mayCall ? $0.profile?.phone : nil, urls: media.urls)
         }
-        return ParcelView(parcel, for: viewer, history: details.history, courier: courier, payment: details.payment,
+        return ParcelView(parcel, for: viewer, at: whereIs(viewer), history: details.history, courier: courier, payment: details.payment,
                           dropOffCentre: details.dropOffCentre, collectionCentre: details.collectionCentre, media: media)
     }
+
+    /// Where a courier was last, as far as this instance knows: how far an offer's pickup is from them.
+    func whereIs(_ courier: UUID) -> GeoPoint? { matcher.position(of: courier, newerThan: nil)?.point }
 
     /// `POST /v1/parcel-claims`: the caller becomes the recipient of the parcel its sender gave them the code of.
     /// Codes nobody holds count against the caller (`claims.throttle`).
@@ -144,7 +147,7 @@ struct DispatchHandlers: Sendable {
             return id
         }
         let parcels = try pool.withConnection { try storage.list($0, user: caller.userId, role: role, status: status, after: after, limit: page.limit + 1) }
-        return .json(PageResponse(parcels, page, item: { ParcelView($0, for: caller.userId, media: media) }, cursor: { [$0.id.lowercased] }))
+        return .json(PageResponse(parcels, page, item: { ParcelView($0, for: caller.userId, at: whereIs(caller.userId), media: media) }, cursor: { [$0.id.lowercased] }))
     }
 
     // MARK: Actions

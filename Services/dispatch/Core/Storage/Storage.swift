@@ -505,15 +505,14 @@ struct DispatchStorage {
         try c.first("UPDATE dispatch.parcels SET pin_failures = pin_failures + 1 WHERE id = $1 RETURNING pin_failures", [id])!["pin_failures"]
     }
 
-    /// Image `id` if `reader` uploaded it or it is a photo of a parcel that involves them (its sender, recipient,
-    /// courier, or the courier it is offered to).
+    /// Image `id` if `reader` uploaded it or it is a photo of a parcel that is theirs (its sender, recipient or
+    /// courier: not a courier only offered it, who sees no document until they accept).
     func visibleMedia(_ c: Connection, _ id: UUID, reader: UUID) throws -> MediaRecord? {
         try c.first("""
             SELECT \(MediaRecord.columns) FROM dispatch.media m WHERE m.id = $1 AND (
                 m.owner_id = $2
                 OR EXISTS (SELECT 1 FROM dispatch.parcels p  -- the reader's parcels, each by its own index
-                           WHERE (p.sender_id = $2 OR p.recipient_user_id = $2 OR p.courier_id = $2
-                                  OR (p.status = 'offered' AND p.offered_to = $2))
+                           WHERE (p.sender_id = $2 OR p.recipient_user_id = $2 OR p.courier_id = $2)
                              AND m.id IN (p.document_photo_media_id, p.delivery_photo_media_id, p.receipt_photo_media_id)))
             """, [id, reader]).map(MediaRecord.init)
     }
