@@ -309,6 +309,8 @@ final class JourneyTests: XCTestCase {
         XCTAssertEqual(heard.first?["text"] as? String, "Ring twice, please")
         XCTAssertEqual((heard.first?["author"] as? [String: Any])?["name"] as? String, "Sam Tester")
         XCTAssertEqual(try api.post("/v1/rooms/\(room)/messages", ["text": "On my way"], token: courier.token).status, 201)
+        XCTAssertEqual(try api.post("/v1/rooms/direct", ["userId": sender.id], token: courier.token).status, 200,
+                       "a direct line to the sender while the courier carries the parcel")
 
         // On the way, then delivered with a photo; Rita has no account, so she confirms later.
         _ = try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4400, "lon": 26.0950], token: courier.token)
@@ -331,6 +333,17 @@ final class JourneyTests: XCTestCase {
             ($0["items"] as? [[String: Any]])?.count == 2
         }
         XCTAssertEqual((mine["items"] as? [[String: Any]])?.compactMap { $0["text"] as? String }, ["Ring twice, please", "On my way"])
+        // The courier's line to the parties closed with their part in it: the conversation keeps them, but no direct
+        // room with Sam or Rita (as for a stranger).
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            (try? api.post("/v1/rooms/direct", ["userId": sender.id], token: courier.token))?.status == 403
+        }, "no direct room with the sender after delivery")
+        assertClientError(try api.post("/v1/rooms/direct", ["userId": rita.id], token: courier.token), 403, code: "forbidden",
+                          "nor with the recipient")
+        let stranger = try signUp("stan")
+        assertClientError(try api.post("/v1/rooms/direct", ["userId": sender.id], token: stranger.token), 403, code: "forbidden",
+                          "nor for a stranger")
+        XCTAssertEqual(try api.post("/v1/rooms/direct", ["userId": rita.id], token: sender.token).status, 200, "the parties still know each other")
         let confirmed = try api.post("/v1/parcels/\(parcel)/confirm", ["photoMediaId": try upload("/v1/dispatch/media", as: rita)["id"]!],
                                      token: rita.token)
         XCTAssertEqual(confirmed["status"] as? String, "received")

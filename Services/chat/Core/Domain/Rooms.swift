@@ -213,8 +213,10 @@ struct Rooms: Sendable {
         try admitParties(c, parcel: id)
     }
 
-    /// `parcel.status`: on assignment the courier is a party and the conversation opens; when the parcel is
-    /// received, cancelled or failed it becomes read-only.
+    /// `parcel.status`: on assignment the courier is a party and the conversation opens; when the courier's part
+    /// ends (delivered, left at a centre, received, cancelled, failed) they are no longer a party: no new direct room
+    /// with its sender or recipient through it (the conversation keeps them); when the parcel is received, cancelled
+    /// or failed it becomes read-only.
     func parcelStatus(_ event: ReceivedEvent, _ c: Connection) throws {
         let change = try event.decode(ParcelStatusChanged.self)
         guard let id = UUID(uuidString: change.parcelId) else { return }
@@ -228,7 +230,10 @@ struct Rooms: Sendable {
                 try opened(c, room, kind: "parcel", by: nil, parcel: id, members: [])
             }
             try admitParties(c, parcel: id)
+        case "delivered", "ready_for_collection":
+            try storage.removeCourierParty(c, parcel: id)
         case "received", "cancelled", "failed":
+            try storage.removeCourierParty(c, parcel: id)
             if let room = try storage.roomId(c, parcel: id), try storage.setReadOnly(c, room) { try changed(c, room, by: nil) }
         default:
             return

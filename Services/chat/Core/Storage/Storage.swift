@@ -430,7 +430,12 @@ struct ChatStorage: Sendable {
                       [parcel, user, role])
     }
 
-    /// Whether two people share a stories group or a parcel.
+    /// The parcel's courier is no longer one of its parties: their part in it is over.
+    func removeCourierParty(_ c: Connection, parcel: UUID) throws {
+        _ = try c.execute("DELETE FROM chat.parcel_parties WHERE parcel_id = $1 AND role = 'courier'", [parcel])
+    }
+
+    /// Whether two people share a stories group or a parcel (a courier: one they still carry).
     func know(_ c: Connection, _ a: UUID, _ b: UUID) throws -> Bool {
         try c.first("""
             SELECT EXISTS (SELECT 1 FROM chat.group_members x JOIN chat.group_members y ON y.group_id = x.group_id
