@@ -192,6 +192,139 @@ final class NewsletterTests: StoriesTestCase {
         XCTAssertEqual(try count("newsletters", "group_id = '\(gid)'"), before)
     }
 
+    /// Any interval: a monthly group (the 29th, 03:00 in Bucharest) and an every-two-weeks group (from Sunday
+    /// 2026-10-11, 03:00 in Bucharest) each get a newsletter at each of their own closes: on 28 February, at the
+    /// first instant after the 03:00 that spring-forward skips on 29 March, at the first of the two 03:00s on
+    /// 25 October, and across month ends. The service's clock cannot be moved, so the periods come from an
+    /// earlier close written to `newsletter_due_at` (every missed period is compiled in turn, as after an outage),
+    /// and the reminder is checked as planned before the current period's close; the unit tests
+    /// (`NewsletterScheduleTests`) check reminders before closes at any time.
+    func testMonthlyAndFortnightlyGroupsCloseAtTheirOwnTimesAcrossMonthEndsAndDaylightSaving() throws {
+        let ann = try person(), ben = try person()
+        let monthly = try group(ann, name: "Monthly")
+        let fortnightly = try group(ann, name: "Fortnightly")
+        let (mid, fid) = (monthly["id"] as! String, fortnightly["id"] as! String)
+        XCTAssertEqual(try join(ben, monthly).status, 200)
+        XCTAssertEqual(try join(ben, fortnightly).status, 200)
+
+        // Refused with the field named: what a frequency needs, and values out of range.
+        func refused(_ body: [String: Any], _ field: String) throws {
+            let r = try api.patch("/v1/groups/\(mid)", ["newsletter": body], token: ann.token)
+            assertClientError(r, 400, code: "validation_failed", "\(body)")
+            XCTAssertEqual((r.json["error"] as? [String: Any])?["field"] as? String, field, "\(body)")
+        }
+        try refused(["frequency": "monthly"], "newsletter.dayOfMonth")
+        try refused(["frequency": "every_n_weeks"], "newsletter.count")
+        try refused(["frequency": "every_n_days", "count": 0], "newsletter.count")
+        try refused(["frequency": "every_n_days", "count": 366], "newsletter.count")
+        try refused(["frequency": "monthly", "dayOfMonth": 32], "newsletter.dayOfMonth")
+        try refused(["frequency": "every_n_days", "count": 3, "startDate": "2026-02-30"], "newsletter.startDate")
+        try refused(["frequency": "every_n_days", "count": 3, "startDate": "next week"], "newsletter.startDate")
+        XCTAssertEqual(try api.get("/v1/groups/\(mid)", token: ann.token)["newsletter"].flatMap { $0 as? [String: Any] }?["frequency"] as? String,
+                       "weekly", "nothing refused was kept")
+
+        let m = try api.patch("/v1/groups/\(mid)", ["newsletter": ["frequency": "monthly", "dayOfMonth": 29, "hour": 3,
+                                                                   "timeZone": "Europe/Bucharest"]], token: ann.token)
+        XCTAssertEqual(m.status, 200, String(decoding: m.body, as: UTF8.self))
+        let ms = try XCTUnwrap(m["newsletter"] as? [String: Any])
+        XCTAssertEqual(ms["frequency"] as? String, "monthly")
+        XCTAssertEqual(ms["dayOfMonth"] as? Int, 29)
+        XCTAssertNil(ms["count"])
+        let f = try api.patch("/v1/groups/\(fid)", ["newsletter": ["frequency": "every_n_weeks", "count": 2, "startDate": "2026-10-11",
+                                                                   "hour": 3, "timeZone": "Europe/Bucharest"]], token: ann.token)
+        XCTAssertEqual(f.status, 200, String(decoding: f.body, as: UTF8.self))
+        let fs = try XCTUnwrap(f["newsletter"] as? [String: Any])
+        XCTAssertEqual(fs["count"] as? Int, 2)
+        XCTAssertEqual(fs["startDate"] as? String, "2026-10-11")
+        XCTAssertNil(fs["dayOfMonth"])
+
+        // The current period, as the group shows it to its members: now lies in it, and it closes at 03:00 Bucharest
+        // (no daylight-saving change falls on the 29th or on a Sunday two weeks from 11 October at 03:00 this year
+        // but 25 October and 29 March, checked below), on the 29th or the month's last day, or on the right Sunday.
+        var bucharest = Calendar(identifier: .gregorian)
+        bucharest.timeZone = TimeZone(identifier: "Europe/Bucharest")!
+        func current(_ gid: String) throws -> (start: Date, end: Date) {
+            let view = try api.get("/v1/groups/\(gid)", token: ben.token)
+            let period = (view["newsletter"] as? [String: Any])?["currentPeriod"] as? [String: Any]
+            return (try XCTUnwrap(Timestamp.parse(period?["start"] as? String ?? "")), try XCTUnwrap(Timestamp.parse(period?["end"] as? String ?? "")))
+        }
+        let now = Date()
+        let mp = try current(mid), fp = try current(fid)
+        for p in [mp, fp] {
+            XCTAssertTrue(p.start <= now && now < p.end, "\(p)")
+            XCTAssertTrue([3, 4].contains(bucharest.component(.hour, from: p.end)), "\(p)")
+        }
+        let endDay = bucharest.dateComponents([.year, .month, .day], from: mp.end)
+        let monthLength = bucharest.range(of: .day, in: .month, for: mp.end)!.count
+        XCTAssertEqual(endDay.day, min(29, monthLength))
+        let sinceStart = bucharest.dateComponents([.day], from: bucharest.date(from: DateComponents(year: 2026, month: 10, day: 11))!,
+                                                  to: bucharest.startOfDay(for: fp.end)).day!
+        XCTAssertEqual(sinceStart % 14, 0, "every other Sunday from 11 October")
+        XCTAssertEqual(bucharest.dateComponents([.day], from: bucharest.startOfDay(for: fp.start), to: bucharest.startOfDay(for: fp.end)).day, 14)
+
+        // Reminders come before each close: the next one is planned a day before the current period's (at 21:00 the
+        // evening before, since 03:00 is night).
+        func plannedReminder(_ gid: String) -> Date? {
+            try? database.connect().first("SELECT reminder_due_at FROM stories.groups WHERE id = $1::uuid", [gid])?.decode("reminder_due_at")
+        }
+        for (gid, p) in [(mid, mp), (fid, fp)] {
+            XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { plannedReminder(gid) != nil }, "a reminder is planned")
+            let at = try XCTUnwrap(plannedReminder(gid))
+            XCTAssertTrue(at > now, "\(at) is ahead")
+            // Within 30 hours of the close, this period's reminder is past and the next period's is planned.
+            if p.end.timeIntervalSince(now) > 31 * 3600 {
+                XCTAssertEqual(p.end.timeIntervalSince(at), 30 * 3600, accuracy: 3600, "21:00 two evenings before a 03:00 close")
+            }
+        }
+
+        // Stories on both sides of each close.
+        _ = try post(ben, "February", to: [mid], at: "2026-02-20T12:00:00Z")
+        _ = try post(ben, "02:30 on the night clocks spring forward", to: [mid], at: "2026-03-29T00:30:00Z")
+        _ = try post(ben, "04:00 EEST that night: the next period", to: [mid], at: "2026-03-29T01:00:00Z")
+        _ = try post(ben, "Just before the first 03:00", to: [fid], at: "2026-10-24T23:59:00Z")
+        _ = try post(ben, "The first 03:30", to: [fid], at: "2026-10-25T00:30:00Z")
+        _ = try post(ben, "The second 03:30", to: [fid], at: "2026-10-25T01:30:00Z")
+        _ = try post(ben, "Across the month end", to: [fid], at: "2026-11-01T12:00:00Z")
+
+        let probe = try EventProbe(topics: ["newsletter.compiled"])
+        let c = try database.connect()
+        try c.execute("UPDATE stories.groups SET newsletter_due_at = '2026-01-29T01:00:00Z' WHERE id = $1::uuid", [mid])
+        try c.execute("UPDATE stories.groups SET newsletter_due_at = '2026-10-11T00:00:00Z' WHERE id = $1::uuid", [fid])
+        for gid in [mid, fid] {
+            XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) {
+                (try? self.database.connect().first("SELECT newsletter_due_at > now() AS later FROM stories.groups WHERE id = $1::uuid",
+                                                    [gid])?["later", as: Bool.self]) == true
+            }, "every missed period is compiled, then the next close lies ahead")
+        }
+        func periods(_ gid: String) throws -> [[String]] {
+            try database.connect().rows("SELECT period_start, period_end, story_count FROM stories.newsletters WHERE group_id = $1::uuid ORDER BY period_end",
+                                        [gid]).map {
+                [Timestamp.format(try $0["period_start"]), Timestamp.format(try $0["period_end"]), String(try $0["story_count", as: Int.self])]
+            }
+        }
+        let months = try periods(mid)
+        XCTAssertEqual(Array(months.prefix(5)), [
+            ["2025-12-29T01:00:00.000Z", "2026-01-29T01:00:00.000Z", "0"],
+            ["2026-01-29T01:00:00.000Z", "2026-02-28T01:00:00.000Z", "1"],  // February has no 29th in 2026
+            ["2026-02-28T01:00:00.000Z", "2026-03-29T01:00:00.000Z", "1"],  // 03:00 skipped: 04:00 EEST, the first instant after
+            ["2026-03-29T01:00:00.000Z", "2026-04-29T00:00:00.000Z", "1"],  // 03:00 EEST
+            ["2026-04-29T00:00:00.000Z", "2026-05-29T00:00:00.000Z", "0"],
+        ])
+        XCTAssertTrue(months.contains(["2026-09-29T00:00:00.000Z", "2026-10-29T01:00:00.000Z", "0"]), "back to EET after 25 October")
+        XCTAssertEqual(months.last?[1], Timestamp.format(mp.start), "compiled up to the current period")
+        let fortnights = try periods(fid)
+        XCTAssertEqual(Array(fortnights.prefix(4)), [
+            ["2026-09-27T00:00:00.000Z", "2026-10-11T00:00:00.000Z", "0"],
+            ["2026-10-11T00:00:00.000Z", "2026-10-25T00:00:00.000Z", "1"],  // the first 03:00 (EEST) closes it, once
+            ["2026-10-25T00:00:00.000Z", "2026-11-08T01:00:00.000Z", "3"],  // both 03:30s and 1 November
+            ["2026-11-08T01:00:00.000Z", "2026-11-22T01:00:00.000Z", "0"],
+        ])
+        XCTAssertEqual(fortnights.last?[1], Timestamp.format(fp.start))
+        let events = probe.events(timeout: 20) { $0["type"] as? String == "newsletter.compiled" && $0["subject"] as? String == fid }
+        XCTAssertTrue(events.contains { $0.data("periodEnd") as? String == "2026-10-25T00:00:00.000Z" && $0.data("storyCount") as? Int == 1 })
+        XCTAssertEqual(try SchemaValidator.event("newsletter.compiled").validate(events.first?.envelope ?? [:]), [])
+    }
+
     func testTheCalendarShowsPostingDaysAndStreaksInMyTimeZone() throws {
         let ann = try person()
         let journal = try api.post("/v1/journals", ["name": "Diary"], token: ann.token)["id"] as! String

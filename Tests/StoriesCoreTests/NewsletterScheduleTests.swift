@@ -66,6 +66,112 @@ final class NewsletterScheduleTests: XCTestCase {
         XCTAssertEqual(s.localDay(utc("2026-11-30T12:00:00Z")), "2026-12-01")
     }
 
+    func f(_ d: Date) -> String { Timestamp.format(d) }
+    let utcZone = TimeZone(identifier: "UTC")!
+    let newYork = TimeZone(identifier: "America/New_York")!
+    let bucharest = TimeZone(identifier: "Europe/Bucharest")!
+
+    func testMonthlyOnThe31stClosesOnTheLastDayOfShorterMonths() {
+        let s = NewsletterSchedule(frequency: "monthly", hour: 18, timeZone: utcZone, dayOfMonth: 31)
+        func period(_ at: String) -> [String] { let p = s.period(containing: utc(at)); return [f(p.start), f(p.end)] }
+        XCTAssertEqual(period("2026-02-10T00:00:00Z"), ["2026-01-31T18:00:00.000Z", "2026-02-28T18:00:00.000Z"], "28 days")
+        XCTAssertEqual(period("2028-02-10T00:00:00Z"), ["2028-01-31T18:00:00.000Z", "2028-02-29T18:00:00.000Z"], "29 days, a leap year")
+        XCTAssertEqual(period("2026-03-10T00:00:00Z"), ["2026-02-28T18:00:00.000Z", "2026-03-31T18:00:00.000Z"], "31 days")
+        XCTAssertEqual(period("2026-04-10T00:00:00Z"), ["2026-03-31T18:00:00.000Z", "2026-04-30T18:00:00.000Z"], "30 days")
+        XCTAssertEqual(period("2026-12-31T18:00:00Z"), ["2026-12-31T18:00:00.000Z", "2027-01-31T18:00:00.000Z"], "at a close, across a year end")
+        XCTAssertEqual(f(s.nextClose(after: utc("2026-04-30T17:59:59Z"))), "2026-04-30T18:00:00.000Z")
+        XCTAssertEqual(f(s.previousClose(atOrBefore: utc("2026-04-30T17:59:59Z"))), "2026-03-31T18:00:00.000Z")
+    }
+
+    func testMonthlyOnThe29th() {
+        let s = NewsletterSchedule(frequency: "monthly", hour: 0, timeZone: utcZone, dayOfMonth: 29)
+        var closes: [String] = []
+        var at = utc("2026-01-01T00:00:00Z")
+        for _ in 0..<4 { at = s.nextClose(after: at); closes.append(f(at)) }
+        XCTAssertEqual(closes, ["2026-01-29T00:00:00.000Z", "2026-02-28T00:00:00.000Z", "2026-03-29T00:00:00.000Z", "2026-04-29T00:00:00.000Z"])
+        XCTAssertEqual(f(s.nextClose(after: utc("2028-02-01T00:00:00Z"))), "2028-02-29T00:00:00.000Z", "a leap February has its 29th")
+        XCTAssertEqual(f(s.nextClose(after: utc("2026-04-30T00:00:00Z"))), "2026-05-29T00:00:00.000Z", "30 days: the 29th itself")
+    }
+
+    func testEveryTwoWeeksFromAStartDateAcrossAMonthEnd() {
+        // 2026-11-22 is a Sunday: periods close every other Sunday, before the start date too.
+        let s = NewsletterSchedule(frequency: "every_n_weeks", hour: 18, timeZone: utcZone, count: 2, startDate: "2026-11-22")
+        let p = s.period(containing: utc("2026-12-01T12:00:00Z"))
+        XCTAssertEqual([f(p.start), f(p.end)], ["2026-11-22T18:00:00.000Z", "2026-12-06T18:00:00.000Z"])
+        let q = s.period(containing: utc("2026-11-10T12:00:00Z"))
+        XCTAssertEqual([f(q.start), f(q.end)], ["2026-11-08T18:00:00.000Z", "2026-11-22T18:00:00.000Z"])
+        XCTAssertEqual(f(s.nextClose(after: utc("2026-12-06T18:00:00Z"))), "2026-12-20T18:00:00.000Z")
+        XCTAssertEqual(f(s.reminder(before: utc("2026-12-06T18:00:00Z"))), "2026-12-05T18:00:00.000Z", "a day before")
+    }
+
+    func testEveryThreeDays() {
+        let s = NewsletterSchedule(frequency: "every_n_days", hour: 9, timeZone: berlin, count: 3, startDate: "2026-11-28")
+        let p = s.period(containing: utc("2026-11-30T12:00:00Z"))
+        XCTAssertEqual([f(p.start), f(p.end)], ["2026-11-28T08:00:00.000Z", "2026-12-01T08:00:00.000Z"])
+        XCTAssertEqual(f(s.nextClose(after: p.end)), "2026-12-04T08:00:00.000Z")
+        XCTAssertEqual(f(s.previousClose(atOrBefore: utc("2026-11-28T07:59:59Z"))), "2026-11-25T08:00:00.000Z")
+        // Across February's end: 2026-02-26, 03-01, 03-04 …
+        let feb = NewsletterSchedule(frequency: "every_n_days", hour: 9, timeZone: berlin, count: 3, startDate: "2026-02-26")
+        XCTAssertEqual(f(feb.nextClose(after: utc("2026-02-26T08:00:00Z"))), "2026-03-01T08:00:00.000Z")
+        // Two days or more: reminded a day before (at 21:00 the evening before when that is night); one: three hours.
+        XCTAssertEqual(f(s.reminder(before: p.end)), "2026-11-30T08:00:00.000Z")
+        let one = NewsletterSchedule(frequency: "every_n_days", hour: 18, timeZone: berlin, count: 1, startDate: "2026-11-28")
+        XCTAssertEqual(f(one.reminder(before: utc("2026-11-30T17:00:00Z"))), "2026-11-30T14:00:00.000Z")
+    }
+
+    /// Daily and weekly are every 1 day and every 1 week: the same periods, so a group migrated keeps its own.
+    func testDailyAndWeeklyAreEveryOneDayAndEveryOneWeek() {
+        let weekly = NewsletterSchedule(frequency: "weekly", weekday: 3, hour: 7, timeZone: newYork)
+        let everyWeek = NewsletterSchedule(frequency: "every_n_weeks", hour: 7, timeZone: newYork, count: 1, startDate: "2026-12-02")
+        let daily = NewsletterSchedule(frequency: "daily", hour: 2, timeZone: newYork)
+        let everyDay = NewsletterSchedule(frequency: "every_n_days", hour: 2, timeZone: newYork, count: 1, startDate: "2020-01-01")
+        var at = utc("2026-01-01T00:00:00Z")
+        while at < utc("2027-01-01T00:00:00Z") {
+            XCTAssertTrue(weekly.period(containing: at) == everyWeek.period(containing: at), "\(at)")
+            XCTAssertTrue(daily.period(containing: at) == everyDay.period(containing: at), "\(at)")
+            at.addTimeInterval(5 * 3600 + 17 * 60)
+        }
+    }
+
+    /// The skipped hour: a period closing at 02:00 in New York on 2026-03-08 (clocks jump from 02:00 to 03:00 EDT)
+    /// closes at the first instant after the gap, 03:00 EDT; in Bucharest at 03:00 on 2026-03-29 (03:00 → 04:00),
+    /// at 04:00 EEST.
+    func testASkippedCloseHourClosesAtTheFirstInstantAfter() {
+        let ny = NewsletterSchedule(frequency: "monthly", hour: 2, timeZone: newYork, dayOfMonth: 8)
+        XCTAssertEqual(f(ny.nextClose(after: utc("2026-03-01T00:00:00Z"))), "2026-03-08T07:00:00.000Z")
+        XCTAssertEqual(f(ny.nextClose(after: utc("2026-03-08T07:00:00Z"))), "2026-04-08T06:00:00.000Z", "02:00 EDT")
+        let s = NewsletterSchedule(frequency: "every_n_days", hour: 3, timeZone: bucharest, count: 3, startDate: "2026-03-23")
+        let before = s.period(containing: utc("2026-03-28T12:00:00Z"))
+        XCTAssertEqual([f(before.start), f(before.end)], ["2026-03-26T01:00:00.000Z", "2026-03-29T01:00:00.000Z"])
+        let after = s.period(containing: before.end)
+        XCTAssertEqual([f(after.start), f(after.end)], ["2026-03-29T01:00:00.000Z", "2026-04-01T00:00:00.000Z"])
+        XCTAssertEqual(after.end.timeIntervalSince(after.start), 71 * 3600)
+    }
+
+    /// The repeated hour: a period closing at 01:00 in New York on 2026-11-01 (01:00–02:00 happens twice) closes once,
+    /// at the first 01:00 (EDT); in Bucharest at 03:00 on 2026-10-25, at the first 03:00 (EEST).
+    func testARepeatedCloseHourClosesOnceAtItsFirstOccurrence() {
+        let s = NewsletterSchedule(frequency: "every_n_weeks", hour: 1, timeZone: newYork, count: 2, startDate: "2026-10-18")
+        XCTAssertEqual(f(s.nextClose(after: utc("2026-10-20T00:00:00Z"))), "2026-11-01T05:00:00.000Z")
+        let p = s.period(containing: utc("2026-11-01T05:30:00Z"))  // 01:30 EDT: the new period
+        XCTAssertEqual([f(p.start), f(p.end)], ["2026-11-01T05:00:00.000Z", "2026-11-15T06:00:00.000Z"])
+        XCTAssertEqual(f(s.period(containing: utc("2026-11-01T06:30:00Z")).start), "2026-11-01T05:00:00.000Z", "01:30 EST: no second close")
+        let monthly = NewsletterSchedule(frequency: "monthly", hour: 3, timeZone: bucharest, dayOfMonth: 25)
+        let q = monthly.period(containing: utc("2026-11-01T00:00:00Z"))
+        XCTAssertEqual([f(q.start), f(q.end)], ["2026-10-25T00:00:00.000Z", "2026-11-25T01:00:00.000Z"])
+        XCTAssertEqual(f(monthly.previousClose(atOrBefore: utc("2026-10-25T00:59:59Z"))), "2026-10-25T00:00:00.000Z")
+    }
+
+    func testDates() {
+        XCTAssertNil(CivilDay.number("2026-02-29"))
+        XCTAssertNil(CivilDay.number("2026-13-01"))
+        XCTAssertNil(CivilDay.number("2026-1-01"))
+        XCTAssertEqual(CivilDay.number("2028-02-29"), LocalDay.ordinal("2028-02-29"))
+        XCTAssertEqual(CivilDay.number("1970-01-01"), 0)
+        XCTAssertEqual(CivilDay.number("1969-12-31"), -1)
+        XCTAssertEqual(CivilDay.civil(CivilDay.number(year: 2026, month: 12, day: 31)).month, 12)
+    }
+
     func testStreaks() {
         XCTAssertEqual(LocalDay.streaks(days: [], today: "2026-11-30").current, 0)
         let days = ["2026-11-20", "2026-11-21", "2026-11-22", "2026-11-25", "2026-11-28", "2026-11-29"]

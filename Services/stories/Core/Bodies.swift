@@ -11,15 +11,24 @@ struct CreateGroupBody: RequestBody {
 }
 
 struct NewsletterBody: RequestBody {
-    /// Only the fields given change; `timeZone` is an IANA name (checked by the handler).
+    /// Only the fields given change; `timeZone` is an IANA name and `startDate` a date that exists (both checked by
+    /// the handler, which also asks for `count` and `dayOfMonth` when the frequency needs them).
     static let schema = Schema.object([
-        "frequency": .optional(.oneOf(["daily", "weekly"])), "weekday": .optional(.integer(1...7)),
+        "frequency": .optional(.oneOf(NewsletterSchedule.frequencies)), "weekday": .optional(.integer(1...7)),
         "hour": .optional(.integer(0...23)), "timeZone": .optional(.string(max: 64)),
+        "count": .optional(.integer(1...365)), "dayOfMonth": .optional(.integer(1...31)),
+        "startDate": .optional(.string(max: 10, pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$", rule: "startDate must be a date, YYYY-MM-DD.")),
     ])
     let frequency: String?
     let weekday: Int?
     let hour: Int?
     let timeZone: String?
+    /// Days or weeks per period, with `every_n_days` and `every_n_weeks`.
+    let count: Int?
+    /// A local date a period closes on, with `every_n_days` and `every_n_weeks` (today in the group's zone if never set).
+    let startDate: String?
+    /// With `monthly`: the day of the month, the month's last when it is shorter.
+    let dayOfMonth: Int?
 }
 
 struct UpdateGroupBody: RequestBody {

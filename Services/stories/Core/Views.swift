@@ -12,10 +12,27 @@ enum Shapes {
 
 struct NewsletterView: View {
     let schedule: Schedule
+    /// The period open now: when it began and when it closes (its newsletter is compiled then).
+    let currentPeriod: PeriodView
+    init(schedule: Schedule, now: Date = Date()) {
+        self.schedule = schedule
+        let p = schedule.periods.period(containing: now)
+        currentPeriod = PeriodView(start: p.start, end: p.end)
+    }
+    var every: Bool { schedule.frequency == "every_n_days" || schedule.frequency == "every_n_weeks" }
     static let fields: [ViewField<Self>] = [
-        .field("frequency", \.schedule.frequency, .oneOf(["daily", "weekly"])), .field("weekday", \.schedule.weekday, .integer(1...7)),
+        .field("frequency", \.schedule.frequency, .oneOf(NewsletterSchedule.frequencies)), .field("weekday", \.schedule.weekday, .integer(1...7)),
         .field("hour", \.schedule.hour, .integer(0...23)), .field("timeZone", \.schedule.timeZone),
+        .omitted("count", { $0.every ? $0.schedule.count : nil }, .integer(1...365)),
+        .omitted("startDate", { $0.every ? $0.schedule.startDate : nil }, Shapes.day),
+        .omitted("dayOfMonth", { $0.schedule.frequency == "monthly" ? $0.schedule.dayOfMonth : nil }, .integer(1...31)),
+        .field("currentPeriod", \.currentPeriod),
     ]
+}
+
+struct PeriodView: View {
+    let start: Date; let end: Date
+    static let fields: [ViewField<Self>] = [.field("start", \.start), .field("end", \.end)]
 }
 
 struct MemberView: View {

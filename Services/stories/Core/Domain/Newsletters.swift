@@ -175,6 +175,15 @@ final class NewsletterCache: Sendable {
     }
 }
 
+extension Schedule {
+    /// The periods this schedule makes.
+    var periods: NewsletterSchedule {
+        NewsletterSchedule(frequency: frequency, weekday: weekday, hour: hour,
+                           timeZone: TimeZone(identifier: timeZone) ?? TimeZone(identifier: "UTC")!,
+                           count: count, startDate: startDate, dayOfMonth: dayOfMonth)
+    }
+}
+
 /// The newsletter rules: what a period's document holds, and compiling each closed period once.
 struct Newsletters: Sendable {
     let pool: Pool
@@ -234,10 +243,7 @@ struct Newsletters: Sendable {
     }
 
     /// The schedule of a group's newsletter.
-    static func schedule(_ g: GroupRecord) throws -> NewsletterSchedule {
-        NewsletterSchedule(frequency: g.schedule.frequency, weekday: g.schedule.weekday, hour: g.schedule.hour,
-                           timeZone: TimeZone(identifier: g.schedule.timeZone) ?? TimeZone(identifier: "UTC")!)
-    }
+    static func schedule(_ g: GroupRecord) throws -> NewsletterSchedule { g.schedule.periods }
 
     /// Compiles the newsletters of every period that has closed: once per group and period, whatever the number of
     /// instances (row locks and a unique period) and restarts (the close time is stored). Emits `newsletter.compiled`

@@ -80,7 +80,6 @@ struct StoriesHandlers: Sendable {
 
     static func schedule(_ body: NewsletterBody, over current: Schedule) throws -> Schedule {
         var s = current
-        if let f = body.frequency { s.frequency = f }
         if let w = body.weekday { s.weekday = w }
         if let h = body.hour { s.hour = h }
         if let tz = body.timeZone {
@@ -88,6 +87,25 @@ struct StoriesHandlers: Sendable {
                 throw HTTPError.validation("timeZone must be an IANA time zone such as Europe/Berlin.", field: "newsletter.timeZone")
             }
             s.timeZone = tz
+        }
+        if let n = body.count { s.count = n }
+        if let d = body.dayOfMonth { s.dayOfMonth = d }
+        if let date = body.startDate {
+            guard CivilDay.number(date) != nil else {
+                throw HTTPError.validation("startDate must be a date that exists, YYYY-MM-DD.", field: "newsletter.startDate")
+            }
+            s.startDate = date
+        }
+        if let f = body.frequency { s.frequency = f }
+        // What each frequency needs: a count (and a start, today by default) for every N days or weeks, a day for monthly.
+        if s.frequency == "every_n_days" || s.frequency == "every_n_weeks" {
+            guard s.count != nil else {
+                throw HTTPError.validation("count (1 to 365) is required with frequency \(s.frequency).", field: "newsletter.count")
+            }
+            if s.startDate == nil { s.startDate = LocalDay.of(Date(), in: TimeZone(identifier: s.timeZone) ?? TimeZone(identifier: "UTC")!) }
+        }
+        if s.frequency == "monthly", s.dayOfMonth == nil {
+            throw HTTPError.validation("dayOfMonth (1 to 31) is required with frequency monthly.", field: "newsletter.dayOfMonth")
         }
         return s
     }

@@ -157,4 +157,18 @@ let migrations: [Migration] = [
         """),
     Migration(12, "images' bytes out of the table, into the media store", MediaStore.storeSQL(schema: "stories")),
     Migration(13, "each image's placeholder, and so its renditions", MediaStore.placeholderSQL),
+    // Any interval: every N days or weeks from a date, or monthly. Daily and weekly groups keep their stored
+    // frequency and weekday, so their periods do not change.
+    Migration(14, "newsletters every N days or weeks, or monthly", """
+        ALTER TABLE groups DROP CONSTRAINT groups_newsletter_frequency_check,
+            ADD CONSTRAINT groups_newsletter_frequency_check
+                CHECK (newsletter_frequency IN ('daily', 'weekly', 'every_n_days', 'every_n_weeks', 'monthly')),
+            ADD COLUMN newsletter_count int CHECK (newsletter_count BETWEEN 1 AND 365),
+            ADD COLUMN newsletter_start_date date,
+            ADD COLUMN newsletter_day_of_month int CHECK (newsletter_day_of_month BETWEEN 1 AND 31),
+            ADD CONSTRAINT groups_newsletter_complete CHECK (
+                (newsletter_frequency NOT IN ('every_n_days', 'every_n_weeks')
+                 OR (newsletter_count IS NOT NULL AND newsletter_start_date IS NOT NULL))
+                AND (newsletter_frequency <> 'monthly' OR newsletter_day_of_month IS NOT NULL));
+        """),
 ]

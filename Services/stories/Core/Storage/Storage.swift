@@ -24,7 +24,9 @@ struct GroupRecord {
         id = try row["id"]; kind = try row["kind"]; name = try row["name"]; imageMediaId = try row.decode("image_media_id")
         inviteCode = try row.decode("invite_code"); createdBy = try row["created_by"]
         schedule = Schedule(frequency: try row["newsletter_frequency"], weekday: try row["newsletter_weekday"],
-                            hour: try row["newsletter_hour"], timeZone: try row["newsletter_time_zone"])
+                            hour: try row["newsletter_hour"], timeZone: try row["newsletter_time_zone"],
+                            count: try row.decode("newsletter_count"), startDate: try row.decode("newsletter_start_date"),
+                            dayOfMonth: try row.decode("newsletter_day_of_month"))
         createdAt = try row["created_at"]; updatedAt = try row["updated_at"]; role = try row.decode("role")
         newsletterDelivery = try row.decode("newsletter")
         imageMeta = ImageMeta.parse(try row.decode("image_meta"))
@@ -32,14 +34,15 @@ struct GroupRecord {
 
     static let columns = """
         g.id, g.kind, g.name, g.image_media_id, g.invite_code, g.created_by, g.newsletter_frequency, g.newsletter_weekday,
-        g.newsletter_hour, g.newsletter_time_zone, g.created_at, g.updated_at,
+        g.newsletter_hour, g.newsletter_time_zone, g.newsletter_count, g.newsletter_start_date::text AS newsletter_start_date,
+        g.newsletter_day_of_month, g.created_at, g.updated_at,
         \(ImageMeta.sql(ids: "ARRAY[g.image_media_id]", schema: "stories")) AS image_meta
         """
 }
 
 /// A group's newsletter schedule: when each period closes, in the group's time zone.
 struct Schedule: Equatable {
-    /// `daily` or `weekly`.
+    /// One of `NewsletterSchedule.frequencies`.
     var frequency: String
     /// ISO weekday the weekly period closes on (1 Monday … 7 Sunday).
     var weekday: Int
@@ -47,6 +50,11 @@ struct Schedule: Equatable {
     var hour: Int
     /// IANA time zone.
     var timeZone: String
+    /// Every `count` days or weeks from `startDate` (`YYYY-MM-DD`); kept when the frequency changes to another.
+    var count: Int?
+    var startDate: String?
+    /// The day of the month a monthly period closes on.
+    var dayOfMonth: Int?
 }
 
 struct MemberRecord {
@@ -164,10 +172,11 @@ struct StoriesStorage {
     func updateGroup(_ c: Connection, _ g: GroupRecord) throws {
         try c.execute("""
             UPDATE stories.groups SET name = $2, image_media_id = $3, newsletter_frequency = $4, newsletter_weekday = $5,
-                newsletter_hour = $6, newsletter_time_zone = $7, invite_code = $8, updated_at = now()
+                newsletter_hour = $6, newsletter_time_zone = $7, invite_code = $8, newsletter_count = $9,
+                newsletter_start_date = $10::date, newsletter_day_of_month = $11, updated_at = now()
             WHERE id = $1
             """, [g.id, g.name, g.imageMediaId, g.schedule.frequency, g.schedule.weekday, g.schedule.hour,
-                  g.schedule.timeZone, g.inviteCode])
+                  g.schedule.timeZone, g.inviteCode, g.schedule.count, g.schedule.startDate, g.schedule.dayOfMonth])
     }
 
     /// Adds a member; nil when they already are one.
