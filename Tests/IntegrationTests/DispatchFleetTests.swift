@@ -140,14 +140,20 @@ final class DispatchFleetTests: DispatchTestCase {
         // Older than what is known: ignored.
         XCTAssertEqual(try api.post("/v1/operator/locations", ["fixes": [["courierId": a, "lat": 1, "lon": 1, "at": at(-15)]]],
                                     token: operatorToken)["applied"] as? Int, 0)
+        // A fix farther than a courier travels since their last is dropped, not counted: the others are taken.
+        let reach = try api.post("/v1/operator/locations", ["fixes": [["courierId": a, "lat": -33.87, "lon": 151.21],
+                                                                      ["courierId": b, "lat": 44.421, "lon": 26.121]]], token: operatorToken)
+        XCTAssertEqual(reach["applied"] as? Int, 1)
+        XCTAssertEqual(try mapLat(a), 44.41, "Sydney a moment after Bucharest is not applied")
+        XCTAssertEqual(try mapLat(b), 44.421)
         // One bad fix refuses the batch, naming it; nothing of it is written.
         let bad = try api.post("/v1/operator/locations", ["fixes": [["courierId": b, "lat": 45, "lon": 26],
                                                                     ["courierId": a, "lat": 91, "lon": 26]]], token: operatorToken)
         assertClientError(bad, 400)
         XCTAssertEqual(bad.errorField, "fixes[1].lat")
         XCTAssertEqual(try count("fix_batches", "45 = ANY(lat)"), 0)
-        XCTAssertEqual(try mapLat(b), 44.42)
-        XCTAssertTrue(folded(b, lat: 44.42))
+        XCTAssertEqual(try mapLat(b), 44.421)
+        XCTAssertTrue(folded(b, lat: 44.421))
         for body: [String: Any] in [["fixes": []], ["fixes": Array(repeating: ["courierId": a, "lat": 1, "lon": 1], count: 1001)],
                                     ["fixes": [["courierId": "nope", "lat": 1, "lon": 1]]], ["fixes": "x"], ["other": 1]] {
             assertClientError(try api.post("/v1/operator/locations", body, token: operatorToken), 400)

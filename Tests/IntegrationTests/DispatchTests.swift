@@ -354,6 +354,23 @@ final class DispatchFlowTests: DispatchTestCase {
 
 
 final class DispatchInputTests: DispatchTestCase {
+    /// A courier who "moves 7,000 km in a second" is not where they say: the fix is refused and they stay where they
+    /// were, to the matcher and on their parcels; a move a courier can make is taken.
+    func testAFixBeyondTheCouriersReachIsRefused() throws {
+        let c = try courier(lat: 44.4270, lon: 26.1030)
+        let far = try api.send("PUT", "/v1/couriers/me/location", json: ["lat": -33.8688, "lon": 151.2093], token: c.token)
+        assertClientError(far, 400, code: "validation_failed", "Sydney a moment after Bucharest")
+        XCTAssertEqual(far.errorField, "lat")
+        let me = try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": 2], token: c.token)
+        XCTAssertEqual((me["position"] as? [String: Any])?["lat"] as? Double, 44.4270, "still where they were")
+        XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4300, "lon": 26.1000], token: c.token)["applied"] as? Bool,
+                       true, "a few hundred metres is taken")
+        // Sydney is where they were a day ago, as a backfilled fix claims: older than their last, it is ignored.
+        let old = Timestamp.format(Date().addingTimeInterval(-86_400))
+        XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": -33.8688, "lon": 151.2093, "at": old],
+                                    token: c.token)["applied"] as? Bool, false)
+    }
+
     func testEveryEndpointRefusesBadInputWithAClearClientError() throws {
         let sender = try person()
         let c = try courier(lat: 44.4269, lon: 26.1026)

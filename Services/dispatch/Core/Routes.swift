@@ -12,7 +12,7 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
           response: (201, CourierView.shape), auth: auth, h.registerCourier)
     r.add("PUT", "/v1/couriers/me/status", summary: "Go online or offline", body: CourierStatusBody.self,
           response: (200, CourierView.shape), auth: auth, h.setStatus)
-    r.add("PUT", "/v1/couriers/me/location", summary: "A location fix; stale or out-of-order fixes are ignored",
+    r.add("PUT", "/v1/couriers/me/location", summary: "A location fix; stale or out-of-order fixes are ignored, one beyond the courier's reach refused",
           body: LocationBody.self, response: (200, AppliedView.shape), auth: auth, h.location)
     r.add("POST", "/v1/quotes", summary: "Price and ETA for a delivery", body: QuoteBody.self,
           response: (200, QuoteView.shape), auth: auth, h.quote)

@@ -43,6 +43,17 @@ struct Fix {
         time = Date(timeIntervalSince1970: (t.timeIntervalSince1970 * 1_000_000).rounded() / 1_000_000)  // whole µs, as stored
     }
 
+    /// The fastest a courier is believed to move (300 km/h), and how far off a fix may be besides (a cell-tower fix,
+    /// a phone waking after a tunnel): what this refuses is a courier in another city, or country, an instant later
+    /// (whose offers would follow a position they are not at), not a courier's ordinary jitter.
+    static let maxMetersPerSecond = 300 / 3.6
+    static let slackMeters = 5_000.0
+
+    /// Whether a courier at `last` at `then` can be at `point` at `now`.
+    static func reachable(from last: GeoPoint, at then: Date, to point: GeoPoint, at now: Date) -> Bool {
+        greatCircleMeters(last, point) <= slackMeters + maxMetersPerSecond * max(0, now.timeIntervalSince(then))
+    }
+
     /// The newest fix of each courier (a batch may carry several).
     static func newestPerCourier(_ fixes: [Fix]) -> [Fix] {
         var newest: [UUID: Fix] = [:]
@@ -62,13 +73,21 @@ struct Couriers: Sendable {
 
     /// Records fixes (the newest per courier), keeps the index current, shows the positions of couriers carrying
     /// parcels to their watchers, and puts parcels in transit on the first fix 50 m from their pickup. Returns how
-    /// many fixes were applied: of registered couriers, newer than their last one this instance knows.
+    /// many fixes were applied: of registered couriers, newer than their last one this instance knows, and within
+    /// reach of it (`Fix.reachable`). An unreachable fix is dropped (a fleet's), or refused with a 400 (`refusing`:
+    /// a courier's own, who learns why).
     @discardableResult
-    func record(_ c: Connection, _ fixes: [Fix], publish: Bool = true) throws -> Int {
+    func record(_ c: Connection, _ fixes: [Fix], publish: Bool = true, refusing: Bool = false) throws -> Int {
         // Every fix is stored (folding keeps the newest); one older than what this instance knows changes nothing
         // here. Stored even so: what is known may come from a transaction that then rolled back.
         var applied = 0
-        let fixes = Fix.newestPerCourier(fixes)
+        let newest = Fix.newestPerCourier(fixes)
+        let reachable = matcher.reachable(newest)
+        if refusing, reachable.contains(false) {
+            throw FixError(field: "lat", message: "This fix is farther from your last one than a courier travels in the time between them.")
+        }
+        let fixes = reachable.contains(false) ? zip(newest, reachable).compactMap { $1 ? $0 : nil } : newest
+        guard !fixes.isEmpty else { return 0 }
         let recorded = try storage.recordFixes(c, fixes, known: matcher.knowsRows(of: fixes.map(\.courier)), origin: matcher.origin)
         let moved = matcher.update(fixes: recorded.map { ($0.fix.courier, $0.available, $0.updatedAt, $0.fix.point, $0.fix.time) })
         for ((fix, active, _, _), moved) in zip(recorded, moved) {

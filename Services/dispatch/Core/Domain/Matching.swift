@@ -85,6 +85,18 @@ final class Matcher: @unchecked Sendable {
         return moved
     }
 
+    /// Whether each fix is one its courier could have reached from their last known position (`Fix.reachable`):
+    /// O(1) each, from what the index already holds, under one hold of the lock. A courier with no position known
+    /// here, or a fix older than it (ignored anyway), passes.
+    func reachable(_ fixes: [Fix]) -> [Bool] {
+        known.withLock { known in
+            fixes.map { f in
+                guard let k = known[f.courier], let last = k.position, f.time > k.fixAt else { return true }
+                return Fix.reachable(from: last, at: k.fixAt, to: f.point, at: f.time)
+            }
+        }
+    }
+
     /// Whether each of `ids` is a courier whose row this instance read, and who was not erased since.
     func knowsRows(of ids: [UUID]) -> [Bool] {
         known.withLock { known in ids.map { known[$0]?.hasRow == true } }

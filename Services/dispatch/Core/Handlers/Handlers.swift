@@ -48,7 +48,7 @@ struct DispatchHandlers: Sendable {
     func location(_ request: Request, _ caller: Caller, _ body: LocationBody) throws -> Response {
         let fix = try Fix(courier: caller.userId, lat: body.lat, lon: body.lon, heading: body.heading, speedMps: body.speedMps, at: body.at)
         let applied = try pool.withTransaction { c in
-            let applied = try couriers.record(c, [fix]) == 1
+            let applied = try couriers.record(c, [fix], refusing: true) == 1
             if !applied, try storage.courier(c, caller.userId) == nil { throw HTTPError.notFound("Register as a courier first.") }
             return applied  // false: stale or out of order, ignored
         }
