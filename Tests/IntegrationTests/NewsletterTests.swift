@@ -239,8 +239,8 @@ final class NewsletterTests: StoriesTestCase {
         XCTAssertNil(fs["dayOfMonth"])
 
         // The current period, as the group shows it to its members: now lies in it, and it closes at 03:00 Bucharest
-        // (no daylight-saving change falls on the 29th or on a Sunday two weeks from 11 October at 03:00 this year
-        // but 25 October and 29 March, checked below), on the 29th or the month's last day, or on the right Sunday.
+        // time (04:00 when 03:00 is skipped), on the 29th or the month's last day, or on a Sunday a whole number of
+        // fortnights from 11 October.
         var bucharest = Calendar(identifier: .gregorian)
         bucharest.timeZone = TimeZone(identifier: "Europe/Bucharest")!
         func current(_ gid: String) throws -> (start: Date, end: Date) {

@@ -162,6 +162,14 @@ final class NewsletterScheduleTests: XCTestCase {
         XCTAssertEqual(f(monthly.previousClose(atOrBefore: utc("2026-10-25T00:59:59Z"))), "2026-10-25T00:00:00.000Z")
     }
 
+    /// A half-hour jump (Lord Howe Island, 02:00 → 02:30 on 2026-10-04): a close at 02:00 falls at 02:30, the first
+    /// instant after.
+    func testAHalfHourJump() {
+        let s = NewsletterSchedule(frequency: "daily", hour: 2, timeZone: TimeZone(identifier: "Australia/Lord_Howe")!)
+        XCTAssertEqual(f(s.nextClose(after: utc("2026-10-03T12:00:00Z"))), "2026-10-03T15:30:00.000Z")
+        XCTAssertEqual(f(s.nextClose(after: utc("2026-10-03T15:30:00Z"))), "2026-10-04T15:00:00.000Z")
+    }
+
     func testDates() {
         XCTAssertNil(CivilDay.number("2026-02-29"))
         XCTAssertNil(CivilDay.number("2026-13-01"))
