@@ -10,6 +10,8 @@ import XCTest
 final class GatewayTests: XCTestCase {
     var database: TestDatabase!
     var services: [String: ServiceProcess] = [:]
+    /// Apple's keys and key set for Sign in with Apple: its route exists only with them.
+    var apple: AppleStandIn!
     private var started: Gateway?
     /// The gateway in front of this test's services, started on first use (the generation test writes its table first).
     var gateway: Gateway {
@@ -24,17 +26,18 @@ final class GatewayTests: XCTestCase {
 
     override func setUpWithError() throws {
         database = try TestDatabase()
+        apple = try AppleStandIn()
         let authPort = TestEnvironment.freePort()
         let environment = ["DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(authPort)/v1/auth/jwks",
                            "TRUSTED_PROXIES": "127.0.0.1", "PUBLIC_BASE_URL": "http://127.0.0.1:\(gatewayPort)"]
         // Every route a deployment may switch on: sign-in with Google (its keys fetched from nowhere: the route exists,
-        // the table is what counts here), dispatch's operator routes, Stripe's webhook (a key and a provider that is
+        // the table is what counts here) and with Apple, dispatch's operator routes, Stripe's webhook (a key and a provider that is
         // nowhere) and the moderators' queues of reports.
         let operatorToken = ["OPERATOR_TOKEN": String(repeating: "o", count: 40), "STRIPE_SECRET_KEY": "sk_test_nowhere",
                              "STRIPE_API_URL": "http://127.0.0.1:9", "STRIPE_WEBHOOK_SECRET": "whsec_" + String(repeating: "w", count: 32)]
         services["auth"] = try ServiceProcess("auth", port: authPort, environment: environment.merging([
             "GOOGLE_CLIENT_IDS": "backend-tests.apps.googleusercontent.com", "GOOGLE_JWKS_URL": "http://127.0.0.1:9/certs"]) { $1 }
-            .merging(operatorToken) { $1 })
+            .merging(operatorToken) { $1 }.merging(apple.environment) { $1 })
         for name in names.dropFirst() {
             services[name] = try ServiceProcess(name, environment: environment.merging(operatorToken) { $1 })
         }
@@ -45,6 +48,7 @@ final class GatewayTests: XCTestCase {
         if let run = testRun, run.failureCount > 0 { print("--- gateway log ---\n\(started?.log.suffix(3000) ?? "")") }
         started?.stop()
         services.values.forEach { $0.stop() }
+        apple?.stop()
         database?.drop()
     }
 

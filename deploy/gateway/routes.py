@@ -20,7 +20,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PRIVATE = {"/healthz", "/readyz", "/metrics", "/openapi.json"}
-SIGN_IN = {"/v1/auth/login", "/v1/auth/signup", "/v1/auth/google", "/v1/auth/refresh"}
+SIGN_IN = {"/v1/auth/login", "/v1/auth/signup", "/v1/auth/google", "/v1/auth/apple", "/v1/auth/refresh"}
 JSON_LIMIT = 1 << 20
 
 
