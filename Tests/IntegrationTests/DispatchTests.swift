@@ -13,12 +13,14 @@ class DispatchTestCase: ServiceTestCase {
         ["OFFER_TIMEOUT_SECONDS": "4", "DISPATCH_TICK_MS": "100", "FLEET_FEED": "off", "FIX_FOLD_SECONDS": "1"]
     }
 
-    /// A courier online at (lat, lon).
-    func courier(lat: Double, lon: Double, capacity: Int = 2) throws -> Person {
+    /// A courier online at (lat, lon), as of `at` (now by default).
+    func courier(lat: Double, lon: Double, capacity: Int = 2, at: Date? = nil) throws -> Person {
         let p = try person()
         XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": capacity], token: p.token).status, 201)
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/status", json: ["online": true], token: p.token).status, 200)
-        XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": lat, "lon": lon], token: p.token)["applied"] as? Bool, true)
+        var fix: [String: Any] = ["lat": lat, "lon": lon]
+        fix["at"] = at.map(Timestamp.format)
+        XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: fix, token: p.token)["applied"] as? Bool, true)
         return p
     }
 
@@ -261,8 +263,9 @@ final class DispatchFlowTests: DispatchTestCase {
 
     func testABookingIsOfferedAtOnceUnlessAnotherParcelWaitsAheadOfIt() throws {
         let sender = try person()
-        // The second courier starts 60 km away, out of reach (signing up takes longer than an offer lasts here).
-        let first = try courier(lat: 44.4269, lon: 26.1026, capacity: 1), second = try courier(lat: 45.0, lon: 26.1, capacity: 1)
+        // The second courier was 60 km away an hour ago, out of reach (signing up takes longer than an offer lasts here).
+        let first = try courier(lat: 44.4269, lon: 26.1026, capacity: 1)
+        let second = try courier(lat: 45.0, lon: 26.1, capacity: 1, at: Date().addingTimeInterval(-3600))
         let probe = try EventProbe(topics: ["parcel.created", "parcel.status"])
         // A courier in reach and nothing waiting: the booking's answer is the offer.
         let a = try send(sender, to: nil)
