@@ -14,6 +14,9 @@ final class Run: @unchecked Sendable {
     private var seeded: Set<String> = []
     private(set) var senders: [(id: String, token: String, photo: String)] = []
     private(set) var acting: [(id: String, token: String, photo: String)] = []
+    /// Where each acting courier was put at set-up: their fixes walk on from there (dispatch refuses a jump no courier
+    /// could travel).
+    private let starts = Locked([String: (lat: Double, lon: Double)]())
     /// Reception centres the run made (`--centre-share`), each with a staff member's token.
     private(set) var centres: [(id: String, staff: String)] = []
     private let creating = Locked(false), stopping = Locked(false), interrupted = Locked(false)
@@ -22,9 +25,25 @@ final class Run: @unchecked Sendable {
     private(set) var setupSeconds = 0.0
     private(set) var driveSeconds = 0.0
     private(set) var createSeconds = 0.0
-    static let photo: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10] + Array("JFIF".utf8) + [0, 1, 1, 0, 0, 1, 0, 1, 0, 0]
-        + [0xFF, 0xC0, 0x00, 0x11, 0x08, 0x01, 0xE0, 0x02, 0x80, 0x03, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]
-        + [0xFF, 0xDA, 0, 2, 7, 7] + [0xFF, 0xD9]
+    /// A real 8 × 8 JPEG: uploads are decoded and re-encoded, so bytes that only look like one are refused.
+    static let photo: [UInt8] = {
+        let hex = Array([
+            "ffd8ffe000104a46494600010100000100010000ffdb004300100b0c0e0c0a100e0d0e1211101318281a181616183123251d",
+            "283a333d3c3933383740485c4e404457453738506d51575f626768673e4d71797064785c656763ffdb004301111212181518",
+            "2f1a1a2f63423842636363636363636363636363636363636363636363636363636363636363636363636363636363636363",
+            "6363636363636363ffc00011080008000803012200021101031101ffc4001f00000105010101010101000000000000000001",
+            "02030405060708090a0bffc400b5100002010303020403050504040000017d01020300041105122131410613516107227114",
+            "328191a1082342b1c11552d1f02433627282090a161718191a25262728292a3435363738393a434445464748494a53545556",
+            "5758595a636465666768696a737475767778797a838485868788898a92939495969798999aa2a3a4a5a6a7a8a9aab2b3b4b5",
+            "b6b7b8b9bac2c3c4c5c6c7c8c9cad2d3d4d5d6d7d8d9dae1e2e3e4e5e6e7e8e9eaf1f2f3f4f5f6f7f8f9faffc4001f010003",
+            "0101010101010101010000000000000102030405060708090a0bffc400b51100020102040403040705040400010277000102",
+            "031104052131061241510761711322328108144291a1b1c109233352f0156272d10a162434e125f11718191a262728292a35",
+            "363738393a434445464748494a535455565758595a636465666768696a737475767778797a82838485868788898a92939495",
+            "969798999aa2a3a4a5a6a7a8a9aab2b3b4b5b6b7b8b9bac2c3c4c5c6c7c8c9cad2d3d4d5d6d7d8d9dae2e3e4e5e6e7e8e9ea",
+            "f2f3f4f5f6f7f8f9faffda000c03010002110311003f00928a28af18f58fffd9"
+        ].joined().utf8)
+        return stride(from: 0, to: hex.count, by: 2).map { UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
+    }()
 
     init(_ options: Options) {
         o = options
@@ -88,6 +107,7 @@ final class Run: @unchecked Sendable {
                 people.with { $0[i] = (id, token, photo) }
             } else {
                 let p = area.random()
+                starts.with { $0[id] = p }
                 for (method, path, body) in [("POST", "/v1/couriers/me", ["vehicle": "bike", "capacity": o.capacity] as [String: Any]),
                                              ("PUT", "/v1/couriers/me/status", ["online": true]),
                                              ("PUT", "/v1/couriers/me/location", ["lat": p.lat, "lon": p.lon])] {
@@ -372,7 +392,7 @@ final class Run: @unchecked Sendable {
     /// `--deliver`, picked up and delivered at once).
     private func actAsCourier(_ me: (id: String, token: String, photo: String), index: Int) {
         let api = API(o.dispatch, start: index)
-        var position = area.random(), heading = Double.random(in: 0..<360)
+        var position = starts.current[me.id] ?? area.random(), heading = Double.random(in: 0..<360)
         var nextFix = Date()
         while !stopping.isSet {
             do {
