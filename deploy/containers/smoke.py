@@ -8,6 +8,7 @@
 Exits 1 with the reason when something a user would see is wrong.
 """
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -16,22 +17,9 @@ import uuid
 
 # One origin for every service: the gateway routes each path to the service that serves it.
 AUTH = STORIES = DISPATCH = CURATION = "http://127.0.0.1:8080"
-# A real 8 × 8 JPEG: uploads are decoded and re-encoded, so bytes that only look like one are refused.
-JPEG = bytes.fromhex(
-    "ffd8ffe000104a46494600010100000100010000ffdb004300100b0c0e0c0a100e0d0e1211101318281a181616183123251d"
-    "283a333d3c3933383740485c4e404457453738506d51575f626768673e4d71797064785c656763ffdb004301111212181518"
-    "2f1a1a2f63423842636363636363636363636363636363636363636363636363636363636363636363636363636363636363"
-    "6363636363636363ffc00011080008000803012200021101031101ffc4001f00000105010101010101000000000000000001"
-    "02030405060708090a0bffc400b5100002010303020403050504040000017d01020300041105122131410613516107227114"
-    "328191a1082342b1c11552d1f02433627282090a161718191a25262728292a3435363738393a434445464748494a53545556"
-    "5758595a636465666768696a737475767778797a838485868788898a92939495969798999aa2a3a4a5a6a7a8a9aab2b3b4b5"
-    "b6b7b8b9bac2c3c4c5c6c7c8c9cad2d3d4d5d6d7d8d9dae1e2e3e4e5e6e7e8e9eaf1f2f3f4f5f6f7f8f9faffc4001f010003"
-    "0101010101010101010000000000000102030405060708090a0bffc400b51100020102040403040705040400010277000102"
-    "031104052131061241510761711322328108144291a1b1c109233352f0156272d10a162434e125f11718191a262728292a35"
-    "363738393a434445464748494a535455565758595a636465666768696a737475767778797a82838485868788898a92939495"
-    "969798999aa2a3a4a5a6a7a8a9aab2b3b4b5b6b7b8b9bac2c3c4c5c6c7c8c9cad2d3d4d5d6d7d8d9dae2e3e4e5e6e7e8e9ea"
-    "f2f3f4f5f6f7f8f9faffda000c03010002110311003f00928a28af18f58fffd9"
-)
+# A real 8 × 8 JPEG (uploads are decoded and re-encoded, so bytes that only look like one are refused).
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "local", "document.jpg"), "rb") as f:
+    JPEG = f.read()
 PASSWORD = "correct horse battery"
 
 
@@ -107,11 +95,16 @@ def write(state_file):
     offer = wait_for("the offer to the courier", lambda: offered(parcel["id"], courier))
     if offer.get("offeredTo") != courier_id:
         fail(f"the parcel was offered to {offer.get('offeredTo')}, not to the only courier online")
-    # The courier sees what to collect: the photo loads by its signed URL, through the gateway, without a token.
-    with urllib.request.urlopen(offer["documentPhotoUrl"], timeout=30) as response:
-        if response.status != 200 or response.read() != JPEG:
-            fail(f"the document photo did not load by its URL {offer['documentPhotoUrl']}")
-    print(f"smoke: sign-up, group, story, courier online, parcel {parcel['id']} offered to them", flush=True)
+    if "documentPhotoUrl" in offer:
+        fail("an offer shows the document's photo before the courier accepted")
+    # Once they accept, the courier sees what to collect: the photo (the upload re-encoded, a JPEG still) loads by its
+    # signed URL, through the gateway, without a token.
+    call("POST", f"{DISPATCH}/v1/parcels/{parcel['id']}/accept", token=courier)
+    url = call("GET", f"{DISPATCH}/v1/parcels/{parcel['id']}", token=courier).get("documentPhotoUrl", "")
+    with urllib.request.urlopen(url, timeout=30) as response:
+        if response.status != 200 or response.headers.get("Content-Type") != "image/jpeg" or not response.read().startswith(b"\xff\xd8\xff"):
+            fail(f"the document photo did not load by its URL {url}")
+    print(f"smoke: sign-up, group, story, courier online, parcel {parcel['id']} offered to them and accepted", flush=True)
 
     expected = {("user.registered", sender_id), ("user.registered", courier_id), ("story.created", story["id"]),
                 ("parcel.created", parcel["id"]), ("parcel.status", parcel["id"])}
