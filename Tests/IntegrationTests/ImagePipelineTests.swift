@@ -4,7 +4,8 @@ import XCTest
 /// Photos as phones take them (issue 64): every upload is decoded with a pixel limit, turned upright, stored as a
 /// JPEG without any metadata with smaller renditions and a placeholder, and the views give all of them. Files are
 /// made at test time by Pillow and pillow-heif with GPS Exif, XMP and an orientation tag, and read back by Pillow.
-final class ImagePipelineTests: StoriesTestCase {
+/// `ImagePipelineInABucketTests` runs them all again with the images in an S3 bucket.
+class ImagePipelineTests: StoriesTestCase {
     func upload(_ path: String, _ bytes: [UInt8], _ who: Person, port: Int? = nil) throws -> APIResponse {
         try APIClient(port: port ?? stories.port).send("POST", path, raw: bytes, token: who.token, headers: ["Content-Type": "application/octet-stream"])
     }
@@ -49,6 +50,7 @@ final class ImagePipelineTests: StoriesTestCase {
         var environment = ["DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks",
                            "KAFKA_GROUP_PREFIX": "t" + UUID().uuidString.prefix(8).lowercased() + "-"]
         environment["FLEET_FEED"] = "off"
+        environment.merge(mediaSettings) { $1 }
         let chat = try ServiceProcess.startReady("chat", environment: environment)
         defer { chat.stop() }
         let dispatch = try ServiceProcess.startReady("dispatch", environment: environment)

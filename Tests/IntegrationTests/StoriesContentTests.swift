@@ -1,8 +1,9 @@
 import Foundation
 import XCTest
 
-/// Stories, comments and media, and who may see and change them.
-final class StoriesContentTests: StoriesTestCase {
+/// Stories, comments and media, and who may see and change them. `StoriesContentInABucketTests` runs the image tests
+/// again with the images in an S3 bucket.
+class StoriesContentTests: StoriesTestCase {
     func upload(_ bytes: [UInt8], _ who: Person, contentType: String = "image/png") throws -> APIResponse {
         try api.send("POST", "/v1/media", raw: bytes, token: who.token, headers: ["Content-Type": contentType])
     }

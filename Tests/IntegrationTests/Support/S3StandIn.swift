@@ -1,4 +1,5 @@
 import Features
+import Postgres
 import Runtime
 import Foundation
 import XCTest
@@ -66,5 +67,33 @@ final class S3StandIn {
         var settings = environment
         if let secret { settings["S3_SECRET_ACCESS_KEY"] = secret }
         return try S3BlobStore(Environment(settings))
+    }
+}
+
+extension S3StandIn {
+    /// Asserts that nothing of an image is in `database` and all of it is in this bucket: every schema's `media` rows
+    /// have no bytes and their image and renditions are objects here, no `media*` table keeps bytes in any column, and
+    /// there is no large object. What an S3 variant of a media test checks after it uploaded.
+    func assertImagesAreHereOnly(_ database: TestDatabase, file: StaticString = #filePath, line: UInt = #line) throws {
+        let c = try database.connect(), bucket = try store()
+        let byteColumns = try c.query("""
+            SELECT table_schema AS s, table_name AS t, column_name AS c FROM information_schema.columns
+            WHERE data_type = 'bytea' AND table_name LIKE 'media%' AND table_schema NOT IN ('pg_catalog', 'information_schema')
+            """).rows
+        XCTAssertFalse(byteColumns.isEmpty, "the services' media tables (and their former bytes columns)", file: file, line: line)
+        for column in byteColumns {
+            let (schema, table, name): (String, String, String) = (try column["s"], try column["t"], try column["c"])
+            let kept = try c.first("SELECT count(*)::int AS n FROM \(schema).\(table) WHERE \(name) IS NOT NULL")?["n", as: Int.self]
+            XCTAssertEqual(kept, 0, "\(schema).\(table).\(name) keeps no image's bytes", file: file, line: line)
+            guard table == "media", name == "bytes" else { continue }
+            for row in try c.query("SELECT id::text AS id FROM \(schema).media").rows {
+                let id: String = try row["id"]
+                for key in ["\(schema)/\(id)"] + MediaStore.variants.map({ "\(schema)/\(id)/\($0)" }) {
+                    XCTAssertNotNil(try bucket.get(key), "\(key) is in the bucket", file: file, line: line)
+                }
+            }
+        }
+        XCTAssertEqual(try c.first("SELECT count(*)::int AS n FROM pg_largeobject_metadata")?["n", as: Int.self], 0,
+                       "no image as a large object", file: file, line: line)
     }
 }

@@ -14,6 +14,8 @@ class ServiceTestCase: XCTestCase {
     var serviceName: String { fatalError("override serviceName") }
     /// Settings beyond the database and the key set.
     var serviceSettings: [String: String] { [:] }
+    /// Where the services keep images, beyond the harness's folder (`MEDIA_STORE`): an S3 variant's bucket.
+    var mediaSettings: [String: String] { [:] }
 
     override func setUpWithError() throws {
         database = try TestDatabase()
@@ -59,7 +61,7 @@ class ServiceTestCase: XCTestCase {
     /// consumers in groups of their own, for tests about what instances share through the database, not Kafka:
     /// Tansu now and then never completes the rebalance a second member of a group brings.
     func startInstance(ownGroups: Bool = false, settings: [String: String] = [:]) throws -> ServiceProcess {
-        var environment = serviceSettings.merging(settings) { $1 }
+        var environment = serviceSettings.merging(mediaSettings) { $1 }.merging(settings) { $1 }
         environment["DATABASE_URL"] = database.url
         environment["KAFKA_GROUP_PREFIX"] = ownGroups ? Self.newGroupPrefix() : groupPrefix
         environment["AUTH_JWKS_URL"] = "http://127.0.0.1:\(auth.port)/v1/auth/jwks"
