@@ -154,18 +154,8 @@ public enum CivilDay {
         return era * 146_097 + doe - 719_468
     }
 
-    /// Year, month and day of a day number.
-    public static func civil(_ n: Int) -> (year: Int, month: Int, day: Int) {
-        let z = n + 719_468
-        let era = floorDiv(z, 146_097)
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
-    }
+    /// Year, month and day of a day number (the timestamps' own reading of one).
+    public static func civil(_ n: Int) -> (year: Int, month: Int, day: Int) { Timestamp.civil(fromDays: n) }
 
     public static func daysInMonth(year: Int, month: Int) -> Int {
         number(year: month == 12 ? year + 1 : year, month: month == 12 ? 1 : month + 1, day: 1) - number(year: year, month: month, day: 1)
