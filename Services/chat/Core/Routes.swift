@@ -73,7 +73,9 @@ func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTic
     r.alsoAnswers("POST", "/v1/rooms/{id}/messages", 200, schema: MessageView.shape.jsonText)
     r.query("GET", "/v1/rooms/{id}/search", QueryParameter.page + [QueryParameter("q", .text(max: 200), "Words to find")])
     let resume = "Resume after this change: the id of the last event received, which EventSource sends on reconnecting"
-    r.header("GET", "/v1/rooms/{id}/events", [QueryParameter("Last-Event-ID", .integer(0...Int.max), resume)])
+    // A string in the document: an empty header is valid and names no event (the HTML standard sends one so), and
+    // the handler reads the digits of a sequence (400 otherwise).
+    r.header("GET", "/v1/rooms/{id}/events", [QueryParameter("Last-Event-ID", .string(max: 20), resume + "; empty: none")])
     r.query("GET", "/v1/rooms/{id}/events", [QueryParameter("lastEventId", .integer(0...Int.max), resume + " (for a client that cannot set the header)")])
     r.idempotent("POST", ["/v1/rooms", "/v1/rooms/{id}/messages", "/v1/rooms/{id}/todos", "/v1/chat/media"])
     return r
