@@ -645,7 +645,7 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
                 return try c.execute("DELETE FROM \(schema).outbox WHERE created_at < now() - make_interval(secs => $1)", [retention])
                     + c.execute("DELETE FROM \(schema).idempotency_keys WHERE created_at < now() - make_interval(hours => $1)",
                                 [Idempotency.keptHours])
-                    + c.execute("DELETE FROM \(schema).processed_events WHERE processed_at < now() - interval '30 days'")
+                    + c.execute("DELETE FROM \(unescaped: schema).processed_events WHERE processed_at < now() - interval '30 days'")
                 // 30 days: at least OUTBOX_RETENTION_HOURS (at most 720), so a republished event is still recognised.
             }
             if removed > 0 { logger.info("removed expired outbox, idempotency and dedup rows", ["rows": .int(removed)]) }

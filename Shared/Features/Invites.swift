@@ -115,7 +115,7 @@ public struct GuessThrottle: Sendable {
     /// The job that forgets failures older than a day.
     public func cleanup(_ pool: Pool, logger: Logger) -> Job {
         Job.every(3600, "delete-old-\(table.replacingOccurrences(of: "_", with: "-"))", logger: logger) { [schema, table] in
-            _ = try pool.withConnection { try $0.execute("DELETE FROM \(schema).\(table) WHERE at < now() - interval '1 day'") }
+            _ = try pool.withConnection { try $0.execute("DELETE FROM \(unescaped: schema).\(unescaped: table) WHERE at < now() - interval '1 day'") }
         }
     }
 }

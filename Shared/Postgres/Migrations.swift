@@ -38,24 +38,23 @@ public enum Migrator {
             try connection.execute("SET lock_timeout = 0")
             defer { _ = try? connection.execute("RESET statement_timeout"); _ = try? connection.execute("RESET lock_timeout") }
             // A session lock keyed by the schema name: the second instance waits here for the first.
-            try connection.execute("SELECT pg_advisory_lock(hashtext($1))", ["migrate:" + schema])
-            defer { _ = try? connection.execute("SELECT pg_advisory_unlock(hashtext($1))", ["migrate:" + schema]) }
-            try connection.execute("CREATE SCHEMA IF NOT EXISTS \(schema)")
+            try connection.execute("SELECT pg_advisory_lock(hashtext(\("migrate:" + schema)))")
+            defer { _ = try? connection.execute("SELECT pg_advisory_unlock(hashtext(\("migrate:" + schema)))") }
+            try connection.execute("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)")
             try connection.execute("""
-                CREATE TABLE IF NOT EXISTS \(schema).schema_migrations (
+                CREATE TABLE IF NOT EXISTS \(unescaped: schema).schema_migrations (
                     version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
                 """)
-            let done = Set(try connection.rows("SELECT version FROM \(schema).schema_migrations")
+            let done = Set(try connection.rows("SELECT version FROM \(unescaped: schema).schema_migrations")
                 .map { try $0["version", as: Int.self] })
             var applied: [Int] = []
             for m in plan where !done.contains(m.version) {
                 try connection.execute("BEGIN")
                 do {
-                    try connection.execute("SET LOCAL search_path TO \(schema)")
+                    try connection.execute("SET LOCAL search_path TO \(unescaped: schema)")
                     // Simple-protocol multi-statement SQL goes through the same call with no parameters.
                     try connection.executeScript(m.sql)
-                    try connection.execute("INSERT INTO \(schema).schema_migrations (version, name) VALUES ($1, $2)",
-                                           [m.version, m.name])
+                    try connection.execute("INSERT INTO \(unescaped: schema).schema_migrations (version, name) VALUES (\(m.version), \(m.name))")
                     try connection.execute("COMMIT")
                 } catch {
                     _ = try? connection.execute("ROLLBACK")

@@ -152,9 +152,9 @@ final class ChatFlowTests: ChatTestCase {
         }
         threads.forEach { $0.start() }
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) { done.get() == 20 })
-        let seqs = try database.connect().rows("SELECT seq FROM chat.messages WHERE room_id = '\(room)' ORDER BY seq").map { try $0["seq", as: Int.self] }
+        let seqs = try database.connect().rows("SELECT seq FROM chat.messages WHERE room_id = \(room) ORDER BY seq").map { try $0["seq", as: Int.self] }
         XCTAssertEqual(seqs, Array(1...100), "strictly increasing and gap-free")
-        let changes = try database.connect().rows("SELECT seq FROM chat.changes WHERE room_id = '\(room)' ORDER BY seq").map { try $0["seq", as: Int.self] }
+        let changes = try database.connect().rows("SELECT seq FROM chat.changes WHERE room_id = \(room) ORDER BY seq").map { try $0["seq", as: Int.self] }
         XCTAssertEqual(changes, Array(1...changes.count), "the room's change log is gap-free too")
         var all: [Int] = []
         var cursor: String?

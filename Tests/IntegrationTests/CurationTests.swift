@@ -336,7 +336,7 @@ final class YouTubeImportTests: CurationTestCase {
         XCTAssertEqual(status, 0, log)
         XCTAssertTrue(log.contains("\"added\":3") && log.contains("\"withCaptions\":1"), log)
         let rows = try database.connect().rows("""
-            SELECT youtube_id, position, duration_seconds, channel, subtopic FROM curation.videos WHERE topic_id = '\(topic)' AND youtube_id LIKE 'yt%' ORDER BY position
+            SELECT youtube_id, position, duration_seconds, channel, subtopic FROM curation.videos WHERE topic_id = \(topic)::uuid AND youtube_id LIKE 'yt%' ORDER BY position
             """)
         XCTAssertEqual(try rows.map { try $0["youtube_id", as: String.self] }, ["yt000000001", "yt000000002", "yt000000003"], "both pages, in search order")
         XCTAssertEqual(try rows.map { try $0["position", as: Int.self] }, [before + 1, before + 2, before + 3], "after the topic's last video")

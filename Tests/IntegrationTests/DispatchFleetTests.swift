@@ -107,7 +107,7 @@ final class DispatchFleetTests: DispatchTestCase {
         let (port, token) = (api.port, operatorToken)
         let seeding = Thread { status.set((try? APIClient(port: port).post("/v1/operator/couriers", couriers(lat: 44.3), token: token))?.status ?? 0) }
         seeding.start()
-        let waiting = "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        let waiting: SQL = "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { (try? fold.first(waiting)?["n", as: Int.self]) == 1 }, "the seeding waits")
         let since = Date()
         XCTAssertNoThrow(try fold.execute("UPDATE dispatch.courier_positions SET lat = 44.2 WHERE user_id = $1", [try XCTUnwrap(UUID(uuidString: a))]),

@@ -32,7 +32,7 @@ final class GoogleSignInTests: XCTestCase {
     }
 
     func count(_ table: String) throws -> Int {
-        try database.connect().first("SELECT count(*) AS n FROM auth.\(table)")!["n"]
+        try database.connect().first("SELECT count(*) AS n FROM auth.\(unescaped: table)")!["n"]
     }
 
     func testAGoogleAccountIsCreatedOnceSignsInAgainAndLinksToTheUserWithItsEmail() throws {

@@ -12,15 +12,15 @@ final class PoolTransactionTests: XCTestCase {
 
     override func setUpWithError() throws {
         pool = Pool(url: TestEnvironment.adminDatabaseURL, maxSize: 1)
-        try pool.withConnection { _ = try $0.execute("CREATE TABLE \(table) (id int PRIMARY KEY)") }
+        try pool.withConnection { _ = try $0.execute("CREATE TABLE \(unescaped: table) (id int PRIMARY KEY)") }
     }
 
     override func tearDownWithError() throws {
-        try pool.withConnection { _ = try $0.execute("DROP TABLE \(table)") }
+        try pool.withConnection { _ = try $0.execute("DROP TABLE \(unescaped: table)") }
     }
 
     private func count() throws -> Int {
-        try pool.withConnection { try $0.first("SELECT count(*) AS n FROM \(table)")?["n"] as Int? ?? -1 }
+        try pool.withConnection { try $0.first("SELECT count(*) AS n FROM \(unescaped: table)")?["n"] as Int? ?? -1 }
     }
 
     func testADatabaseNamedByItsHostNameIsReachedAndAnUnknownNameIsSaidSo() throws {
@@ -37,7 +37,7 @@ final class PoolTransactionTests: XCTestCase {
 
     func testTheStatementsOfATransactionShareItAndCommitTogether() throws {
         let ids = try pool.withTransaction { c -> [String] in
-            try c.execute("INSERT INTO \(table) VALUES (1)")
+            try c.execute("INSERT INTO \(unescaped: table) VALUES (1)")
             return [try c.first("SELECT txid_current()::text AS id")?["id"] as String? ?? "", try c.first("SELECT txid_current()::text AS id")?["id"] as String? ?? ""]
         }
         XCTAssertEqual(ids[0], ids[1], "a second statement ran outside the first one's transaction")
@@ -47,23 +47,23 @@ final class PoolTransactionTests: XCTestCase {
     func testAThrowingBodyUndoesEverythingItDid() throws {
         struct Refused: Error {}
         XCTAssertThrowsError(try pool.withTransaction { c in
-            try c.execute("INSERT INTO \(table) VALUES (1)")
-            try c.execute("INSERT INTO \(table) VALUES (2)")
+            try c.execute("INSERT INTO \(unescaped: table) VALUES (1)")
+            try c.execute("INSERT INTO \(unescaped: table) VALUES (2)")
             throw Refused()
         })
         XCTAssertEqual(try count(), 0)
     }
 
     func testAFailingFirstStatementReportsItsErrorAndLeavesTheConnectionUsable() throws {
-        try pool.withTransaction { _ = try $0.execute("INSERT INTO \(table) VALUES (1)") }
+        try pool.withTransaction { _ = try $0.execute("INSERT INTO \(unescaped: table) VALUES (1)") }
         var hooked = false
         XCTAssertThrowsError(try pool.withTransaction { c in
             c.afterCommit { hooked = true }
-            try c.execute("INSERT INTO \(table) VALUES (1)")  // the transaction's first statement, with BEGIN
+            try c.execute("INSERT INTO \(unescaped: table) VALUES (1)")  // the transaction's first statement, with BEGIN
         }) { XCTAssertEqual(($0 as? PostgresError)?.kind, .uniqueViolation) }
         XCTAssertFalse(hooked, "an after-commit hook ran for a transaction that rolled back")
         // The pool's one connection, again: out of the pipeline and out of the failed transaction.
-        try pool.withTransaction { _ = try $0.execute("INSERT INTO \(table) VALUES (2)") }
+        try pool.withTransaction { _ = try $0.execute("INSERT INTO \(unescaped: table) VALUES (2)") }
         XCTAssertEqual(try count(), 2)
     }
 
@@ -72,7 +72,7 @@ final class PoolTransactionTests: XCTestCase {
         try pool.withTransaction { c in
             c.afterCommit { hooked = true }  // asked before any statement was sent
             XCTAssertFalse(hooked, "the hook ran before the transaction committed")
-            try c.execute("INSERT INTO \(table) VALUES (1)")
+            try c.execute("INSERT INTO \(unescaped: table) VALUES (1)")
             XCTAssertFalse(hooked)
         }
         XCTAssertTrue(hooked)
@@ -84,25 +84,25 @@ final class PoolTransactionTests: XCTestCase {
 
     func testQueuedStatementsRunInOrderBeforeTheNextAndWithTheCommit() throws {
         let seen = try pool.withTransaction { c -> Int in
-            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [1])  // before BEGIN was sent: goes with it
-            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [2])
-            let seen = try c.first("SELECT count(*) AS n FROM \(table)")?["n"] as Int? ?? -1
-            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [3])  // goes with the COMMIT
+            try c.enqueue("INSERT INTO \(unescaped: table) VALUES (\(1))")  // before BEGIN was sent: goes with it
+            try c.enqueue("INSERT INTO \(unescaped: table) VALUES (\(2))")
+            let seen = try c.first("SELECT count(*) AS n FROM \(unescaped: table)")?["n"] as Int? ?? -1
+            try c.enqueue("INSERT INTO \(unescaped: table) VALUES (\(3))")  // goes with the COMMIT
             return seen
         }
         XCTAssertEqual(seen, 2, "the next statement did not see the queued ones")
         XCTAssertEqual(try count(), 3, "a statement queued last was not committed")
         // Outside a transaction a statement runs at once.
-        try pool.withConnection { try $0.enqueue("INSERT INTO \(table) VALUES ($1)", [4]) }
+        try pool.withConnection { try $0.enqueue("INSERT INTO \(unescaped: table) VALUES (\(4))") }
         XCTAssertEqual(try count(), 4)
     }
 
     func testAFailingQueuedStatementFailsTheTransactionWithItsOwnError() throws {
-        try pool.withTransaction { _ = try $0.execute("INSERT INTO \(table) VALUES (1)") }
+        try pool.withTransaction { _ = try $0.execute("INSERT INTO \(unescaped: table) VALUES (1)") }
         // Failing at the next statement: that statement's own result is not what is reported, and nothing stays.
         XCTAssertThrowsError(try pool.withTransaction { c in
-            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [2])
-            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [1])  // taken
+            try c.enqueue("INSERT INTO \(unescaped: table) VALUES (\(2))")
+            try c.enqueue("INSERT INTO \(unescaped: table) VALUES (\(1))")  // taken
             _ = try c.first("SELECT 1 AS one")
             XCTFail("the statement after a failed one returned")
         }) { XCTAssertEqual(($0 as? PostgresError)?.kind, .uniqueViolation) }
@@ -110,26 +110,26 @@ final class PoolTransactionTests: XCTestCase {
         var hooked = false
         XCTAssertThrowsError(try pool.withTransaction { c in
             c.afterCommit { hooked = true }
-            try c.execute("INSERT INTO \(table) VALUES (3)")
-            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [1])
+            try c.execute("INSERT INTO \(unescaped: table) VALUES (3)")
+            try c.enqueue("INSERT INTO \(unescaped: table) VALUES (\(1))")
         }) { XCTAssertEqual(($0 as? PostgresError)?.kind, .uniqueViolation) }
         XCTAssertFalse(hooked, "an after-commit hook ran for a transaction that failed at its commit")
         // A body that throws drops what it queued.
         struct Refused: Error {}
         XCTAssertThrowsError(try pool.withTransaction { c in
-            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [5])
+            try c.enqueue("INSERT INTO \(unescaped: table) VALUES (\(5))")
             throw Refused()
         }) { XCTAssertTrue($0 is Refused) }
         XCTAssertEqual(try count(), 1)
-        try pool.withTransaction { try $0.enqueue("INSERT INTO \(table) VALUES ($1)", [6]) }  // the connection is usable
+        try pool.withTransaction { try $0.enqueue("INSERT INTO \(unescaped: table) VALUES (\(6))") }  // the connection is usable
         XCTAssertEqual(try count(), 2)
     }
 
     func testStatementsReadTogetherReturnTheirOwnRowsAndAFailureIsItsOwn() throws {
         let rows = try pool.withTransaction { c -> [[Row]] in
-            try c.enqueue("INSERT INTO \(table) VALUES ($1)", [1])
-            return try c.rows(together: [("SELECT count(*) AS n FROM \(table)", []), ("SELECT $1::int + 1 AS n", [41]),
-                                         ("SELECT id AS n FROM \(table) WHERE id > $1", [5])])
+            try c.enqueue("INSERT INTO \(unescaped: table) VALUES (\(1))")
+            return try c.rows(together: ["SELECT count(*) AS n FROM \(unescaped: table)", "SELECT \(41)::int + 1 AS n",
+                                         "SELECT id AS n FROM \(unescaped: table) WHERE id > \(5)"])
         }
         XCTAssertEqual(try rows.map { try $0.map { try $0["n"] as Int } }, [[1], [42], []])
         XCTAssertThrowsError(try pool.withConnection { c in
@@ -141,14 +141,14 @@ final class PoolTransactionTests: XCTestCase {
     func testASavepointUndoesOnlyItsOwnBodyAndTheTransactionGoesOn() throws {
         struct Refused: Error {}
         try pool.withTransaction { c in
-            try c.execute("INSERT INTO \(table) VALUES (1)")
+            try c.execute("INSERT INTO \(unescaped: table) VALUES (1)")
             // Undone whether the body throws itself or a statement it queued fails when it ends.
-            XCTAssertThrowsError(try c.withSavepoint { try c.execute("INSERT INTO \(table) VALUES (2)"); throw Refused() })
-            XCTAssertThrowsError(try c.withSavepoint { try c.enqueue("INSERT INTO \(table) VALUES ($1)", [1]) }) {
+            XCTAssertThrowsError(try c.withSavepoint { try c.execute("INSERT INTO \(unescaped: table) VALUES (2)"); throw Refused() })
+            XCTAssertThrowsError(try c.withSavepoint { try c.enqueue("INSERT INTO \(unescaped: table) VALUES (\(1))") }) {
                 XCTAssertEqual(($0 as? PostgresError)?.kind, .uniqueViolation)
             }
-            try c.withSavepoint { try c.enqueue("INSERT INTO \(table) VALUES ($1)", [3]) }
+            try c.withSavepoint { try c.enqueue("INSERT INTO \(unescaped: table) VALUES (\(3))") }
         }
-        XCTAssertEqual(try pool.withConnection { try $0.rows("SELECT id FROM \(table) ORDER BY id").map { try $0["id"] as Int } }, [1, 3])
+        XCTAssertEqual(try pool.withConnection { try $0.rows("SELECT id FROM \(unescaped: table) ORDER BY id").map { try $0["id"] as Int } }, [1, 3])
     }
 }

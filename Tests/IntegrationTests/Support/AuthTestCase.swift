@@ -23,6 +23,6 @@ class AuthTestCase: XCTestCase {
 
     /// Rows in an auth table, to prove that a refused request wrote nothing.
     func count(_ table: String) throws -> Int {
-        try database.connect().first("SELECT count(*) AS n FROM auth.\(table)")!["n"]
+        try database.connect().first("SELECT count(*) AS n FROM auth.\(unescaped: table)")!["n"]
     }
 }

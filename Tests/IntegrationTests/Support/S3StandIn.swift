@@ -83,10 +83,10 @@ extension S3StandIn {
         XCTAssertFalse(byteColumns.isEmpty, "the services' media tables (and their former bytes columns)", file: file, line: line)
         for column in byteColumns {
             let (schema, table, name): (String, String, String) = (try column["s"], try column["t"], try column["c"])
-            let kept = try c.first("SELECT count(*)::int AS n FROM \(schema).\(table) WHERE \(name) IS NOT NULL")?["n", as: Int.self]
+            let kept = try c.first("SELECT count(*)::int AS n FROM \(unescaped: schema).\(unescaped: table) WHERE \(unescaped: name) IS NOT NULL")?["n", as: Int.self]
             XCTAssertEqual(kept, 0, "\(schema).\(table).\(name) keeps no image's bytes", file: file, line: line)
             guard table == "media", name == "bytes" else { continue }
-            for row in try c.query("SELECT id::text AS id FROM \(schema).media").rows {
+            for row in try c.query("SELECT id::text AS id FROM \(unescaped: schema).media").rows {
                 let id: String = try row["id"]
                 for key in ["\(schema)/\(id)"] + MediaStore.variants.map({ "\(schema)/\(id)/\($0)" }) {
                     XCTAssertNotNil(try bucket.get(key), "\(key) is in the bucket", file: file, line: line)

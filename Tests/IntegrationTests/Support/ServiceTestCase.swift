@@ -85,6 +85,6 @@ class ServiceTestCase: XCTestCase {
 
     /// Rows of a table in the service's schema matching `condition`.
     func count(_ table: String, _ condition: String = "true") throws -> Int {
-        try database.connect().first("SELECT count(*) AS n FROM \(serviceName).\(table) WHERE \(condition)")!["n"]
+        try database.connect().first("SELECT count(*) AS n FROM \(unescaped: serviceName).\(unescaped: table) WHERE \(unescaped: condition)")!["n"]
     }
 }

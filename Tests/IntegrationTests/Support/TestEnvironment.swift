@@ -116,7 +116,7 @@ final class TestDatabase {
         self.adminURL = adminURL
         name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
         let admin = try Connection(url: adminURL)
-        try admin.execute("CREATE DATABASE \(name)")
+        try admin.execute("CREATE DATABASE \(unescaped: name)")
         var components = URLComponents(string: adminURL)!
         components.path = "/" + name
         url = components.string!
@@ -134,7 +134,7 @@ final class TestDatabase {
             _ = try? admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1 AND NOT active", [name])
             return (try? admin.first("SELECT count(*)::int AS n FROM pg_replication_slots WHERE database = $1", [name])?["n", as: Int.self]) == 0
         }
-        _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        _ = try? admin.execute("DROP DATABASE IF EXISTS \(unescaped: name) WITH (FORCE)")
     }
 }
 

@@ -102,7 +102,7 @@ final class CurrentUsers: Sendable {
                 do {
                     if listener == nil {
                         let connection = try pool.unpooledConnection()
-                        try connection.execute("LISTEN \(Self.channel)")
+                        try connection.execute("LISTEN \(unescaped: Self.channel)")
                         listener = connection
                         listening(true)
                     }

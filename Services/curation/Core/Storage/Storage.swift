@@ -211,7 +211,7 @@ struct CurationStorage: Sendable {
 
     /// Every video's text, for the recommendation index.
     func catalogue(_ c: Connection) throws -> [VideoRecord] {
-        try c.rows("SELECT \(VideoRecord.columns) FROM curation.videos v ORDER BY v.topic_id, v.position").map(VideoRecord.init)
+        try c.rows("SELECT \(unescaped: VideoRecord.columns) FROM curation.videos v ORDER BY v.topic_id, v.position").map(VideoRecord.init)
     }
 
     /// Changes whenever the catalogue does: its size and its latest update.

@@ -224,8 +224,8 @@ final class Matcher: @unchecked Sendable {
                 do {
                     if listener == nil {
                         let connection = try pool.unpooledConnection()
-                        try connection.execute("LISTEN \(DispatchStorage.positionsChannel)")
-                        try connection.execute("LISTEN \(DispatchStorage.erasedChannel)")
+                        try connection.execute("LISTEN \(unescaped: DispatchStorage.positionsChannel)")
+                        try connection.execute("LISTEN \(unescaped: DispatchStorage.erasedChannel)")
                         // Listening is done only once this has read what came before, every appended fix folded.
                         try DispatchStorage().foldFixes(pool, wait: true)
                         try refresh(pool, everyone: true)

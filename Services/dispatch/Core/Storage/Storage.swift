@@ -363,7 +363,7 @@ struct DispatchStorage {
             FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id)
             """
         let rows = try since.map { try c.rows("\(select) WHERE c.updated_at >= $1 ORDER BY c.updated_at", [$0]) }
-            ?? c.rows("\(select) WHERE c.online AND c.active < c.capacity")
+            ?? c.rows("\(unescaped: select) WHERE c.online AND c.active < c.capacity")
         let couriers = try rows.map { row in
             CourierState(id: try row["user_id"], available: try row["available"], updatedAt: try row["updated_at"],
                          position: try row.point(), fixAt: try row.decode("fix_at"))
