@@ -155,14 +155,13 @@ public struct Outbox: Sendable {
     public func add<P: EventPayload>(_ payload: P, subject: String, on connection: Connection, at time: Date = Date()) throws -> String {
         let row = try self.row(payload, subject: subject, at: time)
         // Nothing reads the row back in the transaction: it goes with the next statement or the commit.
-        try connection.enqueue("INSERT INTO \(schema).outbox (event_id, topic, key, payload) VALUES \(OutboxRow.values(from: 1))",
-                               row.parameters)
+        try connection.enqueue("INSERT INTO \(unescaped: schema).outbox (event_id, topic, key, payload) VALUES \(row.values)")
         return row.id.lowercased
     }
 
     /// The outbox row of `payload` as an event about `subject`, for a statement that writes it beside the change it
     /// tells of (one round trip instead of two): `INSERT INTO <schema>.outbox (event_id, topic, key, payload)
-    /// VALUES \(OutboxRow.values(from: n))` with `row.parameters` bound from `$n` on.
+    /// VALUES \(row.values)`.
     public func row<P: EventPayload>(_ payload: P, subject: String, at time: Date = Date()) throws -> OutboxRow {
         let id = UUID.v7(at: time)
         let event = CloudEvent(id: id.lowercased, source: source, type: P.type, time: Timestamp.format(time), subject: subject,
@@ -177,6 +176,10 @@ public struct OutboxRow: Sendable {
     public let topic: String
     public let key: String
     public let payload: String
+
+    /// `(event_id, topic, key, payload)`'s values, bound: `INSERT INTO <schema>.outbox (event_id, topic, key, payload)
+    /// VALUES \(row.values)`.
+    public var values: SQL { "(\(id), \(topic), \(key), \(payload))" }
 
     /// The four values, in the outbox's column order.
     public var parameters: [(any PostgresEncodable)?] { [id, topic, key, payload] }
