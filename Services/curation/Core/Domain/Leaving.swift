@@ -11,7 +11,7 @@ struct Leaving: Sendable {
         guard let user = UUID(uuidString: try event.decode(UserDeleted.self).userId) else { return }
         for (table, column) in [("likes", "user_id"), ("watches", "user_id"), ("comments", "author_id"), ("playlists", "owner_id"),
                                 ("preferences", "user_id"), ("scrolls", "user_id")] {
-            try c.execute("DELETE FROM curation.\(table) WHERE \(column) = $1", [user])
+            try c.execute("DELETE FROM curation.\(unescaped: table) WHERE \(unescaped: column) = \(user)")
         }
         try Profiles(schema: "curation").forget(user, on: c)
         try Blocks(schema: "curation").forget(user, on: c)
