@@ -6,8 +6,12 @@ import Synchronization
 /// Someone an outside provider (Google, Apple) vouches for: its own id of them and, when it gave one, an address it
 /// proved. The one rule for linking them to an account is `AuthHandlers.signIn(_:_:after:)`.
 struct OutsideIdentity: Sendable {
-    /// The provider; its raw value names the table of its links (`auth.google_accounts`, `auth.apple_accounts`).
-    enum Provider: String, Sendable { case google, apple }
+    enum Provider: String, Sendable {
+        case google, apple
+
+        /// The table of its links, written into statements as it is: one of these two names, never input.
+        var table: String { "auth.\(rawValue)_accounts" }
+    }
 
     let provider: Provider
     /// The provider's id of them (`sub`), stable across their sign-ins.

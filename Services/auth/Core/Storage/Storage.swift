@@ -5,7 +5,7 @@ import Postgres
 import Runtime
 
 /// A user row.
-struct UserRecord {
+struct UserRecord: PostgresRecord {
     let id: UUID
     var username: String
     var email: String
@@ -27,24 +27,46 @@ struct UserRecord {
 
     init(_ row: Row) throws {
         id = try row["id"]; username = try row["username"]; email = try row["email"]
-        fullName = try row["full_name"]; avatarMediaId = try row.decode("avatar_media_id"); pictureUrl = try row.decode("picture_url")
-        phone = try row.decode("phone"); postalAddress = try row.decode("postal_address"); emailVerified = try row["email_verified"]
-        pendingEmail = try row.decode("pending_email")
-        suspendedAt = try row.decode("suspended_at"); createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
+        fullName = try row["full_name"]; avatarMediaId = try row["avatar_media_id"]; pictureUrl = try row["picture_url"]
+        phone = try row["phone"]; postalAddress = try row["postal_address"]; emailVerified = try row["email_verified"]
+        pendingEmail = try row["pending_email"]
+        suspendedAt = try row["suspended_at"]; createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
     }
 
-    static let columns = """
+    static let columns: SQL = """
         id, username, email, full_name, avatar_media_id, picture_url, phone, postal_address, email_verified, pending_email, suspended_at,
         created_at, updated_at
         """
 }
 
 /// A signed-in device: a session and what the client called itself when it began.
-struct SessionRecord {
+struct SessionRecord: PostgresRecord {
     let id: UUID
     let device: String?
     let createdAt: Date
     let lastUsedAt: Date
+
+    init(_ row: Row) throws {
+        id = try row["id"]; device = try row["device"]; createdAt = try row["created_at"]; lastUsedAt = try row["last_used_at"]
+    }
+
+    /// A session never used since it began was last used then.
+    static let columns: SQL = "id, device, created_at, COALESCE(last_used_at, created_at) AS last_used_at"
+}
+
+/// A signing key as stored: its seed sealed when `encrypted`.
+struct SigningKeyRecord: PostgresRecord {
+    let kid: String
+    let seed: [UInt8]
+    let encrypted: Bool
+    let activatesAt: Date
+
+    init(_ row: Row) throws {
+        kid = try row["kid"]; seed = try row["seed", as: ByteArray.self].bytes; encrypted = try row["encrypted"]
+        activatesAt = try row["activates_at"]
+    }
+
+    static let columns: SQL = "kid, seed, encrypted, activates_at"
 }
 
 /// What became of a presented refresh token.
@@ -66,11 +88,11 @@ struct AuthStorage {
     func insertUser(_ c: Connection, username: String, email: String, fullName: String, passwordHash: String,
                     pictureUrl: String? = nil, emailVerified: Bool = false) throws -> UserRecord {
         do {
-            let row = try c.first("""
+            return try c.one(UserRecord.self, """
                 INSERT INTO auth.users (id, username, email, full_name, password_hash, picture_url, email_verified)
-                VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING \(UserRecord.columns)
-                """, [UUID.v7(), username, email, fullName, passwordHash, pictureUrl, emailVerified])
-            return try UserRecord(row!)
+                VALUES (\(UUID.v7()), \(username), \(email), \(fullName), \(passwordHash), \(pictureUrl), \(emailVerified))
+                RETURNING \(UserRecord.columns)
+                """)!
         } catch let error as PostgresError where error.kind == .uniqueViolation {
             throw Self.duplicate(error)
         }
@@ -81,26 +103,29 @@ struct AuthStorage {
     }
 
     func user(_ c: Connection, id: UUID) throws -> UserRecord? {
-        try c.first("SELECT \(UserRecord.columns) FROM auth.users WHERE id = $1", [id]).map(UserRecord.init)
+        try c.one(UserRecord.self, "SELECT \(UserRecord.columns) FROM auth.users WHERE id = \(id)")
     }
 
     /// The user, if `session` is theirs and not revoked: the session check and the read in one round trip.
     func user(_ c: Connection, id: UUID, inActiveSession session: UUID) throws -> UserRecord? {
-        try c.first("""
-            SELECT \(UserRecord.columns) FROM auth.users WHERE id = $1
-            AND EXISTS (SELECT 1 FROM auth.sessions WHERE id = $2 AND user_id = $1 AND revoked_at IS NULL)
-            """, [id, session]).map(UserRecord.init)
+        try c.one(UserRecord.self, """
+            SELECT \(UserRecord.columns) FROM auth.users WHERE id = \(id)
+            AND EXISTS (SELECT 1 FROM auth.sessions WHERE id = \(session) AND user_id = \(id) AND revoked_at IS NULL)
+            """)
     }
 
     /// The users and password hashes a login by username or email (case-insensitive) may be for: by username, one; by
     /// email, the account that proved the address, or else the unconfirmed sign-ups that gave it (a few, newest first).
     func usersForLogin(_ c: Connection, username: String?, email: String?) throws -> [(UserRecord, String)] {
-        let rows = username != nil
-            ? try c.rows("SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(username) = lower($1)", [username!])
-            : try c.rows("""
-                SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(email) = lower($1)
-                ORDER BY email_verified DESC, created_at DESC LIMIT \(Self.claimsPerAddress)
-                """, [email ?? ""])
+        let query: SQL = if let username {
+            "SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(username) = lower(\(username))"
+        } else {
+            """
+            SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(email) = lower(\(email ?? ""))
+            ORDER BY email_verified DESC, created_at DESC LIMIT \(Self.claimsPerAddress)
+            """
+        }
+        let rows = try c.rows(query)
         let found = try rows.map { (try UserRecord($0), try $0["password_hash", as: String.self]) }
         return found.first?.0.emailVerified == true ? [found[0]] : found
     }
@@ -110,42 +135,41 @@ struct AuthStorage {
 
     /// The user with `username` (case-insensitive).
     func userByUsername(_ c: Connection, _ username: String) throws -> UserRecord? {
-        try c.first("SELECT \(UserRecord.columns) FROM auth.users WHERE lower(username) = lower($1)", [username]).map(UserRecord.init)
+        try c.one(UserRecord.self, "SELECT \(UserRecord.columns) FROM auth.users WHERE lower(username) = lower(\(username))")
     }
 
     /// The user who proved `email` is theirs (case-insensitive): at most one.
     func userWithProven(_ c: Connection, email: String) throws -> UserRecord? {
-        try c.first("SELECT \(UserRecord.columns) FROM auth.users WHERE lower(email) = lower($1) AND email_verified", [email])
-            .map(UserRecord.init)
+        try c.one(UserRecord.self, "SELECT \(UserRecord.columns) FROM auth.users WHERE lower(email) = lower(\(email)) AND email_verified")
     }
 
     /// The users whose sign-up gave `email` and who have not proven it (a few, newest first).
     func usersClaiming(_ c: Connection, email: String) throws -> [UserRecord] {
-        try c.rows("""
-            SELECT \(UserRecord.columns) FROM auth.users WHERE lower(email) = lower($1) AND NOT email_verified
+        try c.all(UserRecord.self, """
+            SELECT \(UserRecord.columns) FROM auth.users WHERE lower(email) = lower(\(email)) AND NOT email_verified
             ORDER BY created_at DESC LIMIT \(Self.claimsPerAddress)
-            """, [email]).map(UserRecord.init)
+            """)
     }
 
     func usernameTaken(_ c: Connection, _ name: String) throws -> Bool {
-        try c.first("SELECT 1 AS one FROM auth.users WHERE lower(username) = lower($1)", [name]) != nil
+        try c.first("SELECT 1 AS one FROM auth.users WHERE lower(username) = lower(\(name))") != nil
     }
 
     func passwordHash(_ c: Connection, user: UUID) throws -> String? {
-        try c.first("SELECT password_hash FROM auth.users WHERE id = $1", [user])?["password_hash"]
+        try c.first("SELECT password_hash FROM auth.users WHERE id = \(user)")?["password_hash"]
     }
 
     func updateUser(_ c: Connection, _ user: UserRecord) throws -> UserRecord {
         current?.hold(user.id)
         do {
-            let row = try c.first("""
-                UPDATE auth.users SET username = $2, email = $3, full_name = $4, avatar_media_id = $5, picture_url = $6, phone = $7,
-                    postal_address = $8, email_verified = $9, pending_email = $10, updated_at = now()
-                WHERE id = $1 RETURNING \(UserRecord.columns)
-                """, [user.id, user.username, user.email, user.fullName, user.avatarMediaId, user.pictureUrl, user.phone, user.postalAddress,
-                      user.emailVerified, user.pendingEmail])
-            guard let row else { throw AccountError.notFound }
-            return try UserRecord(row)
+            guard let updated = try c.one(UserRecord.self, """
+                UPDATE auth.users SET username = \(user.username), email = \(user.email), full_name = \(user.fullName),
+                    avatar_media_id = \(user.avatarMediaId), picture_url = \(user.pictureUrl), phone = \(user.phone),
+                    postal_address = \(user.postalAddress), email_verified = \(user.emailVerified), pending_email = \(user.pendingEmail),
+                    updated_at = now()
+                WHERE id = \(user.id) RETURNING \(UserRecord.columns)
+                """) else { throw AccountError.notFound }
+            return updated
         } catch let error as PostgresError where error.kind == .uniqueViolation {
             throw Self.duplicate(error)
         }
@@ -153,7 +177,7 @@ struct AuthStorage {
 
     func setPassword(_ c: Connection, user: UUID, hash: String) throws {
         current?.hold(user)
-        try c.execute("UPDATE auth.users SET password_hash = $2, updated_at = now() WHERE id = $1", [user, hash])
+        try c.execute("UPDATE auth.users SET password_hash = \(hash), updated_at = now() WHERE id = \(user)")
     }
 
     // MARK: Sessions
@@ -161,14 +185,13 @@ struct AuthStorage {
     /// Opens a session and returns it with its first refresh token (the token itself is stored only hashed).
     func createSession(_ c: Connection, user: UUID, device: String?) throws -> (session: UUID, refreshToken: String) {
         let session = UUID.v7()
-        try c.execute("INSERT INTO auth.sessions (id, user_id, device, last_used_at) VALUES ($1, $2, $3, now())", [session, user, device])
+        try c.execute("INSERT INTO auth.sessions (id, user_id, device, last_used_at) VALUES (\(session), \(user), \(device), now())")
         return (session, try issueRefreshToken(c, session: session))
     }
 
     func issueRefreshToken(_ c: Connection, session: UUID) throws -> String {
         let token = Base64URL.encode(secureRandomBytes(32))
-        try c.execute("INSERT INTO auth.refresh_tokens (token_hash, session_id) VALUES ($1, $2)",
-                      [Self.hash(token), session])
+        try c.execute("INSERT INTO auth.refresh_tokens (token_hash, session_id) VALUES (\(Self.hash(token)), \(session))")
         return token
     }
 
@@ -180,73 +203,75 @@ struct AuthStorage {
         if let row = try c.first("""
             UPDATE auth.refresh_tokens t SET used_at = now()
             FROM auth.sessions s
-            WHERE t.token_hash = $1 AND t.used_at IS NULL AND s.id = t.session_id AND s.revoked_at IS NULL
-              AND t.created_at > now() - make_interval(days => $2)
+            WHERE t.token_hash = \(hash) AND t.used_at IS NULL AND s.id = t.session_id AND s.revoked_at IS NULL
+              AND t.created_at > now() - make_interval(days => \(Self.refreshLifetimeDays))
             RETURNING s.id AS session_id, s.user_id
-            """, [hash, Self.refreshLifetimeDays]) {
-            return .rotated(session: try row["session_id"], user: try row["user_id"])
+            """) {
+            let (session, user) = try row.decode(UUID.self, UUID.self)
+            return .rotated(session: session, user: user)
         }
         if let row = try c.first("""
             SELECT s.id AS session_id, s.user_id FROM auth.refresh_tokens t JOIN auth.sessions s ON s.id = t.session_id
-            WHERE t.token_hash = $1 AND t.used_at IS NOT NULL
-            """, [hash]) {
-            return .reused(session: try row["session_id"], user: try row["user_id"])
+            WHERE t.token_hash = \(hash) AND t.used_at IS NOT NULL
+            """) {
+            let (session, user) = try row.decode(UUID.self, UUID.self)
+            return .reused(session: session, user: user)
         }
         return .invalid
     }
 
     /// A session was used (its refresh token rotated).
     func touchSession(_ c: Connection, _ session: UUID) throws {
-        try c.execute("UPDATE auth.sessions SET last_used_at = now() WHERE id = $1", [session])
+        try c.execute("UPDATE auth.sessions SET last_used_at = now() WHERE id = \(session)")
     }
 
     /// The user's active sessions, the most recently used first.
     func sessions(_ c: Connection, user: UUID) throws -> [SessionRecord] {
-        try c.rows("""
-            SELECT id, device, created_at, COALESCE(last_used_at, created_at) AS last_used_at FROM auth.sessions
-            WHERE user_id = $1 AND revoked_at IS NULL ORDER BY last_used_at DESC NULLS LAST, id DESC LIMIT 200
-            """, [user]).map { SessionRecord(id: try $0["id"], device: try $0.decode("device"), createdAt: try $0["created_at"],
-                                            lastUsedAt: try $0["last_used_at"]) }
+        try c.all(SessionRecord.self, """
+            SELECT \(SessionRecord.columns) FROM auth.sessions
+            WHERE user_id = \(user) AND revoked_at IS NULL ORDER BY last_used_at DESC NULLS LAST, id DESC LIMIT 200
+            """)
     }
 
     /// Revokes the user's session `session`; true when it was theirs and active until now.
     func revokeSession(_ c: Connection, _ session: UUID, of user: UUID, reason: String) throws -> Bool {
         current?.hold(user)
         return try c.execute("""
-            UPDATE auth.sessions SET revoked_at = now(), revoke_reason = $3 WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL
-            """, [session, user, reason]) == 1
+            UPDATE auth.sessions SET revoked_at = now(), revoke_reason = \(reason)
+            WHERE id = \(session) AND user_id = \(user) AND revoked_at IS NULL
+            """) == 1
     }
 
     // MARK: Blocks
 
     /// `user` blocks `other`; true when they had not before.
     func block(_ c: Connection, _ user: UUID, _ other: UUID) throws -> Bool {
-        try c.execute("INSERT INTO auth.blocks (user_id, blocked_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [user, other]) == 1
+        try c.execute("INSERT INTO auth.blocks (user_id, blocked_id) VALUES (\(user), \(other)) ON CONFLICT DO NOTHING") == 1
     }
 
     /// `user` lifts their block of `other`; true when there was one.
     func unblock(_ c: Connection, _ user: UUID, _ other: UUID) throws -> Bool {
-        try c.execute("DELETE FROM auth.blocks WHERE user_id = $1 AND blocked_id = $2", [user, other]) == 1
+        try c.execute("DELETE FROM auth.blocks WHERE user_id = \(user) AND blocked_id = \(other)") == 1
     }
 
     /// The people `user` blocked, by username (at most 1,000).
     func blocked(_ c: Connection, by user: UUID) throws -> [UserRecord] {
-        try c.rows("""
-            SELECT \(UserRecord.columns) FROM auth.users WHERE id IN (SELECT blocked_id FROM auth.blocks WHERE user_id = $1)
+        try c.all(UserRecord.self, """
+            SELECT \(UserRecord.columns) FROM auth.users WHERE id IN (SELECT blocked_id FROM auth.blocks WHERE user_id = \(user))
             ORDER BY username LIMIT 1000
-            """, [user]).map(UserRecord.init)
+            """)
     }
 
     // MARK: Account deletion
 
     /// Schedules the user's account for deletion at `at`.
     func scheduleDeletion(_ c: Connection, user: UUID, at: Date) throws {
-        try c.execute("UPDATE auth.users SET deletes_at = $2 WHERE id = $1", [user, at])
+        try c.execute("UPDATE auth.users SET deletes_at = \(at) WHERE id = \(user)")
     }
 
     /// Keeps an account whose deletion was pending; true when one was.
     func cancelDeletion(_ c: Connection, user: UUID) throws -> Bool {
-        try c.execute("UPDATE auth.users SET deletes_at = NULL WHERE id = $1 AND deletes_at IS NOT NULL", [user]) == 1
+        try c.execute("UPDATE auth.users SET deletes_at = NULL WHERE id = \(user) AND deletes_at IS NOT NULL") == 1
     }
 
     /// Up to `limit` accounts whose grace period is over, locked (another instance's are skipped). Their events still
@@ -255,8 +280,8 @@ struct AuthStorage {
     func dueDeletions(_ c: Connection, limit: Int) throws -> [UUID] {
         try c.rows("""
             SELECT id FROM auth.users u WHERE deletes_at <= now()
-            ORDER BY deletes_at LIMIT $1 FOR UPDATE SKIP LOCKED
-            """, [limit]).map { try $0["id"] }
+            ORDER BY deletes_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
+            """).map { try $0["id"] }
     }
 
     /// Erases the user: their row (sessions, refresh tokens, devices and the Google and Apple links go with it) and what names
@@ -264,37 +289,37 @@ struct AuthStorage {
     func deleteUser(_ c: Connection, _ user: UUID) throws {
         current?.hold(user)
         try c.execute("""
-            DELETE FROM auth.login_failures WHERE account_key = $2 OR account_key IN (
-                SELECT 'login:' || lower(username) FROM auth.users WHERE id = $1 UNION ALL SELECT 'login:' || lower(email) FROM auth.users WHERE id = $1)
-            """, [user, "user:" + user.lowercased])
-        try c.execute("DELETE FROM auth.lookup_failures WHERE user_id = $1", [user])
-        try c.execute("DELETE FROM auth.users WHERE id = $1", [user])
+            DELETE FROM auth.login_failures WHERE account_key = \("user:" + user.lowercased) OR account_key IN (
+                SELECT 'login:' || lower(username) FROM auth.users WHERE id = \(user)
+                UNION ALL SELECT 'login:' || lower(email) FROM auth.users WHERE id = \(user))
+            """)
+        try c.execute("DELETE FROM auth.lookup_failures WHERE user_id = \(user)")
+        try c.execute("DELETE FROM auth.users WHERE id = \(user)")
     }
 
     /// Suspends `user`; false when they were suspended already.
     func suspend(_ c: Connection, _ user: UUID) throws -> Bool {
         current?.hold(user)
-        return try c.execute("UPDATE auth.users SET suspended_at = now() WHERE id = $1 AND suspended_at IS NULL", [user]) == 1
+        return try c.execute("UPDATE auth.users SET suspended_at = now() WHERE id = \(user) AND suspended_at IS NULL") == 1
     }
 
     /// Revokes every active session of `user` except `keep`; returns the revoked ids.
     func revokeOtherSessions(_ c: Connection, user: UUID, keep: UUID, reason: String) throws -> [UUID] {
         current?.hold(user)
         return try c.rows("""
-            UPDATE auth.sessions SET revoked_at = now(), revoke_reason = $3
-            WHERE user_id = $1 AND id <> $2 AND revoked_at IS NULL RETURNING id
-            """, [user, keep, reason]).map { try $0["id"] }
+            UPDATE auth.sessions SET revoked_at = now(), revoke_reason = \(reason)
+            WHERE user_id = \(user) AND id <> \(keep) AND revoked_at IS NULL RETURNING id
+            """).map { try $0["id"] }
     }
 
     /// Sessions revoked since `since`, oldest first.
     func revokedSessions(_ c: Connection, since: Date) throws -> [(id: UUID, at: Date)] {
-        try c.rows("SELECT id, revoked_at FROM auth.sessions WHERE revoked_at >= $1 ORDER BY revoked_at", [since])
-            .map { (try $0["id"], try $0["revoked_at"]) }
+        try c.rows("SELECT id, revoked_at FROM auth.sessions WHERE revoked_at >= \(since) ORDER BY revoked_at")
+            .map { try $0.decode(UUID.self, Date.self) }
     }
 
     func isSessionActive(_ c: Connection, session: UUID, user: UUID) throws -> Bool {
-        try c.first("SELECT 1 AS ok FROM auth.sessions WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL",
-                    [session, user]) != nil
+        try c.first("SELECT 1 AS ok FROM auth.sessions WHERE id = \(session) AND user_id = \(user) AND revoked_at IS NULL") != nil
     }
 
     // MARK: Login failures
@@ -304,37 +329,36 @@ struct AuthStorage {
     func recentFailures(_ c: Connection, account: String, client: String)
         throws -> (account: Int, client: Int, sinceAccount: Double, clientRetryAfter: Int) {
         let row = try c.first("""
-            SELECT count(*) FILTER (WHERE account_key = $1) AS account,
-                   count(*) FILTER (WHERE client_key = $2) AS client,
-                   COALESCE(EXTRACT(EPOCH FROM now() - max(at) FILTER (WHERE account_key = $1)), 1e9)::float8 AS since_account,
-                   COALESCE(EXTRACT(EPOCH FROM min(at) FILTER (WHERE client_key = $2) + interval '15 minutes' - now()), 0)::int AS retry
+            SELECT count(*) FILTER (WHERE account_key = \(account)) AS account,
+                   count(*) FILTER (WHERE client_key = \(client)) AS client,
+                   COALESCE(EXTRACT(EPOCH FROM now() - max(at) FILTER (WHERE account_key = \(account))), 1e9)::float8 AS since_account,
+                   COALESCE(EXTRACT(EPOCH FROM min(at) FILTER (WHERE client_key = \(client)) + interval '15 minutes' - now()), 0)::int AS retry
             FROM auth.login_failures
-            WHERE at > now() - interval '15 minutes' AND (account_key = $1 OR client_key = $2)
-            """, [account, client])!
-        return (try row["account"], try row["client"], try row["since_account"], try row["retry"])
+            WHERE at > now() - interval '15 minutes' AND (account_key = \(account) OR client_key = \(client))
+            """)!
+        return try row.decode(Int.self, Int.self, Double.self, Int.self)
     }
 
     // MARK: Devices
 
     /// Whether `token` is a device `user` signed in from (and marks it used).
     func isDevice(_ c: Connection, token: String, of user: UUID) throws -> Bool {
-        try c.execute("UPDATE auth.devices SET last_used_at = now() WHERE token_hash = $1 AND user_id = $2",
-                      [Self.hash(token), user]) == 1
+        try c.execute("UPDATE auth.devices SET last_used_at = now() WHERE token_hash = \(Self.hash(token)) AND user_id = \(user)") == 1
     }
 
     /// Remembers a new device of `user`; returns its token (stored only hashed).
     func addDevice(_ c: Connection, user: UUID) throws -> String {
         let token = Base64URL.encode(secureRandomBytes(32))
-        try c.execute("INSERT INTO auth.devices (token_hash, user_id) VALUES ($1, $2)", [Self.hash(token), user])
+        try c.execute("INSERT INTO auth.devices (token_hash, user_id) VALUES (\(Self.hash(token)), \(user))")
         return token
     }
 
     func forgetDevice(_ c: Connection, token: String) throws {
-        try c.execute("DELETE FROM auth.devices WHERE token_hash = $1", [Self.hash(token)])
+        try c.execute("DELETE FROM auth.devices WHERE token_hash = \(Self.hash(token))")
     }
 
     func recordFailure(_ c: Connection, account: String, client: String) throws {
-        try c.execute("INSERT INTO auth.login_failures (account_key, client_key) VALUES ($1, $2)", [account, client])
+        try c.execute("INSERT INTO auth.login_failures (account_key, client_key) VALUES (\(account), \(client))")
     }
 
     func deleteOldFailures(_ c: Connection) throws {
@@ -359,36 +383,34 @@ struct AuthStorage {
         let seed = try box.map { try SecretBox.seal(key.seed, key: $0, aad: Array(kid.utf8)) } ?? key.seed
         try c.execute("""
             INSERT INTO auth.signing_keys (kid, seed, public_key, encrypted, activates_at)
-            VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
-            """, [kid, ByteArray(seed), ByteArray(key.publicKey), box != nil, seconds])
+            VALUES (\(kid), \(ByteArray(seed)), \(ByteArray(key.publicKey)), \(box != nil), now() + make_interval(secs => \(seconds)))
+            """)
         return kid
     }
 
     /// Every key, seeds opened with `box`. Throws `ConfigError` when a sealed seed cannot be opened with it.
     func signingKeys(_ c: Connection, openWith box: [UInt8]?) throws -> [SigningKeys.Key] {
-        try c.rows("SELECT kid, seed, encrypted, activates_at FROM auth.signing_keys").map { row in
-            let kid: String = try row["kid"]
-            var seed = try row["seed", as: ByteArray.self].bytes
-            if try row["encrypted", as: Bool.self] {
-                guard let box, let opened = try? SecretBox.open(seed, key: box, aad: Array(kid.utf8)) else {
+        try c.all(SigningKeyRecord.self, "SELECT \(SigningKeyRecord.columns) FROM auth.signing_keys").map { stored in
+            var seed = stored.seed
+            if stored.encrypted {
+                guard let box, let opened = try? SecretBox.open(seed, key: box, aad: Array(stored.kid.utf8)) else {
                     throw ConfigError(variable: "SIGNING_KEY_ENCRYPTION_KEY",
-                                      problem: "does not open the stored signing key \(kid) (unset, or not the key it was sealed with)")
+                                      problem: "does not open the stored signing key \(stored.kid) (unset, or not the key it was sealed with)")
                 }
                 seed = opened
             }
-            return SigningKeys.Key(kid: kid, key: try Ed25519PrivateKey(seed: seed), activatesAt: try row["activates_at"])
+            return SigningKeys.Key(kid: stored.kid, key: try Ed25519PrivateKey(seed: seed), activatesAt: stored.activatesAt)
         }
     }
 
     /// Seals the seeds stored in the clear (stored before `SIGNING_KEY_ENCRYPTION_KEY` was set); returns how many.
     func sealPlainSeeds(_ c: Connection, with box: [UInt8]) throws -> Int {
-        let rows = try c.rows("SELECT kid, seed FROM auth.signing_keys WHERE NOT encrypted FOR UPDATE")
-        for row in rows {
-            let kid: String = try row["kid"]
-            let sealed = try SecretBox.seal(try row["seed", as: ByteArray.self].bytes, key: box, aad: Array(kid.utf8))
-            try c.execute("UPDATE auth.signing_keys SET seed = $2, encrypted = true WHERE kid = $1", [kid, ByteArray(sealed)])
+        let plain = try c.all(SigningKeyRecord.self, "SELECT \(SigningKeyRecord.columns) FROM auth.signing_keys WHERE NOT encrypted FOR UPDATE")
+        for key in plain {
+            let sealed = try SecretBox.seal(key.seed, key: box, aad: Array(key.kid.utf8))
+            try c.execute("UPDATE auth.signing_keys SET seed = \(ByteArray(sealed)), encrypted = true WHERE kid = \(key.kid)")
         }
-        return rows.count
+        return plain.count
     }
 
     /// Deletes the keys whose successor activated so long ago that no token they signed is alive.
@@ -396,7 +418,7 @@ struct AuthStorage {
         try c.execute("""
             DELETE FROM auth.signing_keys k WHERE EXISTS (
                 SELECT 1 FROM auth.signing_keys n WHERE n.activates_at > k.activates_at
-                AND n.activates_at < now() - make_interval(secs => $1))
-            """, [Int(SigningKeys.retiredFor)])
+                AND n.activates_at < now() - make_interval(secs => \(Int(SigningKeys.retiredFor))))
+            """)
     }
 }
