@@ -65,9 +65,7 @@ struct EmailProofs: Sendable {
     /// only for a link that still works, and a form posted with one that does not costs no password hashing.
     func usable(_ c: Connection, token: String, purpose: String) throws -> Bool {
         guard !token.isEmpty, token.utf8.count <= 64 else { return false }
-        return try c.first("""
-            SELECT 1 AS one FROM auth.email_tokens WHERE token_hash = $1 AND purpose = $2 AND used_at IS NULL AND expires_at > now()
-            """, [AuthStorage.hash(token), purpose]) != nil
+        return try storage.isUsableEmailToken(c, token, purpose: purpose)
     }
 
     /// Sets the password of the account the token was sent for; the user, or nil for a token that is not good (or an

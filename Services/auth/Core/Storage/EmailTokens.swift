@@ -3,10 +3,16 @@ import Foundation
 import Postgres
 
 /// A token sent by mail to prove an address (`verify`) or to set a new password (`reset`), as stored: its hash only.
-struct EmailTokenRecord {
+struct EmailTokenRecord: PostgresRecord {
     let userId: UUID
     let purpose: String
     let email: String
+
+    init(_ row: Row) throws {
+        userId = try row["user_id"]; purpose = try row["purpose"]; email = try row["email"]
+    }
+
+    static let columns: SQL = "user_id, purpose, email"
 }
 
 extension AuthStorage {
@@ -16,35 +22,42 @@ extension AuthStorage {
         let token = Base64URL.encode(secureRandomBytes(32))
         try retireEmailTokens(c, user: user, purpose: purpose)
         try c.execute("""
-            INSERT INTO auth.email_tokens (token_hash, user_id, purpose, email, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
-            """, [Self.hash(token), user, purpose, email, lifetime])
+            INSERT INTO auth.email_tokens (token_hash, user_id, purpose, email, expires_at)
+            VALUES (\(Self.hash(token)), \(user), \(purpose), \(email), now() + make_interval(secs => \(lifetime)))
+            """)
         return token
     }
 
     /// The unused tokens of `user` for `purpose` stop working.
     func retireEmailTokens(_ c: Connection, user: UUID, purpose: String) throws {
-        try c.execute("UPDATE auth.email_tokens SET used_at = now() WHERE user_id = $1 AND purpose = $2 AND used_at IS NULL", [user, purpose])
+        try c.execute("UPDATE auth.email_tokens SET used_at = now() WHERE user_id = \(user) AND purpose = \(purpose) AND used_at IS NULL")
     }
 
     /// Uses `token` for `purpose` if it is unused and unexpired: nil otherwise (whichever it was, the caller says the same).
     func useEmailToken(_ c: Connection, _ token: String, purpose: String) throws -> EmailTokenRecord? {
-        try c.first("""
+        try c.one(EmailTokenRecord.self, """
             UPDATE auth.email_tokens SET used_at = now()
-            WHERE token_hash = $1 AND purpose = $2 AND used_at IS NULL AND expires_at > now()
-            RETURNING user_id, purpose, email
-            """, [Self.hash(token), purpose]).map {
-            EmailTokenRecord(userId: try $0["user_id"], purpose: try $0["purpose"], email: try $0["email"])
-        }
+            WHERE token_hash = \(Self.hash(token)) AND purpose = \(purpose) AND used_at IS NULL AND expires_at > now()
+            RETURNING \(EmailTokenRecord.columns)
+            """)
+    }
+
+    /// Whether `token` is unused and unexpired for `purpose`, leaving it so.
+    func isUsableEmailToken(_ c: Connection, _ token: String, purpose: String) throws -> Bool {
+        try c.first("""
+            SELECT 1 AS one FROM auth.email_tokens
+            WHERE token_hash = \(Self.hash(token)) AND purpose = \(purpose) AND used_at IS NULL AND expires_at > now()
+            """) != nil
     }
 
     /// Records a request under `key` (an address mailed, a client asking).
     func recordMailRequest(_ c: Connection, key: String) throws {
-        try c.execute("INSERT INTO auth.mail_requests (key) VALUES ($1)", [key])
+        try c.execute("INSERT INTO auth.mail_requests (key) VALUES (\(key))")
     }
 
     /// How many requests `key` made within the hour.
     func recentMailRequests(_ c: Connection, key: String) throws -> Int {
-        try c.first("SELECT count(*)::int AS n FROM auth.mail_requests WHERE key = $1 AND at > now() - interval '1 hour'", [key])?["n"] ?? 0
+        try c.first("SELECT count(*)::int AS n FROM auth.mail_requests WHERE key = \(key) AND at > now() - interval '1 hour'")?["n"] ?? 0
     }
 
     /// Forgets requests and tokens older than a day.
