@@ -30,11 +30,11 @@ public struct Blocks: Sendable {
         case UserBlocked.type:
             let b = try event.decode(UserBlocked.self)
             guard let user = UUID(uuidString: b.userId), let blocked = UUID(uuidString: b.blockedUserId) else { return true }
-            try c.execute("INSERT INTO \(schema).blocks (user_id, blocked_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [user, blocked])
+            try c.execute("INSERT INTO \(unescaped: schema).blocks (user_id, blocked_id) VALUES (\(user), \(blocked)) ON CONFLICT DO NOTHING")
         case UserUnblocked.type:
             let b = try event.decode(UserUnblocked.self)
             guard let user = UUID(uuidString: b.userId), let blocked = UUID(uuidString: b.blockedUserId) else { return true }
-            try c.execute("DELETE FROM \(schema).blocks WHERE user_id = $1 AND blocked_id = $2", [user, blocked])
+            try c.execute("DELETE FROM \(unescaped: schema).blocks WHERE user_id = \(user) AND blocked_id = \(blocked)")
         default:
             return false
         }
@@ -44,23 +44,24 @@ public struct Blocks: Sendable {
     /// Whether either of the two blocked the other.
     public func between(_ a: UUID, _ b: UUID, on c: Connection) throws -> Bool {
         try c.first("""
-            SELECT 1 AS one FROM \(schema).blocks WHERE (user_id = $1 AND blocked_id = $2) OR (user_id = $2 AND blocked_id = $1)
-            """, [a, b]) != nil
+            SELECT 1 AS one FROM \(unescaped: schema).blocks
+            WHERE (user_id = \(a) AND blocked_id = \(b)) OR (user_id = \(b) AND blocked_id = \(a))
+            """) != nil
     }
 
-    /// Whether someone who runs what `runners` selects (a SQL query of user ids, its parameter `$1`) blocked `user`:
-    /// then a code `user` learned must not let them in.
+    /// Whether someone who runs what `runners` selects (a query of user ids) blocked `user`: then a code `user`
+    /// learned must not let them in.
+    public func isBlocked(_ user: UUID, byAnyOf runners: SQL, on c: Connection) throws -> Bool {
+        try c.first("SELECT 1 AS one FROM \(unescaped: schema).blocks WHERE blocked_id = \(user) AND user_id IN (\(runners))") != nil
+    }
+
+    /// `isBlocked(_:byAnyOf:on:)` with `runners` as text whose parameter `$1` is `value`.
     public func isBlocked(_ user: UUID, byAnyOf runners: String, _ value: UUID, on c: Connection) throws -> Bool {
         try c.first("SELECT 1 AS one FROM \(schema).blocks WHERE blocked_id = $2 AND user_id IN (\(runners))", [value, user]) != nil
     }
 
-    /// A SQL condition: the author in `column` is not someone the reader (parameter `$n`) blocked.
-    public func notBlockedBy(reader parameter: Int, author column: String) -> String {
-        "NOT EXISTS (SELECT 1 FROM \(schema).blocks bl WHERE bl.user_id = $\(parameter) AND bl.blocked_id = \(column))"
-    }
-
     /// Forgets the blocks of and on an erased account.
     public func forget(_ user: UUID, on c: Connection) throws {
-        try c.execute("DELETE FROM \(schema).blocks WHERE user_id = $1 OR blocked_id = $1", [user])
+        try c.execute("DELETE FROM \(unescaped: schema).blocks WHERE user_id = \(user) OR blocked_id = \(user)")
     }
 }

@@ -23,18 +23,23 @@ public enum Erasure {
 
     public static func forget(_ user: UUID, schema: String, on c: Connection) throws {
         let id = user.lowercased
-        try c.execute("DELETE FROM \(schema).outbox WHERE strpos(payload, $1) > 0", [id])
-        try c.execute("DELETE FROM \(schema).idempotency_keys WHERE caller = $1", [id])
-        try c.execute("INSERT INTO \(schema).erased_users (id_hash) VALUES ($1) ON CONFLICT DO NOTHING", [hash(user)])
+        try c.execute("DELETE FROM \(unescaped: schema).outbox WHERE strpos(payload, \(id)) > 0")
+        try c.execute("DELETE FROM \(unescaped: schema).idempotency_keys WHERE caller = \(id)")
+        try c.execute("INSERT INTO \(unescaped: schema).erased_users (id_hash) VALUES (\(hash(user))) ON CONFLICT DO NOTHING")
     }
 
     /// Whether `user` was erased here.
     public static func isErased(_ user: UUID, schema: String, on c: Connection) throws -> Bool {
-        try c.first("SELECT 1 AS one FROM \(schema).erased_users WHERE id_hash = $1", [hash(user)]) != nil
+        try c.first("SELECT 1 AS one FROM \(unescaped: schema).erased_users WHERE id_hash = \(hash(user))") != nil
     }
 
     /// SQL that holds unless the user whose hash is `hash` (an SQL expression: a parameter, a column) was erased here: for
     /// a statement that reads what concerns them to check it too, instead of a round trip of its own.
+    public static func notErased(_ hash: SQL, schema: String) -> SQL {
+        "NOT EXISTS (SELECT 1 FROM \(unescaped: schema).erased_users WHERE id_hash = \(hash))"
+    }
+
+    /// `notErased(_:schema:)` as text, for a statement that is text.
     public static func notErased(schema: String, hash: String) -> String {
         "NOT EXISTS (SELECT 1 FROM \(schema).erased_users WHERE id_hash = \(hash))"
     }
@@ -45,13 +50,13 @@ public enum Erasure {
 extension Profiles {
     /// Forgets a deleted user's name and face.
     public func forget(_ user: UUID, on c: Connection) throws {
-        try c.execute("DELETE FROM \(schema).profiles WHERE user_id = $1", [user])
+        try c.execute("DELETE FROM \(unescaped: schema).profiles WHERE user_id = \(user)")
     }
 }
 
 extension MediaStore {
     /// Erases every image `owner` uploaded: its signed URLs stop loading (404).
     public func forget(owner: UUID, on c: Connection) throws {
-        try c.execute("DELETE FROM \(schema).media WHERE owner_id = $1", [owner])
+        try c.execute("DELETE FROM \(unescaped: schema).media WHERE owner_id = \(owner)")
     }
 }

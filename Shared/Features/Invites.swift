@@ -100,14 +100,14 @@ public struct GuessThrottle: Sendable {
         let recent = try pool.withConnection { c in
             try c.first("""
                 SELECT count(*) AS n, COALESCE(EXTRACT(EPOCH FROM min(at) + interval '15 minutes' - now()), 0)::int AS retry
-                FROM \(schema).\(table) WHERE user_id = $1 AND at > now() - interval '15 minutes'
-                """, [user])!
+                FROM \(unescaped: schema).\(unescaped: table) WHERE user_id = \(user) AND at > now() - interval '15 minutes'
+                """)!
         }
         if try recent["n", as: Int.self] >= limit { throw HTTPError.rateLimited(retryAfter: try recent["retry"]) }
         do {
             return try attempt()
         } catch where isFailure(error) {
-            _ = try pool.withConnection { try $0.execute("INSERT INTO \(schema).\(table) (user_id) VALUES ($1)", [user]) }
+            _ = try pool.withConnection { try $0.execute("INSERT INTO \(unescaped: schema).\(unescaped: table) (user_id) VALUES (\(user))") }
             throw error
         }
     }

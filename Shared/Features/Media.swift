@@ -7,7 +7,7 @@ import Postgres
 import Web
 
 /// A stored image's metadata.
-public struct MediaRecord: Sendable {
+public struct MediaRecord: PostgresRecord, Sendable {
     public let id: UUID
     public let ownerId: UUID
     public let contentType: String
@@ -28,7 +28,7 @@ public struct MediaRecord: Sendable {
     }
 
     /// The columns `init` reads, for queries aliasing the media table as `m`.
-    public static let columns = "m.id, m.owner_id, m.content_type, m.size, m.width, m.height, m.sha256, m.purpose, m.placeholder, m.created_at"
+    public static let columns: SQL = "m.id, m.owner_id, m.content_type, m.size, m.width, m.height, m.sha256, m.purpose, m.placeholder, m.created_at"
 
     /// What a view shows of it beside its URLs (nil for an image stored before the pipeline).
     public var meta: ImageMeta? {
@@ -72,8 +72,9 @@ public struct ImageMeta: Sendable, Equatable {
         guard !ids.isEmpty else { return [:] }
         var found: [UUID: ImageMeta] = [:]
         for row in try c.rows("""
-            SELECT \(MediaRecord.columns) FROM \(schema).media m WHERE m.id = ANY($1::uuid[]) AND m.placeholder IS NOT NULL
-            """, [PostgresArray(Array(Set(ids)))]) {
+            SELECT \(MediaRecord.columns) FROM \(unescaped: schema).media m
+            WHERE m.id = ANY(\(PostgresArray(Array(Set(ids))))::uuid[]) AND m.placeholder IS NOT NULL
+            """) {
             let record = try MediaRecord(row)
             found[record.id] = record.meta
         }
@@ -200,11 +201,11 @@ public struct MediaStore: Sendable {
             for (name, rendition) in image.renditions {
                 try store.put(key(id, variant: name), rendition.bytes, contentType: image.contentType)
             }
-            let media = try MediaRecord(c.first("""
-                INSERT INTO \(schema).media AS m (id, owner_id, content_type, size, width, height, sha256, purpose, placeholder)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING \(MediaRecord.columns)
-                """, [id, owner, image.contentType, bytes.count, image.full.width, image.full.height,
-                      hexString(sha256(bytes)), purpose, image.placeholder])!)
+            let media = try c.one(MediaRecord.self, """
+                INSERT INTO \(unescaped: schema).media AS m (id, owner_id, content_type, size, width, height, sha256, purpose, placeholder)
+                VALUES (\(id), \(owner), \(image.contentType), \(bytes.count), \(image.full.width), \(image.full.height),
+                        \(hexString(sha256(bytes))), \(purpose), \(image.placeholder)) RETURNING \(MediaRecord.columns)
+                """)!
             let sizes = purpose == Self.avatar ? urls.avatarSizes(media.id, owner: owner)! : ImageView(media.id, self, meta: nil).urls
             return .json(MediaView(media, urls: sizes), status: 201)
         }
@@ -220,7 +221,7 @@ public struct MediaStore: Sendable {
         if let caller {
             found = try visible(caller.userId)
         } else {
-            found = try c.first("SELECT \(MediaRecord.columns) FROM \(schema).media m WHERE m.id = $1", [id]).map(MediaRecord.init)
+            found = try c.one(MediaRecord.self, "SELECT \(MediaRecord.columns) FROM \(unescaped: schema).media m WHERE m.id = \(id)")
         }
         if let owner, found?.ownerId != owner || found?.purpose != Self.avatar { found = nil }
         guard let found else { throw HTTPError.notFound() }
@@ -262,7 +263,9 @@ public struct MediaStore: Sendable {
 
     /// How many of `ids` name images `owner` uploaded for `purpose`.
     public func owned(_ ids: [UUID], by owner: UUID, for purpose: String, on c: Connection) throws -> Int {
-        try c.first("SELECT count(*) AS n FROM \(schema).media WHERE id = ANY($1::uuid[]) AND owner_id = $2 AND purpose = $3",
-                    [PostgresArray(ids), owner, purpose])!["n"]
+        try c.first("""
+            SELECT count(*) AS n FROM \(unescaped: schema).media
+            WHERE id = ANY(\(PostgresArray(ids))::uuid[]) AND owner_id = \(owner) AND purpose = \(purpose)
+            """)!["n"]
     }
 }

@@ -23,7 +23,7 @@ extension MediaStore {
     /// nil when neither has them. The store first: once the images are moved, a read asks the database nothing more.
     public func bytes(_ id: UUID, on c: Connection) throws -> [UInt8]? {
         if let bytes = try store.get(key(id)) { return bytes }
-        return try c.bytes("SELECT bytes FROM \(schema).media WHERE id = $1 AND bytes IS NOT NULL", [id])
+        return try c.bytes("SELECT bytes FROM \(unescaped: schema).media WHERE id = \(id) AND bytes IS NOT NULL")
     }
 
     /// The migration that takes the bytes out of the table: new rows hold none, and deleted rows are noted for
@@ -54,16 +54,16 @@ extension MediaStore {
     public func moveToStore(_ pool: Pool, batch: Int = 20) throws -> Int {
         try pool.withTransaction { c in
             let rows = try c.rows("""
-                SELECT id, content_type FROM \(schema).media WHERE bytes IS NOT NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
-                """, [batch])
+                SELECT id, content_type FROM \(unescaped: schema).media WHERE bytes IS NOT NULL ORDER BY id LIMIT \(batch) FOR UPDATE SKIP LOCKED
+                """)
             var moved: [UUID] = []
             for row in rows {  // one image in memory at a time
                 let id: UUID = try row["id"]
-                guard let bytes = try c.bytes("SELECT bytes FROM \(schema).media WHERE id = $1", [id]) else { continue }
+                guard let bytes = try c.bytes("SELECT bytes FROM \(unescaped: schema).media WHERE id = \(id)") else { continue }
                 try store.put(key(id), bytes, contentType: try row["content_type"])
                 moved.append(id)
             }
-            try c.execute("UPDATE \(schema).media SET bytes = NULL WHERE id = ANY($1::uuid[])", [PostgresArray(moved)])
+            try c.execute("UPDATE \(unescaped: schema).media SET bytes = NULL WHERE id = ANY(\(PostgresArray(moved))::uuid[])")
             return moved.count
         }
     }
@@ -74,13 +74,13 @@ extension MediaStore {
     public func sweepRemoved(_ pool: Pool, batch: Int = 100) throws -> Int {
         try pool.withTransaction { c in
             let ids: [UUID] = try c.rows("""
-                SELECT id FROM \(schema).media_removed ORDER BY removed_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
-                """, [batch]).map { try $0["id"] }
+                SELECT id FROM \(unescaped: schema).media_removed ORDER BY removed_at, id LIMIT \(batch) FOR UPDATE SKIP LOCKED
+                """).map { try $0["id"] }
             for id in ids {
                 try store.delete(key(id))
                 for variant in Self.variants { try store.delete(key(id, variant: variant)) }
             }
-            try c.execute("DELETE FROM \(schema).media_removed WHERE id = ANY($1::uuid[])", [PostgresArray(ids)])
+            try c.execute("DELETE FROM \(unescaped: schema).media_removed WHERE id = ANY(\(PostgresArray(ids))::uuid[])")
             return ids.count
         }
     }

@@ -44,13 +44,13 @@ public struct Profiles: Sendable {
         }
         guard let id = UUID(uuidString: user), try !Erasure.isErased(id, schema: schema, on: c) else { return nil }
         try c.execute("""
-            INSERT INTO \(schema).profiles (user_id, username, full_name, avatar_media_id, picture_url, updated_at)
-            VALUES ($1, $2, $3, $4, $5, $6)
+            INSERT INTO \(unescaped: schema).profiles (user_id, username, full_name, avatar_media_id, picture_url, updated_at)
+            VALUES (\(id), \(username), \(fullName), \(avatar.flatMap(UUID.init(uuidString:))), \(picture.flatMap(Self.picture)),
+                    \(Timestamp.parse(at) ?? Date()))
             ON CONFLICT (user_id) DO UPDATE SET username = EXCLUDED.username, full_name = EXCLUDED.full_name,
                 avatar_media_id = EXCLUDED.avatar_media_id, picture_url = EXCLUDED.picture_url, updated_at = EXCLUDED.updated_at
-            WHERE \(schema).profiles.updated_at <= EXCLUDED.updated_at
-            """, [id, username, fullName, avatar.flatMap(UUID.init(uuidString:)), picture.flatMap(Self.picture),
-                  Timestamp.parse(at) ?? Date()])
+            WHERE \(unescaped: schema).profiles.updated_at <= EXCLUDED.updated_at
+            """)
         return (id, registered)
     }
 

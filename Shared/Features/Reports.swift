@@ -35,40 +35,44 @@ public struct Reports: Sendable {
     /// `reporter` reports `target` (a `kind` of thing by `author`); their earlier report of it is updated.
     public func file(_ c: Connection, kind: String, target: UUID, author: UUID?, reporter: UUID, reason: String, note: String?) throws
         -> ReportRecord {
-        try ReportRecord(c.first("""
-            INSERT INTO \(schema).reports (id, kind, target_id, author_id, reporter_id, reason, note) VALUES ($1, $2, $3, $4, $5, $6, $7)
+        try c.one(ReportRecord.self, """
+            INSERT INTO \(unescaped: schema).reports (id, kind, target_id, author_id, reporter_id, reason, note)
+            VALUES (\(UUID.v7()), \(kind), \(target), \(author), \(reporter), \(reason), \(note))
             ON CONFLICT (kind, target_id, reporter_id) DO UPDATE SET reason = EXCLUDED.reason, note = EXCLUDED.note,
                 status = 'open', resolved_at = NULL
-            RETURNING *
-            """, [UUID.v7(), kind, target, author, reporter, reason, note])!)
+            RETURNING \(ReportRecord.columns)
+            """)!
     }
 
     /// Open reports, the oldest first.
     public func open(_ c: Connection, limit: Int) throws -> [ReportRecord] {
-        try c.rows("SELECT * FROM \(schema).reports WHERE status = 'open' ORDER BY created_at, id LIMIT $1", [limit]).map(ReportRecord.init)
+        try c.all(ReportRecord.self, """
+            SELECT \(ReportRecord.columns) FROM \(unescaped: schema).reports WHERE status = 'open' ORDER BY created_at, id LIMIT \(limit)
+            """)
     }
 
     /// The report, locked.
     public func report(_ c: Connection, _ id: UUID) throws -> ReportRecord? {
-        try c.first("SELECT * FROM \(schema).reports WHERE id = $1 FOR UPDATE", [id]).map(ReportRecord.init)
+        try c.one(ReportRecord.self, "SELECT \(ReportRecord.columns) FROM \(unescaped: schema).reports WHERE id = \(id) FOR UPDATE")
     }
 
     /// Settles every open report of the reported thing with `status`.
     public func settle(_ c: Connection, _ report: ReportRecord, _ status: String) throws {
         try c.execute("""
-            UPDATE \(schema).reports SET status = $3, resolved_at = now() WHERE kind = $1 AND target_id = $2 AND status = 'open'
-            """, [report.kind, report.targetId, status])
+            UPDATE \(unescaped: schema).reports SET status = \(status), resolved_at = now()
+            WHERE kind = \(report.kind) AND target_id = \(report.targetId) AND status = 'open'
+            """)
     }
 
     /// Forgets an erased account's reports, and the reports of them as a person; what they wrote that others reported
     /// stays reported, without their name.
     public func forget(_ user: UUID, on c: Connection) throws {
-        try c.execute("DELETE FROM \(schema).reports WHERE reporter_id = $1 OR target_id = $1", [user])
-        try c.execute("UPDATE \(schema).reports SET author_id = NULL WHERE author_id = $1", [user])
+        try c.execute("DELETE FROM \(unescaped: schema).reports WHERE reporter_id = \(user) OR target_id = \(user)")
+        try c.execute("UPDATE \(unescaped: schema).reports SET author_id = NULL WHERE author_id = \(user)")
     }
 }
 
-public struct ReportRecord: Sendable {
+public struct ReportRecord: PostgresRecord, Sendable {
     public let id: UUID
     public let kind: String
     public let targetId: UUID
@@ -81,6 +85,8 @@ public struct ReportRecord: Sendable {
     public let resolvedAt: Date?
     /// A report changes once: when it is decided.
     public var updatedAt: Date { resolvedAt ?? createdAt }
+
+    public static let columns: SQL = "id, kind, target_id, author_id, reporter_id, reason, note, status, created_at, resolved_at"
 
     public init(_ r: Row) throws {
         id = try r["id"]; kind = try r["kind"]; targetId = try r["target_id"]; authorId = try r.decode("author_id")
