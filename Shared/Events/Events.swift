@@ -262,8 +262,8 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
             if let slot = try? self.slot(), let row = try? self.pool.withConnection({ c in
                 try c.first("""
                     SELECT COALESCE(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0)::float8 AS behind
-                    FROM pg_replication_slots WHERE slot_name = $1
-                    """, [slot])
+                    FROM pg_replication_slots WHERE slot_name = \(slot)
+                    """)
             }), let behind = try? row["behind", as: Double.self] {
                 samples.append(("outbox_unconfirmed_wal_bytes", "", behind))
             }
@@ -353,7 +353,7 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
     public func isStuck() throws -> Bool {
         let slot = try slot()
         let active = try pool.withConnection { c in
-            try c.first("SELECT active FROM pg_replication_slots WHERE slot_name = $1", [slot])?["active", as: Bool.self]
+            try c.first("SELECT active FROM pg_replication_slots WHERE slot_name = \(slot)")?["active", as: Bool.self]
         } ?? false
         let now = Date()
         condition.lock(); defer { condition.unlock() }
@@ -600,26 +600,26 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
     /// the outbox, whose rows are published in order before anything is streamed.
     private func prepareSlot(_ slot: String, on connection: ReplicationConnection) throws {
         let recorded = { (c: Connection) in
-            try c.first("SELECT 1 AS x FROM pg_replication_slots WHERE slot_name = $1", [slot]) != nil
-                && c.first("SELECT 1 AS x FROM \(self.schema).outbox_slot WHERE name = $1", [slot]) != nil
+            try c.first("SELECT 1 AS x FROM pg_replication_slots WHERE slot_name = \(slot)") != nil
+                && c.first("SELECT 1 AS x FROM \(unescaped: self.schema).outbox_slot WHERE name = \(slot)") != nil
         }
         if try pool.withConnection(recorded) { return }
         // One instance at a time makes the slot: two would each publish a snapshot, and one could drop the other's.
         try pool.withConnection { c in
-            guard try c.first("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", ["outbox-slot:" + slot])?["locked", as: Bool.self] == true else {
+            guard try c.first("SELECT pg_try_advisory_lock(hashtext(\("outbox-slot:" + slot))) AS locked")?["locked", as: Bool.self] == true else {
                 throw PostgresError.fromServer(sqlState: "55006", constraint: nil, message: "another instance makes the slot")
             }
-            defer { _ = try? c.execute("SELECT pg_advisory_unlock(hashtext($1))", ["outbox-slot:" + slot]) }
+            defer { _ = try? c.execute("SELECT pg_advisory_unlock(hashtext(\("outbox-slot:" + slot)))") }
             if try recorded(c) { return }
             try makeSlot(slot, on: connection, recording: c)
         }
     }
 
     private func makeSlot(_ slot: String, on connection: ReplicationConnection, recording c: Connection) throws {
-        if try c.first("SELECT 1 AS x FROM pg_replication_slots WHERE slot_name = $1", [slot]) != nil {
+        if try c.first("SELECT 1 AS x FROM pg_replication_slots WHERE slot_name = \(slot)") != nil {
             try connection.simpleQuery("DROP_REPLICATION_SLOT \(slot) WAIT")
         }
-        try c.execute("DELETE FROM \(schema).outbox_slot WHERE name = $1", [slot])
+        try c.execute("DELETE FROM \(unescaped: schema).outbox_slot WHERE name = \(slot)")
         let wal = try connection.simpleQuery("SHOW wal_level").first?.first ?? nil
         guard wal == "logical" else {
             throw Interrupted(description: "PostgreSQL's wal_level is \(wal ?? "unknown"), not logical: the outbox is read through logical decoding (see docs/operations.md)", kafka: false)
@@ -636,7 +636,7 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
             published += rows.count
         }
         try connection.simpleQuery("COMMIT")
-        try c.execute("INSERT INTO \(schema).outbox_slot (name) VALUES ($1)", [slot])
+        try c.execute("INSERT INTO \(unescaped: schema).outbox_slot (name) VALUES (\(slot))")
         logger.info("made the outbox's replication slot; published what the outbox held", ["slot": .string(slot), "events": .int(published)])
     }
 
@@ -645,9 +645,8 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
             // Background upkeep, not a request: a week of events may take longer than DB_STATEMENT_TIMEOUT_MS.
             let removed = try pool.withTransaction { c in
                 try c.execute("SET LOCAL statement_timeout = 0")
-                return try c.execute("DELETE FROM \(schema).outbox WHERE created_at < now() - make_interval(secs => $1)", [retention])
-                    + c.execute("DELETE FROM \(schema).idempotency_keys WHERE created_at < now() - make_interval(hours => $1)",
-                                [Idempotency.keptHours])
+                return try c.execute("DELETE FROM \(unescaped: schema).outbox WHERE created_at < now() - make_interval(secs => \(retention))")
+                    + c.execute("DELETE FROM \(unescaped: schema).idempotency_keys WHERE created_at < now() - make_interval(hours => \(Idempotency.keptHours))")
                     + c.execute("DELETE FROM \(unescaped: schema).processed_events WHERE processed_at < now() - interval '30 days'")
                 // 30 days: at least OUTBOX_RETENTION_HOURS (at most 720), so a republished event is still recognised.
             }
@@ -667,8 +666,10 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         var published = 0
         while true {
             let rows = try pool.withConnection { c in
-                try c.rows("SELECT id, topic, key, payload FROM \(schema).outbox WHERE created_at >= $1 AND id > $2 ORDER BY id LIMIT \(Self.batchSize)",
-                           [since, after])
+                try c.rows("""
+                    SELECT id, topic, key, payload FROM \(unescaped: schema).outbox WHERE created_at >= \(since) AND id > \(after)
+                    ORDER BY id LIMIT \(unescaped: String(Self.batchSize))
+                    """)
             }
             guard let last = rows.last else { return published }
             after = try last["id"]
