@@ -32,36 +32,37 @@ struct Leaving: Sendable {
 extension StoriesStorage {
     /// Erases what names `user` in stories' own tables (their images and profile are the kit's).
     func forget(_ user: UUID, on c: Connection) throws {
-        try c.execute("DELETE FROM stories.stories WHERE author_id = $1", [user])
-        try c.execute("DELETE FROM stories.comments WHERE author_id = $1", [user])
-        let theirs: [UUID] = try c.rows("SELECT group_id FROM stories.memberships WHERE user_id = $1", [user]).map { try $0["group_id"] }
+        try c.execute("DELETE FROM stories.stories WHERE author_id = \(user)")
+        try c.execute("DELETE FROM stories.comments WHERE author_id = \(user)")
+        let theirs: [UUID] = try c.rows("SELECT group_id FROM stories.memberships WHERE user_id = \(user)").map { try $0["group_id"] }
         // A group they ran with nobody else running it: its longest member runs it now.
         try Succession.promoteHeirs(c, table: "stories.memberships", container: "group_id", role: "admin", leaving: user)
-        try c.execute("DELETE FROM stories.memberships WHERE user_id = $1", [user])
+        try c.execute("DELETE FROM stories.memberships WHERE user_id = \(user)")
         // What they created is credited to whoever runs it now; what nobody is left in goes (their journals too).
         try c.execute("""
             UPDATE stories.groups g SET created_by = heir.user_id FROM (
                 SELECT DISTINCT ON (group_id) group_id, user_id FROM stories.memberships
                 ORDER BY group_id, role = 'admin' DESC, joined_at, user_id) heir
-            WHERE g.created_by = $1 AND heir.group_id = g.id
-            """, [user])
+            WHERE g.created_by = \(user) AND heir.group_id = g.id
+            """)
         try c.execute("""
-            DELETE FROM stories.groups g WHERE (g.created_by = $1 OR g.id = ANY($2::uuid[]))
+            DELETE FROM stories.groups g WHERE (g.created_by = \(user) OR g.id = ANY(\(PostgresArray(theirs))::uuid[]))
                 AND NOT EXISTS (SELECT 1 FROM stories.memberships m WHERE m.group_id = g.id)
-            """, [user, PostgresArray(theirs)])
-        try c.execute("UPDATE stories.groups SET image_media_id = NULL WHERE image_media_id IN (SELECT id FROM stories.media WHERE owner_id = $1)",
-                      [user])
-        try c.execute("DELETE FROM stories.join_failures WHERE user_id = $1", [user])
-        try c.execute("DELETE FROM stories.hidden_authors WHERE user_id = $1 OR author_id = $1", [user])
+            """)
+        try c.execute("""
+            UPDATE stories.groups SET image_media_id = NULL WHERE image_media_id IN (SELECT id FROM stories.media WHERE owner_id = \(user))
+            """)
+        try c.execute("DELETE FROM stories.join_failures WHERE user_id = \(user)")
+        try c.execute("DELETE FROM stories.hidden_authors WHERE user_id = \(user) OR author_id = \(user)")
     }
 
     /// The newsletters whose document names `id` (a person, a story).
     func newsletters(_ c: Connection, naming id: UUID) throws -> [(UUID, String)] {
-        try c.rows("SELECT id, content FROM stories.newsletters WHERE strpos(content, $1) > 0", [id.lowercased])
+        try c.rows("SELECT id, content FROM stories.newsletters WHERE strpos(content, \(id.lowercased)) > 0")
             .map { (try $0["id"], try $0["content"]) }
     }
 
     func replaceNewsletter(_ c: Connection, _ id: UUID, content: String, storyCount: Int) throws {
-        try c.execute("UPDATE stories.newsletters SET content = $2, story_count = $3 WHERE id = $1", [id, content, storyCount])
+        try c.execute("UPDATE stories.newsletters SET content = \(content), story_count = \(storyCount) WHERE id = \(id)")
     }
 }
