@@ -36,11 +36,11 @@ extension StoriesHandlers {
         }
         return try pool.withConnection { c in
             _ = try groups.member(c, id, caller.userId)
-            let rows = try storage.newsletters(c, group: id, before: before, limit: page.limit + 1)
-            return .json(try PageResponse(rows, page, item: { row in
-                NewsletterSummaryView(id: try row["id"], periodStart: try row["period_start"], periodEnd: try row["period_end"],
-                                      storyCount: try row["story_count"], compiledAt: try row["compiled_at"])
-            }, cursor: { [String(try $0["end_us", as: Int64.self])] }))
+            let list = try storage.newsletters(c, group: id, before: before, limit: page.limit + 1)
+            return .json(PageResponse(list, page, item: { n in
+                NewsletterSummaryView(id: n.id, periodStart: n.periodStart, periodEnd: n.periodEnd, storyCount: n.storyCount,
+                                      compiledAt: n.compiledAt)
+            }, cursor: { [String($0.endMicros)] }))
         }
     }
 

@@ -4,7 +4,7 @@ import Models
 import Postgres
 
 /// A group or journal row, with the reader's role when read for a member.
-struct GroupRecord {
+struct GroupRecord: PostgresRecord {
     let id: UUID
     let kind: String
     var name: String
@@ -32,11 +32,16 @@ struct GroupRecord {
         imageMeta = ImageMeta.parse(try row.decode("image_meta"))
     }
 
-    static let columns = """
+    /// The columns `init` reads, for queries aliasing the groups table as `g` and the reader's membership as `m`.
+    static let columns: SQL = "\(groupColumns), m.role, m.newsletter"
+    /// The same read for no one (the newsletter scans): no role, no delivery.
+    static let columnsForNoReader: SQL = "\(groupColumns), NULL AS role, NULL AS newsletter"
+
+    private static let groupColumns: SQL = """
         g.id, g.kind, g.name, g.image_media_id, g.invite_code, g.created_by, g.newsletter_frequency, g.newsletter_weekday,
         g.newsletter_hour, g.newsletter_time_zone, g.newsletter_count, g.newsletter_start_date::text AS newsletter_start_date,
         g.newsletter_day_of_month, g.created_at, g.updated_at,
-        \(ImageMeta.sql(ids: "ARRAY[g.image_media_id]", schema: "stories")) AS image_meta
+        \(unescaped: ImageMeta.sql(ids: "ARRAY[g.image_media_id]", schema: "stories")) AS image_meta
         """
 }
 
@@ -57,7 +62,7 @@ struct Schedule: Equatable {
     var dayOfMonth: Int?
 }
 
-struct MemberRecord {
+struct MemberRecord: PostgresRecord {
     let userId: UUID
     let fullName: String?
     let avatarMediaId: UUID?
@@ -70,9 +75,12 @@ struct MemberRecord {
         pictureUrl = try row.decode("picture_url")
         role = try row["role"]; joinedAt = try row["joined_at"]
     }
+
+    /// The columns `init` reads, for queries aliasing the memberships table as `m` and the member's profile as `p`.
+    static let columns: SQL = "m.user_id, m.role, m.joined_at, p.full_name, p.avatar_media_id, p.picture_url"
 }
 
-struct StoryRecord {
+struct StoryRecord: PostgresRecord {
     let id: UUID
     let authorId: UUID
     var text: String
@@ -94,13 +102,13 @@ struct StoryRecord {
     }
 
     /// The columns `init` reads, for queries aliasing the stories table as `s`.
-    static let columns = """
+    static let columns: SQL = """
         s.id, s.author_id, s.text, s.background_color, s.created_at, s.updated_at, \(micros("s.created_at")) AS created_us,
         (SELECT count(*) FROM stories.comments WHERE story_id = s.id) AS comment_count
         """
 }
 
-struct CommentRecord {
+struct CommentRecord: PostgresRecord {
     let id: UUID
     let storyId: UUID
     let authorId: UUID
@@ -114,6 +122,8 @@ struct CommentRecord {
         createdMicros = try row["created_us"]
         createdAt = try row["created_at"]
     }
+
+    static let columns: SQL = "id, story_id, author_id, text, created_at, \(micros("created_at")) AS created_us"
 }
 
 /// The stories schema's SQL. Every method takes the connection of the caller's transaction.
@@ -128,80 +138,81 @@ struct StoriesStorage {
         let id = UUID.v7()
         let inserted = try c.execute("""
             INSERT INTO stories.groups (id, kind, name, image_media_id, invite_code, created_by, default_journal)
-            VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING
-            """, [id, kind, name, image, inviteCode, creator, defaultJournal])
+            VALUES (\(id), \(kind), \(name), \(image), \(inviteCode), \(creator), \(defaultJournal)) ON CONFLICT DO NOTHING
+            """)
         guard inserted == 1 else { return nil }
-        try c.execute("INSERT INTO stories.memberships (group_id, user_id, role) VALUES ($1, $2, 'admin')", [id, creator])
+        try c.execute("INSERT INTO stories.memberships (group_id, user_id, role) VALUES (\(id), \(creator), 'admin')")
         return try group(c, id, reader: creator)
     }
 
     /// The group with `reader`'s role (nil role when not a member).
     func group(_ c: Connection, _ id: UUID, reader: UUID, lock: Bool = false) throws -> GroupRecord? {
-        try c.first("""
-            SELECT \(GroupRecord.columns), m.role, m.newsletter FROM stories.groups g
-            LEFT JOIN stories.memberships m ON m.group_id = g.id AND m.user_id = $2
-            WHERE g.id = $1\(lock ? " FOR UPDATE OF g" : "")
-            """, [id, reader]).map(GroupRecord.init)
+        try c.one(GroupRecord.self, """
+            SELECT \(GroupRecord.columns) FROM stories.groups g
+            LEFT JOIN stories.memberships m ON m.group_id = g.id AND m.user_id = \(reader)
+            WHERE g.id = \(id)\(unescaped: lock ? " FOR UPDATE OF g" : "")
+            """)
     }
 
     func groupByInviteCode(_ c: Connection, _ code: String, reader: UUID) throws -> GroupRecord? {
-        try c.first("""
-            SELECT \(GroupRecord.columns), m.role, m.newsletter FROM stories.groups g
-            LEFT JOIN stories.memberships m ON m.group_id = g.id AND m.user_id = $2
-            WHERE g.invite_code = $1
-            """, [code, reader]).map(GroupRecord.init)
+        try c.one(GroupRecord.self, """
+            SELECT \(GroupRecord.columns) FROM stories.groups g
+            LEFT JOIN stories.memberships m ON m.group_id = g.id AND m.user_id = \(reader)
+            WHERE g.invite_code = \(code)
+            """)
     }
 
     /// The reader's groups and journals, newest first, after the keyset position `after` (a group id).
     func groups(_ c: Connection, of user: UUID, after: UUID?, limit: Int) throws -> [GroupRecord] {
-        try c.rows("""
-            SELECT \(GroupRecord.columns), m.role, m.newsletter FROM stories.memberships m JOIN stories.groups g ON g.id = m.group_id
-            WHERE m.user_id = $1 AND ($2::uuid IS NULL OR g.id < $2::uuid)
-            ORDER BY g.id DESC LIMIT $3
-            """, [user, after, limit]).map(GroupRecord.init)
+        try c.all(GroupRecord.self, """
+            SELECT \(GroupRecord.columns) FROM stories.memberships m JOIN stories.groups g ON g.id = m.group_id
+            WHERE m.user_id = \(user) AND (\(after)::uuid IS NULL OR g.id < \(after)::uuid)
+            ORDER BY g.id DESC LIMIT \(limit)
+            """)
     }
 
     func members(_ c: Connection, of group: UUID) throws -> [MemberRecord] {
-        try c.rows("""
-            SELECT m.user_id, m.role, m.joined_at, p.full_name, p.avatar_media_id, p.picture_url
+        try c.all(MemberRecord.self, """
+            SELECT \(MemberRecord.columns)
             FROM stories.memberships m LEFT JOIN stories.profiles p ON p.user_id = m.user_id
-            WHERE m.group_id = $1 ORDER BY m.joined_at, m.user_id
-            """, [group]).map(MemberRecord.init)
+            WHERE m.group_id = \(group) ORDER BY m.joined_at, m.user_id
+            """)
     }
 
     func updateGroup(_ c: Connection, _ g: GroupRecord) throws {
+        let s = g.schedule
         try c.execute("""
-            UPDATE stories.groups SET name = $2, image_media_id = $3, newsletter_frequency = $4, newsletter_weekday = $5,
-                newsletter_hour = $6, newsletter_time_zone = $7, invite_code = $8, newsletter_count = $9,
-                newsletter_start_date = $10::date, newsletter_day_of_month = $11, updated_at = now()
-            WHERE id = $1
-            """, [g.id, g.name, g.imageMediaId, g.schedule.frequency, g.schedule.weekday, g.schedule.hour,
-                  g.schedule.timeZone, g.inviteCode, g.schedule.count, g.schedule.startDate, g.schedule.dayOfMonth])
+            UPDATE stories.groups SET name = \(g.name), image_media_id = \(g.imageMediaId), newsletter_frequency = \(s.frequency),
+                newsletter_weekday = \(s.weekday), newsletter_hour = \(s.hour), newsletter_time_zone = \(s.timeZone),
+                invite_code = \(g.inviteCode), newsletter_count = \(s.count), newsletter_start_date = \(s.startDate)::date,
+                newsletter_day_of_month = \(s.dayOfMonth), updated_at = now()
+            WHERE id = \(g.id)
+            """)
     }
 
     /// Adds a member; nil when they already are one.
     func addMember(_ c: Connection, group: UUID, user: UUID) throws -> Date? {
         try c.first("""
-            INSERT INTO stories.memberships (group_id, user_id, role) VALUES ($1, $2, 'member')
+            INSERT INTO stories.memberships (group_id, user_id, role) VALUES (\(group), \(user), 'member')
             ON CONFLICT DO NOTHING RETURNING joined_at
-            """, [group, user])?["joined_at"]
+            """)?["joined_at"]
     }
 
     /// Removes a member; when no administrator is left, the longest-standing member becomes one (returned);
     /// when nobody is left, the group is deleted.
     func removeMember(_ c: Connection, group: UUID, user: UUID) throws -> (removed: Bool, newAdmin: UUID?) {
-        guard try c.execute("DELETE FROM stories.memberships WHERE group_id = $1 AND user_id = $2", [group, user]) == 1 else {
+        guard try c.execute("DELETE FROM stories.memberships WHERE group_id = \(group) AND user_id = \(user)") == 1 else {
             return (false, nil)
         }
         let promoted: UUID? = try c.first("""
             UPDATE stories.memberships SET role = 'admin'
-            WHERE group_id = $1 AND NOT EXISTS (SELECT 1 FROM stories.memberships WHERE group_id = $1 AND role = 'admin')
-              AND user_id = (SELECT user_id FROM stories.memberships WHERE group_id = $1 ORDER BY joined_at, user_id LIMIT 1)
+            WHERE group_id = \(group) AND NOT EXISTS (SELECT 1 FROM stories.memberships WHERE group_id = \(group) AND role = 'admin')
+              AND user_id = (SELECT user_id FROM stories.memberships WHERE group_id = \(group) ORDER BY joined_at, user_id LIMIT 1)
             RETURNING user_id
-            """, [group])?["user_id"]
+            """)?["user_id"]
         try c.execute("""
-            DELETE FROM stories.groups g WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM stories.memberships WHERE group_id = $1)
-            """, [group])
+            DELETE FROM stories.groups g WHERE id = \(group) AND NOT EXISTS (SELECT 1 FROM stories.memberships WHERE group_id = \(group))
+            """)
         return (true, promoted)
     }
 
@@ -210,29 +221,30 @@ struct StoriesStorage {
     /// The media if `reader` may see it: its owner, a member of a group it was shared to (in a story or as the
     /// group's image), or someone who shares a group with the user who uploaded it as their avatar.
     func visibleMedia(_ c: Connection, _ id: UUID, reader: UUID) throws -> MediaRecord? {
-        try c.first("""
-            SELECT \(MediaRecord.columns) FROM stories.media m WHERE m.id = $1 AND (
-                m.owner_id = $2
+        try c.one(MediaRecord.self, """
+            SELECT \(MediaRecord.columns) FROM stories.media m WHERE m.id = \(id) AND (
+                m.owner_id = \(reader)
                 OR EXISTS (SELECT 1 FROM stories.story_media sm
                            JOIN stories.story_groups sg ON sg.story_id = sm.story_id
-                           JOIN stories.memberships ms ON ms.group_id = sg.group_id AND ms.user_id = $2
+                           JOIN stories.memberships ms ON ms.group_id = sg.group_id AND ms.user_id = \(reader)
                            WHERE sm.media_id = m.id)
                 OR EXISTS (SELECT 1 FROM stories.groups g
-                           JOIN stories.memberships ms ON ms.group_id = g.id AND ms.user_id = $2
+                           JOIN stories.memberships ms ON ms.group_id = g.id AND ms.user_id = \(reader)
                            WHERE g.image_media_id = m.id)
                 OR EXISTS (SELECT 1 FROM stories.profiles p
                            JOIN stories.memberships theirs ON theirs.user_id = p.user_id
-                           JOIN stories.memberships mine ON mine.group_id = theirs.group_id AND mine.user_id = $2
+                           JOIN stories.memberships mine ON mine.group_id = theirs.group_id AND mine.user_id = \(reader)
                            WHERE p.avatar_media_id = m.id AND m.owner_id = p.user_id AND m.purpose = 'avatar'))
-            """, [id, reader]).map(MediaRecord.init)
+            """)
     }
 
     // MARK: Stories
 
     /// The groups among `ids` that `user` belongs to.
     func memberGroups(_ c: Connection, _ ids: [UUID], user: UUID) throws -> Set<UUID> {
-        Set(try c.rows("SELECT group_id FROM stories.memberships WHERE group_id = ANY($1::uuid[]) AND user_id = $2",
-                       [PostgresArray(ids), user]).map { try $0["group_id"] })
+        Set(try c.rows("""
+            SELECT group_id FROM stories.memberships WHERE group_id = ANY(\(PostgresArray(ids))::uuid[]) AND user_id = \(user)
+            """).map { try $0["group_id"] })
     }
 
     /// Each of `ids` with its name and its members, for `story.created` to say whom to tell.
@@ -240,8 +252,8 @@ struct StoriesStorage {
         var byGroup: [UUID: StoryAudience] = [:]
         for row in try c.rows("""
             SELECT g.id, g.name, m.user_id FROM stories.groups g JOIN stories.memberships m ON m.group_id = g.id
-            WHERE g.id = ANY($1::uuid[]) ORDER BY m.joined_at, m.user_id
-            """, [PostgresArray(ids)]) {
+            WHERE g.id = ANY(\(PostgresArray(ids))::uuid[]) ORDER BY m.joined_at, m.user_id
+            """) {
             let id: UUID = try row["id"], user: UUID = try row["user_id"], name: String = try row["name"]
             byGroup[id, default: StoryAudience(groupId: id.lowercased, name: name, memberIds: [])].memberIds.append(user.lowercased)
         }
@@ -249,13 +261,14 @@ struct StoriesStorage {
     }
 
     func createStory(_ c: Connection, author: UUID, text: String, color: String?, groups: [UUID], media: [UUID]) throws -> StoryRecord {
-        var story = try StoryRecord(c.first("""
-            INSERT INTO stories.stories (id, author_id, text, background_color) VALUES ($1, $2, $3, $4)
-            RETURNING id, author_id, text, background_color, created_at, updated_at, \(micros("created_at")) AS created_us, 0 AS comment_count
-            """, [UUID.v7(), author, text, color])!)
+        var story = try c.one(StoryRecord.self, """
+            INSERT INTO stories.stories AS s (id, author_id, text, background_color)
+            VALUES (\(UUID.v7()), \(author), \(text), \(color)) RETURNING \(StoryRecord.columns)
+            """)!
         try c.execute("""
-            INSERT INTO stories.story_groups (story_id, group_id, created_at) SELECT $1, g, $3 FROM unnest($2::uuid[]) AS g
-            """, [story.id, PostgresArray(groups), story.createdAt])
+            INSERT INTO stories.story_groups (story_id, group_id, created_at)
+            SELECT \(story.id), g, \(story.createdAt) FROM unnest(\(PostgresArray(groups))::uuid[]) AS g
+            """)
         try setStoryMedia(c, story.id, media)
         story.groupIds = groups
         story.mediaIds = media
@@ -264,28 +277,28 @@ struct StoriesStorage {
     }
 
     func setStoryMedia(_ c: Connection, _ story: UUID, _ media: [UUID]) throws {
-        try c.execute("DELETE FROM stories.story_media WHERE story_id = $1", [story])
+        try c.execute("DELETE FROM stories.story_media WHERE story_id = \(story)")
         try c.execute("""
             INSERT INTO stories.story_media (story_id, position, media_id)
-            SELECT $1, ordinality, m FROM unnest($2::uuid[]) WITH ORDINALITY AS t(m, ordinality)
-            """, [story, PostgresArray(media)])
+            SELECT \(story), ordinality, m FROM unnest(\(PostgresArray(media))::uuid[]) WITH ORDINALITY AS t(m, ordinality)
+            """)
     }
 
     /// The story as `reader` may see it: its author sees all its groups, a member only the groups they share.
     /// Nil when the reader may not see it at all.
     func story(_ c: Connection, _ id: UUID, reader: UUID, lock: Bool = false) throws -> StoryRecord? {
-        guard var story = try c.first("""
+        guard var story = try c.one(StoryRecord.self, """
             SELECT \(StoryRecord.columns)
-            FROM stories.stories s WHERE s.id = $1\(lock ? " FOR UPDATE" : "")
-            """, [id]).map(StoryRecord.init) else { return nil }
+            FROM stories.stories s WHERE s.id = \(id)\(unescaped: lock ? " FOR UPDATE" : "")
+            """) else { return nil }
         story.groupIds = try c.rows("""
             SELECT sg.group_id FROM stories.story_groups sg
-            WHERE sg.story_id = $1 AND ($2::uuid = $3::uuid OR EXISTS (
-                SELECT 1 FROM stories.memberships m WHERE m.group_id = sg.group_id AND m.user_id = $2))
+            WHERE sg.story_id = \(id) AND (\(reader)::uuid = \(story.authorId)::uuid OR EXISTS (
+                SELECT 1 FROM stories.memberships m WHERE m.group_id = sg.group_id AND m.user_id = \(reader)))
             ORDER BY sg.group_id
-            """, [id, reader, story.authorId]).map { try $0["group_id"] }
+            """).map { try $0["group_id"] }
         guard story.authorId == reader || !story.groupIds.isEmpty else { return nil }
-        story.mediaIds = try c.rows("SELECT media_id FROM stories.story_media WHERE story_id = $1 ORDER BY position", [id])
+        story.mediaIds = try c.rows("SELECT media_id FROM stories.story_media WHERE story_id = \(id) ORDER BY position")
             .map { try $0["media_id"] }
         story.images = try ImageMeta.load(story.mediaIds, schema: "stories", on: c)
         return story
@@ -293,12 +306,13 @@ struct StoriesStorage {
 
     func updateStory(_ c: Connection, _ s: StoryRecord) throws -> Date {
         try c.first("""
-            UPDATE stories.stories SET text = $2, background_color = $3, updated_at = now() WHERE id = $1 RETURNING updated_at
-            """, [s.id, s.text, s.backgroundColor])!["updated_at"]
+            UPDATE stories.stories SET text = \(s.text), background_color = \(s.backgroundColor), updated_at = now()
+            WHERE id = \(s.id) RETURNING updated_at
+            """)!["updated_at"]
     }
 
     func deleteStory(_ c: Connection, _ id: UUID) throws {
-        try c.execute("DELETE FROM stories.stories WHERE id = $1", [id])
+        try c.execute("DELETE FROM stories.stories WHERE id = \(id)")
     }
 
     /// Deletes the photos `ids` (a taken-down story's) with their objects (`MediaStore.sweepRemoved`), but those
@@ -307,25 +321,25 @@ struct StoriesStorage {
         guard !ids.isEmpty else { return }
         try c.execute("""
             WITH gone AS (
-                DELETE FROM stories.media m WHERE m.id = ANY($1::uuid[])
+                DELETE FROM stories.media m WHERE m.id = ANY(\(PostgresArray(ids))::uuid[])
                     AND NOT EXISTS (SELECT 1 FROM stories.story_media sm WHERE sm.media_id = m.id)
                 RETURNING m.id)
             UPDATE stories.groups SET image_media_id = NULL WHERE image_media_id IN (SELECT id FROM gone)
-            """, [PostgresArray(ids)])
+            """)
     }
 
     /// A group's stories in [from, to), newest first, after the keyset position (createdAt, id), but those of authors
     /// `reader` hides.
     func groupStories(_ c: Connection, group: UUID, reader: UUID, from: Date?, to: Date?, after: (Int64, UUID)?, limit: Int) throws -> [StoryRecord] {
-        let rows = try c.rows("""
+        var stories = try c.all(StoryRecord.self, """
             SELECT \(StoryRecord.columns)
             FROM stories.story_groups sg JOIN stories.stories s ON s.id = sg.story_id
-            WHERE sg.group_id = $1 AND ($2::timestamptz IS NULL OR sg.created_at >= $2) AND ($3::timestamptz IS NULL OR sg.created_at < $3)
-              AND ($4::int8 IS NULL OR (sg.created_at, sg.story_id) < (\(fromMicros("$4")), $5::uuid))
-              AND NOT EXISTS (SELECT 1 FROM stories.hidden_authors h WHERE h.user_id = $7 AND h.author_id = s.author_id)
-            ORDER BY sg.created_at DESC, sg.story_id DESC LIMIT $6
-            """, [group, from, to, after?.0, after?.1, limit, reader])
-        var stories = try rows.map(StoryRecord.init)
+            WHERE sg.group_id = \(group) AND (\(from)::timestamptz IS NULL OR sg.created_at >= \(from))
+              AND (\(to)::timestamptz IS NULL OR sg.created_at < \(to))
+              AND (\(after?.0)::int8 IS NULL OR (sg.created_at, sg.story_id) < (\(fromMicros(after?.0)), \(after?.1)::uuid))
+              AND NOT EXISTS (SELECT 1 FROM stories.hidden_authors h WHERE h.user_id = \(reader) AND h.author_id = s.author_id)
+            ORDER BY sg.created_at DESC, sg.story_id DESC LIMIT \(limit)
+            """)
         for i in stories.indices { stories[i].groupIds = [group] }
         try attachMedia(c, &stories)
         return stories
@@ -333,17 +347,17 @@ struct StoriesStorage {
 
     /// `author`'s stories, newest first, each with every group it went to.
     func authorStories(_ c: Connection, author: UUID, after: (Int64, UUID)?, limit: Int) throws -> [StoryRecord] {
-        let rows = try c.rows("""
+        var stories = try c.all(StoryRecord.self, """
             SELECT \(StoryRecord.columns)
             FROM stories.stories s
-            WHERE s.author_id = $1 AND ($2::int8 IS NULL OR (s.created_at, s.id) < (\(fromMicros("$2")), $3::uuid))
-            ORDER BY s.created_at DESC, s.id DESC LIMIT $4
-            """, [author, after?.0, after?.1, limit])
-        var stories = try rows.map(StoryRecord.init)
+            WHERE s.author_id = \(author) AND (\(after?.0)::int8 IS NULL OR (s.created_at, s.id) < (\(fromMicros(after?.0)), \(after?.1)::uuid))
+            ORDER BY s.created_at DESC, s.id DESC LIMIT \(limit)
+            """)
         var groups: [UUID: [UUID]] = [:]
         for row in try c.rows("""
-            SELECT story_id, group_id FROM stories.story_groups WHERE story_id = ANY($1::uuid[]) ORDER BY story_id, group_id
-            """, [PostgresArray(stories.map(\.id))]) {
+            SELECT story_id, group_id FROM stories.story_groups WHERE story_id = ANY(\(PostgresArray(stories.map(\.id)))::uuid[])
+            ORDER BY story_id, group_id
+            """) {
             groups[try row["story_id"], default: []].append(try row["group_id"])
         }
         for i in stories.indices { stories[i].groupIds = groups[stories[i].id] ?? [] }
@@ -365,8 +379,9 @@ struct StoriesStorage {
     func media(_ c: Connection, of stories: [UUID]) throws -> [UUID: [UUID]] {
         var byStory: [UUID: [UUID]] = [:]
         for row in try c.rows("""
-            SELECT story_id, media_id FROM stories.story_media WHERE story_id = ANY($1::uuid[]) ORDER BY story_id, position
-            """, [PostgresArray(stories)]) {
+            SELECT story_id, media_id FROM stories.story_media WHERE story_id = ANY(\(PostgresArray(stories))::uuid[])
+            ORDER BY story_id, position
+            """) {
             byStory[try row["story_id"], default: []].append(try row["media_id"])
         }
         return byStory
@@ -375,23 +390,23 @@ struct StoriesStorage {
     // MARK: Comments
 
     func addComment(_ c: Connection, story: UUID, author: UUID, text: String) throws -> CommentRecord {
-        try CommentRecord(c.first("""
-            INSERT INTO stories.comments (id, story_id, author_id, text) VALUES ($1, $2, $3, $4)
-            RETURNING id, story_id, author_id, text, created_at, \(micros("created_at")) AS created_us
-            """, [UUID.v7(), story, author, text])!)
+        try c.one(CommentRecord.self, """
+            INSERT INTO stories.comments (id, story_id, author_id, text) VALUES (\(UUID.v7()), \(story), \(author), \(text))
+            RETURNING \(CommentRecord.columns)
+            """)!
     }
 
     /// A story's comments, oldest first, after the keyset position (createdAt, id).
     func comments(_ c: Connection, story: UUID, after: (Int64, UUID)?, limit: Int) throws -> [CommentRecord] {
-        try c.rows("""
-            SELECT id, story_id, author_id, text, created_at, \(micros("created_at")) AS created_us FROM stories.comments
-            WHERE story_id = $1 AND ($2::int8 IS NULL OR (created_at, id) > (\(fromMicros("$2")), $3::uuid))
-            ORDER BY created_at, id LIMIT $4
-            """, [story, after?.0, after?.1, limit]).map(CommentRecord.init)
+        try c.all(CommentRecord.self, """
+            SELECT \(CommentRecord.columns) FROM stories.comments
+            WHERE story_id = \(story) AND (\(after?.0)::int8 IS NULL OR (created_at, id) > (\(fromMicros(after?.0)), \(after?.1)::uuid))
+            ORDER BY created_at, id LIMIT \(limit)
+            """)
     }
 }
 
-/// SQL for a timestamp as exact Unix microseconds (keyset cursors must not round).
-func micros(_ column: String) -> String { "(EXTRACT(EPOCH FROM \(column)) * 1000000)::int8" }
-/// SQL for the timestamp of a microseconds parameter.
-func fromMicros(_ parameter: String) -> String { "('epoch'::timestamptz + \(parameter)::int8 * interval '1 microsecond')" }
+/// SQL for a timestamp column as exact Unix microseconds (keyset cursors must not round).
+func micros(_ column: SQL) -> SQL { "(EXTRACT(EPOCH FROM \(column)) * 1000000)::int8" }
+/// SQL for the timestamp `micros` Unix microseconds after the epoch, bound.
+func fromMicros(_ micros: Int64?) -> SQL { "('epoch'::timestamptz + \(micros)::int8 * interval '1 microsecond')" }
