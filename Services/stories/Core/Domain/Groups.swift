@@ -98,8 +98,8 @@ struct Groups: Sendable {
     func join(_ c: Connection, code: String, user: UUID) throws -> GroupRecord? {
         guard let group = try storage.groupByInviteCode(c, code, reader: user) else { return nil }
         // Someone who runs it blocked them: as if the code held nothing.
-        let admins = "SELECT user_id FROM stories.memberships WHERE group_id = $1 AND role = 'admin'"
-        guard try !Blocks(schema: "stories").isBlocked(user, byAnyOf: admins, group.id, on: c) else { return nil }
+        let admins: SQL = "SELECT user_id FROM stories.memberships WHERE group_id = \(group.id) AND role = 'admin'"
+        guard try !Blocks(schema: "stories").isBlocked(user, byAnyOf: admins, on: c) else { return nil }
         if group.role == nil, let joinedAt = try storage.addMember(c, group: group.id, user: user) {
             try outbox.add(GroupMemberJoined(groupId: group.id.lowercased, userId: user.lowercased, role: "member",
                                              joinedAt: Timestamp.format(joinedAt)), subject: group.id.lowercased, on: c)

@@ -10,20 +10,20 @@ extension StoriesStorage {
             SELECT json_build_object(
                 'groups', (SELECT coalesce(json_agg(json_build_object('id', g.id, 'kind', g.kind, 'name', g.name, 'role', m.role,
                                                                       'newsletterDelivery', m.newsletter, 'joinedAt', m.joined_at) ORDER BY m.joined_at), '[]'::json)
-                           FROM stories.memberships m JOIN stories.groups g ON g.id = m.group_id WHERE m.user_id = $1),
+                           FROM stories.memberships m JOIN stories.groups g ON g.id = m.group_id WHERE m.user_id = \(user)),
                 'stories', (SELECT coalesce(json_agg(json_build_object('id', s.id, 'text', s.text, 'backgroundColor', s.background_color,
                                'createdAt', s.created_at, 'updatedAt', s.updated_at,
                                'groupIds', (SELECT coalesce(json_agg(sg.group_id), '[]'::json) FROM stories.story_groups sg WHERE sg.story_id = s.id),
                                'imageIds', (SELECT coalesce(json_agg(sm.media_id ORDER BY sm.position), '[]'::json)
                                             FROM stories.story_media sm WHERE sm.story_id = s.id)) ORDER BY s.created_at), '[]'::json)
-                            FROM stories.stories s WHERE s.author_id = $1),
+                            FROM stories.stories s WHERE s.author_id = \(user)),
                 'comments', (SELECT coalesce(json_agg(json_build_object('id', id, 'storyId', story_id, 'text', text, 'createdAt', created_at)
-                                                      ORDER BY created_at), '[]'::json) FROM stories.comments WHERE author_id = $1),
+                                                      ORDER BY created_at), '[]'::json) FROM stories.comments WHERE author_id = \(user)),
                 'images', (SELECT coalesce(json_agg(json_build_object('id', id, 'contentType', content_type, 'size', size, 'createdAt', created_at)
-                                                    ORDER BY created_at), '[]'::json) FROM stories.media WHERE owner_id = $1),
+                                                    ORDER BY created_at), '[]'::json) FROM stories.media WHERE owner_id = \(user)),
                 'hiddenAuthors', (SELECT coalesce(json_agg(json_build_object('userId', author_id, 'hiddenAt', hidden_at) ORDER BY hidden_at),
-                                                  '[]'::json) FROM stories.hidden_authors WHERE user_id = $1)
+                                                  '[]'::json) FROM stories.hidden_authors WHERE user_id = \(user))
             )::text AS export
-            """, [user], media: media)
+            """, media: media)
     }
 }
