@@ -56,24 +56,23 @@ extension ChatStorage {
     func forget(_ user: UUID, on c: Connection) throws -> Set<UUID> {
         let nobody = Erasure.nobody
         let messages: [UUID] = try c.rows("""
-            UPDATE chat.messages SET author_id = $2, text = NULL, client_id = NULL, media_ids = '{}', deleted_at = COALESCE(deleted_at, now())
-            WHERE author_id = $1 RETURNING id
-            """, [user, nobody]).map { try $0["id"] }
-        let rooms: [UUID] = try c.rows("SELECT room_id FROM chat.members WHERE user_id = $1", [user]).map { try $0["room_id"] }
+            UPDATE chat.messages SET author_id = \(nobody), text = NULL, client_id = NULL, media_ids = '{}', deleted_at = COALESCE(deleted_at, now())
+            WHERE author_id = \(user) RETURNING id
+            """).map { try $0["id"] }
+        let rooms: [UUID] = try c.rows("SELECT room_id FROM chat.members WHERE user_id = \(user)").map { try $0["room_id"] }
         // A room they owned with nobody else owning it: its longest member owns it now.
         try Succession.promoteHeirs(c, table: "chat.members", container: "room_id", role: "owner", leaving: user)
-        try c.execute("DELETE FROM chat.members WHERE user_id = $1", [user])
+        try c.execute("DELETE FROM chat.members WHERE user_id = \(user)")
         try c.execute("""
-            DELETE FROM chat.rooms r WHERE r.id = ANY($1::uuid[]) AND NOT EXISTS (SELECT 1 FROM chat.members m WHERE m.room_id = r.id)
-            """, [PostgresArray(rooms)])
-        try c.execute("UPDATE chat.rooms SET created_by = NULL WHERE created_by = $1", [user])
-        try c.execute("UPDATE chat.rooms SET direct_key = 'erased:' || id WHERE kind = 'direct' AND strpos(direct_key, $1) > 0",
-                      [user.lowercased])
-        try c.execute("UPDATE chat.todos SET created_by = $2 WHERE created_by = $1", [user, nobody])
-        try c.execute("UPDATE chat.todos SET done_by = $2 WHERE done_by = $1", [user, nobody])
-        try c.execute("UPDATE chat.todos SET assignee_id = NULL WHERE assignee_id = $1", [user])
+            DELETE FROM chat.rooms r WHERE r.id = ANY(\(PostgresArray(rooms))::uuid[]) AND NOT EXISTS (SELECT 1 FROM chat.members m WHERE m.room_id = r.id)
+            """)
+        try c.execute("UPDATE chat.rooms SET created_by = NULL WHERE created_by = \(user)")
+        try c.execute("UPDATE chat.rooms SET direct_key = 'erased:' || id WHERE kind = 'direct' AND strpos(direct_key, \(user.lowercased)) > 0")
+        try c.execute("UPDATE chat.todos SET created_by = \(nobody) WHERE created_by = \(user)")
+        try c.execute("UPDATE chat.todos SET done_by = \(nobody) WHERE done_by = \(user)")
+        try c.execute("UPDATE chat.todos SET assignee_id = NULL WHERE assignee_id = \(user)")
         for table in ["group_members", "parcel_parties", "join_failures"] {
-            try c.execute("DELETE FROM chat.\(table) WHERE user_id = $1", [user])
+            try c.execute("DELETE FROM chat.\(unescaped: table) WHERE user_id = \(user)")
         }
         return Set(messages)
     }
@@ -82,12 +81,11 @@ extension ChatStorage {
     func changes(_ c: Connection, naming user: UUID, messages: Set<UUID>) throws -> [(room: UUID, seq: Int64, message: UUID?, body: String)] {
         try c.rows("""
             SELECT room_id, seq, message_id, body FROM chat.changes
-            WHERE strpos(body, $1) > 0 OR message_id = ANY($2::uuid[])
-            """, [user.lowercased, PostgresArray(Array(messages))])
-            .map { (try $0["room_id"], try $0["seq"], try $0.decode("message_id"), try $0["body"]) }
+            WHERE strpos(body, \(user.lowercased)) > 0 OR message_id = ANY(\(PostgresArray(Array(messages)))::uuid[])
+            """).map { try $0.decode(UUID.self, Int64.self, UUID?.self, String.self) }
     }
 
     func replaceChange(_ c: Connection, room: UUID, seq: Int64, body: String) throws {
-        try c.execute("UPDATE chat.changes SET body = $3 WHERE room_id = $1 AND seq = $2", [room, seq, body])
+        try c.execute("UPDATE chat.changes SET body = \(body) WHERE room_id = \(room) AND seq = \(seq)")
     }
 }

@@ -140,8 +140,8 @@ struct Rooms: Sendable {
     func join(_ c: Connection, code: String, user: UUID) throws -> RoomRecord? {
         guard let id = try storage.roomId(c, inviteCode: code) else { return nil }
         // Its owner blocked them: as if the code held nothing.
-        let owners = "SELECT user_id FROM chat.members WHERE room_id = $1 AND role = 'owner'"
-        guard try !Blocks(schema: "chat").isBlocked(user, byAnyOf: owners, id, on: c) else { return nil }
+        let owners: SQL = "SELECT user_id FROM chat.members WHERE room_id = \(id) AND role = 'owner'"
+        guard try !Blocks(schema: "chat").isBlocked(user, byAnyOf: owners, on: c) else { return nil }
         if let joined = try storage.addMember(c, room: id, user: user, role: "member") { try log.joined(c, room: id, joined) }
         return try member(c, id, user)
     }
