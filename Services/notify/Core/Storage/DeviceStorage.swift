@@ -4,7 +4,7 @@ import Models
 import Postgres
 
 /// A phone's installation of an app: where APNs or FCM reaches it.
-struct DeviceRecord {
+struct DeviceRecord: PostgresRecord {
     let id: UUID
     let userId: UUID
     /// `apns` or `fcm`.
@@ -18,6 +18,9 @@ struct DeviceRecord {
     let createdAt: Date
     /// When it was last registered (its creation until then).
     let updatedAt: Date
+
+    /// Read through the alias `d` (`notify.push_devices d`): a statement that joins it names its own columns apart.
+    static let columns: SQL = "d.id, d.user_id, d.platform, d.token, d.app, d.environment, d.locale, d.time_zone, d.created_at, d.updated_at"
 
     init(_ r: Row) throws {
         id = try r["id"]; userId = try r["user_id"]; platform = try r["platform"]; token = try r["token"]; app = try r["app"]
@@ -34,60 +37,61 @@ extension NotifyStorage {
     /// someone else's, what still waited to go to it for them is given up.
     func registerDevice(_ c: Connection, id: UUID, user: UUID, platform: String, token: String, app: String, environment: String?,
                         locale: String?, timeZone: String?) throws -> (device: DeviceRecord, created: Bool) {
-        if let previous = try c.first("SELECT id, user_id FROM notify.push_devices WHERE platform = $1 AND token = $2 FOR UPDATE", [platform, token]),
+        if let previous = try c.first("SELECT id, user_id FROM notify.push_devices WHERE platform = \(platform) AND token = \(token) FOR UPDATE"),
            try previous["user_id"] as UUID != user {
             try failDeliveries(c, device: try previous["id"], why: "the device was registered by someone else")
         }
         let row = try c.first("""
-            INSERT INTO notify.push_devices (id, user_id, platform, token, app, environment, locale, time_zone)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-            ON CONFLICT (platform, token) DO UPDATE SET user_id = $2, app = $5, environment = $6, locale = $7, time_zone = $8, updated_at = now()
-            RETURNING *, (xmax = 0) AS inserted
-            """, [id, user, platform, token, app, environment, locale, timeZone])!
+            INSERT INTO notify.push_devices AS d (id, user_id, platform, token, app, environment, locale, time_zone)
+            VALUES (\(id), \(user), \(platform), \(token), \(app), \(environment), \(locale), \(timeZone))
+            ON CONFLICT (platform, token) DO UPDATE SET user_id = \(user), app = \(app), environment = \(environment), locale = \(locale),
+                time_zone = \(timeZone), updated_at = now()
+            RETURNING \(DeviceRecord.columns), (xmax = 0) AS inserted
+            """)!
         return (try DeviceRecord(row), try row["inserted"])
     }
 
     /// Drops `user`'s devices past the `keep` registered most recently.
     func keepNewestDevices(_ c: Connection, of user: UUID, _ keep: Int) throws {
         let old = try c.rows("""
-            SELECT id FROM notify.push_devices WHERE user_id = $1 ORDER BY coalesce(updated_at, created_at) DESC, id DESC OFFSET $2
-            """, [user, keep]).map { try $0["id"] as UUID }
+            SELECT id FROM notify.push_devices WHERE user_id = \(user) ORDER BY coalesce(updated_at, created_at) DESC, id DESC OFFSET \(keep)
+            """).map { try $0["id"] as UUID }
         for id in old { try removeDevice(c, id, user: user) }
     }
 
     func devices(_ c: Connection, of user: UUID) throws -> [DeviceRecord] {
-        try c.rows("SELECT * FROM notify.push_devices WHERE user_id = $1 ORDER BY created_at, id", [user]).map(DeviceRecord.init)
+        try c.all(DeviceRecord.self, "SELECT \(DeviceRecord.columns) FROM notify.push_devices d WHERE d.user_id = \(user) ORDER BY d.created_at, d.id")
     }
 
     func device(_ c: Connection, _ id: UUID) throws -> DeviceRecord? {
-        try c.first("SELECT * FROM notify.push_devices WHERE id = $1", [id]).map(DeviceRecord.init)
+        try c.one(DeviceRecord.self, "SELECT \(DeviceRecord.columns) FROM notify.push_devices d WHERE d.id = \(id)")
     }
 
     /// Removes a device (`user`'s own, when given); false when there was none. What waited to go to it is given up.
     @discardableResult
     func removeDevice(_ c: Connection, _ id: UUID, user: UUID?) throws -> Bool {
-        guard try c.first("SELECT 1 AS x FROM notify.push_devices WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2::uuid) FOR UPDATE",
-                          [id, user]) != nil else { return false }
+        guard try c.first("SELECT 1 AS x FROM notify.push_devices WHERE id = \(id) AND (\(user)::uuid IS NULL OR user_id = \(user)::uuid) FOR UPDATE")
+            != nil else { return false }
         try failDeliveries(c, device: id, why: "the device was removed")
-        return try c.execute("DELETE FROM notify.push_devices WHERE id = $1", [id]) == 1
+        return try c.execute("DELETE FROM notify.push_devices WHERE id = \(id)") == 1
     }
 
     private func failDeliveries(_ c: Connection, device: UUID, why: String) throws {
         try c.execute("""
-            UPDATE notify.deliveries SET status = 'failed', body_text = NULL, last_error = $2, updated_at = now()
-            WHERE device_id = $1 AND status IN ('pending', 'sending')
-            """, [device, why])
+            UPDATE notify.deliveries SET status = 'failed', body_text = NULL, last_error = \(why), updated_at = now()
+            WHERE device_id = \(device) AND status IN ('pending', 'sending')
+            """)
     }
 
     /// The devices a push of `kind` to `users` goes to: those of `app`, none for people erased here or who said no
     /// to `kind` by push (the same preferences as Web Push).
     func deviceTargets(_ c: Connection, _ users: [UUID], kind: String, app: String) throws -> [DeviceRecord] {
         guard !users.isEmpty else { return [] }
-        return try c.rows("""
-            SELECT d.* FROM unnest($1::uuid[], $2::text[]) AS t(user_id, id_hash)
-            JOIN notify.push_devices d ON d.user_id = t.user_id AND d.app = $4
-            WHERE \(Erasure.notErased(schema: "notify", hash: "t.id_hash")) AND \(Self.allowed(user: "t.user_id", kind: "$3", channel: "'push'"))
+        return try c.all(DeviceRecord.self, """
+            SELECT \(DeviceRecord.columns) FROM unnest(\(PostgresArray(users))::uuid[], \(PostgresArray(users.map(Erasure.hash)))::text[]) AS t(user_id, id_hash)
+            JOIN notify.push_devices d ON d.user_id = t.user_id AND d.app = \(app)
+            WHERE \(unescaped: Erasure.notErased(schema: "notify", hash: "t.id_hash")) AND \(Self.allowed(user: "t.user_id", kind: "\(kind)", channel: "'push'"))
             ORDER BY d.created_at, d.id
-            """, [PostgresArray(users), PostgresArray(users.map(Erasure.hash)), kind, app]).map(DeviceRecord.init)
+            """)
     }
 }

@@ -14,39 +14,40 @@ extension NotifyStorage {
         try c.enqueue("""
             INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, status, sent_at, next_attempt_at,
                                            reference)
-            SELECT t.id, $4, t.user_id, 'app', $5, $6, $7, $8, 'sent', coalesce($9, now()), coalesce($9, now()), $10
-            FROM unnest($1::uuid[], $2::text[], $3::uuid[]) AS t(user_id, id_hash, id)
-            WHERE \(Erasure.notErased(schema: "notify", hash: "t.id_hash")) AND \(Self.allowed(user: "t.user_id", kind: "$5", channel: "'app'"))
+            SELECT t.id, \(eventId), t.user_id, 'app', \(kind), \(app), \(title), \(payload), 'sent', coalesce(\(at), now()), coalesce(\(at), now()),
+                   \(reference)
+            FROM unnest(\(PostgresArray(users))::uuid[], \(PostgresArray(users.map(Erasure.hash)))::text[],
+                        \(PostgresArray(users.map { _ in UUID.v7(at: at ?? Date()) }))::uuid[]) AS t(user_id, id_hash, id)
+            WHERE \(unescaped: Erasure.notErased(schema: "notify", hash: "t.id_hash")) AND \(Self.allowed(user: "t.user_id", kind: "\(kind)", channel: "'app'"))
             ON CONFLICT DO NOTHING
-            """, [PostgresArray(users), PostgresArray(users.map(Erasure.hash)), PostgresArray(users.map { _ in UUID.v7(at: at ?? Date()) }),
-                  eventId, kind, app, title, payload, at, reference])
+            """)
     }
 
     /// Replaces what the notices of `eventId` to `user` say, where it can still change: in the app list, and pushes not
     /// yet taken to be sent (a digest tells of the stories that came after it was first recorded).
     func restate(_ c: Connection, eventId: String, user: UUID, title: String, payload: String) throws {
         try c.enqueue("""
-            UPDATE notify.deliveries SET subject = $3, body_text = $4
-            WHERE event_id = $1 AND user_id = $2 AND (channel = 'app' OR (channel = 'push' AND status = 'pending' AND attempts = 0))
-            """, [eventId, user, title, payload])
+            UPDATE notify.deliveries SET subject = \(title), body_text = \(payload)
+            WHERE event_id = \(eventId) AND user_id = \(user) AND (channel = 'app' OR (channel = 'push' AND status = 'pending' AND attempts = 0))
+            """)
     }
 
     /// Marks the notice `id` of `user` read, with every other delivery of the same event to them (its pushes); the
     /// delivery as it is now, nil when it is not theirs (or not shown yet).
     func markRead(_ c: Connection, _ id: UUID, user: UUID) throws -> DeliveryRecord? {
         guard let row = try c.first("""
-            SELECT event_id FROM notify.deliveries WHERE id = $1 AND user_id = $2 AND (channel <> 'app' OR sent_at <= now())
-            """, [id, user]) else { return nil }
-        try c.execute("UPDATE notify.deliveries SET read_at = now() WHERE user_id = $1 AND event_id = $2 AND read_at IS NULL",
-                      [user, try row["event_id", as: String.self]])
-        return try c.first("SELECT * FROM notify.deliveries WHERE id = $1", [id]).map(DeliveryRecord.init)
+            SELECT event_id FROM notify.deliveries WHERE id = \(id) AND user_id = \(user) AND (channel <> 'app' OR sent_at <= now())
+            """) else { return nil }
+        let event: String = try row["event_id"]
+        try c.execute("UPDATE notify.deliveries SET read_at = now() WHERE user_id = \(user) AND event_id = \(event) AND read_at IS NULL")
+        return try c.one(DeliveryRecord.self, "SELECT \(DeliveryRecord.columns) FROM notify.deliveries WHERE id = \(id)")
     }
 
     /// Marks everything shown to `user` read; how many were not.
     func markAllRead(_ c: Connection, user: UUID) throws -> Int {
         try c.execute("""
-            UPDATE notify.deliveries SET read_at = now() WHERE user_id = $1 AND read_at IS NULL AND (channel <> 'app' OR sent_at <= now())
-            """, [user])
+            UPDATE notify.deliveries SET read_at = now() WHERE user_id = \(user) AND read_at IS NULL AND (channel <> 'app' OR sent_at <= now())
+            """)
     }
 
     /// Notes a story posted to a group in the digest window starting `window` (again: nothing changes); how many
@@ -54,16 +55,17 @@ extension NotifyStorage {
     func recordGroupStory(_ c: Connection, group: UUID, name: String, window: Date, story: UUID, author: UUID,
                           for people: [UUID]) throws -> [UUID: Int] {
         try c.execute("""
-            INSERT INTO notify.group_stories (group_id, window_start, story_id, author_id, group_name) VALUES ($1, $2, $3, $4, $5)
+            INSERT INTO notify.group_stories (group_id, window_start, story_id, author_id, group_name)
+            VALUES (\(group), \(window), \(story), \(author), \(name))
             ON CONFLICT DO NOTHING
-            """, [group, window, story, author, name])
-        try c.execute("DELETE FROM notify.group_stories WHERE group_id = $1 AND window_start < $2::timestamptz - interval '7 days'", [group, window])
+            """)
+        try c.execute("DELETE FROM notify.group_stories WHERE group_id = \(group) AND window_start < \(window)::timestamptz - interval '7 days'")
         var counts: [UUID: Int] = [:]
         for row in try c.rows("""
             SELECT p.id, (SELECT count(*)::int FROM notify.group_stories s
-                          WHERE s.group_id = $2 AND s.window_start = $3 AND s.author_id <> p.id) AS n
-            FROM unnest($1::uuid[]) AS p(id)
-            """, [PostgresArray(people), group, window]) {
+                          WHERE s.group_id = \(group) AND s.window_start = \(window) AND s.author_id <> p.id) AS n
+            FROM unnest(\(PostgresArray(people))::uuid[]) AS p(id)
+            """) {
             counts[try row["id"]] = try row["n"]
         }
         return counts

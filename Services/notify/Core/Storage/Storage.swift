@@ -4,7 +4,7 @@ import Models
 import Postgres
 
 /// A delivery as the log keeps it.
-struct DeliveryRecord {
+struct DeliveryRecord: PostgresRecord {
     let id: UUID
     let eventId: String
     let userId: UUID
@@ -37,6 +37,11 @@ struct DeliveryRecord {
     /// When its person marked it read (in the app's list).
     let readAt: Date?
 
+    static let columns: SQL = """
+        id, event_id, user_id, channel, kind, address, subject, body_text, body_html, status, attempts, last_error, expires_at,
+        created_at, updated_at, sent_at, subscription_id, device_id, ttl, urgency, topic, reference, app, read_at
+        """
+
     init(_ r: Row) throws {
         id = try r["id"]; eventId = try r["event_id"]; userId = try r["user_id"]; channel = try r["channel"]; kind = try r["kind"]
         address = try r["address"]; subject = try r["subject"]; bodyText = try r.decode("body_text"); bodyHTML = try r.decode("body_html")
@@ -49,7 +54,7 @@ struct DeliveryRecord {
 }
 
 /// A browser's or app's push subscription, as registered.
-struct SubscriptionRecord {
+struct SubscriptionRecord: PostgresRecord {
     let id: UUID
     let userId: UUID
     let endpoint: String
@@ -61,6 +66,9 @@ struct SubscriptionRecord {
     let createdAt: Date
     /// When it was last subscribed again (its creation until then).
     let updatedAt: Date
+
+    /// Read through the alias `s` (`notify.push_subscriptions s`): a statement that joins it names its own columns apart.
+    static let columns: SQL = "s.id, s.user_id, s.endpoint, s.p256dh, s.auth, s.vapid_key, s.expires_at, s.created_at, s.updated_at"
 
     init(_ r: Row) throws {
         id = try r["id"]; userId = try r["user_id"]; endpoint = try r["endpoint"]; p256dh = try r["p256dh"]; auth = try r["auth"]
@@ -83,37 +91,38 @@ struct NotifyStorage: Sendable {
                 text: String?, html: String?, expiresAt: Date?, reference: String? = nil, app: String? = nil) throws -> Bool {
         try c.execute("""
             INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, body_html, expires_at, reference, app)
-            VALUES ($1, $2, $3, 'email', $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING
-            """, [id, eventId, user, kind, address, subject, text, html, expiresAt, reference, app]) == 1
+            VALUES (\(id), \(eventId), \(user), 'email', \(kind), \(address), \(subject), \(text), \(html), \(expiresAt), \(reference), \(app))
+            ON CONFLICT DO NOTHING
+            """) == 1
     }
 
     /// Someone's address as auth last announced it, and whether they proved it.
     func recordPerson(_ c: Connection, _ user: UUID, email: String, verified: Bool) throws {
         try c.execute("""
-            INSERT INTO notify.people (user_id, email, email_verified) VALUES ($1, $2, $3)
-            ON CONFLICT (user_id) DO UPDATE SET email = $2, email_verified = $3
-            """, [user, email, verified])
+            INSERT INTO notify.people (user_id, email, email_verified) VALUES (\(user), \(email), \(verified))
+            ON CONFLICT (user_id) DO UPDATE SET email = \(email), email_verified = \(verified)
+            """)
     }
 
     /// The address `user` proved, if they did.
     func provenAddress(_ c: Connection, _ user: UUID) throws -> String? {
-        try c.first("SELECT email FROM notify.people WHERE user_id = $1 AND email_verified", [user])?["email"]
+        try c.first("SELECT email FROM notify.people WHERE user_id = \(user) AND email_verified")?["email"]
     }
 
     /// Whether `user` wants `kind` by `channel` (yes unless they said no).
     func allows(_ c: Connection, _ user: UUID, kind: String, channel: String) throws -> Bool {
-        try c.first("SELECT \(Self.allowed(user: "$1", kind: "$2", channel: "$3")) AS yes", [user, kind, channel])!["yes"]
+        try c.first("SELECT \(Self.allowed(user: "\(user)", kind: "\(kind)", channel: "\(channel)")) AS yes")!["yes"]
     }
 
-    /// SQL that holds when the user `user` (an SQL expression: a parameter, a column) wants the kind `kind` by the
-    /// channel `channel`: for a statement that reads what goes to them to check it too.
-    static func allowed(user: String, kind: String, channel: String) -> String {
+    /// SQL that holds when the user `user` (a value, a column) wants the kind `kind` by the channel `channel`: for a
+    /// statement that reads what goes to them to check it too.
+    static func allowed(user: SQL, kind: SQL, channel: SQL) -> SQL {
         "coalesce((SELECT enabled FROM notify.preferences p WHERE p.user_id = \(user) AND p.kind = \(kind) AND p.channel = \(channel)), true)"
     }
 
     func preferences(_ c: Connection, of user: UUID) throws -> [String: Bool] {
         var out: [String: Bool] = [:]
-        for row in try c.rows("SELECT kind, channel, enabled FROM notify.preferences WHERE user_id = $1", [user]) {
+        for row in try c.rows("SELECT kind, channel, enabled FROM notify.preferences WHERE user_id = \(user)") {
             out["\(try row["kind", as: String.self])/\(try row["channel", as: String.self])"] = try row["enabled"]
         }
         return out
@@ -124,40 +133,39 @@ struct NotifyStorage: Sendable {
     /// new one). The token's row is locked first, so a link used at the same moment goes wholly before or after.
     func setPreference(_ c: Connection, _ user: UUID, kind: String, channel: String, enabled: Bool) throws {
         if enabled {
-            _ = try c.rows("SELECT 1 FROM notify.unsubscribe_tokens WHERE user_id = $1 AND kind = $2 AND channel = $3 FOR UPDATE",
-                           [user, kind, channel])
+            _ = try c.rows("SELECT 1 FROM notify.unsubscribe_tokens WHERE user_id = \(user) AND kind = \(kind) AND channel = \(channel) FOR UPDATE")
             try c.execute("""
-                DELETE FROM notify.unsubscribe_tokens WHERE user_id = $1 AND kind = $2 AND channel = $3 AND EXISTS (
-                    SELECT 1 FROM notify.preferences WHERE user_id = $1 AND kind = $2 AND channel = $3 AND NOT enabled)
-                """, [user, kind, channel])
+                DELETE FROM notify.unsubscribe_tokens WHERE user_id = \(user) AND kind = \(kind) AND channel = \(channel) AND EXISTS (
+                    SELECT 1 FROM notify.preferences WHERE user_id = \(user) AND kind = \(kind) AND channel = \(channel) AND NOT enabled)
+                """)
         }
         try c.execute("""
-            INSERT INTO notify.preferences (user_id, kind, channel, enabled) VALUES ($1, $2, $3, $4)
-            ON CONFLICT (user_id, kind, channel) DO UPDATE SET enabled = $4
-            """, [user, kind, channel, enabled])
+            INSERT INTO notify.preferences (user_id, kind, channel, enabled) VALUES (\(user), \(kind), \(channel), \(enabled))
+            ON CONFLICT (user_id, kind, channel) DO UPDATE SET enabled = \(enabled)
+            """)
     }
 
     /// The one-click unsubscribe token of (`user`, `kind`, `channel`): made once, the same in every mail after, until
     /// the choice is turned back on (`setPreference`).
     func unsubscribeToken(_ c: Connection, _ user: UUID, kind: String, channel: String, fresh: String) throws -> String {
         try c.execute("""
-            INSERT INTO notify.unsubscribe_tokens (token, user_id, kind, channel) VALUES ($1, $2, $3, $4)
+            INSERT INTO notify.unsubscribe_tokens (token, user_id, kind, channel) VALUES (\(fresh), \(user), \(kind), \(channel))
             ON CONFLICT (user_id, kind, channel) DO NOTHING
-            """, [fresh, user, kind, channel])
-        return try c.first("SELECT token FROM notify.unsubscribe_tokens WHERE user_id = $1 AND kind = $2 AND channel = $3",
-                           [user, kind, channel])?["token"] ?? fresh
+            """)
+        return try c.first("SELECT token FROM notify.unsubscribe_tokens WHERE user_id = \(user) AND kind = \(kind) AND channel = \(channel)")?["token"]
+            ?? fresh
     }
 
     /// What an unsubscribe token stands for; `locking` it, for a change by it (see `setPreference`).
     func unsubscribeTarget(_ c: Connection, token: String, locking: Bool = false) throws -> (user: UUID, kind: String, channel: String)? {
-        guard let row = try c.first("SELECT user_id, kind, channel FROM notify.unsubscribe_tokens WHERE token = $1\(locking ? " FOR UPDATE" : "")",
-                                    [token]) else { return nil }
+        guard let row = try c.first("SELECT user_id, kind, channel FROM notify.unsubscribe_tokens WHERE token = \(token)\(unescaped: locking ? " FOR UPDATE" : "")")
+        else { return nil }
         return (try row["user_id"], try row["kind"], try row["channel"])
     }
 
     /// `user`'s quiet hours: minutes of the day from and to, in their time zone.
     func quietHours(_ c: Connection, of user: UUID) throws -> (starts: Int, ends: Int, timeZone: String)? {
-        guard let row = try c.first("SELECT starts_at::int AS s, ends_at::int AS e, time_zone FROM notify.quiet_hours WHERE user_id = $1", [user]) else {
+        guard let row = try c.first("SELECT starts_at::int AS s, ends_at::int AS e, time_zone FROM notify.quiet_hours WHERE user_id = \(user)") else {
             return nil
         }
         return (try row["s"], try row["e"], try row["time_zone"])
@@ -167,33 +175,32 @@ struct NotifyStorage: Sendable {
     func setQuietHours(_ c: Connection, of user: UUID, _ hours: (starts: Int, ends: Int, timeZone: String)?) throws {
         try c.execute("""
             UPDATE notify.deliveries SET next_attempt_at = now(), updated_at = now()
-            WHERE user_id = $1 AND channel = 'push' AND status = 'pending' AND attempts = 0 AND next_attempt_at > now()
-            """, [user])
-        guard let hours else { try c.execute("DELETE FROM notify.quiet_hours WHERE user_id = $1", [user]); return }
+            WHERE user_id = \(user) AND channel = 'push' AND status = 'pending' AND attempts = 0 AND next_attempt_at > now()
+            """)
+        guard let hours else { try c.execute("DELETE FROM notify.quiet_hours WHERE user_id = \(user)"); return }
         try c.execute("""
-            INSERT INTO notify.quiet_hours (user_id, starts_at, ends_at, time_zone) VALUES ($1, $2, $3, $4)
-            ON CONFLICT (user_id) DO UPDATE SET starts_at = $2, ends_at = $3, time_zone = $4
-            """, [user, hours.starts, hours.ends, hours.timeZone])
+            INSERT INTO notify.quiet_hours (user_id, starts_at, ends_at, time_zone) VALUES (\(user), \(hours.starts), \(hours.ends), \(hours.timeZone))
+            ON CONFLICT (user_id) DO UPDATE SET starts_at = \(hours.starts), ends_at = \(hours.ends), time_zone = \(hours.timeZone)
+            """)
     }
 
     /// Holds a delivery until `at` (quiet hours), without counting a try.
     func postpone(_ c: Connection, _ id: UUID, until at: Date) throws {
         try c.execute("""
-            UPDATE notify.deliveries SET status = 'pending', attempts = attempts - 1, next_attempt_at = $2, updated_at = now() WHERE id = $1
-            """, [id, at])
+            UPDATE notify.deliveries SET status = 'pending', attempts = attempts - 1, next_attempt_at = \(at), updated_at = now() WHERE id = \(id)
+            """)
     }
 
     /// The subscriptions a push of `kind` to `users` goes to: their live ones, none for those erased here or who said
     /// no to `kind` by push. One statement for them all (a chat message tells a whole room).
     func pushTargets(_ c: Connection, _ users: [UUID], kind: String) throws -> [SubscriptionRecord] {
         guard !users.isEmpty else { return [] }
-        return try c.rows("""
-            SELECT s.* FROM unnest($1::uuid[], $2::text[]) AS t(user_id, id_hash)
+        return try c.all(SubscriptionRecord.self, """
+            SELECT \(SubscriptionRecord.columns) FROM unnest(\(PostgresArray(users))::uuid[], \(PostgresArray(users.map(Erasure.hash)))::text[]) AS t(user_id, id_hash)
             JOIN notify.push_subscriptions s ON s.user_id = t.user_id
-            WHERE \(Erasure.notErased(schema: "notify", hash: "t.id_hash")) AND \(Self.allowed(user: "t.user_id", kind: "$3", channel: "'push'"))
+            WHERE \(unescaped: Erasure.notErased(schema: "notify", hash: "t.id_hash")) AND \(Self.allowed(user: "t.user_id", kind: "\(kind)", channel: "'push'"))
             ORDER BY s.created_at, s.id
-            """, [PostgresArray(users), PostgresArray(users.map(Erasure.hash)), kind])
-            .map(SubscriptionRecord.init).filter { ($0.expiresAt ?? .distantFuture) > Date() }
+            """).filter { ($0.expiresAt ?? .distantFuture) > Date() }
     }
 
     /// Records a push of event `eventId` to each of `subscriptions` (`pushTargets`) and `devices` (`deviceTargets`),
@@ -208,69 +215,72 @@ struct NotifyStorage: Sendable {
             try c.enqueue("""
                 INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, expires_at,
                                                subscription_id, ttl, urgency, topic, next_attempt_at, reference)
-                VALUES ($1, $2, $3, 'push', $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), $14) ON CONFLICT DO NOTHING
-                """, [UUID.v7(), eventId, s.userId, kind, origin, title, payload, expiresAt, s.id, ttl, urgency, topic, at, reference])
+                VALUES (\(UUID.v7()), \(eventId), \(s.userId), 'push', \(kind), \(origin), \(title), \(payload), \(expiresAt), \(s.id), \(ttl),
+                        \(urgency), \(topic), coalesce(\(at), now()), \(reference)) ON CONFLICT DO NOTHING
+                """)
         }
         for d in devices {
             try c.enqueue("""
                 INSERT INTO notify.deliveries (id, event_id, user_id, channel, kind, address, subject, body_text, expires_at,
                                                device_id, ttl, urgency, topic, next_attempt_at, reference)
-                VALUES ($1, $2, $3, 'push', $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), $14) ON CONFLICT DO NOTHING
-                """, [UUID.v7(), eventId, d.userId, kind, d.address, title, payload, expiresAt, d.id, ttl, urgency, topic, at, reference])
+                VALUES (\(UUID.v7()), \(eventId), \(d.userId), 'push', \(kind), \(d.address), \(title), \(payload), \(expiresAt), \(d.id), \(ttl),
+                        \(urgency), \(topic), coalesce(\(at), now()), \(reference)) ON CONFLICT DO NOTHING
+                """)
         }
     }
 
     /// Drops a delivery that turned out to have nothing to tell (a chat read already): it was never sent.
     func discard(_ c: Connection, _ id: UUID) throws {
-        try c.execute("DELETE FROM notify.deliveries WHERE id = $1", [id])
+        try c.execute("DELETE FROM notify.deliveries WHERE id = \(id)")
     }
 
     func joinRoom(_ c: Connection, _ room: UUID, _ user: UUID) throws {
-        try c.enqueue("INSERT INTO notify.room_members (room_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [room, user])
+        try c.enqueue("INSERT INTO notify.room_members (room_id, user_id) VALUES (\(room), \(user)) ON CONFLICT DO NOTHING")
     }
 
     func leaveRoom(_ c: Connection, _ room: UUID, _ user: UUID) throws {
-        try c.execute("DELETE FROM notify.room_members WHERE room_id = $1 AND user_id = $2", [room, user])
+        try c.execute("DELETE FROM notify.room_members WHERE room_id = \(room) AND user_id = \(user)")
     }
 
     func roomMembers(_ c: Connection, _ room: UUID) throws -> [UUID] {
-        try c.rows("SELECT user_id FROM notify.room_members WHERE room_id = $1", [room]).map { try $0["user_id"] }
+        try c.rows("SELECT user_id FROM notify.room_members WHERE room_id = \(room)").map { try $0["user_id"] }
     }
 
     /// Takes up to `limit` deliveries by `channel` that are due, each leased for `lease` seconds: another sender (or
     /// this one, restarted after a crash) takes it again only once the lease ran out, so a kill repeats only what was
     /// in flight.
     func claimDue(_ c: Connection, channel: String, limit: Int, lease: TimeInterval) throws -> [DeliveryRecord] {
-        try c.rows("""
-            UPDATE notify.deliveries SET status = 'sending', attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $2),
+        try c.all(DeliveryRecord.self, """
+            UPDATE notify.deliveries SET status = 'sending', attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => \(lease)),
                 updated_at = now()
             WHERE id IN (SELECT id FROM notify.deliveries WHERE status IN ('pending', 'sending') AND next_attempt_at <= now()
-                         AND channel = $3 ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-            RETURNING *
-            """, [limit, lease, channel]).map(DeliveryRecord.init)
+                         AND channel = \(channel) ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            RETURNING \(DeliveryRecord.columns)
+            """)
     }
 
     func subscription(_ c: Connection, _ id: UUID) throws -> SubscriptionRecord? {
-        try c.first("SELECT * FROM notify.push_subscriptions WHERE id = $1", [id]).map(SubscriptionRecord.init)
+        try c.one(SubscriptionRecord.self, "SELECT \(SubscriptionRecord.columns) FROM notify.push_subscriptions s WHERE s.id = \(id)")
     }
 
     /// Registers an endpoint for `user` (again: its keys and owner are replaced, as when a browser subscribes anew).
     func subscribe(_ c: Connection, id: UUID, user: UUID, endpoint: String, p256dh: String, auth: String, vapidKey: String,
                    expiresAt: Date?) throws -> SubscriptionRecord {
-        try SubscriptionRecord(c.first("""
-            INSERT INTO notify.push_subscriptions (id, user_id, endpoint, p256dh, auth, vapid_key, expires_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7)
-            ON CONFLICT (endpoint) DO UPDATE SET user_id = $2, p256dh = $4, auth = $5, vapid_key = $6, expires_at = $7, updated_at = now()
-            RETURNING *
-            """, [id, user, endpoint, p256dh, auth, vapidKey, expiresAt])!)
+        try c.one(SubscriptionRecord.self, """
+            INSERT INTO notify.push_subscriptions AS s (id, user_id, endpoint, p256dh, auth, vapid_key, expires_at)
+            VALUES (\(id), \(user), \(endpoint), \(p256dh), \(auth), \(vapidKey), \(expiresAt))
+            ON CONFLICT (endpoint) DO UPDATE SET user_id = \(user), p256dh = \(p256dh), auth = \(auth), vapid_key = \(vapidKey),
+                expires_at = \(expiresAt), updated_at = now()
+            RETURNING \(SubscriptionRecord.columns)
+            """)!
     }
 
     func subscriptions(_ c: Connection, of user: UUID) throws -> [SubscriptionRecord] {
-        try c.rows("SELECT * FROM notify.push_subscriptions WHERE user_id = $1 ORDER BY created_at, id", [user]).map(SubscriptionRecord.init)
+        try c.all(SubscriptionRecord.self, "SELECT \(SubscriptionRecord.columns) FROM notify.push_subscriptions s WHERE s.user_id = \(user) ORDER BY s.created_at, s.id")
     }
 
     func subscriptionCount(_ c: Connection, of user: UUID) throws -> Int {
-        try c.first("SELECT count(*)::int AS n FROM notify.push_subscriptions WHERE user_id = $1", [user])?["n"] ?? 0
+        try c.first("SELECT count(*)::int AS n FROM notify.push_subscriptions WHERE user_id = \(user)")?["n"] ?? 0
     }
 
     /// Removes a subscription (`user`'s own, when given); false when there was none. Its deliveries not yet sent are
@@ -279,55 +289,57 @@ struct NotifyStorage: Sendable {
     func unsubscribe(_ c: Connection, _ id: UUID, user: UUID?) throws -> Bool {
         try c.execute("""
             UPDATE notify.deliveries SET status = 'failed', body_text = NULL, last_error = 'unsubscribed', updated_at = now()
-            WHERE subscription_id = $1 AND status IN ('pending', 'sending')
-            """, [id])
-        return try c.execute("DELETE FROM notify.push_subscriptions WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2::uuid)", [id, user]) == 1
+            WHERE subscription_id = \(id) AND status IN ('pending', 'sending')
+            """)
+        return try c.execute("DELETE FROM notify.push_subscriptions WHERE id = \(id) AND (\(user)::uuid IS NULL OR user_id = \(user)::uuid)") == 1
     }
 
     /// A parcel's sender and recipient, as far as notify knows them.
     func parcelParties(_ c: Connection, _ id: UUID) throws -> (sender: UUID, recipient: UUID?)? {
-        guard let row = try c.first("SELECT sender_id, recipient_id FROM notify.parcels WHERE id = $1", [id]) else { return nil }
-        return (try row["sender_id"], try row.decode("recipient_id"))
+        guard let row = try c.first("SELECT sender_id, recipient_id FROM notify.parcels WHERE id = \(id)") else { return nil }
+        return (try row["sender_id"], try row["recipient_id"])
     }
 
     func recordParcel(_ c: Connection, _ id: UUID, sender: UUID, recipient: UUID?) throws {
         try c.enqueue("""
-            INSERT INTO notify.parcels (id, sender_id, recipient_id) VALUES ($1, $2, $3)
-            ON CONFLICT (id) DO UPDATE SET recipient_id = coalesce($3, notify.parcels.recipient_id)
-            """, [id, sender, recipient])
+            INSERT INTO notify.parcels (id, sender_id, recipient_id) VALUES (\(id), \(sender), \(recipient))
+            ON CONFLICT (id) DO UPDATE SET recipient_id = coalesce(\(recipient)::uuid, notify.parcels.recipient_id)
+            """)
     }
 
     /// Sent: what it said is not kept (a verification or reset link is a secret).
     func markSent(_ c: Connection, _ id: UUID) throws {
         try c.execute("""
             UPDATE notify.deliveries SET status = 'sent', sent_at = now(), body_text = NULL, body_html = NULL, last_error = NULL, updated_at = now()
-            WHERE id = $1
-            """, [id])
+            WHERE id = \(id)
+            """)
     }
 
     /// Not sent: tried again in `retryIn` seconds, or (nil) given up, its text dropped.
     func markFailed(_ c: Connection, _ id: UUID, error: String, retryIn: TimeInterval?) throws {
+        let reason = String(error.prefix(500))
         if let retryIn {
             try c.execute("""
-                UPDATE notify.deliveries SET status = 'pending', next_attempt_at = now() + make_interval(secs => $2), last_error = $3,
+                UPDATE notify.deliveries SET status = 'pending', next_attempt_at = now() + make_interval(secs => \(retryIn)), last_error = \(reason),
                     updated_at = now()
-                WHERE id = $1
-                """, [id, retryIn, String(error.prefix(500))])
+                WHERE id = \(id)
+                """)
         } else {
             try c.execute("""
-                UPDATE notify.deliveries SET status = 'failed', body_text = NULL, body_html = NULL, last_error = $2, updated_at = now() WHERE id = $1
-                """, [id, String(error.prefix(500))])
+                UPDATE notify.deliveries SET status = 'failed', body_text = NULL, body_html = NULL, last_error = \(reason), updated_at = now() WHERE id = \(id)
+                """)
         }
     }
 
     /// `user`'s deliveries, the newest first, before `before` (a delivery id: they are time-ordered), by `channel`
     /// only when given, those not read only when `unread`; a notice in the app once it is shown.
     func deliveries(_ c: Connection, of user: UUID, before: UUID?, limit: Int, channel: String? = nil, unread: Bool = false) throws -> [DeliveryRecord] {
-        try c.rows("""
-            SELECT * FROM notify.deliveries WHERE user_id = $1 AND ($2::uuid IS NULL OR id < $2::uuid) AND ($4::text IS NULL OR channel = $4::text)
-                AND (NOT $5 OR read_at IS NULL) AND (channel <> 'app' OR sent_at <= now())
-            ORDER BY id DESC LIMIT $3
-            """, [user, before, limit, channel, unread]).map(DeliveryRecord.init)
+        try c.all(DeliveryRecord.self, """
+            SELECT \(DeliveryRecord.columns) FROM notify.deliveries
+            WHERE user_id = \(user) AND (\(before)::uuid IS NULL OR id < \(before)::uuid) AND (\(channel)::text IS NULL OR channel = \(channel)::text)
+                AND (NOT \(unread) OR read_at IS NULL) AND (channel <> 'app' OR sent_at <= now())
+            ORDER BY id DESC LIMIT \(limit)
+            """)
     }
 
     /// How many deliveries wait to be sent, and the age in seconds of the oldest.
@@ -340,35 +352,36 @@ struct NotifyStorage: Sendable {
     }
 
     func forget(_ user: UUID, on c: Connection) throws {
-        try c.execute("DELETE FROM notify.deliveries WHERE user_id = $1", [user])
-        try c.execute("DELETE FROM notify.push_subscriptions WHERE user_id = $1", [user])
-        try c.execute("DELETE FROM notify.push_devices WHERE user_id = $1", [user])
+        try c.execute("DELETE FROM notify.deliveries WHERE user_id = \(user)")
+        try c.execute("DELETE FROM notify.push_subscriptions WHERE user_id = \(user)")
+        try c.execute("DELETE FROM notify.push_devices WHERE user_id = \(user)")
         for table in ["people", "preferences", "unsubscribe_tokens", "quiet_hours", "room_members"] {
-            try c.execute("DELETE FROM notify.\(table) WHERE user_id = $1", [user])
+            try c.execute("DELETE FROM notify.\(unescaped: table) WHERE user_id = \(user)")
         }
-        try c.execute("DELETE FROM notify.group_stories WHERE author_id = $1", [user])
-        try c.execute("DELETE FROM notify.parcels WHERE sender_id = $1", [user])
-        try c.execute("UPDATE notify.parcels SET recipient_id = NULL WHERE recipient_id = $1", [user])
+        try c.execute("DELETE FROM notify.group_stories WHERE author_id = \(user)")
+        try c.execute("DELETE FROM notify.parcels WHERE sender_id = \(user)")
+        try c.execute("UPDATE notify.parcels SET recipient_id = NULL WHERE recipient_id = \(user)")
     }
 
     /// What notify holds of `user`, for their export: what was sent to them, and when.
     func export(_ c: Connection, _ user: UUID) throws -> [String: Any] {
-        try Export.document(c, """
+        let sql: SQL = """
             SELECT json_build_object('deliveries', (SELECT coalesce(json_agg(json_build_object(
                 'id', id, 'kind', kind, 'channel', channel, 'address', address, 'subject', subject, 'status', status,
                 'createdAt', created_at, 'updatedAt', coalesce(updated_at, created_at), 'sentAt', sent_at, 'readAt', read_at) ORDER BY id), '[]'::json)
-                FROM notify.deliveries WHERE user_id = $1),
+                FROM notify.deliveries WHERE user_id = \(user)),
                 'pushSubscriptions', (SELECT coalesce(json_agg(json_build_object('id', id, 'endpoint', endpoint, 'createdAt', created_at,
                 'updatedAt', coalesce(updated_at, created_at))
-                ORDER BY created_at), '[]'::json) FROM notify.push_subscriptions WHERE user_id = $1),
+                ORDER BY created_at), '[]'::json) FROM notify.push_subscriptions WHERE user_id = \(user)),
                 'pushDevices', (SELECT coalesce(json_agg(json_build_object('id', id, 'platform', platform, 'app', app,
                 'environment', environment, 'locale', locale, 'timeZone', time_zone, 'createdAt', created_at,
-                'updatedAt', coalesce(updated_at, created_at)) ORDER BY created_at), '[]'::json) FROM notify.push_devices WHERE user_id = $1),
+                'updatedAt', coalesce(updated_at, created_at)) ORDER BY created_at), '[]'::json) FROM notify.push_devices WHERE user_id = \(user)),
                 'preferences', (SELECT coalesce(json_agg(json_build_object('kind', kind, 'channel', channel, 'enabled', enabled)
-                ORDER BY kind, channel), '[]'::json) FROM notify.preferences WHERE user_id = $1),
+                ORDER BY kind, channel), '[]'::json) FROM notify.preferences WHERE user_id = \(user)),
                 'quietHours', (SELECT json_build_object('from', starts_at, 'to', ends_at, 'timeZone', time_zone) FROM notify.quiet_hours
-                WHERE user_id = $1),
-                'address', (SELECT json_build_object('email', email, 'verified', email_verified) FROM notify.people WHERE user_id = $1))::text AS export
-            """, [user])
+                WHERE user_id = \(user)),
+                'address', (SELECT json_build_object('email', email, 'verified', email_verified) FROM notify.people WHERE user_id = \(user)))::text AS export
+            """
+        return try Export.document(c, sql.statement, sql.bindings)
     }
 }
