@@ -74,7 +74,7 @@ struct Devices: Sendable {
         if let zone = body.timeZone, TimeZone(identifier: zone) == nil || !(zone.contains("/") || zone == "UTC") {
             throw HTTPError.validation("timeZone must be an IANA time zone such as Europe/Berlin.", field: "timeZone")
         }
-        try c.execute("SELECT pg_advisory_xact_lock(hashtext('notify.push_devices'), hashtext($1))", [user.lowercased])
+        try c.execute("SELECT pg_advisory_xact_lock(hashtext('notify.push_devices'), hashtext(\(user.lowercased)))")
         let result = try storage.registerDevice(c, id: UUID.v7(), user: user, platform: body.platform, token: token, app: body.app,
                                                 environment: body.platform == "apns" ? body.environment ?? "production" : nil,
                                                 locale: body.locale, timeZone: body.timeZone)

@@ -111,7 +111,7 @@ struct Subscriptions: Sendable {
         }
         let expires = body.expirationTime.map { Date(timeIntervalSince1970: $0 / 1000) }
         if let expires, expires <= Date() { throw HTTPError.validation("expirationTime has passed.", field: "expirationTime") }
-        try c.execute("SELECT pg_advisory_xact_lock(hashtext('notify.push_subscriptions'), hashtext($1))", [user.lowercased])
+        try c.execute("SELECT pg_advisory_xact_lock(hashtext('notify.push_subscriptions'), hashtext(\(user.lowercased)))")
         let known = try storage.subscriptions(c, of: user)
         if !known.contains(where: { $0.endpoint == body.endpoint }) && known.count >= Self.maxPerPerson {
             throw HTTPError.conflict("You have \(Self.maxPerPerson) push subscriptions already: remove one first.")
