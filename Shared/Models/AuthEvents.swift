@@ -4,11 +4,37 @@ import Foundation
 public protocol EventPayload: Codable, Sendable {
     /// The CloudEvents `type`, and the topic it is published on.
     static var type: String { get }
+    /// What its Swift type cannot say in its JSON Schema (`EventSchema`); nothing by default.
+    static var schema: EventSchema { get }
+}
+
+extension EventPayload {
+    public static var schema: EventSchema { EventSchema() }
+}
+
+/// The schema of the fields of a profile (`user.registered`, `user.updated`) and of a mail that carries a token.
+private enum Profile {
+    static let username = EventSchema.Field(pattern: "^[a-z0-9_.]{3,32}$")
+    static let email = EventSchema.Field(maxLength: 254)
+    static let fullName = EventSchema.Field(minLength: 1, maxLength: 100)
+    static let pictureUrl = EventSchema.Field(pattern: "^https?://", maxLength: 2048,
+                                              description: "A picture hosted elsewhere (Google's), the face to show while there is no avatarMediaId")
+    static let emailVerified = EventSchema.Field.described(
+        "Whether the user proved the address is theirs (by a verification mail, a password reset, or Google's sign-in); absent from events of before it was told")
+    static let mailWithToken = EventSchema([
+        "email": .init(maxLength: 254, description: "Where to send the mail"),
+        "token": .init(pattern: "^[A-Za-z0-9_-]{43}$", description: "Single-use, a secret: it goes into the mail's link and nowhere else (logs included)"),
+        "app": .oneOf(ClientApp.all.map(\.id), description: "The app the request came from (its X-Client-Id): the mail speaks as it and its links open it; absent, the backend's own"),
+    ])
 }
 
 /// `user.registered`: a new account exists. Key: the user id.
 public struct UserRegistered: EventPayload, Equatable {
     public static let type = "user.registered"
+    public static let schema = EventSchema([
+        "username": Profile.username, "email": Profile.email, "fullName": Profile.fullName, "avatarMediaId": .nullable,
+        "pictureUrl": Profile.pictureUrl, "emailVerified": Profile.emailVerified,
+    ])
     public var userId: String
     public var username: String
     public var email: String
@@ -31,6 +57,11 @@ public struct UserRegistered: EventPayload, Equatable {
 /// `user.updated`: the profile after a change. Key: the user id.
 public struct UserUpdated: EventPayload, Equatable {
     public static let type = "user.updated"
+    public static let schema = EventSchema(description: "The whole profile after the change; avatarMediaId is absent when the user has none.", [
+        "username": Profile.username, "email": Profile.email, "fullName": Profile.fullName, "avatarMediaId": .nullable,
+        "pictureUrl": Profile.pictureUrl, "emailVerified": Profile.emailVerified,
+        "phone": .init(pattern: #"^\+?[0-9][0-9 ()-]*$"#, maxLength: 32, description: "The phone number the user gave, present once they gave one; dispatch shows it to the sender and recipient of a parcel while its courier carries it"),
+    ])
     public var userId: String
     public var username: String
     public var email: String
@@ -56,6 +87,7 @@ public struct UserUpdated: EventPayload, Equatable {
 /// (single-use, until `expiresAt`). A secret: for the notification service alone. Key: the user id.
 public struct EmailVerificationRequested: EventPayload, Equatable {
     public static let type = "user.email_verification_requested"
+    public static let schema = Profile.mailWithToken
     public var userId: String
     public var email: String
     public var token: String
@@ -73,6 +105,7 @@ public struct EmailVerificationRequested: EventPayload, Equatable {
 /// user id.
 public struct PasswordResetRequested: EventPayload, Equatable {
     public static let type = "user.password_reset_requested"
+    public static let schema = Profile.mailWithToken
     public var userId: String
     public var email: String
     public var token: String
@@ -132,9 +165,11 @@ public struct UserUnblocked: EventPayload, Equatable {
 /// `session.revoked`: every access token of this session must stop working. Key: the user id.
 public struct SessionRevoked: EventPayload, Equatable {
     public static let type = "session.revoked"
+    public static let schema = EventSchema([
+        "reason": .oneOf(["logout", "password_changed", "password_reset", "refresh_token_reuse", "account_deleted", "suspended"]),
+    ])
     public var sessionId: String
     public var userId: String
-    /// `logout`, `password_changed`, `password_reset`, `refresh_token_reuse`, `account_deleted` or `suspended`.
     public var reason: String
     public var revokedAt: String
 

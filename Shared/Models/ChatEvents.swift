@@ -4,11 +4,16 @@ import Foundation
 // live reader that sees seq n+2 after n knows it missed one and reads it from the API. Key: the room id. Message
 // and todo texts stay out of the events, as story texts do: consumers that need them read them through the API.
 
+extension EventSchema.Field {
+    /// A room's change sequence, or a message's place in it: from 1.
+    fileprivate static let seq = EventSchema.Field(minimum: 1)
+}
+
 /// `chat.room_created`: a team room, the direct room of a pair, or the conversation of a parcel exists.
 public struct ChatRoomCreated: EventPayload, Equatable {
     public static let type = "chat.room_created"
+    public static let schema = EventSchema(["kind": .oneOf(["team", "direct", "parcel"]), "createdBy": .nullable, "parcelId": .nullable, "seq": .seq])
     public var roomId: String
-    /// `team`, `direct` or `parcel`.
     public var kind: String
     /// Who created it; nil for a parcel's conversation, which chat opens itself.
     public var createdBy: String?
@@ -26,9 +31,9 @@ public struct ChatRoomCreated: EventPayload, Equatable {
 /// `chat.member_joined`: someone is in a room now (its creator, by invite code, or as a party to a parcel).
 public struct ChatMemberJoined: EventPayload, Equatable {
     public static let type = "chat.member_joined"
+    public static let schema = EventSchema(["role": .oneOf(["owner", "member"]), "seq": .seq])
     public var roomId: String
     public var userId: String
-    /// `owner` or `member`.
     public var role: String
     public var seq: Int64
     public var joinedAt: String
@@ -41,9 +46,9 @@ public struct ChatMemberJoined: EventPayload, Equatable {
 /// `chat.member_left`: someone left a room or was removed; their open streams of it end.
 public struct ChatMemberLeft: EventPayload, Equatable {
     public static let type = "chat.member_left"
+    public static let schema = EventSchema(["reason": .oneOf(["left", "removed"]), "seq": .seq])
     public var roomId: String
     public var userId: String
-    /// `left` or `removed`.
     public var reason: String
     public var removedBy: String
     public var seq: Int64
@@ -58,6 +63,10 @@ public struct ChatMemberLeft: EventPayload, Equatable {
 /// `chat.message_created`: a message was posted; `messageSeq` is its place in the room (gap-free per room).
 public struct ChatMessageCreated: EventPayload, Equatable {
     public static let type = "chat.message_created"
+    public static let schema = EventSchema([
+        "messageSeq": .seq, "mediaCount": .init(minimum: 0, maximum: 10), "replyTo": .init(format: .uuid, nullable: true), "seq": .seq,
+        "mentionedIds": .init(maxItems: 20, description: "The room's members the text names as @username (absent: none)"),
+    ])
     public var roomId: String
     public var messageId: String
     public var messageSeq: Int64
@@ -79,6 +88,7 @@ public struct ChatMessageCreated: EventPayload, Equatable {
 /// `chat.message_edited`: a message's author changed its text.
 public struct ChatMessageEdited: EventPayload, Equatable {
     public static let type = "chat.message_edited"
+    public static let schema = EventSchema(["messageSeq": .seq, "seq": .seq])
     public var roomId: String
     public var messageId: String
     public var messageSeq: Int64
@@ -93,12 +103,15 @@ public struct ChatMessageEdited: EventPayload, Equatable {
 /// `chat.message_deleted`: a message's author deleted it; it keeps its place with no text.
 public struct ChatMessageDeleted: EventPayload, Equatable {
     public static let type = "chat.message_deleted"
+    public static let schema = EventSchema([
+        "messageSeq": .seq, "seq": .seq,
+        "reportId": .described("Present when an operator took the message down after this report, rather than its author deleting it"),
+    ])
     public var roomId: String
     public var messageId: String
     public var messageSeq: Int64
     public var seq: Int64
     public var deletedAt: String
-    /// Present when an operator took the message down after this report, rather than its author deleting it.
     public var reportId: String?
 
     public init(roomId: String, messageId: String, messageSeq: Int64, seq: Int64, deletedAt: String, reportId: String? = nil) {
@@ -110,6 +123,7 @@ public struct ChatMessageDeleted: EventPayload, Equatable {
 /// `todo.created`: an item was added to a room's todo list.
 public struct TodoCreated: EventPayload, Equatable {
     public static let type = "todo.created"
+    public static let schema = EventSchema(["assigneeId": .nullable, "seq": .seq])
     public var roomId: String
     public var todoId: String
     public var createdBy: String
@@ -126,6 +140,7 @@ public struct TodoCreated: EventPayload, Equatable {
 /// `todo.updated`: an item was changed: renamed, checked off or on, assigned, given a due time or moved.
 public struct TodoUpdated: EventPayload, Equatable {
     public static let type = "todo.updated"
+    public static let schema = EventSchema(["doneBy": .nullable, "assigneeId": .nullable, "seq": .seq])
     public var roomId: String
     public var todoId: String
     public var updatedBy: String
@@ -146,6 +161,7 @@ public struct TodoUpdated: EventPayload, Equatable {
 /// `todo.deleted`: an item was removed from a room's list.
 public struct TodoDeleted: EventPayload, Equatable {
     public static let type = "todo.deleted"
+    public static let schema = EventSchema(["seq": .seq])
     public var roomId: String
     public var todoId: String
     public var deletedBy: String
@@ -170,6 +186,7 @@ public struct ChatTyping: EventPayload, Equatable {
 /// `chat.room_updated`: a room's name or topic changed, or a parcel's conversation closed (read-only).
 public struct ChatRoomUpdated: EventPayload, Equatable {
     public static let type = "chat.room_updated"
+    public static let schema = EventSchema(["updatedBy": .nullable, "seq": .seq])
     public var roomId: String
     public var updatedBy: String?
     public var readOnly: Bool

@@ -16,6 +16,7 @@ public struct VideoLiked: EventPayload, Equatable {
 /// `video.watched`: someone watched part or all of a video. Key: the video id.
 public struct VideoWatched: EventPayload, Equatable {
     public static let type = "video.watched"
+    public static let schema = EventSchema(["seconds": .init(minimum: 0)])
     public var videoId: String
     public var userId: String
     public var seconds: Int
@@ -61,6 +62,7 @@ public struct VideoCommentTakenDown: EventPayload, Equatable {
 /// deleted (`deleted` true). Key: the playlist id.
 public struct PlaylistUpdated: EventPayload, Equatable {
     public static let type = "playlist.updated"
+    public static let schema = EventSchema(["videoCount": .init(minimum: 0)])
     public var playlistId: String
     public var ownerId: String
     public var isPublic: Bool

@@ -7,9 +7,15 @@ public struct Place: Codable, Sendable, Equatable {
     public init(lat: Double, lon: Double) { self.lat = lat; self.lon = lon }
 }
 
+extension EventSchema.Field {
+    /// An ISO 4217 code.
+    fileprivate static let currency = EventSchema.Field(pattern: "^[A-Z]{3}$")
+}
+
 /// `parcel.created`: someone booked a delivery. Key: the parcel id.
 public struct ParcelCreated: EventPayload, Equatable {
     public static let type = "parcel.created"
+    public static let schema = EventSchema(["service": .oneOf(["express", "standard"]), "currency": .currency])
     public var parcelId: String
     public var senderId: String
     public var recipientUserId: String?
@@ -45,10 +51,18 @@ public struct ParcelClaimed: EventPayload, Equatable {
 /// `parcel.status`: one transition of a parcel. Key: the parcel id, so a parcel's transitions stay in order.
 public struct ParcelStatusChanged: EventPayload, Equatable {
     public static let type = "parcel.status"
+    public static let schema = EventSchema([
+        "from": .oneOf(["awaiting_payment", "awaiting_drop_off", "awaiting_courier", "offered", "assigned", "picked_up", "in_transit",
+                        "delivered", "ready_for_collection", "received", "cancelled", "failed"]),
+        "to": .oneOf(["awaiting_courier", "offered", "assigned", "picked_up", "in_transit", "delivered", "ready_for_collection", "received",
+                      "cancelled", "failed"]),
+        "actor": .oneOf(["sender", "recipient", "courier", "staff", "system"]),
+        "senderId": .described("The parcel's sender"),
+        "recipientUserId": .described("The recipient's account, once known (named at booking or claimed)"),
+    ])
     public var parcelId: String
     public var from: String
     public var to: String
-    /// `sender`, `recipient`, `courier` or `system`.
     public var actor: String
     public var actorId: String?
     public var courierId: String?
@@ -92,6 +106,11 @@ public struct CourierLocation: EventPayload, Equatable {
 /// (0 for `declined`), in `currency`'s minor units.
 public struct PaymentRecorded: EventPayload, Equatable {
     public static let type = "payment.recorded"
+    public static let schema = EventSchema([
+        "entryId": .init(minimum: 1), "method": .oneOf(["card", "cash", "wallet"]),
+        "entry": .oneOf(["authorised", "declined", "captured", "voided", "cash_collected", "wallet_debited", "wallet_returned"]),
+        "amountMinor": .init(minimum: 0), "currency": .currency, "providerReference": .init(maxLength: 255), "declineCode": .init(maxLength: 100),
+    ])
     public var entryId: Int
     public var paymentId: String
     public var parcelId: String
@@ -118,6 +137,7 @@ public struct PaymentRecorded: EventPayload, Equatable {
 /// booking, `returned` when that booking was called off or failed. Key: the user id.
 public struct LoyaltyRecorded: EventPayload, Equatable {
     public static let type = "loyalty.recorded"
+    public static let schema = EventSchema(["entryId": .init(minimum: 1), "entry": .oneOf(["earned", "spent", "returned"]), "points": .init(minimum: 1)])
     public var entryId: Int
     public var userId: String
     public var parcelId: String
@@ -135,6 +155,10 @@ public struct LoyaltyRecorded: EventPayload, Equatable {
 /// `currency`'s minor units. Key: the user id, so a wallet's entries stay in order.
 public struct WalletRecorded: EventPayload, Equatable {
     public static let type = "wallet.recorded"
+    public static let schema = EventSchema([
+        "entryId": .init(minimum: 1), "entry": .oneOf(["topped_up", "spent", "returned"]), "amountMinor": .init(minimum: 1),
+        "balanceMinor": .init(minimum: 0), "currency": .currency,
+    ])
     public var entryId: Int
     public var userId: String
     public var paymentId: String
@@ -157,6 +181,11 @@ public struct WalletRecorded: EventPayload, Equatable {
 /// `renewal_stopped` (the subscriber will not renew; the plan lasts until `periodEnd`). Key: the subscription id.
 public struct PlanRecorded: EventPayload, Equatable {
     public static let type = "plan.recorded"
+    public static let schema = EventSchema([
+        "entryId": .init(minimum: 1), "planId": .init(format: .plain, maxLength: 50),
+        "entry": .oneOf(["started", "renewed", "declined", "lapsed", "renewal_stopped"]), "amountMinor": .init(minimum: 0),
+        "currency": .currency, "providerReference": .init(maxLength: 255), "periodEnd": .dateTime,
+    ])
     public var entryId: Int
     public var subscriptionId: String
     public var userId: String

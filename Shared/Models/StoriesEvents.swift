@@ -3,8 +3,8 @@ import Foundation
 /// `group.created`: a group or journal exists. Key: the group id.
 public struct GroupCreated: EventPayload, Equatable {
     public static let type = "group.created"
+    public static let schema = EventSchema(["kind": .oneOf(["group", "journal"]), "name": .init(minLength: 1, maxLength: 100)])
     public var groupId: String
-    /// `group` or `journal`.
     public var kind: String
     public var name: String
     public var createdBy: String
@@ -18,9 +18,9 @@ public struct GroupCreated: EventPayload, Equatable {
 /// `group.member_joined`: someone joined a group by its invite code. Key: the group id.
 public struct GroupMemberJoined: EventPayload, Equatable {
     public static let type = "group.member_joined"
+    public static let schema = EventSchema(["role": .oneOf(["admin", "member"])])
     public var groupId: String
     public var userId: String
-    /// `admin` or `member`.
     public var role: String
     public var joinedAt: String
 
@@ -32,9 +32,9 @@ public struct GroupMemberJoined: EventPayload, Equatable {
 /// `group.member_left`: someone left or was removed. Key: the group id.
 public struct GroupMemberLeft: EventPayload, Equatable {
     public static let type = "group.member_left"
+    public static let schema = EventSchema(["reason": .oneOf(["left", "removed"])])
     public var groupId: String
     public var userId: String
-    /// `left` or `removed`.
     public var reason: String
     /// Who removed them (themself when they left).
     public var removedBy: String
@@ -52,6 +52,9 @@ public struct GroupMemberLeft: EventPayload, Equatable {
 /// consumers that need it read the story through the API with the reader's token.
 public struct StoryCreated: EventPayload, Equatable {
     public static let type = "story.created"
+    public static let schema = EventSchema([
+        "audiences": .described("Each of groupIds with its name and its members when the story was posted (the author among them): whom to tell of it"),
+    ])
     public var storyId: String
     public var authorId: String
     public var groupIds: [String]
@@ -98,9 +101,11 @@ public struct StoryCommented: EventPayload, Equatable {
 /// in. Key: the story id.
 public struct StoryTakenDown: EventPayload, Equatable {
     public static let type = "story.taken_down"
+    public static let schema = EventSchema([
+        "groupIds": .described("The groups it was posted to"), "authorId": .described("Absent when its author's account was erased"),
+    ])
     public var storyId: String
     public var groupIds: [String]
-    /// Absent when its author's account was erased.
     public var authorId: String?
     public var reportId: String
     public var takenDownAt: String
@@ -114,6 +119,11 @@ public struct StoryTakenDown: EventPayload, Equatable {
 /// `newsletter.compiled`: a group's period closed and its newsletter is stored. Key: the group id.
 public struct NewsletterCompiled: EventPayload, Equatable {
     public static let type = "newsletter.compiled"
+    public static let schema = EventSchema([
+        "periodStart": .dateTime, "periodEnd": .dateTime,
+        "emailMemberIds": .described("The members who chose to take it by e-mail too (a subset of memberIds)"),
+        "offMemberIds": .described("The members who chose no word of it: it is in their app, nothing is sent (a subset of memberIds)"),
+    ])
     public var groupId: String
     public var newsletterId: String
     public var periodStart: String
@@ -137,9 +147,9 @@ public struct NewsletterCompiled: EventPayload, Equatable {
 /// `reminder.due`: a member has posted nothing yet in a period that closes soon (`periodEnd`). Key: the user id.
 public struct ReminderDue: EventPayload, Equatable {
     public static let type = "reminder.due"
+    public static let schema = EventSchema(["reason": .oneOf(["no_story_in_period"]), "periodStart": .dateTime, "periodEnd": .dateTime])
     public var userId: String
     public var groupId: String
-    /// Always `no_story_in_period` for now.
     public var reason: String
     public var periodStart: String
     public var periodEnd: String

@@ -3,8 +3,9 @@ import Models
 import Web
 import XCTest
 
-/// The event catalogue for consumers: `docs/asyncapi.json` (AsyncAPI 3.0) and `docs/events.md`, generated from
-/// `EventCatalogue` and the JSON Schemas. A test fails when they are not regenerated after a change; regenerate with
+/// The event catalogue for consumers: each topic's JSON Schema (`Shared/Models/Schemas/<topic>.json`, from its
+/// payload's Swift type), `docs/asyncapi.json` (AsyncAPI 3.0) and `docs/events.md`, generated from `EventCatalogue`.
+/// A test fails when they are not regenerated after a change; regenerate with
 ///   UPDATE_EVENT_DOCS=1 deploy/local/stack test --filter EventCatalogueTests
 /// (That the catalogue names what the running services read is checked in `InProcessTests`.)
 final class EventCatalogueTests: XCTestCase {
@@ -20,9 +21,43 @@ final class EventCatalogueTests: XCTestCase {
         }
     }
 
+    /// A payload of the types a field may have: its schema says what each is and whether it is required.
+    struct Sample: EventPayload {
+        enum Mood: String, Codable, CaseIterable { case glad, sad }
+        static let type = "sample.happened"
+        static let schema = EventSchema(["note": .init(maxLength: 10, description: "A note"), "periodEnd": .dateTime, "code": .init(format: .plain)])
+        var sampleId: UUID, at: Date, mood: Mood, moods: [Mood]?, count: Int64, ratio: Double?, done: Bool
+        var note: String?, periodEnd: String, code: String, place: Place?, memberIds: [String]
+    }
+
+    func testAPayloadsTypeGivesItsSchema() throws {
+        let schema = try JSONSerialization.jsonObject(with: Data(EventSchema.document(of: Sample.self, producer: "test", key: "id", summary: "").text.utf8))
+        let data = (schema as? [String: Any])?["properties"].flatMap { ($0 as? [String: Any])?["data"] } as? [String: Any] ?? [:]
+        let expected: [String: Any] = [
+            "type": "object", "additionalProperties": false,
+            "required": ["sampleId", "at", "mood", "count", "done", "periodEnd", "code", "memberIds"],
+            "properties": [
+                "sampleId": ["type": "string", "format": "uuid"], "at": ["type": "string", "format": "date-time"],
+                "mood": ["enum": ["glad", "sad"]], "moods": ["type": "array", "items": ["enum": ["glad", "sad"]]],
+                "count": ["type": "integer"], "ratio": ["type": "number"], "done": ["type": "boolean"],
+                "note": ["type": "string", "maxLength": 10, "description": "A note"],
+                "periodEnd": ["type": "string", "format": "date-time"], "code": ["type": "string"],
+                "place": ["type": "object", "additionalProperties": false, "required": ["lat", "lon"],
+                          "properties": ["lat": ["type": "number"], "lon": ["type": "number"]]],
+                "memberIds": ["type": "array", "items": ["type": "string", "format": "uuid"]],
+            ],
+        ]
+        XCTAssertEqual(data as NSDictionary, expected as NSDictionary)
+        struct Misnamed: EventPayload { static let type = "sample.misnamed"; static let schema = EventSchema(["nmae": .described("typo")]); var name: String }
+        XCTAssertThrowsError(try EventSchema.document(of: Misnamed.self, producer: "test", key: "id", summary: "")) {
+            XCTAssertTrue("\($0)".contains("`nmae`"), "\($0)")
+        }
+    }
+
     func testTheEventDocumentsAreRegenerated() throws {
-        let documents = [("docs/asyncapi.json", try CatalogueDocuments.asyncAPI(root: root)),
-                         ("docs/events.md", try CatalogueDocuments.markdown(root: root))]
+        let schemas = try EventCatalogue.topics.map { ("Shared/Models/Schemas/\($0.name).json", try EventCatalogue.schema(of: $0).text) }
+        let documents = schemas + [("docs/asyncapi.json", try CatalogueDocuments.asyncAPI()),
+                                   ("docs/events.md", try CatalogueDocuments.markdown())]
         for (path, text) in documents {
             let url = root.appendingPathComponent(path)
             if ProcessInfo.processInfo.environment["UPDATE_EVENT_DOCS"] == "1" {
@@ -31,7 +66,7 @@ final class EventCatalogueTests: XCTestCase {
             }
             let committed = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
             XCTAssertTrue(committed == text, """
-                \(path) is not what the catalogue and the schemas say: regenerate it with
+                \(path) is not what the catalogue and the payload types say: regenerate it with
                 UPDATE_EVENT_DOCS=1 deploy/local/stack test --filter EventCatalogueTests
                 """)
         }
@@ -40,17 +75,17 @@ final class EventCatalogueTests: XCTestCase {
 
 /// Renders the catalogue.
 enum CatalogueDocuments {
-    static func schema(_ topic: String, root: URL) throws -> [String: Any] {
-        let data = try Data(contentsOf: root.appendingPathComponent("Shared/Models/Schemas/\(topic).json"))
+    static func schema(_ topic: EventCatalogue.Topic) throws -> [String: Any] {
+        let data = Data(try EventCatalogue.schema(of: topic).text.utf8)
         return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
     }
 
     static func readerList(_ topic: EventCatalogue.Topic) -> [String] { topic.readers.map(\.description) }
 
-    static func asyncAPI(root: URL) throws -> String {
+    static func asyncAPI() throws -> String {
         var channels: [String: Any] = [:], operations: [String: Any] = [:], messages: [String: Any] = [:]
         for topic in EventCatalogue.topics {
-            var schema = try schema(topic.name, root: root)
+            var schema = try schema(topic)
             schema["$schema"] = nil  // the document says the format: the schemas use no keyword draft-07 lacks
             messages[topic.name] = [
                 "name": topic.name, "title": topic.name, "summary": topic.summary,
@@ -84,7 +119,7 @@ enum CatalogueDocuments {
         let document: [String: Any] = [
             "asyncapi": "3.0.0",
             "info": ["title": "Backend events", "version": "1.0.0",
-                     "description": "Every topic the backend publishes, its key and schema, who produces and who reads it. Generated from Shared/Models/EventCatalogue.swift and Shared/Models/Schemas by EventCatalogueTests; docs/events.md is its rendering."],
+                     "description": "Every topic the backend publishes, its key and schema, who produces and who reads it. Generated from Shared/Models/EventCatalogue.swift and the payload types (Shared/Models/*Events.swift) by EventCatalogueTests; docs/events.md is its rendering."],
             "defaultContentType": "application/cloudevents+json; charset=UTF-8",
             "servers": ["kafka": ["host": "kafka:9092", "protocol": "kafka",
                                   "description": "The deployment's brokers (KAFKA_BROKERS); docker-compose.yml's is kafka:9092"]],
@@ -103,12 +138,13 @@ enum CatalogueDocuments {
         return type
     }
 
-    static func markdown(root: URL) throws -> String {
+    static func markdown() throws -> String {
         var out = """
             # Events
 
-            Generated from `Shared/Models/EventCatalogue.swift` and `Shared/Models/Schemas` (with `docs/asyncapi.json`,
-            the same catalogue in AsyncAPI 3.0) by `EventCatalogueTests`; do not edit by hand.
+            Generated from `Shared/Models/EventCatalogue.swift` and the payload types (`Shared/Models/*Events.swift`) by
+            `EventCatalogueTests`, with `docs/asyncapi.json` (the same catalogue in AsyncAPI 3.0) and the JSON Schemas
+            `Shared/Models/Schemas/<topic>.json`; do not edit them by hand.
 
             Every message is a CloudEvents 1.0 JSON envelope (structured mode): `specversion`, `id`, `source`, `type`
             (the topic), `time`, `subject` (the aggregate id, also the Kafka key, so one aggregate's events stay in
@@ -126,7 +162,7 @@ enum CatalogueDocuments {
         }
         out += "\nConsumer groups are named `<KAFKA_GROUP_PREFIX><service>-<consumer>`; a group's dead-letter topic is `<topic>.dlq`. Live feeds read without a group.\n"
         for topic in EventCatalogue.topics {
-            let schema = try schema(topic.name, root: root)
+            let schema = try schema(topic)
             let data = (schema["properties"] as? [String: Any])?["data"] as? [String: Any] ?? [:]
             let required = Set(data["required"] as? [String] ?? [])
             let properties = data["properties"] as? [String: Any] ?? [:]
@@ -135,7 +171,7 @@ enum CatalogueDocuments {
             out += topic.ephemeral ? "Ephemeral: published without the outbox; it may be lost and the next one replaces it.\n"
                                    : "Written with the change it describes (outbox): at least once.\n"
             out += "- Read by: " + (topic.readers.isEmpty ? "no service of the backend (for other consumers)" : readerList(topic).joined(separator: "; ")) + "\n"
-            out += "- Schema: `Shared/Models/Schemas/\(topic.name).json`\n\n| `data` field | type | |\n|---|---|---|\n"
+            out += "- Schema: `Shared/Models/Schemas/\(topic.name).json` (from `\(topic.payload)`)\n\n| `data` field | type | |\n|---|---|---|\n"
             for name in properties.keys.sorted() {
                 out += "| `\(name)` | \(typeText(properties[name] as? [String: Any] ?? [:])) | \(required.contains(name) ? "required" : "optional") |\n"
             }
