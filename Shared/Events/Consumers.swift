@@ -152,8 +152,8 @@ public final class EventConsumer: BackgroundService {
     /// Records the event as processed and, the first time only, hands it to the handler, in `connection`'s transaction.
     private func handleOnce(_ event: ReceivedEvent, _ message: IncomingMessage, _ connection: Connection) throws {
         let fresh = try connection.execute("""
-            INSERT INTO \(schema).processed_events (event_id, topic) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING
-            """, [event.id, message.topic])
+            INSERT INTO \(unescaped: schema).processed_events (event_id, topic) VALUES (\(event.id)::uuid, \(message.topic)) ON CONFLICT DO NOTHING
+            """)
         if fresh == 1 { try handler(event, connection) }
     }
 

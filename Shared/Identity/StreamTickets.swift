@@ -30,9 +30,10 @@ public struct StreamTickets: Sendable {
     func redeem(_ ticket: StreamTicket) throws {
         let recorded = try pool.withConnection { c in
             try c.execute("""
-                WITH expired AS (DELETE FROM \(schema).stream_tickets WHERE expires_at < now() - interval '1 minute')
-                INSERT INTO \(schema).stream_tickets (id, expires_at) VALUES ($1, to_timestamp($2)) ON CONFLICT (id) DO NOTHING
-                """, [ticket.id, ticket.expiresAt.timeIntervalSince1970])
+                WITH expired AS (DELETE FROM \(unescaped: schema).stream_tickets WHERE expires_at < now() - interval '1 minute')
+                INSERT INTO \(unescaped: schema).stream_tickets (id, expires_at)
+                VALUES (\(ticket.id), to_timestamp(\(ticket.expiresAt.timeIntervalSince1970))) ON CONFLICT (id) DO NOTHING
+                """)
         }
         guard recorded == 1 else { throw HTTPError.unauthenticated() }
     }

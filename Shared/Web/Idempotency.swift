@@ -95,11 +95,11 @@ public struct Idempotency: Sendable {
         while true {
             let outcome = try pool.withTransaction { connection -> Once<Refusal>? in
                 // Taken before the key is read: the lock goes in the same round trip, ahead of the read.
-                try connection.enqueue("SELECT pg_advisory_xact_lock(hashtext($1))", ["idem:\(caller):\(key)"])
+                try connection.enqueue("SELECT pg_advisory_xact_lock(hashtext(\("idem:\(caller):\(key)")))")
                 if let row = try connection.first("""
-                    SELECT request_hash, status, body, created_at > now() - make_interval(secs => $3) AS finishing
-                    FROM \(schema).idempotency_keys WHERE caller = $1 AND key = $2
-                    """, [caller, key, finishing ?? 0]) {
+                    SELECT request_hash, status, body, created_at > now() - make_interval(secs => \(finishing ?? 0)) AS finishing
+                    FROM \(unescaped: schema).idempotency_keys WHERE caller = \(caller) AND key = \(key)
+                    """) {
                     // A key kept before bodies were compared by value holds the hash of the bytes.
                     let kept = try row["request_hash", as: String.self]
                     guard kept == hash || kept == Self.hash(request, byValue: false) else {
@@ -117,8 +117,9 @@ public struct Idempotency: Sendable {
                 let result = try change(connection)
                 guard case .success(let response) = result, (200..<300).contains(response.status) else { return .made(result, key: nil) }
                 try connection.enqueue("""
-                    INSERT INTO \(schema).idempotency_keys (caller, key, request_hash, status, body) VALUES ($1, $2, $3, $4, $5)
-                    """, [caller, key, hash, finishing == nil ? response.status : -response.status, ByteArray(replay.keep(response))])
+                    INSERT INTO \(unescaped: schema).idempotency_keys (caller, key, request_hash, status, body)
+                    VALUES (\(caller), \(key), \(hash), \(finishing == nil ? response.status : -response.status), \(ByteArray(replay.keep(response))))
+                    """)
                 return .made(result, key: key)
             }
             if let outcome { return outcome }
@@ -130,8 +131,10 @@ public struct Idempotency: Sendable {
     /// Keeps `answer` as the finished answer to the first request with `key`.
     private func keep(_ answer: Response, caller: String, key: String, replay: Replay) throws {
         try pool.withConnection { c in
-            try c.execute("UPDATE \(schema).idempotency_keys SET status = $3, body = $4 WHERE caller = $1 AND key = $2",
-                          [caller, key, answer.status, ByteArray(replay.keep(answer))])
+            try c.execute("""
+                UPDATE \(unescaped: schema).idempotency_keys SET status = \(answer.status), body = \(ByteArray(replay.keep(answer)))
+                WHERE caller = \(caller) AND key = \(key)
+                """)
         }
     }
 
