@@ -72,9 +72,9 @@ extension Access where Who == Caller {
 /// body, its answers, its query and headers, whether a retry with the same `Idempotency-Key` answers as the first.
 ///
 ///     r.group("/v1/rooms", .user(auth)) { rooms in
-///         rooms.post("", "Create a team room", body: CreateRoomBody.self, answers: (201, RoomView.shape),
+///         rooms.add("POST", "", "Create a team room", body: CreateRoomBody.self, answers: (201, RoomView.shape),
 ///                    idempotent: h.idempotency) { context, body, c in ... }
-///         rooms.get("/{id}", "A room with its members", answers: (200, RoomView.shape)) { context in
+///         rooms.add("GET", "/{id}", "A room with its members", answers: (200, RoomView.shape)) { context in
 ///             let id = try context.parameters.require("id", as: UUID.self) ...
 ///         }
 ///     }
@@ -86,17 +86,24 @@ public struct RouteGroup<Who: Sendable> {
     /// Documentation that goes with a route beyond its main answer.
     public struct Also: Sendable {
         let status: Int, contentType: String?, schema: String?, description: String?, headers: [String: String]
+        let refusal: Bool
         /// Another answer (a replay's 200, an image's 304).
         public static func answer(_ status: Int, contentType: String? = "application/json", schema: Schema? = nil,
                                   description: String? = nil, headers: [String: String] = [:]) -> Also {
-            Also(status: status, contentType: contentType, schema: schema?.jsonText, description: description, headers: headers)
+            Also(status: status, contentType: contentType, schema: schema?.jsonText, description: description, headers: headers,
+                 refusal: false)
+        }
+        /// A refusal its shape does not imply (a limit on a read), or more said of one it does.
+        public static func refusal(_ status: Int, _ description: String) -> Also {
+            Also(status: status, contentType: nil, schema: nil, description: description, headers: [:], refusal: true)
         }
     }
 
     /// A route without a body.
     public mutating func add(_ method: String, _ path: String, _ summary: String, answers: (Int, Schema?),
                              query: [QueryParameter] = [], headers: [QueryParameter] = [], also: [Also] = [],
-                             bodyLimit: Int = defaultBodyLimit, _ handler: @escaping @Sendable (Context<Who>) throws -> Response) {
+                             bodyLimit: Int = defaultBodyLimit, idempotent: Bool = false,
+                             _ handler: @escaping @Sendable (Context<Who>) throws -> Response) {
         let access = access
         router.add(method, prefix + path, summary: summary, security: access.security, bodyLimit: bodyLimit,
                    response: answers, checkHead: access.checkHead, credentials: access.authenticate) { request, who in
@@ -104,32 +111,33 @@ public struct RouteGroup<Who: Sendable> {
             access.answered(answer, who)
             return answer
         }
-        document(method, prefix + path, query: query, headers: headers, also: also, idempotent: false)
+        document(method, prefix + path, query: query, headers: headers, also: also, idempotent: idempotent)
     }
 
     /// A route that takes a body (decoded and validated after the credentials and the query).
     public mutating func add<Body: RequestBody>(_ method: String, _ path: String, _ summary: String, body: Body.Type,
-                                                answers: (Int, Schema?), query: [QueryParameter] = [], also: [Also] = [],
+                                                answers: (Int, Schema?), query: [QueryParameter] = [], headers: [QueryParameter] = [],
+                                                also: [Also] = [], idempotent: Bool = false,
                                                 _ handler: @escaping @Sendable (Context<Who>, Body) throws -> Response) {
         router.add(method, prefix + path, summary: summary, security: access.security, body: Body.self, response: answers,
                    checkHead: access.checkHead, credentials: access.authenticate) { request, who, body in
             try handler(Context(request: request, caller: who), body)
         }
-        document(method, prefix + path, query: query, headers: [], also: also, idempotent: false)
+        document(method, prefix + path, query: query, headers: headers, also: also, idempotent: idempotent)
     }
 
     /// A change a client may send again with an `Idempotency-Key`: the route runs the handler in the transaction
     /// `idempotency` opens and keeps the answer it made there, and a retry with the same key is answered with it, byte
-    /// for byte, without running the handler.
+    /// for byte, without running the handler. (A handler whose answer is made after its transaction, or that keeps a
+    /// refusal's count, calls `Idempotency` itself and its route says `idempotent: true`.)
     public mutating func add<Body: RequestBody>(_ method: String, _ path: String, _ summary: String, body: Body.Type,
                                                 answers: (Int, Schema?), query: [QueryParameter] = [], also: [Also] = [],
                                                 idempotent idempotency: Idempotency,
                                                 _ handler: @escaping @Sendable (Context<Who>, Body, Connection) throws -> Response) {
         let scope = access.scope
-        add(method, path, summary, body: Body.self, answers: answers, query: query, also: also) { context, body in
+        add(method, path, summary, body: Body.self, answers: answers, query: query, also: also, idempotent: true) { context, body in
             try idempotency.run(context.request, caller: scope(context.caller)) { c in try handler(context, body, c) }
         }
-        router.idempotent(method, [prefix + path])
     }
 
     private mutating func document(_ method: String, _ pattern: String, query: [QueryParameter], headers: [QueryParameter],
@@ -137,19 +145,14 @@ public struct RouteGroup<Who: Sendable> {
         if !query.isEmpty { router.query(method, pattern, query) }
         if !headers.isEmpty { router.header(method, pattern, headers) }
         for a in also {
-            router.alsoAnswers(method, pattern, a.status, contentType: a.contentType, schema: a.schema, description: a.description,
-                               headers: a.headers)
+            if a.refusal {
+                router.alsoRefuses(method, pattern, a.status, a.description ?? "")
+            } else {
+                router.alsoAnswers(method, pattern, a.status, contentType: a.contentType, schema: a.schema,
+                                   description: a.description, headers: a.headers)
+            }
         }
-    }
-
-    public mutating func get(_ path: String, _ summary: String, answers: (Int, Schema?), query: [QueryParameter] = [],
-                             headers: [QueryParameter] = [], also: [Also] = [], _ handler: @escaping @Sendable (Context<Who>) throws -> Response) {
-        add("GET", path, summary, answers: answers, query: query, headers: headers, also: also, handler)
-    }
-
-    public mutating func delete(_ path: String, _ summary: String, answers: (Int, Schema?) = (204, nil),
-                                _ handler: @escaping @Sendable (Context<Who>) throws -> Response) {
-        add("DELETE", path, summary, answers: answers, handler)
+        if idempotent { router.idempotent(method, [pattern]) }
     }
 }
 

@@ -17,7 +17,7 @@ final class RouteGroupTests: XCTestCase {
                                          variable: "OPERATOR_TOKEN", scheme: "operator")
         var r = Router()
         r.group("/v1/notes", .everyone) { notes in
-            notes.get("/{id}", "A note", answers: (200, nil),
+            notes.add("GET", "/{id}", "A note", answers: (200, nil),
                       query: [QueryParameter("limit", .integer(1...5), "How many")]) { context in
                 .text("note \(try context.parameters.require("id", as: UUID.self).lowercased)")
             }
@@ -26,7 +26,7 @@ final class RouteGroupTests: XCTestCase {
             }
         }
         r.group("/v1/operator", .trusted(operators)) { ops in
-            ops.delete("/notes/{n}", "Remove a note") { context in
+            ops.add("DELETE", "/notes/{n}", "Remove a note", answers: (204, nil), also: [.refusal(409, "Still in use")]) { context in
                 .text("removed \(try context.parameters.require("n", as: Int.self))")
             }
         }
@@ -61,6 +61,7 @@ final class RouteGroupTests: XCTestCase {
         XCTAssertEqual(get.query.map(\.name), ["limit"])
         XCTAssertEqual(routes.first { $0.method == "POST" }?.requestSchema != nil, true)
         XCTAssertEqual(routes.first { $0.method == "DELETE" }?.security, ["operator"])
+        XCTAssertEqual(routes.first { $0.method == "DELETE" }?.refusals.map(\.status), [409])
         XCTAssertEqual(get.security, [])
     }
 }
