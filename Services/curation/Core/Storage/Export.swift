@@ -5,7 +5,7 @@ import Postgres
 extension CurationStorage {
     /// What curation holds of `user`, for their export: likes, what they watched, comments, playlists, preferences.
     func export(_ c: Connection, _ user: UUID) throws -> [String: Any] {
-        let sql: SQL = """
+        try Export.document(c, """
             SELECT json_build_object(
                 'likes', (SELECT coalesce(json_agg(json_build_object('videoId', video_id, 'createdAt', created_at) ORDER BY created_at), '[]'::json)
                           FROM curation.likes WHERE user_id = \(user)),
@@ -21,7 +21,6 @@ extension CurationStorage {
                               FROM curation.playlists p WHERE p.owner_id = \(user)),
                 'preferences', (SELECT json_build_object('theme', theme, 'autoplay', autoplay) FROM curation.preferences WHERE user_id = \(user))
             )::text AS export
-            """
-        return try Export.document(c, sql.statement, sql.bindings)
+            """)
     }
 }

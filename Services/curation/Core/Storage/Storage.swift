@@ -63,8 +63,8 @@ struct VideoRecord: PostgresRecord {
     init(_ r: Row) throws {
         id = try r["id"]; youtubeId = try r["youtube_id"]; topicId = try r["topic_id"]; position = try r["position"]
         subtopic = try r["subtopic"]; path = try r["path"]; title = try r["title"]; description = try r["description"]
-        parentDescription = try r["parent_description"]; captions = try r.decode("captions"); channel = try r["channel"]
-        partnerContent = try r["partner_content"]; durationSeconds = try r["duration_seconds"]; license = try r.decode("license")
+        parentDescription = try r["parent_description"]; captions = try r["captions"]; channel = try r["channel"]
+        partnerContent = try r["partner_content"]; durationSeconds = try r["duration_seconds"]; license = try r["license"]
         createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
         // Present only where a query asks for them.
         likeCount = (try? r.decode("like_count", as: Int.self)) ?? nil; commentCount = (try? r.decode("comment_count", as: Int.self)) ?? nil
@@ -97,7 +97,7 @@ struct PlaylistRecord: PostgresRecord {
     static let columns: SQL = "id, owner_id, name, description, public, created_at, updated_at"
 
     init(_ r: Row) throws {
-        id = try r["id"]; ownerId = try r["owner_id"]; name = try r["name"]; description = try r.decode("description")
+        id = try r["id"]; ownerId = try r["owner_id"]; name = try r["name"]; description = try r["description"]
         isPublic = try r["public"]; createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
     }
 }
