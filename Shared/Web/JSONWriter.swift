@@ -6,7 +6,8 @@ import Models
 /// synthesized conformances), instead of building a tree of boxed values and sorting every object's keys as
 /// Foundation's `JSONEncoder` does (a quarter of a newsletter read's CPU). Output as Foundation's with
 /// `.withoutEscapingSlashes`: nil optionals left out by `encodeIfPresent`, `Data` as base64, `URL` as its string,
-/// `Date` as seconds since 2001, whole doubles without `.0`; non-finite numbers throw.
+/// whole doubles without `.0`; non-finite numbers throw. Unlike Foundation, a `UUID` is written in lower case and a
+/// `Date` as RFC 3339 (`Timestamp`), as the API and the events carry them (`Timestamp.decoder` reads them back).
 ///
 /// Containers do not say when they end, so the writer keeps a stack of the open ones and closes those deeper than
 /// the level being written to (and all of them at the end).
@@ -66,6 +67,8 @@ struct JSONWriter {
         else if Self.integers.contains(type), let v = value as? any FixedWidthInteger { raw(String(describing: v)) }
         else if type == ObjectIdentifier(Data.self) { string((value as! Data).base64EncodedString()) }
         else if type == ObjectIdentifier(URL.self) { string((value as! URL).absoluteString) }
+        else if type == ObjectIdentifier(UUID.self) { string((value as! UUID).lowercased) }
+        else if type == ObjectIdentifier(Date.self) { string(Timestamp.format(value as! Date)) }
         else {
             let before = bytes.count
             try value.encode(to: JSONValueEncoder(state: self, depth: depth))

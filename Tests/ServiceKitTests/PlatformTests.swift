@@ -297,3 +297,16 @@ final class JSONOutputTests: XCTestCase {
         XCTAssertEqual(read, ids.map { $0.uuidString.lowercased() } + dates.map(Timestamp.format))
     }
 }
+
+/// Where the kit's JSON differs from Foundation's on purpose: ids and times as the API and the events carry them.
+final class JSONWriterIdsAndTimesTests: XCTestCase {
+    struct Stamped: Codable, Equatable { let id: UUID; let at: Date; let seen: Date? }
+
+    func testIdsAreLowerCaseAndTimesRFC3339AndTheyReadBack() throws {
+        let value = Stamped(id: UUID(uuidString: "0190A0B0-C0D0-7000-8000-00000000ABCD")!,
+                            at: Date(timeIntervalSince1970: 1_796_000_000.25), seen: nil)
+        let text = String(decoding: try JSON.encode(value), as: UTF8.self)
+        XCTAssertEqual(text, #"{"id":"0190a0b0-c0d0-7000-8000-00000000abcd","at":"2026-11-30T00:53:20.250Z"}"#)
+        XCTAssertEqual(try Timestamp.decoder().decode(Stamped.self, from: Data(text.utf8)), value)
+    }
+}
