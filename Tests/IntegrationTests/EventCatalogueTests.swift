@@ -150,7 +150,13 @@ enum CatalogueDocuments {
             (the topic), `time`, `subject` (the aggregate id, also the Kafka key, so one aggregate's events stay in
             order), `datacontenttype`, `dataschema`, `data`; the header `ce_type` repeats the type. Events written
             through the outbox arrive at least once: de-duplicate by `id`, and commit offsets after processing.
-            `examples/consumer/consume.py` does both. A breaking change gets a new type (`parcel.status.v2`).
+            `examples/consumer/consume.py` does both.
+
+            A field may be added to an event, optional. A change a consumer would break on (a field removed or renamed,
+            its type or format changed, an optional field made required or a new required one, a value of an `enum`
+            dropped, a limit tightened) gets a new type (`parcel.status.v2`), produced beside the old one while it is
+            read: `EventSchemaCompatibilityTests` compares every schema with the last release's
+            (`docs/events/released.json`) and fails naming the field.
 
             | topic | key | producer | read inside the backend by |
             |---|---|---|---|
