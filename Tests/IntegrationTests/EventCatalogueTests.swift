@@ -1,3 +1,4 @@
+import Events
 import Foundation
 import Models
 import Web
@@ -18,6 +19,8 @@ final class EventCatalogueTests: XCTestCase {
         XCTAssertEqual(EventCatalogue.topics.count, Set(EventCatalogue.topics.map(\.name)).count, "a topic listed twice")
         for topic in EventCatalogue.topics {
             XCTAssertTrue(PublicOrigin.names.contains(topic.producer), topic.name)
+            // The schema's `$id` is what its events name as their `dataschema`.
+            XCTAssertEqual(EventSchema.uri(of: topic.name), dataSchemaURI(for: topic.name))
         }
     }
 
