@@ -60,7 +60,7 @@ extension AuthStorage {
                 'googleLinked', EXISTS (SELECT 1 FROM auth.google_accounts WHERE user_id = u.id),
                 'appleLinked', EXISTS (SELECT 1 FROM auth.apple_accounts WHERE user_id = u.id)
             )::text AS export
-            FROM auth.users u WHERE u.id = $1
-            """, [user])
+            FROM auth.users u WHERE u.id = \(user)
+            """)
     }
 }
