@@ -45,7 +45,7 @@ public struct EventSchema: Sendable {
         /// A string that is one of `values`.
         public static func oneOf(_ values: [String], description: String? = nil) -> Field { Field(values: values, description: description) }
         public static func described(_ text: String) -> Field { Field(description: text) }
-        /// A UUID, or `null`.
+        /// Sent as `null` at times, besides absent.
         public static let nullable = Field(nullable: true)
         public static let dateTime = Field(format: .dateTime)
     }
@@ -122,8 +122,8 @@ extension EventSchema {
         func type(_ name: String) -> (String, OrderedJSON) { ("type", nullable ? .array([.string(name), "null"]) : .string(name)) }
         switch shape {
         case .string(let known):
-            let format = format ?? known ?? formatByName(name)
-            return [type("string")] + (format == .plain || format == nil ? [] : [("format", .string(format!.rawValue))])
+            guard let format = format ?? known ?? formatByName(name), format != .plain else { return [type("string")] }
+            return [type("string"), ("format", .string(format.rawValue))]
         case .integer: return [type("integer")]
         case .number: return [type("number")]
         case .boolean: return [type("boolean")]
