@@ -17,39 +17,39 @@ struct Leaving: Sendable {
         guard let user = UUID(uuidString: try event.decode(UserDeleted.self).userId) else { return }
         let nobody = Erasure.nobody
         try c.execute("""
-            UPDATE dispatch.parcels SET sender_id = $2, pickup_address = '', pickup_lat = round(pickup_lat::numeric, 2),
+            UPDATE dispatch.parcels SET sender_id = \(nobody), pickup_address = '', pickup_lat = round(pickup_lat::numeric, 2),
                 pickup_lon = round(pickup_lon::numeric, 2), description = NULL, claim_code = NULL,
                 recipient_name = '', recipient_phone = NULL, recipient_email = NULL, recipient_username = NULL, dropoff_address = ''
-            WHERE sender_id = $1
-            """, [user, nobody])
+            WHERE sender_id = \(user)
+            """)
         try c.execute("""
             UPDATE dispatch.parcels SET recipient_user_id = NULL, claim_code = NULL, recipient_name = '', recipient_phone = NULL,
                 recipient_email = NULL, recipient_username = NULL, dropoff_address = '', dropoff_lat = round(dropoff_lat::numeric, 2),
                 dropoff_lon = round(dropoff_lon::numeric, 2)
-            WHERE recipient_user_id = $1
-            """, [user])
-        try c.execute("UPDATE dispatch.parcels SET courier_id = $2 WHERE courier_id = $1", [user, nobody])
+            WHERE recipient_user_id = \(user)
+            """)
+        try c.execute("UPDATE dispatch.parcels SET courier_id = \(nobody) WHERE courier_id = \(user)")
         // An offer open to them lapses, as one nobody answered does.
-        let offers: [UUID] = try c.rows("SELECT id FROM dispatch.parcels WHERE offered_to = $1 AND status = 'offered'", [user]).map { try $0["id"] }
+        let offers: [UUID] = try c.rows("SELECT id FROM dispatch.parcels WHERE offered_to = \(user) AND status = 'offered'").map { try $0["id"] }
         for id in offers {
             if let parcel = try parcels.storage.parcel(c, id, lock: true), parcel.status == .offered {
                 _ = try parcels.apply(c, parcel, .expire, actor: .system, actorId: nil, place: nil)
             }
         }
-        try c.execute("UPDATE dispatch.parcel_history SET actor_id = NULL WHERE actor_id = $1", [user])
+        try c.execute("UPDATE dispatch.parcel_history SET actor_id = NULL WHERE actor_id = \(user)")
         // Payments are records of the sale too: they stay, paid by nobody (the append-only ledger names no payer).
-        try c.execute("UPDATE dispatch.payments SET payer_id = $2, card_payment_method = NULL WHERE payer_id = $1", [user, nobody])
+        try c.execute("UPDATE dispatch.payments SET payer_id = \(nobody), card_payment_method = NULL WHERE payer_id = \(user)")
         // A plan stops renewing; its wallet and plan entries go (the payment ledger keeps the money).
         try c.execute("""
-            UPDATE dispatch.subscriptions SET user_id = $2, card_payment_method = NULL, provider_customer = NULL, renews = false,
+            UPDATE dispatch.subscriptions SET user_id = \(nobody), card_payment_method = NULL, provider_customer = NULL, renews = false,
                 updated_at = now()
-            WHERE user_id = $1
-            """, [user, nobody])
-        try c.execute("SELECT pg_notify($1, user_id::text) FROM dispatch.couriers WHERE user_id = $2", [DispatchStorage.erasedChannel, user])
+            WHERE user_id = \(user)
+            """)
+        try c.execute("SELECT pg_notify(\(DispatchStorage.erasedChannel), user_id::text) FROM dispatch.couriers WHERE user_id = \(user)")
         for (table, column) in [("parcel_declines", "courier_id"), ("couriers", "user_id"), ("claim_failures", "user_id"),
                                 ("centre_staff", "user_id"), ("loyalty_ledger", "user_id"), ("wallet_ledger", "user_id"),
                                 ("plan_ledger", "user_id")] {
-            try c.execute("DELETE FROM dispatch.\(table) WHERE \(column) = $1", [user])
+            try c.execute("DELETE FROM dispatch.\(unescaped: table) WHERE \(unescaped: column) = \(user)")
         }
         try media.forget(owner: user, on: c)
         try Profiles(schema: "dispatch").forget(user, on: c)

@@ -22,11 +22,11 @@ struct Loyalty: Sendable {
 
     /// `user`'s points now. `lock`: held until the transaction ends, so that two bookings cannot spend them twice.
     func balance(_ c: Connection, _ user: UUID, lock: Bool = false) throws -> Int {
-        if lock { try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.loyalty'), hashtext($1))", [user.lowercased]) }
+        if lock { try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.loyalty'), hashtext(\(user.lowercased)))") }
         return try c.first("""
             SELECT coalesce(sum(CASE WHEN entry = 'spent' THEN -points ELSE points END), 0)::int AS balance
-            FROM dispatch.loyalty_ledger WHERE user_id = $1
-            """, [user])!["balance"]
+            FROM dispatch.loyalty_ledger WHERE user_id = \(user)
+            """)!["balance"]
     }
 
     /// Takes `points` of `user`'s for a booking priced `price` (minor units): the points used, at most the price
@@ -61,9 +61,9 @@ struct Loyalty: Sendable {
 
     private func record(_ c: Connection, _ user: UUID, _ parcel: UUID, _ entry: String, _ points: Int) throws {
         guard let r = try c.first("""
-            INSERT INTO dispatch.loyalty_ledger (user_id, parcel_id, entry, points) VALUES ($1, $2, $3, $4)
+            INSERT INTO dispatch.loyalty_ledger (user_id, parcel_id, entry, points) VALUES (\(user), \(parcel), \(entry), \(points))
             ON CONFLICT (parcel_id, entry) DO NOTHING RETURNING id, at
-            """, [user, parcel, entry, points]) else { return }  // once per parcel
+            """) else { return }  // once per parcel
         try outbox.add(LoyaltyRecorded(entryId: try r["id"], userId: user.lowercased, parcelId: parcel.lowercased, entry: entry,
                                        points: points, at: Timestamp.format(try r["at"])),
                        subject: user.lowercased, on: c)
@@ -72,8 +72,8 @@ struct Loyalty: Sendable {
     /// `user`'s balance and their latest `limit` entries, the newest first.
     func statement(_ c: Connection, _ user: UUID, limit: Int) throws -> LoyaltyView {
         let entries = try c.rows("""
-            SELECT entry, points, parcel_id, at FROM dispatch.loyalty_ledger WHERE user_id = $1 ORDER BY id DESC LIMIT $2
-            """, [user, limit]).map { r in
+            SELECT entry, points, parcel_id, at FROM dispatch.loyalty_ledger WHERE user_id = \(user) ORDER BY id DESC LIMIT \(limit)
+            """).map { r in
             LoyaltyEntryView(entry: try r["entry"], points: try r["points"], parcelId: try r["parcel_id"], at: try r["at"])
         }
         return LoyaltyView(balance: try balance(c, user), items: entries)

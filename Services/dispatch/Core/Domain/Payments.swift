@@ -43,9 +43,10 @@ struct PaymentRules: Sendable {
     func admitCard(_ c: Connection, payer: UUID) throws {
         let r = try c.first("""
             SELECT count(*)::int AS n, coalesce(extract(epoch FROM min(updated_at) + interval '1 day' - now()), 0)::int AS wait
-            FROM (SELECT updated_at FROM dispatch.payments WHERE payer_id = $1 AND status = 'declined' AND updated_at > now() - interval '1 day'
-                  ORDER BY updated_at DESC LIMIT $2) latest
-            """, [payer, Self.declinesAllowed])
+            FROM (SELECT updated_at FROM dispatch.payments
+                  WHERE payer_id = \(payer) AND status = 'declined' AND updated_at > now() - interval '1 day'
+                  ORDER BY updated_at DESC LIMIT \(Self.declinesAllowed)) latest
+            """)
         let declined: Int = try r?["n"] ?? 0, wait: Int = try r?["wait"] ?? 0
         if declined >= Self.declinesAllowed { throw PaymentError.cardsPaused(retryAfter: max(1, wait)) }
     }

@@ -24,7 +24,7 @@ struct Plan: Sendable {
 /// One subscription: pending until its first month is taken, then active until `periodEnd`, renewed by card a day
 /// before it ends unless its subscriber stopped it; `declined` when the first month was refused, `lapsed` when a
 /// renewal was.
-struct SubscriptionRecord {
+struct SubscriptionRecord: PostgresRecord {
     let id: UUID
     let userId: UUID
     let planId: String
@@ -44,6 +44,10 @@ struct SubscriptionRecord {
         renewalPaymentId = try r.decode("renewal_payment_id")
         createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
     }
+
+    static let columns: SQL = """
+        id, user_id, plan_id, status, card_payment_method, provider_customer, period_end, renews, renewal_payment_id, created_at, updated_at
+        """
 
     /// Its benefits apply now.
     var running: Bool { status == "active" && (periodEnd ?? .distantPast) > Date() }
@@ -85,13 +89,16 @@ struct Plans: Sendable {
 
     /// `user`'s latest subscription.
     func current(_ c: Connection, _ user: UUID, lock: Bool = false) throws -> SubscriptionRecord? {
-        if lock { try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.plans'), hashtext($1))", [user.lowercased]) }
-        return try c.first("SELECT * FROM dispatch.subscriptions WHERE user_id = $1 ORDER BY created_at DESC LIMIT 1", [user])
-            .map(SubscriptionRecord.init)
+        if lock { try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.plans'), hashtext(\(user.lowercased)))") }
+        return try c.one(SubscriptionRecord.self, """
+            SELECT \(SubscriptionRecord.columns) FROM dispatch.subscriptions WHERE user_id = \(user) ORDER BY created_at DESC LIMIT 1
+            """)
     }
 
     func subscription(_ c: Connection, _ id: UUID, lock: Bool) throws -> SubscriptionRecord? {
-        try c.first("SELECT * FROM dispatch.subscriptions WHERE id = $1\(lock ? " FOR UPDATE" : "")", [id]).map(SubscriptionRecord.init)
+        try c.one(SubscriptionRecord.self, """
+            SELECT \(SubscriptionRecord.columns) FROM dispatch.subscriptions WHERE id = \(id)\(unescaped: lock ? " FOR UPDATE" : "")
+            """)
     }
 
     /// The plan whose benefits `user` has now, if any.
@@ -108,9 +115,10 @@ struct Plans: Sendable {
             throw Refused.alreadySubscribed
         }
         let id = UUID.v7()
-        let subscription = try SubscriptionRecord(c.first("""
-            INSERT INTO dispatch.subscriptions (id, user_id, plan_id, status, card_payment_method) VALUES ($1, $2, $3, 'pending', $4) RETURNING *
-            """, [id, user, plan.id, card])!)
+        let subscription = try c.one(SubscriptionRecord.self, """
+            INSERT INTO dispatch.subscriptions (id, user_id, plan_id, status, card_payment_method) VALUES (\(id), \(user), \(plan.id), 'pending', \(card))
+            RETURNING \(SubscriptionRecord.columns)
+            """)!
         let payment = try storage.insertPayment(c, id: UUID.v7(), purpose: .plan, parcel: nil, subscription: id, payer: user, method: "card",
                                                 amountMinor: plan.priceMinor, currency: plan.currency, card: card, status: .pending,
                                                 due: .authorise, dueIn: lease)
@@ -131,12 +139,12 @@ struct Plans: Sendable {
     /// Opens the payments of the subscriptions due for renewal (up to `limit`): the settler then takes them.
     @discardableResult
     func openRenewals(_ c: Connection, storage: DispatchStorage, currency: String, limit: Int = 20) throws -> Int {
-        let due = try c.rows("""
-            SELECT * FROM dispatch.subscriptions
+        let due = try c.all(SubscriptionRecord.self, """
+            SELECT \(SubscriptionRecord.columns) FROM dispatch.subscriptions
             WHERE status = 'active' AND renews AND renewal_payment_id IS NULL AND card_payment_method IS NOT NULL
-              AND period_end <= now() + make_interval(secs => $1)
-            ORDER BY period_end LIMIT $2 FOR UPDATE SKIP LOCKED
-            """, [Self.renewAhead, limit]).map(SubscriptionRecord.init)
+              AND period_end <= now() + make_interval(secs => \(Self.renewAhead))
+            ORDER BY period_end LIMIT \(limit) FOR UPDATE SKIP LOCKED
+            """)
         for var s in due {
             guard let plan = Self.catalogue(currency: currency).first(where: { $0.id == s.planId }) else { continue }
             let payment = try storage.insertPayment(c, id: UUID.v7(), purpose: .plan, parcel: nil, subscription: s.id, payer: s.userId,
@@ -173,22 +181,25 @@ struct Plans: Sendable {
 
     /// The provider's customer subscription `id`'s card is saved to.
     func saveCustomer(_ c: Connection, _ id: UUID, _ customer: String) throws {
-        try c.execute("UPDATE dispatch.subscriptions SET provider_customer = $2, updated_at = now() WHERE id = $1", [id, customer])
+        try c.execute("UPDATE dispatch.subscriptions SET provider_customer = \(customer), updated_at = now() WHERE id = \(id)")
     }
 
     private func save(_ c: Connection, _ s: inout SubscriptionRecord) throws {
         s.updatedAt = try c.first("""
-            UPDATE dispatch.subscriptions SET status = $2, period_end = $3, renews = $4, renewal_payment_id = $5, updated_at = now() WHERE id = $1
+            UPDATE dispatch.subscriptions SET status = \(s.status), period_end = \(s.periodEnd), renews = \(s.renews),
+                renewal_payment_id = \(s.renewalPaymentId), updated_at = now()
+            WHERE id = \(s.id)
             RETURNING updated_at
-            """, [s.id, s.status, s.periodEnd, s.renews, s.renewalPaymentId])?["updated_at"] ?? s.updatedAt
+            """)?["updated_at"] ?? s.updatedAt
     }
 
     private func record(_ c: Connection, _ s: SubscriptionRecord, _ entry: String, amountMinor: Int, currency: String,
                         payment: PaymentRecord?) throws {
         guard let r = try c.first("""
             INSERT INTO dispatch.plan_ledger (subscription_id, user_id, plan_id, entry, amount_minor, currency, payment_id, period_end)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (payment_id, entry) WHERE payment_id IS NOT NULL DO NOTHING RETURNING id, at
-            """, [s.id, s.userId, s.planId, entry, amountMinor, currency, payment?.id, s.periodEnd]) else { return }
+            VALUES (\(s.id), \(s.userId), \(s.planId), \(entry), \(amountMinor), \(currency), \(payment?.id), \(s.periodEnd))
+            ON CONFLICT (payment_id, entry) WHERE payment_id IS NOT NULL DO NOTHING RETURNING id, at
+            """) else { return }
         try outbox.add(PlanRecorded(entryId: try r["id"], subscriptionId: s.id.lowercased, userId: s.userId.lowercased, planId: s.planId,
                                     entry: entry, amountMinor: amountMinor, currency: currency, paymentId: payment?.id.lowercased,
                                     providerReference: payment?.providerIntent, periodEnd: s.periodEnd.map(Timestamp.format),

@@ -30,14 +30,14 @@ struct Wallet: Sendable {
     func balance(_ c: Connection, _ user: UUID, currency: String) throws -> Int {
         try c.first("""
             SELECT coalesce(sum(CASE WHEN entry = 'spent' THEN -amount_minor ELSE amount_minor END), 0)::int AS balance
-            FROM dispatch.wallet_ledger WHERE user_id = $1 AND currency = $2
-            """, [user, currency])!["balance"]
+            FROM dispatch.wallet_ledger WHERE user_id = \(user) AND currency = \(currency)
+            """)!["balance"]
     }
 
     /// Holds `user`'s wallet until the transaction ends: two bookings cannot spend it twice, and an event's balance
     /// is the one after its entry.
     private func lock(_ c: Connection, _ user: UUID) throws {
-        try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.wallet'), hashtext($1))", [user.lowercased])
+        try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.wallet'), hashtext(\(user.lowercased)))")
     }
 
     /// Spends `amountMinor` of `user`'s for payment `payment` of `parcel`: refused when the wallet holds less.
@@ -58,9 +58,10 @@ struct Wallet: Sendable {
     private func append(_ c: Connection, _ user: UUID, payment: UUID, parcel: UUID?, _ entry: String, _ amountMinor: Int,
                         _ currency: String) throws {
         guard amountMinor > 0, let r = try c.first("""
-            INSERT INTO dispatch.wallet_ledger (user_id, payment_id, parcel_id, entry, amount_minor, currency) VALUES ($1, $2, $3, $4, $5, $6)
+            INSERT INTO dispatch.wallet_ledger (user_id, payment_id, parcel_id, entry, amount_minor, currency)
+            VALUES (\(user), \(payment), \(parcel), \(entry), \(amountMinor), \(currency))
             ON CONFLICT (payment_id, entry) DO NOTHING RETURNING id, at
-            """, [user, payment, parcel, entry, amountMinor, currency]) else { return }
+            """) else { return }
         try outbox.add(WalletRecorded(entryId: try r["id"], userId: user.lowercased, paymentId: payment.lowercased, parcelId: parcel?.lowercased,
                                       entry: entry, amountMinor: amountMinor, balanceMinor: try balance(c, user, currency: currency),
                                       currency: currency, at: Timestamp.format(try r["at"])),
@@ -71,15 +72,15 @@ struct Wallet: Sendable {
     /// being taken.
     func statement(_ c: Connection, _ user: UUID, currency: String, limit: Int) throws -> WalletView {
         let entries = try c.rows("""
-            SELECT entry, amount_minor, parcel_id, at FROM dispatch.wallet_ledger WHERE user_id = $1 AND currency = $2
-            ORDER BY id DESC LIMIT $3
-            """, [user, currency, limit]).map { r in
+            SELECT entry, amount_minor, parcel_id, at FROM dispatch.wallet_ledger WHERE user_id = \(user) AND currency = \(currency)
+            ORDER BY id DESC LIMIT \(limit)
+            """).map { r in
             WalletEntryView(entry: try r["entry"], amountMinor: try r["amount_minor"], parcelId: try r.decode("parcel_id"), at: try r["at"])
         }
         let pending: Int = try c.first("""
             SELECT coalesce(sum(amount_minor), 0)::int AS pending FROM dispatch.payments
-            WHERE payer_id = $1 AND purpose = 'top_up' AND currency = $2 AND status IN ('pending', 'authorised')
-            """, [user, currency])!["pending"]
+            WHERE payer_id = \(user) AND purpose = 'top_up' AND currency = \(currency) AND status IN ('pending', 'authorised')
+            """)!["pending"]
         return WalletView(currency: currency, balanceMinor: try balance(c, user, currency: currency), pendingTopUpsMinor: pending, items: entries)
     }
 }
