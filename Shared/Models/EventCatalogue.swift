@@ -37,7 +37,7 @@ public enum EventCatalogue {
     }
 
     /// The topic's JSON Schema, generated from its payload's type.
-    public static func schema(of topic: Topic) throws -> OrderedJSON { 
+    public static func schema(of topic: Topic) throws -> OrderedJSON {
         try EventSchema.document(of: topic.payload, producer: topic.producer, key: topic.key, summary: topic.summary)
     }
 
