@@ -59,7 +59,7 @@ public struct ReceivedEvent: Sendable {
     /// Decodes `data` as `P`.
     /// The payload (`data`); the envelope's other members were read by `init`.
     public func decode<P: Decodable>(_ type: P.Type = P.self) throws -> P {
-        try JSONDecoder().decode(Envelope<P>.self, from: Data(raw)).data
+        try Timestamp.decoder().decode(Envelope<P>.self, from: Data(raw)).data
     }
 
     private struct Envelope<P: Decodable>: Decodable { var data: P }
