@@ -24,8 +24,8 @@ struct DeviceRecord: PostgresRecord {
 
     init(_ r: Row) throws {
         id = try r["id"]; userId = try r["user_id"]; platform = try r["platform"]; token = try r["token"]; app = try r["app"]
-        environment = try r.decode("environment"); locale = try r.decode("locale"); timeZone = try r.decode("time_zone")
-        createdAt = try r["created_at"]; updatedAt = try r.decode("updated_at") ?? createdAt
+        environment = try r["environment"]; locale = try r["locale"]; timeZone = try r["time_zone"]
+        createdAt = try r["created_at"]; updatedAt = try r["updated_at", as: Date?.self] ?? createdAt
     }
 
     /// What the delivery log shows as where it went.
@@ -90,7 +90,7 @@ extension NotifyStorage {
         return try c.all(DeviceRecord.self, """
             SELECT \(DeviceRecord.columns) FROM unnest(\(PostgresArray(users))::uuid[], \(PostgresArray(users.map(Erasure.hash)))::text[]) AS t(user_id, id_hash)
             JOIN notify.push_devices d ON d.user_id = t.user_id AND d.app = \(app)
-            WHERE \(unescaped: Erasure.notErased(schema: "notify", hash: "t.id_hash")) AND \(Self.allowed(user: "t.user_id", kind: "\(kind)", channel: "'push'"))
+            WHERE \(Erasure.notErased("t.id_hash", schema: "notify")) AND \(Self.allowed(user: "t.user_id", kind: "\(kind)", channel: "'push'"))
             ORDER BY d.created_at, d.id
             """)
     }

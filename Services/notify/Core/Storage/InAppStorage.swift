@@ -18,7 +18,7 @@ extension NotifyStorage {
                    \(reference)
             FROM unnest(\(PostgresArray(users))::uuid[], \(PostgresArray(users.map(Erasure.hash)))::text[],
                         \(PostgresArray(users.map { _ in UUID.v7(at: at ?? Date()) }))::uuid[]) AS t(user_id, id_hash, id)
-            WHERE \(unescaped: Erasure.notErased(schema: "notify", hash: "t.id_hash")) AND \(Self.allowed(user: "t.user_id", kind: "\(kind)", channel: "'app'"))
+            WHERE \(Erasure.notErased("t.id_hash", schema: "notify")) AND \(Self.allowed(user: "t.user_id", kind: "\(kind)", channel: "'app'"))
             ON CONFLICT DO NOTHING
             """)
     }

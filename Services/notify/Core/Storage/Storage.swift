@@ -44,12 +44,12 @@ struct DeliveryRecord: PostgresRecord {
 
     init(_ r: Row) throws {
         id = try r["id"]; eventId = try r["event_id"]; userId = try r["user_id"]; channel = try r["channel"]; kind = try r["kind"]
-        address = try r["address"]; subject = try r["subject"]; bodyText = try r.decode("body_text"); bodyHTML = try r.decode("body_html")
-        status = try r["status"]; attempts = try r["attempts"]; lastError = try r.decode("last_error"); expiresAt = try r.decode("expires_at")
-        createdAt = try r["created_at"]; updatedAt = try r.decode("updated_at") ?? createdAt
-        sentAt = try r.decode("sent_at")
-        subscriptionId = try r.decode("subscription_id"); deviceId = try r.decode("device_id"); ttl = try r.decode("ttl"); urgency = try r.decode("urgency")
-        topic = try r.decode("topic"); reference = try r.decode("reference"); app = try r.decode("app"); readAt = try r.decode("read_at")
+        address = try r["address"]; subject = try r["subject"]; bodyText = try r["body_text"]; bodyHTML = try r["body_html"]
+        status = try r["status"]; attempts = try r["attempts"]; lastError = try r["last_error"]; expiresAt = try r["expires_at"]
+        createdAt = try r["created_at"]; updatedAt = try r["updated_at", as: Date?.self] ?? createdAt
+        sentAt = try r["sent_at"]
+        subscriptionId = try r["subscription_id"]; deviceId = try r["device_id"]; ttl = try r["ttl"]; urgency = try r["urgency"]
+        topic = try r["topic"]; reference = try r["reference"]; app = try r["app"]; readAt = try r["read_at"]
     }
 }
 
@@ -72,8 +72,8 @@ struct SubscriptionRecord: PostgresRecord {
 
     init(_ r: Row) throws {
         id = try r["id"]; userId = try r["user_id"]; endpoint = try r["endpoint"]; p256dh = try r["p256dh"]; auth = try r["auth"]
-        vapidKey = try r["vapid_key"]; expiresAt = try r.decode("expires_at"); createdAt = try r["created_at"]
-        updatedAt = try r.decode("updated_at") ?? createdAt
+        vapidKey = try r["vapid_key"]; expiresAt = try r["expires_at"]; createdAt = try r["created_at"]
+        updatedAt = try r["updated_at", as: Date?.self] ?? createdAt
     }
 }
 
@@ -198,7 +198,7 @@ struct NotifyStorage: Sendable {
         return try c.all(SubscriptionRecord.self, """
             SELECT \(SubscriptionRecord.columns) FROM unnest(\(PostgresArray(users))::uuid[], \(PostgresArray(users.map(Erasure.hash)))::text[]) AS t(user_id, id_hash)
             JOIN notify.push_subscriptions s ON s.user_id = t.user_id
-            WHERE \(unescaped: Erasure.notErased(schema: "notify", hash: "t.id_hash")) AND \(Self.allowed(user: "t.user_id", kind: "\(kind)", channel: "'push'"))
+            WHERE \(Erasure.notErased("t.id_hash", schema: "notify")) AND \(Self.allowed(user: "t.user_id", kind: "\(kind)", channel: "'push'"))
             ORDER BY s.created_at, s.id
             """).filter { ($0.expiresAt ?? .distantFuture) > Date() }
     }
@@ -365,7 +365,7 @@ struct NotifyStorage: Sendable {
 
     /// What notify holds of `user`, for their export: what was sent to them, and when.
     func export(_ c: Connection, _ user: UUID) throws -> [String: Any] {
-        let sql: SQL = """
+        try Export.document(c, """
             SELECT json_build_object('deliveries', (SELECT coalesce(json_agg(json_build_object(
                 'id', id, 'kind', kind, 'channel', channel, 'address', address, 'subject', subject, 'status', status,
                 'createdAt', created_at, 'updatedAt', coalesce(updated_at, created_at), 'sentAt', sent_at, 'readAt', read_at) ORDER BY id), '[]'::json)
@@ -381,7 +381,6 @@ struct NotifyStorage: Sendable {
                 'quietHours', (SELECT json_build_object('from', starts_at, 'to', ends_at, 'timeZone', time_zone) FROM notify.quiet_hours
                 WHERE user_id = \(user)),
                 'address', (SELECT json_build_object('email', email, 'verified', email_verified) FROM notify.people WHERE user_id = \(user)))::text AS export
-            """
-        return try Export.document(c, sql.statement, sql.bindings)
+            """)
     }
 }
