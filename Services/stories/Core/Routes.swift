@@ -6,85 +6,84 @@ import Web
 func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator, moderators: SharedSecret, services: SharedSecret) -> Router {
     var r = Router()
     r.addExport(services: services) { user in try h.pool.withConnection { try h.storage.export($0, user, media: h.media) } }
-    r.add("POST", "/v1/groups", summary: "Create a group; the creator is its administrator", body: CreateGroupBody.self,
-          response: (201, GroupView.shape), auth: auth, h.createGroup)
-    r.add("GET", "/v1/groups", summary: "My groups and journals, newest first", response: (200, PageResponse<GroupView>.shape), auth: auth, h.listGroups)
-    r.add("GET", "/v1/groups/{id}", summary: "A group with its members", response: (200, GroupView.shape), auth: auth, h.getGroup)
-    r.add("PATCH", "/v1/groups/{id}", summary: "Rename, set the image or the newsletter schedule (administrator)",
-          body: UpdateGroupBody.self, response: (200, GroupView.shape), auth: auth, h.updateGroup)
-    r.add("POST", "/v1/groups/join", summary: "Join a group by its invite code", body: JoinBody.self,
-          response: (200, GroupView.shape), auth: auth, h.join)
-    r.add("POST", "/v1/groups/{id}/invite-code", summary: "Replace the invite code (administrator)",
-          response: (200, GroupView.shape), auth: auth, h.rotateInviteCode)
-    r.add("DELETE", "/v1/groups/{id}/members/{userId}", summary: "Remove a member (administrator) or leave",
-          response: (204, nil), auth: auth, h.removeMember)
-    r.add("PUT", "/v1/groups/{id}/newsletter-delivery", summary: "How I take this group's newsletter: off, in the app, or by e-mail too",
-          body: NewsletterDeliveryBody.self, response: (200, GroupView.shape), auth: auth, h.setNewsletterDelivery)
-    r.add("GET", "/v1/users/me/hidden-authors", summary: "The people whose stories I would rather not see, the latest first",
-          response: (200, PageResponse<HiddenAuthorView>.shape), auth: auth, h.hiddenAuthors)
-    r.add("PUT", "/v1/users/me/hidden-authors/{userId}", summary: "Hide someone's stories from my streams and newsletters",
-          response: (204, nil), auth: auth, h.hideAuthor)
-    r.add("DELETE", "/v1/users/me/hidden-authors/{userId}", summary: "Show someone's stories again",
-          response: (204, nil), auth: auth, h.showAuthor)
-    r.add("GET", "/v1/groups/{id}/stories", summary: "A group's stories, newest first, optionally from/to",
-          response: (200, PageResponse<StoryView>.shape), auth: auth, h.groupStories)
-    r.add("GET", "/v1/groups/{id}/newsletter", summary: "The newsletter of a period (default: the current one); ?format=html",
-          response: (200, NewsletterDocument.shape), auth: auth, h.newsletter)
-    r.add("GET", "/v1/groups/{id}/newsletters", summary: "Compiled newsletters of past periods, newest first",
-          response: (200, PageResponse<NewsletterSummaryView>.shape), auth: auth, h.listNewsletters)
-    r.add("GET", "/v1/groups/{id}/newsletters/{newsletterId}", summary: "One compiled newsletter as stored; ?format=html",
-          response: (200, NewsletterDocument.shape), auth: auth, h.storedNewsletter)
-    r.add("GET", "/v1/users/me/calendar", summary: "The days I posted and my streaks, in ?timeZone= (IANA)",
-          response: (200, CalendarView.shape), auth: auth, h.calendar)
-    r.add("GET", "/v1/users/me/stories", summary: "All the stories I have woven, across my groups and journals, newest first",
-          response: (200, PageResponse<StoryView>.shape), auth: auth, h.myStories)
-    r.add("POST", "/v1/journals", summary: "Create another private journal", body: CreateJournalBody.self,
-          response: (201, GroupView.shape), auth: auth, h.createJournal)
-    r.add("POST", "/v1/media", summary: "Upload a JPEG, PNG, HEIC or WebP image (raw body, 10 MiB at most)",
-          bodyLimit: MediaStore.limit, response: (201, MediaView.shape), auth: auth, h.uploadMedia)
-    r.query("POST", "/v1/media", [h.media.purposeParameter])
+    let format = QueryParameter("format", .oneOf(["json", "html"]), "JSON, or the rendered HTML", default: "json")
+    let html = RouteGroup<Caller>.Also.answer(200, contentType: "text/html; charset=utf-8")
+    r.group("/v1/groups", .user(auth)) { groups in
+        groups.add("POST", "", "Create a group; the creator is its administrator", body: CreateGroupBody.self,
+                   answers: (201, GroupView.shape), idempotent: h.idempotency, h.createGroup)
+        groups.add("GET", "", "My groups and journals, newest first", answers: (200, PageResponse<GroupView>.shape),
+                   query: QueryParameter.page, h.listGroups)
+        groups.add("GET", "/{id}", "A group with its members", answers: (200, GroupView.shape), h.getGroup)
+        groups.add("PATCH", "/{id}", "Rename, set the image or the newsletter schedule (administrator)", body: UpdateGroupBody.self,
+                   answers: (200, GroupView.shape), h.updateGroup)
+        groups.add("POST", "/join", "Join a group by its invite code", body: JoinBody.self, answers: (200, GroupView.shape), h.join)
+        groups.add("POST", "/{id}/invite-code", "Replace the invite code (administrator)", answers: (200, GroupView.shape),
+                   h.rotateInviteCode)
+        groups.add("DELETE", "/{id}/members/{userId}", "Remove a member (administrator) or leave", answers: (204, nil), h.removeMember)
+        groups.add("PUT", "/{id}/newsletter-delivery", "How I take this group's newsletter: off, in the app, or by e-mail too",
+                   body: NewsletterDeliveryBody.self, answers: (200, GroupView.shape), h.setNewsletterDelivery)
+        groups.add("GET", "/{id}/stories", "A group's stories, newest first, optionally from/to",
+                   answers: (200, PageResponse<StoryView>.shape),
+                   query: QueryParameter.page + [QueryParameter("from", .dateTime, "Stories from this time"),
+                                                 QueryParameter("to", .dateTime, "Stories before this time")], h.groupStories)
+        groups.add("GET", "/{id}/newsletter", "The newsletter of a period (default: the current one); ?format=html",
+                   answers: (200, NewsletterDocument.shape),
+                   query: [QueryParameter("from", .dateTime, "The period's start"), QueryParameter("to", .dateTime, "The period's end"), format],
+                   also: [html], h.newsletter)
+        groups.add("GET", "/{id}/newsletters", "Compiled newsletters of past periods, newest first",
+                   answers: (200, PageResponse<NewsletterSummaryView>.shape), query: QueryParameter.page, h.listNewsletters)
+        groups.add("GET", "/{id}/newsletters/{newsletterId}", "One compiled newsletter as stored; ?format=html",
+                   answers: (200, NewsletterDocument.shape), query: [format], also: [html], h.storedNewsletter)
+    }
+    r.group("/v1/users/me", .user(auth)) { me in
+        me.add("GET", "/hidden-authors", "The people whose stories I would rather not see, the latest first",
+               answers: (200, PageResponse<HiddenAuthorView>.shape), query: QueryParameter.page, h.hiddenAuthors)
+        me.add("PUT", "/hidden-authors/{userId}", "Hide someone's stories from my streams and newsletters", answers: (204, nil),
+               h.hideAuthor)
+        me.add("DELETE", "/hidden-authors/{userId}", "Show someone's stories again", answers: (204, nil), h.showAuthor)
+        me.add("GET", "/calendar", "The days I posted and my streaks, in ?timeZone= (IANA)", answers: (200, CalendarView.shape),
+               query: [QueryParameter("from", Shapes.day, "First day (default: this month's first)"),
+                       QueryParameter("to", Shapes.day, "Last day (default: today)"),
+                       QueryParameter("timeZone", .string(max: 64), "An IANA time zone for the days", default: "UTC")], h.calendar)
+        me.add("GET", "/stories", "All the stories I have woven, across my groups and journals, newest first",
+               answers: (200, PageResponse<StoryView>.shape), query: QueryParameter.page, h.myStories)
+    }
+    r.group("/v1", .user(auth)) { v1 in
+        v1.add("POST", "/journals", "Create another private journal", body: CreateJournalBody.self, answers: (201, GroupView.shape),
+               idempotent: h.idempotency, h.createJournal)
+        // The upload keeps its answer through Idempotency itself: its body is the image, read raw.
+        v1.add("POST", "/media", "Upload a JPEG, PNG, HEIC or WebP image (raw body, 10 MiB at most)", answers: (201, MediaView.shape),
+               query: [h.media.purposeParameter], bodyLimit: MediaStore.limit, idempotent: true, h.uploadMedia)
+    }
     r.addImage("/v1/media/{id}", summary: "The image bytes, by the signed URL a view gave, or for its owner and the members it was shared with",
                auth: auth, urls: h.media.urls, h.getMedia)
     r.addImage(MediaURLs.avatarPattern, summary: "Someone's avatar, by the signed URL a view of them gave: only an image they uploaded as their avatar",
                auth: auth, urls: h.media.urls, h.getAvatar)
-    r.add("POST", "/v1/stories", summary: "Post a story to some of my groups", body: CreateStoryBody.self,
-          response: (201, StoryView.shape), auth: auth, h.createStory)
-    r.add("GET", "/v1/stories/{id}", summary: "A story", response: (200, StoryView.shape), auth: auth, h.getStory)
-    r.add("PATCH", "/v1/stories/{id}", summary: "Change a story (author)", body: UpdateStoryBody.self,
-          response: (200, StoryView.shape), auth: auth, h.updateStory)
-    r.add("DELETE", "/v1/stories/{id}", summary: "Delete a story (author)", response: (204, nil), auth: auth, h.deleteStory)
-    r.add("POST", "/v1/stories/{id}/reports", summary: "Report a story to the moderators", body: ReportBody.self,
-          response: (201, ReportView.shape), auth: auth, h.reportStory)
+    r.group("/v1/stories", .user(auth)) { stories in
+        stories.add("POST", "", "Post a story to some of my groups", body: CreateStoryBody.self, answers: (201, StoryView.shape),
+                    idempotent: h.idempotency, h.createStory)
+        stories.add("GET", "/{id}", "A story", answers: (200, StoryView.shape), h.getStory)
+        stories.add("PATCH", "/{id}", "Change a story (author)", body: UpdateStoryBody.self, answers: (200, StoryView.shape), h.updateStory)
+        stories.add("DELETE", "/{id}", "Delete a story (author)", answers: (204, nil), h.deleteStory)
+        stories.add("POST", "/{id}/reports", "Report a story to the moderators", body: ReportBody.self, answers: (201, ReportView.shape),
+                    h.reportStory)
+        stories.add("POST", "/{id}/comments", "Comment on a story", body: CommentBody.self, answers: (201, CommentView.shape),
+                    idempotent: h.idempotency, h.addComment)
+        stories.add("GET", "/{id}/comments", "A story's comments, oldest first", answers: (200, PageResponse<CommentView>.shape),
+                    query: QueryParameter.page, h.listComments)
+    }
     // Without OPERATOR_TOKEN (the moderators' credential here) the queue of reports does not exist (404).
     r.addModeration("stories", what: "story", moderators: moderators, pool: h.pool, reports: Reports(schema: "stories"),
                     takeDown: h.stories.takeDown)
-    r.add("POST", "/v1/stories/{id}/comments", summary: "Comment on a story", body: CommentBody.self,
-          response: (201, CommentView.shape), auth: auth, h.addComment)
-    r.add("GET", "/v1/stories/{id}/comments", summary: "A story's comments, oldest first",
-          response: (200, PageResponse<CommentView>.shape), auth: auth, h.listComments)
-    r.query("GET", "/v1/groups", QueryParameter.page)
-    r.query("GET", "/v1/groups/{id}/stories", QueryParameter.page + [QueryParameter("from", .dateTime, "Stories from this time"),
-                                                                     QueryParameter("to", .dateTime, "Stories before this time")])
-    r.query("GET", "/v1/groups/{id}/newsletter", [QueryParameter("from", .dateTime, "The period's start"), QueryParameter("to", .dateTime, "The period's end"),
-                                                  QueryParameter("format", .oneOf(["json", "html"]), "JSON, or the rendered HTML", default: "json")])
     if services.isEnabled {
-        r.add("GET", "/v1/internal/users/{userId}/avatars/{id}",
-              summary: "Services: 204 if the image is one the user uploaded as their avatar, 404 otherwise (auth asks before it accepts an avatarMediaId)",
-              response: (204, nil), trusted: services, h.checkAvatar)
-        r.add("GET", "/v1/internal/newsletters/{newsletterId}/copies/{userId}",
-              summary: "Services: a stored newsletter as a member sees it, ready to mail (404 for one no longer a member)",
-              response: (200, NewsletterCopyView.shape), trusted: services, h.newsletterCopy)
+        r.group("/v1/internal", .trusted(services)) { trusted in
+            trusted.add("GET", "/users/{userId}/avatars/{id}",
+                        "Services: 204 if the image is one the user uploaded as their avatar, 404 otherwise (auth asks before it accepts an avatarMediaId)",
+                        answers: (204, nil), h.checkAvatar)
+            trusted.add("GET", "/newsletters/{newsletterId}/copies/{userId}",
+                        "Services: a stored newsletter as a member sees it, ready to mail (404 for one no longer a member)",
+                        answers: (200, NewsletterCopyView.shape), h.newsletterCopy)
+        }
     }
-    r.query("GET", "/v1/groups/{id}/newsletters", QueryParameter.page)
-    r.query("GET", "/v1/groups/{id}/newsletters/{newsletterId}", [QueryParameter("format", .oneOf(["json", "html"]), "JSON, or the rendered HTML", default: "json")])
-    r.query("GET", "/v1/users/me/calendar", [QueryParameter("from", Shapes.day, "First day (default: this month's first)"),
-                                             QueryParameter("to", Shapes.day, "Last day (default: today)"),
-                                             QueryParameter("timeZone", .string(max: 64), "An IANA time zone for the days", default: "UTC")])
-    r.query("GET", "/v1/stories/{id}/comments", QueryParameter.page)
-    r.query("GET", "/v1/users/me/stories", QueryParameter.page)
-    r.query("GET", "/v1/users/me/hidden-authors", QueryParameter.page)
-    r.alsoAnswers("GET", "/v1/groups/{id}/newsletter", 200, contentType: "text/html; charset=utf-8")
-    r.alsoAnswers("GET", "/v1/groups/{id}/newsletters/{newsletterId}", 200, contentType: "text/html; charset=utf-8")
-    r.idempotent("POST", ["/v1/groups", "/v1/journals", "/v1/media", "/v1/stories", "/v1/stories/{id}/comments"])
     return r
 }

@@ -24,46 +24,42 @@ struct StoriesHandlers: Sendable {
 
     // MARK: Groups
 
-    func createGroup(_ request: Request, _ caller: Caller, _ body: CreateGroupBody) throws -> Response {
-        try idempotency.run(request, caller: caller.userId.lowercased) { c in
-            if let image = body.imageMediaId { try media.requireOwned([image], by: caller.userId, field: "imageMediaId", on: c) }
-            let group = try groups.create(c, kind: "group", name: body.name, image: body.imageMediaId, creator: caller.userId)
-            return .json(GroupView(group, members: try storage.members(c, of: group.id), media: media), status: 201)
-        }
+    func createGroup(_ context: Context<Caller>, _ body: CreateGroupBody, _ c: Connection) throws -> Response {
+        if let image = body.imageMediaId { try media.requireOwned([image], by: context.caller.userId, field: "imageMediaId", on: c) }
+        let group = try groups.create(c, kind: "group", name: body.name, image: body.imageMediaId, creator: context.caller.userId)
+        return .json(GroupView(group, members: try storage.members(c, of: group.id), media: media), status: 201)
     }
 
-    func createJournal(_ request: Request, _ caller: Caller, _ body: CreateJournalBody) throws -> Response {
-        try idempotency.run(request, caller: caller.userId.lowercased) { c in
-            let journal = try groups.create(c, kind: "journal", name: body.name, image: nil, creator: caller.userId)
-            return .json(GroupView(journal, members: try storage.members(c, of: journal.id), media: media), status: 201)
-        }
+    func createJournal(_ context: Context<Caller>, _ body: CreateJournalBody, _ c: Connection) throws -> Response {
+        let journal = try groups.create(c, kind: "journal", name: body.name, image: nil, creator: context.caller.userId)
+        return .json(GroupView(journal, members: try storage.members(c, of: journal.id), media: media), status: 201)
     }
 
-    func listGroups(_ request: Request, _ caller: Caller) throws -> Response {
-        let page = try Page(request)
+    func listGroups(_ context: Context<Caller>) throws -> Response {
+        let page = try Page(context.request)
         let after = try page.after.map { values -> UUID in
             guard values.count == 1, let id = UUID(uuidString: values[0]) else { throw HTTPError.validation("cursor is not valid.", field: "cursor") }
             return id
         }
-        let list = try pool.withConnection { try storage.groups($0, of: caller.userId, after: after, limit: page.limit + 1) }
+        let list = try pool.withConnection { try storage.groups($0, of: context.caller.userId, after: after, limit: page.limit + 1) }
         return .json(PageResponse(list, page, item: { GroupView($0, media: media) }, cursor: { [$0.id.lowercased] }))
     }
 
-    func getGroup(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
+    func getGroup(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
         return try pool.withConnection { c in
-            let group = try groups.member(c, id, caller.userId)
+            let group = try groups.member(c, id, context.caller.userId)
             return .json(GroupView(group, members: try storage.members(c, of: id), media: media))
         }
     }
 
-    func updateGroup(_ request: Request, _ caller: Caller, _ body: UpdateGroupBody) throws -> Response {
-        let id = try Validate.pathID(request)
+    func updateGroup(_ context: Context<Caller>, _ body: UpdateGroupBody) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
         return try pool.withTransaction { c in
-            var group = try groups.admin(c, id, caller.userId, lock: true)
+            var group = try groups.admin(c, id, context.caller.userId, lock: true)
             if let name = body.name { group.name = name }
             if body.imageMediaId.isPresent {
-                if let image = body.imageMediaId.value { try media.requireOwned([image], by: caller.userId, field: "imageMediaId", on: c) }
+                if let image = body.imageMediaId.value { try media.requireOwned([image], by: context.caller.userId, field: "imageMediaId", on: c) }
                 group.imageMediaId = body.imageMediaId.value
             }
             if let newsletter = body.newsletter { group.schedule = try Self.schedule(newsletter, over: group.schedule) }
@@ -73,7 +69,7 @@ struct StoriesHandlers: Sendable {
                 try storage.setNewsletterDue(c, group: id, at: try Newsletters.schedule(group).nextClose(after: Date()))
                 try storage.setReminderDue(c, group: id, at: nil)  // planned again by the new schedule
             }
-            guard let updated = try storage.group(c, id, reader: caller.userId) else { throw StoriesError.notFound }
+            guard let updated = try storage.group(c, id, reader: context.caller.userId) else { throw StoriesError.notFound }
             return .json(GroupView(updated, members: try storage.members(c, of: id), media: media))
         }
     }
@@ -110,75 +106,78 @@ struct StoriesHandlers: Sendable {
         return s
     }
 
-    func join(_ request: Request, _ caller: Caller, _ body: JoinBody) throws -> Response {
-        try invites.join(pool, typed: body.inviteCode, user: caller.userId, unknown: StoriesError.unknownInviteCode) { c, code in
-            try groups.join(c, code: code, user: caller.userId).map { .json(GroupView($0, members: try storage.members(c, of: $0.id), media: media)) }
+    func join(_ context: Context<Caller>, _ body: JoinBody) throws -> Response {
+        try invites.join(pool, typed: body.inviteCode, user: context.caller.userId, unknown: StoriesError.unknownInviteCode) { c, code in
+            try groups.join(c, code: code, user: context.caller.userId).map {
+                .json(GroupView($0, members: try storage.members(c, of: $0.id), media: media))
+            }
         }
     }
 
-    func rotateInviteCode(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
+    func rotateInviteCode(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
         return try pool.withTransaction { c in
-            let group = try groups.rotateInviteCode(c, id, by: caller.userId)
+            let group = try groups.rotateInviteCode(c, id, by: context.caller.userId)
             return .json(GroupView(group, members: try storage.members(c, of: id), media: media))
         }
     }
 
-    func removeMember(_ request: Request, _ caller: Caller) throws -> Response {
-        let (id, target) = (try Validate.pathID(request), try Validate.pathID(request, "userId"))
-        try pool.withTransaction { try groups.remove($0, id, member: target, by: caller.userId) }
+    func removeMember(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        let target = try context.parameters.require("userId", as: UUID.self)
+        try pool.withTransaction { try groups.remove($0, id, member: target, by: context.caller.userId) }
         return .noContent
     }
 
     /// `POST /v1/stories/{id}/reports`: I report a story I can see to the moderators.
-    func reportStory(_ request: Request, _ caller: Caller, _ body: ReportBody) throws -> Response {
-        let id = try Validate.pathID(request)
+    func reportStory(_ context: Context<Caller>, _ body: ReportBody) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
         return try pool.withTransaction { c in
-            .json(ReportView(try stories.report(c, id, by: caller.userId, reason: body.reason, note: body.note)), status: 201)
+            .json(ReportView(try stories.report(c, id, by: context.caller.userId, reason: body.reason, note: body.note)), status: 201)
         }
     }
 
     // MARK: Preferences
 
     /// `PUT /v1/groups/{id}/newsletter-delivery`: how I take this group's newsletter.
-    func setNewsletterDelivery(_ request: Request, _ caller: Caller, _ body: NewsletterDeliveryBody) throws -> Response {
-        let id = try Validate.pathID(request)
+    func setNewsletterDelivery(_ context: Context<Caller>, _ body: NewsletterDeliveryBody) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
         return try pool.withTransaction { c in
-            var group = try groups.member(c, id, caller.userId)
-            try preferences.setDelivery(c, group, user: caller.userId, body.delivery)
+            var group = try groups.member(c, id, context.caller.userId)
+            try preferences.setDelivery(c, group, user: context.caller.userId, body.delivery)
             group.newsletterDelivery = body.delivery
             return .json(GroupView(group, members: try storage.members(c, of: id), media: media))
         }
     }
 
-    func hiddenAuthors(_ request: Request, _ caller: Caller) throws -> Response {
-        let page = try Page(request)
+    func hiddenAuthors(_ context: Context<Caller>) throws -> Response {
+        let page = try Page(context.request)
         let after = try Self.timeCursor(page)
         return try pool.withConnection { c in
-            let list = try storage.hiddenAuthorList(c, of: caller.userId, after: after, limit: page.limit + 1)
+            let list = try storage.hiddenAuthorList(c, of: context.caller.userId, after: after, limit: page.limit + 1)
             return .json(PageResponse(list, page, item: { HiddenAuthorView($0, media: media) },
                                       cursor: { [String($0.hiddenMicros), $0.userId.lowercased] }))
         }
     }
 
     /// `PUT /v1/users/me/hidden-authors/{userId}`: I would rather not see their stories.
-    func hideAuthor(_ request: Request, _ caller: Caller) throws -> Response {
-        let author = try Validate.pathID(request, "userId")
-        try pool.withTransaction { try preferences.hide($0, author, from: caller.userId) }
+    func hideAuthor(_ context: Context<Caller>) throws -> Response {
+        let author = try context.parameters.require("userId", as: UUID.self)
+        try pool.withTransaction { try preferences.hide($0, author, from: context.caller.userId) }
         return .noContent
     }
 
     /// `DELETE /v1/users/me/hidden-authors/{userId}`: their stories show again (whether or not they were hidden).
-    func showAuthor(_ request: Request, _ caller: Caller) throws -> Response {
-        let author = try Validate.pathID(request, "userId")
-        _ = try pool.withConnection { try storage.unhide($0, author, from: caller.userId) }
+    func showAuthor(_ context: Context<Caller>) throws -> Response {
+        let author = try context.parameters.require("userId", as: UUID.self)
+        _ = try pool.withConnection { try storage.unhide($0, author, from: context.caller.userId) }
         return .noContent
     }
 
     // MARK: Media
 
-    func uploadMedia(_ request: Request, _ caller: Caller) throws -> Response {
-        try media.upload(request, owner: caller.userId, idempotency: idempotency)
+    func uploadMedia(_ context: Context<Caller>) throws -> Response {
+        try media.upload(context.request, owner: context.caller.userId, idempotency: idempotency)
     }
 
     func getMedia(_ request: Request, _ caller: Caller?) throws -> Response {
@@ -197,8 +196,9 @@ struct StoriesHandlers: Sendable {
     }
 
     /// `GET /v1/internal/users/{userId}/avatars/{id}` (services): 204 if the user uploaded the image as their avatar.
-    func checkAvatar(_ request: Request) throws -> Response {
-        let id = try Validate.pathID(request), owner = try Validate.pathID(request, "userId")
+    func checkAvatar(_ context: Context<Void>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        let owner = try context.parameters.require("userId", as: UUID.self)
         guard try pool.withConnection({ try media.owned([id], by: owner, for: MediaStore.avatar, on: $0) }) == 1 else {
             throw HTTPError.notFound()
         }
@@ -207,73 +207,69 @@ struct StoriesHandlers: Sendable {
 
     // MARK: Stories
 
-    func createStory(_ request: Request, _ caller: Caller, _ body: CreateStoryBody) throws -> Response {
-        try idempotency.run(request, caller: caller.userId.lowercased) { c in
-            let story = try stories.create(c, by: caller.userId, text: body.text, color: body.backgroundColor?.uppercased(),
-                                           groups: body.groupIds, images: body.mediaIds ?? [])
-            return .json(StoryView(story, media: media), status: 201)
-        }
+    func createStory(_ context: Context<Caller>, _ body: CreateStoryBody, _ c: Connection) throws -> Response {
+        let story = try stories.create(c, by: context.caller.userId, text: body.text, color: body.backgroundColor?.uppercased(),
+                                       groups: body.groupIds, images: body.mediaIds ?? [])
+        return .json(StoryView(story, media: media), status: 201)
     }
 
-    func getStory(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
-        return .json(StoryView(try pool.withConnection { try stories.visible($0, id, to: caller.userId) }, media: media))
+    func getStory(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        return .json(StoryView(try pool.withConnection { try stories.visible($0, id, to: context.caller.userId) }, media: media))
     }
 
-    func updateStory(_ request: Request, _ caller: Caller, _ body: UpdateStoryBody) throws -> Response {
-        let id = try Validate.pathID(request)
+    func updateStory(_ context: Context<Caller>, _ body: UpdateStoryBody) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
         let color: Patch<String> = body.backgroundColor.value.map { .value($0.uppercased()) } ?? body.backgroundColor
         let story = try pool.withTransaction { c in
-            try stories.update(c, id, by: caller.userId, text: body.text, color: color, images: body.mediaIds)
+            try stories.update(c, id, by: context.caller.userId, text: body.text, color: color, images: body.mediaIds)
         }
         return .json(StoryView(story, media: media))
     }
 
-    func deleteStory(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
-        try pool.withTransaction { try stories.delete($0, id, by: caller.userId) }
+    func deleteStory(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        try pool.withTransaction { try stories.delete($0, id, by: context.caller.userId) }
         return .noContent
     }
 
-    func groupStories(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
-        let page = try Page(request)
-        let from = try Self.time(request, "from")
-        let to = try Self.time(request, "to")
+    func groupStories(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        let page = try Page(context.request)
+        let from = try Self.time(context.request, "from")
+        let to = try Self.time(context.request, "to")
         if let from, let to, from >= to { throw HTTPError.validation("from must be before to.", field: "from") }
         let after = try Self.timeCursor(page)
         return try pool.withConnection { c in
-            _ = try groups.member(c, id, caller.userId)
-            let list = try storage.groupStories(c, group: id, reader: caller.userId, from: from, to: to, after: after, limit: page.limit + 1)
+            _ = try groups.member(c, id, context.caller.userId)
+            let list = try storage.groupStories(c, group: id, reader: context.caller.userId, from: from, to: to, after: after, limit: page.limit + 1)
             return .json(PageResponse(list, page, item: { StoryView($0, media: media) }, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
         }
     }
 
     /// Every story I have woven, across my groups and journals, newest first.
-    func myStories(_ request: Request, _ caller: Caller) throws -> Response {
-        let page = try Page(request)
+    func myStories(_ context: Context<Caller>) throws -> Response {
+        let page = try Page(context.request)
         let after = try Self.timeCursor(page)
         return try pool.withConnection { c in
-            let list = try storage.authorStories(c, author: caller.userId, after: after, limit: page.limit + 1)
+            let list = try storage.authorStories(c, author: context.caller.userId, after: after, limit: page.limit + 1)
             return .json(PageResponse(list, page, item: { StoryView($0, media: media) }, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
         }
     }
 
     // MARK: Comments
 
-    func addComment(_ request: Request, _ caller: Caller, _ body: CommentBody) throws -> Response {
-        let id = try Validate.pathID(request)
-        return try idempotency.run(request, caller: caller.userId.lowercased) { c in
-            .json(CommentView(try stories.comment(c, on: id, by: caller.userId, text: body.text)), status: 201)
-        }
+    func addComment(_ context: Context<Caller>, _ body: CommentBody, _ c: Connection) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        return .json(CommentView(try stories.comment(c, on: id, by: context.caller.userId, text: body.text)), status: 201)
     }
 
-    func listComments(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
-        let page = try Page(request)
+    func listComments(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        let page = try Page(context.request)
         let after = try Self.timeCursor(page)
         return try pool.withConnection { c in
-            _ = try stories.visible(c, id, to: caller.userId)
+            _ = try stories.visible(c, id, to: context.caller.userId)
             let comments = try storage.comments(c, story: id, after: after, limit: page.limit + 1)
             return .json(PageResponse(comments, page, item: CommentView.init, cursor: { [String($0.createdMicros), $0.id.lowercased] }))
         }
