@@ -11,27 +11,27 @@ extension DispatchStorage {
                 'courier', (SELECT json_build_object('vehicle', vehicle, 'capacity', capacity, 'online', online, 'createdAt', created_at,
                                 'lastFix', CASE WHEN p.lat IS NOT NULL THEN json_build_object('lat', p.lat, 'lon', p.lon,
                                     'headingDegrees', p.heading, 'speedMps', p.speed_mps, 'at', p.fix_at) END)
-                            FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id) WHERE user_id = $1),
+                            FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id) WHERE user_id = \(user)),
                 'parcels', (SELECT coalesce(json_agg(json_build_object('id', id,
-                                'role', CASE WHEN sender_id = $1 THEN 'sender' WHEN recipient_user_id = $1 THEN 'recipient' ELSE 'courier' END,
+                                'role', CASE WHEN sender_id = \(user) THEN 'sender' WHEN recipient_user_id = \(user) THEN 'recipient' ELSE 'courier' END,
                                 'status', status, 'service', service, 'pickupAddress', pickup_address, 'dropoffAddress', dropoff_address,
                                 'recipientName', recipient_name, 'recipientPhone', recipient_phone, 'recipientEmail', recipient_email,
                                 'description', description, 'amountMinor', amount_minor, 'currency', currency, 'createdAt', created_at)
                                 ORDER BY created_at), '[]'::json)
-                            FROM dispatch.parcels WHERE sender_id = $1 OR recipient_user_id = $1 OR courier_id = $1),
+                            FROM dispatch.parcels WHERE sender_id = \(user) OR recipient_user_id = \(user) OR courier_id = \(user)),
                 'payments', (SELECT coalesce(json_agg(json_build_object('id', id, 'parcelId', parcel_id, 'method', method, 'status', status,
                                 'amountMinor', amount_minor, 'currency', currency, 'createdAt', created_at) ORDER BY created_at), '[]'::json)
-                             FROM dispatch.payments WHERE payer_id = $1),
+                             FROM dispatch.payments WHERE payer_id = \(user)),
                 'loyalty', (SELECT coalesce(json_agg(json_build_object('entry', entry, 'points', points, 'parcelId', parcel_id, 'at', at)
-                                ORDER BY id), '[]'::json) FROM dispatch.loyalty_ledger WHERE user_id = $1),
+                                ORDER BY id), '[]'::json) FROM dispatch.loyalty_ledger WHERE user_id = \(user)),
                 'wallet', (SELECT coalesce(json_agg(json_build_object('entry', entry, 'amountMinor', amount_minor, 'currency', currency,
-                                'parcelId', parcel_id, 'at', at) ORDER BY id), '[]'::json) FROM dispatch.wallet_ledger WHERE user_id = $1),
+                                'parcelId', parcel_id, 'at', at) ORDER BY id), '[]'::json) FROM dispatch.wallet_ledger WHERE user_id = \(user)),
                 'plans', (SELECT coalesce(json_agg(json_build_object('entry', entry, 'planId', plan_id, 'amountMinor', amount_minor,
                                 'currency', currency, 'periodEnd', period_end, 'at', at) ORDER BY id), '[]'::json)
-                          FROM dispatch.plan_ledger WHERE user_id = $1),
+                          FROM dispatch.plan_ledger WHERE user_id = \(user)),
                 'images', (SELECT coalesce(json_agg(json_build_object('id', id, 'contentType', content_type, 'size', size, 'createdAt', created_at)
-                                                    ORDER BY created_at), '[]'::json) FROM dispatch.media WHERE owner_id = $1)
+                                                    ORDER BY created_at), '[]'::json) FROM dispatch.media WHERE owner_id = \(user))
             )::text AS export
-            """, [user], media: media)
+            """, media: media)
     }
 }
