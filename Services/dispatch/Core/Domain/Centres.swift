@@ -67,28 +67,6 @@ struct OpeningHours: Sendable, Equatable {
     }
 }
 
-/// A reception centre.
-struct CentreRecord: Sendable {
-    let id: UUID
-    let name: String
-    let address: String
-    let point: GeoPoint
-    let hours: OpeningHours
-    let acceptsDropOffs: Bool
-    let acceptsCollections: Bool
-    let createdAt: Date
-    let updatedAt: Date
-
-    init(_ r: Row) throws {
-        id = try r["id"]; name = try r["name"]; address = try r["address"]
-        point = GeoPoint(lat: try r["lat"], lon: try r["lon"])
-        let spans = (try? JSONDecoder().decode([OpeningHours.Span].self, from: Data((try r["opening_hours"] as String).utf8))) ?? []
-        hours = OpeningHours(spans: spans, zone: TimeZone(identifier: try r["time_zone"]) ?? TimeZone(identifier: "UTC")!)
-        acceptsDropOffs = try r["accepts_drop_offs"]; acceptsCollections = try r["accepts_collections"]
-        createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
-    }
-}
-
 /// What the centre rules refuse.
 enum CentreError: DomainError, Equatable {
     case unknownCentre(field: String)
@@ -173,6 +151,17 @@ struct Centres: Sendable {
         return .success(try parcels.apply(c, parcel, .collect, actor: .staff, actorId: staff, place: try storage.centre(c, centre)?.point,
                                           cashCollected: cashCollected))
     }
+}
+
+/// A reception centre as an operator describes it: its opening hours are `openingHours` in `timeZone` (an IANA name).
+struct CentreDescription {
+    let name: String
+    let address: String
+    let point: GeoPoint
+    let timeZone: String
+    let openingHours: [OpeningHours.Span]
+    let acceptsDropOffs: Bool
+    let acceptsCollections: Bool
 }
 
 /// Where a parcel goes from and to: addresses, or reception centres (their place and name).

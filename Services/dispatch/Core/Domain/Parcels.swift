@@ -62,6 +62,32 @@ enum ParcelError: DomainError, Equatable {
     }
 }
 
+/// A parcel as booked, before it is stored.
+struct NewParcel {
+    let id: UUID
+    let sender: UUID
+    /// The recipient's account, when the sender named one dispatch knows; else whoever claims it with `claimCode`.
+    let recipientUserId: UUID?
+    let recipientName: String
+    let recipientPhone: String?
+    let recipientUsername: String?
+    let recipientEmail: String?
+    let claimCode: String?
+    let deliveryPin: String
+    let route: Itinerary
+    let service: ParcelService
+    let paymentMethod: String
+    let insured: Bool
+    let description: String?
+    let documentPhotoMediaId: UUID
+    /// What is paid: the price less `pointsSpent`.
+    let quote: Quote
+    let pointsSpent: Int
+    let status: ParcelStatus
+    /// The code shown at its centres, when it goes through one.
+    let centreCode: String?
+}
+
 /// The parcel rules applied in a transaction: who may do what, the status machine, the courier's load, the history
 /// and the `parcel.status` event. Handlers, the matcher and the fleet consumer all change parcels through here.
 struct Parcels: Sendable {
@@ -98,9 +124,12 @@ struct Parcels: Sendable {
                                        keep: body.paymentMethod == "card" ? Loyalty.cardMinimumMinor : 0)
         var price = quote
         price.amountMinor -= points
-        let parcel = try storage.insertParcel(c, id: UUID.v7(), sender: sender, body: body, route: route, recipientUserId: recipient,
-                                              claimCode: recipient == nil ? InviteCode.generate() : nil, pin: pin, quote: price,
-                                              pointsSpent: points, status: status)
+        let parcel = try storage.insertParcel(c, NewParcel(
+            id: UUID.v7(), sender: sender, recipientUserId: recipient, recipientName: named.name, recipientPhone: named.phone,
+            recipientUsername: named.username, recipientEmail: named.email, claimCode: recipient == nil ? InviteCode.generate() : nil,
+            deliveryPin: pin, route: route, service: body.service, paymentMethod: body.paymentMethod, insured: body.insured ?? false,
+            description: body.description, documentPhotoMediaId: body.documentPhotoMediaId, quote: price, pointsSpent: points,
+            status: status, centreCode: route.dropOffCentre != nil || route.collectionCentre != nil ? InviteCode.generate() : nil))
         try loyalty.spent(c, parcel)
         try payments.open(c, parcel, card: body.cardPaymentMethod, lease: paymentLease)
         let at = Date()

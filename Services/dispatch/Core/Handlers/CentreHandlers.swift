@@ -58,14 +58,16 @@ extension DispatchHandlers {
         let isNew = request.method == "POST"
         let id = isNew ? UUID.v7() : try Validate.pathID(request)
         guard TimeZone(identifier: body.timeZone) != nil else { throw HTTPError.validation("timeZone is not a time zone.", field: "timeZone") }
-        _ = try OpeningHours.validated(body.openingHours, field: "openingHours")
+        let centre = CentreDescription(name: body.name, address: body.address, point: GeoPoint(lat: body.lat, lon: body.lon),
+                                       timeZone: body.timeZone, openingHours: try OpeningHours.validated(body.openingHours, field: "openingHours"),
+                                       acceptsDropOffs: body.acceptsDropOffs, acceptsCollections: body.acceptsCollections)
         guard isNew else {
             return .json(CentreView(try pool.withTransaction { c -> CentreRecord in
                 guard try storage.centre(c, id) != nil else { throw HTTPError.notFound("Not found.") }
-                return try storage.saveCentre(c, id: id, body)
+                return try storage.saveCentre(c, id: id, centre)
             }))
         }
-        return try idempotency.run(request, caller: "operator") { c in .json(CentreView(try storage.saveCentre(c, id: id, body)), status: 201) }
+        return try idempotency.run(request, caller: "operator") { c in .json(CentreView(try storage.saveCentre(c, id: id, centre)), status: 201) }
     }
 
     /// `PUT` / `DELETE /v1/operator/centres/{id}/staff/{userId}`: names someone staff of a centre, or no longer.

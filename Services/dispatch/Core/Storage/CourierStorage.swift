@@ -3,7 +3,7 @@ import Geo
 import Models
 import Postgres
 
-struct CourierRecord {
+struct CourierRecord: PostgresRecord {
     let userId: UUID
     let vehicle: String
     let capacity: Int
@@ -19,34 +19,41 @@ struct CourierRecord {
         online = try r["online"]; fixAt = try r.decode("fix_at"); createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
         position = try r.point()
     }
+
+    /// The columns, from the couriers' table as `c` and their positions as `p`.
+    static let columns: SQL = "\(courierColumns), p.lat, p.lon, p.fix_at"
+    /// Those of `columns` in the couriers' table: what a statement writing it as `c` returns, to join with `p`.
+    static let courierColumns: SQL = "c.user_id, c.vehicle, c.capacity, c.active, c.online, c.created_at, c.updated_at"
 }
 
 extension DispatchStorage {
     /// Couriers' rows with their positions (`courier_positions`), as `CourierRecord` reads them, from `couriers`: the
     /// table, or a CTE of the rows a statement wrote.
-    private static func withPositions(_ couriers: String) -> String {
-        "SELECT c.*, p.lat, p.lon, p.fix_at FROM \(couriers) c JOIN dispatch.courier_positions p USING (user_id)"
+    private static func withPositions(_ couriers: String) -> SQL {
+        "SELECT \(CourierRecord.columns) FROM \(unescaped: couriers) c JOIN dispatch.courier_positions p USING (user_id)"
     }
 
     func registerCourier(_ c: Connection, user: UUID, vehicle: String, capacity: Int) throws -> CourierRecord {
-        try CourierRecord(c.first("""
+        try c.one(CourierRecord.self, """
             WITH c AS (
-                INSERT INTO dispatch.couriers (user_id, vehicle, capacity) VALUES ($1, $2, $3)
+                INSERT INTO dispatch.couriers AS c (user_id, vehicle, capacity) VALUES (\(user), \(vehicle), \(capacity))
                 ON CONFLICT (user_id) DO UPDATE SET vehicle = EXCLUDED.vehicle,
-                    capacity = GREATEST(EXCLUDED.capacity, dispatch.couriers.active), updated_at = clock_timestamp()
-                RETURNING *),
+                    capacity = GREATEST(EXCLUDED.capacity, c.active), updated_at = clock_timestamp()
+                RETURNING \(CourierRecord.courierColumns)),
             p AS (INSERT INTO dispatch.courier_positions (user_id) SELECT user_id FROM c ON CONFLICT DO NOTHING)
-            SELECT c.*, p.lat, p.lon, p.fix_at FROM c LEFT JOIN dispatch.courier_positions p USING (user_id)
-            """, [user, vehicle, capacity])!)
+            SELECT \(CourierRecord.columns) FROM c LEFT JOIN dispatch.courier_positions p USING (user_id)
+            """)!
     }
 
     func courier(_ c: Connection, _ user: UUID) throws -> CourierRecord? {
-        try c.first(Self.withPositions("dispatch.couriers") + " WHERE user_id = $1", [user]).map(CourierRecord.init)
+        try c.one(CourierRecord.self, "\(Self.withPositions("dispatch.couriers")) WHERE user_id = \(user)")
     }
 
     func setOnline(_ c: Connection, user: UUID, online: Bool) throws -> CourierRecord? {
-        try c.first("WITH c AS (UPDATE dispatch.couriers SET online = $2, updated_at = clock_timestamp() WHERE user_id = $1 RETURNING *) "
-                    + Self.withPositions("c"), [user, online]).map(CourierRecord.init)
+        try c.one(CourierRecord.self, """
+            WITH c AS (UPDATE dispatch.couriers c SET online = \(online), updated_at = clock_timestamp() WHERE user_id = \(user)
+                       RETURNING \(CourierRecord.courierColumns)) \(Self.withPositions("c"))
+            """)
     }
 
     /// Creates or updates couriers that have no account of their own here (a fleet's, a load test's). In a transaction.
@@ -59,25 +66,27 @@ extension DispatchStorage {
             SELECT pg_advisory_xact_lock_shared(\(Self.foldLock));
             SET LOCAL lock_timeout TO DEFAULT; SET LOCAL statement_timeout TO DEFAULT
             """)
-        return try c.rows("""
-            WITH s AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::bool[], $5::float8[], $6::float8[])
+        return try c.all(CourierRecord.self, """
+            WITH s AS (SELECT id, vehicle, capacity, online, lat, lon
+                       FROM unnest(\(PostgresArray(couriers.map(\.id)))::uuid[], \(PostgresArray(couriers.map(\.vehicle)))::text[],
+                                   \(PostgresArray(couriers.map(\.capacity)))::int[], \(PostgresArray(couriers.map(\.online)))::bool[],
+                                   \(PostgresArray(couriers.map(\.position?.lat)))::float8[],
+                                   \(PostgresArray(couriers.map(\.position?.lon)))::float8[])
                            AS s (id, vehicle, capacity, online, lat, lon)),
             c AS (
-                INSERT INTO dispatch.couriers (user_id, vehicle, capacity, online) SELECT id, vehicle, capacity, online FROM s
+                INSERT INTO dispatch.couriers AS c (user_id, vehicle, capacity, online) SELECT id, vehicle, capacity, online FROM s
                 ON CONFLICT (user_id) DO UPDATE SET vehicle = EXCLUDED.vehicle, online = EXCLUDED.online,
-                    capacity = GREATEST(EXCLUDED.capacity, dispatch.couriers.active), updated_at = clock_timestamp()
-                RETURNING *),
+                    capacity = GREATEST(EXCLUDED.capacity, c.active), updated_at = clock_timestamp()
+                RETURNING \(CourierRecord.courierColumns)),
             p AS (
                 INSERT INTO dispatch.courier_positions (user_id, lat, lon, fix_at)
                 SELECT id, lat, lon, CASE WHEN lat IS NULL THEN NULL ELSE clock_timestamp() END FROM s
                 ON CONFLICT (user_id) DO UPDATE SET lat = COALESCE(EXCLUDED.lat, dispatch.courier_positions.lat),
                     lon = COALESCE(EXCLUDED.lon, dispatch.courier_positions.lon),
                     fix_at = COALESCE(EXCLUDED.fix_at, dispatch.courier_positions.fix_at)
-                RETURNING *)
-            SELECT c.*, p.lat, p.lon, p.fix_at FROM c JOIN p USING (user_id)
-            """, [PostgresArray(couriers.map(\.id)), PostgresArray(couriers.map(\.vehicle)), PostgresArray(couriers.map(\.capacity)),
-                  PostgresArray(couriers.map(\.online)), PostgresArray(couriers.map(\.position?.lat)),
-                  PostgresArray(couriers.map(\.position?.lon))]).map(CourierRecord.init)
+                RETURNING user_id, lat, lon, fix_at)
+            SELECT \(CourierRecord.columns) FROM c JOIN p USING (user_id)
+            """)
     }
 
     /// The operator's map: online couriers with a position (the latest fixes first) and the parcels waiting for a
@@ -88,13 +97,13 @@ extension DispatchStorage {
                newer: (Date) -> [(id: UUID, point: GeoPoint, at: Date)])
         throws -> (couriers: [FleetCourierView], waiting: [ParcelRecord], at: Date) {
         let read = try c.rows(together: [
-            ("""
-             SELECT user_id, p.lat, p.lon, c.active, c.capacity, p.fix_at
-             FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id)
-             WHERE c.online ORDER BY p.fix_at DESC NULLS LAST LIMIT $1
-             """, [limit]),
-            ("SELECT * FROM dispatch.parcels WHERE status = 'awaiting_courier' ORDER BY updated_at LIMIT $1", [limit]),
-            ("SELECT now() AS at", [])])
+            """
+            SELECT user_id, p.lat, p.lon, c.active, c.capacity, p.fix_at
+            FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id)
+            WHERE c.online ORDER BY p.fix_at DESC NULLS LAST LIMIT \(limit)
+            """,
+            "SELECT \(ParcelRecord.columns) FROM dispatch.parcels WHERE status = 'awaiting_courier' ORDER BY updated_at LIMIT \(limit)",
+            "SELECT now() AS at"])
         var couriers = try read[0].compactMap { row -> FleetCourierView? in
             let id: UUID = try row["user_id"]
             let stored: (point: GeoPoint?, at: Date?) = (try row.point(), try row.decode("fix_at"))
@@ -111,9 +120,10 @@ extension DispatchStorage {
                 let positions = Dictionary(candidates.map { ($0.id, $0.point) }) { a, _ in a }
                 couriers += try c.rows("""
                     SELECT user_id, m.at, c.active, c.capacity
-                    FROM unnest($1::uuid[], $2::timestamptz[]) AS m (user_id, at) JOIN dispatch.couriers c USING (user_id)
-                    WHERE c.online ORDER BY m.at DESC LIMIT $3
-                    """, [PostgresArray(candidates.map(\.id)), PostgresArray(candidates.map(\.at)), limit]).compactMap { row in
+                    FROM unnest(\(PostgresArray(candidates.map(\.id)))::uuid[], \(PostgresArray(candidates.map(\.at)))::timestamptz[])
+                        AS m (user_id, at) JOIN dispatch.couriers c USING (user_id)
+                    WHERE c.online ORDER BY m.at DESC LIMIT \(limit)
+                    """).compactMap { row in
                     let id: UUID = try row["user_id"]
                     return try positions[id].map {
                         FleetCourierView(id: id, position: $0, active: try row["active"], capacity: try row["capacity"], fixAt: try row["at"])
@@ -127,12 +137,20 @@ extension DispatchStorage {
 
     /// A courier as the in-memory index needs them: whether they can take a parcel as their row was at `updatedAt`,
     /// and their position as of their last fix.
-    struct CourierState {
+    struct CourierState: PostgresRecord {
         let id: UUID
         let available: Bool
         let updatedAt: Date
         let position: GeoPoint?
         let fixAt: Date?
+
+        /// The columns, from the couriers' table as `c` and their positions as `p`.
+        static let columns: SQL = "c.user_id, c.online AND c.active < c.capacity AS available, c.updated_at, p.lat, p.lon, p.fix_at"
+
+        init(_ row: Row) throws {
+            id = try row["user_id"]; available = try row["available"]; updatedAt = try row["updated_at"]
+            position = try row.point(); fixAt = try row["fix_at"]
+        }
     }
 
     /// The couriers whose rows changed after `since` (going online or off, taking or leaving a parcel; nil: those who
@@ -146,41 +164,35 @@ extension DispatchStorage {
     func couriersChanged(_ c: Connection, since: Date?, maxLookBack: TimeInterval = 10)
         throws -> (couriers: [CourierState], readAt: Date, nextSince: Date) {
         let start = try c.first("""
-            SELECT now() AS at, GREATEST(now() - make_interval(secs => $1), LEAST(now(), (
+            SELECT now() AS at, GREATEST(now() - make_interval(secs => \(maxLookBack)), LEAST(now(), (
                 SELECT min(xact_start) FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL
                     AND application_name = current_setting('application_name')))) AS next_since
-            """, [maxLookBack])!
-        let select = """
-            SELECT user_id, c.online AND c.active < c.capacity AS available, c.updated_at, p.lat, p.lon, p.fix_at
-            FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id)
-            """
-        let rows = try since.map { try c.rows("\(select) WHERE c.updated_at >= $1 ORDER BY c.updated_at", [$0]) }
-            ?? c.rows("\(unescaped: select) WHERE c.online AND c.active < c.capacity")
-        let couriers = try rows.map { row in
-            CourierState(id: try row["user_id"], available: try row["available"], updatedAt: try row["updated_at"],
-                         position: try row.point(), fixAt: try row.decode("fix_at"))
-        }
+            """)!
+        let select: SQL = "SELECT \(CourierState.columns) FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id)"
+        let couriers = try since.map { try c.all(CourierState.self, "\(select) WHERE c.updated_at >= \($0) ORDER BY c.updated_at") }
+            ?? c.all(CourierState.self, "\(select) WHERE c.online AND c.active < c.capacity")
         return (couriers, try start["at"], try start["next_since"])
     }
 
     /// Those of `couriers` who have no row (erased).
     func withoutRows(_ c: Connection, _ couriers: [UUID]) throws -> [UUID] {
-        try c.rows("SELECT u AS id FROM unnest($1::uuid[]) u WHERE NOT EXISTS (SELECT 1 FROM dispatch.couriers WHERE user_id = u)",
-                   [PostgresArray(couriers)]).map { try $0["id"] }
+        try c.rows("""
+            SELECT u AS id FROM unnest(\(PostgresArray(couriers))::uuid[]) u WHERE NOT EXISTS (SELECT 1 FROM dispatch.couriers WHERE user_id = u)
+            """).map { try $0["id"] }
     }
 
     /// Whether the courier can take an offer now: online, with spare capacity, and their row not held by another
     /// transaction (an accept or another offer in flight: they are passed over this round). Locks the row.
     func canBeOffered(_ c: Connection, courier: UUID) throws -> Bool {
         try c.first("""
-            SELECT 1 AS ok FROM dispatch.couriers WHERE user_id = $1 AND online AND active < capacity FOR UPDATE SKIP LOCKED
-            """, [courier]) != nil
+            SELECT 1 AS ok FROM dispatch.couriers WHERE user_id = \(courier) AND online AND active < capacity FOR UPDATE SKIP LOCKED
+            """) != nil
     }
 
     func changeLoad(_ c: Connection, courier: UUID, by delta: Int) throws -> Bool {
         try c.execute("""
-            UPDATE dispatch.couriers SET active = active + $2, updated_at = clock_timestamp()
-            WHERE user_id = $1 AND active + $2 >= 0 AND active + $2 <= capacity
-            """, [courier, delta]) == 1
+            UPDATE dispatch.couriers SET active = active + \(delta), updated_at = clock_timestamp()
+            WHERE user_id = \(courier) AND active + \(delta) >= 0 AND active + \(delta) <= capacity
+            """) == 1
     }
 }

@@ -21,21 +21,24 @@ extension DispatchStorage {
     func recordFixes(_ c: Connection, _ fixes: [Fix], known: [Bool], origin: UUID) throws
         -> [(fix: Fix, active: Int, available: Bool?, updatedAt: Date)] {
         let unknown = fixes.indices.filter { !known[$0] }
+        // The couriers' array is written once, bound in both places it is read.
+        let couriers = PostgresArray(fixes.map(\.courier))
         // Rows name their fix by its place in the batch (`i`, from 1): a small number to read, where a courier's id
         // would be parsed from text and looked up.
         let rows = try c.rows("""
             WITH c AS (SELECT u.i, active, online AND active < capacity AS available, updated_at
-                       FROM unnest($1::uuid[]) WITH ORDINALITY AS u (id, i) JOIN dispatch.couriers ON user_id = u.id AND active > 0
+                       FROM unnest(\(couriers)::uuid[]) WITH ORDINALITY AS u (id, i) JOIN dispatch.couriers ON user_id = u.id AND active > 0
                        UNION ALL
                        SELECT u.i, active, online AND active < capacity, updated_at
-                       FROM unnest($7::uuid[], $8::int8[]) AS u (id, i) JOIN dispatch.couriers ON user_id = u.id AND active = 0),
+                       FROM unnest(\(PostgresArray(unknown.map { fixes[$0].courier }))::uuid[], \(PostgresArray(unknown.map { $0 + 1 }))::int8[])
+                           AS u (id, i) JOIN dispatch.couriers ON user_id = u.id AND active = 0),
             b AS (INSERT INTO dispatch.fix_batches (couriers, lat, lon, heading, speed_mps, fix_at)
-                  SELECT $1::uuid[], $2::float8[], $3::float8[], $4::float8[], $5::float8[], $6::timestamptz[]
-                  WHERE $9 OR EXISTS (SELECT 1 FROM c))
-            SELECT * FROM c
-            """, [PostgresArray(fixes.map(\.courier)), PostgresArray(fixes.map(\.point.lat)), PostgresArray(fixes.map(\.point.lon)),
-                  PostgresArray(fixes.map(\.heading)), PostgresArray(fixes.map(\.speed)), PostgresArray(fixes.map(\.time)),
-                  PostgresArray(unknown.map { fixes[$0].courier }), PostgresArray(unknown.map { $0 + 1 }), known.contains(true)])
+                  SELECT \(couriers)::uuid[], \(PostgresArray(fixes.map(\.point.lat)))::float8[], \(PostgresArray(fixes.map(\.point.lon)))::float8[],
+                      \(PostgresArray(fixes.map(\.heading)))::float8[], \(PostgresArray(fixes.map(\.speed)))::float8[],
+                      \(PostgresArray(fixes.map(\.time)))::timestamptz[]
+                  WHERE \(known.contains(true)) OR EXISTS (SELECT 1 FROM c))
+            SELECT i, active, available, updated_at FROM c
+            """)
         var read = [Int: (active: Int, available: Bool, updatedAt: Date)]()
         for row in rows {
             let i: Int = try row["i"]
@@ -49,7 +52,7 @@ extension DispatchStorage {
         let payloads = PositionNotice.payloads(applied.map(\.fix), origin: origin)
         if !payloads.isEmpty {
             // Delivered at the commit whenever it is sent: with the commit, it costs no round trip of its own.
-            try c.enqueue("SELECT pg_notify($1, p) FROM unnest($2::text[]) p", [Self.positionsChannel, PostgresArray(texts: payloads)])
+            try c.enqueue("SELECT pg_notify(\(Self.positionsChannel), p) FROM unnest(\(PostgresArray(texts: payloads))::text[]) p")
         }
         return applied
     }
@@ -74,16 +77,16 @@ extension DispatchStorage {
             guard try c.first("SELECT pg_try_advisory_xact_lock(\(unescaped: Self.foldLock)) AS locked")?["locked"] == true else { return 0 }
         }
         return try c.first("""
-            WITH b AS (DELETE FROM dispatch.fix_batches WHERE id IN (SELECT id FROM dispatch.fix_batches ORDER BY id LIMIT $1)
-                       RETURNING *),
-            f AS (SELECT DISTINCT ON (u.id) u.* FROM b, unnest(b.couriers, b.lat, b.lon, b.heading, b.speed_mps, b.fix_at)
-                      AS u (id, lat, lon, heading, speed, at)
+            WITH b AS (DELETE FROM dispatch.fix_batches WHERE id IN (SELECT id FROM dispatch.fix_batches ORDER BY id LIMIT \(Self.foldLimit))
+                       RETURNING couriers, lat, lon, heading, speed_mps, fix_at),
+            f AS (SELECT DISTINCT ON (u.id) u.id, u.lat, u.lon, u.heading, u.speed, u.at
+                  FROM b, unnest(b.couriers, b.lat, b.lon, b.heading, b.speed_mps, b.fix_at) AS u (id, lat, lon, heading, speed, at)
                   ORDER BY u.id, u.at DESC),
             moved AS (UPDATE dispatch.courier_positions p SET lat = f.lat, lon = f.lon, heading = f.heading, speed_mps = f.speed,
                           fix_at = f.at
                       FROM f WHERE p.user_id = f.id AND (p.fix_at IS NULL OR p.fix_at < f.at))
             SELECT count(*)::int AS n FROM b
-            """, [Self.foldLimit])?["n"] ?? 0
+            """)?["n"] ?? 0
     }
 
     /// Folds every batch appended so far, `foldLimit` a transaction.

@@ -6,7 +6,7 @@ import Models
 import Postgres
 
 /// A parcel row.
-struct ParcelRecord {
+struct ParcelRecord: PostgresRecord {
     let id: UUID
     let senderId: UUID
     var recipientUserId: UUID?
@@ -30,7 +30,7 @@ struct ParcelRecord {
     let documentPhotoMediaId: UUID
     var deliveryPhotoMediaId: UUID?
     var receiptPhotoMediaId: UUID?
-    /// The photos' sizes and placeholders, where the query read them (`photoMetaSQL`; `ImageView`).
+    /// The photos' sizes and placeholders, where the query read them (`photoMeta`; `ImageView`).
     var photoMeta: [UUID: ImageMeta] = [:]
     var failureReason: String?
     let quote: Quote
@@ -68,9 +68,17 @@ struct ParcelRecord {
         createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
     }
 
-    /// The column of the photos' meta, for a query that shows the parcel (`SELECT *, \(photoMetaSQL) FROM dispatch.parcels`).
-    static let photoMetaSQL = ImageMeta.sql(ids: "ARRAY[document_photo_media_id, delivery_photo_media_id, receipt_photo_media_id]",
-                                            schema: "dispatch") + " AS photo_meta"
+    static let columns: SQL = """
+        id, sender_id, recipient_user_id, recipient_name, recipient_phone, recipient_username, recipient_email, claim_code,
+        delivery_pin, pin_failures, pickup_lat, pickup_lon, pickup_address, dropoff_lat, dropoff_lon, dropoff_address, service,
+        payment_method, insured, description, document_photo_media_id, delivery_photo_media_id, receipt_photo_media_id,
+        failure_reason, amount_minor, currency, eta_seconds, distance_m, status, courier_id, offered_to, offer_expires_at,
+        drop_off_centre_id, collection_centre_id, centre_code, points_spent, created_at, updated_at
+        """
+
+    /// The column of the photos' meta, for a query that shows the parcel (`SELECT \(columns), \(photoMeta) FROM dispatch.parcels`).
+    static let photoMeta = SQL(unescaped: ImageMeta.sql(
+        ids: "ARRAY[document_photo_media_id, delivery_photo_media_id, receipt_photo_media_id]", schema: "dispatch") + " AS photo_meta")
 
     /// Whether `user` takes part in the parcel (and so may see it).
     func involves(_ user: UUID) -> Bool {
@@ -78,7 +86,7 @@ struct ParcelRecord {
     }
 }
 
-struct HistoryEntry {
+struct HistoryEntry: PostgresRecord {
     let at: Date
     let from: String?
     let to: String
@@ -91,46 +99,50 @@ struct HistoryEntry {
         actorId = try r.decode("actor_id")
         place = try r.point()
     }
+
+    static let columns: SQL = "at, from_status, to_status, actor, actor_id, lat, lon"
 }
 
 extension DispatchStorage {
     /// Offers open now, the oldest first.
     func openOffers(_ c: Connection, limit: Int) throws -> [ParcelRecord] {
-        try c.rows("SELECT * FROM dispatch.parcels WHERE status = 'offered' ORDER BY offer_expires_at LIMIT $1", [limit])
-            .map(ParcelRecord.init)
+        try c.all(ParcelRecord.self, """
+            SELECT \(ParcelRecord.columns) FROM dispatch.parcels WHERE status = 'offered' ORDER BY offer_expires_at LIMIT \(limit)
+            """)
     }
 
-    func insertParcel(_ c: Connection, id: UUID, sender: UUID, body: CreateParcelBody, route: Itinerary, recipientUserId: UUID?,
-                      claimCode: String?, pin: String, quote: Quote, pointsSpent: Int, status: ParcelStatus) throws -> ParcelRecord {
-        let r = body.recipient
-        return try ParcelRecord(c.first("""
+    func insertParcel(_ c: Connection, _ p: NewParcel) throws -> ParcelRecord {
+        let route = p.route, quote = p.quote
+        return try c.one(ParcelRecord.self, """
             INSERT INTO dispatch.parcels (id, sender_id, recipient_user_id, recipient_name, recipient_phone, recipient_username,
                 recipient_email, claim_code, delivery_pin,
                 pickup_lat, pickup_lon, pickup_address, dropoff_lat, dropoff_lon, dropoff_address, service, payment_method,
                 insured, description, document_photo_media_id, amount_minor, currency, eta_seconds, distance_m, status,
                 drop_off_centre_id, collection_centre_id, centre_code, points_spent)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
-                $26, $27, $28, $29)
-            RETURNING *, \(ParcelRecord.photoMetaSQL)
-            """, [id, sender, recipientUserId, r.name, r.phone, r.username, r.email, claimCode, pin, route.pickup.lat, route.pickup.lon,
-                  route.pickupAddress, route.dropoff.lat, route.dropoff.lon, route.dropoffAddress, body.service.rawValue, body.paymentMethod,
-                  body.insured ?? false, body.description, body.documentPhotoMediaId, quote.amountMinor, quote.currency, quote.etaSeconds,
-                  quote.distanceMeters, status.rawValue, route.dropOffCentre?.id, route.collectionCentre?.id,
-                  route.dropOffCentre != nil || route.collectionCentre != nil ? InviteCode.generate() : nil, pointsSpent])!)
+            VALUES (\(p.id), \(p.sender), \(p.recipientUserId), \(p.recipientName), \(p.recipientPhone), \(p.recipientUsername),
+                \(p.recipientEmail), \(p.claimCode), \(p.deliveryPin), \(route.pickup.lat), \(route.pickup.lon), \(route.pickupAddress),
+                \(route.dropoff.lat), \(route.dropoff.lon), \(route.dropoffAddress), \(p.service.rawValue), \(p.paymentMethod),
+                \(p.insured), \(p.description), \(p.documentPhotoMediaId), \(quote.amountMinor), \(quote.currency), \(quote.etaSeconds),
+                \(quote.distanceMeters), \(p.status.rawValue), \(route.dropOffCentre?.id), \(route.collectionCentre?.id), \(p.centreCode),
+                \(p.pointsSpent))
+            RETURNING \(ParcelRecord.columns), \(ParcelRecord.photoMeta)
+            """)!
     }
 
     func parcel(_ c: Connection, centreCode: String, lock: Bool) throws -> ParcelRecord? {
-        try c.first("SELECT * FROM dispatch.parcels WHERE centre_code = $1\(lock ? " FOR UPDATE" : "")", [centreCode]).map(ParcelRecord.init)
+        try c.one(ParcelRecord.self, """
+            SELECT \(ParcelRecord.columns) FROM dispatch.parcels WHERE centre_code = \(centreCode)\(unescaped: lock ? " FOR UPDATE" : "")
+            """)
     }
 
     /// The parcel that claim code `code` (normalised) names, locked.
     func parcel(_ c: Connection, claimCode code: String) throws -> ParcelRecord? {
-        try c.first("SELECT * FROM dispatch.parcels WHERE claim_code = $1 FOR UPDATE", [code]).map(ParcelRecord.init)
+        try c.one(ParcelRecord.self, "SELECT \(ParcelRecord.columns) FROM dispatch.parcels WHERE claim_code = \(code) FOR UPDATE")
     }
 
     /// One more wrong PIN for a parcel; how many there have been.
     func countWrongPin(_ c: Connection, _ id: UUID) throws -> Int {
-        try c.first("UPDATE dispatch.parcels SET pin_failures = pin_failures + 1 WHERE id = $1 RETURNING pin_failures", [id])!["pin_failures"]
+        try c.first("UPDATE dispatch.parcels SET pin_failures = pin_failures + 1 WHERE id = \(id) RETURNING pin_failures")!["pin_failures"]
     }
 
     /// Image `id` if `reader` uploaded it or it is a photo of a parcel that is theirs (its sender, recipient or
@@ -148,37 +160,36 @@ extension DispatchStorage {
     func parcel(_ c: Connection, _ id: UUID, lock: Bool = false, skipLocked: Bool = false) throws -> ParcelRecord? {
         let suffix = lock ? (skipLocked ? " FOR UPDATE SKIP LOCKED" : " FOR UPDATE") : ""
         // A read to show the parcel carries its photos' meta; one to change it does not need them.
-        return try c.first("SELECT *\(lock ? "" : ", " + ParcelRecord.photoMetaSQL) FROM dispatch.parcels WHERE id = $1\(suffix)", [id])
-            .map(ParcelRecord.init)
+        let meta: SQL = lock ? "" : ", \(ParcelRecord.photoMeta)"
+        return try c.one(ParcelRecord.self, "SELECT \(ParcelRecord.columns)\(meta) FROM dispatch.parcels WHERE id = \(id)\(unescaped: suffix)")
     }
 
     func save(_ c: Connection, _ p: ParcelRecord) throws {
-        let update = Self.update(p, from: 1)
-        try c.execute(update.sql, update.parameters)
+        try c.execute(Self.update(p))
     }
 
-    /// The statement that writes `p`'s changeable columns, its parameters bound from `$n` on.
-    private static func update(_ p: ParcelRecord, from n: Int) -> (sql: String, parameters: [(any PostgresEncodable)?]) {
-        ("""
-         UPDATE dispatch.parcels SET status = $\(n + 1), courier_id = $\(n + 2), offered_to = $\(n + 3), offer_expires_at = $\(n + 4),
-             delivery_photo_media_id = $\(n + 5), receipt_photo_media_id = $\(n + 6), failure_reason = $\(n + 7),
-             recipient_user_id = $\(n + 8), claim_code = $\(n + 9), updated_at = now()
-         WHERE id = $\(n)
-         """, [p.id, p.status.rawValue, p.courierId, p.offeredTo, p.offerExpiresAt, p.deliveryPhotoMediaId, p.receiptPhotoMediaId,
-               p.failureReason, p.recipientUserId, p.claimCode])
+    /// The statement that writes `p`'s changeable columns.
+    private static func update(_ p: ParcelRecord) -> SQL {
+        """
+        UPDATE dispatch.parcels SET status = \(p.status.rawValue), courier_id = \(p.courierId), offered_to = \(p.offeredTo),
+            offer_expires_at = \(p.offerExpiresAt), delivery_photo_media_id = \(p.deliveryPhotoMediaId),
+            receipt_photo_media_id = \(p.receiptPhotoMediaId), failure_reason = \(p.failureReason),
+            recipient_user_id = \(p.recipientUserId), claim_code = \(p.claimCode), updated_at = now()
+        WHERE id = \(p.id)
+        """
     }
 
     /// A parcel's move, in one statement: its history entry (`at`), its event, and its row as `saving` now is (none
     /// for a parcel just inserted).
     func record(_ c: Connection, parcel: UUID, saving p: ParcelRecord?, from: ParcelStatus?, to: ParcelStatus,
                 actor: ParcelActor, actorId: UUID?, place: GeoPoint?, at: Date, event: OutboxRow) throws {
-        let history: [(any PostgresEncodable)?] = [parcel, from?.rawValue, to.rawValue, actor.rawValue, actorId, place?.lat, place?.lon, at]
-        let update = p.map { Self.update($0, from: history.count + event.parameters.count + 1) }
+        let update: SQL = p.map { ", parcel AS (\(Self.update($0)))" } ?? ""
         try c.enqueue("""
             WITH history AS (INSERT INTO dispatch.parcel_history (parcel_id, from_status, to_status, actor, actor_id, lat, lon, at)
-                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8))\(update.map { ", parcel AS (\($0.sql))" } ?? "")
-            INSERT INTO dispatch.outbox (event_id, topic, key, payload) VALUES \(OutboxRow.values(from: history.count + 1))
-            """, history + event.parameters + (update?.parameters ?? []))
+                             VALUES (\(parcel), \(from?.rawValue), \(to.rawValue), \(actor.rawValue), \(actorId), \(place?.lat),
+                                     \(place?.lon), \(at)))\(update)
+            INSERT INTO dispatch.outbox (event_id, topic, key, payload) VALUES \(event.values)
+            """)
     }
 
     /// What a parcel's view shows besides its row, read in one round trip: its history; its courier with their
@@ -187,20 +198,19 @@ extension DispatchStorage {
     func parcelDetails(_ c: Connection, _ p: ParcelRecord, withPayment: Bool) throws
         -> (history: [HistoryEntry], courier: (courier: CourierRecord, profile: ProfileRecord?)?, payment: PaymentRecord?,
             dropOffCentre: CentreRecord?, collectionCentre: CentreRecord?) {
-        var reads: [(sql: String, parameters: [(any PostgresEncodable)?])] = [
-            ("SELECT * FROM dispatch.parcel_history WHERE parcel_id = $1 ORDER BY id", [p.id])]
-        func read(_ sql: String, _ value: UUID?) -> Int? {
+        var reads: [SQL] = ["SELECT \(HistoryEntry.columns) FROM dispatch.parcel_history WHERE parcel_id = \(p.id) ORDER BY id"]
+        func read(_ value: UUID?, _ sql: (UUID) -> SQL) -> Int? {
             guard let value else { return nil }
-            reads.append((sql, [value]))
+            reads.append(sql(value))
             return reads.count - 1
         }
-        let courier = read("""
-            SELECT c.*, p.lat, p.lon, p.fix_at, f.username, f.full_name, f.avatar_media_id, f.picture_url, f.phone
+        let courier = read(p.courierId) { """
+            SELECT \(CourierRecord.columns), \(ProfileRecord.columns)
             FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id) LEFT JOIN dispatch.profiles f USING (user_id)
-            WHERE user_id = $1
-            """, p.courierId)
-        let payment = read(Self.paymentSQL(where: "parcel_id", lock: false), withPayment ? p.id : nil)
-        let dropOff = read(Self.centreSQL, p.dropOffCentreId), collection = read(Self.centreSQL, p.collectionCentreId)
+            WHERE user_id = \($0)
+            """ }
+        let payment = read(withPayment ? p.id : nil) { Self.paymentSQL(where: "parcel_id", $0, lock: false) }
+        let dropOff = read(p.dropOffCentreId, Self.centreSQL), collection = read(p.collectionCentreId, Self.centreSQL)
         let rows = try c.rows(together: reads)
         func first(_ i: Int?) -> Row? { i.flatMap { rows[$0].first } }
         return (try rows[0].map(HistoryEntry.init),
@@ -210,29 +220,28 @@ extension DispatchStorage {
     }
 
     func decline(_ c: Connection, parcel: UUID, courier: UUID) throws {
-        try c.execute("INSERT INTO dispatch.parcel_declines (parcel_id, courier_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                      [parcel, courier])
+        try c.execute("INSERT INTO dispatch.parcel_declines (parcel_id, courier_id) VALUES (\(parcel), \(courier)) ON CONFLICT DO NOTHING")
     }
 
     /// A parcel to offer, locked unless another transaction holds it, with the couriers who declined it.
     func parcelToOffer(_ c: Connection, _ id: UUID) throws -> (parcel: ParcelRecord, declined: Set<UUID>)? {
         try c.first("""
-            SELECT p.*, array_to_string(ARRAY(SELECT courier_id FROM dispatch.parcel_declines d WHERE d.parcel_id = p.id), ',') AS declined
-            FROM dispatch.parcels p WHERE p.id = $1 FOR UPDATE OF p SKIP LOCKED
-            """, [id]).map { r in
+            SELECT \(ParcelRecord.columns),
+                array_to_string(ARRAY(SELECT courier_id FROM dispatch.parcel_declines d WHERE d.parcel_id = p.id), ',') AS declined
+            FROM dispatch.parcels p WHERE p.id = \(id) FOR UPDATE OF p SKIP LOCKED
+            """).map { r in
             (try ParcelRecord(r), Set((try r["declined"] as String).split(separator: ",").compactMap { UUID(uuidString: String($0)) }))
         }
     }
 
-    /// Parcels waiting for a courier: express first, oldest first within a class.
     /// Parcels waiting for a courier (express first, oldest first) with their pickups: those not marked stranded,
     /// or (`stranded`) those marked.
     func awaiting(_ c: Connection, stranded: Bool = false, limit: Int) throws -> [(id: UUID, pickup: GeoPoint)] {
         try c.rows("""
             SELECT id, pickup_lat, pickup_lon FROM dispatch.parcels
-            WHERE status = 'awaiting_courier' AND stranded_at IS \(stranded ? "NOT NULL" : "NULL")
-            ORDER BY (service = 'express') DESC, created_at LIMIT $1
-            """, [limit]).map { (try $0["id"], GeoPoint(lat: try $0["pickup_lat"], lon: try $0["pickup_lon"])) }
+            WHERE status = 'awaiting_courier' AND stranded_at IS \(unescaped: stranded ? "NOT NULL" : "NULL")
+            ORDER BY (service = 'express') DESC, created_at LIMIT \(limit)
+            """).map { (try $0["id"], GeoPoint(lat: try $0["pickup_lat"], lon: try $0["pickup_lon"])) }
     }
 
     /// Whether another parcel waits to be offered a courier ahead of `parcel` (the matcher's order: express first,
@@ -240,37 +249,39 @@ extension DispatchStorage {
     func waitingAhead(_ c: Connection, of parcel: ParcelRecord) throws -> Bool {
         try c.first("""
             SELECT 1 AS ahead FROM dispatch.parcels
-            WHERE status = 'awaiting_courier' AND stranded_at IS NULL AND id <> $1 AND (service = 'express' OR NOT $2)
+            WHERE status = 'awaiting_courier' AND stranded_at IS NULL AND id <> \(parcel.id)
+              AND (service = 'express' OR NOT \(parcel.service == .express))
             LIMIT 1
-            """, [parcel.id, parcel.service == .express]) != nil
+            """) != nil
     }
 
     /// Marks a waiting parcel stranded (no courier within reach), or gives it back to matching.
     func setStranded(_ c: Connection, _ ids: [UUID], _ stranded: Bool) throws {
         try c.execute("""
-            UPDATE dispatch.parcels SET stranded_at = \(stranded ? "now()" : "NULL")
-            WHERE id = ANY($1::uuid[]) AND status = 'awaiting_courier'
-            """, [PostgresArray(ids)])
+            UPDATE dispatch.parcels SET stranded_at = \(unescaped: stranded ? "now()" : "NULL")
+            WHERE id = ANY(\(PostgresArray(ids))::uuid[]) AND status = 'awaiting_courier'
+            """)
     }
 
     func expiredOffers(_ c: Connection, limit: Int) throws -> [UUID] {
         try c.rows("""
             SELECT id FROM dispatch.parcels WHERE status = 'offered' AND offer_expires_at < now()
-            ORDER BY offer_expires_at LIMIT $1
-            """, [limit]).map { try $0["id"] }
+            ORDER BY offer_expires_at LIMIT \(limit)
+            """).map { try $0["id"] }
     }
 
     /// Parcels the courier has picked up and not yet moved off with.
     func pickedUp(_ c: Connection, courier: UUID) throws -> [UUID] {
-        try c.rows("SELECT id FROM dispatch.parcels WHERE courier_id = $1 AND status = 'picked_up'", [courier]).map { try $0["id"] }
+        try c.rows("SELECT id FROM dispatch.parcels WHERE courier_id = \(courier) AND status = 'picked_up'").map { try $0["id"] }
     }
 
     func list(_ c: Connection, user: UUID, role: String, status: String?, after: UUID?, limit: Int) throws -> [ParcelRecord] {
         let column = role == "sender" ? "sender_id" : role == "recipient" ? "recipient_user_id" : "courier_id"
-        let offered = role == "courier" ? " OR (offered_to = $1 AND status = 'offered')" : ""
-        return try c.rows("""
-            SELECT *, \(ParcelRecord.photoMetaSQL) FROM dispatch.parcels WHERE (\(column) = $1\(offered)) AND ($2::text IS NULL OR status = $2)
-              AND ($3::uuid IS NULL OR id < $3::uuid) ORDER BY id DESC LIMIT $4
-            """, [user, status, after, limit]).map(ParcelRecord.init)
+        let offered: SQL = role == "courier" ? " OR (offered_to = \(user) AND status = 'offered')" : ""
+        return try c.all(ParcelRecord.self, """
+            SELECT \(ParcelRecord.columns), \(ParcelRecord.photoMeta) FROM dispatch.parcels
+            WHERE (\(unescaped: column) = \(user)\(offered)) AND (\(status)::text IS NULL OR status = \(status))
+              AND (\(after)::uuid IS NULL OR id < \(after)::uuid) ORDER BY id DESC LIMIT \(limit)
+            """)
     }
 }

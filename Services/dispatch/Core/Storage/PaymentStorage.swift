@@ -3,7 +3,7 @@ import Postgres
 
 /// A payment row (a parcel's price, a wallet top-up or a plan's month): how it is paid, where it stands, and the
 /// provider call it waits for (`due`).
-struct PaymentRecord {
+struct PaymentRecord: PostgresRecord {
     let id: UUID
     let purpose: PaymentPurpose
     /// The parcel paid for (`purpose` parcel), or the subscription (plan).
@@ -31,6 +31,11 @@ struct PaymentRecord {
         due = try (r.decode("due") as String?).flatMap(PaymentCall.init(rawValue:)); attempts = try r["attempts"]
         createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
     }
+
+    static let columns: SQL = """
+        id, purpose, parcel_id, subscription_id, payer_id, method, amount_minor, currency, card_payment_method, status, provider_intent,
+        decline_code, due, attempts, created_at, updated_at
+        """
 }
 
 /// Where a payment stands.
@@ -67,13 +72,14 @@ extension DispatchStorage {
     func insertPayment(_ c: Connection, id: UUID, purpose: PaymentPurpose, parcel: UUID?, subscription: UUID?, payer: UUID, method: String,
                        amountMinor: Int, currency: String, card: String?, status: PaymentStatus, due: PaymentCall?,
                        dueIn: TimeInterval) throws -> PaymentRecord {
-        try PaymentRecord(c.first("""
+        try c.one(PaymentRecord.self, """
             INSERT INTO dispatch.payments (id, purpose, parcel_id, subscription_id, payer_id, method, amount_minor, currency,
                 card_payment_method, status, due, due_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
-                CASE WHEN $11::text IS NULL THEN NULL ELSE now() + make_interval(secs => $12) END)
-            RETURNING *
-            """, [id, purpose.rawValue, parcel, subscription, payer, method, amountMinor, currency, card, status.rawValue, due?.rawValue, dueIn])!)
+            VALUES (\(id), \(purpose.rawValue), \(parcel), \(subscription), \(payer), \(method), \(amountMinor), \(currency), \(card),
+                \(status.rawValue), \(due?.rawValue),
+                CASE WHEN \(due?.rawValue)::text IS NULL THEN NULL ELSE now() + make_interval(secs => \(dueIn)) END)
+            RETURNING \(PaymentRecord.columns)
+            """)!
     }
 
     func payment(_ c: Connection, parcel: UUID, lock: Bool = false) throws -> PaymentRecord? {
@@ -88,12 +94,13 @@ extension DispatchStorage {
         try payment(c, where: "provider_intent", providerIntent, lock: lock)
     }
 
-    private func payment(_ c: Connection, where column: String, _ value: any PostgresEncodable, lock: Bool) throws -> PaymentRecord? {
-        try c.first(Self.paymentSQL(where: column, lock: lock), [value]).map(PaymentRecord.init)
+    private func payment<V: PostgresEncodable>(_ c: Connection, where column: String, _ value: V, lock: Bool) throws -> PaymentRecord? {
+        try c.one(PaymentRecord.self, Self.paymentSQL(where: column, value, lock: lock))
     }
 
-    static func paymentSQL(where column: String, lock: Bool) -> String {
-        "SELECT * FROM dispatch.payments WHERE \(column) = $1\(lock ? " FOR UPDATE" : "")"
+    /// The payment whose `column` (one of its keys) is `value`.
+    static func paymentSQL<V: PostgresEncodable>(where column: String, _ value: V, lock: Bool) -> SQL {
+        "SELECT \(PaymentRecord.columns) FROM dispatch.payments WHERE \(unescaped: column) = \(value)\(unescaped: lock ? " FOR UPDATE" : "")"
     }
 
     /// Leases up to `limit` payments whose call is due: each is left alone by other callers for `lease` seconds, the
@@ -101,21 +108,23 @@ extension DispatchStorage {
     /// a booking just opened (and leased for its own first call).
     func leaseDuePayments(_ c: Connection, only: UUID? = nil, limit: Int, lease: TimeInterval) throws -> [PaymentRecord] {
         try c.rows("""
-            UPDATE dispatch.payments SET due_at = now() + make_interval(secs => $3), attempts = attempts + 1
-            WHERE id IN (SELECT id FROM dispatch.payments WHERE due IS NOT NULL AND (CASE WHEN $1::uuid IS NULL THEN due_at <= now() ELSE id = $1 END)
-                         ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-            RETURNING *
-            """, [only, limit, lease]).map(PaymentRecord.init)
+            UPDATE dispatch.payments SET due_at = now() + make_interval(secs => \(lease)), attempts = attempts + 1
+            WHERE id IN (SELECT id FROM dispatch.payments
+                         WHERE due IS NOT NULL AND (CASE WHEN \(only)::uuid IS NULL THEN due_at <= now() ELSE id = \(only) END)
+                         ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            RETURNING \(PaymentRecord.columns)
+            """).map(PaymentRecord.init)
     }
 
     /// Writes a payment's state; `due` nil: no call is waited for; else in `dueIn` seconds.
     func savePayment(_ c: Connection, _ p: PaymentRecord, dueIn: TimeInterval = 0, resetAttempts: Bool = false) throws {
         try c.execute("""
-            UPDATE dispatch.payments SET status = $2, provider_intent = $3, decline_code = $4, due = $5,
-                due_at = CASE WHEN $5::text IS NULL THEN NULL ELSE now() + make_interval(secs => $6) END,
-                attempts = CASE WHEN $7 THEN 0 ELSE attempts END, updated_at = now()
-            WHERE id = $1
-            """, [p.id, p.status.rawValue, p.providerIntent, p.declineCode, p.due?.rawValue, dueIn, resetAttempts])
+            UPDATE dispatch.payments SET status = \(p.status.rawValue), provider_intent = \(p.providerIntent), decline_code = \(p.declineCode),
+                due = \(p.due?.rawValue),
+                due_at = CASE WHEN \(p.due?.rawValue)::text IS NULL THEN NULL ELSE now() + make_interval(secs => \(dueIn)) END,
+                attempts = CASE WHEN \(resetAttempts) THEN 0 ELSE attempts END, updated_at = now()
+            WHERE id = \(p.id)
+            """)
     }
 
     /// Appends a ledger entry (each kind at most once per payment: the unique index refuses a second capture).
@@ -124,15 +133,15 @@ extension DispatchStorage {
         let r = try c.first("""
             INSERT INTO dispatch.payment_ledger (payment_id, parcel_id, entry, amount_minor, currency, courier_id, provider_reference,
                 decline_code, centre_id)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id, at
-            """, [p.id, p.parcelId, entry, amountMinor, p.currency, courier, p.providerIntent, entry == "declined" ? p.declineCode : nil,
-                  centre])!
+            VALUES (\(p.id), \(p.parcelId), \(entry), \(amountMinor), \(p.currency), \(courier), \(p.providerIntent),
+                \(entry == "declined" ? p.declineCode : nil), \(centre)) RETURNING id, at
+            """)!
         return (try r["id"], try r["at"])
     }
 
     /// True the first time a provider's event id is seen.
     func firstSight(_ c: Connection, providerEvent id: String, type: String) throws -> Bool {
-        try c.execute("INSERT INTO dispatch.provider_events (id, type) VALUES ($1, $2) ON CONFLICT DO NOTHING", [id, type]) == 1
+        try c.execute("INSERT INTO dispatch.provider_events (id, type) VALUES (\(id), \(type)) ON CONFLICT DO NOTHING") == 1
     }
 
     /// The parcels delivered on `day` (UTC), per courier and currency: their prices, and how each was paid, taken
@@ -143,7 +152,7 @@ extension DispatchStorage {
                 SELECT DISTINCT ON (h.parcel_id) h.parcel_id, h.actor_id AS courier_id
                 FROM dispatch.parcel_history h
                 WHERE h.to_status IN ('delivered', 'received', 'ready_for_collection') AND h.from_status IN ('picked_up', 'in_transit')
-                  AND h.at >= $1::date AND h.at < $1::date + 1
+                  AND h.at >= \(day)::date AND h.at < \(day)::date + 1
                 ORDER BY h.parcel_id, h.at)
             SELECT d.courier_id, p.currency, count(*)::int AS parcels, sum(p.amount_minor)::int AS price,
                 coalesce(sum(l.amount_minor) FILTER (WHERE l.entry = 'cash_collected'), 0)::int AS cash,
@@ -156,7 +165,7 @@ extension DispatchStorage {
             LEFT JOIN dispatch.payments m ON m.parcel_id = p.id
             LEFT JOIN dispatch.payment_ledger l ON l.payment_id = m.id AND l.entry IN ('captured', 'cash_collected', 'wallet_debited')
             GROUP BY d.courier_id, p.currency ORDER BY p.currency, d.courier_id NULLS FIRST
-            """, [day]).map { r in
+            """).map { r in
             ReconciliationRow(courierId: try r.decode("courier_id"), currency: try r["currency"], parcels: try r["parcels"],
                               priceMinor: try r["price"], cashCollectedMinor: try r["cash"], capturedMinor: try r["captured"], walletMinor: try r["wallet"],
                               captureDueMinor: try r["due"], awaitingCollectionMinor: try r["waiting"], withoutPayment: try r["unpaid"])
@@ -177,9 +186,9 @@ extension DispatchStorage {
             FROM dispatch.payment_ledger l JOIN dispatch.payments m ON m.id = l.payment_id
             LEFT JOIN dispatch.wallet_ledger w ON w.payment_id = m.id AND w.entry = 'topped_up'
             LEFT JOIN dispatch.plan_ledger pl ON pl.payment_id = m.id AND pl.entry IN ('started', 'renewed')
-            WHERE l.entry = 'captured' AND m.purpose IN ('top_up', 'plan') AND l.at >= $1::date AND l.at < $1::date + 1
+            WHERE l.entry = 'captured' AND m.purpose IN ('top_up', 'plan') AND l.at >= \(day)::date AND l.at < \(day)::date + 1
             GROUP BY m.currency ORDER BY m.currency
-            """, [day]).map { r in
+            """).map { r in
             CreditRow(currency: try r["currency"], topUpsCapturedMinor: try r["top_ups"], walletCreditedMinor: try r["credited"],
                       plansCapturedMinor: try r["plans"], planMonthsMinor: try r["months"])
         }
@@ -192,9 +201,9 @@ extension DispatchStorage {
     func centreCashOn(_ c: Connection, day: String) throws -> [CentreCashRow] {
         try c.rows("""
             SELECT centre_id, currency, count(*)::int AS parcels, sum(amount_minor)::int AS cash FROM dispatch.payment_ledger
-            WHERE entry = 'cash_collected' AND centre_id IS NOT NULL AND at >= $1::date AND at < $1::date + 1
+            WHERE entry = 'cash_collected' AND centre_id IS NOT NULL AND at >= \(day)::date AND at < \(day)::date + 1
             GROUP BY centre_id, currency ORDER BY currency, centre_id
-            """, [day]).map { r in
+            """).map { r in
             CentreCashRow(centreId: try r["centre_id"], currency: try r["currency"], parcels: try r["parcels"], cashCollectedMinor: try r["cash"])
         }
     }

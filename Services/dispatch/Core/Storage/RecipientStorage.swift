@@ -8,12 +8,12 @@ extension DispatchStorage {
     /// `emailSince`.
     func parcelsNaming(_ c: Connection, username: String, since usernameSince: Date, email: String?, since emailSince: Date,
                        notSentBy user: UUID) throws -> [ParcelRecord] {
-        try c.rows("""
-            SELECT * FROM dispatch.parcels
-            WHERE recipient_user_id IS NULL AND sender_id <> $5 AND status NOT IN ('received', 'cancelled', 'failed')
-              AND ((recipient_username IS NOT NULL AND lower(recipient_username) = lower($1) AND created_at >= $2)
-                   OR (recipient_email IS NOT NULL AND lower(recipient_email) = lower($3) AND created_at >= $4))
+        try c.all(ParcelRecord.self, """
+            SELECT \(ParcelRecord.columns) FROM dispatch.parcels
+            WHERE recipient_user_id IS NULL AND sender_id <> \(user) AND status NOT IN ('received', 'cancelled', 'failed')
+              AND ((recipient_username IS NOT NULL AND lower(recipient_username) = lower(\(username)) AND created_at >= \(usernameSince))
+                   OR (recipient_email IS NOT NULL AND lower(recipient_email) = lower(\(email)) AND created_at >= \(emailSince)))
             ORDER BY id FOR UPDATE
-            """, [username, usernameSince, email, emailSince, user]).map(ParcelRecord.init)
+            """)
     }
 }

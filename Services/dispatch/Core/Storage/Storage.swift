@@ -5,7 +5,7 @@ import Models
 import Postgres
 
 /// What dispatch knows of a person from auth's events.
-struct ProfileRecord {
+struct ProfileRecord: PostgresRecord {
     let username: String
     let fullName: String
     let avatar: UUID?
@@ -16,6 +16,9 @@ struct ProfileRecord {
         username = try r["username"]; fullName = try r["full_name"]; avatar = try r.decode("avatar_media_id")
         picture = try r.decode("picture_url"); phone = try r.decode("phone")
     }
+
+    /// The columns, from the profiles' table as `f`.
+    static let columns: SQL = "f.username, f.full_name, f.avatar_media_id, f.picture_url, f.phone"
 }
 
 extension Row {
@@ -30,14 +33,12 @@ extension Row {
 struct DispatchStorage {
     /// The account with `username` (case-insensitive) as auth's events told it; nil when dispatch knows nobody by it.
     func userId(_ c: Connection, username: String) throws -> UUID? {
-        try c.first("SELECT user_id FROM dispatch.profiles WHERE lower(username) = lower($1) ORDER BY updated_at DESC LIMIT 1",
-                    [username])?["user_id"]
+        try c.first("SELECT user_id FROM dispatch.profiles WHERE lower(username) = lower(\(username)) ORDER BY updated_at DESC LIMIT 1")?["user_id"]
     }
 
     /// A person's name and avatar as auth's events told them.
     func profile(_ c: Connection, _ user: UUID) throws -> ProfileRecord? {
-        try c.first("SELECT username, full_name, avatar_media_id, picture_url, phone FROM dispatch.profiles WHERE user_id = $1", [user])
-            .map(ProfileRecord.init)
+        try c.one(ProfileRecord.self, "SELECT \(ProfileRecord.columns) FROM dispatch.profiles f WHERE user_id = \(user)")
     }
 
     /// Records how to reach a person from a `user.registered` or `user.updated`, when that event is the newest of the
@@ -52,14 +53,15 @@ struct DispatchStorage {
         } else { return }
         guard let user = UUID(uuidString: id), let at = Timestamp.parse(time) else { return }
         try c.execute("""
-            UPDATE dispatch.profiles SET phone = $2, email = $3, email_verified = $4 WHERE user_id = $1 AND updated_at = $5
-            """, [user, phone, email, verified ?? false, at])
+            UPDATE dispatch.profiles SET phone = \(phone), email = \(email), email_verified = \(verified ?? false)
+            WHERE user_id = \(user) AND updated_at = \(at)
+            """)
     }
 
     /// The account that proved `email` (case-insensitive), as auth's events told it; nil when none did.
     func userId(_ c: Connection, verifiedEmail email: String) throws -> UUID? {
         try c.first("""
-            SELECT user_id FROM dispatch.profiles WHERE lower(email) = lower($1) AND email_verified ORDER BY updated_at DESC LIMIT 1
-            """, [email])?["user_id"]
+            SELECT user_id FROM dispatch.profiles WHERE lower(email) = lower(\(email)) AND email_verified ORDER BY updated_at DESC LIMIT 1
+            """)?["user_id"]
     }
 }
