@@ -31,20 +31,20 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation {
         bindings = []
     }
 
-    /// The statement as sent: `$1`, `$2`, ... in place of the values.
+    /// The statement as sent: `$1`, `$2`, ... in place of the values. Built from the UTF-8 bytes (no character
+    /// breaking): it is made on every call of a statement.
     public var statement: String {
         guard !bindings.isEmpty else { return text }
-        var out = ""
-        out.reserveCapacity(text.utf8.count + bindings.count * 2)
-        var n = 0, start = text.startIndex
-        for i in text.indices where text[i] == "\0" {
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count + bindings.count * 3)
+        var n = 0
+        for byte in text.utf8 {
+            guard byte == 0 else { out.append(byte); continue }
             n += 1
-            out += text[start..<i]
-            out += "$\(n)"
-            start = text.index(after: i)
+            out.append(UInt8(ascii: "$"))
+            if n >= 10 { out.append(contentsOf: String(n).utf8) } else { out.append(UInt8(ascii: "0") + UInt8(n)) }
         }
-        out += text[start...]
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     public struct StringInterpolation: StringInterpolationProtocol {

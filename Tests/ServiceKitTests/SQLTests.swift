@@ -21,6 +21,11 @@ final class SQLTests: XCTestCase {
         XCTAssertEqual(("VALUES " + list).statement, "VALUES ($1), ($2), ($3)")
     }
 
+    func testPlacesPastNineAreNumberedInFullAndTextAroundThemKept() {
+        let values = (1...12).map { "(\($0), 'é')" as SQL }.joined(separator: ",")
+        XCTAssertEqual(values.statement, (1...12).map { "($\($0), 'é')" }.joined(separator: ","))
+    }
+
     func testALiteralWithoutValuesIsSentAsWritten() {
         XCTAssertEqual(("SELECT '$1' AS dollars" as SQL).statement, "SELECT '$1' AS dollars")
     }
