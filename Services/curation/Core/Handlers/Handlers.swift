@@ -27,12 +27,12 @@ struct CurationHandlers: Sendable {
 
     // MARK: The catalogue
 
-    func subjects(_ request: Request) throws -> Response {
+    func subjects(_ context: Context<Void>) throws -> Response {
         .json(ItemList(try pool.withConnection { try storage.subjects($0) }.map(SubjectView.init)))
     }
 
-    func topics(_ request: Request) throws -> Response {
-        let id = try Validate.pathID(request)
+    func topics(_ context: Context<Void>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
         return try pool.withConnection { c in
             guard try storage.subjectExists(c, id) else { throw CurationError.notFound }
             return .json(ItemList(try storage.topics(c, subject: id).map(TopicView.init)))
@@ -40,10 +40,10 @@ struct CurationHandlers: Sendable {
     }
 
     /// A topic's starter videos: its sequence, the first unwatched first.
-    func topicVideos(_ request: Request) throws -> Response {
-        let id = try Validate.pathID(request)
-        let reader = try optionalCaller(request)
-        let page = try Page(request)
+    func topicVideos(_ context: Context<Void>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        let reader = try optionalCaller(context.request)
+        let page = try Page(context.request)
         let after = try page.after.map { values -> (Bool, Int) in
             guard values.count == 2, let position = Int(values[1]), ["true", "false"].contains(values[0]) else {
                 throw HTTPError.validation("cursor is not valid.", field: "cursor")
@@ -57,17 +57,17 @@ struct CurationHandlers: Sendable {
         }
     }
 
-    func video(_ request: Request) throws -> Response {
-        let id = try Validate.pathID(request)
-        let reader = try optionalCaller(request)
+    func video(_ context: Context<Void>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        let reader = try optionalCaller(context.request)
         return .json(VideoView(try pool.withConnection { try library.video($0, id, reader: reader) }, full: true))
     }
 
     /// Ranked full-text search, within a topic when given.
-    func search(_ request: Request) throws -> Response {
-        let page = try Page(request)
-        let q = try Validate.searchText(request)
-        let topic = try Validate.queryID(request, "topic")
+    func search(_ context: Context<Void>) throws -> Response {
+        let page = try Page(context.request)
+        let q = try Validate.searchText(context.request)
+        let topic = try Validate.queryID(context.request, "topic")
         let after = try page.after.map { values -> (Double, UUID) in
             guard values.count == 2, let rank = Double(values[0]), let id = UUID(uuidString: values[1]) else {
                 throw HTTPError.validation("cursor is not valid.", field: "cursor")
@@ -81,13 +81,13 @@ struct CurationHandlers: Sendable {
     /// Recommendations that stay in the video's topic, endless: the first page fixes the scroll's order (so it never
     /// repeats or skips a video), and when the topic is exhausted it comes round to those shown longest ago. A
     /// catalogue change ends a scroll of the plain ranking: its cursor is then refused and the client starts again.
-    func recommendations(_ request: Request) throws -> Response {
-        let id = try Validate.pathID(request)
-        let reader = try optionalCaller(request)
-        let page = try Page(request)
+    func recommendations(_ context: Context<Void>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        let reader = try optionalCaller(context.request)
+        let page = try Page(context.request)
         return try pool.withConnection { c in
             guard let topicId = try storage.topic(of: id, c) else { throw CurationError.notFound }
-            if let topic = request.query["topic"], UUID(uuidString: topic) != topicId {
+            if let topic = context.request.query["topic"], UUID(uuidString: topic) != topicId {
                 throw HTTPError.validation("topic must be the video's own topic.", field: "topic")
             }
             // A scroll that depends on the catalogue alone (no viewer, or none of their history in the topic) is
@@ -127,52 +127,52 @@ struct CurationHandlers: Sendable {
 
     // MARK: What I do
 
-    func watched(_ request: Request, _ caller: Caller, _ body: WatchedBody) throws -> Response {
-        let id = try Validate.pathID(request)
-        try pool.withTransaction { try library.watched($0, id, by: caller.userId, seconds: body.seconds, completed: body.completed ?? false) }
+    func watched(_ context: Context<Caller>, _ body: WatchedBody) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        try pool.withTransaction {
+            try library.watched($0, id, by: context.caller.userId, seconds: body.seconds, completed: body.completed ?? false)
+        }
         return .noContent
     }
 
-    func history(_ request: Request, _ caller: Caller) throws -> Response {
-        let page = try Page(request)
+    func history(_ context: Context<Caller>) throws -> Response {
+        let page = try Page(context.request)
         let after = try Self.timeCursor(page)
-        let rows = try pool.withConnection { try storage.history($0, user: caller.userId, after: after, limit: page.limit + 1) }
+        let rows = try pool.withConnection { try storage.history($0, user: context.caller.userId, after: after, limit: page.limit + 1) }
         return .json(PageResponse(rows, page, item: { HistoryView(video: VideoView($0.0), seconds: $0.seconds, completed: $0.completed,
                                                                      watchedAt: $0.at) },
                                       cursor: { [String($0.micros), $0.0.id.lowercased] }))
     }
 
-    func like(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
-        try pool.withTransaction { try library.like($0, id, by: caller.userId, true) }
+    func like(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        try pool.withTransaction { try library.like($0, id, by: context.caller.userId, true) }
         return .noContent
     }
 
-    func unlike(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
-        try pool.withTransaction { try library.like($0, id, by: caller.userId, false) }
+    func unlike(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        try pool.withTransaction { try library.like($0, id, by: context.caller.userId, false) }
         return .noContent
     }
 
-    func likes(_ request: Request, _ caller: Caller) throws -> Response {
-        let page = try Page(request)
+    func likes(_ context: Context<Caller>) throws -> Response {
+        let page = try Page(context.request)
         let after = try Self.timeCursor(page)
-        let rows = try pool.withConnection { try storage.likes($0, user: caller.userId, after: after, limit: page.limit + 1) }
+        let rows = try pool.withConnection { try storage.likes($0, user: context.caller.userId, after: after, limit: page.limit + 1) }
         return .json(PageResponse(rows, page, item: { VideoView($0.0) }, cursor: { [String($0.micros), $0.0.id.lowercased] }))
     }
 
-    func addComment(_ request: Request, _ caller: Caller, _ body: CommentBody) throws -> Response {
-        let id = try Validate.pathID(request)
-        return try idempotency.run(request, caller: caller.userId.lowercased) { c in
-            .json(CommentView(try library.comment(c, on: id, by: caller.userId, text: body.text), urls: urls), status: 201)
-        }
+    func addComment(_ context: Context<Caller>, _ body: CommentBody, _ c: Connection) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        return .json(CommentView(try library.comment(c, on: id, by: context.caller.userId, text: body.text), urls: urls), status: 201)
     }
 
-    func comments(_ request: Request) throws -> Response {
-        let id = try Validate.pathID(request)
-        let page = try Page(request)
+    func comments(_ context: Context<Void>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        let page = try Page(context.request)
         let after = try Self.timeCursor(page)
-        let reader = try optionalCaller(request)
+        let reader = try optionalCaller(context.request)
         return try pool.withConnection { c in
             _ = try library.video(c, id, reader: nil)
             let rows = try storage.comments(c, video: id, reader: reader, after: after, limit: page.limit + 1)
@@ -181,16 +181,16 @@ struct CurationHandlers: Sendable {
     }
 
     /// `POST /v1/comments/{id}/reports`: I report a comment for an operator to look at.
-    func reportComment(_ request: Request, _ caller: Caller, _ body: ReportBody) throws -> Response {
-        let id = try Validate.pathID(request)
+    func reportComment(_ context: Context<Caller>, _ body: ReportBody) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
         return try pool.withTransaction { c in
-            .json(ReportView(try library.report(c, comment: id, by: caller.userId, reason: body.reason, note: body.note)), status: 201)
+            .json(ReportView(try library.report(c, comment: id, by: context.caller.userId, reason: body.reason, note: body.note)), status: 201)
         }
     }
 
-    func deleteComment(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
-        try pool.withTransaction { try library.deleteComment($0, id, by: caller.userId) }
+    func deleteComment(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        try pool.withTransaction { try library.deleteComment($0, id, by: context.caller.userId) }
         return .noContent
     }
 
@@ -200,74 +200,73 @@ struct CurationHandlers: Sendable {
         PlaylistView(p, videos: try storage.videos(c, p.videoIds))
     }
 
-    func createPlaylist(_ request: Request, _ caller: Caller, _ body: CreatePlaylistBody) throws -> Response {
-        try idempotency.run(request, caller: caller.userId.lowercased) { c in
-            let p = try library.create(c, by: caller.userId, name: body.name, description: body.description.flatMap { $0.isEmpty ? nil : $0 },
-                                       isPublic: body.public ?? false)
-            return .json(try view(c, p), status: 201)
-        }
+    func createPlaylist(_ context: Context<Caller>, _ body: CreatePlaylistBody, _ c: Connection) throws -> Response {
+        let p = try library.create(c, by: context.caller.userId, name: body.name,
+                                   description: body.description.flatMap { $0.isEmpty ? nil : $0 }, isPublic: body.public ?? false)
+        return .json(try view(c, p), status: 201)
     }
 
-    func myPlaylists(_ request: Request, _ caller: Caller) throws -> Response {
+    func myPlaylists(_ context: Context<Caller>) throws -> Response {
         try pool.withConnection { c in
-            .json(ItemList(try storage.playlists(c, owner: caller.userId, onlyPublic: false).map { try view(c, $0) }))
+            .json(ItemList(try storage.playlists(c, owner: context.caller.userId, onlyPublic: false).map { try view(c, $0) }))
         }
     }
 
-    func playlist(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
-        return try pool.withConnection { c in .json(try view(c, try library.playlist(c, id, reader: caller.userId))) }
+    func playlist(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        return try pool.withConnection { c in .json(try view(c, try library.playlist(c, id, reader: context.caller.userId))) }
     }
 
-    func updatePlaylist(_ request: Request, _ caller: Caller, _ body: UpdatePlaylistBody) throws -> Response {
-        let id = try Validate.pathID(request)
+    func updatePlaylist(_ context: Context<Caller>, _ body: UpdatePlaylistBody) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
         return try pool.withTransaction { c in
-            .json(try view(c, try library.update(c, id, by: caller.userId, name: body.name, description: body.description,
+            .json(try view(c, try library.update(c, id, by: context.caller.userId, name: body.name, description: body.description,
                                                      isPublic: body.public)))
         }
     }
 
-    func deletePlaylist(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
-        try pool.withTransaction { try library.delete($0, id, by: caller.userId) }
+    func deletePlaylist(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        try pool.withTransaction { try library.delete($0, id, by: context.caller.userId) }
         return .noContent
     }
 
-    func addItem(_ request: Request, _ caller: Caller, _ body: PlaylistItemBody) throws -> Response {
-        let id = try Validate.pathID(request)
+    func addItem(_ context: Context<Caller>, _ body: PlaylistItemBody) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
         return try pool.withTransaction { c in
-            .json(try view(c, try library.add(c, id, video: body.videoId, at: body.position, by: caller.userId)))
+            .json(try view(c, try library.add(c, id, video: body.videoId, at: body.position, by: context.caller.userId)))
         }
     }
 
-    func removeItem(_ request: Request, _ caller: Caller) throws -> Response {
-        let (id, video) = (try Validate.pathID(request), try Validate.pathID(request, "videoId"))
-        return try pool.withTransaction { c in .json(try view(c, try library.remove(c, id, video: video, by: caller.userId))) }
+    func removeItem(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        let video = try context.parameters.require("videoId", as: UUID.self)
+        return try pool.withTransaction { c in .json(try view(c, try library.remove(c, id, video: video, by: context.caller.userId))) }
     }
 
-    func reorder(_ request: Request, _ caller: Caller, _ body: PlaylistOrderBody) throws -> Response {
-        let id = try Validate.pathID(request)
-        return try pool.withTransaction { c in .json(try view(c, try library.reorder(c, id, body.videoIds, by: caller.userId))) }
+    func reorder(_ context: Context<Caller>, _ body: PlaylistOrderBody) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
+        return try pool.withTransaction { c in .json(try view(c, try library.reorder(c, id, body.videoIds, by: context.caller.userId))) }
     }
 
     /// Someone's profile as others see it: name, avatar and public playlists.
-    func profile(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
+    func profile(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
         return try pool.withConnection { c in
             guard let person = try storage.profile(c, id) else { throw CurationError.notFound }
-            let lists = try storage.playlists(c, owner: id, onlyPublic: id != caller.userId).map { try view(c, $0) }
+            let lists = try storage.playlists(c, owner: id, onlyPublic: id != context.caller.userId).map { try view(c, $0) }
             return .json(ProfileView(id: id, name: person.name, avatarMediaId: person.avatar, avatarUrls: urls.avatarSizes(person.avatar, owner: id, picture: person.picture),
                                      playlists: lists))
         }
     }
 
-    func preferences(_ request: Request, _ caller: Caller) throws -> Response {
-        let p = try pool.withConnection { try storage.preferences($0, caller.userId) }
+    func preferences(_ context: Context<Caller>) throws -> Response {
+        let p = try pool.withConnection { try storage.preferences($0, context.caller.userId) }
         return .json(PreferencesView(theme: p.theme, autoplay: p.autoplay))
     }
 
-    func setPreferences(_ request: Request, _ caller: Caller, _ body: PreferencesBody) throws -> Response {
-        try pool.withConnection { try storage.setPreferences($0, caller.userId, theme: body.theme, autoplay: body.autoplay ?? true) }
+    func setPreferences(_ context: Context<Caller>, _ body: PreferencesBody) throws -> Response {
+        try pool.withConnection { try storage.setPreferences($0, context.caller.userId, theme: body.theme, autoplay: body.autoplay ?? true) }
         return .json(PreferencesView(theme: body.theme, autoplay: body.autoplay ?? true))
     }
 
