@@ -55,11 +55,6 @@ public struct Blocks: Sendable {
         try c.first("SELECT 1 AS one FROM \(unescaped: schema).blocks WHERE blocked_id = \(user) AND user_id IN (\(runners))") != nil
     }
 
-    /// `isBlocked(_:byAnyOf:on:)` with `runners` as text whose parameter `$1` is `value`.
-    public func isBlocked(_ user: UUID, byAnyOf runners: String, _ value: UUID, on c: Connection) throws -> Bool {
-        try c.first("SELECT 1 AS one FROM \(schema).blocks WHERE blocked_id = $2 AND user_id IN (\(runners))", [value, user]) != nil
-    }
-
     /// Forgets the blocks of and on an erased account.
     public func forget(_ user: UUID, on c: Connection) throws {
         try c.execute("DELETE FROM \(unescaped: schema).blocks WHERE user_id = \(user) OR blocked_id = \(user)")
