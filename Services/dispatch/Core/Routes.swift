@@ -38,24 +38,24 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
     r.add("POST", "/v1/parcels/{id}/confirm", summary: "The recipient confirms receipt, with a photo", body: PhotoBody.self,
           response: (200, ParcelView.shape), auth: auth, h.confirm)
     r.add("POST", "/v1/parcels/{id}/cancel", summary: "The sender cancels before pickup", response: (200, ParcelView.shape), auth: auth, h.cancel)
-    r.add("GET", "/v1/loyalty", summary: "My loyalty points: the balance and the latest entries (?limit=)",
-          response: (200, LoyaltyView.shape), auth: auth, h.loyaltyStatement)
-    r.query("GET", "/v1/loyalty", [.limit(max: 100, default: 20)])
-    r.add("GET", "/v1/wallet", summary: "My wallet: the balance, top-ups still being taken, and the latest entries (?limit=)",
-          response: (200, WalletView.shape), auth: auth, h.walletStatement)
-    r.query("GET", "/v1/wallet", [.limit(max: 100, default: 20)])
-    r.add("POST", "/v1/wallet/top-ups", summary: "Top up my wallet from a card, taken at once", body: TopUpBody.self,
-          response: (201, TopUpView.shape), auth: auth, h.topUp)
-    r.add("GET", "/v1/wallet/top-ups/{id}", summary: "One of my top-ups: pending, captured or declined",
-          response: (200, TopUpView.shape), auth: auth, h.getTopUp)
-    r.add("GET", "/v1/plans", summary: "The plans one may subscribe to, with their monthly price and benefits",
-          response: (200, ItemList<PlanView>.shape), auth: auth, h.listPlans)
-    r.add("POST", "/v1/plans/subscription", summary: "Subscribe to a plan, its months taken from a card",
-          body: SubscribeBody.self, response: (201, SubscriptionView.shape), auth: auth, h.subscribe)
-    r.add("GET", "/v1/plans/subscription", summary: "My subscription, if I have one", response: (200, SubscriptionView.shape),
-          auth: auth, h.getSubscription)
-    r.add("DELETE", "/v1/plans/subscription", summary: "Stop renewing my plan: it runs until its period ends",
-          response: (200, SubscriptionView.shape), auth: auth, h.stopRenewing)
+    r.group("/v1", .user(auth)) { money in
+        money.add("GET", "/loyalty", "My loyalty points: the balance and the latest entries (?limit=)",
+                  answers: (200, LoyaltyView.shape), query: [.limit(max: 100, default: 20)], h.loyaltyStatement)
+        money.add("GET", "/wallet", "My wallet: the balance, top-ups still being taken, and the latest entries (?limit=)",
+                  answers: (200, WalletView.shape), query: [.limit(max: 100, default: 20)], h.walletStatement)
+        money.add("POST", "/wallet/top-ups", "Top up my wallet from a card, taken at once", body: TopUpBody.self,
+                  answers: (201, TopUpView.shape), idempotent: true, h.topUp)
+        money.add("GET", "/wallet/top-ups/{id}", "One of my top-ups: pending, captured or declined",
+                  answers: (200, TopUpView.shape), h.getTopUp)
+        money.add("GET", "/plans", "The plans one may subscribe to, with their monthly price and benefits",
+                  answers: (200, ItemList<PlanView>.shape), h.listPlans)
+        money.add("POST", "/plans/subscription", "Subscribe to a plan, its months taken from a card",
+                  body: SubscribeBody.self, answers: (201, SubscriptionView.shape), idempotent: true, h.subscribe)
+        money.add("GET", "/plans/subscription", "My subscription, if I have one", answers: (200, SubscriptionView.shape),
+                  h.getSubscription)
+        money.add("DELETE", "/plans/subscription", "Stop renewing my plan: it runs until its period ends",
+                  answers: (200, SubscriptionView.shape), h.stopRenewing)
+    }
     r.add("GET", "/v1/centres", summary: "The reception centres nearest a point (?lat=&lon=&limit=), open now or when they open",
           response: (200, ItemList<CentreView>.shape), auth: auth, h.nearestCentres)
     r.query("GET", "/v1/centres", [QueryParameter("lat", .number(-90...90), "Latitude"), QueryParameter("lon", .number(-180...180), "Longitude"),
@@ -118,7 +118,7 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
     r.query("GET", "/v1/parcels", QueryParameter.page + [
         QueryParameter("role", .oneOf(["sender", "recipient", "courier"]), "Parcels I send, receive or carry", default: "sender"),
         QueryParameter("status", Shapes.status, "Only parcels in this status")])
-    r.idempotent("POST", ["/v1/parcels", "/v1/dispatch/media", "/v1/wallet/top-ups", "/v1/plans/subscription",
+    r.idempotent("POST", ["/v1/parcels", "/v1/dispatch/media",
                           "/v1/centres/{id}/check-ins", "/v1/centres/{id}/collections"]
                  + ["accept", "decline", "pickup", "deliver", "fail", "confirm", "cancel"].map { "/v1/parcels/{id}/\($0)" })
     return r

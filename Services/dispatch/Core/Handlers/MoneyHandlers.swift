@@ -10,21 +10,22 @@ extension DispatchHandlers {
     var wallet: Wallet { parcels.payments.wallet }
     var plans: Plans { parcels.payments.plans }
 
-    func loyaltyStatement(_ request: Request, _ caller: Caller) throws -> Response {
-        let limit = try Page(request, maxLimit: 100, defaultLimit: 20).limit
-        return .json(try pool.withConnection { try parcels.loyalty.statement($0, caller.userId, limit: limit) })
+    func loyaltyStatement(_ context: Context<Caller>) throws -> Response {
+        let limit = try Page(context.request, maxLimit: 100, defaultLimit: 20).limit
+        return .json(try pool.withConnection { try parcels.loyalty.statement($0, context.caller.userId, limit: limit) })
     }
 
-    func walletStatement(_ request: Request, _ caller: Caller) throws -> Response {
-        let limit = try Page(request, maxLimit: 100, defaultLimit: 20).limit
-        return .json(try pool.withConnection { try wallet.statement($0, caller.userId, currency: tariff.currency, limit: limit) })
+    func walletStatement(_ context: Context<Caller>) throws -> Response {
+        let limit = try Page(context.request, maxLimit: 100, defaultLimit: 20).limit
+        return .json(try pool.withConnection { try wallet.statement($0, context.caller.userId, currency: tariff.currency, limit: limit) })
     }
 
     /// `POST /v1/wallet/top-ups`: 201 with the top-up, `captured` when the provider answered in time.
-    func topUp(_ request: Request, _ caller: Caller, _ body: TopUpBody) throws -> Response {
+    func topUp(_ context: Context<Caller>, _ body: TopUpBody) throws -> Response {
         guard let payments else { throw PaymentError.cardsOff }
+        let caller = context.caller
         let opened = Opened()
-        return try idempotency.run(request, caller: caller.userId.lowercased, finishingWithin: 2 * payments.lease) { c in
+        return try idempotency.run(context.request, caller: caller.userId.lowercased, finishingWithin: 2 * payments.lease) { c in
             try parcels.payments.admitCard(c, payer: caller.userId)
             let p = try storage.insertPayment(c, id: UUID.v7(), purpose: .topUp, parcel: nil, subscription: nil, payer: caller.userId,
                                               method: "card", amountMinor: body.amountMinor, currency: tariff.currency,
@@ -39,26 +40,27 @@ extension DispatchHandlers {
     }
 
     /// `GET /v1/wallet/top-ups/{id}`: the payer's own top-up; anyone else's is not found.
-    func getTopUp(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
+    func getTopUp(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self)
         return try pool.withConnection { c in
-            guard let p = try storage.payment(c, id: id), p.purpose == .topUp, p.payerId == caller.userId else {
+            guard let p = try storage.payment(c, id: id), p.purpose == .topUp, p.payerId == context.caller.userId else {
                 throw HTTPError.notFound("No such top-up.")
             }
             return .json(TopUpView(payment: p))
         }
     }
 
-    func listPlans(_ request: Request, _ caller: Caller) throws -> Response {
+    func listPlans(_ context: Context<Caller>) throws -> Response {
         .json(ItemList(Plans.catalogue(currency: tariff.currency).map(PlanView.init)))
     }
 
     /// `POST /v1/plans/subscription`: 201 with the subscription, `active` when the provider took the first month in time.
-    func subscribe(_ request: Request, _ caller: Caller, _ body: SubscribeBody) throws -> Response {
+    func subscribe(_ context: Context<Caller>, _ body: SubscribeBody) throws -> Response {
         guard let payments else { throw PaymentError.cardsOff }
+        let caller = context.caller
         guard let plan = Plans.catalogue(currency: tariff.currency).first(where: { $0.id == body.planId }) else { throw Plans.Refused.unknownPlan }
         let opened = Opened()
-        return try idempotency.run(request, caller: caller.userId.lowercased, finishingWithin: 2 * payments.lease) { c in
+        return try idempotency.run(context.request, caller: caller.userId.lowercased, finishingWithin: 2 * payments.lease) { c in
             try parcels.payments.admitCard(c, payer: caller.userId)
             let (s, p) = try plans.subscribe(c, caller.userId, plan: plan, card: body.cardPaymentMethod, storage: storage, lease: payments.lease)
             opened.id = p.id
@@ -72,16 +74,16 @@ extension DispatchHandlers {
         }
     }
 
-    func getSubscription(_ request: Request, _ caller: Caller) throws -> Response {
+    func getSubscription(_ context: Context<Caller>) throws -> Response {
         try pool.withConnection { c in
-            guard let s = try plans.current(c, caller.userId) else { throw Plans.Refused.notSubscribed }
+            guard let s = try plans.current(c, context.caller.userId) else { throw Plans.Refused.notSubscribed }
             return .json(SubscriptionView(subscription: s))
         }
     }
 
     /// `DELETE /v1/plans/subscription`: the plan will not renew (it runs until its period ends).
-    func stopRenewing(_ request: Request, _ caller: Caller) throws -> Response {
-        .json(SubscriptionView(subscription: try pool.withTransaction { try plans.stopRenewing($0, caller.userId, currency: tariff.currency) }))
+    func stopRenewing(_ context: Context<Caller>) throws -> Response {
+        .json(SubscriptionView(subscription: try pool.withTransaction { try plans.stopRenewing($0, context.caller.userId, currency: tariff.currency) }))
     }
 
     /// Makes payment `id`'s due call now, and the capture it leads to at once (a top-up's or a plan's), if the
