@@ -105,7 +105,8 @@ extension EventSchema {
     static func fieldSchema(_ field: Shape.Field, hint: Field) -> OrderedJSON {
         var out: [(String, OrderedJSON)] = []
         func add(_ key: String, _ value: Int?) { if let value { out.append((key, .int(value))) } }
-        let values: [String]? = if case .enumeration(let values) = field.shape { values } else { hint.values }
+        // A hint narrows a shared enum to the values this field takes (`parcel.status`'s `to` is never its first state).
+        let values: [String]? = if case .enumeration(let values) = field.shape { hint.values ?? values } else { hint.values }
         if let values {
             out.append(("enum", .array(values.map(OrderedJSON.string))))
         } else {

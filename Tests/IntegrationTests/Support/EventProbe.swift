@@ -1,6 +1,7 @@
 import Foundation
 import Kafka
 import Models
+import Web
 import Synchronization
 import XCTest
 
@@ -25,7 +26,7 @@ final class EventProbe {
             let event: [String: Any] = ["specversion": "1.0", "id": ids?[i] ?? UUID().uuidString.lowercased(), "source": source, "type": P.type,
                                         "time": Timestamp.format(Date()), "subject": subject, "datacontenttype": "application/json",
                                         "dataschema": "urn:backend:schema:events:\(P.type)",
-                                        "data": try JSONSerialization.jsonObject(with: try JSONEncoder().encode(payload))]
+                                        "data": try JSONSerialization.jsonObject(with: Data(try JSON.encode(payload)))]
             return OutgoingMessage(topic: P.type, key: subject, value: Array(try JSONSerialization.data(withJSONObject: event)), header: ("ce_type", P.type))
         }
         let results = try Producer(config: config).send(messages)

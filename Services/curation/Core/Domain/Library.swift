@@ -47,8 +47,8 @@ struct Library: Sendable {
     func watched(_ c: Connection, _ video: UUID, by user: UUID, seconds: Int, completed: Bool) throws {
         _ = try self.video(c, video, reader: user)
         let at = try storage.recordWatch(c, user: user, video: video, seconds: seconds, completed: completed)
-        try outbox.add(VideoWatched(videoId: video.lowercased, userId: user.lowercased, seconds: seconds, completed: completed,
-                                    at: Timestamp.format(at)), subject: video.lowercased, on: c)
+        try outbox.add(VideoWatched(videoId: video, userId: user, seconds: seconds, completed: completed,
+                                    at: at), subject: video.lowercased, on: c)
     }
 
     /// Likes or unlikes; an event only when something changed.
@@ -56,7 +56,7 @@ struct Library: Sendable {
         _ = try self.video(c, video, reader: user)
         let changed = liked ? try storage.like(c, user: user, video: video) : try storage.unlike(c, user: user, video: video)
         if changed {
-            try outbox.add(VideoLiked(videoId: video.lowercased, userId: user.lowercased, liked: liked, at: Timestamp.format(Date())),
+            try outbox.add(VideoLiked(videoId: video, userId: user, liked: liked, at: Date()),
                            subject: video.lowercased, on: c)
         }
     }
@@ -64,8 +64,8 @@ struct Library: Sendable {
     func comment(_ c: Connection, on video: UUID, by user: UUID, text: String) throws -> CommentRecord {
         _ = try self.video(c, video, reader: user)
         let comment = try storage.addComment(c, video: video, author: user, text: text)
-        try outbox.add(VideoCommented(videoId: video.lowercased, commentId: comment.id.lowercased, authorId: user.lowercased,
-                                      createdAt: Timestamp.format(comment.createdAt)), subject: video.lowercased, on: c)
+        try outbox.add(VideoCommented(videoId: video, commentId: comment.id, authorId: user,
+                                      createdAt: comment.createdAt), subject: video.lowercased, on: c)
         return comment
     }
 
@@ -79,9 +79,9 @@ struct Library: Sendable {
     func takeDown(_ c: Connection, _ report: ReportRecord) throws {
         guard let comment = try storage.comment(c, report.targetId) else { return }
         try storage.deleteComment(c, comment.id)
-        try outbox.add(VideoCommentTakenDown(videoId: comment.videoId.lowercased, commentId: comment.id.lowercased,
-                                             authorId: report.authorId?.lowercased, reportId: report.id.lowercased,
-                                             takenDownAt: Timestamp.format(Date())), subject: comment.videoId.lowercased, on: c)
+        try outbox.add(VideoCommentTakenDown(videoId: comment.videoId, commentId: comment.id,
+                                             authorId: report.authorId, reportId: report.id,
+                                             takenDownAt: Date()), subject: comment.videoId.lowercased, on: c)
     }
 
     func deleteComment(_ c: Connection, _ id: UUID, by user: UUID) throws {
@@ -151,14 +151,14 @@ struct Library: Sendable {
     func delete(_ c: Connection, _ id: UUID, by user: UUID) throws {
         let p = try owned(c, id, by: user)
         try storage.deletePlaylist(c, id)
-        try outbox.add(PlaylistUpdated(playlistId: id.lowercased, ownerId: user.lowercased, isPublic: p.isPublic, videoCount: 0,
-                                       deleted: true, updatedAt: Timestamp.format(Date())), subject: id.lowercased, on: c)
+        try outbox.add(PlaylistUpdated(playlistId: id, ownerId: user, isPublic: p.isPublic, videoCount: 0,
+                                       deleted: true, updatedAt: Date()), subject: id.lowercased, on: c)
     }
 
     @discardableResult
     private func changed(_ c: Connection, _ p: PlaylistRecord) throws -> PlaylistRecord {
-        try outbox.add(PlaylistUpdated(playlistId: p.id.lowercased, ownerId: p.ownerId.lowercased, isPublic: p.isPublic,
-                                       videoCount: p.videoIds.count, deleted: false, updatedAt: Timestamp.format(p.updatedAt)),
+        try outbox.add(PlaylistUpdated(playlistId: p.id, ownerId: p.ownerId, isPublic: p.isPublic,
+                                       videoCount: p.videoIds.count, deleted: false, updatedAt: p.updatedAt),
                        subject: p.id.lowercased, on: c)
         return p
     }
