@@ -39,6 +39,32 @@ public struct StreamTickets: Sendable {
     }
 }
 
+extension Access where Who == Caller {
+    /// Callers with a user's access token or a stream ticket in the query (`?ticket=`, which wins over a header),
+    /// for event streams (an `EventSource` cannot set a header); listed under both schemes. A ticket is checked in
+    /// full with the request (a GET has no body to hold back) and used once. A stream ends when the caller's session
+    /// is revoked.
+    public static func stream(_ auth: any Authenticator, tickets: StreamTickets) -> Access<Caller> {
+        Access(security: ["bearer", "streamTicket"],
+               checkHead: Router.headCheck { if $0.query["ticket"] == nil { try auth.checkHead($0) } },
+               authenticate: { request -> Caller in
+                   guard let text = request.query["ticket"] else { return try auth.authenticate(request) }
+                   let ticket = try auth.ticket(text)
+                   try tickets.redeem(ticket)
+                   return ticket.caller
+               },
+               answered: { answer, caller in if let stream = answer.stream { auth.end(stream, whenRevoked: caller) } },
+               scope: { $0.userId.lowercased })
+    }
+}
+
+extension RouteGroup.Also {
+    /// What an event stream answers.
+    public static var eventStream: Self {
+        .answer(200, contentType: "text/event-stream", description: "Server-Sent Events, until the client leaves")
+    }
+}
+
 extension Router {
     /// A route answering with an event stream, for callers with a user's access token or a stream ticket in the query
     /// (`?ticket=`, which wins over a header); listed under both schemes. The stream ends when the caller's session is

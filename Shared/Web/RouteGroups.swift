@@ -7,6 +7,7 @@ import Postgres
 public struct Context<Who: Sendable>: Sendable {
     public let request: Request
     public let caller: Who
+    public init(request: Request, caller: Who) { self.request = request; self.caller = caller }
     public var requestId: String { request.requestId }
     public var parameters: PathParameters { PathParameters(request: request) }
 }
@@ -43,6 +44,15 @@ public struct Access<Who: Sendable>: Sendable {
     let answered: @Sendable (Response, Who) -> Void
     /// Whose keys a retry's `Idempotency-Key` is looked up among.
     let scope: @Sendable (Who) -> String
+
+    /// An access rule of another module's (a stream's user or ticket): `security` the schemes it lists, `checkHead`
+    /// what it checks before a body is read, `authenticate` the check itself (a 401 when it fails).
+    public init(security: [String], checkHead: (@Sendable (Request) -> HTTPError?)?,
+                authenticate: @escaping @Sendable (Request) throws -> Who,
+                answered: @escaping @Sendable (Response, Who) -> Void, scope: @escaping @Sendable (Who) -> String) {
+        self.security = security; self.checkHead = checkHead; self.authenticate = authenticate; self.answered = answered
+        self.scope = scope
+    }
 }
 
 extension Access where Who == Void {
@@ -142,8 +152,8 @@ public struct RouteGroup<Who: Sendable> {
 
     private mutating func document(_ method: String, _ pattern: String, query: [QueryParameter], headers: [QueryParameter],
                                    also: [Also], idempotent: Bool) {
-        if !query.isEmpty { router.query(method, pattern, query) }
         if !headers.isEmpty { router.header(method, pattern, headers) }
+        if !query.isEmpty { router.query(method, pattern, query) }
         for a in also {
             if a.refusal {
                 router.alsoRefuses(method, pattern, a.status, a.description ?? "")

@@ -77,14 +77,13 @@ func makeRoutes(_ h: ChatHandlers, _ auth: any Authenticator, tickets: StreamTic
                     takeDown: h.messages.takeDown)
     r.addImage("/v1/chat/media/{id}", summary: "An image, by the signed URL a message gave, or for its owner and the members of the rooms it was posted in",
                auth: auth, urls: h.media.urls, h.getMedia)
-    // A stream takes a ticket as well as a token, which no group's access does: its query and header are declared
-    // after it.
-    r.addStream("/v1/rooms/{id}/events", summary: "Server-Sent Events of every change, resumable with Last-Event-ID",
-                auth: auth, tickets: tickets, h.events)
     let resume = "Resume after this change: the id of the last event received, which EventSource sends on reconnecting"
-    // A string in the document: an empty header is valid and names no event (the HTML standard sends one so), and
-    // the handler reads the digits of a sequence (400 otherwise).
-    r.header("GET", "/v1/rooms/{id}/events", [QueryParameter("Last-Event-ID", .string(max: 20), resume + "; empty: none")])
-    r.query("GET", "/v1/rooms/{id}/events", [QueryParameter("lastEventId", .integer(0...Int.max), resume + " (for a client that cannot set the header)")])
+    r.group("/v1/rooms", .stream(auth, tickets: tickets)) { streams in
+        // A string in the document: an empty header is valid and names no event (the HTML standard sends one so), and
+        // the handler reads the digits of a sequence (400 otherwise).
+        streams.add("GET", "/{id}/events", "Server-Sent Events of every change, resumable with Last-Event-ID", answers: (200, nil),
+                    query: [QueryParameter("lastEventId", .integer(0...Int.max), resume + " (for a client that cannot set the header)")],
+                    headers: [QueryParameter("Last-Event-ID", .string(max: 20), resume + "; empty: none")], also: [.eventStream], h.events)
+    }
     return r
 }

@@ -175,8 +175,8 @@ struct ChatHandlers: Sendable {
     /// `GET /v1/rooms/{id}/events`: Server-Sent Events of the room's changes, each with its sequence as the SSE id.
     /// With `Last-Event-ID` (or `?lastEventId=`), first everything after it from the database. An empty header is as
     /// none: it names no event (the HTML standard sends none then).
-    func events(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
+    func events(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self), request = context.request, caller = context.caller
         let given = request.nonEmptyHeader("last-event-id") ?? request.query["lastEventId"]
         let lastEventId = try given.map { text -> Int64 in
             guard let seq = Int64(text.trimmingCharacters(in: .whitespaces)), seq >= 0 else {
