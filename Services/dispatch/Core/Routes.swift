@@ -56,14 +56,16 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
         money.add("DELETE", "/plans/subscription", "Stop renewing my plan: it runs until its period ends",
                   answers: (200, SubscriptionView.shape), h.stopRenewing)
     }
-    r.add("GET", "/v1/centres", summary: "The reception centres nearest a point (?lat=&lon=&limit=), open now or when they open",
-          response: (200, ItemList<CentreView>.shape), auth: auth, h.nearestCentres)
-    r.query("GET", "/v1/centres", [QueryParameter("lat", .number(-90...90), "Latitude"), QueryParameter("lon", .number(-180...180), "Longitude"),
-                                   .limit(max: 50, default: 10)])
-    r.add("POST", "/v1/centres/{id}/check-ins", summary: "A centre's staff take in a parcel by the code its sender shows",
-          body: CheckInBody.self, response: (200, ParcelView.shape), auth: auth, h.checkIn)
-    r.add("POST", "/v1/centres/{id}/collections", summary: "A centre's staff hand a parcel to its recipient, who shows its code and PIN",
-          body: CollectBody.self, response: (200, ParcelView.shape), auth: auth, h.collect)
+    r.group("/v1/centres", .user(auth)) { centres in
+        centres.add("GET", "", "The reception centres nearest a point (?lat=&lon=&limit=), open now or when they open",
+                    answers: (200, ItemList<CentreView>.shape),
+                    query: [QueryParameter("lat", .number(-90...90), "Latitude"), QueryParameter("lon", .number(-180...180), "Longitude"),
+                            .limit(max: 50, default: 10)], h.nearestCentres)
+        centres.add("POST", "/{id}/check-ins", "A centre's staff take in a parcel by the code its sender shows",
+                    body: CheckInBody.self, answers: (200, ParcelView.shape), idempotent: true, h.checkIn)
+        centres.add("POST", "/{id}/collections", "A centre's staff hand a parcel to its recipient, who shows its code and PIN",
+                    body: CollectBody.self, answers: (200, ParcelView.shape), idempotent: true, h.collect)
+    }
     r.add("POST", "/v1/dispatch/media", summary: "Upload a photo (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)", bodyLimit: MediaStore.limit,
           response: (201, MediaView.shape), auth: auth, h.uploadMedia)
     r.query("POST", "/v1/dispatch/media", [h.media.purposeParameter])
@@ -84,42 +86,38 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
     }
     // Without OPERATOR_TOKEN the operator routes do not exist: 404, and absent from /openapi.json.
     if fleet.isEnabled {
-        r.add("POST", "/v1/operator/couriers", summary: "Operator: create or update up to 1,000 couriers without sign-ups",
-              body: SeedCouriersBody.self, response: (200, SeededView.shape), trusted: fleet, h.seedCouriers)
-        r.add("POST", "/v1/operator/locations", summary: "Operator: up to 1,000 location fixes from a fleet gateway",
-              body: FleetFixesBody.self, response: (200, FixesAppliedView.shape), trusted: fleet, h.fleetLocations)
-        r.add("GET", "/v1/operator/fleet", summary: "Operator: the map now, online couriers and parcels waiting for one (?limit= of each)",
-              response: (200, FleetView.shape), trusted: fleet, h.fleet)
-        r.query("GET", "/v1/operator/fleet", [.limit(max: 5000, default: 1000)])
-        r.add("GET", "/v1/operator/fleet/events",
-              summary: "Operator: Server-Sent Events, the map now (snapshot), then every courier position and parcel transition, live",
-              trusted: fleet, h.fleetEvents)
-        r.query("GET", "/v1/operator/fleet/events", [.limit(max: 5000, default: 1000)])
-        r.add("GET", "/v1/operator/offers", summary: "Operator: the offers open now, the oldest first (?limit=)", response: (200, ItemList<OfferView>.shape),
-              trusted: fleet, h.openOffers)
-        r.query("GET", "/v1/operator/offers", [.limit(max: DispatchHandlers.batchLimit, default: 100)])
-        r.add("POST", "/v1/operator/centres", summary: "Operator: a new reception centre", body: CentreBody.self,
-              response: (201, CentreView.shape), trusted: fleet, h.saveCentre)
-        r.add("PUT", "/v1/operator/centres/{id}", summary: "Operator: a reception centre's new description", body: CentreBody.self,
-              response: (200, CentreView.shape), trusted: fleet, h.saveCentre)
-        r.add("PUT", "/v1/operator/centres/{id}/staff/{userId}", summary: "Operator: name someone staff of a centre",
-              response: (204, nil), trusted: fleet, h.setStaff)
-        r.add("DELETE", "/v1/operator/centres/{id}/staff/{userId}", summary: "Operator: someone is no longer staff of a centre",
-              response: (204, nil), trusted: fleet, h.setStaff)
-        r.add("GET", "/v1/operator/payments/reconciliation",
-              summary: "Operator: a day's deliveries per courier against the cash collected and the cards captured (?day=, UTC)",
-              response: (200, ReconciliationView.shape), trusted: fleet, h.reconciliation)
-        r.query("GET", "/v1/operator/payments/reconciliation",
-                [QueryParameter("day", .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "The day, UTC (default today)")])
-        r.add("POST", "/v1/operator/parcels/{id}/accept", summary: "Operator: accept an offer for the courier it was made to",
-              body: OperatorAcceptBody.self, response: (200, ParcelView.shape), trusted: fleet, h.operatorAccept)
-        r.idempotent("POST", ["/v1/operator/centres", "/v1/operator/parcels/{id}/accept"])
+        r.group("/v1/operator", .trusted(fleet)) { op in
+            op.add("POST", "/couriers", "Operator: create or update up to 1,000 couriers without sign-ups",
+                   body: SeedCouriersBody.self, answers: (200, SeededView.shape), h.seedCouriers)
+            op.add("POST", "/locations", "Operator: up to 1,000 location fixes from a fleet gateway",
+                   body: FleetFixesBody.self, answers: (200, FixesAppliedView.shape), h.fleetLocations)
+            op.add("GET", "/fleet", "Operator: the map now, online couriers and parcels waiting for one (?limit= of each)",
+                   answers: (200, FleetView.shape), query: [.limit(max: 5000, default: 1000)], h.fleet)
+            op.add("GET", "/fleet/events",
+                   "Operator: Server-Sent Events, the map now (snapshot), then every courier position and parcel transition, live",
+                   answers: (200, nil), query: [.limit(max: 5000, default: 1000)], h.fleetEvents)
+            op.add("GET", "/offers", "Operator: the offers open now, the oldest first (?limit=)", answers: (200, ItemList<OfferView>.shape),
+                   query: [.limit(max: DispatchHandlers.batchLimit, default: 100)], h.openOffers)
+            op.add("POST", "/centres", "Operator: a new reception centre", body: CentreBody.self,
+                   answers: (201, CentreView.shape), idempotent: h.idempotency, h.createCentre)
+            op.add("PUT", "/centres/{id}", "Operator: a reception centre's new description", body: CentreBody.self,
+                   answers: (200, CentreView.shape), h.updateCentre)
+            op.add("PUT", "/centres/{id}/staff/{userId}", "Operator: name someone staff of a centre", answers: (204, nil), h.setStaff)
+            op.add("DELETE", "/centres/{id}/staff/{userId}", "Operator: someone is no longer staff of a centre",
+                   answers: (204, nil), h.setStaff)
+            op.add("GET", "/payments/reconciliation",
+                   "Operator: a day's deliveries per courier against the cash collected and the cards captured (?day=, UTC)",
+                   answers: (200, ReconciliationView.shape),
+                   query: [QueryParameter("day", .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "The day, UTC (default today)")],
+                   h.reconciliation)
+            op.add("POST", "/parcels/{id}/accept", "Operator: accept an offer for the courier it was made to",
+                   body: OperatorAcceptBody.self, answers: (200, ParcelView.shape), idempotent: true, h.operatorAccept)
+        }
     }
     r.query("GET", "/v1/parcels", QueryParameter.page + [
         QueryParameter("role", .oneOf(["sender", "recipient", "courier"]), "Parcels I send, receive or carry", default: "sender"),
         QueryParameter("status", Shapes.status, "Only parcels in this status")])
-    r.idempotent("POST", ["/v1/parcels", "/v1/dispatch/media",
-                          "/v1/centres/{id}/check-ins", "/v1/centres/{id}/collections"]
+    r.idempotent("POST", ["/v1/parcels", "/v1/dispatch/media"]
                  + ["accept", "decline", "pickup", "deliver", "fail", "confirm", "cancel"].map { "/v1/parcels/{id}/\($0)" })
     return r
 }

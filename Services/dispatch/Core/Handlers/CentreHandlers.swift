@@ -8,7 +8,8 @@ import Web
 /// management of centres and staff. Anyone but a centre's staff gets 404 for its staff routes.
 extension DispatchHandlers {
     /// `GET /v1/centres?lat=&lon=&limit=`: the nearest centres, each with whether it is open now and when it opens.
-    func nearestCentres(_ request: Request, _ caller: Caller) throws -> Response {
+    func nearestCentres(_ context: Context<Caller>) throws -> Response {
+        let request = context.request
         guard let lat = request.query["lat"].flatMap(Double.init), (-90...90).contains(lat) else {
             throw HTTPError.validation("lat must be a latitude.", field: "lat")
         }
@@ -21,10 +22,10 @@ extension DispatchHandlers {
     }
 
     /// `POST /v1/centres/{id}/check-ins`: staff take in the parcel whose code its sender shows.
-    func checkIn(_ request: Request, _ caller: Caller, _ body: CheckInBody) throws -> Response {
-        let centre = try Validate.pathID(request)
+    func checkIn(_ context: Context<Caller>, _ body: CheckInBody) throws -> Response {
+        let centre = try context.parameters.require("id", as: UUID.self), caller = context.caller
         let checkedIn = Opened()
-        let response = try idempotency.run(request, caller: caller.userId.lowercased) { c in
+        let response = try idempotency.run(context.request, caller: caller.userId.lowercased) { c in
             try requireStaff(c, centre, caller)
             let parcel = try centres.checkIn(c, centre: centre, code: body.code, by: caller.userId)
             checkedIn.id = parcel.id
@@ -35,9 +36,9 @@ extension DispatchHandlers {
     }
 
     /// `POST /v1/centres/{id}/collections`: staff hand a parcel to its recipient, who shows its code and the PIN.
-    func collect(_ request: Request, _ caller: Caller, _ body: CollectBody) throws -> Response {
-        let centre = try Validate.pathID(request)
-        let response = try idempotency.attempt(request, caller: caller.userId.lowercased) { c -> Result<Response, ParcelError> in
+    func collect(_ context: Context<Caller>, _ body: CollectBody) throws -> Response {
+        let centre = try context.parameters.require("id", as: UUID.self), caller = context.caller
+        let response = try idempotency.attempt(context.request, caller: caller.userId.lowercased) { c -> Result<Response, ParcelError> in
             try requireStaff(c, centre, caller)
             switch try centres.collect(c, centre: centre, code: body.code, pin: body.pin, by: caller.userId, cashCollected: body.cashCollectedMinor) {
             case .success(let parcel): return .success(.json(try view(c, parcel, for: caller.userId)))
@@ -53,29 +54,33 @@ extension DispatchHandlers {
 
     // MARK: Operators
 
-    /// `POST /v1/operator/centres` (a new centre, 201) and `PUT /v1/operator/centres/{id}` (its new description).
-    func saveCentre(_ request: Request, _ body: CentreBody) throws -> Response {
-        let isNew = request.method == "POST"
-        let id = isNew ? UUID.v7() : try Validate.pathID(request)
+    /// `POST /v1/operator/centres`: a new centre, 201.
+    func createCentre(_ context: Context<Void>, _ body: CentreBody, _ c: Connection) throws -> Response {
+        .json(CentreView(try storage.saveCentre(c, id: UUID.v7(), try centre(body))), status: 201)
+    }
+
+    /// `PUT /v1/operator/centres/{id}`: its new description.
+    func updateCentre(_ context: Context<Void>, _ body: CentreBody) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self), centre = try centre(body)
+        return .json(CentreView(try pool.withTransaction { c -> CentreRecord in
+            guard try storage.centre(c, id) != nil else { throw HTTPError.notFound("Not found.") }
+            return try storage.saveCentre(c, id: id, centre)
+        }))
+    }
+
+    private func centre(_ body: CentreBody) throws -> CentreDescription {
         guard TimeZone(identifier: body.timeZone) != nil else { throw HTTPError.validation("timeZone is not a time zone.", field: "timeZone") }
-        let centre = CentreDescription(name: body.name, address: body.address, point: GeoPoint(lat: body.lat, lon: body.lon),
-                                       timeZone: body.timeZone, openingHours: try OpeningHours.validated(body.openingHours, field: "openingHours"),
-                                       acceptsDropOffs: body.acceptsDropOffs, acceptsCollections: body.acceptsCollections)
-        guard isNew else {
-            return .json(CentreView(try pool.withTransaction { c -> CentreRecord in
-                guard try storage.centre(c, id) != nil else { throw HTTPError.notFound("Not found.") }
-                return try storage.saveCentre(c, id: id, centre)
-            }))
-        }
-        return try idempotency.run(request, caller: "operator") { c in .json(CentreView(try storage.saveCentre(c, id: id, centre)), status: 201) }
+        return CentreDescription(name: body.name, address: body.address, point: GeoPoint(lat: body.lat, lon: body.lon),
+                                 timeZone: body.timeZone, openingHours: try OpeningHours.validated(body.openingHours, field: "openingHours"),
+                                 acceptsDropOffs: body.acceptsDropOffs, acceptsCollections: body.acceptsCollections)
     }
 
     /// `PUT` / `DELETE /v1/operator/centres/{id}/staff/{userId}`: names someone staff of a centre, or no longer.
-    func setStaff(_ request: Request) throws -> Response {
-        let centre = try Validate.pathID(request), user = try Validate.pathID(request, "userId")
+    func setStaff(_ context: Context<Void>) throws -> Response {
+        let centre = try context.parameters.require("id", as: UUID.self), user = try context.parameters.require("userId", as: UUID.self)
         try pool.withTransaction { c in
             guard try storage.centre(c, centre) != nil else { throw HTTPError.notFound("Not found.") }
-            try storage.setStaff(c, centre: centre, user: user, request.method == "PUT")
+            try storage.setStaff(c, centre: centre, user: user, context.request.method == "PUT")
         }
         return .noContent
     }

@@ -123,7 +123,7 @@ extension DispatchHandlers {
     static let batchLimit = 1000
 
     /// `POST /v1/operator/couriers`: creates or updates up to 1,000 couriers.
-    func seedCouriers(_ request: Request, _ body: SeedCouriersBody) throws -> Response {
+    func seedCouriers(_ context: Context<Void>, _ body: SeedCouriersBody) throws -> Response {
         var seen = Set<UUID>()
         let couriers = try body.couriers.enumerated().map { i, item -> SeededCourier in
             let field = "couriers[\(i)]."
@@ -143,7 +143,7 @@ extension DispatchHandlers {
     }
 
     /// `POST /v1/operator/locations`: up to 1,000 fixes for any couriers.
-    func fleetLocations(_ request: Request, _ body: FleetFixesBody) throws -> Response {
+    func fleetLocations(_ context: Context<Void>, _ body: FleetFixesBody) throws -> Response {
         let now = Date()
         let fixes = try body.fixes.enumerated().map { i, f in
             try Fix(courier: f.courierId, lat: f.lat, lon: f.lon, heading: f.heading, speedMps: f.speedMps, at: f.at,
@@ -154,20 +154,20 @@ extension DispatchHandlers {
     }
 
     /// `GET /v1/operator/offers`: the offers open now, the oldest first (`?limit=`, at most 1,000).
-    func openOffers(_ request: Request) throws -> Response {
-        let limit = try Page(request, maxLimit: Self.batchLimit, defaultLimit: 100).limit
+    func openOffers(_ context: Context<Void>) throws -> Response {
+        let limit = try Page(context.request, maxLimit: Self.batchLimit, defaultLimit: 100).limit
         let offers = try pool.withConnection { try storage.openOffers($0, limit: limit) }
         return .json(ItemList(offers.compactMap { p in p.offeredTo.map { OfferView(parcel: p, courierId: $0) } }))
     }
 
     /// `GET /v1/operator/payments/reconciliation?day=`: the day's (UTC, default today) deliveries per courier and
     /// currency against what was taken for them; `differenceMinor` is zero when every delivery is paid for.
-    func reconciliation(_ request: Request) throws -> Response {
+    func reconciliation(_ context: Context<Void>) throws -> Response {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyy-MM-dd"
-        let day = request.query["day"] ?? formatter.string(from: Date())
+        let day = context.request.query["day"] ?? formatter.string(from: Date())
         guard let date = formatter.date(from: day), formatter.string(from: date) == day else {
             throw HTTPError.validation("day must be a date such as 2026-12-02.", field: "day")
         }
@@ -178,8 +178,8 @@ extension DispatchHandlers {
     }
 
     /// `POST /v1/operator/parcels/{id}/accept`: a fleet accepts an offer for the courier it was made to.
-    func operatorAccept(_ request: Request, _ body: OperatorAcceptBody) throws -> Response {
-        try perform(request, try Validate.pathID(request), by: body.courierId, .accept)
+    func operatorAccept(_ context: Context<Void>, _ body: OperatorAcceptBody) throws -> Response {
+        try perform(context.request, try context.parameters.require("id", as: UUID.self), by: body.courierId, .accept)
     }
 
     /// A fix from a fleet gateway on `courier.location` (the service's own position events are skipped).
@@ -231,16 +231,16 @@ struct FleetView: View {
 
 extension DispatchHandlers {
     /// `GET /v1/operator/fleet`: the map now (`?limit=` of each, at most 5,000).
-    func fleet(_ request: Request) throws -> Response {
-        .json(try fleetNow(limit: try Page(request, maxLimit: 5000, defaultLimit: 1000).limit))
+    func fleet(_ context: Context<Void>) throws -> Response {
+        .json(try fleetNow(limit: try Page(context.request, maxLimit: 5000, defaultLimit: 1000).limit))
     }
 
     /// `GET /v1/operator/fleet/events`: the map now (`snapshot`), then, live, every courier position (`position`, a
     /// `courier.location` event's data: couriers carrying parcels, and every fix a fleet gateway puts on the topic)
     /// and every parcel transition (`status`, a `parcel.status` event's data), from the event streams every instance
     /// reads. A courier who moves without a parcel shows at the next snapshot the console asks for.
-    func fleetEvents(_ request: Request) throws -> Response {
-        let snapshot = try fleetNow(limit: try Page(request, maxLimit: 5000, defaultLimit: 1000).limit)
+    func fleetEvents(_ context: Context<Void>) throws -> Response {
+        let snapshot = try fleetNow(limit: try Page(context.request, maxLimit: 5000, defaultLimit: 1000).limit)
         let stream = EventStream()
         tracking.watchFleet(stream: stream)
         stream.send(event: "snapshot", data: String(decoding: JSON.encode(snapshot), as: UTF8.self))
