@@ -159,7 +159,7 @@ final class OutboxRelayTests: XCTestCase {
         XCTAssertEqual(probe.seen.count, 2500, "each event once")
         XCTAssertTrue(try TestEnvironment.waitUntil(timeout: 10) {
             try self.pool.withConnection { c in
-                try c.first("SELECT confirmed_flush_lsn >= $1::pg_lsn AS past FROM pg_replication_slots WHERE slot_name LIKE '%_kit_outbox'",
+                try c.first("SELECT confirmed_flush_lsn >= $1::pg_lsn AS past FROM pg_replication_slots WHERE slot_name LIKE '%_kit_outbox' AND database = current_database()",
                             [written])?["past", as: Bool.self] ?? false
             }
         }, "the slot is confirmed past the backlog, so PostgreSQL may recycle its WAL")

@@ -43,8 +43,9 @@ final class PublicOrigin {
 
     /// The consumer groups of every public origin of a run: each origin's services go on from where the last one's
     /// stopped, instead of reading every event the run's broker holds from the beginning (a backlog that grows with
-    /// the suite, and once kept chat half a minute behind a test).
-    static let groups = "t" + UUID().uuidString.prefix(8).lowercased() + "-"
+    /// the suite, and once kept chat half a minute behind a test). A test process that is one of several workers of a
+    /// run (`deploy/local/stack test` gives each its own KAFKA_GROUP_PREFIX) goes on from that worker's last origin.
+    static let groups = TestEnvironment.env["KAFKA_GROUP_PREFIX"].map { $0 + "o-" } ?? "t" + UUID().uuidString.prefix(8).lowercased() + "-"
 
     private func start(_ name: String, groups: String = PublicOrigin.groups, port: Int? = nil) throws -> ServiceProcess {
         var env = environment.merging(settings[name] ?? [:]) { $1 }.merging(["KAFKA_GROUP_PREFIX": groups]) { $1 }

@@ -43,16 +43,22 @@ enum TestEnvironment {
     /// A free TCP port on 127.0.0.1, never the same twice in a run. Not from the kernel's ephemeral range
     /// (32768-60999), as a port bound to 0 would be: between being picked and being bound by the service it is for,
     /// such a port can be taken by any outgoing connection, an earlier service's to PostgreSQL say, and the service
-    /// then cannot listen.
+    /// then cannot listen. Test processes running side by side each pick from a range of their own
+    /// (`TEST_PORT_RANGE`, "low-high"), for the same reason.
     static func freePort() -> Int {
         while true {
-            let port = Int.random(in: 20_000...32_000)
+            let port = Int.random(in: portRange)
             portsLock.lock()
             let fresh = portsHandedOut.insert(port).inserted
             portsLock.unlock()
             if fresh && canBind(port) { return port }
         }
     }
+
+    private static let portRange: ClosedRange<Int> = {
+        let bounds = (env["TEST_PORT_RANGE"] ?? "").split(separator: "-").compactMap { Int($0) }
+        return bounds.count == 2 && 1024 <= bounds[0] && bounds[0] < bounds[1] && bounds[1] < 32_768 ? bounds[0]...bounds[1] : 20_000...32_000
+    }()
 
     nonisolated(unsafe) private static var portsHandedOut: Set<Int> = []
     private static let portsLock = NSLock()
