@@ -107,10 +107,4 @@ public struct OutboxRow: Sendable {
     /// `(event_id, topic, key, payload)`'s values, bound: `INSERT INTO <schema>.outbox (event_id, topic, key, payload)
     /// VALUES \(row.values)`.
     public var values: SQL { "(\(id), \(topic), \(key), \(payload))" }
-
-    /// The four values, in the outbox's column order.
-    public var parameters: [(any PostgresEncodable)?] { [id, topic, key, payload] }
-
-    /// `($n, $n+1, $n+2, $n+3)`: the placeholders of `parameters` bound from `$n` on.
-    public static func values(from n: Int) -> String { "($\(n), $\(n + 1), $\(n + 2), $\(n + 3))" }
 }

@@ -39,11 +39,6 @@ public enum Erasure {
         "NOT EXISTS (SELECT 1 FROM \(unescaped: schema).erased_users WHERE id_hash = \(hash))"
     }
 
-    /// `notErased(_:schema:)` as text, for a statement that is text.
-    public static func notErased(schema: String, hash: String) -> String {
-        "NOT EXISTS (SELECT 1 FROM \(schema).erased_users WHERE id_hash = \(hash))"
-    }
-
     public static func hash(_ user: UUID) -> String { hexString(sha256(Array(user.lowercased.utf8))) }
 }
 

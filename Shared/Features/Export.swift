@@ -12,17 +12,7 @@ public enum Export {
     /// The JSON object a query builds (one row, one column `export`, from `json_build_object`), with each image the
     /// query lists under an `images` key given the signed URL that loads it (`media` signs), as the apps see them.
     public static func document(_ c: Connection, _ sql: SQL, media: MediaStore? = nil) throws -> [String: Any] {
-        try object(try c.first(sql)?["export"], media: media)
-    }
-
-    /// `document(_:_:media:)` for a statement as text and its `$n` parameters.
-    public static func document(_ c: Connection, _ sql: String, _ parameters: [(any PostgresEncodable)?],
-                                media: MediaStore? = nil) throws -> [String: Any] {
-        try object(try c.first(sql, parameters)?["export"], media: media)
-    }
-
-    private static func object(_ text: String?, media: MediaStore?) throws -> [String: Any] {
-        guard let text,
+        guard let text: String = try c.first(sql)?["export"],
               var object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return [:] }
         if let media, let images = object["images"] as? [[String: Any]] {
             object["images"] = images.map { image -> [String: Any] in
