@@ -14,17 +14,17 @@ extension AuthHandlers {
 
     /// `POST /v1/auth/password-reset`: a reset mail for the account with that address, if there is one; 202 whether
     /// or not there is.
-    func requestPasswordReset(_ request: Request, _ body: PasswordResetBody) throws -> Response {
-        let client = request.clientAddress(trustedProxies: login.trustedProxies)
+    func requestPasswordReset(_ context: Context<Void>, _ body: PasswordResetBody) throws -> Response {
+        let client = context.request.clientAddress(trustedProxies: login.trustedProxies)
         try pool.withTransaction {
-            try proofs.requestReset($0, email: body.email.trimmingCharacters(in: .whitespaces), client: client, app: request.clientApp)
+            try proofs.requestReset($0, email: body.email.trimmingCharacters(in: .whitespaces), client: client, app: context.request.clientApp)
         }
         return Response(status: 202)
     }
 
     /// `POST /v1/auth/password-reset/confirm`: the new password, with the token the mail's link carried; every session
     /// of the account ends.
-    func resetPassword(_ request: Request, _ body: NewPasswordBody) throws -> Response {
+    func resetPassword(_ context: Context<Void>, _ body: NewPasswordBody) throws -> Response {
         guard try setPassword(token: body.token, to: body.newPassword) else { throw HTTPError.validation(Self.badLink, field: "token") }
         return .noContent
     }
@@ -48,7 +48,7 @@ extension AuthHandlers {
     }
 
     /// `POST /v1/auth/email-verification`: the address the token was mailed to is proven (an app's screen).
-    func verifyEmail(_ request: Request, _ body: EmailTokenBody) throws -> Response {
+    func verifyEmail(_ context: Context<Void>, _ body: EmailTokenBody) throws -> Response {
         guard try pool.withTransaction({ try proofs.verify($0, token: body.token) }) != nil else {
             throw HTTPError.validation(Self.badLink, field: "token")
         }
@@ -57,8 +57,8 @@ extension AuthHandlers {
 
     /// `GET /v1/auth/email-verification?token=`: the mail's link, opened in a browser: a page that says how it went
     /// (200 either way: it is for a person to read).
-    func verifyEmailLink(_ request: Request) throws -> Response {
-        let token = request.query["token"] ?? ""
+    func verifyEmailLink(_ context: Context<Void>) throws -> Response {
+        let token = context.request.query["token"] ?? ""
         guard token.utf8.count <= 64 else { throw HTTPError.validation("token is not one a mail carried.", field: "token") }
         let user = try pool.withTransaction { try proofs.verify($0, token: token) }
         let (title, text) = user == nil ? ("This link no longer works", Self.badLink)
@@ -67,11 +67,11 @@ extension AuthHandlers {
     }
 
     /// `POST /v1/users/me/email-verification`: another mail proving my address (the one I changed to, if any).
-    func resendVerification(_ request: Request, _ caller: Caller) throws -> Response {
+    func resendVerification(_ context: Context<Caller>) throws -> Response {
         try pool.withTransaction { c in
-            guard let user = try storage.user(c, id: caller.userId) else { throw HTTPError.notFound() }
+            guard let user = try storage.user(c, id: context.caller.userId) else { throw HTTPError.notFound() }
             guard EmailProofs.unproven(user) != nil else { throw HTTPError.conflict("Your address is confirmed already.") }
-            try proofs.requestVerification(c, user, app: request.clientApp)
+            try proofs.requestVerification(c, user, app: context.request.clientApp)
         }
         return Response(status: 202)
     }

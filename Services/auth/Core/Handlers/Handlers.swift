@@ -38,7 +38,8 @@ struct AuthHandlers: Sendable {
 
     // MARK: Sign-up, login, refresh, logout
 
-    func signup(_ request: Request, _ body: SignupBody) throws -> Response {
+    func signup(_ context: Context<Void>, _ body: SignupBody) throws -> Response {
+        let request = context.request
         let username = body.username.lowercased()
         let email = try Check.email(body.email)
         let fullName = body.fullName
@@ -77,7 +78,7 @@ struct AuthHandlers: Sendable {
     /// seconds: counted by the name as typed (normalised), whether or not anyone has it, so that the 429 does not
     /// tell which names exist. The address is the peer's, or the client's in `X-Forwarded-For` through
     /// `TRUSTED_PROXIES` only. An email that several unconfirmed sign-ups gave signs in to the one whose password it is.
-    func login(_ request: Request, _ body: LoginBody) throws -> Response {
+    func login(_ context: Context<Void>, _ body: LoginBody) throws -> Response {
         guard (body.username == nil) != (body.email == nil) else {
             throw HTTPError.validation("Give either username or email.", field: body.username == nil ? "username" : "email")
         }
@@ -90,7 +91,7 @@ struct AuthHandlers: Sendable {
            let owner = try pool.withConnection({ c in try found.first { try storage.isDevice(c, token: token, of: $0.0.id) } })?.0.id {
             (device, deviceOwner) = (token, owner)
         }
-        let client = device.map { "device:" + AuthStorage.hash($0) } ?? "ip:" + request.clientAddress(trustedProxies: login.trustedProxies)
+        let client = device.map { "device:" + AuthStorage.hash($0) } ?? "ip:" + context.request.clientAddress(trustedProxies: login.trustedProxies)
         let recent = try pool.withConnection { try storage.recentFailures($0, account: account, client: client) }
         if let wait = login.wait(device: device != nil, recent) { throw HTTPError.rateLimited(retryAfter: wait) }
         if found.isEmpty { _ = try PasswordHasher.verify(body.password, encoded: Self.dummyHash) }  // as long as for a name someone has
@@ -102,7 +103,7 @@ struct AuthHandlers: Sendable {
             throw HTTPError.unauthenticated(Self.loginFailed)
         }
         return try pool.withTransaction { c in
-            var session = try openSession(c, user, request)
+            var session = try openSession(c, user, context.request)
             session.deviceToken = try (deviceOwner == user.id ? device : nil) ?? storage.addDevice(c, user: user.id)
             return .json(session)
         }
@@ -119,7 +120,7 @@ struct AuthHandlers: Sendable {
                        subject: updated.id.lowercased, on: c)
     }
 
-    func refresh(_ request: Request, _ body: RefreshBody) throws -> Response {
+    func refresh(_ context: Context<Void>, _ body: RefreshBody) throws -> Response {
         guard body.refreshToken.utf8.count <= 256 else { throw HTTPError.unauthenticated("The refresh token is not valid.") }
         let response: Response? = try pool.withTransaction { c in
             switch try storage.useRefreshToken(c, body.refreshToken) {
@@ -143,7 +144,8 @@ struct AuthHandlers: Sendable {
         return response
     }
 
-    func logout(_ request: Request, _ caller: Caller) throws -> Response {
+    func logout(_ context: Context<Caller>) throws -> Response {
+        let caller = context.caller
         try pool.withTransaction { c in
             if try storage.revokeSession(c, caller.sessionId, of: caller.userId, reason: "logout") {
                 try emitRevoked(c, session: caller.sessionId, user: caller.userId, reason: "logout")
@@ -153,7 +155,8 @@ struct AuthHandlers: Sendable {
     }
 
     /// A ticket that opens one event stream of the caller's, once, within a minute (for `EventSource`).
-    func streamTicket(_ request: Request, _ caller: Caller) throws -> Response {
+    func streamTicket(_ context: Context<Caller>) throws -> Response {
+        let caller = context.caller
         var response = Response.json(StreamTicketView(ticket: try keys.streamTicket(user: caller.userId, session: caller.sessionId)),
                                          status: 201)
         response.headers.append(("Cache-Control", "no-store"))
@@ -163,7 +166,8 @@ struct AuthHandlers: Sendable {
     // MARK: The current user
 
     /// Routed without the authenticator's session check: the read checks it (a revoked session is a 401).
-    func me(_ request: Request, _ caller: Caller) throws -> Response {
+    func me(_ context: Context<Caller>) throws -> Response {
+        let caller = context.caller
         if let user = current.user(caller.userId, session: caller.sessionId) { return .json(UserView(user, urls: urls)) }
         let ticket = current.ticket(for: caller.userId)
         guard let user = try pool.withConnection({ try storage.user($0, id: caller.userId, inActiveSession: caller.sessionId) }) else {
@@ -175,9 +179,9 @@ struct AuthHandlers: Sendable {
 
     /// Someone by their exact username (case-insensitive), to start a direct chat or name a recipient: one person or
     /// 404, never a list; a caller who keeps asking for names nobody has is held back.
-    func userByUsername(_ request: Request, _ caller: Caller) throws -> Response {
-        let username = request.parameter("username")
-        return try lookups.attempt(pool, user: caller.userId, isFailure: { $0 as? AccountError == .notFound }) {
+    func userByUsername(_ context: Context<Caller>) throws -> Response {
+        let username = try context.parameters.require("username")
+        return try lookups.attempt(pool, user: context.caller.userId, isFailure: { $0 as? AccountError == .notFound }) {
             guard username.count <= 32, let user = try pool.withConnection({ try storage.userByUsername($0, username) }) else {
                 throw AccountError.notFound
             }
@@ -185,7 +189,8 @@ struct AuthHandlers: Sendable {
         }
     }
 
-    func updateMe(_ request: Request, _ caller: Caller, _ body: UpdateMeBody) throws -> Response {
+    func updateMe(_ context: Context<Caller>, _ body: UpdateMeBody) throws -> Response {
+        let caller = context.caller
         let fullName = body.fullName
         let email = try body.email.map(Check.email)
         let username = body.username?.lowercased()
@@ -212,13 +217,14 @@ struct AuthHandlers: Sendable {
             let updated = try storage.updateUser(c, user)
             try announce(c, updated)
             if let pending = updated.pendingEmail, pending.lowercased() != pendingBefore?.lowercased() {
-                try proofs.requestVerification(c, updated, app: request.clientApp)  // a new address is proven by a mail to it, sent only when it changed
+                try proofs.requestVerification(c, updated, app: context.request.clientApp)  // a new address is proven by a mail to it, sent only when it changed
             }
             return .json(UserView(updated, urls: urls))
         }
     }
 
-    func changePassword(_ request: Request, _ caller: Caller, _ body: ChangePasswordBody) throws -> Response {
+    func changePassword(_ context: Context<Caller>, _ body: ChangePasswordBody) throws -> Response {
+        let caller = context.caller
         let newPassword = body.newPassword
         try reauthenticate(caller, password: body.currentPassword, field: "currentPassword")
         let hash = try PasswordHasher.hash(newPassword)
@@ -232,9 +238,9 @@ struct AuthHandlers: Sendable {
     }
 
     /// `GET /v1/users/me/export`: everything the backend holds of me, as one JSON archive to download.
-    func export(_ request: Request, _ caller: Caller) throws -> Response {
-        let account = try pool.withConnection { try storage.export($0, caller.userId) }
-        let archive = exports.archive(of: caller.userId, account: account)
+    func export(_ context: Context<Caller>) throws -> Response {
+        let account = try pool.withConnection { try storage.export($0, context.caller.userId) }
+        let archive = exports.archive(of: context.caller.userId, account: account)
         let body = try JSONSerialization.data(withJSONObject: archive, options: [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted])
         return Response(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store"),
                                                ("Content-Disposition", "attachment; filename=\"export.json\"")], body: Array(body))
@@ -243,13 +249,13 @@ struct AuthHandlers: Sendable {
     // MARK: Blocks
 
     /// `GET /v1/users/me/blocks`: the people I blocked.
-    func blocks(_ request: Request, _ caller: Caller) throws -> Response {
-        .json(ItemList(try pool.withConnection { try storage.blocked($0, by: caller.userId) }.map { PersonView($0, urls: urls) }))
+    func blocks(_ context: Context<Caller>) throws -> Response {
+        .json(ItemList(try pool.withConnection { try storage.blocked($0, by: context.caller.userId) }.map { PersonView($0, urls: urls) }))
     }
 
     /// `PUT /v1/users/me/blocks/{userId}`: blocks someone (again: nothing changes), announced by `user.blocked`.
-    func block(_ request: Request, _ caller: Caller) throws -> Response {
-        let other = try Validate.pathID(request, "userId")
+    func block(_ context: Context<Caller>) throws -> Response {
+        let caller = context.caller, other = try context.parameters.require("userId", as: UUID.self)
         guard other != caller.userId else { throw HTTPError.validation("You cannot block yourself.", field: "userId") }
         try pool.withTransaction { c in
             guard try storage.user(c, id: other) != nil else { throw HTTPError.notFound() }
@@ -262,8 +268,8 @@ struct AuthHandlers: Sendable {
     }
 
     /// `DELETE /v1/users/me/blocks/{userId}`: lifts a block (none: nothing changes), announced by `user.unblocked`.
-    func unblock(_ request: Request, _ caller: Caller) throws -> Response {
-        let other = try Validate.pathID(request, "userId")
+    func unblock(_ context: Context<Caller>) throws -> Response {
+        let caller = context.caller, other = try context.parameters.require("userId", as: UUID.self)
         try pool.withTransaction { c in
             if try storage.unblock(c, caller.userId, other) {
                 try outbox.add(UserUnblocked(userId: caller.userId.lowercased, blockedUserId: other.lowercased, at: Timestamp.format(Date())),
@@ -274,8 +280,8 @@ struct AuthHandlers: Sendable {
     }
 
     /// `POST /v1/users/{id}/reports`: I report a person to the moderators.
-    func reportPerson(_ request: Request, _ caller: Caller, _ body: ReportBody) throws -> Response {
-        let other = try Validate.pathID(request)
+    func reportPerson(_ context: Context<Caller>, _ body: ReportBody) throws -> Response {
+        let caller = context.caller, other = try context.parameters.require("id", as: UUID.self)
         guard other != caller.userId else { throw HTTPError.validation("You cannot report yourself.", field: "id") }
         return try pool.withTransaction { c in
             guard try storage.user(c, id: other) != nil else { throw HTTPError.notFound() }
@@ -298,14 +304,15 @@ struct AuthHandlers: Sendable {
     // MARK: Sessions and leaving
 
     /// `GET /v1/users/me/sessions`: where I am signed in.
-    func sessions(_ request: Request, _ caller: Caller) throws -> Response {
+    func sessions(_ context: Context<Caller>) throws -> Response {
+        let caller = context.caller
         let sessions = try pool.withConnection { try storage.sessions($0, user: caller.userId) }
         return .json(ItemList(sessions.map { DeviceSessionView(session: $0, current: $0.id == caller.sessionId) }))
     }
 
     /// `DELETE /v1/users/me/sessions/{id}`: signs out one of my devices (this one too).
-    func signOut(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
+    func signOut(_ context: Context<Caller>) throws -> Response {
+        let caller = context.caller, id = try context.parameters.require("id", as: UUID.self)
         try pool.withTransaction { c in
             guard try storage.revokeSession(c, id, of: caller.userId, reason: "logout") else { throw HTTPError.notFound() }
             try emitRevoked(c, session: id, user: caller.userId, reason: "logout")
@@ -314,7 +321,8 @@ struct AuthHandlers: Sendable {
     }
 
     /// `DELETE /v1/users/me/sessions`: signs out every device but this one.
-    func signOutOthers(_ request: Request, _ caller: Caller) throws -> Response {
+    func signOutOthers(_ context: Context<Caller>) throws -> Response {
+        let caller = context.caller
         try pool.withTransaction { c in
             for session in try storage.revokeOtherSessions(c, user: caller.userId, keep: caller.sessionId, reason: "logout") {
                 try emitRevoked(c, session: session, user: caller.userId, reason: "logout")
@@ -327,8 +335,8 @@ struct AuthHandlers: Sendable {
     /// account is scheduled for deletion after the grace period and every session ends now; its Apple refresh tokens
     /// are revoked now (Apple asks it when the person deletes their account). Signing in again before then keeps it;
     /// after it, `user.deleted` tells every service to erase what it holds.
-    func deleteMe(_ request: Request, _ caller: Caller, _ body: DeleteAccountBody) throws -> Response {
-        let user = caller.userId
+    func deleteMe(_ context: Context<Caller>, _ body: DeleteAccountBody) throws -> Response {
+        let caller = context.caller, user = caller.userId
         if let token = body.idToken, body.password == nil {
             guard try outsideUser(idToken: token, nonce: body.nonce) == user else {
                 throw HTTPError(403, "forbidden", "That is not a Google or Apple sign-in of this account.", field: "idToken")
@@ -363,7 +371,7 @@ struct AuthHandlers: Sendable {
         }
     }
 
-    func jwks(_ request: Request) throws -> Response {
+    func jwks(_ context: Context<Void>) throws -> Response {
         var response = Response.json(keys.jwks)
         response.headers.append(("Cache-Control", "public, max-age=300"))
         return response
@@ -371,9 +379,9 @@ struct AuthHandlers: Sendable {
 
     /// For the services that verify tokens themselves: every session revoked while one of its tokens may live, or
     /// only those revoked from `since` on (what a service polls while its broker is away).
-    func revokedSessions(_ request: Request) throws -> Response {
+    func revokedSessions(_ context: Context<Void>) throws -> Response {
         let since = max(Date().addingTimeInterval(-RevokedSessionList.horizon),
-                        request.query["since"].flatMap(Timestamp.parse) ?? .distantPast)
+                        context.request.query["since"].flatMap(Timestamp.parse) ?? .distantPast)
         let sessions = try pool.withConnection { try storage.revokedSessions($0, since: since) }
         return .json(RevokedSessionList(sessions: sessions.map {
             .init(sessionId: $0.id.lowercased, revokedAt: Timestamp.format($0.at))

@@ -10,19 +10,19 @@ import Web
 /// finds, links or creates the account.
 extension AuthHandlers {
     /// `POST /v1/auth/google`: the Google ID token's identity signed in by `signIn`, its picture kept.
-    func google(_ request: Request, _ body: GoogleBody, _ google: GoogleSignIn) throws -> Response {
+    func google(_ context: Context<Void>, _ body: GoogleBody, _ google: GoogleSignIn) throws -> Response {
         let identity: OutsideIdentity
         do { identity = try google.verify(body.idToken) } catch {
             throw HTTPError.unauthenticated("The Google ID token is not valid.")
         }
-        return try signIn(request, identity) { c, user in try picture(c, user, identity) }
+        return try signIn(context.request, identity) { c, user in try picture(c, user, identity) }
     }
 
     /// `POST /v1/auth/apple`: the Apple identity token's identity signed in by `signIn`, with the name the app sent
     /// for an account made now (Apple gives it to the app once, never in the token). The first time (or the first since
     /// the token was revoked), the authorization code is exchanged for a refresh token, kept for the revocation that
     /// deleting the account makes.
-    func apple(_ request: Request, _ body: AppleBody, _ apple: AppleSignIn) throws -> Response {
+    func apple(_ context: Context<Void>, _ body: AppleBody, _ apple: AppleSignIn) throws -> Response {
         let verified: AppleSignIn.Identity
         do { verified = try apple.verify(body.idToken, nonce: body.nonce) } catch {
             throw HTTPError.unauthenticated("The Apple identity token is not valid.")
@@ -36,7 +36,7 @@ extension AuthHandlers {
             }
         }
         let identity = OutsideIdentity(provider: .apple, subject: verified.subject, email: verified.email, name: body.name, picture: nil)
-        return try signIn(request, identity) { c, user in
+        return try signIn(context.request, identity) { c, user in
             if let refresh { try storage.keepAppleToken(c, subject: verified.subject, clientId: verified.clientId, token: refresh) }
             return user
         }
