@@ -217,7 +217,8 @@ struct AuthHandlers: Sendable {
             let updated = try storage.updateUser(c, user)
             try announce(c, updated)
             if let pending = updated.pendingEmail, pending.lowercased() != pendingBefore?.lowercased() {
-                try proofs.requestVerification(c, updated, app: context.request.clientApp)  // a new address is proven by a mail to it, sent only when it changed
+                // A new address is proven by a mail to it, sent only when it changed.
+                try proofs.requestVerification(c, updated, app: context.request.clientApp)
             }
             return .json(UserView(updated, urls: urls))
         }
