@@ -8,36 +8,44 @@ import Web
 /// `/v1/operator/...` the operator's (the event stream takes a stream ticket too).
 func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: StreamTickets, fleet: SharedSecret, services: SharedSecret) -> Router {
     var r = Router()
-    r.add("POST", "/v1/couriers/me", summary: "Register (or update) the caller as a courier", body: RegisterCourierBody.self,
-          response: (201, CourierView.shape), auth: auth, h.registerCourier)
-    r.add("PUT", "/v1/couriers/me/status", summary: "Go online or offline", body: CourierStatusBody.self,
-          response: (200, CourierView.shape), auth: auth, h.setStatus)
-    r.add("PUT", "/v1/couriers/me/location", summary: "A location fix; stale or out-of-order fixes are ignored, one beyond the courier's reach refused",
-          body: LocationBody.self, response: (200, AppliedView.shape), auth: auth, h.location)
-    r.add("POST", "/v1/quotes", summary: "Price and ETA for a delivery", body: QuoteBody.self,
-          response: (200, QuoteView.shape), auth: auth, h.quote)
-    r.add("POST", "/v1/parcels", summary: "Send a parcel; the nearest available courier is offered it", body: CreateParcelBody.self,
-          response: (201, ParcelView.shape), auth: auth, h.createParcel)
-    r.add("GET", "/v1/parcels", summary: "My parcels as sender, recipient or courier (?role=&status=)",
-          response: (200, PageResponse<ParcelView>.shape), auth: auth, h.listParcels)
-    r.add("GET", "/v1/parcels/{id}", summary: "A parcel with its history and the courier's position",
-          response: (200, ParcelView.shape), auth: auth, h.getParcel)
+    r.group("/v1/couriers/me", .user(auth)) { couriers in
+        couriers.add("POST", "", "Register (or update) the caller as a courier", body: RegisterCourierBody.self,
+                     answers: (201, CourierView.shape), h.registerCourier)
+        couriers.add("PUT", "/status", "Go online or offline", body: CourierStatusBody.self,
+                     answers: (200, CourierView.shape), h.setStatus)
+        couriers.add("PUT", "/location", "A location fix; stale or out-of-order fixes are ignored, one beyond the courier's reach refused",
+                     body: LocationBody.self, answers: (200, AppliedView.shape), h.location)
+    }
+    r.group("/v1", .user(auth)) { parcels in
+        parcels.add("POST", "/quotes", "Price and ETA for a delivery", body: QuoteBody.self,
+                    answers: (200, QuoteView.shape), h.quote)
+        parcels.add("POST", "/parcels", "Send a parcel; the nearest available courier is offered it", body: CreateParcelBody.self,
+                    answers: (201, ParcelView.shape), idempotent: true, h.createParcel)
+        parcels.add("GET", "/parcels", "My parcels as sender, recipient or courier (?role=&status=)",
+                    answers: (200, PageResponse<ParcelView>.shape), query: QueryParameter.page + [
+                        QueryParameter("role", .oneOf(["sender", "recipient", "courier"]), "Parcels I send, receive or carry", default: "sender"),
+                        QueryParameter("status", Shapes.status, "Only parcels in this status")], h.listParcels)
+        parcels.add("GET", "/parcels/{id}", "A parcel with its history and the courier's position",
+                    answers: (200, ParcelView.shape), h.getParcel)
+        parcels.add("POST", "/parcels/{id}/accept", "The offered courier takes the parcel", answers: (200, ParcelView.shape),
+                    idempotent: true, h.accept)
+        parcels.add("POST", "/parcels/{id}/decline", "The offered courier refuses it", answers: (200, ParcelView.shape),
+                    idempotent: true, h.decline)
+        parcels.add("POST", "/parcels/{id}/pickup", "The courier has it", answers: (200, ParcelView.shape), idempotent: true, h.pickup)
+        parcels.add("POST", "/parcel-claims", "Become the recipient of a parcel by the claim code its sender passed on",
+                    body: ClaimBody.self, answers: (200, ParcelView.shape), h.claim)
+        parcels.add("POST", "/parcels/{id}/deliver",
+                    "The courier handed it over, with a photo: received with the recipient's PIN, else delivered and awaiting their confirmation",
+                    body: DeliverBody.self, answers: (200, ParcelView.shape), idempotent: true, h.deliver)
+        parcels.add("POST", "/parcels/{id}/fail", "The courier could not deliver it", body: FailBody.self,
+                    answers: (200, ParcelView.shape), idempotent: h.idempotency, h.fail)
+        parcels.add("POST", "/parcels/{id}/confirm", "The recipient confirms receipt, with a photo", body: PhotoBody.self,
+                    answers: (200, ParcelView.shape), idempotent: h.idempotency, h.confirm)
+        parcels.add("POST", "/parcels/{id}/cancel", "The sender cancels before pickup", answers: (200, ParcelView.shape),
+                    idempotent: true, h.cancel)
+    }
     r.addStream("/v1/parcels/{id}/events", summary: "Server-Sent Events: a snapshot, then every transition and courier position",
                 auth: auth, tickets: tickets, h.events)
-    r.add("POST", "/v1/parcels/{id}/accept", summary: "The offered courier takes the parcel", response: (200, ParcelView.shape), auth: auth, h.accept)
-    r.add("POST", "/v1/parcels/{id}/decline", summary: "The offered courier refuses it", response: (200, ParcelView.shape), auth: auth, h.decline)
-    r.add("POST", "/v1/parcels/{id}/pickup", summary: "The courier has it", response: (200, ParcelView.shape), auth: auth, h.pickup)
-    r.add("POST", "/v1/parcel-claims", summary: "Become the recipient of a parcel by the claim code its sender passed on",
-          body: ClaimBody.self, response: (200, ParcelView.shape), auth: auth, h.claim)
-    r.add("POST", "/v1/parcels/{id}/deliver",
-          summary: "The courier handed it over, with a photo: received with the recipient's PIN, else delivered and awaiting their confirmation",
-          body: DeliverBody.self,
-          response: (200, ParcelView.shape), auth: auth, h.deliver)
-    r.add("POST", "/v1/parcels/{id}/fail", summary: "The courier could not deliver it", body: FailBody.self,
-          response: (200, ParcelView.shape), auth: auth, h.fail)
-    r.add("POST", "/v1/parcels/{id}/confirm", summary: "The recipient confirms receipt, with a photo", body: PhotoBody.self,
-          response: (200, ParcelView.shape), auth: auth, h.confirm)
-    r.add("POST", "/v1/parcels/{id}/cancel", summary: "The sender cancels before pickup", response: (200, ParcelView.shape), auth: auth, h.cancel)
     r.group("/v1", .user(auth)) { money in
         money.add("GET", "/loyalty", "My loyalty points: the balance and the latest entries (?limit=)",
                   answers: (200, LoyaltyView.shape), query: [.limit(max: 100, default: 20)], h.loyaltyStatement)
@@ -66,9 +74,10 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
         centres.add("POST", "/{id}/collections", "A centre's staff hand a parcel to its recipient, who shows its code and PIN",
                     body: CollectBody.self, answers: (200, ParcelView.shape), idempotent: true, h.collect)
     }
-    r.add("POST", "/v1/dispatch/media", summary: "Upload a photo (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)", bodyLimit: MediaStore.limit,
-          response: (201, MediaView.shape), auth: auth, h.uploadMedia)
-    r.query("POST", "/v1/dispatch/media", [h.media.purposeParameter])
+    r.group("/v1/dispatch/media", .user(auth)) { media in
+        media.add("POST", "", "Upload a photo (raw JPEG, PNG, HEIC or WebP, 10 MiB at most)", answers: (201, MediaView.shape),
+                  query: [h.media.purposeParameter], bodyLimit: MediaStore.limit, idempotent: true, h.uploadMedia)
+    }
     r.addImage("/v1/dispatch/media/{id}", summary: "A photo, by the signed URL a parcel gave, or for its uploader and the parcel's sender, courier and recipient",
                auth: auth, urls: h.media.urls, h.getMedia)
     // Stripe signs its webhooks: the signature is the route's credential (400 without a valid one).
@@ -114,11 +123,6 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
                    body: OperatorAcceptBody.self, answers: (200, ParcelView.shape), idempotent: true, h.operatorAccept)
         }
     }
-    r.query("GET", "/v1/parcels", QueryParameter.page + [
-        QueryParameter("role", .oneOf(["sender", "recipient", "courier"]), "Parcels I send, receive or carry", default: "sender"),
-        QueryParameter("status", Shapes.status, "Only parcels in this status")])
-    r.idempotent("POST", ["/v1/parcels", "/v1/dispatch/media"]
-                 + ["accept", "decline", "pickup", "deliver", "fail", "confirm", "cancel"].map { "/v1/parcels/{id}/\($0)" })
     return r
 }
 

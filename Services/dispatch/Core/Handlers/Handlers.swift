@@ -32,20 +32,21 @@ struct DispatchHandlers: Sendable {
 
     // MARK: Couriers
 
-    func registerCourier(_ request: Request, _ caller: Caller, _ body: RegisterCourierBody) throws -> Response {
-        let courier = try pool.withTransaction { try storage.registerCourier($0, user: caller.userId, vehicle: body.vehicle, capacity: body.capacity) }
+    func registerCourier(_ context: Context<Caller>, _ body: RegisterCourierBody) throws -> Response {
+        let courier = try pool.withTransaction { try storage.registerCourier($0, user: context.caller.userId, vehicle: body.vehicle, capacity: body.capacity) }
         return .json(CourierView(matcher.latest(courier)), status: 201)
     }
 
-    func setStatus(_ request: Request, _ caller: Caller, _ body: CourierStatusBody) throws -> Response {
-        guard let courier = try pool.withTransaction({ try storage.setOnline($0, user: caller.userId, online: body.online) }) else {
+    func setStatus(_ context: Context<Caller>, _ body: CourierStatusBody) throws -> Response {
+        guard let courier = try pool.withTransaction({ try storage.setOnline($0, user: context.caller.userId, online: body.online) }) else {
             throw HTTPError.notFound("Register as a courier first.")
         }
         matcher.update(courier)
         return .json(CourierView(matcher.latest(courier)))
     }
 
-    func location(_ request: Request, _ caller: Caller, _ body: LocationBody) throws -> Response {
+    func location(_ context: Context<Caller>, _ body: LocationBody) throws -> Response {
+        let caller = context.caller
         let fix = try Fix(courier: caller.userId, lat: body.lat, lon: body.lon, heading: body.heading, speedMps: body.speedMps, at: body.at)
         let applied = try pool.withTransaction { c in
             let applied = try couriers.record(c, [fix], refusing: true) == 1
@@ -57,11 +58,11 @@ struct DispatchHandlers: Sendable {
 
     // MARK: Quotes and parcels
 
-    func quote(_ request: Request, _ caller: Caller, _ body: QuoteBody) throws -> Response {
+    func quote(_ context: Context<Caller>, _ body: QuoteBody) throws -> Response {
         try pool.withConnection { c in
             let route = try centres.itinerary(c, pickup: body.pickup.map { ($0.point, "") }, dropoff: body.dropoff.map { ($0.point, "") },
                                               dropOffCentre: body.dropOffCentreId, collectionCentre: body.collectionCentreId)
-            return .json(QuoteView(quote: try quote(c, caller.userId, route, body.service, insured: body.insured ?? false)))
+            return .json(QuoteView(quote: try quote(c, context.caller.userId, route, body.service, insured: body.insured ?? false)))
         }
     }
 
@@ -75,13 +76,14 @@ struct DispatchHandlers: Sendable {
     /// Books a parcel, offered at once when it can be (`Parcels.create`). A card is authorised before the answer when
     /// the provider answers in time (a declined card leaves the parcel cancelled, saying why); otherwise the parcel
     /// stays `awaiting_payment` and the settler asks again.
-    func createParcel(_ request: Request, _ caller: Caller, _ body: CreateParcelBody) throws -> Response {
+    func createParcel(_ context: Context<Caller>, _ body: CreateParcelBody) throws -> Response {
+        let caller = context.caller
         if body.paymentMethod == "card" {
             guard payments != nil else { throw PaymentError.cardsOff }
             guard body.cardPaymentMethod != nil else { throw PaymentError.cardMissing }
         }
         let created = Opened()
-        return try idempotency.run(request, caller: caller.userId.lowercased, finishingWithin: 2 * (payments?.lease ?? 1)) { c in
+        return try idempotency.run(context.request, caller: caller.userId.lowercased, finishingWithin: 2 * (payments?.lease ?? 1)) { c in
             try media.requireOwned([body.documentPhotoMediaId], by: caller.userId, field: "documentPhotoMediaId", on: c)
             let route = try centres.itinerary(c, pickup: body.pickup.map { ($0.point, $0.address) }, dropoff: body.dropoff.map { ($0.point, $0.address) },
                                               dropOffCentre: body.dropOffCentreId, collectionCentre: body.collectionCentreId)
@@ -102,8 +104,8 @@ struct DispatchHandlers: Sendable {
         }
     }
 
-    func getParcel(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
+    func getParcel(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self), caller = context.caller
         return try pool.withConnection { c in
             guard let parcel = try storage.parcel(c, id), parcel.involves(caller.userId) else { throw ParcelError.notFound }
             return .json(try view(c, parcel, for: caller.userId))
@@ -128,13 +130,15 @@ struct DispatchHandlers: Sendable {
 
     /// `POST /v1/parcel-claims`: the caller becomes the recipient of the parcel its sender gave them the code of.
     /// Codes nobody holds count against the caller (`claims.throttle`).
-    func claim(_ request: Request, _ caller: Caller, _ body: ClaimBody) throws -> Response {
-        try claims.join(pool, typed: body.code, user: caller.userId, unknown: ParcelError.unknownClaimCode) { c, code in
+    func claim(_ context: Context<Caller>, _ body: ClaimBody) throws -> Response {
+        let caller = context.caller
+        return try claims.join(pool, typed: body.code, user: caller.userId, unknown: ParcelError.unknownClaimCode) { c, code in
             try parcels.claim(c, code: code, by: caller.userId).map { .json(try view(c, $0, for: caller.userId)) }
         }
     }
 
-    func listParcels(_ request: Request, _ caller: Caller) throws -> Response {
+    func listParcels(_ context: Context<Caller>) throws -> Response {
+        let request = context.request, caller = context.caller
         let page = try Page(request)
         let role = request.query["role"] ?? "sender"
         guard ["sender", "recipient", "courier"].contains(role) else {
@@ -152,33 +156,33 @@ struct DispatchHandlers: Sendable {
 
     // MARK: Actions
 
-    func accept(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .accept) }
-    func decline(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .decline) }
-    func pickup(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .pickup) }
-    func cancel(_ r: Request, _ c: Caller) throws -> Response { try act(r, c, .cancel) }
+    func accept(_ context: Context<Caller>) throws -> Response { try act(context, .accept) }
+    func decline(_ context: Context<Caller>) throws -> Response { try act(context, .decline) }
+    func pickup(_ context: Context<Caller>) throws -> Response { try act(context, .pickup) }
+    func cancel(_ context: Context<Caller>) throws -> Response { try act(context, .cancel) }
 
     /// Delivered with a photo, or with the recipient's PIN too, received; a parcel its recipient collects at a centre
     /// is left there. A cash parcel's price is taken at the door (at a centre, when collected).
-    func deliver(_ request: Request, _ caller: Caller, _ body: DeliverBody) throws -> Response {
-        let photo = body.photoMediaId
-        let id = try Validate.pathID(request)
+    func deliver(_ context: Context<Caller>, _ body: DeliverBody) throws -> Response {
+        let photo = body.photoMediaId, caller = context.caller
+        let id = try context.parameters.require("id", as: UUID.self)
         // (Only for one of its parties: anyone else learns nothing here, and gets the 404 below.)
         if try pool.withConnection({ try storage.parcel($0, id).flatMap { $0.involves(caller.userId) ? $0.collectionCentreId : nil } }) != nil {
             guard body.pin == nil, body.cashCollectedMinor == nil else {
                 throw HTTPError.validation("This parcel is collected at a centre: its recipient shows the PIN and pays there.", field: "pin")
             }
-            return try act(request, caller, .leaveAtCentre) { c, p in
+            return try act(context, .leaveAtCentre) { c, p in
                 try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
                 p.deliveryPhotoMediaId = photo
             }
         }
         guard let pin = body.pin else {
-            return try act(request, caller, .deliver, cashCollected: body.cashCollectedMinor) { c, p in
+            return try act(context, .deliver, cashCollected: body.cashCollectedMinor) { c, p in
                 try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
                 p.deliveryPhotoMediaId = photo
             }
         }
-        return try idempotency.attempt(request, caller: caller.userId.lowercased) { c -> Result<Response, ParcelError> in
+        return try idempotency.attempt(context.request, caller: caller.userId.lowercased) { c -> Result<Response, ParcelError> in
             try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
             switch try parcels.handOver(c, id, by: caller.userId, pin: pin, photo: photo, cashCollected: body.cashCollectedMinor) {
             case .success(let parcel): return .success(.json(try view(c, parcel, for: caller.userId)))
@@ -187,34 +191,43 @@ struct DispatchHandlers: Sendable {
         }.get()
     }
 
-    func confirm(_ request: Request, _ caller: Caller, _ body: PhotoBody) throws -> Response {
-        let photo = body.photoMediaId
-        return try act(request, caller, .confirm) { c, p in
-            try media.requireOwned([photo], by: caller.userId, field: "photoMediaId", on: c)
+    func confirm(_ context: Context<Caller>, _ body: PhotoBody, _ c: Connection) throws -> Response {
+        let photo = body.photoMediaId, user = context.caller.userId
+        return try perform(c, try context.parameters.require("id", as: UUID.self), by: user, .confirm) { c, p in
+            try media.requireOwned([photo], by: user, field: "photoMediaId", on: c)
             p.receiptPhotoMediaId = photo
         }
     }
 
-    func fail(_ request: Request, _ caller: Caller, _ body: FailBody) throws -> Response {
+    func fail(_ context: Context<Caller>, _ body: FailBody, _ c: Connection) throws -> Response {
         let reason = body.reason
-        return try act(request, caller, .fail) { _, p in p.failureReason = reason }
+        return try perform(c, try context.parameters.require("id", as: UUID.self), by: context.caller.userId, .fail) { _, p in
+            p.failureReason = reason
+        }
     }
 
-    private func act(_ request: Request, _ caller: Caller, _ action: ParcelAction, cashCollected: Int? = nil,
+    private func act(_ context: Context<Caller>, _ action: ParcelAction, cashCollected: Int? = nil,
                      _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
-        try perform(request, try Validate.pathID(request), by: caller.userId, action, cashCollected: cashCollected, change)
+        try perform(context.request, try context.parameters.require("id", as: UUID.self), by: context.caller.userId, action,
+                    cashCollected: cashCollected, change)
     }
 
     /// One party's action, in a transaction (sent again with its `Idempotency-Key`, answered as the first time); the
     /// matcher looks again when a parcel may need another courier. `by` scopes the key too.
     func perform(_ request: Request, _ id: UUID, by user: UUID, _ action: ParcelAction, cashCollected: Int? = nil,
                  _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
-        let response = try idempotency.run(request, caller: user.lowercased) { c -> Response in
-            let updated = try parcels.perform(c, id, by: user, action, cashCollected: cashCollected) { try change?(c, &$0) }
-            return .json(try view(c, updated, for: user))
+        let response = try idempotency.run(request, caller: user.lowercased) { c in
+            try perform(c, id, by: user, action, cashCollected: cashCollected, change)
         }
         if action == .decline || action == .cancel { matcher.wake() }
         return response
+    }
+
+    /// One party's action in the transaction `c`, answered with the parcel as they see it.
+    private func perform(_ c: Connection, _ id: UUID, by user: UUID, _ action: ParcelAction, cashCollected: Int? = nil,
+                         _ change: ((Connection, inout ParcelRecord) throws -> Void)?) throws -> Response {
+        let updated = try parcels.perform(c, id, by: user, action, cashCollected: cashCollected) { try change?(c, &$0) }
+        return .json(try view(c, updated, for: user))
     }
 
     // MARK: Payments
@@ -237,8 +250,8 @@ struct DispatchHandlers: Sendable {
 
     // MARK: Media
 
-    func uploadMedia(_ request: Request, _ caller: Caller) throws -> Response {
-        try media.upload(request, owner: caller.userId, idempotency: idempotency)
+    func uploadMedia(_ context: Context<Caller>) throws -> Response {
+        try media.upload(context.request, owner: context.caller.userId, idempotency: idempotency)
     }
 
     /// A parcel's photo, by the signed URL its view gave, or for its uploader and whoever the parcel involves.
