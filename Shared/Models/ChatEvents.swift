@@ -13,16 +13,16 @@ extension EventSchema.Field {
 public struct ChatRoomCreated: EventPayload, Equatable {
     public static let type = "chat.room_created"
     public static let schema = EventSchema(["kind": .oneOf(["team", "direct", "parcel"]), "createdBy": .nullable, "parcelId": .nullable, "seq": .seq])
-    public var roomId: String
+    public var roomId: UUID
     public var kind: String
     /// Who created it; nil for a parcel's conversation, which chat opens itself.
-    public var createdBy: String?
+    public var createdBy: UUID?
     /// The parcel of a parcel conversation.
-    public var parcelId: String?
+    public var parcelId: UUID?
     public var seq: Int64
-    public var createdAt: String
+    public var createdAt: Date
 
-    public init(roomId: String, kind: String, createdBy: String?, parcelId: String?, seq: Int64, createdAt: String) {
+    public init(roomId: UUID, kind: String, createdBy: UUID?, parcelId: UUID?, seq: Int64, createdAt: Date) {
         self.roomId = roomId; self.kind = kind; self.createdBy = createdBy; self.parcelId = parcelId; self.seq = seq
         self.createdAt = createdAt
     }
@@ -32,13 +32,13 @@ public struct ChatRoomCreated: EventPayload, Equatable {
 public struct ChatMemberJoined: EventPayload, Equatable {
     public static let type = "chat.member_joined"
     public static let schema = EventSchema(["role": .oneOf(["owner", "member"]), "seq": .seq])
-    public var roomId: String
-    public var userId: String
+    public var roomId: UUID
+    public var userId: UUID
     public var role: String
     public var seq: Int64
-    public var joinedAt: String
+    public var joinedAt: Date
 
-    public init(roomId: String, userId: String, role: String, seq: Int64, joinedAt: String) {
+    public init(roomId: UUID, userId: UUID, role: String, seq: Int64, joinedAt: Date) {
         self.roomId = roomId; self.userId = userId; self.role = role; self.seq = seq; self.joinedAt = joinedAt
     }
 }
@@ -46,15 +46,15 @@ public struct ChatMemberJoined: EventPayload, Equatable {
 /// `chat.member_left`: someone left a room or was removed; their open streams of it end.
 public struct ChatMemberLeft: EventPayload, Equatable {
     public static let type = "chat.member_left"
-    public static let schema = EventSchema(["reason": .oneOf(["left", "removed"]), "seq": .seq])
-    public var roomId: String
-    public var userId: String
-    public var reason: String
-    public var removedBy: String
+    public static let schema = EventSchema(["seq": .seq])
+    public var roomId: UUID
+    public var userId: UUID
+    public var reason: LeaveReason
+    public var removedBy: UUID
     public var seq: Int64
-    public var leftAt: String
+    public var leftAt: Date
 
-    public init(roomId: String, userId: String, reason: String, removedBy: String, seq: Int64, leftAt: String) {
+    public init(roomId: UUID, userId: UUID, reason: LeaveReason, removedBy: UUID, seq: Int64, leftAt: Date) {
         self.roomId = roomId; self.userId = userId; self.reason = reason; self.removedBy = removedBy; self.seq = seq
         self.leftAt = leftAt
     }
@@ -64,22 +64,22 @@ public struct ChatMemberLeft: EventPayload, Equatable {
 public struct ChatMessageCreated: EventPayload, Equatable {
     public static let type = "chat.message_created"
     public static let schema = EventSchema([
-        "messageSeq": .seq, "mediaCount": .init(minimum: 0, maximum: 10), "replyTo": .init(format: .uuid, nullable: true), "seq": .seq,
+        "messageSeq": .seq, "mediaCount": .init(minimum: 0, maximum: 10), "replyTo": .nullable, "seq": .seq,
         "mentionedIds": .init(maxItems: 20, description: "The room's members the text names as @username (absent: none)"),
     ])
-    public var roomId: String
-    public var messageId: String
+    public var roomId: UUID
+    public var messageId: UUID
     public var messageSeq: Int64
-    public var authorId: String
+    public var authorId: UUID
     public var mediaCount: Int
-    public var replyTo: String?
+    public var replyTo: UUID?
     public var seq: Int64
-    public var createdAt: String
+    public var createdAt: Date
     /// The room's members the text names as `@username` (absent: none); the text itself stays out of the event.
-    public var mentionedIds: [String]?
+    public var mentionedIds: [UUID]?
 
-    public init(roomId: String, messageId: String, messageSeq: Int64, authorId: String, mediaCount: Int, replyTo: String?,
-                seq: Int64, createdAt: String, mentionedIds: [String]? = nil) {
+    public init(roomId: UUID, messageId: UUID, messageSeq: Int64, authorId: UUID, mediaCount: Int, replyTo: UUID?,
+                seq: Int64, createdAt: Date, mentionedIds: [UUID]? = nil) {
         self.roomId = roomId; self.messageId = messageId; self.messageSeq = messageSeq; self.authorId = authorId
         self.mediaCount = mediaCount; self.replyTo = replyTo; self.seq = seq; self.createdAt = createdAt; self.mentionedIds = mentionedIds
     }
@@ -89,13 +89,13 @@ public struct ChatMessageCreated: EventPayload, Equatable {
 public struct ChatMessageEdited: EventPayload, Equatable {
     public static let type = "chat.message_edited"
     public static let schema = EventSchema(["messageSeq": .seq, "seq": .seq])
-    public var roomId: String
-    public var messageId: String
+    public var roomId: UUID
+    public var messageId: UUID
     public var messageSeq: Int64
     public var seq: Int64
-    public var editedAt: String
+    public var editedAt: Date
 
-    public init(roomId: String, messageId: String, messageSeq: Int64, seq: Int64, editedAt: String) {
+    public init(roomId: UUID, messageId: UUID, messageSeq: Int64, seq: Int64, editedAt: Date) {
         self.roomId = roomId; self.messageId = messageId; self.messageSeq = messageSeq; self.seq = seq; self.editedAt = editedAt
     }
 }
@@ -107,14 +107,14 @@ public struct ChatMessageDeleted: EventPayload, Equatable {
         "messageSeq": .seq, "seq": .seq,
         "reportId": .described("Present when an operator took the message down after this report, rather than its author deleting it"),
     ])
-    public var roomId: String
-    public var messageId: String
+    public var roomId: UUID
+    public var messageId: UUID
     public var messageSeq: Int64
     public var seq: Int64
-    public var deletedAt: String
-    public var reportId: String?
+    public var deletedAt: Date
+    public var reportId: UUID?
 
-    public init(roomId: String, messageId: String, messageSeq: Int64, seq: Int64, deletedAt: String, reportId: String? = nil) {
+    public init(roomId: UUID, messageId: UUID, messageSeq: Int64, seq: Int64, deletedAt: Date, reportId: UUID? = nil) {
         self.roomId = roomId; self.messageId = messageId; self.messageSeq = messageSeq; self.seq = seq; self.deletedAt = deletedAt
         self.reportId = reportId
     }
@@ -124,14 +124,14 @@ public struct ChatMessageDeleted: EventPayload, Equatable {
 public struct TodoCreated: EventPayload, Equatable {
     public static let type = "todo.created"
     public static let schema = EventSchema(["assigneeId": .nullable, "seq": .seq])
-    public var roomId: String
-    public var todoId: String
-    public var createdBy: String
-    public var assigneeId: String?
+    public var roomId: UUID
+    public var todoId: UUID
+    public var createdBy: UUID
+    public var assigneeId: UUID?
     public var seq: Int64
-    public var createdAt: String
+    public var createdAt: Date
 
-    public init(roomId: String, todoId: String, createdBy: String, assigneeId: String?, seq: Int64, createdAt: String) {
+    public init(roomId: UUID, todoId: UUID, createdBy: UUID, assigneeId: UUID?, seq: Int64, createdAt: Date) {
         self.roomId = roomId; self.todoId = todoId; self.createdBy = createdBy; self.assigneeId = assigneeId; self.seq = seq
         self.createdAt = createdAt
     }
@@ -141,18 +141,18 @@ public struct TodoCreated: EventPayload, Equatable {
 public struct TodoUpdated: EventPayload, Equatable {
     public static let type = "todo.updated"
     public static let schema = EventSchema(["doneBy": .nullable, "assigneeId": .nullable, "seq": .seq])
-    public var roomId: String
-    public var todoId: String
-    public var updatedBy: String
+    public var roomId: UUID
+    public var todoId: UUID
+    public var updatedBy: UUID
     public var done: Bool
     /// Who checked it off, while it is done.
-    public var doneBy: String?
-    public var assigneeId: String?
+    public var doneBy: UUID?
+    public var assigneeId: UUID?
     public var seq: Int64
-    public var updatedAt: String
+    public var updatedAt: Date
 
-    public init(roomId: String, todoId: String, updatedBy: String, done: Bool, doneBy: String?, assigneeId: String?, seq: Int64,
-                updatedAt: String) {
+    public init(roomId: UUID, todoId: UUID, updatedBy: UUID, done: Bool, doneBy: UUID?, assigneeId: UUID?, seq: Int64,
+                updatedAt: Date) {
         self.roomId = roomId; self.todoId = todoId; self.updatedBy = updatedBy; self.done = done; self.doneBy = doneBy
         self.assigneeId = assigneeId; self.seq = seq; self.updatedAt = updatedAt
     }
@@ -162,13 +162,13 @@ public struct TodoUpdated: EventPayload, Equatable {
 public struct TodoDeleted: EventPayload, Equatable {
     public static let type = "todo.deleted"
     public static let schema = EventSchema(["seq": .seq])
-    public var roomId: String
-    public var todoId: String
-    public var deletedBy: String
+    public var roomId: UUID
+    public var todoId: UUID
+    public var deletedBy: UUID
     public var seq: Int64
-    public var deletedAt: String
+    public var deletedAt: Date
 
-    public init(roomId: String, todoId: String, deletedBy: String, seq: Int64, deletedAt: String) {
+    public init(roomId: UUID, todoId: UUID, deletedBy: UUID, seq: Int64, deletedAt: Date) {
         self.roomId = roomId; self.todoId = todoId; self.deletedBy = deletedBy; self.seq = seq; self.deletedAt = deletedAt
     }
 }
@@ -187,13 +187,13 @@ public struct ChatTyping: EventPayload, Equatable {
 public struct ChatRoomUpdated: EventPayload, Equatable {
     public static let type = "chat.room_updated"
     public static let schema = EventSchema(["updatedBy": .nullable, "seq": .seq])
-    public var roomId: String
-    public var updatedBy: String?
+    public var roomId: UUID
+    public var updatedBy: UUID?
     public var readOnly: Bool
     public var seq: Int64
-    public var updatedAt: String
+    public var updatedAt: Date
 
-    public init(roomId: String, updatedBy: String?, readOnly: Bool, seq: Int64, updatedAt: String) {
+    public init(roomId: UUID, updatedBy: UUID?, readOnly: Bool, seq: Int64, updatedAt: Date) {
         self.roomId = roomId; self.updatedBy = updatedBy; self.readOnly = readOnly; self.seq = seq; self.updatedAt = updatedAt
     }
 }

@@ -1,5 +1,21 @@
 import Foundation
 
+/// Where a parcel is in its life. `awaiting_payment` (a card being authorised) or `awaiting_drop_off` (to be
+/// brought to a reception centre and checked in there) `→ awaiting_courier → offered → assigned → picked_up →
+/// in_transit → delivered → received` (or, for collection at a centre, `→ ready_for_collection → received`), or
+/// `cancelled` / `failed`; a declined or expired offer returns it to `awaiting_courier`.
+public enum ParcelStatus: String, Codable, Sendable, CaseIterable {
+    case awaitingPayment = "awaiting_payment", awaitingDropOff = "awaiting_drop_off", awaitingCourier = "awaiting_courier", offered,
+         assigned, pickedUp = "picked_up", inTransit = "in_transit", delivered, readyForCollection = "ready_for_collection",
+         received, cancelled, failed
+}
+
+/// Who does something to a parcel.
+public enum ParcelActor: String, Codable, Sendable, CaseIterable {
+    /// `staff`: a reception centre's, checking parcels in and handing them over there.
+    case sender, recipient, courier, staff, system
+}
+
 /// A latitude and longitude in events.
 public struct Place: Codable, Sendable, Equatable {
     public var lat: Double
@@ -16,18 +32,18 @@ extension EventSchema.Field {
 public struct ParcelCreated: EventPayload, Equatable {
     public static let type = "parcel.created"
     public static let schema = EventSchema(["service": .oneOf(["express", "standard"]), "currency": .currency])
-    public var parcelId: String
-    public var senderId: String
-    public var recipientUserId: String?
+    public var parcelId: UUID
+    public var senderId: UUID
+    public var recipientUserId: UUID?
     public var service: String
     public var pickup: Place
     public var dropoff: Place
     public var amountMinor: Int
     public var currency: String
-    public var createdAt: String
+    public var createdAt: Date
 
-    public init(parcelId: String, senderId: String, recipientUserId: String?, service: String, pickup: Place, dropoff: Place,
-                amountMinor: Int, currency: String, createdAt: String) {
+    public init(parcelId: UUID, senderId: UUID, recipientUserId: UUID?, service: String, pickup: Place, dropoff: Place,
+                amountMinor: Int, currency: String, createdAt: Date) {
         self.parcelId = parcelId; self.senderId = senderId; self.recipientUserId = recipientUserId; self.service = service
         self.pickup = pickup; self.dropoff = dropoff; self.amountMinor = amountMinor; self.currency = currency; self.createdAt = createdAt
     }
@@ -38,12 +54,12 @@ public struct ParcelCreated: EventPayload, Equatable {
 /// parcel id.
 public struct ParcelClaimed: EventPayload, Equatable {
     public static let type = "parcel.claimed"
-    public var parcelId: String
-    public var senderId: String
-    public var recipientUserId: String
-    public var claimedAt: String
+    public var parcelId: UUID
+    public var senderId: UUID
+    public var recipientUserId: UUID
+    public var claimedAt: Date
 
-    public init(parcelId: String, senderId: String, recipientUserId: String, claimedAt: String) {
+    public init(parcelId: UUID, senderId: UUID, recipientUserId: UUID, claimedAt: Date) {
         self.parcelId = parcelId; self.senderId = senderId; self.recipientUserId = recipientUserId; self.claimedAt = claimedAt
     }
 }
@@ -52,31 +68,28 @@ public struct ParcelClaimed: EventPayload, Equatable {
 public struct ParcelStatusChanged: EventPayload, Equatable {
     public static let type = "parcel.status"
     public static let schema = EventSchema([
-        "from": .oneOf(["awaiting_payment", "awaiting_drop_off", "awaiting_courier", "offered", "assigned", "picked_up", "in_transit",
-                        "delivered", "ready_for_collection", "received", "cancelled", "failed"]),
         "to": .oneOf(["awaiting_courier", "offered", "assigned", "picked_up", "in_transit", "delivered", "ready_for_collection", "received",
                       "cancelled", "failed"]),
-        "actor": .oneOf(["sender", "recipient", "courier", "staff", "system"]),
         "senderId": .described("The parcel's sender"),
         "recipientUserId": .described("The recipient's account, once known (named at booking or claimed)"),
     ])
-    public var parcelId: String
-    public var from: String
-    public var to: String
-    public var actor: String
-    public var actorId: String?
-    public var courierId: String?
+    public var parcelId: UUID
+    public var from: ParcelStatus
+    public var to: ParcelStatus
+    public var actor: ParcelActor
+    public var actorId: UUID?
+    public var courierId: UUID?
     public var place: Place?
     /// The reception centre it happened at (a check-in, a parcel left for collection, a collection).
-    public var centreId: String?
+    public var centreId: UUID?
     /// The parcel's sender and (once known) recipient account at this step, so that a consumer needs no earlier
     /// event of another topic to know whom it concerns (topics are read in no fixed order with each other).
-    public var senderId: String?
-    public var recipientUserId: String?
-    public var at: String
+    public var senderId: UUID?
+    public var recipientUserId: UUID?
+    public var at: Date
 
-    public init(parcelId: String, from: String, to: String, actor: String, actorId: String?, courierId: String?, place: Place?,
-                centreId: String? = nil, senderId: String? = nil, recipientUserId: String? = nil, at: String) {
+    public init(parcelId: UUID, from: ParcelStatus, to: ParcelStatus, actor: ParcelActor, actorId: UUID?, courierId: UUID?, place: Place?,
+                centreId: UUID? = nil, senderId: UUID? = nil, recipientUserId: UUID? = nil, at: Date) {
         self.parcelId = parcelId; self.from = from; self.to = to; self.actor = actor; self.actorId = actorId
         self.courierId = courierId; self.place = place; self.centreId = centreId; self.senderId = senderId
         self.recipientUserId = recipientUserId; self.at = at
@@ -112,21 +125,21 @@ public struct PaymentRecorded: EventPayload, Equatable {
         "amountMinor": .init(minimum: 0), "currency": .currency, "providerReference": .init(maxLength: 255), "declineCode": .init(maxLength: 100),
     ])
     public var entryId: Int
-    public var paymentId: String
-    public var parcelId: String
+    public var paymentId: UUID
+    public var parcelId: UUID
     public var method: String
     public var entry: String
     public var amountMinor: Int
     public var currency: String
-    public var courierId: String?
+    public var courierId: UUID?
     /// The provider's id of the payment (a Stripe PaymentIntent), for card payments.
     public var providerReference: String?
     /// Why a card was declined, as the provider said (`insufficient_funds`, `generic_decline`, ...).
     public var declineCode: String?
-    public var at: String
+    public var at: Date
 
-    public init(entryId: Int, paymentId: String, parcelId: String, method: String, entry: String, amountMinor: Int, currency: String,
-                courierId: String?, providerReference: String?, declineCode: String?, at: String) {
+    public init(entryId: Int, paymentId: UUID, parcelId: UUID, method: String, entry: String, amountMinor: Int, currency: String,
+                courierId: UUID?, providerReference: String?, declineCode: String?, at: Date) {
         self.entryId = entryId; self.paymentId = paymentId; self.parcelId = parcelId; self.method = method; self.entry = entry
         self.amountMinor = amountMinor; self.currency = currency; self.courierId = courierId
         self.providerReference = providerReference; self.declineCode = declineCode; self.at = at
@@ -139,13 +152,13 @@ public struct LoyaltyRecorded: EventPayload, Equatable {
     public static let type = "loyalty.recorded"
     public static let schema = EventSchema(["entryId": .init(minimum: 1), "entry": .oneOf(["earned", "spent", "returned"]), "points": .init(minimum: 1)])
     public var entryId: Int
-    public var userId: String
-    public var parcelId: String
+    public var userId: UUID
+    public var parcelId: UUID
     public var entry: String
     public var points: Int
-    public var at: String
+    public var at: Date
 
-    public init(entryId: Int, userId: String, parcelId: String, entry: String, points: Int, at: String) {
+    public init(entryId: Int, userId: UUID, parcelId: UUID, entry: String, points: Int, at: Date) {
         self.entryId = entryId; self.userId = userId; self.parcelId = parcelId; self.entry = entry; self.points = points; self.at = at
     }
 }
@@ -160,17 +173,17 @@ public struct WalletRecorded: EventPayload, Equatable {
         "balanceMinor": .init(minimum: 0), "currency": .currency,
     ])
     public var entryId: Int
-    public var userId: String
-    public var paymentId: String
-    public var parcelId: String?
+    public var userId: UUID
+    public var paymentId: UUID
+    public var parcelId: UUID?
     public var entry: String
     public var amountMinor: Int
     public var balanceMinor: Int
     public var currency: String
-    public var at: String
+    public var at: Date
 
-    public init(entryId: Int, userId: String, paymentId: String, parcelId: String?, entry: String, amountMinor: Int, balanceMinor: Int,
-                currency: String, at: String) {
+    public init(entryId: Int, userId: UUID, paymentId: UUID, parcelId: UUID?, entry: String, amountMinor: Int, balanceMinor: Int,
+                currency: String, at: Date) {
         self.entryId = entryId; self.userId = userId; self.paymentId = paymentId; self.parcelId = parcelId; self.entry = entry
         self.amountMinor = amountMinor; self.balanceMinor = balanceMinor; self.currency = currency; self.at = at
     }
@@ -184,24 +197,24 @@ public struct PlanRecorded: EventPayload, Equatable {
     public static let schema = EventSchema([
         "entryId": .init(minimum: 1), "planId": .init(format: .plain, maxLength: 50),
         "entry": .oneOf(["started", "renewed", "declined", "lapsed", "renewal_stopped"]), "amountMinor": .init(minimum: 0),
-        "currency": .currency, "providerReference": .init(maxLength: 255), "periodEnd": .dateTime,
+        "currency": .currency, "providerReference": .init(maxLength: 255),
     ])
     public var entryId: Int
-    public var subscriptionId: String
-    public var userId: String
+    public var subscriptionId: UUID
+    public var userId: UUID
     public var planId: String
     public var entry: String
     public var amountMinor: Int
     public var currency: String
     /// The card payment that moved money (`started`, `renewed`).
-    public var paymentId: String?
+    public var paymentId: UUID?
     /// The provider's id of that payment (a Stripe PaymentIntent).
     public var providerReference: String?
-    public var periodEnd: String?
-    public var at: String
+    public var periodEnd: Date?
+    public var at: Date
 
-    public init(entryId: Int, subscriptionId: String, userId: String, planId: String, entry: String, amountMinor: Int, currency: String,
-                paymentId: String?, providerReference: String?, periodEnd: String?, at: String) {
+    public init(entryId: Int, subscriptionId: UUID, userId: UUID, planId: String, entry: String, amountMinor: Int, currency: String,
+                paymentId: UUID?, providerReference: String?, periodEnd: Date?, at: Date) {
         self.entryId = entryId; self.subscriptionId = subscriptionId; self.userId = userId; self.planId = planId; self.entry = entry
         self.amountMinor = amountMinor; self.currency = currency; self.paymentId = paymentId; self.providerReference = providerReference
         self.periodEnd = periodEnd; self.at = at

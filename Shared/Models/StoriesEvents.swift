@@ -1,16 +1,28 @@
 import Foundation
 
+/// What a stories group is: a group of people, or someone's journal.
+public enum GroupKind: String, Codable, CaseIterable, Sendable { case group, journal }
+
+/// A member's role in a stories group.
+public enum GroupRole: String, Codable, CaseIterable, Sendable { case admin, member }
+
+/// Why someone is no longer in a group or room: they left, or were removed.
+public enum LeaveReason: String, Codable, CaseIterable, Sendable { case left, removed }
+
+/// Why a reminder is due.
+public enum ReminderReason: String, Codable, CaseIterable, Sendable { case noStoryInPeriod = "no_story_in_period" }
+
 /// `group.created`: a group or journal exists. Key: the group id.
 public struct GroupCreated: EventPayload, Equatable {
     public static let type = "group.created"
-    public static let schema = EventSchema(["kind": .oneOf(["group", "journal"]), "name": .init(minLength: 1, maxLength: 100)])
-    public var groupId: String
-    public var kind: String
+    public static let schema = EventSchema(["name": .init(minLength: 1, maxLength: 100)])
+    public var groupId: UUID
+    public var kind: GroupKind
     public var name: String
-    public var createdBy: String
-    public var createdAt: String
+    public var createdBy: UUID
+    public var createdAt: Date
 
-    public init(groupId: String, kind: String, name: String, createdBy: String, createdAt: String) {
+    public init(groupId: UUID, kind: GroupKind, name: String, createdBy: UUID, createdAt: Date) {
         self.groupId = groupId; self.kind = kind; self.name = name; self.createdBy = createdBy; self.createdAt = createdAt
     }
 }
@@ -18,13 +30,12 @@ public struct GroupCreated: EventPayload, Equatable {
 /// `group.member_joined`: someone joined a group by its invite code. Key: the group id.
 public struct GroupMemberJoined: EventPayload, Equatable {
     public static let type = "group.member_joined"
-    public static let schema = EventSchema(["role": .oneOf(["admin", "member"])])
-    public var groupId: String
-    public var userId: String
-    public var role: String
-    public var joinedAt: String
+    public var groupId: UUID
+    public var userId: UUID
+    public var role: GroupRole
+    public var joinedAt: Date
 
-    public init(groupId: String, userId: String, role: String, joinedAt: String) {
+    public init(groupId: UUID, userId: UUID, role: GroupRole, joinedAt: Date) {
         self.groupId = groupId; self.userId = userId; self.role = role; self.joinedAt = joinedAt
     }
 }
@@ -32,17 +43,16 @@ public struct GroupMemberJoined: EventPayload, Equatable {
 /// `group.member_left`: someone left or was removed. Key: the group id.
 public struct GroupMemberLeft: EventPayload, Equatable {
     public static let type = "group.member_left"
-    public static let schema = EventSchema(["reason": .oneOf(["left", "removed"])])
-    public var groupId: String
-    public var userId: String
-    public var reason: String
+    public var groupId: UUID
+    public var userId: UUID
+    public var reason: LeaveReason
     /// Who removed them (themself when they left).
-    public var removedBy: String
+    public var removedBy: UUID
     /// The member who became administrator because the last one left, if any.
-    public var newAdminId: String?
-    public var leftAt: String
+    public var newAdminId: UUID?
+    public var leftAt: Date
 
-    public init(groupId: String, userId: String, reason: String, removedBy: String, newAdminId: String?, leftAt: String) {
+    public init(groupId: UUID, userId: UUID, reason: LeaveReason, removedBy: UUID, newAdminId: UUID?, leftAt: Date) {
         self.groupId = groupId; self.userId = userId; self.reason = reason; self.removedBy = removedBy
         self.newAdminId = newAdminId; self.leftAt = leftAt
     }
@@ -55,16 +65,16 @@ public struct StoryCreated: EventPayload, Equatable {
     public static let schema = EventSchema([
         "audiences": .described("Each of groupIds with its name and its members when the story was posted (the author among them): whom to tell of it"),
     ])
-    public var storyId: String
-    public var authorId: String
-    public var groupIds: [String]
+    public var storyId: UUID
+    public var authorId: UUID
+    public var groupIds: [UUID]
     public var mediaCount: Int
-    public var createdAt: String
+    public var createdAt: Date
     /// Each of `groupIds` with its name and its members when the story was posted: whom to tell of it (notify's
     /// daily digest), so that no consumer keeps a copy of every group's members. Absent in events from before it.
     public var audiences: [StoryAudience]?
 
-    public init(storyId: String, authorId: String, groupIds: [String], mediaCount: Int, createdAt: String,
+    public init(storyId: UUID, authorId: UUID, groupIds: [UUID], mediaCount: Int, createdAt: Date,
                 audiences: [StoryAudience]? = nil) {
         self.storyId = storyId; self.authorId = authorId; self.groupIds = groupIds; self.mediaCount = mediaCount
         self.createdAt = createdAt; self.audiences = audiences
@@ -73,11 +83,11 @@ public struct StoryCreated: EventPayload, Equatable {
 
 /// A group a story went to: its name, and its members at the time (the author among them).
 public struct StoryAudience: Codable, Sendable, Equatable {
-    public var groupId: String
+    public var groupId: UUID
     public var name: String
-    public var memberIds: [String]
+    public var memberIds: [UUID]
 
-    public init(groupId: String, name: String, memberIds: [String]) {
+    public init(groupId: UUID, name: String, memberIds: [UUID]) {
         self.groupId = groupId; self.name = name; self.memberIds = memberIds
     }
 }
@@ -85,13 +95,13 @@ public struct StoryAudience: Codable, Sendable, Equatable {
 /// `story.commented`: a comment on a story. Key: the story id.
 public struct StoryCommented: EventPayload, Equatable {
     public static let type = "story.commented"
-    public var storyId: String
-    public var commentId: String
-    public var authorId: String
-    public var storyAuthorId: String
-    public var createdAt: String
+    public var storyId: UUID
+    public var commentId: UUID
+    public var authorId: UUID
+    public var storyAuthorId: UUID
+    public var createdAt: Date
 
-    public init(storyId: String, commentId: String, authorId: String, storyAuthorId: String, createdAt: String) {
+    public init(storyId: UUID, commentId: UUID, authorId: UUID, storyAuthorId: UUID, createdAt: Date) {
         self.storyId = storyId; self.commentId = commentId; self.authorId = authorId; self.storyAuthorId = storyAuthorId
         self.createdAt = createdAt
     }
@@ -104,13 +114,13 @@ public struct StoryTakenDown: EventPayload, Equatable {
     public static let schema = EventSchema([
         "groupIds": .described("The groups it was posted to"), "authorId": .described("Absent when its author's account was erased"),
     ])
-    public var storyId: String
-    public var groupIds: [String]
-    public var authorId: String?
-    public var reportId: String
-    public var takenDownAt: String
+    public var storyId: UUID
+    public var groupIds: [UUID]
+    public var authorId: UUID?
+    public var reportId: UUID
+    public var takenDownAt: Date
 
-    public init(storyId: String, groupIds: [String], authorId: String?, reportId: String, takenDownAt: String) {
+    public init(storyId: UUID, groupIds: [UUID], authorId: UUID?, reportId: UUID, takenDownAt: Date) {
         self.storyId = storyId; self.groupIds = groupIds; self.authorId = authorId; self.reportId = reportId
         self.takenDownAt = takenDownAt
     }
@@ -120,24 +130,23 @@ public struct StoryTakenDown: EventPayload, Equatable {
 public struct NewsletterCompiled: EventPayload, Equatable {
     public static let type = "newsletter.compiled"
     public static let schema = EventSchema([
-        "periodStart": .dateTime, "periodEnd": .dateTime,
         "emailMemberIds": .described("The members who chose to take it by e-mail too (a subset of memberIds)"),
         "offMemberIds": .described("The members who chose no word of it: it is in their app, nothing is sent (a subset of memberIds)"),
     ])
-    public var groupId: String
-    public var newsletterId: String
-    public var periodStart: String
-    public var periodEnd: String
+    public var groupId: UUID
+    public var newsletterId: UUID
+    public var periodStart: Date
+    public var periodEnd: Date
     public var storyCount: Int
-    public var memberIds: [String]
+    public var memberIds: [UUID]
     /// The members who want it by e-mail too (a subset of `memberIds`).
-    public var emailMemberIds: [String]?
+    public var emailMemberIds: [UUID]?
     /// The members who want no word of it (a subset of `memberIds`; it is in their app all the same).
-    public var offMemberIds: [String]?
-    public var compiledAt: String
+    public var offMemberIds: [UUID]?
+    public var compiledAt: Date
 
-    public init(groupId: String, newsletterId: String, periodStart: String, periodEnd: String, storyCount: Int,
-                memberIds: [String], emailMemberIds: [String] = [], offMemberIds: [String] = [], compiledAt: String) {
+    public init(groupId: UUID, newsletterId: UUID, periodStart: Date, periodEnd: Date, storyCount: Int,
+                memberIds: [UUID], emailMemberIds: [UUID] = [], offMemberIds: [UUID] = [], compiledAt: Date) {
         self.groupId = groupId; self.newsletterId = newsletterId; self.periodStart = periodStart; self.periodEnd = periodEnd
         self.storyCount = storyCount; self.memberIds = memberIds; self.emailMemberIds = emailMemberIds; self.offMemberIds = offMemberIds
         self.compiledAt = compiledAt
@@ -147,14 +156,13 @@ public struct NewsletterCompiled: EventPayload, Equatable {
 /// `reminder.due`: a member has posted nothing yet in a period that closes soon (`periodEnd`). Key: the user id.
 public struct ReminderDue: EventPayload, Equatable {
     public static let type = "reminder.due"
-    public static let schema = EventSchema(["reason": .oneOf(["no_story_in_period"]), "periodStart": .dateTime, "periodEnd": .dateTime])
-    public var userId: String
-    public var groupId: String
-    public var reason: String
-    public var periodStart: String
-    public var periodEnd: String
+    public var userId: UUID
+    public var groupId: UUID
+    public var reason: ReminderReason
+    public var periodStart: Date
+    public var periodEnd: Date
 
-    public init(userId: String, groupId: String, reason: String, periodStart: String, periodEnd: String) {
+    public init(userId: UUID, groupId: UUID, reason: ReminderReason, periodStart: Date, periodEnd: Date) {
         self.userId = userId; self.groupId = groupId; self.reason = reason; self.periodStart = periodStart; self.periodEnd = periodEnd
     }
 }

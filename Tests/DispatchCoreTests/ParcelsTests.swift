@@ -1,5 +1,6 @@
 import Foundation
 @testable import DispatchCore
+import Models
 import XCTest
 
 final class ParcelLifecycleTests: XCTestCase {

@@ -267,9 +267,9 @@ final class ChatDirectoryTests: ChatTestCase {
         let ann = try person(), ben = try person(), eve = try person()
         let group = UUID().uuidString.lowercased()
         assertClientError(try api.post("/v1/rooms/direct", ["userId": ben.id], token: ann.token), 403, code: "forbidden", "strangers")
-        try publish(GroupCreated(groupId: group, kind: "group", name: "Family", createdBy: ann.id, createdAt: Timestamp.format(Date())),
+        try publish(GroupCreated(groupId: group.uuid, kind: .group, name: "Family", createdBy: ann.id.uuid, createdAt: Date()),
                     subject: group, source: "/stories")
-        try publish(GroupMemberJoined(groupId: group, userId: ben.id, role: "member", joinedAt: Timestamp.format(Date())),
+        try publish(GroupMemberJoined(groupId: group.uuid, userId: ben.id.uuid, role: .member, joinedAt: Date()),
                     subject: group, source: "/stories")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.count("group_members", "group_id = '\(group)'")) == 2 })
         let ids = LockedBox<[String]>()
@@ -290,8 +290,8 @@ final class ChatDirectoryTests: ChatTestCase {
         assertClientError(try api.post("/v1/rooms/direct", ["userId": eve.id], token: ann.token), 403, code: "forbidden", "Eve shares nothing with Ann")
         assertClientError(try api.get("/v1/rooms/\(ids.get()?.first ?? "")", token: eve.token), 404)
 
-        try publish(GroupMemberLeft(groupId: group, userId: ben.id, reason: "left", removedBy: ben.id, newAdminId: nil,
-                                    leftAt: Timestamp.format(Date())), subject: group, source: "/stories")
+        try publish(GroupMemberLeft(groupId: group.uuid, userId: ben.id.uuid, reason: .left, removedBy: ben.id.uuid, newAdminId: nil,
+                                    leftAt: Date()), subject: group, source: "/stories")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.count("group_members", "group_id = '\(group)'")) == 1 })
         assertClientError(try api.post("/v1/rooms/direct", ["userId": ben.id], token: ann.token), 403, code: "forbidden", "no longer share a group")
     }
@@ -299,12 +299,12 @@ final class ChatDirectoryTests: ChatTestCase {
     func testAParcelConversationOpensOnAssignmentAndTurnsReadOnlyOnDelivery() throws {
         let sender = try person(), courier = try person(), recipient = try person()
         let parcel = UUID().uuidString.lowercased()
-        let now = Timestamp.format(Date())
-        try publish(ParcelCreated(parcelId: parcel, senderId: sender.id, recipientUserId: recipient.id, service: "express",
+        let now = Date()
+        try publish(ParcelCreated(parcelId: parcel.uuid, senderId: sender.id.uuid, recipientUserId: recipient.id.uuid, service: "express",
                                   pickup: Place(lat: 44.4, lon: 26.1), dropoff: Place(lat: 44.5, lon: 26.2), amountMinor: 900,
                                   currency: "EUR", createdAt: now), subject: parcel, source: "/dispatch")
-        try publish(ParcelStatusChanged(parcelId: parcel, from: "offered", to: "assigned", actor: "courier", actorId: courier.id,
-                                        courierId: courier.id, place: nil, at: now), subject: parcel, source: "/dispatch")
+        try publish(ParcelStatusChanged(parcelId: parcel.uuid, from: .offered, to: .assigned, actor: .courier, actorId: courier.id.uuid,
+                                        courierId: courier.id.uuid, place: nil, at: now), subject: parcel, source: "/dispatch")
         var room: [String: Any]?
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
             let items = (try? self.api.get("/v1/rooms?parcelId=\(parcel)", token: sender.token))?["items"] as? [[String: Any]]
@@ -318,8 +318,8 @@ final class ChatDirectoryTests: ChatTestCase {
         XCTAssertEqual((try api.get("/v1/rooms/\(id)/messages", token: recipient.token)["items"] as? [[String: Any]])?.count, 2)
         assertClientError(try api.send("DELETE", "/v1/rooms/\(id)/members/\(sender.id)", token: sender.token), 409)
 
-        try publish(ParcelStatusChanged(parcelId: parcel, from: "delivered", to: "received", actor: "recipient", actorId: recipient.id,
-                                        courierId: courier.id, place: nil, at: now), subject: parcel, source: "/dispatch")
+        try publish(ParcelStatusChanged(parcelId: parcel.uuid, from: .delivered, to: .received, actor: .recipient, actorId: recipient.id.uuid,
+                                        courierId: courier.id.uuid, place: nil, at: now), subject: parcel, source: "/dispatch")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.api.get("/v1/rooms/\(id)", token: sender.token))?["readOnly"] as? Bool == true })
         assertClientError(try post(id, "one more thing", as: sender), 409, code: "conflict", "read-only after delivery")
         XCTAssertEqual((try api.get("/v1/rooms/\(id)/messages", token: courier.token)["items"] as? [[String: Any]])?.count, 2, "still readable")

@@ -75,13 +75,13 @@ final class NativePushTests: XCTestCase {
     }
 
     func offer(to courier: String, parcel: String = UUID().uuidString.lowercased(), at: Date = Date()) -> ParcelStatusChanged {
-        ParcelStatusChanged(parcelId: parcel, from: "awaiting_courier", to: "offered", actor: "system", actorId: nil, courierId: courier,
-                            place: nil, at: Timestamp.format(at))
+        ParcelStatusChanged(parcelId: parcel.uuid, from: .awaitingCourier, to: .offered, actor: .system, actorId: nil, courierId: courier.uuid,
+                            place: nil, at: at)
     }
 
     func reminder(_ user: String) -> ReminderDue {
-        ReminderDue(userId: user, groupId: UUID().uuidString.lowercased(), reason: "no_story_in_period",
-                    periodStart: Timestamp.format(Date().addingTimeInterval(-3600)), periodEnd: Timestamp.format(Date().addingTimeInterval(7200)))
+        ReminderDue(userId: user.uuid, groupId: UUID(), reason: .noStoryInPeriod,
+                    periodStart: Date().addingTimeInterval(-3600), periodEnd: Date().addingTimeInterval(7200))
     }
 
     /// The Mesajem journey's courier, with only an iPhone registered, hears of the offer from APNs within a second of

@@ -37,8 +37,8 @@ final class PushTests: XCTestCase {
     }
 
     func reminder(_ user: String, group: String = UUID().uuidString.lowercased()) -> ReminderDue {
-        ReminderDue(userId: user, groupId: group, reason: "no_story_in_period", periodStart: Timestamp.format(Date().addingTimeInterval(-3600)),
-                    periodEnd: Timestamp.format(Date().addingTimeInterval(7200)))
+        ReminderDue(userId: user.uuid, groupId: group.uuid, reason: .noStoryInPeriod, periodStart: Date().addingTimeInterval(-3600),
+                    periodEnd: Date().addingTimeInterval(7200))
     }
 
     func testSubscriptionsAreCheckedEachEventReachesEachDeviceOnceAndAGoneEndpointIsForgotten() throws {
@@ -143,8 +143,8 @@ final class PushTests: XCTestCase {
         try EventProbe.publish(reminder(me.userId), subject: me.userId, source: "stories")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { ((try? mine()) ?? []).count == 1 }, "the reminder is recorded")
         let parcel = UUID().uuidString.lowercased()
-        try EventProbe.publish(ParcelStatusChanged(parcelId: parcel, from: "awaiting_courier", to: "offered", actor: "system", actorId: nil,
-                                                   courierId: me.userId, place: nil, at: Timestamp.format(Date())), subject: parcel, source: "dispatch")
+        try EventProbe.publish(ParcelStatusChanged(parcelId: parcel.uuid, from: .awaitingCourier, to: .offered, actor: .system, actorId: nil,
+                                                   courierId: me.userId.uuid, place: nil, at: Date()), subject: parcel, source: "dispatch")
         let rang = try push.waitFor(1, at: phone["endpoint"])
         XCTAssertEqual(rang.compactMap { ($0["payload"] as? [String: Any])?["kind"] as? String }, ["parcel_offer"], "the offer, not the reminder")
         XCTAssertEqual(try mine().first { $0["kind"] as? String == "reminder" }?["status"] as? String, "pending", "held until the quiet hours end")
@@ -164,9 +164,9 @@ final class PushTests: XCTestCase {
         let phone = try push.subscribe(applicationServerKey: key)
         XCTAssertEqual(try api.post("/v1/push/subscriptions", phone, token: rita.accessToken).status, 201)
         let parcel = UUID().uuidString.lowercased(), sender = UUID().uuidString.lowercased(), courier = UUID().uuidString.lowercased()
-        try EventProbe.publish(ParcelStatusChanged(parcelId: parcel, from: "in_transit", to: "ready_for_collection", actor: "courier",
-                                                   actorId: courier, courierId: courier, place: nil, centreId: UUID().uuidString.lowercased(),
-                                                   senderId: sender, recipientUserId: rita.userId, at: Timestamp.format(Date())),
+        try EventProbe.publish(ParcelStatusChanged(parcelId: parcel.uuid, from: .inTransit, to: .readyForCollection, actor: .courier,
+                                                   actorId: courier.uuid, courierId: courier.uuid, place: nil, centreId: UUID(),
+                                                   senderId: sender.uuid, recipientUserId: rita.userId.uuid, at: Date()),
                                subject: parcel, source: "dispatch")
         let rang = try push.waitFor(1, at: phone["endpoint"])
         let told = rang.compactMap { ($0["payload"] as? [String: Any])?["data"] as? [String: Any] }

@@ -100,3 +100,8 @@ extension Dictionary where Key == String, Value == Any {
     /// `data.<key>` of an event envelope.
     func data(_ key: String) -> Any? { (self["data"] as? [String: Any])?[key] }
 }
+
+extension String {
+    /// The UUID this id string holds, for building payloads in tests (a test's ids are always UUIDs).
+    var uuid: UUID { UUID(uuidString: self)! }
+}

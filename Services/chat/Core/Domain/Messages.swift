@@ -32,10 +32,10 @@ struct Messages: Sendable {
                                                 clientId: clientId, replyTo: replyTo, media: images)
         try log.record(c, room: id, seq: seq.change, event: "message_created", view: MessageView(message, media: media), message: message.id)
         let mentioned = try storage.members(c, room: id, named: Self.mentions(in: text)).filter { $0 != author }
-        try log.outbox.add(ChatMessageCreated(roomId: id.lowercased, messageId: message.id.lowercased, messageSeq: message.seq,
-                                              authorId: author.lowercased, mediaCount: images.count, replyTo: replyTo?.lowercased,
-                                              seq: seq.change, createdAt: Timestamp.format(message.createdAt),
-                                              mentionedIds: mentioned.isEmpty ? nil : mentioned.map(\.lowercased)),
+        try log.outbox.add(ChatMessageCreated(roomId: id, messageId: message.id, messageSeq: message.seq,
+                                              authorId: author, mediaCount: images.count, replyTo: replyTo,
+                                              seq: seq.change, createdAt: message.createdAt,
+                                              mentionedIds: mentioned.isEmpty ? nil : mentioned),
                            subject: id.lowercased, on: c)
         return (message, true)
     }
@@ -73,8 +73,8 @@ struct Messages: Sendable {
         message.editedAt = Date()
         try storage.saveMessage(c, message)
         try log.record(c, room: message.roomId, seq: seq, event: "message_edited", view: MessageView(message, media: media), message: message.id)
-        try log.outbox.add(ChatMessageEdited(roomId: message.roomId.lowercased, messageId: id.lowercased, messageSeq: message.seq, seq: seq,
-                                             editedAt: Timestamp.format(message.editedAt!)), subject: message.roomId.lowercased, on: c)
+        try log.outbox.add(ChatMessageEdited(roomId: message.roomId, messageId: id, messageSeq: message.seq, seq: seq,
+                                             editedAt: message.editedAt!), subject: message.roomId.lowercased, on: c)
         return message
     }
 
@@ -109,8 +109,8 @@ struct Messages: Sendable {
         try storage.saveMessage(c, message)
         try storage.scrubChanges(c, message: id)
         try log.record(c, room: message.roomId, seq: seq, event: "message_deleted", view: MessageView(message, media: media), message: message.id)
-        try log.outbox.add(ChatMessageDeleted(roomId: message.roomId.lowercased, messageId: id.lowercased, messageSeq: message.seq,
-                                              seq: seq, deletedAt: Timestamp.format(message.deletedAt!), reportId: report?.lowercased),
+        try log.outbox.add(ChatMessageDeleted(roomId: message.roomId, messageId: id, messageSeq: message.seq,
+                                              seq: seq, deletedAt: message.deletedAt!, reportId: report),
                            subject: message.roomId.lowercased, on: c)
     }
 
@@ -137,8 +137,8 @@ struct Todos: Sendable {
         let todo = try storage.insertTodo(c, id: UUID.v7(), room: id, title: title, assignee: assignee, dueAt: dueAt,
                                           fromMessage: message, createdBy: user)
         try log.record(c, room: id, seq: seq, event: "todo_created", view: TodoView(todo, urls: log.urls))
-        try log.outbox.add(TodoCreated(roomId: id.lowercased, todoId: todo.id.lowercased, createdBy: user.lowercased,
-                                       assigneeId: assignee?.lowercased, seq: seq, createdAt: Timestamp.format(todo.createdAt)),
+        try log.outbox.add(TodoCreated(roomId: id, todoId: todo.id, createdBy: user,
+                                       assigneeId: assignee, seq: seq, createdAt: todo.createdAt),
                            subject: id.lowercased, on: c)
         return todo
     }
@@ -175,9 +175,9 @@ struct Todos: Sendable {
         }
         let updated = try storage.todo(c, id)!
         try log.record(c, room: todo.roomId, seq: seq, event: "todo_updated", view: TodoView(updated, urls: log.urls))
-        try log.outbox.add(TodoUpdated(roomId: todo.roomId.lowercased, todoId: id.lowercased, updatedBy: user.lowercased, done: updated.done,
-                                       doneBy: updated.doneBy?.id.lowercased, assigneeId: updated.assignee?.id.lowercased, seq: seq,
-                                       updatedAt: Timestamp.format(updated.updatedAt)), subject: todo.roomId.lowercased, on: c)
+        try log.outbox.add(TodoUpdated(roomId: todo.roomId, todoId: id, updatedBy: user, done: updated.done,
+                                       doneBy: updated.doneBy?.id, assigneeId: updated.assignee?.id, seq: seq,
+                                       updatedAt: updated.updatedAt), subject: todo.roomId.lowercased, on: c)
         return updated
     }
 
@@ -188,8 +188,8 @@ struct Todos: Sendable {
         try storage.deleteTodo(c, id)
         try storage.order(c, room: todo.roomId, try storage.openTodos(c, room: todo.roomId))
         try log.record(c, room: todo.roomId, seq: seq, event: "todo_deleted", view: TodoDeletedView(id: id, roomId: todo.roomId))
-        try log.outbox.add(TodoDeleted(roomId: todo.roomId.lowercased, todoId: id.lowercased, deletedBy: user.lowercased, seq: seq,
-                                       deletedAt: Timestamp.format(Date())), subject: todo.roomId.lowercased, on: c)
+        try log.outbox.add(TodoDeleted(roomId: todo.roomId, todoId: id, deletedBy: user, seq: seq,
+                                       deletedAt: Date()), subject: todo.roomId.lowercased, on: c)
     }
 
     /// An assignee must be a member, and the message an item comes from a message of the room.

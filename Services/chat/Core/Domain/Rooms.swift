@@ -58,8 +58,8 @@ struct RoomLog: Sendable {
         try record(c, room: room, seq: seq, event: "member_joined",
                    view: MembershipView(roomId: room, user: PersonView(member.person, urls: urls), role: member.role, reason: nil,
                                         at: member.joinedAt))
-        try outbox.add(ChatMemberJoined(roomId: room.lowercased, userId: member.person.id.lowercased, role: member.role, seq: seq,
-                                        joinedAt: Timestamp.format(member.joinedAt)), subject: room.lowercased, on: c)
+        try outbox.add(ChatMemberJoined(roomId: room, userId: member.person.id, role: member.role, seq: seq,
+                                        joinedAt: member.joinedAt), subject: room.lowercased, on: c)
     }
 }
 
@@ -128,8 +128,8 @@ struct Rooms: Sendable {
         let seq = try storage.nextSeq(c, id).change
         let room = try storage.room(c, id, reader: user ?? UUID())!
         try log.record(c, room: id, seq: seq, event: "room_created", view: RoomView(room))
-        try log.outbox.add(ChatRoomCreated(roomId: id.lowercased, kind: kind, createdBy: user?.lowercased, parcelId: parcel?.lowercased,
-                                           seq: seq, createdAt: Timestamp.format(room.createdAt)), subject: id.lowercased, on: c)
+        try log.outbox.add(ChatRoomCreated(roomId: id, kind: kind, createdBy: user, parcelId: parcel,
+                                           seq: seq, createdAt: room.createdAt), subject: id.lowercased, on: c)
         for (member, role) in members {
             if let joined = try storage.addMember(c, room: id, user: member, role: role) { try log.joined(c, room: id, joined) }
         }
@@ -179,8 +179,8 @@ struct Rooms: Sendable {
         let now = Date()
         try log.record(c, room: id, seq: seq, event: "member_left",
                        view: MembershipView(roomId: id, user: PersonView(person, urls: log.urls), role: nil, reason: reason, at: now))
-        try log.outbox.add(ChatMemberLeft(roomId: id.lowercased, userId: target.lowercased, reason: reason, removedBy: user.lowercased,
-                                          seq: seq, leftAt: Timestamp.format(now)), subject: id.lowercased, on: c)
+        try log.outbox.add(ChatMemberLeft(roomId: id, userId: target, reason: leaving ? .left : .removed, removedBy: user,
+                                          seq: seq, leftAt: now), subject: id.lowercased, on: c)
     }
 
     /// Records that a room's name, topic or state changed.
@@ -188,18 +188,17 @@ struct Rooms: Sendable {
         let seq = try storage.nextSeq(c, id).change
         guard let room = try storage.room(c, id, reader: user ?? UUID()) else { return }
         try log.record(c, room: id, seq: seq, event: "room_updated", view: RoomView(room))
-        try log.outbox.add(ChatRoomUpdated(roomId: id.lowercased, updatedBy: user?.lowercased, readOnly: room.readOnly, seq: seq,
-                                           updatedAt: Timestamp.format(room.updatedAt)), subject: id.lowercased, on: c)
+        try log.outbox.add(ChatRoomUpdated(roomId: id, updatedBy: user, readOnly: room.readOnly, seq: seq,
+                                           updatedAt: room.updatedAt), subject: id.lowercased, on: c)
     }
 
     // MARK: Parcel conversations, from dispatch's events
 
     /// `parcel.created`: its sender and recipient are parties (and members of its conversation, if it is open).
     func parcelCreated(_ event: ReceivedEvent, _ c: Connection) throws {
-        let parcel = try event.decode(ParcelCreated.self)
-        guard let id = UUID(uuidString: parcel.parcelId), let sender = UUID(uuidString: parcel.senderId) else { return }
-        try storage.addParcelParty(c, parcel: id, user: sender, role: "sender")
-        if let recipient = parcel.recipientUserId.flatMap(UUID.init(uuidString:)) {
+        let parcel = try event.decode(ParcelCreated.self), id = parcel.parcelId
+        try storage.addParcelParty(c, parcel: id, user: parcel.senderId, role: "sender")
+        if let recipient = parcel.recipientUserId {
             try storage.addParcelParty(c, parcel: id, user: recipient, role: "recipient")
         }
         try admitParties(c, parcel: id)
@@ -207,9 +206,8 @@ struct Rooms: Sendable {
 
     /// `parcel.claimed`: the recipient who claimed it is a party (and a member of its conversation, if it is open).
     func parcelClaimed(_ event: ReceivedEvent, _ c: Connection) throws {
-        let claim = try event.decode(ParcelClaimed.self)
-        guard let id = UUID(uuidString: claim.parcelId), let recipient = UUID(uuidString: claim.recipientUserId) else { return }
-        try storage.addParcelParty(c, parcel: id, user: recipient, role: "recipient")
+        let claim = try event.decode(ParcelClaimed.self), id = claim.parcelId
+        try storage.addParcelParty(c, parcel: id, user: claim.recipientUserId, role: "recipient")
         try admitParties(c, parcel: id)
     }
 
@@ -218,11 +216,10 @@ struct Rooms: Sendable {
     /// with its sender or recipient through it (the conversation keeps them); when the parcel is received, cancelled
     /// or failed it becomes read-only.
     func parcelStatus(_ event: ReceivedEvent, _ c: Connection) throws {
-        let change = try event.decode(ParcelStatusChanged.self)
-        guard let id = UUID(uuidString: change.parcelId) else { return }
+        let change = try event.decode(ParcelStatusChanged.self), id = change.parcelId
         switch change.to {
-        case "assigned":
-            guard let courier = change.courierId.flatMap(UUID.init(uuidString:)) else { return }
+        case .assigned:
+            guard let courier = change.courierId else { return }
             try storage.addParcelParty(c, parcel: id, user: courier, role: "courier")
             let room = UUID.v7()
             if try storage.insertRoom(c, id: room, kind: "parcel", name: "Parcel", topic: nil, inviteCode: nil, directKey: nil,
@@ -230,9 +227,9 @@ struct Rooms: Sendable {
                 try opened(c, room, kind: "parcel", by: nil, parcel: id, members: [])
             }
             try admitParties(c, parcel: id)
-        case "delivered", "ready_for_collection":
+        case .delivered, .readyForCollection:
             try storage.removeCourierParty(c, parcel: id)
-        case "received", "cancelled", "failed":
+        case .received, .cancelled, .failed:
             try storage.removeCourierParty(c, parcel: id)
             if let room = try storage.roomId(c, parcel: id), try storage.setReadOnly(c, room) { try changed(c, room, by: nil) }
         default:
@@ -253,16 +250,14 @@ struct Rooms: Sendable {
         switch event.type {
         case GroupCreated.type:
             let g = try event.decode(GroupCreated.self)
-            guard g.kind == "group", let group = UUID(uuidString: g.groupId), let user = UUID(uuidString: g.createdBy) else { return }
-            try storage.addGroupMember(c, group: group, user: user)
+            guard g.kind == .group else { return }
+            try storage.addGroupMember(c, group: g.groupId, user: g.createdBy)
         case GroupMemberJoined.type:
             let g = try event.decode(GroupMemberJoined.self)
-            guard let group = UUID(uuidString: g.groupId), let user = UUID(uuidString: g.userId) else { return }
-            try storage.addGroupMember(c, group: group, user: user)
+            try storage.addGroupMember(c, group: g.groupId, user: g.userId)
         default:
             let g = try event.decode(GroupMemberLeft.self)
-            guard let group = UUID(uuidString: g.groupId), let user = UUID(uuidString: g.userId) else { return }
-            try storage.removeGroupMember(c, group: group, user: user)
+            try storage.removeGroupMember(c, group: g.groupId, user: g.userId)
         }
     }
 }

@@ -64,8 +64,8 @@ struct Loyalty: Sendable {
             INSERT INTO dispatch.loyalty_ledger (user_id, parcel_id, entry, points) VALUES (\(user), \(parcel), \(entry), \(points))
             ON CONFLICT (parcel_id, entry) DO NOTHING RETURNING id, at
             """) else { return }  // once per parcel
-        try outbox.add(LoyaltyRecorded(entryId: try r["id"], userId: user.lowercased, parcelId: parcel.lowercased, entry: entry,
-                                       points: points, at: Timestamp.format(try r["at"])),
+        try outbox.add(LoyaltyRecorded(entryId: try r["id"], userId: user, parcelId: parcel, entry: entry,
+                                       points: points, at: try r["at"]),
                        subject: user.lowercased, on: c)
     }
 

@@ -1,20 +1,5 @@
 import Foundation
-
-/// Where a parcel is in its life. `awaiting_payment` (a card being authorised) or `awaiting_drop_off` (to be
-/// brought to a reception centre and checked in there) `→ awaiting_courier → offered → assigned → picked_up →
-/// in_transit → delivered → received` (or, for collection at a centre, `→ ready_for_collection → received`), or
-/// `cancelled` / `failed`; a declined or expired offer returns it to `awaiting_courier`.
-public enum ParcelStatus: String, Codable, Sendable, CaseIterable {
-    case awaitingPayment = "awaiting_payment", awaitingDropOff = "awaiting_drop_off", awaitingCourier = "awaiting_courier", offered,
-         assigned, pickedUp = "picked_up", inTransit = "in_transit", delivered, readyForCollection = "ready_for_collection",
-         received, cancelled, failed
-}
-
-/// Who does something to a parcel.
-public enum ParcelActor: String, Codable, Sendable {
-    /// `staff`: a reception centre's, checking parcels in and handing them over there.
-    case sender, recipient, courier, staff, system
-}
+import Models
 
 /// What can happen to a parcel, each done by one kind of actor.
 public enum ParcelAction: String, Codable, Sendable, CaseIterable {

@@ -133,11 +133,11 @@ struct Parcels: Sendable {
         try loyalty.spent(c, parcel)
         try payments.open(c, parcel, card: body.cardPaymentMethod, lease: paymentLease)
         let at = Date()
-        let event = try outbox.row(ParcelCreated(parcelId: parcel.id.lowercased, senderId: sender.lowercased,
-                                                 recipientUserId: recipient?.lowercased, service: parcel.service.rawValue,
+        let event = try outbox.row(ParcelCreated(parcelId: parcel.id, senderId: sender,
+                                                 recipientUserId: recipient, service: parcel.service.rawValue,
                                                  pickup: Place(lat: parcel.pickup.lat, lon: parcel.pickup.lon),
                                                  dropoff: Place(lat: parcel.dropoff.lat, lon: parcel.dropoff.lon),
-                                                 amountMinor: price.amountMinor, currency: price.currency, createdAt: Timestamp.format(at)),
+                                                 amountMinor: price.amountMinor, currency: price.currency, createdAt: at),
                                    subject: parcel.id.lowercased, at: at)
         try storage.record(c, parcel: parcel.id, saving: nil, from: nil, to: parcel.status, actor: .sender, actorId: sender,
                            place: parcel.pickup, at: at, event: event)
@@ -155,8 +155,8 @@ struct Parcels: Sendable {
         guard parcel.senderId != user else { throw ParcelError.ownParcel }
         parcel.recipientUserId = user
         try storage.save(c, parcel)
-        try outbox.add(ParcelClaimed(parcelId: parcel.id.lowercased, senderId: parcel.senderId.lowercased,
-                                     recipientUserId: user.lowercased, claimedAt: Timestamp.format(Date())),
+        try outbox.add(ParcelClaimed(parcelId: parcel.id, senderId: parcel.senderId,
+                                     recipientUserId: user, claimedAt: Date()),
                        subject: parcel.id.lowercased, on: c)
         return parcel
     }
@@ -238,13 +238,13 @@ struct Parcels: Sendable {
         try payments.follow(c, p, action, cashCollected: cashCollected)
         try loyalty.follow(c, p, action)
         let at = Date()
-        let event = try outbox.row(ParcelStatusChanged(parcelId: p.id.lowercased, from: from.rawValue, to: next.rawValue, actor: actor.rawValue,
-                                                       actorId: actorId?.lowercased, courierId: (p.courierId ?? parcel.offeredTo)?.lowercased,
+        let event = try outbox.row(ParcelStatusChanged(parcelId: p.id, from: from, to: next, actor: actor,
+                                                       actorId: actorId, courierId: (p.courierId ?? parcel.offeredTo),
                                                        place: place.map { Place(lat: $0.lat, lon: $0.lon) },
                                                        centreId: (action == .checkIn ? p.dropOffCentreId
-                                                                  : [.leaveAtCentre, .collect].contains(action) ? p.collectionCentreId : nil)?.lowercased,
-                                                       senderId: p.senderId.lowercased, recipientUserId: p.recipientUserId?.lowercased,
-                                                       at: Timestamp.format(at)),
+                                                                  : [.leaveAtCentre, .collect].contains(action) ? p.collectionCentreId : nil),
+                                                       senderId: p.senderId, recipientUserId: p.recipientUserId,
+                                                       at: at),
                                    subject: p.id.lowercased, at: at)
         // The row, its history and its event in one round trip.
         try storage.record(c, parcel: p.id, saving: p, from: from, to: next, actor: actor, actorId: actorId, place: place, at: at, event: event)

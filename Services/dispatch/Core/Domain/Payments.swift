@@ -86,10 +86,10 @@ struct PaymentRules: Sendable {
     func record(_ c: Connection, _ p: PaymentRecord, _ entry: String, amountMinor: Int, courier: UUID? = nil, centre: UUID? = nil) throws {
         let e = try storage.appendLedger(c, p, entry: entry, amountMinor: amountMinor, courier: courier, centre: centre)
         guard let parcelId = p.parcelId else { return }  // a top-up's or a plan's: told by the wallet's or plan's event
-        try outbox.add(PaymentRecorded(entryId: e.id, paymentId: p.id.lowercased, parcelId: parcelId.lowercased, method: p.method,
-                                       entry: entry, amountMinor: amountMinor, currency: p.currency, courierId: courier?.lowercased,
+        try outbox.add(PaymentRecorded(entryId: e.id, paymentId: p.id, parcelId: parcelId, method: p.method,
+                                       entry: entry, amountMinor: amountMinor, currency: p.currency, courierId: courier,
                                        providerReference: p.providerIntent, declineCode: entry == "declined" ? p.declineCode : nil,
-                                       at: Timestamp.format(e.at)),
+                                       at: e.at),
                        subject: p.id.lowercased, on: c)
     }
 }

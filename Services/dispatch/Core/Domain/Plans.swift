@@ -200,10 +200,10 @@ struct Plans: Sendable {
             VALUES (\(s.id), \(s.userId), \(s.planId), \(entry), \(amountMinor), \(currency), \(payment?.id), \(s.periodEnd))
             ON CONFLICT (payment_id, entry) WHERE payment_id IS NOT NULL DO NOTHING RETURNING id, at
             """) else { return }
-        try outbox.add(PlanRecorded(entryId: try r["id"], subscriptionId: s.id.lowercased, userId: s.userId.lowercased, planId: s.planId,
-                                    entry: entry, amountMinor: amountMinor, currency: currency, paymentId: payment?.id.lowercased,
-                                    providerReference: payment?.providerIntent, periodEnd: s.periodEnd.map(Timestamp.format),
-                                    at: Timestamp.format(try r["at"])),
+        try outbox.add(PlanRecorded(entryId: try r["id"], subscriptionId: s.id, userId: s.userId, planId: s.planId,
+                                    entry: entry, amountMinor: amountMinor, currency: currency, paymentId: payment?.id,
+                                    providerReference: payment?.providerIntent, periodEnd: s.periodEnd,
+                                    at: try r["at"]),
                        subject: s.id.lowercased, on: c)
     }
 }

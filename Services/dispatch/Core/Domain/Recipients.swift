@@ -30,8 +30,8 @@ extension Parcels {
         for var parcel in named {
             parcel.recipientUserId = user
             try storage.save(c, parcel)
-            try outbox.add(ParcelClaimed(parcelId: parcel.id.lowercased, senderId: parcel.senderId.lowercased,
-                                         recipientUserId: user.lowercased, claimedAt: Timestamp.format(Date())),
+            try outbox.add(ParcelClaimed(parcelId: parcel.id, senderId: parcel.senderId,
+                                         recipientUserId: user, claimedAt: Date()),
                            subject: parcel.id.lowercased, on: c)
         }
     }

@@ -62,9 +62,9 @@ struct Wallet: Sendable {
             VALUES (\(user), \(payment), \(parcel), \(entry), \(amountMinor), \(currency))
             ON CONFLICT (payment_id, entry) DO NOTHING RETURNING id, at
             """) else { return }
-        try outbox.add(WalletRecorded(entryId: try r["id"], userId: user.lowercased, paymentId: payment.lowercased, parcelId: parcel?.lowercased,
+        try outbox.add(WalletRecorded(entryId: try r["id"], userId: user, paymentId: payment, parcelId: parcel,
                                       entry: entry, amountMinor: amountMinor, balanceMinor: try balance(c, user, currency: currency),
-                                      currency: currency, at: Timestamp.format(try r["at"])),
+                                      currency: currency, at: try r["at"]),
                        subject: user.lowercased, on: c)
     }
 

@@ -70,8 +70,9 @@ final class ParcelTracking: Sendable {
             switch event.type {
             case ParcelStatusChanged.type:
                 guard let change = try? event.decode(ParcelStatusChanged.self) else { return nil }
-                if let courier = change.courierId { carriers.carried(change.parcelId, by: courier) }
-                return .init(keys: [change.parcelId, Self.fleetKey], event: "status")
+                let parcel = change.parcelId.lowercased
+                if let courier = change.courierId { carriers.carried(parcel, by: courier.lowercased) }
+                return .init(keys: [parcel, Self.fleetKey], event: "status")
             case CourierLocation.type:
                 guard let fix = try? event.decode(CourierLocation.self) else { return nil }
                 return .init(keys: carriers.parcels(of: fix.courierId) + [Self.fleetKey], event: "position")
@@ -104,11 +105,11 @@ final class ParcelTracking: Sendable {
         carriers.watch(parcel, courier: courier)
         feed.watch(parcel, stream: stream) { item in
             guard item.event == "status",
-                  let change = try? JSONDecoder().decode(ParcelStatusChanged.self, from: Data(item.data.utf8)),
-                  let status = ParcelStatus(rawValue: change.to) else { return }
+                  let change = try? Timestamp.decoder().decode(ParcelStatusChanged.self, from: Data(item.data.utf8)) else { return }
+            let status = change.to
             if ParcelLifecycle.isFinal(status) {
                 stream.end(reason: "final_state")
-            } else if !isParty && (change.courierId != viewer || status == .awaitingCourier) {
+            } else if !isParty && (change.courierId?.lowercased != viewer || status == .awaitingCourier) {
                 stream.end(reason: "access_lost")
             }
         }

@@ -48,44 +48,42 @@ struct Deliveries: Sendable {
             try storage.recordPerson(c, id, email: email, verified: verified ?? false)
         case NewsletterCompiled.type:
             let e = try event.decode(NewsletterCompiled.self)
-            let expires = (Timestamp.parse(e.compiledAt) ?? Date()).addingTimeInterval(Self.newsletterLifetime)
+            let expires = e.compiledAt.addingTimeInterval(Self.newsletterLifetime)
             guard expires > Date() else { return }
             // By mail to those who asked for it so, at an address they proved, unless they unsubscribed.
-            for member in Set(e.emailMemberIds ?? []) {
-                guard let id = UUID(uuidString: member), try !Erasure.isErased(id, schema: "notify", on: c),
+            for id in Set(e.emailMemberIds ?? []) {
+                guard try !Erasure.isErased(id, schema: "notify", on: c),
                       let address = try storage.provenAddress(c, id), try storage.allows(c, id, kind: "newsletter", channel: "email") else { continue }
                 _ = try storage.record(c, id: UUID.v7(), eventId: event.id, user: id, kind: "newsletter", address: address,
-                                       subject: "Your group's newsletter", text: nil, html: nil, expiresAt: expires, reference: e.newsletterId)
+                                       subject: "Your group's newsletter", text: nil, html: nil, expiresAt: expires, reference: e.newsletterId.lowercased)
             }
             // Ready, by push and in the app, to the members but those who asked for no word of it.
-            let off = Set((e.offMemberIds ?? []).map { $0.lowercased() })
-            try tell(event, c, to: e.memberIds.filter { !off.contains($0.lowercased()) }, notices.newsletterReady(e))
+            let off = Set(e.offMemberIds ?? [])
+            try tell(event, c, to: e.memberIds.filter { !off.contains($0) }, notices.newsletterReady(e))
         case StoryCommented.type:
             // The story's author hears of a comment, unless it is their own.
             let e = try event.decode(StoryCommented.self)
-            guard e.authorId.lowercased() != e.storyAuthorId.lowercased() else { return }
+            guard e.authorId != e.storyAuthorId else { return }
             try tell(event, c, to: [e.storyAuthorId], notices.comment(e))
         case StoryCreated.type:
             try digest(try event.decode(StoryCreated.self), c)
         case ChatMemberJoined.type:
             let e = try event.decode(ChatMemberJoined.self)
-            guard let room = UUID(uuidString: e.roomId), let user = UUID(uuidString: e.userId) else { return }
-            try storage.joinRoom(c, room, user)
+            try storage.joinRoom(c, e.roomId, e.userId)
         case ChatMemberLeft.type:
             let e = try event.decode(ChatMemberLeft.self)
-            guard let room = UUID(uuidString: e.roomId), let user = UUID(uuidString: e.userId) else { return }
-            try storage.leaveRoom(c, room, user)
+            try storage.leaveRoom(c, e.roomId, e.userId)
         case ChatMessageCreated.type:
             let e = try event.decode(ChatMessageCreated.self)
-            guard let room = UUID(uuidString: e.roomId) else { return }
-            let others = try storage.roomMembers(c, room).map(\.lowercased).filter { $0 != e.authorId.lowercased() }
-            let mentioned = Set((e.mentionedIds ?? []).map { $0.lowercased() }).intersection(others)
+            let room = e.roomId
+            let others = try storage.roomMembers(c, room).filter { $0 != e.authorId }
+            let mentioned = Set(e.mentionedIds ?? []).intersection(others)
             if !mentioned.isEmpty { try push(event, c, to: Array(mentioned), notices.mention(e)) }
             // The rest hear of the room once per window, when it closes, and only if they have not read it by then.
-            let at = Timestamp.parse(e.createdAt) ?? Date()
+            let at = e.createdAt
             let window = (at.timeIntervalSince1970 / chatWindow).rounded(.down) * chatWindow
             let closes = Date(timeIntervalSince1970: window + chatWindow)
-            let rest = others.filter { !mentioned.contains($0) }.compactMap(UUID.init(uuidString:))
+            let rest = others.filter { !mentioned.contains($0) }
             try storage.recordPush(c, eventId: "chat:\(room.lowercased):\(Int(window))", to: try storage.pushTargets(c, rest, kind: "chat_message"),
                                    devices: try storage.deviceTargets(c, rest, kind: "chat_message", app: Apps.of(kind: "chat_message")),
                                    kind: "chat_message", title: "New messages", payload: nil, ttl: 86_400, urgency: "normal",
@@ -102,24 +100,21 @@ struct Deliveries: Sendable {
             try push(event, c, to: [e.userId], notices.reminder(e))
         case ParcelCreated.type:
             let e = try event.decode(ParcelCreated.self)
-            guard let id = UUID(uuidString: e.parcelId), let sender = UUID(uuidString: e.senderId) else { return }
-            try storage.recordParcel(c, id, sender: sender, recipient: e.recipientUserId.flatMap(UUID.init(uuidString:)))
+            try storage.recordParcel(c, e.parcelId, sender: e.senderId, recipient: e.recipientUserId)
         case ParcelClaimed.type:
             let e = try event.decode(ParcelClaimed.self)
-            guard let id = UUID(uuidString: e.parcelId), let sender = UUID(uuidString: e.senderId),
-                  let recipient = UUID(uuidString: e.recipientUserId) else { return }
-            try storage.recordParcel(c, id, sender: sender, recipient: recipient)
+            try storage.recordParcel(c, e.parcelId, sender: e.senderId, recipient: e.recipientUserId)
         case ParcelStatusChanged.type:
             let e = try event.decode(ParcelStatusChanged.self)
-            if e.to == "offered", let courier = e.courierId {
+            if e.to == .offered, let courier = e.courierId {
                 try push(event, c, to: [courier], notices.offer(e))
-            } else if let notice = notices.parcelStep(e), let id = UUID(uuidString: e.parcelId) {
+            } else if let notice = notices.parcelStep(e) {
                 // The step's own parties: it may be read before the parcel's `parcel.created` (another topic, in no
                 // fixed order with this one). Those recorded from that topic serve steps that name none.
-                let named = e.senderId.flatMap(UUID.init(uuidString:)).map { (sender: $0, recipient: e.recipientUserId.flatMap(UUID.init(uuidString:))) }
-                guard let parties = try named ?? storage.parcelParties(c, id) else { return }
+                let named = e.senderId.map { (sender: $0, recipient: e.recipientUserId) }
+                guard let parties = try named ?? storage.parcelParties(c, e.parcelId) else { return }
                 // The one who did it knows already.
-                let people = [parties.sender, parties.recipient].compactMap { $0?.lowercased }.filter { $0 != e.actorId?.lowercased() }
+                let people = [parties.sender, parties.recipient].compactMap { $0 }.filter { $0 != e.actorId }
                 try push(event, c, to: people, notice)
             }
         default:
@@ -141,15 +136,15 @@ struct Deliveries: Sendable {
     /// closes and restated at each story after (a replayed story is counted once: `group_stories` holds it).
     private func digest(_ e: StoryCreated, _ c: Connection) throws {
         // An author erased since (`user.deleted` comes on another topic, perhaps first) is kept nowhere.
-        guard let story = UUID(uuidString: e.storyId), let author = UUID(uuidString: e.authorId),
-              try !Erasure.isErased(author, schema: "notify", on: c) else { return }
-        let at = Timestamp.parse(e.createdAt) ?? Date()
+        let story = e.storyId, author = e.authorId
+        guard try !Erasure.isErased(author, schema: "notify", on: c) else { return }
+        let at = e.createdAt
         let start = (at.timeIntervalSince1970 / digestWindow).rounded(.down) * digestWindow
         let window = Date(timeIntervalSince1970: start), closes = Date(timeIntervalSince1970: start + digestWindow)
         guard closes.addingTimeInterval(86_400) > Date() else { return }  // read long after: stale
         for audience in e.audiences ?? [] {
-            guard let group = UUID(uuidString: audience.groupId) else { continue }
-            let others = Array(Set(audience.memberIds.compactMap(UUID.init(uuidString:))).subtracting([author]))
+            let group = audience.groupId
+            let others = Array(Set(audience.memberIds).subtracting([author]))
             let counts = try storage.recordGroupStory(c, group: group, name: audience.name, window: window, story: story, author: author, for: others)
             let key = "digest:\(group.lowercased):\(Int(start))", kind = "group_stories_digest", app = Apps.of(kind: kind)
             for (person, count) in counts where count > 0 {
@@ -166,16 +161,16 @@ struct Deliveries: Sendable {
     }
 
     /// By push, and in the app's list.
-    private func tell(_ event: ReceivedEvent, _ c: Connection, to users: [String], _ notice: Notice) throws {
+    private func tell(_ event: ReceivedEvent, _ c: Connection, to users: [UUID], _ notice: Notice) throws {
         guard notice.expiresAt > Date() else { return }
         try push(event, c, to: users, notice)
-        try storage.recordInApp(c, eventId: event.id, to: Array(Set(users.compactMap(UUID.init(uuidString:)))), kind: notice.kind,
+        try storage.recordInApp(c, eventId: event.id, to: Array(Set(users)), kind: notice.kind,
                                 app: Apps.of(kind: notice.kind), title: notice.title, payload: notice.payload)
     }
 
-    private func push(_ event: ReceivedEvent, _ c: Connection, to users: [String], _ notice: Notice) throws {
+    private func push(_ event: ReceivedEvent, _ c: Connection, to users: [UUID], _ notice: Notice) throws {
         guard notice.expiresAt > Date() else { return }
-        let ids = Set(users.compactMap(UUID.init(uuidString:)))
+        let ids = Set(users)
         try storage.recordPush(c, eventId: event.id, to: try storage.pushTargets(c, Array(ids), kind: notice.kind),
                                devices: try storage.deviceTargets(c, Array(ids), kind: notice.kind, app: Apps.of(kind: notice.kind)),
                                kind: notice.kind, title: notice.title, payload: notice.payload, ttl: notice.ttl, urgency: notice.urgency, topic: notice.topic,

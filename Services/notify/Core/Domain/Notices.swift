@@ -30,30 +30,29 @@ struct Notices: Sendable {
 
     /// A Tapestry member who has not posted in a period that is about to close.
     func reminder(_ e: ReminderDue) -> Notice {
-        let closes = Timestamp.parse(e.periodEnd) ?? Date().addingTimeInterval(3600)
+        let closes = e.periodEnd, group = e.groupId.lowercased
         return Notice(kind: "reminder", title: "Your group is waiting for your story",
                       body: "You have not posted this period yet: share a moment before the newsletter is put together.",
-                      url: "/groups/\(e.groupId)", data: ["groupId": e.groupId, "periodEnd": e.periodEnd],
+                      url: "/groups/\(group)", data: ["groupId": group, "periodEnd": Timestamp.format(e.periodEnd)],
                       ttl: max(60, min(86_400, Int(closes.timeIntervalSinceNow))), urgency: "normal",
-                      topic: "reminder" + e.groupId.replacingOccurrences(of: "-", with: "").prefix(24), expiresAt: closes)
+                      topic: "reminder" + group.replacingOccurrences(of: "-", with: "").prefix(24), expiresAt: closes)
     }
 
     /// A member commented on the person's story.
     func comment(_ e: StoryCommented) -> Notice {
-        let at = Timestamp.parse(e.createdAt) ?? Date()
-        return Notice(kind: "story_comment", title: "A new comment on your story", body: "A member of your group commented on your story.",
-                      url: "/stories/\(e.storyId)", data: ["storyId": e.storyId, "commentId": e.commentId], ttl: 86_400, urgency: "normal",
-                      topic: nil, expiresAt: at.addingTimeInterval(7 * 86_400))
+        Notice(kind: "story_comment", title: "A new comment on your story", body: "A member of your group commented on your story.",
+               url: "/stories/\(e.storyId.lowercased)", data: ["storyId": e.storyId.lowercased, "commentId": e.commentId.lowercased],
+               ttl: 86_400, urgency: "normal", topic: nil, expiresAt: e.createdAt.addingTimeInterval(7 * 86_400))
     }
 
     /// A group's newsletter was put together: a newer one replaces an older one not yet delivered.
     func newsletterReady(_ e: NewsletterCompiled) -> Notice {
-        let at = Timestamp.parse(e.compiledAt) ?? Date()
+        let group = e.groupId.lowercased, newsletter = e.newsletterId.lowercased
         return Notice(kind: "newsletter_ready", title: "Your group's newsletter is ready",
                       body: e.storyCount == 1 ? "1 story from this period, together." : "\(e.storyCount) stories from this period, together.",
-                      url: "/groups/\(e.groupId)/newsletters/\(e.newsletterId)", data: ["groupId": e.groupId, "newsletterId": e.newsletterId, "stories": String(e.storyCount)],
-                      ttl: 86_400, urgency: "normal", topic: "newsletter" + e.groupId.replacingOccurrences(of: "-", with: "").prefix(22),
-                      expiresAt: at.addingTimeInterval(Deliveries.newsletterLifetime))
+                      url: "/groups/\(group)/newsletters/\(newsletter)", data: ["groupId": group, "newsletterId": newsletter, "stories": String(e.storyCount)],
+                      ttl: 86_400, urgency: "normal", topic: "newsletter" + group.replacingOccurrences(of: "-", with: "").prefix(22),
+                      expiresAt: e.compiledAt.addingTimeInterval(Deliveries.newsletterLifetime))
     }
 
     /// The stories others posted in a group during a digest window, told once it closed (`closes`).
@@ -66,40 +65,40 @@ struct Notices: Sendable {
 
     /// A courier offered a parcel: at once, and not after the offer lapsed.
     func offer(_ e: ParcelStatusChanged) -> Notice {
-        let at = Timestamp.parse(e.at) ?? Date()
+        let parcel = e.parcelId.lowercased
         return Notice(kind: "parcel_offer", title: "A delivery for you", body: "A parcel near you waits for a courier: accept it in the app.",
-                      url: "/courier/offers/\(e.parcelId)", data: ["parcelId": e.parcelId], ttl: offerSeconds, urgency: "high",
-                      topic: "offer" + e.parcelId.replacingOccurrences(of: "-", with: "").prefix(27),
-                      expiresAt: at.addingTimeInterval(TimeInterval(offerSeconds)))
+                      url: "/courier/offers/\(parcel)", data: ["parcelId": parcel], ttl: offerSeconds, urgency: "high",
+                      topic: "offer" + parcel.replacingOccurrences(of: "-", with: "").prefix(27),
+                      expiresAt: e.at.addingTimeInterval(TimeInterval(offerSeconds)))
     }
 
     /// A step of a parcel its sender and recipient hear of; nil for the steps that are dispatch's own business.
     func parcelStep(_ e: ParcelStatusChanged) -> Notice? {
-        let text: [String: (String, String)] = [
-            "assigned": ("A courier is on the way", "A courier took your parcel and is heading to the pickup."),
-            "picked_up": ("Your parcel was picked up", "The courier has your parcel."),
-            "in_transit": ("Your parcel is on its way", "The courier is taking your parcel to the drop-off."),
-            "delivered": ("Your parcel was delivered", "The courier handed your parcel over."),
-            "awaiting_courier": ("Your parcel was taken in", "The reception centre has your parcel; a courier will collect it."),
-            "ready_for_collection": ("Ready for collection", "The parcel waits at the reception centre: show its code and your PIN there."),
-            "received": ("Delivery confirmed", "The recipient confirmed they received the parcel."),
-            "cancelled": ("The delivery was cancelled", "The parcel will not be delivered."),
-            "failed": ("The delivery failed", "The courier could not deliver the parcel."),
+        let text: [ParcelStatus: (String, String)] = [
+            .assigned: ("A courier is on the way", "A courier took your parcel and is heading to the pickup."),
+            .pickedUp: ("Your parcel was picked up", "The courier has your parcel."),
+            .inTransit: ("Your parcel is on its way", "The courier is taking your parcel to the drop-off."),
+            .delivered: ("Your parcel was delivered", "The courier handed your parcel over."),
+            .awaitingCourier: ("Your parcel was taken in", "The reception centre has your parcel; a courier will collect it."),
+            .readyForCollection: ("Ready for collection", "The parcel waits at the reception centre: show its code and your PIN there."),
+            .received: ("Delivery confirmed", "The recipient confirmed they received the parcel."),
+            .cancelled: ("The delivery was cancelled", "The parcel will not be delivered."),
+            .failed: ("The delivery failed", "The courier could not deliver the parcel."),
         ]
         // Waiting for a courier is news only when a centre's staff took the parcel in.
-        guard let (title, body) = text[e.to], e.to != "awaiting_courier" || e.actor == "staff" else { return nil }
-        let at = Timestamp.parse(e.at) ?? Date()
-        return Notice(kind: "parcel_step", title: title, body: body, url: "/parcels/\(e.parcelId)",
-                      data: ["parcelId": e.parcelId, "status": e.to], ttl: 86_400, urgency: ["delivered", "ready_for_collection", "failed"].contains(e.to) ? "high" : "normal",
-                      topic: "parcel" + e.parcelId.replacingOccurrences(of: "-", with: "").prefix(26), expiresAt: at.addingTimeInterval(86_400))
+        guard let (title, body) = text[e.to], e.to != .awaitingCourier || e.actor == .staff else { return nil }
+        let parcel = e.parcelId.lowercased
+        return Notice(kind: "parcel_step", title: title, body: body, url: "/parcels/\(parcel)",
+                      data: ["parcelId": parcel, "status": e.to.rawValue], ttl: 86_400,
+                      urgency: [.delivered, .readyForCollection, .failed].contains(e.to) ? "high" : "normal",
+                      topic: "parcel" + parcel.replacingOccurrences(of: "-", with: "").prefix(26), expiresAt: e.at.addingTimeInterval(86_400))
     }
 
     /// Someone named the member in a room's message: at once.
     func mention(_ e: ChatMessageCreated) -> Notice {
-        let at = Timestamp.parse(e.createdAt) ?? Date()
-        return Notice(kind: "chat_mention", title: "You were mentioned", body: "Someone mentioned you in a conversation.",
-                      url: "/rooms/\(e.roomId)", data: ["roomId": e.roomId, "messageId": e.messageId], ttl: 86_400, urgency: "normal",
-                      topic: nil, expiresAt: at.addingTimeInterval(86_400))
+        Notice(kind: "chat_mention", title: "You were mentioned", body: "Someone mentioned you in a conversation.",
+               url: "/rooms/\(e.roomId.lowercased)", data: ["roomId": e.roomId.lowercased, "messageId": e.messageId.lowercased], ttl: 86_400,
+               urgency: "normal", topic: nil, expiresAt: e.createdAt.addingTimeInterval(86_400))
     }
 
     /// The messages a member has not read in a room, told once its window closed (`title`, `unread` from chat).

@@ -82,13 +82,14 @@ struct Groups: Sendable {
 
     /// A new group (with an invite code) or journal, its creator its administrator.
     func create(_ c: Connection, kind: String, name: String, image: UUID?, creator: UUID, defaultJournal: Bool = false) throws -> GroupRecord {
-        guard let group = try storage.createGroup(c, kind: kind, name: name, image: image,
-                                                  inviteCode: kind == "group" ? InviteCode.generate() : nil, creator: creator,
+        guard let kind = GroupKind(rawValue: kind) else { preconditionFailure("no group kind \(kind)") }
+        guard let group = try storage.createGroup(c, kind: kind.rawValue, name: name, image: image,
+                                                  inviteCode: kind == .group ? InviteCode.generate() : nil, creator: creator,
                                                   defaultJournal: defaultJournal) else {
             throw StoriesError.collision("Could not create the \(kind); try again.")
         }
-        try outbox.add(GroupCreated(groupId: group.id.lowercased, kind: group.kind, name: group.name,
-                                    createdBy: group.createdBy.lowercased, createdAt: Timestamp.format(group.createdAt)),
+        try outbox.add(GroupCreated(groupId: group.id, kind: kind, name: group.name,
+                                    createdBy: group.createdBy, createdAt: group.createdAt),
                        subject: group.id.lowercased, on: c)
         return group
     }
@@ -101,8 +102,8 @@ struct Groups: Sendable {
         let admins: SQL = "SELECT user_id FROM stories.memberships WHERE group_id = \(group.id) AND role = 'admin'"
         guard try !Blocks(schema: "stories").isBlocked(user, byAnyOf: admins, on: c) else { return nil }
         if group.role == nil, let joinedAt = try storage.addMember(c, group: group.id, user: user) {
-            try outbox.add(GroupMemberJoined(groupId: group.id.lowercased, userId: user.lowercased, role: "member",
-                                             joinedAt: Timestamp.format(joinedAt)), subject: group.id.lowercased, on: c)
+            try outbox.add(GroupMemberJoined(groupId: group.id, userId: user, role: .member,
+                                             joinedAt: joinedAt), subject: group.id.lowercased, on: c)
         }
         guard let joined = try storage.group(c, group.id, reader: user) else { throw StoriesError.unknownInviteCode }
         return joined
@@ -127,9 +128,9 @@ struct Groups: Sendable {
         if group.kind == "journal" { throw StoriesError.journal("A journal cannot be left.") }
         let outcome = try storage.removeMember(c, group: id, user: target)
         guard outcome.removed else { throw StoriesError.notAMember }
-        try outbox.add(GroupMemberLeft(groupId: id.lowercased, userId: target.lowercased, reason: leaving ? "left" : "removed",
-                                       removedBy: user.lowercased, newAdminId: outcome.newAdmin?.lowercased,
-                                       leftAt: Timestamp.format(Date())), subject: id.lowercased, on: c)
+        try outbox.add(GroupMemberLeft(groupId: id, userId: target, reason: leaving ? .left : .removed,
+                                       removedBy: user, newAdminId: outcome.newAdmin,
+                                       leftAt: Date()), subject: id.lowercased, on: c)
     }
 
     // MARK: Profiles, from auth's events

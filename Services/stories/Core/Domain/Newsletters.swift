@@ -265,16 +265,14 @@ struct Newsletters: Sendable {
                     let content = String(decoding: JSON.encode(doc), as: UTF8.self)
                     if let (id, at) = try storage.storeNewsletter(c, group: group.id, from: start, to: end,
                                                                    storyCount: doc.storyCount, content: content) {
-                        let members = doc.members.filter(\.isMember)
+                        let members = doc.members.filter(\.isMember).compactMap { UUID(uuidString: $0.id) }
                         let deliveries = try storage.newsletterDeliveries(c, group: group.id)
-                        func taking(_ way: String) -> [String] {
-                            members.map(\.id).filter { UUID(uuidString: $0).flatMap { deliveries[$0] } == way }
-                        }
-                        try outbox.add(NewsletterCompiled(groupId: group.id.lowercased, newsletterId: id.lowercased,
-                                                          periodStart: doc.period.from, periodEnd: doc.period.to,
-                                                          storyCount: doc.storyCount, memberIds: members.map(\.id),
+                        func taking(_ way: String) -> [UUID] { members.filter { deliveries[$0] == way } }
+                        try outbox.add(NewsletterCompiled(groupId: group.id, newsletterId: id,
+                                                          periodStart: start, periodEnd: end,
+                                                          storyCount: doc.storyCount, memberIds: members,
                                                           emailMemberIds: taking("email"), offMemberIds: taking("off"),
-                                                          compiledAt: Timestamp.format(at)), subject: group.id.lowercased, on: c)
+                                                          compiledAt: at), subject: group.id.lowercased, on: c)
                         compiled += 1
                     }
                     try storage.setNewsletterDue(c, group: group.id, at: schedule.nextClose(after: end))
@@ -302,8 +300,8 @@ struct Newsletters: Sendable {
                         let (stories, _) = try storage.storiesInPeriod(c, group: group.id, from: period.start, to: now)
                         let posted = Set(stories.map(\.authorId))
                         for member in try storage.members(c, of: group.id) where !posted.contains(member.userId) {
-                            try outbox.add(ReminderDue(userId: member.userId.lowercased, groupId: group.id.lowercased, reason: "no_story_in_period",
-                                                       periodStart: Timestamp.format(period.start), periodEnd: Timestamp.format(period.end)),
+                            try outbox.add(ReminderDue(userId: member.userId, groupId: group.id, reason: .noStoryInPeriod,
+                                                       periodStart: period.start, periodEnd: period.end),
                                            subject: member.userId.lowercased, on: c)
                         }
                         reminded += 1

@@ -26,8 +26,8 @@ struct Stories: Sendable {
         guard try storage.memberGroups(c, groups, user: author).count == groups.count else { throw StoriesError.notInGroups }
         try media.requireOwned(images, by: author, field: "mediaIds", on: c)
         let story = try storage.createStory(c, author: author, text: text, color: color, groups: groups, media: images)
-        try outbox.add(StoryCreated(storyId: story.id.lowercased, authorId: author.lowercased, groupIds: groups.map(\.lowercased),
-                                    mediaCount: images.count, createdAt: Timestamp.format(story.createdAt),
+        try outbox.add(StoryCreated(storyId: story.id, authorId: author, groupIds: groups,
+                                    mediaCount: images.count, createdAt: story.createdAt,
                                     audiences: try storage.audiences(c, groups)),
                        subject: story.id.lowercased, on: c)
         return story
@@ -76,8 +76,8 @@ struct Stories: Sendable {
             try storage.replaceNewsletter(c, id, content: String(decoding: JSON.encode(document), as: UTF8.self),
                                           storyCount: document.storyCount)
         }
-        try outbox.add(StoryTakenDown(storyId: story.id.lowercased, groupIds: story.groupIds.map(\.lowercased), authorId: author.lowercased,
-                                      reportId: report.id.lowercased, takenDownAt: Timestamp.format(Date())),
+        try outbox.add(StoryTakenDown(storyId: story.id, groupIds: story.groupIds, authorId: author,
+                                      reportId: report.id, takenDownAt: Date()),
                        subject: story.id.lowercased, on: c)
     }
 
@@ -85,8 +85,8 @@ struct Stories: Sendable {
     func comment(_ c: Connection, on id: UUID, by author: UUID, text: String) throws -> CommentRecord {
         let story = try visible(c, id, to: author)
         let comment = try storage.addComment(c, story: id, author: author, text: text)
-        try outbox.add(StoryCommented(storyId: id.lowercased, commentId: comment.id.lowercased, authorId: author.lowercased,
-                                      storyAuthorId: story.authorId.lowercased, createdAt: Timestamp.format(comment.createdAt)),
+        try outbox.add(StoryCommented(storyId: id, commentId: comment.id, authorId: author,
+                                      storyAuthorId: story.authorId, createdAt: comment.createdAt),
                        subject: id.lowercased, on: c)
         return comment
     }

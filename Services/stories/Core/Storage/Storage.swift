@@ -41,7 +41,7 @@ struct GroupRecord: PostgresRecord {
         g.id, g.kind, g.name, g.image_media_id, g.invite_code, g.created_by, g.newsletter_frequency, g.newsletter_weekday,
         g.newsletter_hour, g.newsletter_time_zone, g.newsletter_count, g.newsletter_start_date::text AS newsletter_start_date,
         g.newsletter_day_of_month, g.created_at, g.updated_at,
-        \(unescaped: ImageMeta.sql(ids: "ARRAY[g.image_media_id]", schema: "stories")) AS image_meta
+        \(ImageMeta.sql(ids: "ARRAY[g.image_media_id]", schema: "stories")) AS image_meta
         """
 }
 
@@ -255,7 +255,7 @@ struct StoriesStorage {
             WHERE g.id = ANY(\(PostgresArray(ids))::uuid[]) ORDER BY m.joined_at, m.user_id
             """) {
             let id: UUID = try row["id"], user: UUID = try row["user_id"], name: String = try row["name"]
-            byGroup[id, default: StoryAudience(groupId: id.lowercased, name: name, memberIds: [])].memberIds.append(user.lowercased)
+            byGroup[id, default: StoryAudience(groupId: id, name: name, memberIds: [])].memberIds.append(user)
         }
         return ids.compactMap { byGroup[$0] }
     }
