@@ -16,12 +16,16 @@ public struct EventHandlers: Sendable {
 
     /// Handles `P`'s events, their payload decoded (one that does not decode fails, and is dead-lettered).
     public mutating func on<P: EventPayload>(_ type: P.Type, _ handle: @escaping @Sendable (Received<P>, Connection) throws -> Void) {
+        precondition(byType[P.type] == nil, "\(P.type) is handled twice")
         byType[P.type] = { event, c in try handle(Received(event: event, payload: try event.decode(P.self)), c) }
     }
 
     /// Handles the events of these types as they came: for what reads several types itself (profiles, blocks).
     public mutating func on(_ types: [any EventPayload.Type], _ handle: @escaping EventConsumer.Handler) {
-        for type in types { byType[type.type] = handle }
+        for type in types {
+            precondition(byType[type.type] == nil, "\(type.type) is handled twice")
+            byType[type.type] = handle
+        }
     }
 
     /// The topics the handlers read.

@@ -145,8 +145,9 @@ public final class ServiceApp: @unchecked Sendable {
         checks.append((name, isReady))
     }
 
-    /// Adds a consumer-group consumer whose handler runs in a transaction with de-duplication.
-    public func consume(_ name: String, topics: [String], handler: @escaping EventConsumer.Handler) {
+    /// Adds a consumer-group consumer whose handler runs in a transaction with de-duplication. Services declare theirs
+    /// by payload type (`consume(_:_:)`), so that the topics they read follow from their handlers.
+    func consume(_ name: String, topics: [String], handler: @escaping EventConsumer.Handler) {
         relay.addTopics(topics + topics.map { $0 + ".dlq" })
         readers += topics.map { ($0, EventCatalogue.Reader(service: config.service, name: name, isFeed: false)) }
         let consumer = EventConsumer(name: name, kafka: kafka, groupId: "\(config.kafkaGroupPrefix)\(config.service)-\(name)",

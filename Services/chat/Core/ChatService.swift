@@ -11,8 +11,6 @@ import Web
 public enum ChatService {
     /// The service configured from `environment` (a bad setting throws, naming it); `run()` serves it.
     public static func makeApp(environment: Environment = Environment()) throws -> ServiceApp {
-        let consumed = Blocks.topics + [UserRegistered.type, UserUpdated.type, UserDeleted.type, GroupCreated.type, GroupMemberJoined.type, GroupMemberLeft.type,
-                        ParcelCreated.type, ParcelClaimed.type, ParcelStatusChanged.type]
         let urls = try MediaURLs(environment, defaultPort: 8083)
         let store = try BlobStores.make(environment)
         let moderators = try SharedSecret.operatorToken(environment)  // OPERATOR_TOKEN: the moderators' credential
@@ -25,17 +23,17 @@ public enum ChatService {
                                         media: MediaStore(schema: "chat", path: "/v1/chat/media", urls: urls, purposes: ["message"], store: store))
             // What chat learns from other services, in one consumer group: names, who shares a group, parcels.
             let leaving = Leaving(storage: storage, media: handlers.media)
-            app.consume("directory", topics: consumed) { event, connection in
+            app.consume("directory") { events in
                 let rooms = handlers.rooms
-                switch event.type {
-                case UserRegistered.type, UserUpdated.type: try Profiles(schema: "chat").apply(event, on: connection)
-                case UserDeleted.type: try leaving.userDeleted(event, connection)
-                case UserBlocked.type, UserUnblocked.type: try Blocks(schema: "chat").apply(event, on: connection)
-                case ParcelCreated.type: try rooms.parcelCreated(event, connection)
-                case ParcelClaimed.type: try rooms.parcelClaimed(event, connection)
-                case ParcelStatusChanged.type: try rooms.parcelStatus(event, connection)
-                default: try rooms.groupMembership(event, connection)
-                }
+                events.on([UserRegistered.self, UserUpdated.self]) { event, c in try Profiles(schema: "chat").apply(event, on: c) }
+                events.on([UserDeleted.self], leaving.userDeleted)
+                events.on([UserBlocked.self, UserUnblocked.self]) { event, c in try Blocks(schema: "chat").apply(event, on: c) }
+                events.on(ParcelCreated.self) { created, c in try rooms.parcelCreated(created.payload, c) }
+                events.on(ParcelClaimed.self) { claimed, c in try rooms.parcelClaimed(claimed.payload, c) }
+                events.on(ParcelStatusChanged.self) { change, c in try rooms.parcelStatus(change.payload, c) }
+                events.on(GroupCreated.self) { created, c in try rooms.groupCreated(created.payload, c) }
+                events.on(GroupMemberJoined.self) { joined, c in try rooms.memberJoined(joined.payload, c) }
+                events.on(GroupMemberLeft.self) { left, c in try rooms.memberLeft(left.payload, c) }
             }
             app.add(handlers.invites.cleanup(app.pool, logger: app.logger))
             app.add(handlers.media.maintenance(app.pool, logger: app.logger))

@@ -48,12 +48,10 @@ public enum CurationService {
             try refresh()
             app.add(Job.every(Double(settings.refreshSeconds), "catalogue-refresh", logger: app.logger, refresh))
             app.add(Job.every(3600, "delete-old-scrolls", logger: app.logger) { try pool.withConnection { try storage.deleteOldScrolls($0) } })
-            app.consume("profiles", topics: Blocks.topics + [UserRegistered.type, UserUpdated.type, UserDeleted.type]) { event, c in
-                switch event.type {
-                case UserDeleted.type: try Leaving().userDeleted(event, c)
-                case UserBlocked.type, UserUnblocked.type: try Blocks(schema: "curation").apply(event, on: c)
-                default: try Profiles(schema: "curation").apply(event, on: c)
-                }
+            app.consume("profiles") { events in
+                events.on([UserDeleted.self], Leaving().userDeleted)
+                events.on([UserBlocked.self, UserUnblocked.self]) { event, c in try Blocks(schema: "curation").apply(event, on: c) }
+                events.on([UserRegistered.self, UserUpdated.self]) { event, c in try Profiles(schema: "curation").apply(event, on: c) }
             }
             let verifier = app.makeTokenVerifier()
             let handlers = CurationHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency, recommender: recommender,

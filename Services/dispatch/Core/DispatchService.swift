@@ -117,16 +117,16 @@ public enum DispatchService {
                 try round.run(worker: $0, of: workers, recheckInterval: Double(settings.tickMs) / 1000)
             }.forEach(app.add)
             let leaving = Leaving(parcels: handlers.parcels, media: handlers.media)
-            app.consume("profiles", topics: [UserRegistered.type, UserUpdated.type, UserDeleted.type]) { event, connection in
-                if event.type == UserDeleted.type { try leaving.userDeleted(event, connection) }
-                else {
+            app.consume("profiles") { events in
+                events.on([UserDeleted.self], leaving.userDeleted)
+                events.on([UserRegistered.self, UserUpdated.self]) { event, connection in
                     try Profiles(schema: "dispatch").apply(event, on: connection)
                     try handlers.parcels.storage.recordContact(connection, event)
                     try handlers.parcels.resolveRecipients(connection, event)
                 }
             }
             app.add(handlers.claims.cleanup(app.pool, logger: app.logger))
-            if settings.fleetFeed { app.consume("fleet", topics: [CourierLocation.type], handler: handlers.fleetFix) }
+            if settings.fleetFeed { app.consume("fleet") { events in events.on([CourierLocation.self], handlers.fleetFix) } }
             return makeRoutes(handlers, app.makeTokenVerifier(), tickets: StreamTickets(pool: app.pool, schema: "dispatch"),
                               fleet: settings.operatorCredential, services: app.config.serviceToken)
         }

@@ -113,8 +113,9 @@ public enum NotifyService {
             let deliveries = Deliveries(storage: storage, mails: settings.mails, notices: settings.notices,
                                         chatWindow: TimeInterval(settings.chatWindow), digestWindow: TimeInterval(settings.digestWindow))
             let leaving = Leaving(storage: storage)
-            app.consume("mail", topics: Deliveries.topics + [UserDeleted.type]) { event, c in
-                if event.type == UserDeleted.type { try leaving.userDeleted(event, c) } else { try deliveries.record(event, c) }
+            app.consume("mail") { events in
+                events.on(Deliveries.payloads, deliveries.record)
+                events.on([UserDeleted.self], leaving.userDeleted)
             }
             if let smtp = settings.smtp {
                 let newsletters = settings.stories.flatMap { url in app.config.serviceToken.token.map { NewsletterCopies(base: url, token: $0) } }

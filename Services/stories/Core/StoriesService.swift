@@ -30,12 +30,10 @@ public enum StoriesService {
                                            media: MediaStore(schema: "stories", path: "/v1/media", urls: urls, purposes: ["photo", MediaStore.avatar],
                                                               store: store))
             let leaving = Leaving(storage: handlers.storage, media: handlers.media)
-            app.consume("profiles", topics: Blocks.topics + [UserRegistered.type, UserUpdated.type, UserDeleted.type]) { event, c in
-                switch event.type {
-                case UserDeleted.type: try leaving.userDeleted(event, c)
-                case UserBlocked.type, UserUnblocked.type: try Blocks(schema: "stories").apply(event, on: c)
-                default: try handlers.groups.profile(event, c)
-                }
+            app.consume("profiles") { events in
+                events.on([UserDeleted.self], leaving.userDeleted)
+                events.on([UserBlocked.self, UserUnblocked.self]) { event, c in try Blocks(schema: "stories").apply(event, on: c) }
+                events.on([UserRegistered.self, UserUpdated.self], handlers.groups.profile)
             }
             app.add(Job.every(Double(settings.newsletterScanSeconds), "compile-newsletters", logger: app.logger) {
                 try handlers.newsletters.compileDueNewsletters()

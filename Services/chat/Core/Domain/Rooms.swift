@@ -195,8 +195,8 @@ struct Rooms: Sendable {
     // MARK: Parcel conversations, from dispatch's events
 
     /// `parcel.created`: its sender and recipient are parties (and members of its conversation, if it is open).
-    func parcelCreated(_ event: ReceivedEvent, _ c: Connection) throws {
-        let parcel = try event.decode(ParcelCreated.self), id = parcel.parcelId
+    func parcelCreated(_ parcel: ParcelCreated, _ c: Connection) throws {
+        let id = parcel.parcelId
         try storage.addParcelParty(c, parcel: id, user: parcel.senderId, role: "sender")
         if let recipient = parcel.recipientUserId {
             try storage.addParcelParty(c, parcel: id, user: recipient, role: "recipient")
@@ -205,8 +205,8 @@ struct Rooms: Sendable {
     }
 
     /// `parcel.claimed`: the recipient who claimed it is a party (and a member of its conversation, if it is open).
-    func parcelClaimed(_ event: ReceivedEvent, _ c: Connection) throws {
-        let claim = try event.decode(ParcelClaimed.self), id = claim.parcelId
+    func parcelClaimed(_ claim: ParcelClaimed, _ c: Connection) throws {
+        let id = claim.parcelId
         try storage.addParcelParty(c, parcel: id, user: claim.recipientUserId, role: "recipient")
         try admitParties(c, parcel: id)
     }
@@ -215,8 +215,8 @@ struct Rooms: Sendable {
     /// ends (delivered, left at a centre, received, cancelled, failed) they are no longer a party: no new direct room
     /// with its sender or recipient through it (the conversation keeps them); when the parcel is received, cancelled
     /// or failed it becomes read-only.
-    func parcelStatus(_ event: ReceivedEvent, _ c: Connection) throws {
-        let change = try event.decode(ParcelStatusChanged.self), id = change.parcelId
+    func parcelStatus(_ change: ParcelStatusChanged, _ c: Connection) throws {
+        let id = change.parcelId
         switch change.to {
         case .assigned:
             guard let courier = change.courierId else { return }
@@ -245,19 +245,18 @@ struct Rooms: Sendable {
 
     // MARK: What chat learns from auth and stories
 
-    /// `group.created`, `group.member_joined`, `group.member_left`: who shares a stories group with whom.
-    func groupMembership(_ event: ReceivedEvent, _ c: Connection) throws {
-        switch event.type {
-        case GroupCreated.type:
-            let g = try event.decode(GroupCreated.self)
-            guard g.kind == .group else { return }
-            try storage.addGroupMember(c, group: g.groupId, user: g.createdBy)
-        case GroupMemberJoined.type:
-            let g = try event.decode(GroupMemberJoined.self)
-            try storage.addGroupMember(c, group: g.groupId, user: g.userId)
-        default:
-            let g = try event.decode(GroupMemberLeft.self)
-            try storage.removeGroupMember(c, group: g.groupId, user: g.userId)
-        }
+    /// `group.created`, `group.member_joined`, `group.member_left`: who shares a stories group with whom (a journal
+    /// is shared with nobody).
+    func groupCreated(_ g: GroupCreated, _ c: Connection) throws {
+        guard g.kind == .group else { return }
+        try storage.addGroupMember(c, group: g.groupId, user: g.createdBy)
+    }
+
+    func memberJoined(_ g: GroupMemberJoined, _ c: Connection) throws {
+        try storage.addGroupMember(c, group: g.groupId, user: g.userId)
+    }
+
+    func memberLeft(_ g: GroupMemberLeft, _ c: Connection) throws {
+        try storage.removeGroupMember(c, group: g.groupId, user: g.userId)
     }
 }

@@ -24,9 +24,11 @@ struct Deliveries: Sendable {
     static let maxAttempts = 8
 
     /// The events notify reads, for its consumer.
-    static let topics = [UserRegistered.type, UserUpdated.type, EmailVerificationRequested.type, PasswordResetRequested.type,
-                         ReminderDue.type, NewsletterCompiled.type, ParcelCreated.type, ParcelClaimed.type, ParcelStatusChanged.type,
-                         ChatMemberJoined.type, ChatMemberLeft.type, ChatMessageCreated.type, StoryCreated.type, StoryCommented.type]
+    static let payloads: [any EventPayload.Type] = [
+        UserRegistered.self, UserUpdated.self, EmailVerificationRequested.self, PasswordResetRequested.self, ReminderDue.self,
+        NewsletterCompiled.self, ParcelCreated.self, ParcelClaimed.self, ParcelStatusChanged.self, ChatMemberJoined.self, ChatMemberLeft.self,
+        ChatMessageCreated.self, StoryCreated.self, StoryCommented.self,
+    ]
 
     /// How long a compiled newsletter is worth mailing.
     static let newsletterLifetime: TimeInterval = 7 * 86_400
