@@ -64,26 +64,3 @@ extension RouteGroup.Also {
         .answer(200, contentType: "text/event-stream", description: "Server-Sent Events, until the client leaves")
     }
 }
-
-extension Router {
-    /// A route answering with an event stream, for callers with a user's access token or a stream ticket in the query
-    /// (`?ticket=`, which wins over a header); listed under both schemes. The stream ends when the caller's session is
-    /// revoked.
-    public mutating func addStream(_ pattern: String, summary: String, auth: any Authenticator, tickets: StreamTickets,
-                                   _ handler: @escaping @Sendable (Request, Caller) throws -> Response) {
-        // A ticket is checked in full with the request (a GET has no body to hold back).
-        add("GET", pattern, summary: summary, security: ["bearer", "streamTicket"], response: (200, nil),
-            checkHead: Self.headCheck { if $0.query["ticket"] == nil { try auth.checkHead($0) } },
-            credentials: { request -> Caller in
-                guard let text = request.query["ticket"] else { return try auth.authenticate(request) }
-                let ticket = try auth.ticket(text)
-                try tickets.redeem(ticket)
-                return ticket.caller
-            }) { request, caller in
-            let response = try handler(request, caller)
-            if let stream = response.stream { auth.end(stream, whenRevoked: caller) }
-            return response
-        }
-        alsoAnswers("GET", pattern, 200, contentType: "text/event-stream", description: "Server-Sent Events, until the client leaves")
-    }
-}

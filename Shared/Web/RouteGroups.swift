@@ -103,6 +103,12 @@ public struct RouteGroup<Who: Sendable> {
             Also(status: status, contentType: contentType, schema: schema?.jsonText, description: description, headers: headers,
                  refusal: false)
         }
+        /// Another answer whose schema is JSON text already (the conventions' error body, `OpenAPI.errorSchema`).
+        public static func answer(_ status: Int, contentType: String? = "application/json", schemaText: String,
+                                  description: String? = nil, headers: [String: String] = [:]) -> Also {
+            Also(status: status, contentType: contentType, schema: schemaText, description: description, headers: headers,
+                 refusal: false)
+        }
         /// A refusal its shape does not imply (a limit on a read), or more said of one it does.
         public static func refusal(_ status: Int, _ description: String) -> Also {
             Also(status: status, contentType: nil, schema: nil, description: description, headers: [:], refusal: true)
@@ -150,6 +156,16 @@ public struct RouteGroup<Who: Sendable> {
         }
     }
 
+    /// The same for a change without a body (a parcel's accept, a cancel).
+    public mutating func add(_ method: String, _ path: String, _ summary: String, answers: (Int, Schema?),
+                             query: [QueryParameter] = [], also: [Also] = [], idempotent idempotency: Idempotency,
+                             _ handler: @escaping @Sendable (Context<Who>, Connection) throws -> Response) {
+        let scope = access.scope
+        add(method, path, summary, answers: answers, query: query, also: also, idempotent: true) { context in
+            try idempotency.run(context.request, caller: scope(context.caller)) { c in try handler(context, c) }
+        }
+    }
+
     private mutating func document(_ method: String, _ pattern: String, query: [QueryParameter], headers: [QueryParameter],
                                    also: [Also], idempotent: Bool) {
         if !headers.isEmpty { router.header(method, pattern, headers) }
@@ -167,8 +183,13 @@ public struct RouteGroup<Who: Sendable> {
 }
 
 extension Router {
+    /// Declares routes that `access` guards, each with its whole path.
+    public mutating func group<Who>(_ access: Access<Who>, _ declare: (inout RouteGroup<Who>) -> Void) {
+        group("", access, declare)
+    }
+
     /// Declares the routes under `prefix` that `access` guards.
-    public mutating func group<Who>(_ prefix: String = "", _ access: Access<Who>, _ declare: (inout RouteGroup<Who>) -> Void) {
+    public mutating func group<Who>(_ prefix: String, _ access: Access<Who>, _ declare: (inout RouteGroup<Who>) -> Void) {
         var group = RouteGroup(router: self, prefix: prefix, access: access)
         declare(&group)
         self = group.router

@@ -41,22 +41,23 @@ func makeRoutes(_ h: AuthHandlers, _ auth: SessionAuthenticator, google: GoogleS
         open.add("GET", "/jwks", "The public keys that verify access tokens", answers: (200, JWKSet.shape), h.jwks)
     }
     // The pages the mails' links open without the app (with it, the same URLs open the app: the gateway's
-    // association files): HTML, their refusals too. Declared route by route: a group's answer takes a `Schema`, and
-    // the JSON refusal's is the kit's error schema, which is text.
-    r.add("GET", "/reset-password", summary: "The reset mail's link: a page with the form for a new password", response: (200, nil), h.resetPasswordPage)
-    r.add("POST", "/reset-password", summary: "The reset page's form (application/x-www-form-urlencoded: token, password, confirm, app): sets the password, ends every session",
-          bodyLimit: 16 << 10, response: (200, nil), credentials: { _ in }) { request, _ in try h.resetPasswordByForm(request) }
-    r.add("GET", "/verify-email", summary: "The verification mail's link: confirms the address, answers a page", response: (200, nil), h.verifyEmailPage)
-    for (method, path) in [("GET", "/reset-password"), ("POST", "/reset-password"), ("GET", "/verify-email")] {
-        if method == "GET" {
-            r.query(method, path, [QueryParameter("token", .string(max: 64), "The token the mail carried"),
-                                   QueryParameter("app", .string(max: 32), "The app the mail came from: the page speaks as it")])
-        }
-        r.alsoAnswers(method, path, 200, contentType: "text/html; charset=utf-8")
-        r.alsoAnswers(method, path, 400, contentType: "text/html; charset=utf-8", description: "A link that no longer works, or a form that does not fit: a page saying so")
-        r.alsoAnswers(method, path, 400, contentType: "application/json", schema: OpenAPI.errorSchema)
+    // association files): HTML, their refusals too.
+    r.group(.everyone) { pages in
+        let html = "text/html; charset=utf-8"
+        let link = [QueryParameter("token", .string(max: 64), "The token the mail carried"),
+                    QueryParameter("app", .string(max: 32), "The app the mail came from: the page speaks as it")]
+        let answers: [RouteGroup<Void>.Also] = [
+            .answer(200, contentType: html),
+            .answer(400, contentType: html, description: "A link that no longer works, or a form that does not fit: a page saying so"),
+            .answer(400, schemaText: OpenAPI.errorSchema)]
+        pages.add("GET", "/reset-password", "The reset mail's link: a page with the form for a new password", answers: (200, nil),
+                  query: link, also: answers) { try h.resetPasswordPage($0.request) }
+        pages.add("POST", "/reset-password", "The reset page's form (application/x-www-form-urlencoded: token, password, confirm, app): sets the password, ends every session",
+                  answers: (200, nil), also: answers + [.answer(415, contentType: html, description: "Not a form: a page saying so")],
+                  bodyLimit: 16 << 10) { try h.resetPasswordByForm($0.request) }
+        pages.add("GET", "/verify-email", "The verification mail's link: confirms the address, answers a page", answers: (200, nil),
+                  query: link, also: answers) { try h.verifyEmailPage($0.request) }
     }
-    r.alsoAnswers("POST", "/reset-password", 415, contentType: "text/html; charset=utf-8", description: "Not a form: a page saying so")
     r.group("/v1/auth", .user(auth)) { session in
         session.add("POST", "/logout", "Revoke the current session", answers: (204, nil), h.logout)
         session.add("POST", "/stream-tickets", "A single-use ticket, valid for a minute, that opens one event stream (?ticket=)",

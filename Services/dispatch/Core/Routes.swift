@@ -44,8 +44,10 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
         parcels.add("POST", "/parcels/{id}/cancel", "The sender cancels before pickup", answers: (200, ParcelView.shape),
                     idempotent: true, h.cancel)
     }
-    r.addStream("/v1/parcels/{id}/events", summary: "Server-Sent Events: a snapshot, then every transition and courier position",
-                auth: auth, tickets: tickets, h.events)
+    r.group("/v1/parcels", .stream(auth, tickets: tickets)) { streams in
+        streams.add("GET", "/{id}/events", "Server-Sent Events: a snapshot, then every transition and courier position",
+                    answers: (200, nil), also: [.eventStream]) { try h.events($0.request, $0.caller) }
+    }
     r.group("/v1", .user(auth)) { money in
         money.add("GET", "/loyalty", "My loyalty points: the balance and the latest entries (?limit=)",
                   answers: (200, LoyaltyView.shape), query: [.limit(max: 100, default: 20)], h.loyaltyStatement)
