@@ -49,10 +49,10 @@ public struct ImageMeta: Sendable, Equatable {
     /// A column expression giving the meta of the images whose ids the array expression `ids` holds (in a query on a
     /// row that names its images: a message's, a group's), for `parse`: a line per image, "id width height hash"
     /// (a BlurHash has neither spaces nor newlines).
-    public static func sql(ids: String, schema: String) -> String {
+    public static func sql(ids: SQL, schema: String) -> SQL {
         """
         (SELECT string_agg(im.id::text || ' ' || im.width || ' ' || im.height || ' ' || im.placeholder, E'\\n')
-         FROM \(schema).media im WHERE im.id = ANY(\(ids)) AND im.placeholder IS NOT NULL)
+         FROM \(unescaped: schema).media im WHERE im.id = ANY(\(ids)) AND im.placeholder IS NOT NULL)
         """
     }
 

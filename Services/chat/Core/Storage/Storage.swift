@@ -79,7 +79,7 @@ struct MessageRecord: PostgresRecord {
         m.id, m.room_id, m.seq, m.author_id, m.text, m.client_id, m.reply_to, array_to_string(m.media_ids, ',') AS media_text,
         m.created_at, m.edited_at,
         m.deleted_at, p.full_name AS author_name, p.avatar_media_id AS author_avatar,
-        p.picture_url AS author_picture, \(unescaped: ImageMeta.sql(ids: "m.media_ids", schema: "chat")) AS media_meta
+        p.picture_url AS author_picture, \(ImageMeta.sql(ids: "m.media_ids", schema: "chat")) AS media_meta
         """
     static let from: SQL = "chat.messages m LEFT JOIN chat.profiles p ON p.user_id = m.author_id"
 

@@ -77,8 +77,8 @@ struct ParcelRecord: PostgresRecord {
         """
 
     /// The column of the photos' meta, for a query that shows the parcel (`SELECT \(columns), \(photoMeta) FROM dispatch.parcels`).
-    static let photoMeta = SQL(unescaped: ImageMeta.sql(
-        ids: "ARRAY[document_photo_media_id, delivery_photo_media_id, receipt_photo_media_id]", schema: "dispatch") + " AS photo_meta")
+    static let photoMeta = ImageMeta.sql(
+        ids: "ARRAY[document_photo_media_id, delivery_photo_media_id, receipt_photo_media_id]", schema: "dispatch") + " AS photo_meta"
 
     /// Whether `user` takes part in the parcel (and so may see it).
     func involves(_ user: UUID) -> Bool {
