@@ -29,11 +29,11 @@ public struct Blocks: Sendable {
         switch event.type {
         case UserBlocked.type:
             let b = try event.decode(UserBlocked.self)
-            guard let user = UUID(uuidString: b.userId), let blocked = UUID(uuidString: b.blockedUserId) else { return true }
+            let (user, blocked) = (b.userId, b.blockedUserId)
             try c.execute("INSERT INTO \(unescaped: schema).blocks (user_id, blocked_id) VALUES (\(user), \(blocked)) ON CONFLICT DO NOTHING")
         case UserUnblocked.type:
             let b = try event.decode(UserUnblocked.self)
-            guard let user = UUID(uuidString: b.userId), let blocked = UUID(uuidString: b.blockedUserId) else { return true }
+            let (user, blocked) = (b.userId, b.blockedUserId)
             try c.execute("DELETE FROM \(unescaped: schema).blocks WHERE user_id = \(user) AND blocked_id = \(blocked)")
         default:
             return false

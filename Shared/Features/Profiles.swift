@@ -29,7 +29,7 @@ public struct Profiles: Sendable {
     /// `user.registered`). Nil for any other event, or one that names no user.
     @discardableResult
     public func apply(_ event: ReceivedEvent, on c: Connection) throws -> (user: UUID, registered: Bool)? {
-        let (user, username, fullName, avatar, picture, at, registered): (String, String, String, String?, String?, String, Bool)
+        let (user, username, fullName, avatar, picture, at, registered): (UUID, String, String, UUID?, String?, Date, Bool)
         switch event.type {
         case UserRegistered.type:
             let u = try event.decode(UserRegistered.self)
@@ -42,11 +42,11 @@ public struct Profiles: Sendable {
         default:
             return nil
         }
-        guard let id = UUID(uuidString: user), try !Erasure.isErased(id, schema: schema, on: c) else { return nil }
+        let id = user
+        guard try !Erasure.isErased(id, schema: schema, on: c) else { return nil }
         try c.execute("""
             INSERT INTO \(unescaped: schema).profiles (user_id, username, full_name, avatar_media_id, picture_url, updated_at)
-            VALUES (\(id), \(username), \(fullName), \(avatar.flatMap(UUID.init(uuidString:))), \(picture.flatMap(Self.picture)),
-                    \(Timestamp.parse(at) ?? Date()))
+            VALUES (\(id), \(username), \(fullName), \(avatar), \(picture.flatMap(Self.picture)), \(at))
             ON CONFLICT (user_id) DO UPDATE SET username = EXCLUDED.username, full_name = EXCLUDED.full_name,
                 avatar_media_id = EXCLUDED.avatar_media_id, picture_url = EXCLUDED.picture_url, updated_at = EXCLUDED.updated_at
             WHERE \(unescaped: schema).profiles.updated_at <= EXCLUDED.updated_at

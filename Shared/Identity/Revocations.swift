@@ -90,8 +90,8 @@ public final class SessionRevocations: Sendable {
         let feed = LiveFeed(name: "revocations", topics: [SessionRevoked.type], start: .beginning, kafka: kafka,
                             topicsReady: topicsReady, logger: logger, fetchWaitMs: 500, watchesAnswers: fetchList != nil,
                             onAttach: { if fetchList != nil { state.attaches.add(1, ordering: .acquiringAndReleasing) } }) { event in
-            if let payload = try? event.decode(SessionRevoked.self), let session = UUID(uuidString: payload.sessionId) {
-                state.revoke([(session, event.time ?? Date())])
+            if let payload = try? event.decode(SessionRevoked.self) {
+                state.revoke([(payload.sessionId, event.time ?? Date())])
             }
             return nil
         }

@@ -35,19 +35,19 @@ public struct UserRegistered: EventPayload, Equatable {
         "username": Profile.username, "email": Profile.email, "fullName": Profile.fullName, "avatarMediaId": .nullable,
         "pictureUrl": Profile.pictureUrl, "emailVerified": Profile.emailVerified,
     ])
-    public var userId: String
+    public var userId: UUID
     public var username: String
     public var email: String
     public var fullName: String
-    public var avatarMediaId: String?
+    public var avatarMediaId: UUID?
     /// A picture hosted elsewhere (Google's), the face shown while there is no avatar.
     public var pictureUrl: String?
     /// Whether the address is proven (Google's sign-in proves it).
     public var emailVerified: Bool?
-    public var createdAt: String
+    public var createdAt: Date
 
-    public init(userId: String, username: String, email: String, fullName: String, avatarMediaId: String?, pictureUrl: String? = nil,
-                emailVerified: Bool? = nil, createdAt: String) {
+    public init(userId: UUID, username: String, email: String, fullName: String, avatarMediaId: UUID?, pictureUrl: String? = nil,
+                emailVerified: Bool? = nil, createdAt: Date) {
         self.userId = userId; self.username = username; self.email = email
         self.fullName = fullName; self.avatarMediaId = avatarMediaId; self.pictureUrl = pictureUrl; self.emailVerified = emailVerified
         self.createdAt = createdAt
@@ -62,21 +62,21 @@ public struct UserUpdated: EventPayload, Equatable {
         "pictureUrl": Profile.pictureUrl, "emailVerified": Profile.emailVerified,
         "phone": .init(pattern: #"^\+?[0-9][0-9 ()-]*$"#, maxLength: 32, description: "The phone number the user gave, present once they gave one; dispatch shows it to the sender and recipient of a parcel while its courier carries it"),
     ])
-    public var userId: String
+    public var userId: UUID
     public var username: String
     public var email: String
     public var fullName: String
-    public var avatarMediaId: String?
+    public var avatarMediaId: UUID?
     /// A picture hosted elsewhere (Google's), the face shown while there is no avatar.
     public var pictureUrl: String?
     /// The phone number the user gave, for dispatch to show the sender and recipient of a parcel its courier carries.
     public var phone: String?
     /// Whether the address is proven: a person named by it as a parcel's recipient is matched only then.
     public var emailVerified: Bool?
-    public var updatedAt: String
+    public var updatedAt: Date
 
-    public init(userId: String, username: String, email: String, fullName: String, avatarMediaId: String?, pictureUrl: String? = nil,
-                phone: String? = nil, emailVerified: Bool? = nil, updatedAt: String) {
+    public init(userId: UUID, username: String, email: String, fullName: String, avatarMediaId: UUID?, pictureUrl: String? = nil,
+                phone: String? = nil, emailVerified: Bool? = nil, updatedAt: Date) {
         self.userId = userId; self.username = username; self.email = email
         self.fullName = fullName; self.avatarMediaId = avatarMediaId; self.pictureUrl = pictureUrl; self.phone = phone
         self.emailVerified = emailVerified; self.updatedAt = updatedAt
@@ -88,14 +88,14 @@ public struct UserUpdated: EventPayload, Equatable {
 public struct EmailVerificationRequested: EventPayload, Equatable {
     public static let type = "user.email_verification_requested"
     public static let schema = Profile.mailWithToken
-    public var userId: String
+    public var userId: UUID
     public var email: String
     public var token: String
-    public var expiresAt: String
+    public var expiresAt: Date
     /// The app the request came from (`ClientApp.id`): the mail speaks as it and links to it; absent, the backend's own.
     public var app: String?
 
-    public init(userId: String, email: String, token: String, expiresAt: String, app: String? = nil) {
+    public init(userId: UUID, email: String, token: String, expiresAt: Date, app: String? = nil) {
         self.userId = userId; self.email = email; self.token = token; self.expiresAt = expiresAt; self.app = app
     }
 }
@@ -106,14 +106,14 @@ public struct EmailVerificationRequested: EventPayload, Equatable {
 public struct PasswordResetRequested: EventPayload, Equatable {
     public static let type = "user.password_reset_requested"
     public static let schema = Profile.mailWithToken
-    public var userId: String
+    public var userId: UUID
     public var email: String
     public var token: String
-    public var expiresAt: String
+    public var expiresAt: Date
     /// The app the request came from (`ClientApp.id`): the mail speaks as it and links to it; absent, the backend's own.
     public var app: String?
 
-    public init(userId: String, email: String, token: String, expiresAt: String, app: String? = nil) {
+    public init(userId: UUID, email: String, token: String, expiresAt: Date, app: String? = nil) {
         self.userId = userId; self.email = email; self.token = token; self.expiresAt = expiresAt; self.app = app
     }
 }
@@ -122,11 +122,11 @@ public struct PasswordResetRequested: EventPayload, Equatable {
 /// session of it ended (`session.revoked`, reason `suspended`). Key: the user id.
 public struct UserSuspended: EventPayload, Equatable {
     public static let type = "user.suspended"
-    public var userId: String
-    public var reportId: String
-    public var suspendedAt: String
+    public var userId: UUID
+    public var reportId: UUID
+    public var suspendedAt: Date
 
-    public init(userId: String, reportId: String, suspendedAt: String) {
+    public init(userId: UUID, reportId: UUID, suspendedAt: Date) {
         self.userId = userId; self.reportId = reportId; self.suspendedAt = suspendedAt
     }
 }
@@ -135,31 +135,31 @@ public struct UserSuspended: EventPayload, Equatable {
 /// anonymises what it holds of the user. Key: the user id.
 public struct UserDeleted: EventPayload, Equatable {
     public static let type = "user.deleted"
-    public var userId: String
-    public var deletedAt: String
+    public var userId: UUID
+    public var deletedAt: Date
 
-    public init(userId: String, deletedAt: String) { self.userId = userId; self.deletedAt = deletedAt }
+    public init(userId: UUID, deletedAt: Date) { self.userId = userId; self.deletedAt = deletedAt }
 }
 
 /// `user.blocked`: someone blocked another person: no direct room between them, the blocked one's messages and
 /// comments hidden from them, no joining what they run. Key: the id of the one who blocked.
 public struct UserBlocked: EventPayload, Equatable {
     public static let type = "user.blocked"
-    public var userId: String
-    public var blockedUserId: String
-    public var at: String
+    public var userId: UUID
+    public var blockedUserId: UUID
+    public var at: Date
 
-    public init(userId: String, blockedUserId: String, at: String) { self.userId = userId; self.blockedUserId = blockedUserId; self.at = at }
+    public init(userId: UUID, blockedUserId: UUID, at: Date) { self.userId = userId; self.blockedUserId = blockedUserId; self.at = at }
 }
 
 /// `user.unblocked`: a block was lifted. Key: the id of the one who had blocked.
 public struct UserUnblocked: EventPayload, Equatable {
     public static let type = "user.unblocked"
-    public var userId: String
-    public var blockedUserId: String
-    public var at: String
+    public var userId: UUID
+    public var blockedUserId: UUID
+    public var at: Date
 
-    public init(userId: String, blockedUserId: String, at: String) { self.userId = userId; self.blockedUserId = blockedUserId; self.at = at }
+    public init(userId: UUID, blockedUserId: UUID, at: Date) { self.userId = userId; self.blockedUserId = blockedUserId; self.at = at }
 }
 
 /// `session.revoked`: every access token of this session must stop working. Key: the user id.
@@ -168,12 +168,12 @@ public struct SessionRevoked: EventPayload, Equatable {
     public static let schema = EventSchema([
         "reason": .oneOf(["logout", "password_changed", "password_reset", "refresh_token_reuse", "account_deleted", "suspended"]),
     ])
-    public var sessionId: String
-    public var userId: String
+    public var sessionId: UUID
+    public var userId: UUID
     public var reason: String
-    public var revokedAt: String
+    public var revokedAt: Date
 
-    public init(sessionId: String, userId: String, reason: String, revokedAt: String) {
+    public init(sessionId: UUID, userId: UUID, reason: String, revokedAt: Date) {
         self.sessionId = sessionId; self.userId = userId; self.reason = reason; self.revokedAt = revokedAt
     }
 }

@@ -192,7 +192,7 @@ final class DispatchFleetTests: DispatchTestCase {
         }).status, 200)
         let online = try courier(lat: 44.4350, lon: 26.1025)  // 900 m from the pickup
         for id in erased {
-            try EventProbe.publish(UserDeleted(userId: id, deletedAt: Timestamp.format(Date())), subject: id, source: "/auth")
+            try EventProbe.publish(UserDeleted(userId: id.uuid, deletedAt: Date()), subject: id, source: "/auth")
         }
         let ids = erased.map { "'\($0)'" }.joined(separator: ",")
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (try? self.count("couriers", "user_id IN (\(ids))")) == 0 }, "erased")

@@ -106,10 +106,10 @@ final class NotifyTests: XCTestCase {
         XCTAssertTrue(republish.log.contains("published the events again"), "republish exits once the broker has them")
         // Markers after them in the same partitions (keyed by the same person): once their mails are in, every
         // republished event before them has been read.
-        let marker = UUID().uuidString.lowercased(), later = Timestamp.format(Date().addingTimeInterval(1800))
-        try EventProbe.publish(EmailVerificationRequested(userId: marker, email: "\(name)-marker@example.com", token: "m1", expiresAt: later),
+        let marker = UUID().uuidString.lowercased(), later = Date().addingTimeInterval(1800)
+        try EventProbe.publish(EmailVerificationRequested(userId: marker.uuid, email: "\(name)-marker@example.com", token: "m1", expiresAt: later),
                                subject: signup.userId, source: "auth")
-        try EventProbe.publish(PasswordResetRequested(userId: marker, email: "\(name)-marker@example.com", token: "m2", expiresAt: later),
+        try EventProbe.publish(PasswordResetRequested(userId: marker.uuid, email: "\(name)-marker@example.com", token: "m2", expiresAt: later),
                                subject: signup.userId, source: "auth")
         _ = try mails(to: name + "-marker", count: 2)
         XCTAssertEqual(try mail.received().filter { ($0["to"] as? String ?? "").contains("\(name)@example.com") }.count, 2, "each mail once")

@@ -29,8 +29,8 @@ struct EmailProofs: Sendable {
     func requestVerification(_ c: Connection, _ user: UserRecord, app: String? = nil) throws {
         guard let email = Self.unproven(user), try mayMail(c, email) else { return }
         let token = try storage.issueEmailToken(c, user: user.id, purpose: "verify", email: email, lifetime: Self.verificationLifetime)
-        try outbox.add(EmailVerificationRequested(userId: user.id.lowercased, email: email, token: token,
-                                                  expiresAt: Timestamp.format(Date().addingTimeInterval(Self.verificationLifetime)), app: app),
+        try outbox.add(EmailVerificationRequested(userId: user.id, email: email, token: token,
+                                                  expiresAt: Date().addingTimeInterval(Self.verificationLifetime), app: app),
                        subject: user.id.lowercased, on: c)
     }
 
@@ -55,8 +55,8 @@ struct EmailProofs: Sendable {
         for user in users where user.suspendedAt == nil {
             guard try mayMail(c, user.email) else { return }
             let token = try storage.issueEmailToken(c, user: user.id, purpose: "reset", email: user.email, lifetime: Self.resetLifetime)
-            try outbox.add(PasswordResetRequested(userId: user.id.lowercased, email: user.email, token: token,
-                                                  expiresAt: Timestamp.format(Date().addingTimeInterval(Self.resetLifetime)), app: app),
+            try outbox.add(PasswordResetRequested(userId: user.id, email: user.email, token: token,
+                                                  expiresAt: Date().addingTimeInterval(Self.resetLifetime), app: app),
                            subject: user.id.lowercased, on: c)
         }
     }

@@ -61,9 +61,9 @@ struct AuthHandlers: Sendable {
             guard try storage.userWithProven(c, email: email) == nil else { throw AccountError.emailTaken }
             let user = try storage.insertUser(c, username: username, email: email, fullName: fullName, passwordHash: hash)
             try proofs.requestVerification(c, user, app: request.clientApp)
-            try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email,
+            try outbox.add(UserRegistered(userId: user.id, username: user.username, email: user.email,
                                           fullName: user.fullName, avatarMediaId: nil, emailVerified: false,
-                                          createdAt: Timestamp.format(user.createdAt)),
+                                          createdAt: user.createdAt),
                            subject: user.id.lowercased, on: c)
             var session = try openSession(c, user, request)
             session.deviceToken = try storage.addDevice(c, user: user.id)
@@ -113,10 +113,10 @@ struct AuthHandlers: Sendable {
 
     /// `user.updated`, with the profile as it is now.
     func announce(_ c: Connection, _ updated: UserRecord) throws {
-        try outbox.add(UserUpdated(userId: updated.id.lowercased, username: updated.username, email: updated.email,
-                                   fullName: updated.fullName, avatarMediaId: updated.avatarMediaId?.lowercased,
+        try outbox.add(UserUpdated(userId: updated.id, username: updated.username, email: updated.email,
+                                   fullName: updated.fullName, avatarMediaId: updated.avatarMediaId,
                                    pictureUrl: updated.pictureUrl, phone: updated.phone, emailVerified: updated.emailVerified,
-                                   updatedAt: Timestamp.format(updated.updatedAt)),
+                                   updatedAt: updated.updatedAt),
                        subject: updated.id.lowercased, on: c)
     }
 
@@ -261,7 +261,7 @@ struct AuthHandlers: Sendable {
         try pool.withTransaction { c in
             guard try storage.user(c, id: other) != nil else { throw HTTPError.notFound() }
             if try storage.block(c, caller.userId, other) {
-                try outbox.add(UserBlocked(userId: caller.userId.lowercased, blockedUserId: other.lowercased, at: Timestamp.format(Date())),
+                try outbox.add(UserBlocked(userId: caller.userId, blockedUserId: other, at: Date()),
                                subject: caller.userId.lowercased, on: c)
             }
         }
@@ -273,7 +273,7 @@ struct AuthHandlers: Sendable {
         let caller = context.caller, other = try context.parameters.require("userId", as: UUID.self)
         try pool.withTransaction { c in
             if try storage.unblock(c, caller.userId, other) {
-                try outbox.add(UserUnblocked(userId: caller.userId.lowercased, blockedUserId: other.lowercased, at: Timestamp.format(Date())),
+                try outbox.add(UserUnblocked(userId: caller.userId, blockedUserId: other, at: Date()),
                                subject: caller.userId.lowercased, on: c)
             }
         }
@@ -298,7 +298,7 @@ struct AuthHandlers: Sendable {
         for session in try storage.revokeOtherSessions(c, user: report.targetId, keep: Erasure.nobody, reason: "suspended") {
             try emitRevoked(c, session: session, user: report.targetId, reason: "suspended")
         }
-        try outbox.add(UserSuspended(userId: report.targetId.lowercased, reportId: report.id.lowercased, suspendedAt: Timestamp.format(Date())),
+        try outbox.add(UserSuspended(userId: report.targetId, reportId: report.id, suspendedAt: Date()),
                        subject: report.targetId.lowercased, on: c)
     }
 
@@ -365,7 +365,7 @@ struct AuthHandlers: Sendable {
             for user in try storage.dueDeletions(c, limit: 50) {
                 try storage.queueAppleRevocations(c, user: user)  // normally none left since DELETE /v1/users/me: never erased unrevoked
                 try storage.deleteUser(c, user)
-                try outbox.add(UserDeleted(userId: user.lowercased, deletedAt: Timestamp.format(Date())), subject: user.lowercased, on: c)
+                try outbox.add(UserDeleted(userId: user, deletedAt: Date()), subject: user.lowercased, on: c)
                 try Reports(schema: "auth").forget(user, on: c)
                 try Erasure.forget(user, schema: "auth", on: c)
             }
@@ -417,8 +417,8 @@ struct AuthHandlers: Sendable {
     }
 
     func emitRevoked(_ c: Connection, session: UUID, user: UUID, reason: String) throws {
-        try outbox.add(SessionRevoked(sessionId: session.lowercased, userId: user.lowercased, reason: reason,
-                                      revokedAt: Timestamp.format(Date())),
+        try outbox.add(SessionRevoked(sessionId: session, userId: user, reason: reason,
+                                      revokedAt: Date()),
                        subject: user.lowercased, on: c)
     }
 }

@@ -72,9 +72,9 @@ extension AuthHandlers {
                                               pictureUrl: identity.picture, emailVerified: true)  // the provider proved it
             try storage.link(c, identity.provider, subject: identity.subject, user: user.id)
             user = try after(c, user)
-            try outbox.add(UserRegistered(userId: user.id.lowercased, username: user.username, email: user.email, fullName: user.fullName,
+            try outbox.add(UserRegistered(userId: user.id, username: user.username, email: user.email, fullName: user.fullName,
                                           avatarMediaId: nil, pictureUrl: user.pictureUrl, emailVerified: true,
-                                          createdAt: Timestamp.format(user.createdAt)),
+                                          createdAt: user.createdAt),
                            subject: user.id.lowercased, on: c)
             return .json(try openSession(c, user, request), status: 201)
         }

@@ -14,7 +14,7 @@ struct Leaving: Sendable {
     let media: MediaStore
 
     func userDeleted(_ event: ReceivedEvent, _ c: Connection) throws {
-        guard let user = UUID(uuidString: try event.decode(UserDeleted.self).userId) else { return }
+        let user = try event.decode(UserDeleted.self).userId
         let messages = try storage.forget(user, on: c)
         // The stored changes a stream replays: a message of theirs as it is now, anything else without them.
         for change in try storage.changes(c, naming: user, messages: messages) {

@@ -8,7 +8,7 @@ import Postgres
 /// playlists, preferences and recommendation scrolls go, and so do their name and face.
 struct Leaving: Sendable {
     func userDeleted(_ event: ReceivedEvent, _ c: Connection) throws {
-        guard let user = UUID(uuidString: try event.decode(UserDeleted.self).userId) else { return }
+        let user = try event.decode(UserDeleted.self).userId
         for (table, column) in [("likes", "user_id"), ("watches", "user_id"), ("comments", "author_id"), ("playlists", "owner_id"),
                                 ("preferences", "user_id"), ("scrolls", "user_id")] {
             try c.execute("DELETE FROM curation.\(unescaped: table) WHERE \(unescaped: column) = \(user)")

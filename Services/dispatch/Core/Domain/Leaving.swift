@@ -14,7 +14,7 @@ struct Leaving: Sendable {
     let media: MediaStore
 
     func userDeleted(_ event: ReceivedEvent, _ c: Connection) throws {
-        guard let user = UUID(uuidString: try event.decode(UserDeleted.self).userId) else { return }
+        let user = try event.decode(UserDeleted.self).userId
         let nobody = Erasure.nobody
         try c.execute("""
             UPDATE dispatch.parcels SET sender_id = \(nobody), pickup_address = '', pickup_lat = round(pickup_lat::numeric, 2),

@@ -18,13 +18,12 @@ extension Parcels {
     /// parcel was booked counts: one registered, renamed or proven later was not the one the sender named, so a parcel
     /// named for nobody is never handed to whoever takes the name afterwards; it waits for its claim code.
     func resolveRecipients(_ c: Connection, _ event: ReceivedEvent) throws {
-        let (id, username, email, verified, time): (String, String, String, Bool, String)
+        let (user, username, email, verified, held): (UUID, String, String, Bool, Date)
         if event.type == UserUpdated.type, let u = try? event.decode(UserUpdated.self) {
-            (id, username, email, verified, time) = (u.userId, u.username, u.email, u.emailVerified ?? false, u.updatedAt)
+            (user, username, email, verified, held) = (u.userId, u.username, u.email, u.emailVerified ?? false, u.updatedAt)
         } else if event.type == UserRegistered.type, let u = try? event.decode(UserRegistered.self) {
-            (id, username, email, verified, time) = (u.userId, u.username, u.email, u.emailVerified ?? false, u.createdAt)
+            (user, username, email, verified, held) = (u.userId, u.username, u.email, u.emailVerified ?? false, u.createdAt)
         } else { return }
-        guard let user = UUID(uuidString: id), let held = Timestamp.parse(time) else { return }
         let named = try storage.parcelsNaming(c, username: username, since: held.addingTimeInterval(-Self.clockSkew),
                                               email: verified ? email : nil, since: held, notSentBy: user)
         for var parcel in named {

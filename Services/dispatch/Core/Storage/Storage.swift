@@ -45,13 +45,12 @@ struct DispatchStorage {
     /// user's (`Profiles.apply` kept it): their phone number (a number removed is removed here too), and their e-mail
     /// address with whether they proved it.
     func recordContact(_ c: Connection, _ event: ReceivedEvent) throws {
-        let (id, email, verified, phone, time): (String, String, Bool?, String?, String)
+        let (user, email, verified, phone, at): (UUID, String, Bool?, String?, Date)
         if event.type == UserUpdated.type, let u = try? event.decode(UserUpdated.self) {
-            (id, email, verified, phone, time) = (u.userId, u.email, u.emailVerified, u.phone, u.updatedAt)
+            (user, email, verified, phone, at) = (u.userId, u.email, u.emailVerified, u.phone, u.updatedAt)
         } else if event.type == UserRegistered.type, let u = try? event.decode(UserRegistered.self) {
-            (id, email, verified, phone, time) = (u.userId, u.email, u.emailVerified, nil, u.createdAt)
+            (user, email, verified, phone, at) = (u.userId, u.email, u.emailVerified, nil, u.createdAt)
         } else { return }
-        guard let user = UUID(uuidString: id), let at = Timestamp.parse(time) else { return }
         try c.execute("""
             UPDATE dispatch.profiles SET phone = \(phone), email = \(email), email_verified = \(verified ?? false)
             WHERE user_id = \(user) AND updated_at = \(at)

@@ -38,7 +38,7 @@ struct Deliveries: Sendable {
     func record(_ event: ReceivedEvent, _ c: Connection) throws {
         switch event.type {
         case UserRegistered.type, UserUpdated.type:
-            let (user, email, verified): (String, String, Bool?)
+            let (user, email, verified): (UUID, String, Bool?)
             if event.type == UserRegistered.type {
                 let e = try event.decode(UserRegistered.self)
                 (user, email, verified) = (e.userId, e.email, e.emailVerified)
@@ -46,8 +46,8 @@ struct Deliveries: Sendable {
                 let e = try event.decode(UserUpdated.self)
                 (user, email, verified) = (e.userId, e.email, e.emailVerified)
             }
-            guard let id = UUID(uuidString: user), try !Erasure.isErased(id, schema: "notify", on: c) else { return }
-            try storage.recordPerson(c, id, email: email, verified: verified ?? false)
+            guard try !Erasure.isErased(user, schema: "notify", on: c) else { return }
+            try storage.recordPerson(c, user, email: email, verified: verified ?? false)
         case NewsletterCompiled.type:
             let e = try event.decode(NewsletterCompiled.self)
             let expires = e.compiledAt.addingTimeInterval(Self.newsletterLifetime)
@@ -124,10 +124,9 @@ struct Deliveries: Sendable {
         }
     }
 
-    private func mail(_ event: ReceivedEvent, _ c: Connection, to user: String, at address: String, kind: String, expires: String,
+    private func mail(_ event: ReceivedEvent, _ c: Connection, to id: UUID, at address: String, kind: String, expires expiresAt: Date,
                       app: String?, _ content: Mails.Content) throws {
-        guard let id = UUID(uuidString: user), let expiresAt = Timestamp.parse(expires), expiresAt > Date(),
-              try !Erasure.isErased(id, schema: "notify", on: c) else { return }
+        guard expiresAt > Date(), try !Erasure.isErased(id, schema: "notify", on: c) else { return }
         _ = try storage.record(c, id: UUID.v7(), eventId: event.id, user: id, kind: kind, address: address,
                                subject: content.subject, text: content.text, html: content.html, expiresAt: expiresAt,
                                app: ClientApp.named(app)?.id)

@@ -9,7 +9,7 @@ struct Leaving: Sendable {
     let storage: NotifyStorage
 
     func userDeleted(_ event: ReceivedEvent, _ c: Connection) throws {
-        guard let user = UUID(uuidString: try event.decode(UserDeleted.self).userId) else { return }
+        let user = try event.decode(UserDeleted.self).userId
         try storage.forget(user, on: c)
         try Erasure.forget(user, schema: "notify", on: c)
     }

@@ -14,7 +14,7 @@ struct Leaving: Sendable {
     let media: MediaStore
 
     func userDeleted(_ event: ReceivedEvent, _ c: Connection) throws {
-        guard let user = UUID(uuidString: try event.decode(UserDeleted.self).userId) else { return }
+        let user = try event.decode(UserDeleted.self).userId
         try storage.forget(user, on: c)
         for (id, content) in try storage.newsletters(c, naming: user) {
             let document = try JSONDecoder().decode(NewsletterDocument.self, from: Data(content.utf8)).without([user])
