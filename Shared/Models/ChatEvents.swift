@@ -176,11 +176,11 @@ public struct TodoDeleted: EventPayload, Equatable {
 /// `chat.typing`: someone is typing in a room. Ephemeral: published without the outbox, not stored, may be lost.
 public struct ChatTyping: EventPayload, Equatable {
     public static let type = "chat.typing"
-    public var roomId: String
-    public var userId: String
-    public var at: String
+    public var roomId: UUID
+    public var userId: UUID
+    public var at: Date
 
-    public init(roomId: String, userId: String, at: String) { self.roomId = roomId; self.userId = userId; self.at = at }
+    public init(roomId: UUID, userId: UUID, at: Date) { self.roomId = roomId; self.userId = userId; self.at = at }
 }
 
 /// `chat.room_updated`: a room's name or topic changed, or a parcel's conversation closed (read-only).

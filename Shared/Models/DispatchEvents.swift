@@ -100,14 +100,14 @@ public struct ParcelStatusChanged: EventPayload, Equatable {
 /// Positions are ephemeral: they are published without the outbox, and a lost one is replaced by the next.
 public struct CourierLocation: EventPayload, Equatable {
     public static let type = "courier.location"
-    public var courierId: String
+    public var courierId: UUID
     public var lat: Double
     public var lon: Double
     public var heading: Double?
     public var speedMps: Double?
-    public var at: String
+    public var at: Date
 
-    public init(courierId: String, lat: Double, lon: Double, heading: Double?, speedMps: Double?, at: String) {
+    public init(courierId: UUID, lat: Double, lon: Double, heading: Double?, speedMps: Double?, at: Date) {
         self.courierId = courierId; self.lat = lat; self.lon = lon; self.heading = heading; self.speedMps = speedMps; self.at = at
     }
 }

@@ -4,9 +4,9 @@ import Foundation
 /// the values a string takes, its limits, a field's description. The rest comes from the type itself
 /// (`EventSchema.document`): which fields there are, their JSON types, and which are required (non-optional).
 ///
-/// A string field's format follows its name, as the conventions name identifiers and times: `id`, `…Id`, `…Ids` and
-/// `…By` hold UUIDs, `at` and `…At` RFC 3339 times; a field named otherwise says its format here (or `.plain` to
-/// have none).
+/// An id is a `UUID` and a time a `Date` in the type, which gives their formats; a `String` whose name says it holds
+/// an id (`id`, `…Id`, `…Ids`, `…By`) or a time (`at`, `…At`) fails the generation, unless its format is given here
+/// (`.plain` for a name that means something else, as a plan's `planId`).
 public struct EventSchema: Sendable {
     /// A description of the whole `data` object.
     public var description: String?
@@ -66,7 +66,8 @@ extension EventSchema {
         if let unknown = Set(hints.fields.keys).subtracting(fields.map(\.name)).sorted().first {
             throw SchemaError("\(type): its schema describes `\(unknown)`, which the payload does not have")
         }
-        var data = objectSchema(fields, hints: hints.fields)
+        var data: [(String, OrderedJSON)]
+        do { data = try objectSchema(fields, hints: hints.fields) } catch let error as SchemaError { throw SchemaError("\(type): \(error)") }
         if let description = hints.description { data.insert(("description", .string(description)), at: 1) }
         let envelope = ["specversion", "id", "source", "type", "time", "subject", "datacontenttype", "dataschema", "data"]
         let uuid: OrderedJSON = .object([("type", "string"), ("format", "uuid")])
@@ -96,13 +97,13 @@ extension EventSchema {
         ])
     }
 
-    static func objectSchema(_ fields: [Shape.Field], hints: [String: Field] = [:]) -> [(String, OrderedJSON)] {
+    static func objectSchema(_ fields: [Shape.Field], hints: [String: Field] = [:]) throws -> [(String, OrderedJSON)] {
         [("type", "object"), ("additionalProperties", false),
          ("required", .array(fields.filter(\.required).map { .string($0.name) })),
-         ("properties", .object(fields.map { ($0.name, fieldSchema($0, hint: hints[$0.name] ?? Field())) }))]
+         ("properties", .object(try fields.map { ($0.name, try fieldSchema($0, hint: hints[$0.name] ?? Field())) }))]
     }
 
-    static func fieldSchema(_ field: Shape.Field, hint: Field) -> OrderedJSON {
+    static func fieldSchema(_ field: Shape.Field, hint: Field) throws -> OrderedJSON {
         var out: [(String, OrderedJSON)] = []
         func add(_ key: String, _ value: Int?) { if let value { out.append((key, .int(value))) } }
         // A hint narrows a shared enum to the values this field takes (`parcel.status`'s `to` is never its first state).
@@ -110,7 +111,7 @@ extension EventSchema {
         if let values {
             out.append(("enum", .array(values.map(OrderedJSON.string))))
         } else {
-            out = typeSchema(field.shape, name: field.name, format: hint.format, nullable: hint.nullable)
+            out = try typeSchema(field.shape, name: field.name, format: hint.format, nullable: hint.nullable)
         }
         if let pattern = hint.pattern { out.append(("pattern", .string(pattern))) }
         add("minLength", hint.minLength); add("maxLength", hint.maxLength)
@@ -119,11 +120,15 @@ extension EventSchema {
         return .object(out)
     }
 
-    static func typeSchema(_ shape: Shape, name: String, format: Format? = nil, nullable: Bool = false) -> [(String, OrderedJSON)] {
+    static func typeSchema(_ shape: Shape, name: String, format: Format? = nil, nullable: Bool = false) throws -> [(String, OrderedJSON)] {
         func type(_ name: String) -> (String, OrderedJSON) { ("type", nullable ? .array([.string(name), "null"]) : .string(name)) }
         switch shape {
         case .string(let known):
-            guard let format = format ?? known ?? formatByName(name), format != .plain else { return [type("string")] }
+            if known == nil, format == nil, let implied = formatByName(name) {
+                let (what, swiftType) = implied == .uuid ? ("an id", "UUID") : ("a time", "Date")
+                throw SchemaError("`\(name)` is a String but its name says it holds \(what): make it a \(swiftType)")
+            }
+            guard let format = format ?? known, format != .plain else { return [type("string")] }
             return [type("string"), ("format", .string(format.rawValue))]
         case .integer: return [type("integer")]
         case .number: return [type("number")]
@@ -132,11 +137,12 @@ extension EventSchema {
         case .array(let element):
             // The elements of `memberIds` are ids as `memberId` would be.
             let elementName = name.hasSuffix("s") ? String(name.dropLast()) : name
-            return [type("array"), ("items", .object(typeSchema(element, name: elementName)))]
-        case .object(let fields): return objectSchema(fields)
+            return [type("array"), ("items", .object(try typeSchema(element, name: elementName)))]
+        case .object(let fields): return try objectSchema(fields)
         }
     }
 
+    /// The format a field's name implies: what a String so named is refused for.
     static func formatByName(_ name: String) -> Format? {
         if name == "id" || name.hasSuffix("Id") || name.hasSuffix("By") { return .uuid }
         if name == "at" || name.hasSuffix("At") { return .dateTime }

@@ -30,7 +30,7 @@ final class EventCatalogueTests: XCTestCase {
         static let type = "sample.happened"
         static let schema = EventSchema(["note": .init(maxLength: 10, description: "A note"), "periodEnd": .dateTime, "code": .init(format: .plain)])
         var sampleId: UUID, at: Date, mood: Mood, moods: [Mood]?, count: Int64, ratio: Double?, done: Bool
-        var note: String?, periodEnd: String, code: String, place: Place?, memberIds: [String]
+        var note: String?, periodEnd: String, code: String, place: Place?, memberIds: [UUID]
     }
 
     func testAPayloadsTypeGivesItsSchema() throws {
@@ -54,6 +54,18 @@ final class EventCatalogueTests: XCTestCase {
         struct Misnamed: EventPayload { static let type = "sample.misnamed"; static let schema = EventSchema(["nmae": .described("typo")]); var name: String }
         XCTAssertThrowsError(try EventSchema.document(of: Misnamed.self, producer: "test", key: "id", summary: "")) {
             XCTAssertTrue("\($0)".contains("`nmae`"), "\($0)")
+        }
+    }
+
+    /// An id or a time kept in a String would lose what its type says: the generation refuses it, naming the field.
+    func testAStringNamedAsAnIdOrATimeIsRefused() {
+        struct StringId: EventPayload { static let type = "sample.string_id"; var ownerId: String }
+        struct StringTime: EventPayload { static let type = "sample.string_time"; var sentAt: String? }
+        struct StringIds: EventPayload { static let type = "sample.string_ids"; var memberIds: [String] }
+        for (payload, field) in [(StringId.self, "ownerId"), (StringTime.self, "sentAt"), (StringIds.self, "memberId")] as [(any EventPayload.Type, String)] {
+            XCTAssertThrowsError(try EventSchema.document(of: payload, producer: "test", key: "id", summary: "")) {
+                XCTAssertTrue("\($0)".contains("`\(field)`") && "\($0)".contains(payload.type), "\($0)")
+            }
         }
     }
 

@@ -44,8 +44,8 @@ final class EventSchemaCompatibilityTests: XCTestCase {
     struct ParcelCreatedWithoutCurrency: EventPayload {
         static let type = ParcelCreated.type
         static let schema = ParcelCreated.schema.without("currency")
-        var parcelId: String, senderId: String, recipientUserId: String?, service: String, pickup: Place, dropoff: Place
-        var amountMinor: Int, createdAt: String
+        var parcelId: UUID, senderId: UUID, recipientUserId: UUID?, service: String, pickup: Place, dropoff: Place
+        var amountMinor: Int, createdAt: Date
     }
 
     func testAnIncompatibleChangeOfAPayloadTypeFailsNamingTheField() throws {

@@ -195,7 +195,7 @@ struct ChatHandlers: Sendable {
         let id = try context.parameters.require("id", as: UUID.self)
         _ = try pool.withConnection { try rooms.writable($0, id, context.caller.userId) }
         if live.mayType(context.caller.userId, in: id) {
-            relay.publishEphemeral(ChatTyping(roomId: id.lowercased, userId: context.caller.userId.lowercased, at: Timestamp.format(Date())),
+            relay.publishEphemeral(ChatTyping(roomId: id, userId: context.caller.userId, at: Date()),
                                    subject: id.lowercased, source: "/chat", at: Timestamp.format(Date()))
         }
         return .noContent

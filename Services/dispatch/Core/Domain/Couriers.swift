@@ -95,8 +95,8 @@ struct Couriers: Sendable {
             applied += 1
             guard active > 0 else { continue }
             if publish {
-                tracking.publishPosition(CourierLocation(courierId: fix.courier.lowercased, lat: fix.point.lat, lon: fix.point.lon,
-                                                         heading: fix.heading, speedMps: fix.speed, at: Timestamp.format(fix.time)))
+                tracking.publishPosition(CourierLocation(courierId: fix.courier, lat: fix.point.lat, lon: fix.point.lon,
+                                                         heading: fix.heading, speedMps: fix.speed, at: fix.time))
             }
             for id in try storage.pickedUp(c, courier: fix.courier) {
                 guard let parcel = try storage.parcel(c, id, lock: true),

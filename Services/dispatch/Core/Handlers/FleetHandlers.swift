@@ -184,8 +184,9 @@ extension DispatchHandlers {
 
     /// A fix from a fleet gateway on `courier.location` (the service's own position events are skipped).
     func fleetFix(_ event: ReceivedEvent, _ c: Connection) throws {
-        guard event.source != "/dispatch", let fix = try? event.decode(CourierLocation.self), let courier = UUID(uuidString: fix.courierId),
-              let valid = try? Fix(courier: courier, lat: fix.lat, lon: fix.lon, heading: fix.heading, speedMps: fix.speedMps, at: fix.at)
+        guard event.source != "/dispatch", let fix = try? event.decode(CourierLocation.self),
+              let valid = try? Fix(courier: fix.courierId, lat: fix.lat, lon: fix.lon, heading: fix.heading, speedMps: fix.speedMps,
+                                   at: Timestamp.format(fix.at))
         else { return }  // malformed fixes are dropped, not retried
         try couriers.record(c, [valid], publish: false)  // watchers already see the gateway's event
     }

@@ -75,7 +75,7 @@ final class ParcelTracking: Sendable {
                 return .init(keys: [parcel, Self.fleetKey], event: "status")
             case CourierLocation.type:
                 guard let fix = try? event.decode(CourierLocation.self) else { return nil }
-                return .init(keys: carriers.parcels(of: fix.courierId) + [Self.fleetKey], event: "position")
+                return .init(keys: carriers.parcels(of: fix.courierId.lowercased) + [Self.fleetKey], event: "position")
             default:
                 return nil
             }
@@ -95,7 +95,7 @@ final class ParcelTracking: Sendable {
 
     /// Publishes a courier's fix for the watchers of their parcels (not through the outbox: positions are ephemeral).
     func publishPosition(_ location: CourierLocation) {
-        relay.publishEphemeral(location, subject: location.courierId, source: "/dispatch", at: location.at)
+        relay.publishEphemeral(location, subject: location.courierId.lowercased, source: "/dispatch", at: Timestamp.format(location.at))
     }
 
     /// Streams a parcel's transitions (from now on) and its courier's positions to `stream`, for `viewer`. The stream
