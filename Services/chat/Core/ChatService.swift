@@ -22,11 +22,11 @@ public enum ChatService {
             let handlers = ChatHandlers(pool: app.pool, outbox: app.outbox, relay: app.relay, idempotency: app.idempotency, live: live,
                                         media: MediaStore(schema: "chat", path: "/v1/chat/media", urls: urls, purposes: ["message"], store: store))
             // What chat learns from other services, in one consumer group: names, who shares a group, parcels.
-            let leaving = Leaving(storage: storage, media: handlers.media)
+            let erasure = AccountErasure(storage: storage, media: handlers.media)
             app.consume("directory") { events in
                 let rooms = handlers.rooms
                 events.on([UserRegistered.self, UserUpdated.self]) { event, c in try Profiles(schema: "chat").apply(event, on: c) }
-                events.on([UserDeleted.self], leaving.userDeleted)
+                events.on([UserDeleted.self], erasure.userDeleted)
                 events.on([UserBlocked.self, UserUnblocked.self]) { event, c in try Blocks(schema: "chat").apply(event, on: c) }
                 events.on(ParcelCreated.self) { created, c in try rooms.parcelCreated(created.payload, c) }
                 events.on(ParcelClaimed.self) { claimed, c in try rooms.parcelClaimed(claimed.payload, c) }

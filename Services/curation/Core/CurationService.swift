@@ -49,7 +49,7 @@ public enum CurationService {
             app.add(Job.every(Double(settings.refreshSeconds), "catalogue-refresh", logger: app.logger, refresh))
             app.add(Job.every(3600, "delete-old-scrolls", logger: app.logger) { try pool.withConnection { try storage.deleteOldScrolls($0) } })
             app.consume("profiles") { events in
-                events.on([UserDeleted.self], Leaving().userDeleted)
+                events.on([UserDeleted.self], AccountErasure().userDeleted)
                 events.on([UserBlocked.self, UserUnblocked.self]) { event, c in try Blocks(schema: "curation").apply(event, on: c) }
                 events.on([UserRegistered.self, UserUpdated.self]) { event, c in try Profiles(schema: "curation").apply(event, on: c) }
             }

@@ -116,9 +116,9 @@ public enum DispatchService {
             matcher.services(interval: Double(settings.tickMs) / 1000, workers: workers, pool: app.pool, logger: app.logger) {
                 try round.run(worker: $0, of: workers, recheckInterval: Double(settings.tickMs) / 1000)
             }.forEach(app.add)
-            let leaving = Leaving(parcels: handlers.parcels, media: handlers.media)
+            let erasure = AccountErasure(parcels: handlers.parcels, media: handlers.media)
             app.consume("profiles") { events in
-                events.on([UserDeleted.self], leaving.userDeleted)
+                events.on([UserDeleted.self], erasure.userDeleted)
                 events.on([UserRegistered.self, UserUpdated.self]) { event, connection in
                     try Profiles(schema: "dispatch").apply(event, on: connection)
                     try handlers.parcels.storage.recordContact(connection, event)

@@ -112,10 +112,10 @@ public enum NotifyService {
             let storage = NotifyStorage()
             let deliveries = Deliveries(storage: storage, mails: settings.mails, notices: settings.notices,
                                         chatWindow: TimeInterval(settings.chatWindow), digestWindow: TimeInterval(settings.digestWindow))
-            let leaving = Leaving(storage: storage)
+            let erasure = AccountErasure(storage: storage)
             app.consume("mail") { events in
                 events.on(Deliveries.payloads, deliveries.record)
-                events.on([UserDeleted.self], leaving.userDeleted)
+                events.on([UserDeleted.self], erasure.userDeleted)
             }
             if let smtp = settings.smtp {
                 let newsletters = settings.stories.flatMap { url in app.config.serviceToken.token.map { NewsletterCopies(base: url, token: $0) } }

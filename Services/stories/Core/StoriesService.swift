@@ -29,9 +29,9 @@ public enum StoriesService {
             let handlers = StoriesHandlers(pool: pool, outbox: app.outbox, idempotency: app.idempotency,
                                            media: MediaStore(schema: "stories", path: "/v1/media", urls: urls, purposes: ["photo", MediaStore.avatar],
                                                               store: store))
-            let leaving = Leaving(storage: handlers.storage, media: handlers.media)
+            let erasure = AccountErasure(storage: handlers.storage, media: handlers.media)
             app.consume("profiles") { events in
-                events.on([UserDeleted.self], leaving.userDeleted)
+                events.on([UserDeleted.self], erasure.userDeleted)
                 events.on([UserBlocked.self, UserUnblocked.self]) { event, c in try Blocks(schema: "stories").apply(event, on: c) }
                 events.on([UserRegistered.self, UserUpdated.self], handlers.groups.profile)
             }

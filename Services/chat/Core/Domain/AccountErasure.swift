@@ -9,7 +9,7 @@ import Web
 /// no text, photos or author (the nil UUID, `Erasure.nobody`); the rooms' stored changes that a stream replays say
 /// the same; a room they owned passes to its longest member, one nobody is left in goes; their todos' authorship
 /// goes to nobody; what chat learned of them (groups, parcels, name, face) and their images are forgotten.
-struct Leaving: Sendable {
+struct AccountErasure: Sendable {
     let storage: ChatStorage
     let media: MediaStore
 

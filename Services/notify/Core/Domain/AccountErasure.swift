@@ -5,7 +5,7 @@ import Models
 import Postgres
 
 /// What notify does when an account is erased (`user.deleted`): what was sent to them, and what waited, goes.
-struct Leaving: Sendable {
+struct AccountErasure: Sendable {
     let storage: NotifyStorage
 
     func userDeleted(_ event: ReceivedEvent, _ c: Connection) throws {

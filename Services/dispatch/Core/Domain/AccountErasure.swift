@@ -9,7 +9,7 @@ import Postgres
 /// recipient), their names, phone, e-mail and addresses go and their end of the route is rounded to about a
 /// kilometre; an erased courier is nobody on the parcels they carried and in their history. Their photos, courier
 /// record, name and face go.
-struct Leaving: Sendable {
+struct AccountErasure: Sendable {
     let parcels: Parcels
     let media: MediaStore
 

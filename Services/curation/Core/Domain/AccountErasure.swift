@@ -6,7 +6,7 @@ import Postgres
 
 /// What curation does when an account is erased (`user.deleted`): the person's likes, watching history, comments,
 /// playlists, preferences and recommendation scrolls go, and so do their name and face.
-struct Leaving: Sendable {
+struct AccountErasure: Sendable {
     func userDeleted(_ event: ReceivedEvent, _ c: Connection) throws {
         let user = try event.decode(UserDeleted.self).userId
         for (table, column) in [("likes", "user_id"), ("watches", "user_id"), ("comments", "author_id"), ("playlists", "owner_id"),

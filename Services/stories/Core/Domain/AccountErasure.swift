@@ -9,7 +9,7 @@ import Web
 /// comments on them) and comments go; a group they ran passes to its longest member, one nobody else is in goes
 /// (their journals with it); the newsletters already compiled lose what was theirs; their name, face and images
 /// are forgotten.
-struct Leaving: Sendable {
+struct AccountErasure: Sendable {
     let storage: StoriesStorage
     let media: MediaStore
 
