@@ -295,7 +295,7 @@ public indirect enum OrderedJSON: Sendable, ExpressibleByStringLiteral, Expressi
     func rendered(indent: String) -> String {
         let inner = indent + "  "
         switch self {
-        case .string(let s): return Self.quoted(s)
+        case .string(let s): return JSONString.quoted(s)
         case .int(let n): return String(n)
         case .bool(let b): return b ? "true" : "false"
         case .array(let items):
@@ -303,23 +303,8 @@ public indirect enum OrderedJSON: Sendable, ExpressibleByStringLiteral, Expressi
             return "[\n" + items.map { inner + $0.rendered(indent: inner) }.joined(separator: ",\n") + "\n\(indent)]"
         case .object(let members):
             if members.isEmpty { return "{}" }
-            return "{\n" + members.map { inner + Self.quoted($0.0) + ": " + $0.1.rendered(indent: inner) }.joined(separator: ",\n") + "\n\(indent)}"
+            return "{\n" + members.map { inner + JSONString.quoted($0.0) + ": " + $0.1.rendered(indent: inner) }.joined(separator: ",\n") + "\n\(indent)}"
         }
     }
 
-    static func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            case "\r": out += "\\r"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
 }

@@ -42,12 +42,12 @@ public struct Logger: Sendable {
         guard level >= minimum else { return }
         let fields = fields()
         var line = "{\"time\":\"\(Timestamp.format(Date()))\",\"level\":\"\(level.rawValue)\",\"service\":"
-        line += Self.quote(service) + ",\"msg\":" + Self.quote(msg)
+        line += JSONString.quoted(service) + ",\"msg\":" + JSONString.quoted(msg)
         if let trace = TraceContext.current, fields["traceId"] == nil { line += ",\"traceId\":\"" + trace.traceId + "\"" }
         for key in fields.keys.sorted() {
-            line += "," + Self.quote(key) + ":"
+            line += "," + JSONString.quoted(key) + ":"
             switch fields[key]! {
-            case .string(let s): line += Self.quote(s)
+            case .string(let s): line += JSONString.quoted(s)
             case .int(let i): line += String(i)
             case .double(let d): line += Self.milli(d)
             }
@@ -67,21 +67,4 @@ public struct Logger: Sendable {
     }
 
     /// A JSON string literal for `text`.
-    static func quote(_ text: String) -> String {
-        // Most text needs no escape: one pass over its bytes to see.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) { return "\"" + text + "\"" }
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
 }

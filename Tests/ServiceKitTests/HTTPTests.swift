@@ -2,6 +2,7 @@
 import Crypto
 import Foundation
 import HTTP
+import Models
 import Postgres
 @testable import Runtime
 import XCTest
@@ -230,7 +231,7 @@ final class LoggerTests: XCTestCase {
             XCTAssertEqual(Logger.milli(d), String(format: "%.3f", d == -0.0001 ? 0 : d), "\(d)")
         }
         XCTAssertEqual(Logger.milli(.nan), "null")
-        XCTAssertEqual(Logger.quote("plain /v1/users/me"), #""plain /v1/users/me""#)
-        XCTAssertEqual(Logger.quote("a\"b\\c\nd\u{1}é"), #""a\"b\\c\nd\u0001é""#)
+        XCTAssertEqual(JSONString.quoted("plain /v1/users/me"), #""plain /v1/users/me""#)
+        XCTAssertEqual(JSONString.quoted("a\"b\\c\nd\u{1}é"), #""a\"b\\c\nd\u0001é""#)
     }
 }
