@@ -90,7 +90,8 @@ public final class SessionRevocations: Sendable {
         let feed = LiveFeed(name: "revocations", topics: [SessionRevoked.type], start: .beginning, kafka: kafka,
                             topicsReady: topicsReady, logger: logger, fetchWaitMs: 500, watchesAnswers: fetchList != nil,
                             onAttach: { if fetchList != nil { state.attaches.add(1, ordering: .acquiringAndReleasing) } }) { event in
-            if let payload = try? event.decode(SessionRevoked.self) {
+            // Only the session: a reason added later must not make an older reader skip a revocation.
+            if let payload = try? event.decode(RevokedSession.self) {
                 state.revoke([(payload.sessionId, event.time ?? Date())])
             }
             return nil
@@ -193,3 +194,6 @@ public final class SessionRevocations: Sendable {
         }
     }
 }
+
+/// The part of `session.revoked` a reader needs to end the session.
+private struct RevokedSession: Decodable { let sessionId: UUID }

@@ -162,18 +162,21 @@ public struct UserUnblocked: EventPayload, Equatable {
     public init(userId: UUID, blockedUserId: UUID, at: Date) { self.userId = userId; self.blockedUserId = blockedUserId; self.at = at }
 }
 
+/// Why a session ended.
+public enum RevocationReason: String, Codable, CaseIterable, Sendable {
+    case logout, passwordChanged = "password_changed", passwordReset = "password_reset",
+         refreshTokenReuse = "refresh_token_reuse", accountDeleted = "account_deleted", suspended
+}
+
 /// `session.revoked`: every access token of this session must stop working. Key: the user id.
 public struct SessionRevoked: EventPayload, Equatable {
     public static let type = "session.revoked"
-    public static let schema = EventSchema([
-        "reason": .oneOf(["logout", "password_changed", "password_reset", "refresh_token_reuse", "account_deleted", "suspended"]),
-    ])
     public var sessionId: UUID
     public var userId: UUID
-    public var reason: String
+    public var reason: RevocationReason
     public var revokedAt: Date
 
-    public init(sessionId: UUID, userId: UUID, reason: String, revokedAt: Date) {
+    public init(sessionId: UUID, userId: UUID, reason: RevocationReason, revokedAt: Date) {
         self.sessionId = sessionId; self.userId = userId; self.reason = reason; self.revokedAt = revokedAt
     }
 }

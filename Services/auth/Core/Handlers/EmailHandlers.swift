@@ -38,7 +38,7 @@ extension AuthHandlers {
                 // Thrown, so that nothing of a refused reset stays (the token included).
                 guard let user = try proofs.reset(c, token: token, passwordHash: hash) else { throw HTTPError.validation(Self.badLink, field: "token") }
                 for session in try storage.revokeOtherSessions(c, user: user.id, keep: Erasure.nobody, reason: "password_reset") {
-                    try emitRevoked(c, session: session, user: user.id, reason: "password_reset")
+                    try emitRevoked(c, session: session, user: user.id, reason: .passwordReset)
                 }
             }
             return true

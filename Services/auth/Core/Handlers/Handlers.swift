@@ -133,7 +133,7 @@ struct AuthHandlers: Sendable {
             case .reused(let session, let user):
                 // A rotated token came back: someone holds a stolen copy. End the whole session.
                 if try storage.revokeSession(c, session, of: user, reason: "refresh_token_reuse") {
-                    try emitRevoked(c, session: session, user: user, reason: "refresh_token_reuse")
+                    try emitRevoked(c, session: session, user: user, reason: .refreshTokenReuse)
                 }
                 return nil
             case .invalid:
@@ -148,7 +148,7 @@ struct AuthHandlers: Sendable {
         let caller = context.caller
         try pool.withTransaction { c in
             if try storage.revokeSession(c, caller.sessionId, of: caller.userId, reason: "logout") {
-                try emitRevoked(c, session: caller.sessionId, user: caller.userId, reason: "logout")
+                try emitRevoked(c, session: caller.sessionId, user: caller.userId, reason: .logout)
             }
         }
         return .noContent
@@ -232,7 +232,7 @@ struct AuthHandlers: Sendable {
         try pool.withTransaction { c in
             try storage.setPassword(c, user: caller.userId, hash: hash)
             for session in try storage.revokeOtherSessions(c, user: caller.userId, keep: caller.sessionId, reason: "password_changed") {
-                try emitRevoked(c, session: session, user: caller.userId, reason: "password_changed")
+                try emitRevoked(c, session: session, user: caller.userId, reason: .passwordChanged)
             }
         }
         return .noContent
@@ -296,7 +296,7 @@ struct AuthHandlers: Sendable {
     func suspend(_ c: Connection, _ report: ReportRecord) throws {
         guard try storage.suspend(c, report.targetId) else { return }
         for session in try storage.revokeOtherSessions(c, user: report.targetId, keep: Erasure.nobody, reason: "suspended") {
-            try emitRevoked(c, session: session, user: report.targetId, reason: "suspended")
+            try emitRevoked(c, session: session, user: report.targetId, reason: .suspended)
         }
         try outbox.add(UserSuspended(userId: report.targetId, reportId: report.id, suspendedAt: Date()),
                        subject: report.targetId.lowercased, on: c)
@@ -316,7 +316,7 @@ struct AuthHandlers: Sendable {
         let caller = context.caller, id = try context.parameters.require("id", as: UUID.self)
         try pool.withTransaction { c in
             guard try storage.revokeSession(c, id, of: caller.userId, reason: "logout") else { throw HTTPError.notFound() }
-            try emitRevoked(c, session: id, user: caller.userId, reason: "logout")
+            try emitRevoked(c, session: id, user: caller.userId, reason: .logout)
         }
         return .noContent
     }
@@ -326,7 +326,7 @@ struct AuthHandlers: Sendable {
         let caller = context.caller
         try pool.withTransaction { c in
             for session in try storage.revokeOtherSessions(c, user: caller.userId, keep: caller.sessionId, reason: "logout") {
-                try emitRevoked(c, session: session, user: caller.userId, reason: "logout")
+                try emitRevoked(c, session: session, user: caller.userId, reason: .logout)
             }
         }
         return .noContent
@@ -354,7 +354,7 @@ struct AuthHandlers: Sendable {
             try storage.queueAppleRevocations(c, user: user)
             let ended = try storage.revokeOtherSessions(c, user: user, keep: caller.sessionId, reason: "account_deleted")
                 + (try storage.revokeSession(c, caller.sessionId, of: user, reason: "account_deleted") ? [caller.sessionId] : [])
-            for session in ended { try emitRevoked(c, session: session, user: user, reason: "account_deleted") }
+            for session in ended { try emitRevoked(c, session: session, user: user, reason: .accountDeleted) }
         }
         return .json(DeletionView(deletesAt: at), status: 202)
     }
@@ -416,7 +416,7 @@ struct AuthHandlers: Sendable {
                            refreshToken: refresh, expiresIn: SigningKeys.accessLifetime)
     }
 
-    func emitRevoked(_ c: Connection, session: UUID, user: UUID, reason: String) throws {
+    func emitRevoked(_ c: Connection, session: UUID, user: UUID, reason: RevocationReason) throws {
         try outbox.add(SessionRevoked(sessionId: session, userId: user, reason: reason,
                                       revokedAt: Date()),
                        subject: user.lowercased, on: c)
