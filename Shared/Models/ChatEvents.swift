@@ -9,12 +9,18 @@ extension EventSchema.Field {
     fileprivate static let seq = EventSchema.Field(minimum: 1)
 }
 
+/// What a room is: a team's, a pair's, or a parcel's conversation.
+public enum RoomKind: String, Codable, CaseIterable, Sendable { case team, direct, parcel }
+
+/// A member's place in a room: its owner manages it.
+public enum RoomRole: String, Codable, CaseIterable, Sendable { case owner, member }
+
 /// `chat.room_created`: a team room, the direct room of a pair, or the conversation of a parcel exists.
 public struct ChatRoomCreated: EventPayload, Equatable {
     public static let type = "chat.room_created"
-    public static let schema = EventSchema(["kind": .oneOf(["team", "direct", "parcel"]), "createdBy": .nullable, "parcelId": .nullable, "seq": .seq])
+    public static let schema = EventSchema(["createdBy": .nullable, "parcelId": .nullable, "seq": .seq])
     public var roomId: UUID
-    public var kind: String
+    public var kind: RoomKind
     /// Who created it; nil for a parcel's conversation, which chat opens itself.
     public var createdBy: UUID?
     /// The parcel of a parcel conversation.
@@ -22,7 +28,7 @@ public struct ChatRoomCreated: EventPayload, Equatable {
     public var seq: Int64
     public var createdAt: Date
 
-    public init(roomId: UUID, kind: String, createdBy: UUID?, parcelId: UUID?, seq: Int64, createdAt: Date) {
+    public init(roomId: UUID, kind: RoomKind, createdBy: UUID?, parcelId: UUID?, seq: Int64, createdAt: Date) {
         self.roomId = roomId; self.kind = kind; self.createdBy = createdBy; self.parcelId = parcelId; self.seq = seq
         self.createdAt = createdAt
     }
@@ -31,14 +37,14 @@ public struct ChatRoomCreated: EventPayload, Equatable {
 /// `chat.member_joined`: someone is in a room now (its creator, by invite code, or as a party to a parcel).
 public struct ChatMemberJoined: EventPayload, Equatable {
     public static let type = "chat.member_joined"
-    public static let schema = EventSchema(["role": .oneOf(["owner", "member"]), "seq": .seq])
+    public static let schema = EventSchema(["seq": .seq])
     public var roomId: UUID
     public var userId: UUID
-    public var role: String
+    public var role: RoomRole
     public var seq: Int64
     public var joinedAt: Date
 
-    public init(roomId: UUID, userId: UUID, role: String, seq: Int64, joinedAt: Date) {
+    public init(roomId: UUID, userId: UUID, role: RoomRole, seq: Int64, joinedAt: Date) {
         self.roomId = roomId; self.userId = userId; self.role = role; self.seq = seq; self.joinedAt = joinedAt
     }
 }

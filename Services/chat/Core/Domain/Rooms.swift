@@ -58,7 +58,8 @@ struct RoomLog: Sendable {
         try record(c, room: room, seq: seq, event: "member_joined",
                    view: MembershipView(roomId: room, user: PersonView(member.person, urls: urls), role: member.role, reason: nil,
                                         at: member.joinedAt))
-        try outbox.add(ChatMemberJoined(roomId: room, userId: member.person.id, role: member.role, seq: seq,
+        guard let role = RoomRole(rawValue: member.role) else { preconditionFailure("no room role \(member.role)") }
+        try outbox.add(ChatMemberJoined(roomId: room, userId: member.person.id, role: role, seq: seq,
                                         joinedAt: member.joinedAt), subject: room.lowercased, on: c)
     }
 }
@@ -96,7 +97,7 @@ struct Rooms: Sendable {
                                      directKey: nil, parcel: nil, createdBy: user) else {
             throw ChatError.conflict("Could not create the room; try again.")
         }
-        try opened(c, id, kind: "team", by: user, parcel: nil, members: [(user, "owner")])
+        try opened(c, id, kind: .team, by: user, parcel: nil, members: [(user, .owner)])
         return try member(c, id, user)
     }
 
@@ -112,7 +113,7 @@ struct Rooms: Sendable {
         let id = UUID.v7()
         if try storage.insertRoom(c, id: id, kind: "direct", name: "", topic: nil, inviteCode: nil, directKey: key, parcel: nil,
                                   createdBy: user) {
-            try opened(c, id, kind: "direct", by: user, parcel: nil, members: [(user, "member"), (other, "member")])
+            try opened(c, id, kind: .direct, by: user, parcel: nil, members: [(user, .member), (other, .member)])
             return try member(c, id, user)
         }
         // The pair's room exists (perhaps made this instant by the other): both are in it again.
@@ -124,14 +125,14 @@ struct Rooms: Sendable {
     }
 
     /// Records a new room's first changes: the room itself, then each first member.
-    private func opened(_ c: Connection, _ id: UUID, kind: String, by user: UUID?, parcel: UUID?, members: [(UUID, String)]) throws {
+    private func opened(_ c: Connection, _ id: UUID, kind: RoomKind, by user: UUID?, parcel: UUID?, members: [(UUID, RoomRole)]) throws {
         let seq = try storage.nextSeq(c, id).change
         let room = try storage.room(c, id, reader: user ?? UUID())!
         try log.record(c, room: id, seq: seq, event: "room_created", view: RoomView(room))
         try log.outbox.add(ChatRoomCreated(roomId: id, kind: kind, createdBy: user, parcelId: parcel,
                                            seq: seq, createdAt: room.createdAt), subject: id.lowercased, on: c)
         for (member, role) in members {
-            if let joined = try storage.addMember(c, room: id, user: member, role: role) { try log.joined(c, room: id, joined) }
+            if let joined = try storage.addMember(c, room: id, user: member, role: role.rawValue) { try log.joined(c, room: id, joined) }
         }
     }
 
@@ -224,7 +225,7 @@ struct Rooms: Sendable {
             let room = UUID.v7()
             if try storage.insertRoom(c, id: room, kind: "parcel", name: "Parcel", topic: nil, inviteCode: nil, directKey: nil,
                                       parcel: id, createdBy: nil) {
-                try opened(c, room, kind: "parcel", by: nil, parcel: id, members: [])
+                try opened(c, room, kind: .parcel, by: nil, parcel: id, members: [])
             }
             try admitParties(c, parcel: id)
         case .delivered, .readyForCollection:
