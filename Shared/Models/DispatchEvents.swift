@@ -31,18 +31,18 @@ extension EventSchema.Field {
 /// `parcel.created`: someone booked a delivery. Key: the parcel id.
 public struct ParcelCreated: EventPayload, Equatable {
     public static let type = "parcel.created"
-    public static let schema = EventSchema(["service": .oneOf(["express", "standard"]), "currency": .currency])
+    public static let schema = EventSchema(["currency": .currency])
     public var parcelId: UUID
     public var senderId: UUID
     public var recipientUserId: UUID?
-    public var service: String
+    public var service: ParcelService
     public var pickup: Place
     public var dropoff: Place
     public var amountMinor: Int
     public var currency: String
     public var createdAt: Date
 
-    public init(parcelId: UUID, senderId: UUID, recipientUserId: UUID?, service: String, pickup: Place, dropoff: Place,
+    public init(parcelId: UUID, senderId: UUID, recipientUserId: UUID?, service: ParcelService, pickup: Place, dropoff: Place,
                 amountMinor: Int, currency: String, createdAt: Date) {
         self.parcelId = parcelId; self.senderId = senderId; self.recipientUserId = recipientUserId; self.service = service
         self.pickup = pickup; self.dropoff = dropoff; self.amountMinor = amountMinor; self.currency = currency; self.createdAt = createdAt
@@ -112,6 +112,37 @@ public struct CourierLocation: EventPayload, Equatable {
     }
 }
 
+/// How a parcel travels.
+public enum ParcelService: String, Codable, Sendable, CaseIterable {
+    case express, standard
+}
+
+/// How a payment is made.
+public enum PaymentMethod: String, Codable, Sendable, CaseIterable {
+    case card, cash, wallet
+}
+
+/// What one entry of a payment's ledger records.
+public enum PaymentEntry: String, Codable, Sendable, CaseIterable {
+    case authorised, declined, captured, voided, cashCollected = "cash_collected", walletDebited = "wallet_debited",
+         walletReturned = "wallet_returned"
+}
+
+/// What one entry of a sender's loyalty points records.
+public enum LoyaltyEntry: String, Codable, Sendable, CaseIterable {
+    case earned, spent, returned
+}
+
+/// What one entry of a sender's wallet records.
+public enum WalletEntry: String, Codable, Sendable, CaseIterable {
+    case toppedUp = "topped_up", spent, returned
+}
+
+/// What one entry of a subscription's ledger records.
+public enum PlanEntry: String, Codable, Sendable, CaseIterable {
+    case started, renewed, declined, lapsed, renewalStopped = "renewal_stopped"
+}
+
 /// `payment.recorded`: one entry of a parcel's payment ledger, as it was written. Key: the payment id, so a
 /// payment's entries stay in order. `entry` is `authorised` (held on the card), `declined`, `captured` (taken),
 /// `voided` (the hold released), `cash_collected` (by `courierId` at the hand-over), `wallet_debited` (paid from the
@@ -120,15 +151,14 @@ public struct CourierLocation: EventPayload, Equatable {
 public struct PaymentRecorded: EventPayload, Equatable {
     public static let type = "payment.recorded"
     public static let schema = EventSchema([
-        "entryId": .init(minimum: 1), "method": .oneOf(["card", "cash", "wallet"]),
-        "entry": .oneOf(["authorised", "declined", "captured", "voided", "cash_collected", "wallet_debited", "wallet_returned"]),
+        "entryId": .init(minimum: 1),
         "amountMinor": .init(minimum: 0), "currency": .currency, "providerReference": .init(maxLength: 255), "declineCode": .init(maxLength: 100),
     ])
     public var entryId: Int
     public var paymentId: UUID
     public var parcelId: UUID
-    public var method: String
-    public var entry: String
+    public var method: PaymentMethod
+    public var entry: PaymentEntry
     public var amountMinor: Int
     public var currency: String
     public var courierId: UUID?
@@ -138,7 +168,7 @@ public struct PaymentRecorded: EventPayload, Equatable {
     public var declineCode: String?
     public var at: Date
 
-    public init(entryId: Int, paymentId: UUID, parcelId: UUID, method: String, entry: String, amountMinor: Int, currency: String,
+    public init(entryId: Int, paymentId: UUID, parcelId: UUID, method: PaymentMethod, entry: PaymentEntry, amountMinor: Int, currency: String,
                 courierId: UUID?, providerReference: String?, declineCode: String?, at: Date) {
         self.entryId = entryId; self.paymentId = paymentId; self.parcelId = parcelId; self.method = method; self.entry = entry
         self.amountMinor = amountMinor; self.currency = currency; self.courierId = courierId
@@ -150,15 +180,15 @@ public struct PaymentRecorded: EventPayload, Equatable {
 /// booking, `returned` when that booking was called off or failed. Key: the user id.
 public struct LoyaltyRecorded: EventPayload, Equatable {
     public static let type = "loyalty.recorded"
-    public static let schema = EventSchema(["entryId": .init(minimum: 1), "entry": .oneOf(["earned", "spent", "returned"]), "points": .init(minimum: 1)])
+    public static let schema = EventSchema(["entryId": .init(minimum: 1), "points": .init(minimum: 1)])
     public var entryId: Int
     public var userId: UUID
     public var parcelId: UUID
-    public var entry: String
+    public var entry: LoyaltyEntry
     public var points: Int
     public var at: Date
 
-    public init(entryId: Int, userId: UUID, parcelId: UUID, entry: String, points: Int, at: Date) {
+    public init(entryId: Int, userId: UUID, parcelId: UUID, entry: LoyaltyEntry, points: Int, at: Date) {
         self.entryId = entryId; self.userId = userId; self.parcelId = parcelId; self.entry = entry; self.points = points; self.at = at
     }
 }
@@ -169,20 +199,20 @@ public struct LoyaltyRecorded: EventPayload, Equatable {
 public struct WalletRecorded: EventPayload, Equatable {
     public static let type = "wallet.recorded"
     public static let schema = EventSchema([
-        "entryId": .init(minimum: 1), "entry": .oneOf(["topped_up", "spent", "returned"]), "amountMinor": .init(minimum: 1),
+        "entryId": .init(minimum: 1), "amountMinor": .init(minimum: 1),
         "balanceMinor": .init(minimum: 0), "currency": .currency,
     ])
     public var entryId: Int
     public var userId: UUID
     public var paymentId: UUID
     public var parcelId: UUID?
-    public var entry: String
+    public var entry: WalletEntry
     public var amountMinor: Int
     public var balanceMinor: Int
     public var currency: String
     public var at: Date
 
-    public init(entryId: Int, userId: UUID, paymentId: UUID, parcelId: UUID?, entry: String, amountMinor: Int, balanceMinor: Int,
+    public init(entryId: Int, userId: UUID, paymentId: UUID, parcelId: UUID?, entry: WalletEntry, amountMinor: Int, balanceMinor: Int,
                 currency: String, at: Date) {
         self.entryId = entryId; self.userId = userId; self.paymentId = paymentId; self.parcelId = parcelId; self.entry = entry
         self.amountMinor = amountMinor; self.balanceMinor = balanceMinor; self.currency = currency; self.at = at
@@ -196,14 +226,14 @@ public struct PlanRecorded: EventPayload, Equatable {
     public static let type = "plan.recorded"
     public static let schema = EventSchema([
         "entryId": .init(minimum: 1), "planId": .init(format: .plain, maxLength: 50),
-        "entry": .oneOf(["started", "renewed", "declined", "lapsed", "renewal_stopped"]), "amountMinor": .init(minimum: 0),
+        "amountMinor": .init(minimum: 0),
         "currency": .currency, "providerReference": .init(maxLength: 255),
     ])
     public var entryId: Int
     public var subscriptionId: UUID
     public var userId: UUID
     public var planId: String
-    public var entry: String
+    public var entry: PlanEntry
     public var amountMinor: Int
     public var currency: String
     /// The card payment that moved money (`started`, `renewed`).
@@ -213,7 +243,7 @@ public struct PlanRecorded: EventPayload, Equatable {
     public var periodEnd: Date?
     public var at: Date
 
-    public init(entryId: Int, subscriptionId: UUID, userId: UUID, planId: String, entry: String, amountMinor: Int, currency: String,
+    public init(entryId: Int, subscriptionId: UUID, userId: UUID, planId: String, entry: PlanEntry, amountMinor: Int, currency: String,
                 paymentId: UUID?, providerReference: String?, periodEnd: Date?, at: Date) {
         self.entryId = entryId; self.subscriptionId = subscriptionId; self.userId = userId; self.planId = planId; self.entry = entry
         self.amountMinor = amountMinor; self.currency = currency; self.paymentId = paymentId; self.providerReference = providerReference

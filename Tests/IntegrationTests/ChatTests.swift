@@ -300,7 +300,7 @@ final class ChatDirectoryTests: ChatTestCase {
         let sender = try person(), courier = try person(), recipient = try person()
         let parcel = UUID().uuidString.lowercased()
         let now = Date()
-        try publish(ParcelCreated(parcelId: parcel.uuid, senderId: sender.id.uuid, recipientUserId: recipient.id.uuid, service: "express",
+        try publish(ParcelCreated(parcelId: parcel.uuid, senderId: sender.id.uuid, recipientUserId: recipient.id.uuid, service: .express,
                                   pickup: Place(lat: 44.4, lon: 26.1), dropoff: Place(lat: 44.5, lon: 26.2), amountMinor: 900,
                                   currency: "EUR", createdAt: now), subject: parcel, source: "/dispatch")
         try publish(ParcelStatusChanged(parcelId: parcel.uuid, from: .offered, to: .assigned, actor: .courier, actorId: courier.id.uuid,

@@ -43,7 +43,7 @@ struct Loyalty: Sendable {
 
     /// Writes the spending of a parcel booked with `points`.
     func spent(_ c: Connection, _ parcel: ParcelRecord) throws {
-        if parcel.pointsSpent > 0 { try record(c, parcel.senderId, parcel.id, "spent", parcel.pointsSpent) }
+        if parcel.pointsSpent > 0 { try record(c, parcel.senderId, parcel.id, .spent, parcel.pointsSpent) }
     }
 
     /// What a parcel's move means for its sender's points: earned when it reached its recipient (or their centre),
@@ -52,16 +52,16 @@ struct Loyalty: Sendable {
         switch action {
         case .deliver, .handOver, .leaveAtCentre:
             let earned = parcel.quote.amountMinor / 100
-            if earned > 0 { try record(c, parcel.senderId, parcel.id, "earned", earned) }
+            if earned > 0 { try record(c, parcel.senderId, parcel.id, .earned, earned) }
         case .cancel, .paymentDeclined, .fail:
-            if parcel.pointsSpent > 0 { try record(c, parcel.senderId, parcel.id, "returned", parcel.pointsSpent) }
+            if parcel.pointsSpent > 0 { try record(c, parcel.senderId, parcel.id, .returned, parcel.pointsSpent) }
         default: break
         }
     }
 
-    private func record(_ c: Connection, _ user: UUID, _ parcel: UUID, _ entry: String, _ points: Int) throws {
+    private func record(_ c: Connection, _ user: UUID, _ parcel: UUID, _ entry: LoyaltyEntry, _ points: Int) throws {
         guard let r = try c.first("""
-            INSERT INTO dispatch.loyalty_ledger (user_id, parcel_id, entry, points) VALUES (\(user), \(parcel), \(entry), \(points))
+            INSERT INTO dispatch.loyalty_ledger (user_id, parcel_id, entry, points) VALUES (\(user), \(parcel), \(entry.rawValue), \(points))
             ON CONFLICT (parcel_id, entry) DO NOTHING RETURNING id, at
             """) else { return }  // once per parcel
         try outbox.add(LoyaltyRecorded(entryId: try r["id"], userId: user, parcelId: parcel, entry: entry,

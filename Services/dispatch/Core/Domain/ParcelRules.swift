@@ -80,11 +80,6 @@ public enum ParcelLifecycle {
     public static let departureMeters = 50.0
 }
 
-/// How a parcel travels.
-public enum ParcelService: String, Codable, Sendable, CaseIterable {
-    case express, standard
-}
-
 /// A price and an estimated time of arrival.
 public struct Quote: Codable, Sendable, Equatable {
     /// ISO 4217.

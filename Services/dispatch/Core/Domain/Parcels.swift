@@ -134,7 +134,7 @@ struct Parcels: Sendable {
         try payments.open(c, parcel, card: body.cardPaymentMethod, lease: paymentLease)
         let at = Date()
         let event = try outbox.row(ParcelCreated(parcelId: parcel.id, senderId: sender,
-                                                 recipientUserId: recipient, service: parcel.service.rawValue,
+                                                 recipientUserId: recipient, service: parcel.service,
                                                  pickup: Place(lat: parcel.pickup.lat, lon: parcel.pickup.lon),
                                                  dropoff: Place(lat: parcel.dropoff.lat, lon: parcel.dropoff.lon),
                                                  amountMinor: price.amountMinor, currency: price.currency, createdAt: at),

@@ -28,7 +28,7 @@ struct PaymentRules: Sendable {
         case "wallet":
             let p = try storage.insertPayment(c, id: UUID.v7(), parcel: parcel, card: nil, status: .walletDebited, due: nil, dueIn: 0)
             try wallet.spend(c, parcel.senderId, payment: p.id, parcel: parcel.id, amountMinor: p.amountMinor, currency: p.currency)
-            try record(c, p, "wallet_debited", amountMinor: p.amountMinor)
+            try record(c, p, .walletDebited, amountMinor: p.amountMinor)
         default:
             _ = try storage.insertPayment(c, id: UUID.v7(), parcel: parcel, card: nil, status: .cashOnDelivery, due: nil, dueIn: 0)
         }
@@ -66,7 +66,7 @@ struct PaymentRules: Sendable {
             payment.status = .cashCollected
             try storage.savePayment(c, payment)
             // At the door the courier takes it; at a centre, the centre does.
-            try record(c, payment, "cash_collected", amountMinor: payment.amountMinor, courier: action == .collect ? nil : parcel.courierId,
+            try record(c, payment, .cashCollected, amountMinor: payment.amountMinor, courier: action == .collect ? nil : parcel.courierId,
                        centre: action == .collect ? parcel.collectionCentreId : nil)
         case (.cancel, .authorised), (.fail, .authorised):
             payment.due = .void
@@ -74,8 +74,8 @@ struct PaymentRules: Sendable {
         case (.cancel, .walletDebited), (.fail, .walletDebited):
             payment.status = .walletReturned
             try storage.savePayment(c, payment)
-            try wallet.record(c, payment.payerId, payment: payment.id, parcel: parcel.id, "returned", payment.amountMinor, payment.currency)
-            try record(c, payment, "wallet_returned", amountMinor: payment.amountMinor)
+            try wallet.record(c, payment.payerId, payment: payment.id, parcel: parcel.id, .returned, payment.amountMinor, payment.currency)
+            try record(c, payment, .walletReturned, amountMinor: payment.amountMinor)
         default:
             // A card still being authorised when its parcel is cancelled is released once the provider answers.
             break
@@ -83,12 +83,13 @@ struct PaymentRules: Sendable {
     }
 
     /// Writes a ledger entry and its event.
-    func record(_ c: Connection, _ p: PaymentRecord, _ entry: String, amountMinor: Int, courier: UUID? = nil, centre: UUID? = nil) throws {
-        let e = try storage.appendLedger(c, p, entry: entry, amountMinor: amountMinor, courier: courier, centre: centre)
+    func record(_ c: Connection, _ p: PaymentRecord, _ entry: PaymentEntry, amountMinor: Int, courier: UUID? = nil, centre: UUID? = nil) throws {
+        let e = try storage.appendLedger(c, p, entry: entry.rawValue, amountMinor: amountMinor, courier: courier, centre: centre)
         guard let parcelId = p.parcelId else { return }  // a top-up's or a plan's: told by the wallet's or plan's event
-        try outbox.add(PaymentRecorded(entryId: e.id, paymentId: p.id, parcelId: parcelId, method: p.method,
+        guard let method = PaymentMethod(rawValue: p.method) else { preconditionFailure("no payment method \(p.method)") }
+        try outbox.add(PaymentRecorded(entryId: e.id, paymentId: p.id, parcelId: parcelId, method: method,
                                        entry: entry, amountMinor: amountMinor, currency: p.currency, courierId: courier,
-                                       providerReference: p.providerIntent, declineCode: entry == "declined" ? p.declineCode : nil,
+                                       providerReference: p.providerIntent, declineCode: entry == .declined ? p.declineCode : nil,
                                        at: e.at),
                        subject: p.id.lowercased, on: c)
     }
@@ -222,16 +223,16 @@ struct PaymentSettler: Sendable {
             case .capture:
                 p.status = .captured
                 try parcels.storage.savePayment(c, p)
-                try rules.record(c, p, "captured", amountMinor: p.amountMinor)
+                try rules.record(c, p, .captured, amountMinor: p.amountMinor)
                 switch p.purpose {
                 case .parcel: break
-                case .topUp: try rules.wallet.record(c, p.payerId, payment: p.id, parcel: nil, "topped_up", p.amountMinor, p.currency)
+                case .topUp: try rules.wallet.record(c, p.payerId, payment: p.id, parcel: nil, .toppedUp, p.amountMinor, p.currency)
                 case .plan: try rules.plans.paid(c, p)
                 }
             case .void:
                 p.status = .voided
                 try parcels.storage.savePayment(c, p)
-                try rules.record(c, p, "voided", amountMinor: p.amountMinor)
+                try rules.record(c, p, .voided, amountMinor: p.amountMinor)
             }
         case .refused(let code, let message):
             p.due = nil
@@ -239,7 +240,7 @@ struct PaymentSettler: Sendable {
                 p.status = .declined
                 p.declineCode = String(code.prefix(100))
                 try parcels.storage.savePayment(c, p)
-                try rules.record(c, p, "declined", amountMinor: 0)
+                try rules.record(c, p, .declined, amountMinor: 0)
                 if p.purpose == .plan { try rules.plans.declined(c, p) }
                 if let id = p.parcelId, let parcel = try parcels.storage.parcel(c, id, lock: true), [.awaitingPayment, .awaitingDropOff].contains(parcel.status) {
                     var declined = parcel
@@ -264,7 +265,7 @@ struct PaymentSettler: Sendable {
         if p.purpose != .parcel { p.due = .capture }
         if let parcel, ParcelLifecycle.isFinal(parcel.status) { p.due = .void }
         try parcels.storage.savePayment(c, p, resetAttempts: true)
-        try rules.record(c, p, "authorised", amountMinor: p.amountMinor)
+        try rules.record(c, p, .authorised, amountMinor: p.amountMinor)
         if let parcel, parcel.status == .awaitingPayment {
             _ = try parcels.apply(c, parcel, .paymentAuthorised, actor: .system, actorId: nil, place: nil)
             c.afterCommit { authorised(parcel.id) }

@@ -131,7 +131,7 @@ struct Plans: Sendable {
         if s.renews {
             s.renews = false
             try save(c, &s)
-            try record(c, s, "renewal_stopped", amountMinor: 0, currency: currency, payment: nil)
+            try record(c, s, .renewalStopped, amountMinor: 0, currency: currency, payment: nil)
         }
         return s
     }
@@ -165,7 +165,7 @@ struct Plans: Sendable {
         s.periodEnd = max(s.periodEnd ?? Date(), Date()).addingTimeInterval(Self.period)
         s.renewalPaymentId = nil
         try save(c, &s)
-        try record(c, s, started ? "started" : "renewed", amountMinor: p.amountMinor, currency: p.currency, payment: p)
+        try record(c, s, started ? .started : .renewed, amountMinor: p.amountMinor, currency: p.currency, payment: p)
     }
 
     /// A month's card was declined: a new subscription never starts, a running one lapses at its period's end.
@@ -176,7 +176,7 @@ struct Plans: Sendable {
         s.renewalPaymentId = nil
         s.renews = false
         try save(c, &s)
-        try record(c, s, first ? "declined" : "lapsed", amountMinor: 0, currency: p.currency, payment: p)
+        try record(c, s, first ? .declined : .lapsed, amountMinor: 0, currency: p.currency, payment: p)
     }
 
     /// The provider's customer subscription `id`'s card is saved to.
@@ -193,11 +193,11 @@ struct Plans: Sendable {
             """)?["updated_at"] ?? s.updatedAt
     }
 
-    private func record(_ c: Connection, _ s: SubscriptionRecord, _ entry: String, amountMinor: Int, currency: String,
+    private func record(_ c: Connection, _ s: SubscriptionRecord, _ entry: PlanEntry, amountMinor: Int, currency: String,
                         payment: PaymentRecord?) throws {
         guard let r = try c.first("""
             INSERT INTO dispatch.plan_ledger (subscription_id, user_id, plan_id, entry, amount_minor, currency, payment_id, period_end)
-            VALUES (\(s.id), \(s.userId), \(s.planId), \(entry), \(amountMinor), \(currency), \(payment?.id), \(s.periodEnd))
+            VALUES (\(s.id), \(s.userId), \(s.planId), \(entry.rawValue), \(amountMinor), \(currency), \(payment?.id), \(s.periodEnd))
             ON CONFLICT (payment_id, entry) WHERE payment_id IS NOT NULL DO NOTHING RETURNING id, at
             """) else { return }
         try outbox.add(PlanRecorded(entryId: try r["id"], subscriptionId: s.id, userId: s.userId, planId: s.planId,

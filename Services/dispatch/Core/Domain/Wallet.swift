@@ -45,21 +45,21 @@ struct Wallet: Sendable {
         try lock(c, user)
         let balance = try self.balance(c, user, currency: currency)
         guard amountMinor <= balance else { throw Refused.notEnough(balance: balance, currency: currency) }
-        try append(c, user, payment: payment, parcel: parcel, "spent", amountMinor, currency)
+        try append(c, user, payment: payment, parcel: parcel, .spent, amountMinor, currency)
     }
 
     /// Writes an entry (once per payment and kind) and its event, under the wallet's lock.
-    func record(_ c: Connection, _ user: UUID, payment: UUID, parcel: UUID?, _ entry: String, _ amountMinor: Int, _ currency: String) throws {
+    func record(_ c: Connection, _ user: UUID, payment: UUID, parcel: UUID?, _ entry: WalletEntry, _ amountMinor: Int, _ currency: String) throws {
         try lock(c, user)
         try append(c, user, payment: payment, parcel: parcel, entry, amountMinor, currency)
     }
 
     /// The entry and its event, the wallet's lock held.
-    private func append(_ c: Connection, _ user: UUID, payment: UUID, parcel: UUID?, _ entry: String, _ amountMinor: Int,
+    private func append(_ c: Connection, _ user: UUID, payment: UUID, parcel: UUID?, _ entry: WalletEntry, _ amountMinor: Int,
                         _ currency: String) throws {
         guard amountMinor > 0, let r = try c.first("""
             INSERT INTO dispatch.wallet_ledger (user_id, payment_id, parcel_id, entry, amount_minor, currency)
-            VALUES (\(user), \(payment), \(parcel), \(entry), \(amountMinor), \(currency))
+            VALUES (\(user), \(payment), \(parcel), \(entry.rawValue), \(amountMinor), \(currency))
             ON CONFLICT (payment_id, entry) DO NOTHING RETURNING id, at
             """) else { return }
         try outbox.add(WalletRecorded(entryId: try r["id"], userId: user, paymentId: payment, parcelId: parcel,
