@@ -169,9 +169,9 @@ enum CatalogueDocuments {
 
             A field may be added to an event, optional. A change a consumer would break on (a field removed or renamed,
             its type or format changed, an optional field made required or a new required one, a value of an `enum`
-            dropped, a limit tightened) gets a new type (`parcel.status.v2`), produced beside the old one while it is
-            read: `EventSchemaCompatibilityTests` compares every schema with the last release's
-            (`docs/events/released.json`) and fails naming the field.
+            dropped or added (the services read such a field as a closed set), a limit tightened) gets a new type
+            (`parcel.status.v2`), produced beside the old one while it is read: `EventSchemaCompatibilityTests` compares
+            every schema with the last release's (`docs/events/released.json`) and fails naming the field.
 
             | topic | key | producer | read inside the backend by |
             |---|---|---|---|

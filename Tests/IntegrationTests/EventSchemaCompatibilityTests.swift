@@ -85,6 +85,9 @@ final class EventSchemaCompatibilityTests: XCTestCase {
             ("`data.to` lost the values `failed`", breaks(to: changed {
                 var to = $0["properties", "to"]; to["enum"] = (to["enum"] as! [String]).filter { $0 != "failed" }; $0["properties", "to"] = to
             })),
+            ("`data.to` gained the values `lost`", breaks(to: changed {
+                var to = $0["properties", "to"]; to["enum"] = (to["enum"] as! [String]) + ["lost"]; $0["properties", "to"] = to
+            })),
             ("`data.place.lat`: its type changed from number to string", breaks(to: changed {
                 var place = $0["properties", "place"]; place["properties", "lat"] = ["type": "string"]; $0["properties", "place"] = place
             })),
@@ -178,6 +181,13 @@ enum SchemaCompatibility {
             if let before = old["enum"] as? [String] {
                 let lost = before.filter { !values.contains($0) }
                 if !lost.isEmpty { found.append("\(here) lost the values " + lost.map { "`\($0)`" }.joined(separator: ", ")) }
+                // The services read such a field as a Swift enum: one deployed before the change cannot decode a new
+                // value, and would dead-letter the event.
+                let gained = values.filter { !before.contains($0) }
+                if !gained.isEmpty {
+                    found.append("\(here) gained the values " + gained.map { "`\($0)`" }.joined(separator: ", ")
+                                 + ", which a consumer reading it as a closed set cannot decode")
+                }
             } else {
                 found.append("\(here) takes only " + values.map { "`\($0)`" }.joined(separator: ", ") + " now")
             }
