@@ -88,7 +88,13 @@ final class PushTests: XCTestCase {
         })
         // My list: the two reminders sent to the phone, and what the old browser was to have, failed (the second only
         // if it came before the browser was forgotten; the sign-up's mail waits, no SMTP server here).
-        let log = (try api.get("/v1/notifications", token: me.accessToken)["items"] as? [[String: Any]] ?? []).filter { $0["channel"] as? String == "push" }
+        // (A push is marked sent once its service has answered, a moment after the service has it.)
+        var log: [[String: Any]] = []
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) {
+            log = ((try? api.get("/v1/notifications", token: me.accessToken))?.json["items"] as? [[String: Any]] ?? [])
+                .filter { $0["channel"] as? String == "push" }
+            return log.allSatisfy { ["sent", "failed"].contains($0["status"] as? String) }
+        }, "\(log)")
         XCTAssertEqual(log.filter { $0["status"] as? String == "sent" }.count, 2, "\(log)")
         XCTAssertEqual(log.count - 2, log.filter { $0["status"] as? String == "failed" }.count, "\(log)")
         XCTAssertTrue(log.allSatisfy { $0["kind"] as? String == "reminder" && $0["address"] as? String == "http://127.0.0.1:\(push.port)" })
