@@ -21,16 +21,7 @@ public struct Row: Sendable {
     /// The column's value, or nil for SQL NULL. Throws when the column is missing or does not decode.
     @inlinable
     public func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws -> T? {
-        guard let index = names.lastIndex(of: column) else {
-            throw PostgresError(kind: .decoding, serverMessage: "no column \(column)")
-        }
-        let span = spans[first + index]
-        guard span.count >= 0 else { return nil }
-        guard let value = bytes.withUnsafeBufferPointer({ T(postgresBytes: UnsafeBufferPointer(rebasing: $0[span.start..<span.start + span.count])) })
-        else {
-            throw PostgresError(kind: .decoding, serverMessage: "column \(column) is not \(T.self)")
-        }
-        return value
+        try self[column, as: T?.self]
     }
 
     /// The column's value; NULL throws, unless `T` is an optional.
