@@ -23,10 +23,7 @@ public struct PathParameters: Sendable {
         return value
     }
 
-    public func require(_ name: String, as type: UUID.Type) throws -> UUID {
-        guard let id = UUID(uuidString: request.parameter(name)) else { throw HTTPError.notFound() }
-        return id
-    }
+    public func require(_ name: String, as type: UUID.Type) throws -> UUID { try Validate.pathID(request, name) }
 
     public func require<T: LosslessStringConvertible>(_ name: String, as type: T.Type) throws -> T {
         guard let value = T(request.parameter(name)) else { throw HTTPError.notFound() }
