@@ -46,7 +46,7 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
     }
     r.group("/v1/parcels", .stream(auth, tickets: tickets)) { streams in
         streams.add("GET", "/{id}/events", "Server-Sent Events: a snapshot, then every transition and courier position",
-                    answers: (200, nil), also: [.eventStream]) { try h.events($0.request, $0.caller) }
+                    answers: (200, nil), also: [.eventStream], h.events)
     }
     r.group("/v1", .user(auth)) { money in
         money.add("GET", "/loyalty", "My loyalty points: the balance and the latest entries (?limit=)",

@@ -119,8 +119,8 @@ final class ParcelTracking: Sendable {
 
 extension DispatchHandlers {
     /// `GET /v1/parcels/{id}/events`: the parcel as it is now, then every transition and courier position, live.
-    func events(_ request: Request, _ caller: Caller) throws -> Response {
-        let id = try Validate.pathID(request)
+    func events(_ context: Context<Caller>) throws -> Response {
+        let id = try context.parameters.require("id", as: UUID.self), caller = context.caller
         let parcel: ParcelRecord = try pool.withConnection { c in
             guard let p = try storage.parcel(c, id), p.involves(caller.userId) else { throw ParcelError.notFound }
             return p
