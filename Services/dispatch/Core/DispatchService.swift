@@ -32,6 +32,8 @@ public enum DispatchService {
         /// `STRIPE_WEBHOOK_SECRET` (`whsec_...`): enables `POST /v1/payments/stripe/webhook`.
         let webhookSignature: StripeWebhookSignature?
         let paymentTimeout: Int
+        /// `COURIER_SHARE_PERCENT` (0-100, default 75): a courier's share of each parcel they deliver.
+        let earnings: EarningsRule
 
         init(_ environment: Environment) throws {
             fleetFeed = try environment.choice("FLEET_FEED", default: "on", ["on", "off"]) == "on"
@@ -41,6 +43,7 @@ public enum DispatchService {
             tickMs = try environment.int("DISPATCH_TICK_MS", default: 500, range: 50...60_000)
             workers = try environment.int("MATCH_WORKERS", default: 4, range: 1...64)
             foldSeconds = try environment.int("FIX_FOLD_SECONDS", default: 10, range: 1...30)
+            earnings = EarningsRule(sharePercent: try environment.int("COURIER_SHARE_PERCENT", default: 75, range: 0...100))
             let timeout = try environment.int("PAYMENT_TIMEOUT_SECONDS", default: 10, range: 1...60)
             paymentTimeout = timeout
             let api = environment.string("STRIPE_API_URL", default: "https://api.stripe.com")
@@ -82,7 +85,8 @@ public enum DispatchService {
             let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency,
                                             matcher: matcher, tracking: tracking,
                                             media: MediaStore(schema: "dispatch", path: "/v1/dispatch/media", urls: urls, purposes: ["parcel"], store: store),
-                                            payments: payments, webhookSignature: settings.webhookSignature)
+                                            payments: payments, webhookSignature: settings.webhookSignature,
+                                            earnings: settings.earnings)
             if let payments {
                 app.add(Job.every(1, "payment-settler", logger: app.logger) { while try payments.run() > 0 {} })
             }

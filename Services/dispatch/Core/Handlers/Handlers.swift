@@ -23,6 +23,8 @@ struct DispatchHandlers: Sendable {
     let payments: PaymentSettler?
     /// Stripe's webhook signatures (`STRIPE_WEBHOOK_SECRET`).
     let webhookSignature: StripeWebhookSignature?
+    /// A courier's share of what they deliver.
+    let earnings: EarningsRule
     let tariff = Tariff()
     /// Claim codes, limited in guesses as invite codes are.
     let claims = InviteJoins(schema: "dispatch", table: "claim_failures")
