@@ -33,8 +33,9 @@ ROOT = sys.argv[1]
 STATE = sys.argv[2]
 BIN = sys.argv[3]
 STACK = os.path.join(ROOT, "deploy/local/stack")
-AUTH, STORIES, DISPATCH = "http://127.0.0.1:8081", "http://127.0.0.1:8082", "http://127.0.0.1:8084"
-SERVICES = {"auth": 8081, "stories": 8082, "chat": 8083, "dispatch": 8084, "curation": 8085}
+BASE = int(os.environ.get("STACK_PORT_BASE", "8080"))  # the stack's: the services listen on the next six ports
+SERVICES = {"auth": BASE + 1, "stories": BASE + 2, "chat": BASE + 3, "dispatch": BASE + 4, "curation": BASE + 5}
+AUTH, STORIES, DISPATCH = (f"http://127.0.0.1:{SERVICES[s]}" for s in ("auth", "stories", "dispatch"))
 WRITERS = 8
 # A real 8 × 8 JPEG (uploads are decoded and re-encoded, so bytes that only look like one are refused).
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "document.jpg"), "rb") as f:
