@@ -1,8 +1,11 @@
+import ChatCore
 import Crypto
 import Foundation
 import HTTP
 import Kafka
 import Models
+import Runtime
+import ServiceKit
 import XCTest
 
 /// A test case with its own database, auth, and chat on the shared broker.
@@ -326,13 +329,39 @@ final class ChatDirectoryTests: ChatTestCase {
     }
 }
 
-final class ChatRulesTests: ChatTestCase {
+/// Chat in-process (`Harness`): people and their profiles as auth's events would make them.
+class ChatHarnessCase: HarnessTestCase {
+    override var serviceName: String { "chat" }
+    override var make: (Environment) throws -> ServiceApp { ChatService.makeApp }
+
+    /// A team room created by `owner`, joined by `others`.
+    func room(_ owner: Person, joinedBy others: [Person] = [], name: String = "Project") throws -> String {
+        let (status, room) = try service.post("/v1/rooms", ["name": name, "topic": "What we do"], as: owner, ChatViews.Room.self)
+        XCTAssertEqual(status, 201)
+        for p in others { XCTAssertEqual(try service.send("POST", "/v1/rooms/join", json: ["inviteCode": room.inviteCode ?? ""], as: p).status, 200) }
+        return room.id
+    }
+
+    func post(_ room: String, _ text: String, as p: Person) throws -> String {
+        try service.post("/v1/rooms/\(room)/messages", ["text": text], as: p, ChatViews.Created.self).view.id
+    }
+}
+
+/// What the tests read of chat's answers.
+enum ChatViews {
+    struct Room: Decodable { let id: String, inviteCode: String? }
+    struct Todo: Decodable { let id: String, position: Int? }
+    struct Created: Decodable { let id: String }
+}
+
+final class ChatRulesTests: ChatHarnessCase {
     func testOutsidersGet404AndMembersWhoMayNotActGet403OnEveryRoute() throws {
         let owner = try person(), member = try person(), outsider = try person()
         let room = try room(owner, joinedBy: [member])
-        let message = try post(room, "hello", as: owner)["id"] as? String ?? ""
-        let todo = try api.post("/v1/rooms/\(room)/todos", ["title": "x"], token: owner.token)["id"] as? String ?? ""
-        let photo = try api.send("POST", "/v1/chat/media", raw: Images.png, token: owner.token, headers: ["Content-Type": "image/png"])["id"] as? String ?? ""
+        let message = try post(room, "hello", as: owner)
+        let todo = try service.post("/v1/rooms/\(room)/todos", ["title": "x"], as: owner, ChatViews.Created.self).view.id
+        let photo = try service.send("POST", "/v1/chat/media", raw: Images.png, as: owner, headers: ["Content-Type": "image/png"])
+            .decode(ChatViews.Created.self).id
         let routes: [(String, String, [String: Any]?)] = [
             ("GET", "/v1/rooms/\(room)", nil), ("PATCH", "/v1/rooms/\(room)", ["name": "n"]),
             ("POST", "/v1/rooms/\(room)/invite-code", nil), ("DELETE", "/v1/rooms/\(room)/members/\(member.id)", nil),
@@ -344,34 +373,34 @@ final class ChatRulesTests: ChatTestCase {
             ("PATCH", "/v1/todos/\(todo)", ["done": true]), ("DELETE", "/v1/todos/\(todo)", nil), ("GET", "/v1/chat/media/\(photo)", nil),
         ]
         for (method, path, body) in routes {
-            assertClientError(try api.send(method, path, json: body, token: outsider.token), 404, code: "not_found", "\(method) \(path)")
-            assertClientError(try api.send(method, path, json: body, token: nil), 401, "\(method) \(path)")
+            assertClientError(try service.send(method, path, json: body, as: outsider), 404, code: "not_found", "\(method) \(path)")
+            assertClientError(try service.send(method, path, json: body), 401, "\(method) \(path)")
         }
         for (method, path, body) in [("PATCH", "/v1/rooms/\(room)", ["name": "n"]), ("POST", "/v1/rooms/\(room)/invite-code", nil),
                                      ("DELETE", "/v1/rooms/\(room)/members/\(owner.id)", nil),
                                      ("PATCH", "/v1/messages/\(message)", ["text": "x"]), ("DELETE", "/v1/messages/\(message)", nil)] as [(String, String, [String: Any]?)] {
-            assertClientError(try api.send(method, path, json: body, token: member.token), 403, code: "forbidden", "\(method) \(path)")
+            assertClientError(try service.send(method, path, json: body, as: member), 403, code: "forbidden", "\(method) \(path)")
         }
-        XCTAssertEqual(try count("messages", "room_id = '\(room)'"), 1)
-        XCTAssertEqual(try count("members", "room_id = '\(room)'"), 2)
+        XCTAssertEqual(try service.count("messages", "room_id = '\(room)'"), 1)
+        XCTAssertEqual(try service.count("members", "room_id = '\(room)'"), 2)
     }
 
     func testEveryRouteRefusesBadInputWithAClearClientError() throws {
         let ann = try person()
         let room = try room(ann)
-        let before = try count("changes", "room_id = '\(room)'")
+        let before = try service.count("changes", "room_id = '\(room)'")
         let bodies: [[UInt8]] = [[], Array("{".utf8), Array("[]".utf8), Array(#"{"unknown": 1}"#.utf8),
                                  Array(#"{"text": 5, "title": [], "name": {}, "seq": "x", "inviteCode": 1, "userId": "no"}"#.utf8),
                                  [0x7B, 0x22, 0x74, 0x65, 0x78, 0x74, 0x22, 0x3A, 0x22, 0xC3, 0x28, 0x22, 0x7D]]
-        let message = try post(room, "x", as: ann)["id"] as? String ?? ""
-        let todo = try api.post("/v1/rooms/\(room)/todos", ["title": "t"], token: ann.token)["id"] as? String ?? ""
+        let message = try post(room, "x", as: ann)
+        let todo = try service.post("/v1/rooms/\(room)/todos", ["title": "t"], as: ann, ChatViews.Created.self).view.id
         let withBody = [("POST", "/v1/rooms"), ("PATCH", "/v1/rooms/\(room)"), ("POST", "/v1/rooms/join"), ("POST", "/v1/rooms/direct"),
                         ("PUT", "/v1/rooms/\(room)/read"), ("POST", "/v1/rooms/\(room)/messages"), ("PATCH", "/v1/messages/\(message)"),
                         ("POST", "/v1/rooms/\(room)/todos"), ("PATCH", "/v1/todos/\(todo)")]
-        let changes = try count("changes", "room_id = '\(room)'")
+        let changes = try service.count("changes", "room_id = '\(room)'")
         for (method, path) in withBody {
             for body in bodies {
-                let r = try api.send(method, path, raw: body, token: ann.token, headers: ["Content-Type": "application/json"])
+                let r = try service.send(method, path, raw: body, as: ann, headers: ["Content-Type": "application/json"])
                 assertClientError(r, nil, "\(method) \(path) \(String(decoding: body, as: UTF8.self))")
             }
         }
@@ -379,60 +408,61 @@ final class ChatRulesTests: ChatTestCase {
                               (["text": "x", "clientId": String(repeating: "c", count: 65)], "clientId"),
                               (["text": "x", "replyTo": UUID().uuidString], "replyTo"),
                               (["text": "x", "mediaIds": [UUID().uuidString]], "mediaIds")] as [([String: Any], String)] {
-            let r = try api.post("/v1/rooms/\(room)/messages", body, token: ann.token)
+            let r = try service.send("POST", "/v1/rooms/\(room)/messages", json: body, as: ann)
             assertClientError(r, 400, "\(body.keys.sorted())")
             XCTAssertEqual(r.errorField, field)
         }
         for path in ["/v1/rooms/not-a-uuid", "/v1/rooms/\(UUID().uuidString)/messages", "/v1/rooms/\(UUID().uuidString)/todos"] {
-            assertClientError(try api.get(path, token: ann.token), 404, path)
+            assertClientError(try service.send("GET", path, as: ann), 404, path)
         }
-        assertClientError(try api.patch("/v1/todos/\(UUID().uuidString)", ["done": true], token: ann.token), 404)
+        assertClientError(try service.send("PATCH", "/v1/todos/\(UUID().uuidString)", json: ["done": true], as: ann), 404)
         for query in ["?before=-1", "?after=x", "?before=1&after=2", "?limit=0", "?cursor=junk"] {
-            assertClientError(try api.get("/v1/rooms/\(room)/messages\(query)", token: ann.token), 400, query)
+            assertClientError(try service.send("GET", "/v1/rooms/\(room)/messages\(query)", as: ann), 400, query)
         }
         // The kit checks every declared query parameter against its shape: the same error, naming the parameter.
         for (query, field) in [("?before=-1", "before"), ("?after=x", "after"), ("?limit=0", "limit"), ("?limit=1e3", "limit"),
                                ("?limit=7&before=2.5", "before")] {
-            let r = try api.get("/v1/rooms/\(room)/messages\(query)", token: ann.token)
+            let r = try service.send("GET", "/v1/rooms/\(room)/messages\(query)", as: ann)
             XCTAssertEqual(r.errorCode, "validation_failed", query)
             XCTAssertEqual(r.errorField, field, query)
         }
-        XCTAssertEqual(try api.get("/v1/rooms/\(room)/messages?limit=0").status, 401, "the credentials first: a 400 tells an outsider nothing")
-        XCTAssertEqual(try api.get("/v1/rooms?parcelId=nope", token: ann.token).errorField, "parcelId")
-        assertClientError(try api.get("/v1/rooms/\(room)/search?q=", token: ann.token), 400)
-        assertClientError(try api.get("/v1/rooms?parcelId=nope", token: ann.token), 400)
-        assertClientError(try api.patch("/v1/todos/\(todo)", ["assigneeId": UUID().uuidString], token: ann.token), 400, "not a member")
-        for _ in 0..<10 { _ = try api.post("/v1/rooms/join", ["inviteCode": "AAAA-BBBB-CCCC"], token: ann.token) }
-        assertClientError(try api.post("/v1/rooms/join", ["inviteCode": "AAAA-BBBB-CCCC"], token: ann.token), 429, code: "rate_limited")
-        XCTAssertEqual(try count("changes", "room_id = '\(room)'"), changes, "no refused request changed anything")
+        XCTAssertEqual(try service.send("GET", "/v1/rooms/\(room)/messages?limit=0").status, 401, "the credentials first: a 400 tells an outsider nothing")
+        XCTAssertEqual(try service.send("GET", "/v1/rooms?parcelId=nope", as: ann).errorField, "parcelId")
+        assertClientError(try service.send("GET", "/v1/rooms/\(room)/search?q=", as: ann), 400)
+        assertClientError(try service.send("GET", "/v1/rooms?parcelId=nope", as: ann), 400)
+        assertClientError(try service.send("PATCH", "/v1/todos/\(todo)", json: ["assigneeId": UUID().uuidString], as: ann), 400, "not a member")
+        for _ in 0..<10 { _ = try service.send("POST", "/v1/rooms/join", json: ["inviteCode": "AAAA-BBBB-CCCC"], as: ann) }
+        assertClientError(try service.send("POST", "/v1/rooms/join", json: ["inviteCode": "AAAA-BBBB-CCCC"], as: ann), 429, code: "rate_limited")
+        XCTAssertEqual(try service.count("changes", "room_id = '\(room)'"), changes, "no refused request changed anything")
         XCTAssertGreaterThan(changes, before)
     }
 
     func testTwoMembersReorderingAtOnceNeverLoseAnItem() throws {
         let ann = try person(), ben = try person()
         let room = try room(ann, joinedBy: [ben])
-        let ids = try (1...8).map { try api.post("/v1/rooms/\(room)/todos", ["title": "item \($0)"], token: ann.token)["id"] as? String ?? "" }
+        let ids = try (1...8).map { try service.post("/v1/rooms/\(room)/todos", ["title": "item \($0)"], as: ann, ChatViews.Created.self).view.id }
         let done = LockedBox<Int>()
-        let port = api.port
-        let threads = [ann, ben].enumerated().map { k, who in
-            Thread {
-                for i in 0..<10 {
-                    _ = try? APIClient(port: port).patch("/v1/todos/\(ids[(i * 3 + k) % 8])", ["position": (i * 5 + k) % 8 + 1], token: who.token)
-                }
-                done.update { $0 = ($0 ?? 0) + 1 }
+        let harness = service!
+        DispatchQueue.concurrentPerform(iterations: 2) { k in
+            let who = [ann, ben][k]
+            for i in 0..<10 {
+                _ = try? harness.send("PATCH", "/v1/todos/\(ids[(i * 3 + k) % 8])", json: ["position": (i * 5 + k) % 8 + 1], as: who)
             }
+            done.update { $0 = ($0 ?? 0) + 1 }
         }
-        threads.forEach { $0.start() }
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) { done.get() == 2 })
-        let list = try api.get("/v1/rooms/\(room)/todos", token: ben.token)["items"] as? [[String: Any]] ?? []
-        XCTAssertEqual(Set(list.compactMap { $0["id"] as? String }), Set(ids), "every item is still there")
-        XCTAssertEqual(list.compactMap { $0["position"] as? Int }, Array(1...8), "in one order, without holes")
-        let checked = try api.patch("/v1/todos/\(ids[0])", ["done": true], token: ben.token)
-        XCTAssertTrue(checked["position"] is NSNull)
-        let open = try api.get("/v1/rooms/\(room)/todos", token: ann.token)["items"] as? [[String: Any]] ?? []
-        XCTAssertEqual(open.last?["id"] as? String, ids[0], "done items come after the open ones")
+        XCTAssertEqual(done.get(), 2)
+        let list = try service.get("/v1/rooms/\(room)/todos", as: ben, Listing<ChatViews.Todo>.self).view.items
+        XCTAssertEqual(Set(list.map(\.id)), Set(ids), "every item is still there")
+        XCTAssertEqual(list.compactMap(\.position), Array(1...8), "in one order, without holes")
+        let checked = try service.patch("/v1/todos/\(ids[0])", ["done": true], as: ben, ChatViews.Todo.self).view
+        XCTAssertNil(checked.position)
+        let open = try service.get("/v1/rooms/\(room)/todos", as: ann, Listing<ChatViews.Todo>.self).view.items
+        XCTAssertEqual(open.last?.id, ids[0], "done items come after the open ones")
     }
+}
 
+/// Chat's events on the broker, the ephemeral typing among them (it never passes through the outbox).
+final class ChatEventTests: ChatTestCase {
     func testEveryChatEventMatchesItsSchema() throws {
         let types = ["chat.room_created", "chat.room_updated", "chat.member_joined", "chat.member_left", "chat.message_created",
                      "chat.message_edited", "chat.message_deleted", "todo.created", "todo.updated", "todo.deleted", "chat.typing"]

@@ -14,9 +14,12 @@ import XCTest
 /// of the test's own, copied from one migrated once per service and process. Tokens are signed with a key of the
 /// harness's, which the service's verifier takes instead of auth's; events go to the outbox, read back typed, and
 /// events of other services are handed to the service's consumers as its consumer groups would.
-final class Harness {
+///
+/// `@unchecked Sendable`: what it holds is set in `init` and only read after, and requests may come from several
+/// threads at once as to a server.
+final class Harness: @unchecked Sendable {
     /// A person the service knows: their id and a token signed with the test key.
-    struct Person { let id: String; let token: String; let username: String }
+    struct Person: Sendable { let id: String; let token: String; let username: String }
 
     let app: ServiceApp
     let database: TestDatabase
@@ -26,7 +29,9 @@ final class Harness {
     /// `make` is the service's `makeApp(environment:)`, `service` its name; `settings` go beyond the database and the
     /// media settings.
     init(_ service: String, _ make: (Environment) throws -> ServiceApp, settings: [String: String] = [:]) throws {
-        var values = ["LOG_LEVEL": "warn", "MEDIA_URL_KEYS": TestEnvironment.mediaURLKeys, "MEDIA_STORE": TestEnvironment.mediaStore]
+        // The broker is the tests' own, for what a service publishes without the outbox (chat's typing), never a stack's.
+        var values = ["LOG_LEVEL": "warn", "MEDIA_URL_KEYS": TestEnvironment.mediaURLKeys, "MEDIA_STORE": TestEnvironment.mediaStore,
+                      "KAFKA_BROKERS": TestEnvironment.brokers]
         for (k, v) in settings { values[k] = v }
         database = try TestDatabase(template: try Self.template(service, make, values))
         values["DATABASE_URL"] = database.url
