@@ -265,67 +265,65 @@ final class ChatFlowTests: ChatTestCase {
 }
 
 /// Direct rooms and parcel conversations, from what chat learns on stories' and dispatch's topics.
-final class ChatDirectoryTests: ChatTestCase {
+final class ChatDirectoryTests: ChatHarnessCase {
     func testDirectRoomsOnlyBetweenPeopleWhoShareAGroupAndOnePerPair() throws {
         let ann = try person(), ben = try person(), eve = try person()
         let group = UUID().uuidString.lowercased()
-        assertClientError(try api.post("/v1/rooms/direct", ["userId": ben.id], token: ann.token), 403, code: "forbidden", "strangers")
-        try publish(GroupCreated(groupId: group.uuid, kind: .group, name: "Family", createdBy: ann.id.uuid, createdAt: Date()),
-                    subject: group, source: "/stories")
-        try publish(GroupMemberJoined(groupId: group.uuid, userId: ben.id.uuid, role: .member, joinedAt: Date()),
-                    subject: group, source: "/stories")
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.count("group_members", "group_id = '\(group)'")) == 2 })
+        assertClientError(try service.send("POST", "/v1/rooms/direct", json: ["userId": ben.id], as: ann), 403, code: "forbidden", "strangers")
+        try service.deliver(GroupCreated(groupId: group.uuid, kind: .group, name: "Family", createdBy: ann.id.uuid, createdAt: Date()),
+                            subject: group, source: "/stories")
+        try service.deliver(GroupMemberJoined(groupId: group.uuid, userId: ben.id.uuid, role: .member, joinedAt: Date()),
+                            subject: group, source: "/stories")
+        XCTAssertEqual(try service.count("group_members", "group_id = '\(group)'"), 2)
         let ids = LockedBox<[String]>()
-        let port = api.port
-        let threads = (0..<10).map { i in
-            Thread {
-                let who = i % 2 == 0 ? ann : ben
-                let other = i % 2 == 0 ? ben : ann
-                if let id = try? APIClient(port: port).post("/v1/rooms/direct", ["userId": other.id], token: who.token)["id"] as? String {
-                    ids.update { $0 = ($0 ?? []) + [id] }
-                }
+        let harness = service!
+        DispatchQueue.concurrentPerform(iterations: 10) { i in
+            let who = i % 2 == 0 ? ann : ben
+            let other = i % 2 == 0 ? ben : ann
+            if let id = try? harness.post("/v1/rooms/direct", ["userId": other.id], as: who, ChatViews.Room.self).view.id {
+                ids.update { $0 = ($0 ?? []) + [id] }
             }
         }
-        threads.forEach { $0.start() }
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (ids.get() ?? []).count == 10 })
+        XCTAssertEqual((ids.get() ?? []).count, 10)
         XCTAssertEqual(Set(ids.get() ?? []).count, 1, "one direct room per pair, whatever the concurrency")
-        XCTAssertEqual(try count("rooms", "kind = 'direct'"), 1)
-        assertClientError(try api.post("/v1/rooms/direct", ["userId": eve.id], token: ann.token), 403, code: "forbidden", "Eve shares nothing with Ann")
-        assertClientError(try api.get("/v1/rooms/\(ids.get()?.first ?? "")", token: eve.token), 404)
+        XCTAssertEqual(try service.count("rooms", "kind = 'direct'"), 1)
+        assertClientError(try service.send("POST", "/v1/rooms/direct", json: ["userId": eve.id], as: ann), 403, code: "forbidden",
+                          "Eve shares nothing with Ann")
+        assertClientError(try service.send("GET", "/v1/rooms/\(ids.get()?.first ?? "")", as: eve), 404)
 
-        try publish(GroupMemberLeft(groupId: group.uuid, userId: ben.id.uuid, reason: .left, removedBy: ben.id.uuid, newAdminId: nil,
-                                    leftAt: Date()), subject: group, source: "/stories")
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.count("group_members", "group_id = '\(group)'")) == 1 })
-        assertClientError(try api.post("/v1/rooms/direct", ["userId": ben.id], token: ann.token), 403, code: "forbidden", "no longer share a group")
+        try service.deliver(GroupMemberLeft(groupId: group.uuid, userId: ben.id.uuid, reason: .left, removedBy: ben.id.uuid, newAdminId: nil,
+                                            leftAt: Date()), subject: group, source: "/stories")
+        XCTAssertEqual(try service.count("group_members", "group_id = '\(group)'"), 1)
+        assertClientError(try service.send("POST", "/v1/rooms/direct", json: ["userId": ben.id], as: ann), 403, code: "forbidden",
+                          "no longer share a group")
     }
 
     func testAParcelConversationOpensOnAssignmentAndTurnsReadOnlyOnDelivery() throws {
         let sender = try person(), courier = try person(), recipient = try person()
         let parcel = UUID().uuidString.lowercased()
         let now = Date()
-        try publish(ParcelCreated(parcelId: parcel.uuid, senderId: sender.id.uuid, recipientUserId: recipient.id.uuid, service: .express,
-                                  pickup: Place(lat: 44.4, lon: 26.1), dropoff: Place(lat: 44.5, lon: 26.2), amountMinor: 900,
-                                  currency: "EUR", createdAt: now), subject: parcel, source: "/dispatch")
-        try publish(ParcelStatusChanged(parcelId: parcel.uuid, from: .offered, to: .assigned, actor: .courier, actorId: courier.id.uuid,
-                                        courierId: courier.id.uuid, place: nil, at: now), subject: parcel, source: "/dispatch")
-        var room: [String: Any]?
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
-            let items = (try? self.api.get("/v1/rooms?parcelId=\(parcel)", token: sender.token))?["items"] as? [[String: Any]]
-            room = items?.first
-            return room != nil && (try? self.count("members", "room_id = '\(room?["id"] as? String ?? "")'")) == 3
-        }, "the conversation opens with sender, courier and recipient")
-        let id = room?["id"] as? String ?? ""
-        XCTAssertEqual(room?["kind"] as? String, "parcel")
+        try service.deliver(ParcelCreated(parcelId: parcel.uuid, senderId: sender.id.uuid, recipientUserId: recipient.id.uuid, service: .express,
+                                          pickup: Place(lat: 44.4, lon: 26.1), dropoff: Place(lat: 44.5, lon: 26.2), amountMinor: 900,
+                                          currency: "EUR", createdAt: now), subject: parcel, source: "/dispatch")
+        try service.deliver(ParcelStatusChanged(parcelId: parcel.uuid, from: .offered, to: .assigned, actor: .courier, actorId: courier.id.uuid,
+                                                courierId: courier.id.uuid, place: nil, at: now), subject: parcel, source: "/dispatch")
+        let room = try service.get("/v1/rooms?parcelId=\(parcel)", as: sender, Listing<ChatViews.Room>.self).view.items.first
+        XCTAssertNotNil(room)
+        XCTAssertEqual(try service.count("members", "room_id = '\(room?.id ?? "")'"), 3, "the conversation opens with sender, courier and recipient")
+        let id = room?.id ?? ""
+        XCTAssertEqual(room?.kind, "parcel")
         XCTAssertEqual(try post(id, "I am at the door", as: courier).status, 201)
         XCTAssertEqual(try post(id, "Coming down", as: sender).status, 201)
-        XCTAssertEqual((try api.get("/v1/rooms/\(id)/messages", token: recipient.token)["items"] as? [[String: Any]])?.count, 2)
-        assertClientError(try api.send("DELETE", "/v1/rooms/\(id)/members/\(sender.id)", token: sender.token), 409)
+        XCTAssertEqual(try service.get("/v1/rooms/\(id)/messages", as: recipient, Listing<ChatViews.Created>.self).view.items.count, 2)
+        assertClientError(try service.send("DELETE", "/v1/rooms/\(id)/members/\(sender.id)", as: sender), 409)
 
-        try publish(ParcelStatusChanged(parcelId: parcel.uuid, from: .delivered, to: .received, actor: .recipient, actorId: recipient.id.uuid,
-                                        courierId: courier.id.uuid, place: nil, at: now), subject: parcel, source: "/dispatch")
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.api.get("/v1/rooms/\(id)", token: sender.token))?["readOnly"] as? Bool == true })
+        try service.deliver(ParcelStatusChanged(parcelId: parcel.uuid, from: .delivered, to: .received, actor: .recipient,
+                                                actorId: recipient.id.uuid, courierId: courier.id.uuid, place: nil, at: now),
+                            subject: parcel, source: "/dispatch")
+        XCTAssertEqual(try service.get("/v1/rooms/\(id)", as: sender, ChatViews.Room.self).view.readOnly, true)
         assertClientError(try post(id, "one more thing", as: sender), 409, code: "conflict", "read-only after delivery")
-        XCTAssertEqual((try api.get("/v1/rooms/\(id)/messages", token: courier.token)["items"] as? [[String: Any]])?.count, 2, "still readable")
+        XCTAssertEqual(try service.get("/v1/rooms/\(id)/messages", as: courier, Listing<ChatViews.Created>.self).view.items.count, 2,
+                       "still readable")
     }
 }
 
@@ -342,14 +340,14 @@ class ChatHarnessCase: HarnessTestCase {
         return room.id
     }
 
-    func post(_ room: String, _ text: String, as p: Person) throws -> String {
-        try service.post("/v1/rooms/\(room)/messages", ["text": text], as: p, ChatViews.Created.self).view.id
+    func post(_ room: String, _ text: String, as p: Person) throws -> APIResponse {
+        try service.send("POST", "/v1/rooms/\(room)/messages", json: ["text": text], as: p)
     }
 }
 
 /// What the tests read of chat's answers.
 enum ChatViews {
-    struct Room: Decodable { let id: String, inviteCode: String? }
+    struct Room: Decodable { let id: String, kind: String, inviteCode: String?, readOnly: Bool }
     struct Todo: Decodable { let id: String, position: Int? }
     struct Created: Decodable { let id: String }
 }
@@ -358,7 +356,7 @@ final class ChatRulesTests: ChatHarnessCase {
     func testOutsidersGet404AndMembersWhoMayNotActGet403OnEveryRoute() throws {
         let owner = try person(), member = try person(), outsider = try person()
         let room = try room(owner, joinedBy: [member])
-        let message = try post(room, "hello", as: owner)
+        let message = try post(room, "hello", as: owner).decode(ChatViews.Created.self).id
         let todo = try service.post("/v1/rooms/\(room)/todos", ["title": "x"], as: owner, ChatViews.Created.self).view.id
         let photo = try service.send("POST", "/v1/chat/media", raw: Images.png, as: owner, headers: ["Content-Type": "image/png"])
             .decode(ChatViews.Created.self).id
@@ -392,7 +390,7 @@ final class ChatRulesTests: ChatHarnessCase {
         let bodies: [[UInt8]] = [[], Array("{".utf8), Array("[]".utf8), Array(#"{"unknown": 1}"#.utf8),
                                  Array(#"{"text": 5, "title": [], "name": {}, "seq": "x", "inviteCode": 1, "userId": "no"}"#.utf8),
                                  [0x7B, 0x22, 0x74, 0x65, 0x78, 0x74, 0x22, 0x3A, 0x22, 0xC3, 0x28, 0x22, 0x7D]]
-        let message = try post(room, "x", as: ann)
+        let message = try post(room, "x", as: ann).decode(ChatViews.Created.self).id
         let todo = try service.post("/v1/rooms/\(room)/todos", ["title": "t"], as: ann, ChatViews.Created.self).view.id
         let withBody = [("POST", "/v1/rooms"), ("PATCH", "/v1/rooms/\(room)"), ("POST", "/v1/rooms/join"), ("POST", "/v1/rooms/direct"),
                         ("PUT", "/v1/rooms/\(room)/read"), ("POST", "/v1/rooms/\(room)/messages"), ("PATCH", "/v1/messages/\(message)"),
