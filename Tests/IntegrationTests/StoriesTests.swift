@@ -21,6 +21,10 @@ class StoriesHarnessCase: HarnessTestCase {
     func join(_ person: Person, _ group: StoriesViews.Group) throws -> APIResponse {
         try service.send("POST", "/v1/groups/join", json: ["inviteCode": group.inviteCode ?? ""], as: person)
     }
+
+    func upload(_ bytes: [UInt8], _ who: Person, contentType: String = "image/png") throws -> APIResponse {
+        try service.send("POST", "/v1/media", raw: bytes, as: who, headers: ["Content-Type": contentType])
+    }
 }
 
 /// What the tests read of stories' answers.
@@ -32,7 +36,9 @@ enum StoriesViews {
     }
     struct Schedule: Decodable { let frequency: String, hour: Int, timeZone: String }
     struct Member: Decodable { let id: String, fullName: String?, role: String }
-    struct Story: Decodable { let id: String, text: String, groupIds: [String] }
+    struct Story: Decodable { let id: String, text: String, groupIds: [String], backgroundColor: String?, commentCount: Int, createdAt: String }
+    struct Comment: Decodable { let text: String }
+    struct Created: Decodable { let id: String }
     struct HiddenAuthor: Decodable { let id: String, hiddenAt: String }
     struct Newsletter: Decodable { let storyCount: Int, members: [Reader] }
     struct Reader: Decodable { let id: String }

@@ -126,9 +126,13 @@ final class Harness: @unchecked Sendable {
 
     /// The events of type `P` the service wrote to its outbox, oldest first, with their subjects.
     func events<P: EventPayload>(_ type: P.Type) throws -> [(subject: String, payload: P)] {
-        try database.connect().rows("SELECT key, payload FROM \(unescaped: schema).outbox WHERE topic = \(P.type) ORDER BY id").map { row in
-            let event = try XCTUnwrap(ReceivedEvent(Array(try row["payload", as: String.self].utf8)))
-            return (try row["key", as: String.self], try event.decode(P.self))
+        try outbox(P.type).map { ($0.subject, try XCTUnwrap(ReceivedEvent(Array($0.event.utf8))).decode(P.self)) }
+    }
+
+    /// The events of `topic` in the outbox, oldest first: their subjects, and each whole as it is published.
+    func outbox(_ topic: String) throws -> [(subject: String, event: String)] {
+        try database.connect().rows("SELECT key, payload FROM \(unescaped: schema).outbox WHERE topic = \(topic) ORDER BY id").map { row in
+            (try row["key", as: String.self], try row["payload", as: String.self])
         }
     }
 
