@@ -107,7 +107,7 @@ let package = Package(
         .testTarget(name: "ImagingTests", dependencies: ["Imaging"], path: "Tests/ImagingTests", exclude: ["camera_photo.py"],
                     swiftSettings: settings),
         .testTarget(name: "StoriesCoreTests", dependencies: ["StoriesCore", "Models"], path: "Tests/StoriesCoreTests", swiftSettings: settings),
-        .testTarget(name: "AuthCoreTests", dependencies: ["AuthCore"], path: "Tests/AuthCoreTests", swiftSettings: settings),
+        .testTarget(name: "AuthCoreTests", dependencies: ["AuthCore", "Crypto"], path: "Tests/AuthCoreTests", swiftSettings: settings),
         .testTarget(name: "ChatCoreTests", dependencies: ["ChatCore"], path: "Tests/ChatCoreTests", swiftSettings: settings),
         .testTarget(name: "CurationCoreTests", dependencies: ["CurationCore"], path: "Tests/CurationCoreTests", swiftSettings: settings),
         .testTarget(name: "NotifyCoreTests", dependencies: ["NotifyCore"], path: "Tests/NotifyCoreTests", swiftSettings: settings),

@@ -22,8 +22,9 @@ import Web
 /// the outbox relay in turn by one deadline (`SHUTDOWN_TIMEOUT_SECONDS`) and returns. A test runs a service
 /// in-process this way; an executable calls `ServiceApp.main`, which adds signal handling and the operator commands.
 ///
-/// `@unchecked Sendable`: `services`, `checks` and `readers` are written only by `setup`, on the thread of `run`,
-/// before the services start and before `serving` is set; everything else is immutable or synchronised itself.
+/// `@unchecked Sendable`: `services`, `checks`, `readers` and `consumerHandlers` are written only by `setup`, on the
+/// thread of `run`, before the services start and before `serving` is set (`testTokenKeys` before `setup`);
+/// everything else is immutable or synchronised itself.
 public final class ServiceApp: @unchecked Sendable {
     /// Builds the service once the database is ready: returns its routes, and adds its background services.
     public typealias Setup = (ServiceApp) throws -> Router
@@ -64,6 +65,11 @@ public final class ServiceApp: @unchecked Sendable {
     let refusals: RefusalLog
     var services: [any BackgroundService] = []
     var checks: [(name: String, isReady: @Sendable () -> Bool)] = []
+    /// What an in-process test harness (`@testable import`, so never a deployment) sets before it calls `setup`:
+    /// the keys its tokens are signed with, taken by `makeTokenVerifier` instead of auth's, with no revocation feed.
+    var testTokenKeys: [String: [UInt8]]?
+    /// Every consumer's handler by the topics it reads, for such a harness to hand events to without a broker.
+    var consumerHandlers: [(topics: [String], handler: EventConsumer.Handler)] = []
 
     /// Reads and checks the configuration; throws a `ConfigError` naming the first bad setting. The topics the
     /// service produces (`EventCatalogue`) and those it reads are created when missing; `setup` runs in `run` once
@@ -149,6 +155,7 @@ public final class ServiceApp: @unchecked Sendable {
     /// by payload type (`consume(_:_:)`), so that the topics they read follow from their handlers.
     func consume(_ name: String, topics: [String], handler: @escaping EventConsumer.Handler) {
         relay.addTopics(topics + topics.map { $0 + ".dlq" })
+        consumerHandlers.append((topics, handler))
         readers += topics.map { ($0, EventCatalogue.Reader(service: config.service, name: name, isFeed: false)) }
         let consumer = EventConsumer(name: name, kafka: kafka, groupId: "\(config.kafkaGroupPrefix)\(config.service)-\(name)",
                                      topics: topics, pool: pool, schema: config.service, relay: relay, topicsReady: topicsReady,
@@ -166,6 +173,7 @@ public final class ServiceApp: @unchecked Sendable {
     /// `AUTH_JWKS_URL`. Adds what keeps it current: the revocation feed and its sync, and while auth has not answered
     /// yet, a job that asks for the keys (readiness waits for all of them: `revocations`, `signingKeys`).
     public func makeTokenVerifier() -> TokenVerifier {
+        if let testTokenKeys { return TokenVerifier(keys: testTokenKeys, revocations: nil, logger: logger) }
         var fetchList: (@Sendable (Date?) throws -> RevokedSessionList)?
         if let token = config.serviceToken.token {
             fetchList = { [jwksURL = config.jwksURL] since in

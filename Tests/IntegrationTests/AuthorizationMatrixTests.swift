@@ -1,22 +1,24 @@
+import Crypto
 import Foundation
+import Identity
+import ServiceKit
 import Web
 import XCTest
 
 /// Every stories endpoint against every kind of caller: outsider, member, administrator, removed member,
 /// author and non-author. Outsiders and removed members learn nothing (404); members who may not act get 403.
-final class AuthorizationMatrixTests: StoriesTestCase {
+final class AuthorizationMatrixTests: StoriesHarnessCase {
     func testEveryEndpointForEveryKindOfCaller() throws {
         let admin = try person(), member = try person(), removed = try person(), outsider = try person()
         let family = try group(admin)
-        let gid = family["id"] as! String
+        let gid = family.id
         for p in [member, removed] { XCTAssertEqual(try join(p, family).status, 200) }
-        let photo = try api.send("POST", "/v1/media", raw: Images.png, token: admin.token)["id"] as! String
-        let story = try api.post("/v1/stories", ["text": "by the admin", "groupIds": [gid], "mediaIds": [photo]], token: admin.token)["id"] as! String
-        XCTAssertEqual(try api.send("DELETE", "/v1/groups/\(gid)/members/\(removed.id)", token: admin.token).status, 204)
+        let photo = try service.send("POST", "/v1/media", raw: Images.png, as: admin).decode(Identified.self).id
+        let story = try service.post("/v1/stories", ["text": "by the admin", "groupIds": [gid], "mediaIds": [photo]], as: admin, Identified.self).view.id
+        XCTAssertEqual(try service.send("DELETE", "/v1/groups/\(gid)/members/\(removed.id)", as: admin).status, 204)
 
         enum Caller: String, CaseIterable { case admin, member, removed, outsider, anonymous }
-        let tokens: [Caller: String?] = [.admin: admin.token, .member: member.token, .removed: removed.token,
-                                         .outsider: outsider.token, .anonymous: nil]
+        let people: [Caller: Person?] = [.admin: admin, .member: member, .removed: removed, .outsider: outsider, .anonymous: nil]
         // (method, path, body, expected status for admin (the author here), member, removed, outsider)
         let table: [(String, String, [String: Any]?, [Caller: Int])] = [
             ("GET", "/v1/groups/\(gid)", nil, [.admin: 200, .member: 200, .removed: 404, .outsider: 404]),
@@ -37,19 +39,37 @@ final class AuthorizationMatrixTests: StoriesTestCase {
             for caller in Caller.allCases {
                 let status = caller == .anonymous ? 401 : expected[caller]
                 guard let status else { continue }
-                let r = try api.send(method, path, json: body ?? (method == "GET" ? nil : [String: Any]()), token: tokens[caller]!)
+                let r = try service.send(method, path, json: body ?? (method == "GET" ? nil : [String: Any]()), as: people[caller]!)
                 XCTAssertEqual(r.status, status, "\(caller.rawValue) \(method) \(path): \(String(decoding: r.body.prefix(200), as: UTF8.self))")
                 if status == 404 { XCTAssertEqual(r.errorCode, "not_found", "\(caller.rawValue) \(method) \(path)") }
             }
         }
         // Destructive ones last: a non-author cannot delete, the author can.
-        assertClientError(try api.send("DELETE", "/v1/stories/\(story)", token: member.token), 403)
-        assertClientError(try api.send("DELETE", "/v1/stories/\(story)", token: outsider.token), 404)
-        XCTAssertEqual(try api.send("DELETE", "/v1/stories/\(story)", token: admin.token).status, 204)
+        assertClientError(try service.send("DELETE", "/v1/stories/\(story)", as: member), 403)
+        assertClientError(try service.send("DELETE", "/v1/stories/\(story)", as: outsider), 404)
+        XCTAssertEqual(try service.send("DELETE", "/v1/stories/\(story)", as: admin).status, 204)
         // A removed member rejoins only with the current code, and then sees the group again.
         assertClientError(try join(removed, family), 404, "the code was rotated above")
-        XCTAssertEqual(try api.get("/v1/users/me/calendar", token: outsider.token).status, 200, "everyone has a calendar of their own")
+        XCTAssertEqual(try service.send("GET", "/v1/users/me/calendar", as: outsider).status, 200, "everyone has a calendar of their own")
     }
+
+    /// The in-process service takes the harness's tokens because its verifier was given the harness's key, not
+    /// because tokens go unchecked: one signed with another key, or expired, is a 401 as anywhere.
+    func testATokenOfAnotherKeyOrExpiredIs401() throws {
+        let ann = try person()
+        let now = Int(Date().timeIntervalSince1970)
+        let forged = try JWT.sign(AccessClaims(sub: ann.id, sid: UUID().lowercased, iat: now, exp: now + 60), key: try Ed25519PrivateKey(),
+                                  kid: Harness.keyID)
+        let expired = try JWT.sign(AccessClaims(sub: ann.id, sid: UUID().lowercased, iat: now - 900, exp: now - 60), key: Harness.key,
+                                   kid: Harness.keyID)
+        for token in [forged, expired] {
+            assertClientError(try service.send("GET", "/v1/groups", headers: ["Authorization": "Bearer \(token)"]), 401, code: "unauthenticated")
+        }
+        XCTAssertEqual(try service.send("GET", "/v1/groups", as: ann).status, 200)
+    }
+
+    /// What the test reads of a created resource.
+    struct Identified: Decodable { let id: String }
 }
 
 /// The journey from the issue, end to end: sign up, group, join by code, stories with photos, the week's newsletter.

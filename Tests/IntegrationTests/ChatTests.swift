@@ -1,8 +1,11 @@
+import ChatCore
 import Crypto
 import Foundation
 import HTTP
 import Kafka
 import Models
+import Runtime
+import ServiceKit
 import XCTest
 
 /// A test case with its own database, auth, and chat on the shared broker.
@@ -262,77 +265,101 @@ final class ChatFlowTests: ChatTestCase {
 }
 
 /// Direct rooms and parcel conversations, from what chat learns on stories' and dispatch's topics.
-final class ChatDirectoryTests: ChatTestCase {
+final class ChatDirectoryTests: ChatHarnessCase {
     func testDirectRoomsOnlyBetweenPeopleWhoShareAGroupAndOnePerPair() throws {
         let ann = try person(), ben = try person(), eve = try person()
         let group = UUID().uuidString.lowercased()
-        assertClientError(try api.post("/v1/rooms/direct", ["userId": ben.id], token: ann.token), 403, code: "forbidden", "strangers")
-        try publish(GroupCreated(groupId: group.uuid, kind: .group, name: "Family", createdBy: ann.id.uuid, createdAt: Date()),
-                    subject: group, source: "/stories")
-        try publish(GroupMemberJoined(groupId: group.uuid, userId: ben.id.uuid, role: .member, joinedAt: Date()),
-                    subject: group, source: "/stories")
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.count("group_members", "group_id = '\(group)'")) == 2 })
+        assertClientError(try service.send("POST", "/v1/rooms/direct", json: ["userId": ben.id], as: ann), 403, code: "forbidden", "strangers")
+        try service.deliver(GroupCreated(groupId: group.uuid, kind: .group, name: "Family", createdBy: ann.id.uuid, createdAt: Date()),
+                            subject: group, source: "/stories")
+        try service.deliver(GroupMemberJoined(groupId: group.uuid, userId: ben.id.uuid, role: .member, joinedAt: Date()),
+                            subject: group, source: "/stories")
+        XCTAssertEqual(try service.count("group_members", "group_id = '\(group)'"), 2)
         let ids = LockedBox<[String]>()
-        let port = api.port
-        let threads = (0..<10).map { i in
-            Thread {
-                let who = i % 2 == 0 ? ann : ben
-                let other = i % 2 == 0 ? ben : ann
-                if let id = try? APIClient(port: port).post("/v1/rooms/direct", ["userId": other.id], token: who.token)["id"] as? String {
-                    ids.update { $0 = ($0 ?? []) + [id] }
-                }
+        let harness = service!
+        DispatchQueue.concurrentPerform(iterations: 10) { i in
+            let who = i % 2 == 0 ? ann : ben
+            let other = i % 2 == 0 ? ben : ann
+            if let id = try? harness.post("/v1/rooms/direct", ["userId": other.id], as: who, ChatViews.Room.self).view.id {
+                ids.update { $0 = ($0 ?? []) + [id] }
             }
         }
-        threads.forEach { $0.start() }
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 30) { (ids.get() ?? []).count == 10 })
+        XCTAssertEqual((ids.get() ?? []).count, 10)
         XCTAssertEqual(Set(ids.get() ?? []).count, 1, "one direct room per pair, whatever the concurrency")
-        XCTAssertEqual(try count("rooms", "kind = 'direct'"), 1)
-        assertClientError(try api.post("/v1/rooms/direct", ["userId": eve.id], token: ann.token), 403, code: "forbidden", "Eve shares nothing with Ann")
-        assertClientError(try api.get("/v1/rooms/\(ids.get()?.first ?? "")", token: eve.token), 404)
+        XCTAssertEqual(try service.count("rooms", "kind = 'direct'"), 1)
+        assertClientError(try service.send("POST", "/v1/rooms/direct", json: ["userId": eve.id], as: ann), 403, code: "forbidden",
+                          "Eve shares nothing with Ann")
+        assertClientError(try service.send("GET", "/v1/rooms/\(ids.get()?.first ?? "")", as: eve), 404)
 
-        try publish(GroupMemberLeft(groupId: group.uuid, userId: ben.id.uuid, reason: .left, removedBy: ben.id.uuid, newAdminId: nil,
-                                    leftAt: Date()), subject: group, source: "/stories")
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.count("group_members", "group_id = '\(group)'")) == 1 })
-        assertClientError(try api.post("/v1/rooms/direct", ["userId": ben.id], token: ann.token), 403, code: "forbidden", "no longer share a group")
+        try service.deliver(GroupMemberLeft(groupId: group.uuid, userId: ben.id.uuid, reason: .left, removedBy: ben.id.uuid, newAdminId: nil,
+                                            leftAt: Date()), subject: group, source: "/stories")
+        XCTAssertEqual(try service.count("group_members", "group_id = '\(group)'"), 1)
+        assertClientError(try service.send("POST", "/v1/rooms/direct", json: ["userId": ben.id], as: ann), 403, code: "forbidden",
+                          "no longer share a group")
     }
 
     func testAParcelConversationOpensOnAssignmentAndTurnsReadOnlyOnDelivery() throws {
         let sender = try person(), courier = try person(), recipient = try person()
         let parcel = UUID().uuidString.lowercased()
         let now = Date()
-        try publish(ParcelCreated(parcelId: parcel.uuid, senderId: sender.id.uuid, recipientUserId: recipient.id.uuid, service: .express,
-                                  pickup: Place(lat: 44.4, lon: 26.1), dropoff: Place(lat: 44.5, lon: 26.2), amountMinor: 900,
-                                  currency: "EUR", createdAt: now), subject: parcel, source: "/dispatch")
-        try publish(ParcelStatusChanged(parcelId: parcel.uuid, from: .offered, to: .assigned, actor: .courier, actorId: courier.id.uuid,
-                                        courierId: courier.id.uuid, place: nil, at: now), subject: parcel, source: "/dispatch")
-        var room: [String: Any]?
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
-            let items = (try? self.api.get("/v1/rooms?parcelId=\(parcel)", token: sender.token))?["items"] as? [[String: Any]]
-            room = items?.first
-            return room != nil && (try? self.count("members", "room_id = '\(room?["id"] as? String ?? "")'")) == 3
-        }, "the conversation opens with sender, courier and recipient")
-        let id = room?["id"] as? String ?? ""
-        XCTAssertEqual(room?["kind"] as? String, "parcel")
+        try service.deliver(ParcelCreated(parcelId: parcel.uuid, senderId: sender.id.uuid, recipientUserId: recipient.id.uuid, service: .express,
+                                          pickup: Place(lat: 44.4, lon: 26.1), dropoff: Place(lat: 44.5, lon: 26.2), amountMinor: 900,
+                                          currency: "EUR", createdAt: now), subject: parcel, source: "/dispatch")
+        try service.deliver(ParcelStatusChanged(parcelId: parcel.uuid, from: .offered, to: .assigned, actor: .courier, actorId: courier.id.uuid,
+                                                courierId: courier.id.uuid, place: nil, at: now), subject: parcel, source: "/dispatch")
+        let room = try service.get("/v1/rooms?parcelId=\(parcel)", as: sender, Listing<ChatViews.Room>.self).view.items.first
+        XCTAssertNotNil(room)
+        XCTAssertEqual(try service.count("members", "room_id = '\(room?.id ?? "")'"), 3, "the conversation opens with sender, courier and recipient")
+        let id = room?.id ?? ""
+        XCTAssertEqual(room?.kind, "parcel")
         XCTAssertEqual(try post(id, "I am at the door", as: courier).status, 201)
         XCTAssertEqual(try post(id, "Coming down", as: sender).status, 201)
-        XCTAssertEqual((try api.get("/v1/rooms/\(id)/messages", token: recipient.token)["items"] as? [[String: Any]])?.count, 2)
-        assertClientError(try api.send("DELETE", "/v1/rooms/\(id)/members/\(sender.id)", token: sender.token), 409)
+        XCTAssertEqual(try service.get("/v1/rooms/\(id)/messages", as: recipient, Listing<ChatViews.Created>.self).view.items.count, 2)
+        assertClientError(try service.send("DELETE", "/v1/rooms/\(id)/members/\(sender.id)", as: sender), 409)
 
-        try publish(ParcelStatusChanged(parcelId: parcel.uuid, from: .delivered, to: .received, actor: .recipient, actorId: recipient.id.uuid,
-                                        courierId: courier.id.uuid, place: nil, at: now), subject: parcel, source: "/dispatch")
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? self.api.get("/v1/rooms/\(id)", token: sender.token))?["readOnly"] as? Bool == true })
+        try service.deliver(ParcelStatusChanged(parcelId: parcel.uuid, from: .delivered, to: .received, actor: .recipient,
+                                                actorId: recipient.id.uuid, courierId: courier.id.uuid, place: nil, at: now),
+                            subject: parcel, source: "/dispatch")
+        XCTAssertEqual(try service.get("/v1/rooms/\(id)", as: sender, ChatViews.Room.self).view.readOnly, true)
         assertClientError(try post(id, "one more thing", as: sender), 409, code: "conflict", "read-only after delivery")
-        XCTAssertEqual((try api.get("/v1/rooms/\(id)/messages", token: courier.token)["items"] as? [[String: Any]])?.count, 2, "still readable")
+        XCTAssertEqual(try service.get("/v1/rooms/\(id)/messages", as: courier, Listing<ChatViews.Created>.self).view.items.count, 2,
+                       "still readable")
     }
 }
 
-final class ChatRulesTests: ChatTestCase {
+/// Chat in-process (`Harness`): people and their profiles as auth's events would make them.
+class ChatHarnessCase: HarnessTestCase {
+    override var serviceName: String { "chat" }
+    override var make: (Environment) throws -> ServiceApp { ChatService.makeApp }
+
+    /// A team room created by `owner`, joined by `others`.
+    func room(_ owner: Person, joinedBy others: [Person] = [], name: String = "Project") throws -> String {
+        let (status, room) = try service.post("/v1/rooms", ["name": name, "topic": "What we do"], as: owner, ChatViews.Room.self)
+        XCTAssertEqual(status, 201)
+        for p in others { XCTAssertEqual(try service.send("POST", "/v1/rooms/join", json: ["inviteCode": room.inviteCode ?? ""], as: p).status, 200) }
+        return room.id
+    }
+
+    func post(_ room: String, _ text: String, as p: Person) throws -> APIResponse {
+        try service.send("POST", "/v1/rooms/\(room)/messages", json: ["text": text], as: p)
+    }
+}
+
+/// What the tests read of chat's answers.
+enum ChatViews {
+    struct Room: Decodable { let id: String, kind: String, inviteCode: String?, readOnly: Bool }
+    struct Todo: Decodable { let id: String, position: Int? }
+    struct Created: Decodable { let id: String }
+}
+
+final class ChatRulesTests: ChatHarnessCase {
     func testOutsidersGet404AndMembersWhoMayNotActGet403OnEveryRoute() throws {
         let owner = try person(), member = try person(), outsider = try person()
         let room = try room(owner, joinedBy: [member])
-        let message = try post(room, "hello", as: owner)["id"] as? String ?? ""
-        let todo = try api.post("/v1/rooms/\(room)/todos", ["title": "x"], token: owner.token)["id"] as? String ?? ""
-        let photo = try api.send("POST", "/v1/chat/media", raw: Images.png, token: owner.token, headers: ["Content-Type": "image/png"])["id"] as? String ?? ""
+        let message = try post(room, "hello", as: owner).decode(ChatViews.Created.self).id
+        let todo = try service.post("/v1/rooms/\(room)/todos", ["title": "x"], as: owner, ChatViews.Created.self).view.id
+        let photo = try service.send("POST", "/v1/chat/media", raw: Images.png, as: owner, headers: ["Content-Type": "image/png"])
+            .decode(ChatViews.Created.self).id
         let routes: [(String, String, [String: Any]?)] = [
             ("GET", "/v1/rooms/\(room)", nil), ("PATCH", "/v1/rooms/\(room)", ["name": "n"]),
             ("POST", "/v1/rooms/\(room)/invite-code", nil), ("DELETE", "/v1/rooms/\(room)/members/\(member.id)", nil),
@@ -344,34 +371,34 @@ final class ChatRulesTests: ChatTestCase {
             ("PATCH", "/v1/todos/\(todo)", ["done": true]), ("DELETE", "/v1/todos/\(todo)", nil), ("GET", "/v1/chat/media/\(photo)", nil),
         ]
         for (method, path, body) in routes {
-            assertClientError(try api.send(method, path, json: body, token: outsider.token), 404, code: "not_found", "\(method) \(path)")
-            assertClientError(try api.send(method, path, json: body, token: nil), 401, "\(method) \(path)")
+            assertClientError(try service.send(method, path, json: body, as: outsider), 404, code: "not_found", "\(method) \(path)")
+            assertClientError(try service.send(method, path, json: body), 401, "\(method) \(path)")
         }
         for (method, path, body) in [("PATCH", "/v1/rooms/\(room)", ["name": "n"]), ("POST", "/v1/rooms/\(room)/invite-code", nil),
                                      ("DELETE", "/v1/rooms/\(room)/members/\(owner.id)", nil),
                                      ("PATCH", "/v1/messages/\(message)", ["text": "x"]), ("DELETE", "/v1/messages/\(message)", nil)] as [(String, String, [String: Any]?)] {
-            assertClientError(try api.send(method, path, json: body, token: member.token), 403, code: "forbidden", "\(method) \(path)")
+            assertClientError(try service.send(method, path, json: body, as: member), 403, code: "forbidden", "\(method) \(path)")
         }
-        XCTAssertEqual(try count("messages", "room_id = '\(room)'"), 1)
-        XCTAssertEqual(try count("members", "room_id = '\(room)'"), 2)
+        XCTAssertEqual(try service.count("messages", "room_id = '\(room)'"), 1)
+        XCTAssertEqual(try service.count("members", "room_id = '\(room)'"), 2)
     }
 
     func testEveryRouteRefusesBadInputWithAClearClientError() throws {
         let ann = try person()
         let room = try room(ann)
-        let before = try count("changes", "room_id = '\(room)'")
+        let before = try service.count("changes", "room_id = '\(room)'")
         let bodies: [[UInt8]] = [[], Array("{".utf8), Array("[]".utf8), Array(#"{"unknown": 1}"#.utf8),
                                  Array(#"{"text": 5, "title": [], "name": {}, "seq": "x", "inviteCode": 1, "userId": "no"}"#.utf8),
                                  [0x7B, 0x22, 0x74, 0x65, 0x78, 0x74, 0x22, 0x3A, 0x22, 0xC3, 0x28, 0x22, 0x7D]]
-        let message = try post(room, "x", as: ann)["id"] as? String ?? ""
-        let todo = try api.post("/v1/rooms/\(room)/todos", ["title": "t"], token: ann.token)["id"] as? String ?? ""
+        let message = try post(room, "x", as: ann).decode(ChatViews.Created.self).id
+        let todo = try service.post("/v1/rooms/\(room)/todos", ["title": "t"], as: ann, ChatViews.Created.self).view.id
         let withBody = [("POST", "/v1/rooms"), ("PATCH", "/v1/rooms/\(room)"), ("POST", "/v1/rooms/join"), ("POST", "/v1/rooms/direct"),
                         ("PUT", "/v1/rooms/\(room)/read"), ("POST", "/v1/rooms/\(room)/messages"), ("PATCH", "/v1/messages/\(message)"),
                         ("POST", "/v1/rooms/\(room)/todos"), ("PATCH", "/v1/todos/\(todo)")]
-        let changes = try count("changes", "room_id = '\(room)'")
+        let changes = try service.count("changes", "room_id = '\(room)'")
         for (method, path) in withBody {
             for body in bodies {
-                let r = try api.send(method, path, raw: body, token: ann.token, headers: ["Content-Type": "application/json"])
+                let r = try service.send(method, path, raw: body, as: ann, headers: ["Content-Type": "application/json"])
                 assertClientError(r, nil, "\(method) \(path) \(String(decoding: body, as: UTF8.self))")
             }
         }
@@ -379,60 +406,61 @@ final class ChatRulesTests: ChatTestCase {
                               (["text": "x", "clientId": String(repeating: "c", count: 65)], "clientId"),
                               (["text": "x", "replyTo": UUID().uuidString], "replyTo"),
                               (["text": "x", "mediaIds": [UUID().uuidString]], "mediaIds")] as [([String: Any], String)] {
-            let r = try api.post("/v1/rooms/\(room)/messages", body, token: ann.token)
+            let r = try service.send("POST", "/v1/rooms/\(room)/messages", json: body, as: ann)
             assertClientError(r, 400, "\(body.keys.sorted())")
             XCTAssertEqual(r.errorField, field)
         }
         for path in ["/v1/rooms/not-a-uuid", "/v1/rooms/\(UUID().uuidString)/messages", "/v1/rooms/\(UUID().uuidString)/todos"] {
-            assertClientError(try api.get(path, token: ann.token), 404, path)
+            assertClientError(try service.send("GET", path, as: ann), 404, path)
         }
-        assertClientError(try api.patch("/v1/todos/\(UUID().uuidString)", ["done": true], token: ann.token), 404)
+        assertClientError(try service.send("PATCH", "/v1/todos/\(UUID().uuidString)", json: ["done": true], as: ann), 404)
         for query in ["?before=-1", "?after=x", "?before=1&after=2", "?limit=0", "?cursor=junk"] {
-            assertClientError(try api.get("/v1/rooms/\(room)/messages\(query)", token: ann.token), 400, query)
+            assertClientError(try service.send("GET", "/v1/rooms/\(room)/messages\(query)", as: ann), 400, query)
         }
         // The kit checks every declared query parameter against its shape: the same error, naming the parameter.
         for (query, field) in [("?before=-1", "before"), ("?after=x", "after"), ("?limit=0", "limit"), ("?limit=1e3", "limit"),
                                ("?limit=7&before=2.5", "before")] {
-            let r = try api.get("/v1/rooms/\(room)/messages\(query)", token: ann.token)
+            let r = try service.send("GET", "/v1/rooms/\(room)/messages\(query)", as: ann)
             XCTAssertEqual(r.errorCode, "validation_failed", query)
             XCTAssertEqual(r.errorField, field, query)
         }
-        XCTAssertEqual(try api.get("/v1/rooms/\(room)/messages?limit=0").status, 401, "the credentials first: a 400 tells an outsider nothing")
-        XCTAssertEqual(try api.get("/v1/rooms?parcelId=nope", token: ann.token).errorField, "parcelId")
-        assertClientError(try api.get("/v1/rooms/\(room)/search?q=", token: ann.token), 400)
-        assertClientError(try api.get("/v1/rooms?parcelId=nope", token: ann.token), 400)
-        assertClientError(try api.patch("/v1/todos/\(todo)", ["assigneeId": UUID().uuidString], token: ann.token), 400, "not a member")
-        for _ in 0..<10 { _ = try api.post("/v1/rooms/join", ["inviteCode": "AAAA-BBBB-CCCC"], token: ann.token) }
-        assertClientError(try api.post("/v1/rooms/join", ["inviteCode": "AAAA-BBBB-CCCC"], token: ann.token), 429, code: "rate_limited")
-        XCTAssertEqual(try count("changes", "room_id = '\(room)'"), changes, "no refused request changed anything")
+        XCTAssertEqual(try service.send("GET", "/v1/rooms/\(room)/messages?limit=0").status, 401, "the credentials first: a 400 tells an outsider nothing")
+        XCTAssertEqual(try service.send("GET", "/v1/rooms?parcelId=nope", as: ann).errorField, "parcelId")
+        assertClientError(try service.send("GET", "/v1/rooms/\(room)/search?q=", as: ann), 400)
+        assertClientError(try service.send("GET", "/v1/rooms?parcelId=nope", as: ann), 400)
+        assertClientError(try service.send("PATCH", "/v1/todos/\(todo)", json: ["assigneeId": UUID().uuidString], as: ann), 400, "not a member")
+        for _ in 0..<10 { _ = try service.send("POST", "/v1/rooms/join", json: ["inviteCode": "AAAA-BBBB-CCCC"], as: ann) }
+        assertClientError(try service.send("POST", "/v1/rooms/join", json: ["inviteCode": "AAAA-BBBB-CCCC"], as: ann), 429, code: "rate_limited")
+        XCTAssertEqual(try service.count("changes", "room_id = '\(room)'"), changes, "no refused request changed anything")
         XCTAssertGreaterThan(changes, before)
     }
 
     func testTwoMembersReorderingAtOnceNeverLoseAnItem() throws {
         let ann = try person(), ben = try person()
         let room = try room(ann, joinedBy: [ben])
-        let ids = try (1...8).map { try api.post("/v1/rooms/\(room)/todos", ["title": "item \($0)"], token: ann.token)["id"] as? String ?? "" }
+        let ids = try (1...8).map { try service.post("/v1/rooms/\(room)/todos", ["title": "item \($0)"], as: ann, ChatViews.Created.self).view.id }
         let done = LockedBox<Int>()
-        let port = api.port
-        let threads = [ann, ben].enumerated().map { k, who in
-            Thread {
-                for i in 0..<10 {
-                    _ = try? APIClient(port: port).patch("/v1/todos/\(ids[(i * 3 + k) % 8])", ["position": (i * 5 + k) % 8 + 1], token: who.token)
-                }
-                done.update { $0 = ($0 ?? 0) + 1 }
+        let harness = service!
+        DispatchQueue.concurrentPerform(iterations: 2) { k in
+            let who = [ann, ben][k]
+            for i in 0..<10 {
+                _ = try? harness.send("PATCH", "/v1/todos/\(ids[(i * 3 + k) % 8])", json: ["position": (i * 5 + k) % 8 + 1], as: who)
             }
+            done.update { $0 = ($0 ?? 0) + 1 }
         }
-        threads.forEach { $0.start() }
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 60) { done.get() == 2 })
-        let list = try api.get("/v1/rooms/\(room)/todos", token: ben.token)["items"] as? [[String: Any]] ?? []
-        XCTAssertEqual(Set(list.compactMap { $0["id"] as? String }), Set(ids), "every item is still there")
-        XCTAssertEqual(list.compactMap { $0["position"] as? Int }, Array(1...8), "in one order, without holes")
-        let checked = try api.patch("/v1/todos/\(ids[0])", ["done": true], token: ben.token)
-        XCTAssertTrue(checked["position"] is NSNull)
-        let open = try api.get("/v1/rooms/\(room)/todos", token: ann.token)["items"] as? [[String: Any]] ?? []
-        XCTAssertEqual(open.last?["id"] as? String, ids[0], "done items come after the open ones")
+        XCTAssertEqual(done.get(), 2)
+        let list = try service.get("/v1/rooms/\(room)/todos", as: ben, Listing<ChatViews.Todo>.self).view.items
+        XCTAssertEqual(Set(list.map(\.id)), Set(ids), "every item is still there")
+        XCTAssertEqual(list.compactMap(\.position), Array(1...8), "in one order, without holes")
+        let checked = try service.patch("/v1/todos/\(ids[0])", ["done": true], as: ben, ChatViews.Todo.self).view
+        XCTAssertNil(checked.position)
+        let open = try service.get("/v1/rooms/\(room)/todos", as: ann, Listing<ChatViews.Todo>.self).view.items
+        XCTAssertEqual(open.last?.id, ids[0], "done items come after the open ones")
     }
+}
 
+/// Chat's events on the broker, the ephemeral typing among them (it never passes through the outbox).
+final class ChatEventTests: ChatTestCase {
     func testEveryChatEventMatchesItsSchema() throws {
         let types = ["chat.room_created", "chat.room_updated", "chat.member_joined", "chat.member_left", "chat.message_created",
                      "chat.message_edited", "chat.message_deleted", "todo.created", "todo.updated", "todo.deleted", "chat.typing"]

@@ -1,8 +1,8 @@
 import Foundation
 import XCTest
 
-/// Stories, comments and media, and who may see and change them. `StoriesContentInABucketTests` runs the image tests
-/// again with the images in an S3 bucket.
+/// Media, and who may see them, through stories processes (`StoryRulesTests` has the rules of stories and comments).
+/// `StoriesContentInABucketTests` runs the image tests again with the images in an S3 bucket.
 class StoriesContentTests: StoriesTestCase {
     func upload(_ bytes: [UInt8], _ who: Person, contentType: String = "image/png") throws -> APIResponse {
         try api.send("POST", "/v1/media", raw: bytes, token: who.token, headers: ["Content-Type": contentType])
@@ -133,56 +133,6 @@ class StoriesContentTests: StoriesTestCase {
         XCTAssertTrue(dom.contains(#"data-images="shown,shown""#), "both photos show: \(dom.suffix(400))")
     }
 
-    func testStoriesGoToChosenGroupsAndOnlyTheirMembersSeeThem() throws {
-        let ann = try person(), ben = try person(), cat = try person()
-        let family = try group(ann, name: "Family"), friends = try group(ann, name: "Friends")
-        XCTAssertEqual(try join(ben, family).status, 200)
-        XCTAssertEqual(try join(cat, friends).status, 200)
-        let probe = try EventProbe(topics: ["story.created", "story.commented"])
-
-        let created = try api.post("/v1/stories", ["text": "A long day\nbut good", "groupIds": [family["id"]!, friends["id"]!],
-                                                   "backgroundColor": "#a1b2c3"], token: ann.token)
-        XCTAssertEqual(created.status, 201)
-        XCTAssertEqual(created["backgroundColor"] as? String, "#A1B2C3")
-        let id = created["id"] as! String
-        XCTAssertEqual(Set(created["groupIds"] as? [String] ?? []), [family["id"] as! String, friends["id"] as! String])
-        // Ben sees it, but only his group: he must not learn that Ann also has a group called Friends.
-        let seenByBen = try api.get("/v1/stories/\(id)", token: ben.token)
-        XCTAssertEqual(seenByBen.status, 200)
-        XCTAssertEqual(seenByBen["groupIds"] as? [String], [family["id"] as! String])
-        XCTAssertEqual(try api.get("/v1/stories/\(id)", token: cat.token)["groupIds"] as? [String], [friends["id"] as! String])
-        let outsider = try person()
-        assertClientError(try api.get("/v1/stories/\(id)", token: outsider.token), 404, code: "not_found")
-        assertClientError(try api.get("/v1/groups/\(family["id"]!)/stories", token: outsider.token), 404)
-
-        // Only the author changes or deletes it.
-        assertClientError(try api.patch("/v1/stories/\(id)", ["text": "hijacked"], token: ben.token), 403, code: "forbidden")
-        assertClientError(try api.send("DELETE", "/v1/stories/\(id)", token: ben.token), 403)
-        assertClientError(try api.patch("/v1/stories/\(id)", ["text": "x"], token: outsider.token), 404)
-        let edited = try api.patch("/v1/stories/\(id)", ["text": "An edited day", "backgroundColor": NSNull()], token: ann.token)
-        XCTAssertEqual(edited.status, 200)
-        XCTAssertEqual(edited["text"] as? String, "An edited day")
-        XCTAssertTrue(edited["backgroundColor"] is NSNull)
-
-        // Comments by members, counted on the story.
-        let comment = try api.post("/v1/stories/\(id)/comments", ["text": "Lovely!"], token: ben.token)
-        XCTAssertEqual(comment.status, 201)
-        assertClientError(try api.post("/v1/stories/\(id)/comments", ["text": "spam"], token: outsider.token), 404)
-        XCTAssertEqual(try api.get("/v1/stories/\(id)", token: ann.token)["commentCount"] as? Int, 1)
-        let comments = try api.get("/v1/stories/\(id)/comments", token: cat.token)["items"] as? [[String: Any]] ?? []
-        XCTAssertEqual(comments.map { $0["text"] as? String }, ["Lovely!"])
-
-        for (type, subject) in [("story.created", id), ("story.commented", id)] {
-            guard let event = probe.first(where: type, subject: subject) else { XCTFail("no \(type)"); continue }
-            XCTAssertEqual(try SchemaValidator.event(type).validate(event.envelope), [], type)
-        }
-        XCTAssertNil(probe.first(where: "story.created", subject: id)?.data("text"), "story text stays out of events")
-
-        XCTAssertEqual(try api.send("DELETE", "/v1/stories/\(id)", token: ann.token).status, 204)
-        assertClientError(try api.get("/v1/stories/\(id)", token: ben.token), 404)
-        XCTAssertEqual(try count("comments", "story_id = '\(id)'"), 0)
-    }
-
     func testARemovedMemberLosesAccessToTheGroupsStoriesAndMedia() throws {
         let ann = try person(), ben = try person()
         let family = try group(ann)
@@ -200,59 +150,6 @@ class StoriesContentTests: StoriesTestCase {
         assertClientError(try api.post("/v1/stories", ["text": "still here?", "groupIds": [gid]], token: ben.token), 404)
         XCTAssertEqual(try api.get("/v1/stories/\(bensOwn)", token: ben.token).status, 200, "an author keeps their own story")
         XCTAssertEqual(try api.get("/v1/stories/\(bensOwn)", token: ann.token).status, 200)
-    }
-
-    func testStoryRulesAreEnforced() throws {
-        let ann = try person(), ben = try person()
-        let family = try group(ann), other = try group(ben)
-        let gid = family["id"] as! String
-        let bensPhoto = try upload(Images.png, ben)["id"] as! String
-        let cases: [([String: Any], Int, String?)] = [
-            (["text": "x", "groupIds": [String]()], 400, "groupIds"),
-            (["text": "x", "groupIds": ["not-a-uuid"]], 400, "groupIds[0]"),
-            (["text": "x", "groupIds": [gid, gid]], 400, "groupIds[1]"),
-            (["text": "x", "groupIds": [other["id"]!]], 404, nil),
-            (["text": "x", "groupIds": [UUID().uuidString.lowercased()]], 404, nil),
-            (["text": String(repeating: "é", count: 10_001), "groupIds": [gid]], 400, "text"),
-            (["text": "x", "groupIds": [gid], "backgroundColor": "red"], 400, "backgroundColor"),
-            (["text": "x", "groupIds": [gid], "backgroundColor": "#12345G"], 400, "backgroundColor"),
-            (["text": "x", "groupIds": [gid], "mediaIds": [bensPhoto]], 400, "mediaIds"),
-            (["text": "   ", "groupIds": [gid]], 400, "text"),
-        ]
-        for (body, status, field) in cases {
-            let r = try api.post("/v1/stories", body, token: ann.token)
-            assertClientError(r, status, String(describing: body).prefix(80).description)
-            if let field { XCTAssertEqual(r.errorField, field) }
-        }
-        XCTAssertEqual(try count("stories"), 0, "nothing half-written")
-        XCTAssertEqual(try api.post("/v1/stories", ["text": String(repeating: "é", count: 10_000), "groupIds": [gid]], token: ann.token).status, 201)
-    }
-
-    func testGroupStoriesPageNewestFirstWithinFromTo() throws {
-        let ann = try person()
-        let gid = try group(ann)["id"] as! String
-        var ids: [String] = []
-        var times: [String] = []
-        for i in 0..<7 {
-            let r = try api.post("/v1/stories", ["text": "day \(i)", "groupIds": [gid]], token: ann.token)
-            ids.append(r["id"] as! String)
-            times.append(r["createdAt"] as! String)
-        }
-        var seen: [String] = []
-        var cursor: String?
-        repeat {
-            let page = try api.get("/v1/groups/\(gid)/stories?limit=3" + (cursor.map { "&cursor=\($0)" } ?? ""), token: ann.token)
-            XCTAssertEqual(page.status, 200)
-            seen += (page["items"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
-            cursor = page["nextCursor"] as? String
-            // A story posted while paging does not shift the pages already read.
-            if seen.count == 3 { _ = try api.post("/v1/stories", ["text": "late", "groupIds": [gid]], token: ann.token) }
-        } while cursor != nil
-        XCTAssertEqual(seen, ids.reversed())
-        let window = try api.get("/v1/groups/\(gid)/stories?from=\(times[2])&to=\(times[5])", token: ann.token)
-        XCTAssertEqual((window["items"] as? [[String: Any]])?.compactMap { $0["id"] as? String }, [ids[4], ids[3], ids[2]])
-        assertClientError(try api.get("/v1/groups/\(gid)/stories?from=yesterday", token: ann.token), 400, code: "validation_failed")
-        assertClientError(try api.get("/v1/groups/\(gid)/stories?from=\(times[5])&to=\(times[2])", token: ann.token), 400)
     }
 
     func testEveryEndpointRefusesBadInputWithAClearClientError() throws {
@@ -308,6 +205,113 @@ class StoriesContentTests: StoriesTestCase {
         let schema = ((((paths["/v1/groups"]?["post"] as? [String: Any])?["responses"] as? [String: Any])?["201"] as? [String: Any])?["content"]
                       as? [String: Any]).flatMap { ($0["application/json"] as? [String: Any])?["schema"] as? [String: Any] } ?? [:]
         XCTAssertEqual(SchemaValidator(schema: schema).validate(created), [])
+    }
+}
+
+/// Stories and comments, and who may see and change them, against stories in-process.
+final class StoryRulesTests: StoriesHarnessCase {
+    func testStoriesGoToChosenGroupsAndOnlyTheirMembersSeeThem() throws {
+        let ann = try person(), ben = try person(), cat = try person()
+        let family = try group(ann, name: "Family"), friends = try group(ann, name: "Friends")
+        XCTAssertEqual(try join(ben, family).status, 200)
+        XCTAssertEqual(try join(cat, friends).status, 200)
+
+        let created = try service.post("/v1/stories", ["text": "A long day\nbut good", "groupIds": [family.id, friends.id],
+                                                       "backgroundColor": "#a1b2c3"], as: ann, StoriesViews.Story.self)
+        XCTAssertEqual(created.status, 201)
+        XCTAssertEqual(created.view.backgroundColor, "#A1B2C3")
+        let id = created.view.id
+        XCTAssertEqual(Set(created.view.groupIds), [family.id, friends.id])
+        // Ben sees it, but only his group: he must not learn that Ann also has a group called Friends.
+        let seenByBen = try service.get("/v1/stories/\(id)", as: ben, StoriesViews.Story.self)
+        XCTAssertEqual(seenByBen.status, 200)
+        XCTAssertEqual(seenByBen.view.groupIds, [family.id])
+        XCTAssertEqual(try service.get("/v1/stories/\(id)", as: cat, StoriesViews.Story.self).view.groupIds, [friends.id])
+        let outsider = try person()
+        assertClientError(try service.send("GET", "/v1/stories/\(id)", as: outsider), 404, code: "not_found")
+        assertClientError(try service.send("GET", "/v1/groups/\(family.id)/stories", as: outsider), 404)
+
+        // Only the author changes or deletes it.
+        assertClientError(try service.send("PATCH", "/v1/stories/\(id)", json: ["text": "hijacked"], as: ben), 403, code: "forbidden")
+        assertClientError(try service.send("DELETE", "/v1/stories/\(id)", as: ben), 403)
+        assertClientError(try service.send("PATCH", "/v1/stories/\(id)", json: ["text": "x"], as: outsider), 404)
+        let edited = try service.patch("/v1/stories/\(id)", ["text": "An edited day", "backgroundColor": NSNull()], as: ann, StoriesViews.Story.self)
+        XCTAssertEqual(edited.status, 200)
+        XCTAssertEqual(edited.view.text, "An edited day")
+        XCTAssertNil(edited.view.backgroundColor)
+
+        // Comments by members, counted on the story.
+        XCTAssertEqual(try service.send("POST", "/v1/stories/\(id)/comments", json: ["text": "Lovely!"], as: ben).status, 201)
+        assertClientError(try service.send("POST", "/v1/stories/\(id)/comments", json: ["text": "spam"], as: outsider), 404)
+        XCTAssertEqual(try service.get("/v1/stories/\(id)", as: ann, StoriesViews.Story.self).view.commentCount, 1)
+        let comments = try service.get("/v1/stories/\(id)/comments", as: cat, Listing<StoriesViews.Comment>.self).view.items
+        XCTAssertEqual(comments.map(\.text), ["Lovely!"])
+
+        // The events as they will be published.
+        for type in ["story.created", "story.commented"] {
+            guard let event = try service.outbox(type).first(where: { $0.subject == id }) else { XCTFail("no \(type)"); continue }
+            XCTAssertEqual(try SchemaValidator.event(type).validate(try JSONSerialization.jsonObject(with: Data(event.event.utf8))), [], type)
+        }
+        XCTAssertFalse(try service.outbox("story.created").contains { $0.event.contains("A long day") }, "story text stays out of events")
+
+        XCTAssertEqual(try service.send("DELETE", "/v1/stories/\(id)", as: ann).status, 204)
+        assertClientError(try service.send("GET", "/v1/stories/\(id)", as: ben), 404)
+        XCTAssertEqual(try service.count("comments", "story_id = '\(id)'"), 0)
+    }
+
+    func testStoryRulesAreEnforced() throws {
+        let ann = try person(), ben = try person()
+        let family = try group(ann), other = try group(ben)
+        let gid = family.id
+        let bensPhoto = try upload(Images.png, ben).decode(StoriesViews.Created.self).id
+        let cases: [([String: Any], Int, String?)] = [
+            (["text": "x", "groupIds": [String]()], 400, "groupIds"),
+            (["text": "x", "groupIds": ["not-a-uuid"]], 400, "groupIds[0]"),
+            (["text": "x", "groupIds": [gid, gid]], 400, "groupIds[1]"),
+            (["text": "x", "groupIds": [other.id]], 404, nil),
+            (["text": "x", "groupIds": [UUID().uuidString.lowercased()]], 404, nil),
+            (["text": String(repeating: "é", count: 10_001), "groupIds": [gid]], 400, "text"),
+            (["text": "x", "groupIds": [gid], "backgroundColor": "red"], 400, "backgroundColor"),
+            (["text": "x", "groupIds": [gid], "backgroundColor": "#12345G"], 400, "backgroundColor"),
+            (["text": "x", "groupIds": [gid], "mediaIds": [bensPhoto]], 400, "mediaIds"),
+            (["text": "   ", "groupIds": [gid]], 400, "text"),
+        ]
+        for (body, status, field) in cases {
+            let r = try service.send("POST", "/v1/stories", json: body, as: ann)
+            assertClientError(r, status, String(describing: body).prefix(80).description)
+            if let field { XCTAssertEqual(r.errorField, field) }
+        }
+        XCTAssertEqual(try service.count("stories"), 0, "nothing half-written")
+        XCTAssertEqual(try service.send("POST", "/v1/stories", json: ["text": String(repeating: "é", count: 10_000), "groupIds": [gid]], as: ann).status,
+                       201)
+    }
+
+    func testGroupStoriesPageNewestFirstWithinFromTo() throws {
+        let ann = try person()
+        let gid = try group(ann).id
+        var ids: [String] = []
+        var times: [String] = []
+        for i in 0..<7 {
+            let story = try service.post("/v1/stories", ["text": "day \(i)", "groupIds": [gid]], as: ann, StoriesViews.Story.self).view
+            ids.append(story.id)
+            times.append(story.createdAt)
+        }
+        var seen: [String] = []
+        var cursor: String?
+        repeat {
+            let page = try service.get("/v1/groups/\(gid)/stories?limit=3" + (cursor.map { "&cursor=\($0)" } ?? ""), as: ann,
+                                       Listing<StoriesViews.Story>.self)
+            XCTAssertEqual(page.status, 200)
+            seen += page.view.items.map(\.id)
+            cursor = page.view.nextCursor
+            // A story posted while paging does not shift the pages already read.
+            if seen.count == 3 { _ = try service.send("POST", "/v1/stories", json: ["text": "late", "groupIds": [gid]], as: ann) }
+        } while cursor != nil
+        XCTAssertEqual(seen, ids.reversed())
+        let window = try service.get("/v1/groups/\(gid)/stories?from=\(times[2])&to=\(times[5])", as: ann, Listing<StoriesViews.Story>.self)
+        XCTAssertEqual(window.view.items.map(\.id), [ids[4], ids[3], ids[2]])
+        assertClientError(try service.send("GET", "/v1/groups/\(gid)/stories?from=yesterday", as: ann), 400, code: "validation_failed")
+        assertClientError(try service.send("GET", "/v1/groups/\(gid)/stories?from=\(times[5])&to=\(times[2])", as: ann), 400)
     }
 }
 

@@ -112,17 +112,18 @@ enum TestEnvironment {
     }
 }
 
-/// A fresh database for one test case, dropped afterwards.
+/// A fresh database for one test case, dropped afterwards: empty, or a copy of `template` (which nobody may be
+/// connected to meanwhile).
 final class TestDatabase {
     let name: String
     let url: String
     private let adminURL: String
 
-    init(adminURL: String = TestEnvironment.adminDatabaseURL) throws {
+    init(adminURL: String = TestEnvironment.adminDatabaseURL, template: String? = nil) throws {
         self.adminURL = adminURL
         name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
         let admin = try Connection(url: adminURL)
-        try admin.execute("CREATE DATABASE \(unescaped: name)")
+        try admin.execute("CREATE DATABASE \(unescaped: name)\(unescaped: template.map { " TEMPLATE " + $0 } ?? "")")
         var components = URLComponents(string: adminURL)!
         components.path = "/" + name
         url = components.string!
