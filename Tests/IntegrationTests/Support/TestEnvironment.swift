@@ -48,11 +48,16 @@ enum TestEnvironment {
     static func freePort() -> Int {
         while true {
             let port = Int.random(in: portRange)
-            portsLock.lock()
-            let fresh = portsHandedOut.insert(port).inserted
-            portsLock.unlock()
-            if fresh && canBind(port) { return port }
+            if isFree(port) { return port }
         }
+    }
+
+    /// Whether `port` was not handed out before and can be bound now; if so it is handed out.
+    static func isFree(_ port: Int) -> Bool {
+        portsLock.lock()
+        let fresh = portsHandedOut.insert(port).inserted
+        portsLock.unlock()
+        return fresh && canBind(port)
     }
 
     private static let portRange: ClosedRange<Int> = {
