@@ -58,21 +58,21 @@ struct Devices: Sendable {
         var token = body.token
         switch body.platform {
         case "apns":
-            guard let topics = apnsTopics else { throw HTTPError.validation("APNs is not set up on this server.", field: "platform") }
-            guard topics[body.app] != nil else { throw HTTPError.validation("This server sends no APNs notifications for \(body.app).", field: "app") }
+            guard let topics = apnsTopics else { throw NotifyError.invalid("APNs is not set up on this server.", field: "platform") }
+            guard topics[body.app] != nil else { throw NotifyError.invalid("This server sends no APNs notifications for \(body.app).", field: "app") }
             guard (64...200).contains(token.count), token.allSatisfy(\.isHexDigit) else {
-                throw HTTPError.validation("token must be the APNs device token in hexadecimal (64 characters or more).", field: "token")
+                throw NotifyError.invalid("token must be the APNs device token in hexadecimal (64 characters or more).", field: "token")
             }
             token = token.lowercased()
         default:
-            guard fcm else { throw HTTPError.validation("FCM is not set up on this server.", field: "platform") }
+            guard fcm else { throw NotifyError.invalid("FCM is not set up on this server.", field: "platform") }
             guard token.count >= 32, token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_:".contains($0)) }) else {
-                throw HTTPError.validation("token must be an FCM registration token.", field: "token")
+                throw NotifyError.invalid("token must be an FCM registration token.", field: "token")
             }
-            guard body.environment == nil else { throw HTTPError.validation("environment is for APNs tokens only.", field: "environment") }
+            guard body.environment == nil else { throw NotifyError.invalid("environment is for APNs tokens only.", field: "environment") }
         }
         if let zone = body.timeZone, TimeZone(identifier: zone) == nil || !(zone.contains("/") || zone == "UTC") {
-            throw HTTPError.validation("timeZone must be an IANA time zone such as Europe/Berlin.", field: "timeZone")
+            throw NotifyError.invalid("timeZone must be an IANA time zone such as Europe/Berlin.", field: "timeZone")
         }
         try c.execute("SELECT pg_advisory_xact_lock(hashtext('notify.push_devices'), hashtext(\(user.lowercased)))")
         let result = try storage.registerDevice(c, id: UUID.v7(), user: user, platform: body.platform, token: token, app: body.app,

@@ -101,20 +101,20 @@ struct Subscriptions: Sendable {
 
     func subscribe(_ c: Connection, user: UUID, _ body: PushSubscriptionBody) throws -> SubscriptionRecord {
         guard let url = URL(string: body.endpoint), url.fragment == nil, allowed.allows(url) else {
-            throw HTTPError.validation("endpoint is not one of the push services this server sends to.", field: "endpoint")
+            throw NotifyError.invalid("endpoint is not one of the push services this server sends to.", field: "endpoint")
         }
         guard let point = Base64URL.decode(body.keys.p256dh), point.count == 65, (try? P256PrivateKey().sharedSecret(with: point)) != nil else {
-            throw HTTPError.validation("keys.p256dh is not a P-256 public key (65 bytes, base64url).", field: "keys.p256dh")
+            throw NotifyError.invalid("keys.p256dh is not a P-256 public key (65 bytes, base64url).", field: "keys.p256dh")
         }
         guard let secret = Base64URL.decode(body.keys.auth), secret.count == 16 else {
-            throw HTTPError.validation("keys.auth is not a 16-byte secret in base64url.", field: "keys.auth")
+            throw NotifyError.invalid("keys.auth is not a 16-byte secret in base64url.", field: "keys.auth")
         }
         let expires = body.expirationTime.map { Date(timeIntervalSince1970: $0 / 1000) }
-        if let expires, expires <= Date() { throw HTTPError.validation("expirationTime has passed.", field: "expirationTime") }
+        if let expires, expires <= Date() { throw NotifyError.invalid("expirationTime has passed.", field: "expirationTime") }
         try c.execute("SELECT pg_advisory_xact_lock(hashtext('notify.push_subscriptions'), hashtext(\(user.lowercased)))")
         let known = try storage.subscriptions(c, of: user)
         if !known.contains(where: { $0.endpoint == body.endpoint }) && known.count >= Self.maxPerPerson {
-            throw HTTPError.conflict("You have \(Self.maxPerPerson) push subscriptions already: remove one first.")
+            throw NotifyError.conflict("You have \(Self.maxPerPerson) push subscriptions already: remove one first.")
         }
         return try storage.subscribe(c, id: UUID.v7(), user: user, endpoint: body.endpoint, p256dh: Base64URL.encode(point),
                                      auth: Base64URL.encode(secret), vapidKey: keys.current.publicKey, expiresAt: expires)
