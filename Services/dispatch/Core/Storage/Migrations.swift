@@ -320,4 +320,10 @@ let migrations: [Migration] = [
         """),
     Migration(20, "images' bytes out of the table, into the media store", MediaStore.storeSQL(schema: "dispatch")),
     Migration(21, "each image's placeholder, and so its renditions", MediaStore.placeholderSQL),
+    // A card whose holder must authenticate (3-D Secure) stays `pending` with its authorisation due: the app gets the
+    // intent's client secret to complete it with Stripe's SDK, until the payment is given up at `action_expires_at`.
+    Migration(23, "card payments waiting for their holder to authenticate", """
+        ALTER TABLE payments ADD COLUMN client_secret text CHECK (length(client_secret) <= 500),
+            ADD COLUMN action_expires_at timestamptz;
+        """),
 ]
