@@ -178,4 +178,26 @@ final class ThreeDSecureTests: PaidDispatchTestCase {
         }, "held once authenticated, then taken at once")
         XCTAssertEqual(try api.get("/v1/wallet", token: sender.token)["balanceMinor"] as? Int, 1_000)
     }
+
+    /// `deploy/local/stack load --card-share ... --authentication-share ...`: cards held, half of them after 3-D Secure
+    /// completed on the stand-in, each moved on by the stand-in's signed webhooks, and every invariant holding.
+    func testADispatchLoadRunPaysByCardThroughThreeDSecureAndWebhooks() throws {
+        try stripe.sendWebhooks(to: "http://127.0.0.1:\(service.port)\(webhookPath)")
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("dispatch-load-\(UUID().uuidString.prefix(8))").path
+        let load = try ServiceProcess("dispatch-load", environment: [:], arguments: [
+            "--dispatch", "http://127.0.0.1:\(service.port)", "--auth", "http://127.0.0.1:\(auth.port)",
+            "--operator-token", operatorToken, "--database-url", database.url, "--couriers", "50", "--acting-couriers", "3",
+            "--senders", "2", "--fix-rate", "50", "--parcel-rate", "4", "--duration", "3", "--threads", "2", "--out", out,
+            "--card-share", "1", "--authentication-share", "0.5", "--provider", "http://127.0.0.1:\(stripe.port)", "--quiet"])
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 120) { !load.process.isRunning }, load.log)
+        XCTAssertEqual(load.process.terminationStatus, 0, load.log)
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + ".json"))) as? [String: Any] ?? [:]
+        let invariants = report["invariants"] as? [[String: Any]] ?? []
+        XCTAssertTrue(invariants.allSatisfy { $0["ok"] as? Bool == true }, "\(invariants)")
+        XCTAssertTrue(invariants.contains { $0["name"] as? String == "every webhook the provider sent was taken (provider)" }, "\(invariants)")
+        let asked: Int = try database.connect().first("SELECT count(*)::int AS n FROM dispatch.payments WHERE action_expires_at IS NOT NULL")!["n"]
+        XCTAssertGreaterThan(asked, 0, "some cards asked their holder")
+        let waiting: Int = try database.connect().first("SELECT count(*)::int AS n FROM dispatch.payments WHERE status = 'pending'")!["n"]
+        XCTAssertEqual(waiting, 0, "every card held, after its holder authenticated or at once")
+    }
 }
