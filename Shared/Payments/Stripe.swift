@@ -118,6 +118,12 @@ public struct StripeClient: PaymentProvider {
         case 402, 400, 404:
             let error = object["error"] as? [String: Any] ?? [:]
             let code = error["decline_code"] as? String ?? error["code"] as? String ?? "refused"
+            // A card saved for payments without its holder that needs them after all (a renewal): the intent waits
+            // for them to come back and confirm it in the app.
+            if code == "authentication_required", let intent = error["payment_intent"] as? [String: Any], let id = intent["id"] as? String,
+               let secret = intent["client_secret"] as? String {
+                return .needsAction(intent: id, clientSecret: secret)
+            }
             return .refused(code: code, message: error["message"] as? String ?? "The payment was refused.")
         case 409:
             return .unknown("the same idempotency key is still being processed")  // Stripe's idempotency_error: try again

@@ -1,4 +1,5 @@
 import Foundation
+import Models
 import Payments
 import XCTest
 
@@ -199,5 +200,43 @@ final class ThreeDSecureTests: PaidDispatchTestCase {
         XCTAssertGreaterThan(asked, 0, "some cards asked their holder")
         let waiting: Int = try database.connect().first("SELECT count(*)::int AS n FROM dispatch.payments WHERE status = 'pending'")!["n"]
         XCTAssertEqual(waiting, 0, "every card held, after its holder authenticated or at once")
+    }
+
+    /// A plan's first month asks its holder as a booking does; a renewal, made without them, that needs them after all
+    /// does not lapse: it waits for them to come back and confirm it (until the period ends).
+    func testAPlanWhoseCardNeedsItsHolderStartsOnceTheyAuthenticateAndARenewalWaitsForThem() throws {
+        try stripe.sendWebhooks(to: "http://127.0.0.1:\(service.port)\(webhookPath)")
+        let sender = try person()
+        let subscribed = try api.post("/v1/plans/subscription", ["planId": "plus", "cardPaymentMethod": "pm_card_authenticationRequired"],
+                                      token: sender.token, headers: ["Idempotency-Key": UUID().uuidString])
+        XCTAssertEqual(subscribed.status, 201, String(decoding: subscribed.body, as: UTF8.self))
+        XCTAssertEqual(subscribed["status"] as? String, "pending")
+        let first = try XCTUnwrap(subscribed["clientSecret"] as? String)
+        XCTAssertEqual(try api.get("/v1/plans/subscription", token: sender.token)["clientSecret"] as? String, first, "the app can ask again")
+        try stripe.authenticate(clientSecret: first)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 15) {
+            (try? self.api.get("/v1/plans/subscription", token: sender.token)["status"] as? String) == "active"
+        }, "the first month taken once its holder authenticated")
+        XCTAssertNil(try api.get("/v1/plans/subscription", token: sender.token)["clientSecret"])
+
+        // The renewal is charged without its holder, and Stripe wants them: the plan does not lapse, it asks them.
+        let db = try database.connect()
+        try db.execute("UPDATE dispatch.subscriptions SET period_end = now() + interval '1 hour'")
+        var renewal = ""
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            renewal = (try? self.api.get("/v1/plans/subscription", token: sender.token)["clientSecret"] as? String) ?? ""
+            return !renewal.isEmpty
+        }, "the renewal waits for its holder")
+        let waiting = try api.get("/v1/plans/subscription", token: sender.token)
+        XCTAssertEqual(waiting["status"] as? String, "active", "not lapsed")
+        XCTAssertGreaterThan(Timestamp.parse(waiting["authenticateBy"] as? String ?? "")?.timeIntervalSinceNow ?? 0, 50 * 60,
+                             "until the period ends, not the booking's bound")
+        try stripe.authenticate(clientSecret: renewal)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 15) {
+            let s = try? self.api.get("/v1/plans/subscription", token: sender.token)
+            return (Timestamp.parse(s?["periodEnd"] as? String ?? "")?.timeIntervalSinceNow ?? 0) > 29 * 86_400
+        }, "renewed once its holder confirmed it")
+        let entries = try db.rows("SELECT entry FROM dispatch.plan_ledger ORDER BY id").map { try $0["entry"] as String }
+        XCTAssertEqual(entries, ["started", "renewed"])
     }
 }

@@ -157,7 +157,9 @@ def authenticate(params):
     intent = next((i for i in intents.values() if i["client_secret"] == secret), None)
     if intent is None or outcome not in ("succeed", "fail"):
         return error(404, "invalid_request_error", "No such payment_intent client secret.", code="resource_missing")
-    if intent["status"] != "requires_action":
+    # (a renewal refused for want of its holder is confirmed by them back in the app, as one waiting for them)
+    back = intent["status"] == "requires_payment_method" and (intent.get("last_payment_error") or {}).get("code") == "authentication_required"
+    if intent["status"] != "requires_action" and not back:
         return error(400, "invalid_request_error", "This PaymentIntent's status is %s." % intent["status"],
                      code="payment_intent_unexpected_state", intent=intent)
     if outcome == "succeed":

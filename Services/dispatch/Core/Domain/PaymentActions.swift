@@ -29,11 +29,13 @@ extension PaymentSettler {
     func askAfterHolder(_ p: PaymentRecord, intent: String, giveUpAt expires: Date) -> ProviderOutcome {
         let now = provider.retrieve(intent: intent)
         switch now {
-        case .done(_, "requires_capture"), .done(_, "succeeded"), .refused, .unknown:
+        case .done(_, "requires_capture"), .done(_, "succeeded"), .unknown:
             return now
         case .done(_, "canceled"):
             return .refused(code: Self.abandoned, message: "The payment was cancelled before its holder confirmed it.")
-        case .done, .needsAction:  // still with its holder (or being processed)
+        case .refused(let code, _) where code != "authentication_required":  // (that: a renewal's, still to be confirmed)
+            return now
+        case .done, .needsAction, .refused:  // still with its holder (or being processed)
             guard Date() >= expires else { return .needsAction(intent: intent, clientSecret: p.clientSecret ?? "") }
             let cancelled = provider.void(intent: intent, idempotencyKey: "abandon-\(p.id.lowercased)")
             if case .unknown = cancelled { return cancelled }
@@ -53,6 +55,11 @@ extension PaymentSettler {
         }
         let now = Date()
         var expires = p.actionExpiresAt ?? now.addingTimeInterval(actionTimeout)
+        // A renewal's holder is asked to come back: they have until the plan's period ends.
+        if p.actionExpiresAt == nil, p.purpose == .plan, let id = p.subscriptionId, let s = try rules.plans.subscription(c, id, lock: false),
+           s.status == "active", let end = s.periodEnd, end > expires {
+            expires = end
+        }
         if let id = p.parcelId, let parcel = try parcels.storage.parcel(c, id), ParcelLifecycle.isFinal(parcel.status) { expires = now }
         try parcels.storage.awaitHolder(c, p.id, intent: intent, clientSecret: p.clientSecret ?? clientSecret, giveUpAt: expires,
                                         askIn: max(0, min(Self.actionPoll, expires.timeIntervalSince(now))))
@@ -74,6 +81,16 @@ extension DispatchStorage {
     func endHolderWait(_ c: Connection, _ p: inout PaymentRecord) throws {
         p.clientSecret = nil
         try c.execute("UPDATE dispatch.payments SET client_secret = NULL WHERE id = \(p.id)")
+    }
+}
+
+extension DispatchStorage {
+    /// The month of subscription `id` whose card's holder is to authenticate it now, if any.
+    func monthAwaitingHolder(_ c: Connection, subscription id: UUID) throws -> PaymentRecord? {
+        try c.one(PaymentRecord.self, """
+            SELECT \(PaymentRecord.columns) FROM dispatch.payments
+            WHERE subscription_id = \(id) AND status = 'pending' AND client_secret IS NOT NULL ORDER BY created_at DESC LIMIT 1
+            """)
     }
 }
 

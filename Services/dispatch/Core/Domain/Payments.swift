@@ -297,6 +297,8 @@ struct PaymentSettler: Sendable {
             try settle(c, payment.id, due, .refused(code: intent["cancellation_reason"] as? String ?? "canceled", message: "The payment was cancelled."))
         case ("payment_intent.payment_failed", .authorise):
             let error = intent["last_payment_error"] as? [String: Any] ?? [:]
+            // A renewal that needs its holder is not over: the settler keeps it for them to confirm.
+            if error["code"] as? String == "authentication_required" { return }
             try settle(c, payment.id, due, .refused(code: error["decline_code"] as? String ?? error["code"] as? String ?? "declined",
                                                     message: error["message"] as? String ?? ""))
         default: break
