@@ -220,6 +220,7 @@ final class ThreeDSecureTests: PaidDispatchTestCase {
         XCTAssertNil(try api.get("/v1/plans/subscription", token: sender.token)["clientSecret"])
 
         // The renewal is charged without its holder, and Stripe wants them: the plan does not lapse, it asks them.
+        let probe = try EventProbe(topics: ["payment.action_required"])
         let db = try database.connect()
         try db.execute("UPDATE dispatch.subscriptions SET period_end = now() + interval '1 hour'")
         var renewal = ""
@@ -231,6 +232,11 @@ final class ThreeDSecureTests: PaidDispatchTestCase {
         XCTAssertEqual(waiting["status"] as? String, "active", "not lapsed")
         XCTAssertGreaterThan(Timestamp.parse(waiting["authenticateBy"] as? String ?? "")?.timeIntervalSinceNow ?? 0, 50 * 60,
                              "until the period ends, not the booking's bound")
+        let asked = try XCTUnwrap(probe.first(timeout: 10) { ($0["data"] as? [String: Any])?["userId"] as? String == sender.id }?["data"]
+                                  as? [String: Any], "notify is asked to tell them")
+        XCTAssertEqual(Timestamp.parse(asked["authenticateBy"] as? String ?? "")?.timeIntervalSince1970 ?? 0,
+                       Timestamp.parse(waiting["authenticateBy"] as? String ?? "")?.timeIntervalSince1970 ?? 1, accuracy: 1)
+        XCTAssertEqual(asked["amountMinor"] as? Int, 900)
         try stripe.authenticate(clientSecret: renewal)
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 15) {
             let s = try? self.api.get("/v1/plans/subscription", token: sender.token)
@@ -238,5 +244,58 @@ final class ThreeDSecureTests: PaidDispatchTestCase {
         }, "renewed once its holder confirmed it")
         let entries = try db.rows("SELECT entry FROM dispatch.plan_ledger ORDER BY id").map { try $0["entry"] as String }
         XCTAssertEqual(entries, ["started", "renewed"])
+    }
+}
+
+/// notify tells the person whose plan's renewal their bank wants them to confirm (`payment.action_required`): in the
+/// app's list, with the link to the plan where the app completes it.
+final class PaymentActionNoticeTests: XCTestCase {
+    var database: TestDatabase!
+    var auth: ServiceProcess!
+    var notify: ServiceProcess!
+
+    override func setUpWithError() throws {
+        database = try TestDatabase()
+        auth = try ServiceProcess.startReady("auth", environment: ["DATABASE_URL": database.url])
+        notify = try ServiceProcess.startReady("notify", environment: [
+            "DATABASE_URL": database.url, "AUTH_JWKS_URL": "http://127.0.0.1:\(auth.port)/v1/auth/jwks",
+            "KAFKA_GROUP_PREFIX": "t" + UUID().uuidString.prefix(8).lowercased() + "-", "KAFKA_NEW_GROUP_START": "latest"])
+        XCTAssertTrue(consumersAssigned(notify, timeout: 30), "notify's consumer holds its partitions")
+    }
+
+    override func tearDown() {
+        if let notify, (testRun?.failureCount ?? 0) > 0 { print("--- notify log ---\n\(notify.log.suffix(4000))") }
+        notify?.stop()
+        auth?.stop()
+        database?.drop()
+    }
+
+    func testARenewalThatNeedsItsHolderBecomesANoticeWithALinkToThePlan() throws {
+        let me = try APIClient(port: auth.port).signup("ana" + UUID().uuidString.prefix(8).lowercased(), password: "correct horse battery")
+        let payment = UUID(), subscription = UUID(), by = Date().addingTimeInterval(86_400)
+        let event = PaymentActionRequired(paymentId: payment, userId: me.userId.uuid, subscriptionId: subscription, amountMinor: 900,
+                                          currency: "EUR", authenticateBy: by, at: Date())
+        let id = UUID().uuidString.lowercased()
+        try EventProbe.publish(event, subject: me.userId, source: "dispatch", id: id)
+        try EventProbe.publish(event, subject: me.userId, source: "dispatch", id: id)  // delivered twice: told once
+        let api = APIClient(port: notify.port)
+        var items: [[String: Any]] = []
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            items = ((try? api.get("/v1/notifications", token: me.accessToken))?.json["items"] as? [[String: Any]] ?? [])
+                .filter { $0["kind"] as? String == "payment_action" }
+            return !items.isEmpty
+        }, "\(items)")
+        let notice = try XCTUnwrap(items.first { $0["channel"] as? String == "app" }, "\(items)")
+        XCTAssertEqual(notice["subject"] as? String, "Confirm your plan's renewal")
+        XCTAssertEqual(notice["url"] as? String, "/plans/subscription", "where the app completes it")
+        XCTAssertEqual(notice["address"] as? String, "mesajem", "Mesajem's")
+        // A stale one says nothing: a payment already given up is not worth a notice.
+        try EventProbe.publish(PaymentActionRequired(paymentId: UUID(), userId: me.userId.uuid, subscriptionId: nil, amountMinor: 900,
+                                                     currency: "EUR", authenticateBy: Date().addingTimeInterval(-60), at: Date()),
+                               subject: me.userId, source: "dispatch")
+        Thread.sleep(forTimeInterval: 1)
+        XCTAssertEqual(((try api.get("/v1/notifications", token: me.accessToken))["items"] as? [[String: Any]] ?? [])
+            .filter { $0["kind"] as? String == "payment_action" && $0["channel"] as? String == "app" }.count, 1,
+                       "once for the event delivered twice, never for the stale one")
     }
 }

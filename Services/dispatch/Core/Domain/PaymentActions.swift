@@ -1,3 +1,4 @@
+import Events
 import Foundation
 import Models
 import Payments
@@ -55,10 +56,13 @@ extension PaymentSettler {
         }
         let now = Date()
         var expires = p.actionExpiresAt ?? now.addingTimeInterval(actionTimeout)
-        // A renewal's holder is asked to come back: they have until the plan's period ends.
+        // A renewal's holder is asked to come back (notify tells them): they have until the plan's period ends.
         if p.actionExpiresAt == nil, p.purpose == .plan, let id = p.subscriptionId, let s = try rules.plans.subscription(c, id, lock: false),
-           s.status == "active", let end = s.periodEnd, end > expires {
-            expires = end
+           s.status == "active" {
+            if let end = s.periodEnd, end > expires { expires = end }
+            try rules.outbox.add(PaymentActionRequired(paymentId: p.id, userId: p.payerId, subscriptionId: id, amountMinor: p.amountMinor,
+                                                       currency: p.currency, authenticateBy: expires, at: now),
+                                 subject: p.payerId.lowercased, on: c)
         }
         if let id = p.parcelId, let parcel = try parcels.storage.parcel(c, id), ParcelLifecycle.isFinal(parcel.status) { expires = now }
         try parcels.storage.awaitHolder(c, p.id, intent: intent, clientSecret: p.clientSecret ?? clientSecret, giveUpAt: expires,
