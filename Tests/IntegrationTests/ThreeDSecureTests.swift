@@ -180,6 +180,25 @@ final class ThreeDSecureTests: PaidDispatchTestCase {
         XCTAssertEqual(try api.get("/v1/wallet", token: sender.token)["balanceMinor"] as? Int, 1_000)
     }
 
+    /// As the local stack sends them: the stand-in's signed webhooks reach dispatch through the gateway (nginx with
+    /// `deploy/gateway`'s configuration, its route table generated from the services' documents).
+    func testTheStandInsWebhooksReachDispatchThroughTheGateway() throws {
+        let gateway = try Gateway(upstreams: PublicOrigin.names.map { ($0, service.port) }, signInRate: "6000r/m")
+        defer { gateway.stop() }
+        try stripe.sendWebhooks(to: "http://127.0.0.1:\(gateway.httpPort)\(webhookPath)")
+        let sender = try person()
+        let (_, parcel, paymentId, secret) = try bookNeedingTheHolder(sender)
+        try stripe.authenticate(clientSecret: secret)
+        XCTAssertNotNil(wait(parcel, as: sender, for: "awaiting_courier", timeout: 15), gateway.log)
+        let intent = try XCTUnwrap(try stripe.intents(payment: paymentId).first?["id"] as? String)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5) {
+            (try? self.stripe.webhooks(about: intent).map(\.status)) == [200, 200]
+        }, "requires_action, then amount_capturable_updated: \((try? self.stripe.webhooks(about: intent)) ?? [])")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 5) {  // (nginx logs a request after its answer)
+            gateway.accessLog.filter { $0["path"] as? String == self.webhookPath && $0["upstream"] as? String == "dispatch" }.count == 2
+        }, "\(gateway.accessLog.suffix(3))")
+    }
+
     /// `deploy/local/stack load --card-share ... --authentication-share ...`: cards held, half of them after 3-D Secure
     /// completed on the stand-in, each moved on by the stand-in's signed webhooks, and every invariant holding.
     func testADispatchLoadRunPaysByCardThroughThreeDSecureAndWebhooks() throws {
