@@ -12,6 +12,10 @@ public enum ProviderOutcome: Equatable, Sendable {
     /// No answer, or one that says "later" (a timeout, 429, 5xx): it may have acted. Ask again with the same
     /// idempotency key and it answers as it did the first time.
     case unknown(String)
+    /// It needs the card's holder first (3-D Secure, which Strong Customer Authentication makes routine): the app
+    /// completes `intent` with the provider's SDK and `clientSecret`; the provider then says how it ended (a webhook,
+    /// or `retrieve`).
+    case needsAction(intent: String, clientSecret: String)
 }
 
 /// How a payment uses its card.
@@ -36,6 +40,9 @@ public protocol PaymentProvider: Sendable {
     func capture(intent: String, idempotencyKey: String) -> ProviderOutcome
     /// Releases the amount held by `intent` (a cancelled or failed parcel).
     func void(intent: String, idempotencyKey: String) -> ProviderOutcome
+    /// Where `intent` stands now (after its holder was asked to authenticate): `.done` with its status,
+    /// `.needsAction` while it still waits for them, `.refused` when their authentication failed.
+    func retrieve(intent: String) -> ProviderOutcome
 }
 
 /// Stripe's HTTP API, PaymentIntents with manual capture (https://docs.stripe.com/api/payment_intents): form-encoded
@@ -76,14 +83,20 @@ public struct StripeClient: PaymentProvider {
         call("/v1/payment_intents/\(Self.pathSafe(intent))/cancel", [], idempotencyKey: idempotencyKey)
     }
 
+    public func retrieve(intent: String) -> ProviderOutcome {
+        call("/v1/payment_intents/\(Self.pathSafe(intent))", [], idempotencyKey: nil, method: "GET")
+    }
+
     private static func pathSafe(_ id: String) -> String { id.filter { $0.isLetter || $0.isNumber || $0 == "_" } }
 
-    private func call(_ path: String, _ form: [(String, String)], idempotencyKey: String) -> ProviderOutcome {
+    /// `idempotencyKey` nil (a read): none sent.
+    private func call(_ path: String, _ form: [(String, String)], idempotencyKey: String?, method: String = "POST") -> ProviderOutcome {
         guard let url = URL(string: path, relativeTo: base) else { return .unknown("bad provider URL") }
         let body = form.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&")
-        let headers = ["Authorization": "Bearer \(secretKey)", "Idempotency-Key": idempotencyKey, "Stripe-Version": Self.version,
-                       "Content-Type": "application/x-www-form-urlencoded"]
-        guard let (status, data) = Fetch.send("POST", url, headers: headers, body: Data(body.utf8), timeout: timeout) else {
+        var headers = ["Authorization": "Bearer \(secretKey)", "Stripe-Version": Self.version]
+        headers["Idempotency-Key"] = idempotencyKey
+        if method == "POST" { headers["Content-Type"] = "application/x-www-form-urlencoded" }
+        guard let (status, data) = Fetch.send(method, url, headers: headers, body: method == "POST" ? Data(body.utf8) : nil, timeout: timeout) else {
             return .unknown("no answer in \(Int(timeout)) s")
         }
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
@@ -91,12 +104,26 @@ public struct StripeClient: PaymentProvider {
         case 200:
             guard let id = object["id"] as? String else { return .unknown("an answer without an id") }
             guard let state = object["status"] as? String else { return .done(intent: id, status: "") }  // a customer
-            // A card that needs the holder (3-D Secure) cannot be confirmed here: the app asks for another.
-            if state == "requires_action" || state == "requires_payment_method" { return .refused(code: "authentication_required", message: "The card needs its holder to confirm the payment.") }
+            if state == "requires_action" {
+                guard let secret = object["client_secret"] as? String else { return .unknown("an intent to authenticate without its client secret") }
+                return .needsAction(intent: id, clientSecret: secret)
+            }
+            // Its holder's authentication failed (or never came): the card was not held.
+            if state == "requires_payment_method" {
+                let error = object["last_payment_error"] as? [String: Any] ?? [:]
+                return .refused(code: error["decline_code"] as? String ?? error["code"] as? String ?? "authentication_required",
+                                message: error["message"] as? String ?? "The card's holder did not confirm the payment.")
+            }
             return .done(intent: id, status: state)
         case 402, 400, 404:
             let error = object["error"] as? [String: Any] ?? [:]
             let code = error["decline_code"] as? String ?? error["code"] as? String ?? "refused"
+            // A card saved for payments without its holder that needs them after all (a renewal): the intent waits
+            // for them to come back and confirm it in the app.
+            if code == "authentication_required", let intent = error["payment_intent"] as? [String: Any], let id = intent["id"] as? String,
+               let secret = intent["client_secret"] as? String {
+                return .needsAction(intent: id, clientSecret: secret)
+            }
             return .refused(code: code, message: error["message"] as? String ?? "The payment was refused.")
         case 409:
             return .unknown("the same idempotency key is still being processed")  // Stripe's idempotency_error: try again

@@ -18,6 +18,8 @@ struct Options: Sendable {
     var center = (lat: 44.4268, lon: 26.1025)
     var expressShare = 0.3
     var cardShare = 0.0
+    /// The fraction of card parcels whose card needs 3-D Secure (completed on the stand-in, as the app's SDK would).
+    var authenticationShare = 0.0
     var centreShare = 0.0
     var deliver = false
     /// The Stripe stand-in the dispatch service pays through, to check no card was charged twice.
@@ -63,6 +65,10 @@ struct Options: Sendable {
           --express-share F       fraction sent express, 0 to 1 (default 0.3)
           --card-share F          fraction paid by card (held when booked), the rest in cash, 0 to 1 (default 0);
                                   dispatch needs a payment provider (the local stack's Stripe stand-in)
+          --authentication-share F
+                                  fraction of those whose card needs 3-D Secure, 0 to 1 (default 0): the booking
+                                  answers requires_action, the run completes it on the stand-in as the app's SDK
+                                  would, and the stand-in's signed webhook moves the parcel on (needs --provider)
           --centre-share F        fraction brought to one of 5 reception centres the run creates, checked in there by
                                   its staff at once, instead of picked up, 0 to 1 (default 0; needs --operator-token)
           --provider URL          that Stripe stand-in, to check no card is held or charged twice (default:
@@ -136,6 +142,7 @@ struct Options: Sendable {
             case "--parcel-rate": o.parcelRate = try number(arg, 0.01...100_000)
             case "--express-share": o.expressShare = try number(arg, 0...1)
             case "--card-share": o.cardShare = try number(arg, 0...1)
+            case "--authentication-share": o.authenticationShare = try number(arg, 0...1)
             case "--centre-share": o.centreShare = try number(arg, 0...1)
             case "--provider": o.provider = try value(arg)
             case "--deliver": o.deliver = true
@@ -150,6 +157,7 @@ struct Options: Sendable {
             default: throw UsageError("unknown option \(arg)")
             }
         }
+        if o.authenticationShare > 0 && o.provider.isEmpty { throw UsageError("--authentication-share needs --provider") }
         guard o.actingCouriers <= o.couriers else { throw UsageError("--acting-couriers cannot exceed --couriers") }
         if o.couriers > o.actingCouriers && o.operatorToken.isEmpty {
             throw UsageError("seeding couriers needs the operator token: --operator-token or OPERATOR_TOKEN")

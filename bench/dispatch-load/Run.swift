@@ -1,5 +1,6 @@
 import Foundation
 import Models
+import HTTP
 import Postgres
 
 /// One load run: set up the people and the fleet, drive the service, then check what it did.
@@ -290,12 +291,16 @@ final class Run: @unchecked Sendable {
                 "dropoff": ["lat": dropoff.lat, "lon": dropoff.lon, "address": "Drop-off, load test"],
                 "recipient": ["name": "Load Test Recipient"], "service": express ? "express" : "standard",
                 "paymentMethod": "cash", "documentPhotoMediaId": senders[sender].photo]
-            if Double.random(in: 0..<1) < o.cardShare { (body["paymentMethod"], body["cardPaymentMethod"]) = ("card", "pm_card_visa") }
+            if Double.random(in: 0..<1) < o.cardShare {
+                let authenticate = Double.random(in: 0..<1) < o.authenticationShare
+                (body["paymentMethod"], body["cardPaymentMethod"]) = ("card", authenticate ? "pm_card_authenticationRequired" : "pm_card_visa")
+            }
             let centre = !centres.isEmpty && Double.random(in: 0..<1) < o.centreShare ? centres.randomElement() : nil
             if let centre { (body["pickup"], body["dropOffCentreId"]) = (nil, centre.id) }
             do {
                 let r = try api.call("POST", "/v1/parcels", json: body, token: senders[sender].token)
                 if r.status == 201, let id = r["id"] as? String {
+                    if let secret = (r["payment"] as? [String: Any])?["clientSecret"] as? String { authenticate(secret) }
                     if let centre {  // the sender brings it, the staff take it in by its code
                         let checked = try api.call("POST", "/v1/centres/\(centre.id)/check-ins", json: ["code": r["centreCode"] as? String ?? ""],
                                                    token: centre.staff)
@@ -309,6 +314,16 @@ final class Run: @unchecked Sendable {
                 stats.error("POST /v1/parcels transport: \(error)")
             }
             tried()
+        }
+    }
+
+    /// The card's holder completes 3-D Secure on the Stripe stand-in, as the app's SDK would; its webhook then tells
+    /// dispatch.
+    private func authenticate(_ clientSecret: String) {
+        guard let url = URL(string: o.provider + "/_standin/authenticate"),
+              let body = try? JSONSerialization.data(withJSONObject: ["client_secret": clientSecret, "outcome": "succeed"]),
+              Fetch.send("POST", url, headers: ["Content-Type": "application/json"], body: body, timeout: 10)?.status == 200 else {
+            return stats.error("POST /_standin/authenticate")
         }
     }
 

@@ -189,6 +189,13 @@ extension Run {
                             detail: "\(holds.count) of \(cards) cards held, \(heldTwice) twice; \(captures.count) charged, \(chargedTwice) twice"))
         checks.append(.init(name: "captured at the provider equals captured in the ledger", ok: ledgerCaptures == captures.count,
                             detail: "\(captures.count) at the provider, \(ledgerCaptures) in the ledger"))
+        // The stand-in sends webhooks when it is given an endpoint (the local stack's gateway): each taken.
+        let webhooks = (seen["webhooks"] as? [[Any]] ?? []).filter { intentOf[$0[1] as? String ?? ""] != nil }
+        if !webhooks.isEmpty {
+            let refused = webhooks.filter { !(200..<300).contains($0[2] as? Int ?? 0) }.count
+            checks.append(.init(name: "every webhook the provider sent was taken (provider)", ok: refused == 0,
+                                detail: "\(webhooks.count) sent, \(refused) not taken"))
+        }
         return checks
     }
 

@@ -32,6 +32,9 @@ public enum DispatchService {
         /// `STRIPE_WEBHOOK_SECRET` (`whsec_...`): enables `POST /v1/payments/stripe/webhook`.
         let webhookSignature: StripeWebhookSignature?
         let paymentTimeout: Int
+        /// `PAYMENT_ACTION_TIMEOUT_SECONDS` (default 900): how long a card's holder has to authenticate a payment
+        /// (3-D Secure) before it is given up and its parcel called off.
+        let actionTimeout: Int
         /// `COURIER_SHARE_PERCENT` (0-100, default 75): a courier's share of each parcel they deliver.
         let earnings: EarningsRule
 
@@ -46,6 +49,7 @@ public enum DispatchService {
             earnings = EarningsRule(sharePercent: try environment.int("COURIER_SHARE_PERCENT", default: 75, range: 0...100))
             let timeout = try environment.int("PAYMENT_TIMEOUT_SECONDS", default: 10, range: 1...60)
             paymentTimeout = timeout
+            actionTimeout = try environment.int("PAYMENT_ACTION_TIMEOUT_SECONDS", default: 900, range: 1...86_400)
             let api = environment.string("STRIPE_API_URL", default: "https://api.stripe.com")
             guard let base = URL(string: api), ["http", "https"].contains(base.scheme ?? ""), base.host != nil else {
                 throw ConfigError(variable: "STRIPE_API_URL", problem: "must be an http(s) URL such as https://api.stripe.com")
@@ -79,7 +83,7 @@ public enum DispatchService {
             let payments = settings.stripe.map {
                 PaymentSettler(pool: app.pool, parcels: Parcels(storage: DispatchStorage(), outbox: app.outbox), provider: $0,
                                lease: Double(2 * settings.paymentTimeout + 5), currency: Tariff().currency, logger: app.logger,
-                               authorised: matcher.wake(for:))
+                               authorised: matcher.wake(for:), actionTimeout: Double(settings.actionTimeout))
             }
             app.logger.info(payments == nil ? "card payments off: STRIPE_SECRET_KEY is not set" : "card payments on")
             let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency,

@@ -179,16 +179,22 @@ struct AppliedView: View {
     static let fields: [ViewField<Self>] = [.field("applied", \.applied)]
 }
 
-/// A parcel's payment as its sender sees it: where it stands, the amount, and why a card was declined.
+/// A parcel's payment as its sender sees it: where it stands, the amount, and why a card was declined;
+/// `requires_action` while the card's holder is to authenticate it (3-D Secure) with the provider's SDK and
+/// `clientSecret`, by `authenticateBy`.
 struct PaymentView: View {
     let payment: PaymentRecord
     init(_ payment: PaymentRecord) { self.payment = payment }
+    var status: String { payment.requiresAction ? "requires_action" : payment.status.rawValue }
+    var clientSecret: String? { payment.requiresAction ? payment.clientSecret : nil }
+    var authenticateBy: Date? { payment.requiresAction ? payment.actionExpiresAt : nil }
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.payment.id), .field("method", \.payment.method, .oneOf(["card", "cash", "wallet"])),
-        .field("status", \.payment.status.rawValue, .oneOf(PaymentStatus.allCases.map(\.rawValue))),
+        .field("status", \.status, .oneOf(PaymentStatus.allCases.map(\.rawValue) + ["requires_action"])),
         .field("amountMinor", \.payment.amountMinor), .field("currency", \.payment.currency),
-        .omitted("declineCode", \.payment.declineCode),
+        .omitted("declineCode", \.payment.declineCode), .omitted("clientSecret", \.clientSecret),
+        .omitted("authenticateBy", \.authenticateBy),
     ]
 }
 

@@ -38,6 +38,28 @@ final class StripeStandIn {
         XCTAssertEqual(try client.post("/_standin/slow", ["seconds": seconds, "times": times]).status, 200)
     }
 
+    /// Every change of an intent is sent from now on to `url` as a webhook event signed with `webhookSecret`, as
+    /// Stripe sends it.
+    func sendWebhooks(to url: String) throws {
+        XCTAssertEqual(try client.post("/_standin/webhook", ["url": url, "secret": webhookSecret]).status, 200)
+    }
+
+    /// The card's holder completes (or fails) 3-D Secure in the app with the intent's client secret, as Stripe's SDK
+    /// does: the intent's status after it.
+    @discardableResult
+    func authenticate(clientSecret: String, succeed: Bool = true) throws -> String? {
+        let r = try client.post("/_standin/authenticate", ["client_secret": clientSecret, "outcome": succeed ? "succeed" : "fail"])
+        XCTAssertEqual(r.status, 200, String(decoding: r.body, as: UTF8.self))
+        return r["status"] as? String
+    }
+
+    /// The webhooks sent about `intent`: each event's type and the status the endpoint answered (0: none).
+    func webhooks(about intent: String) throws -> [(type: String, status: Int)] {
+        (try client.get("/_standin/intents")["webhooks"] as? [[Any]] ?? []).filter { $0[1] as? String == intent }.map {
+            ($0[0] as? String ?? "", $0[2] as? Int ?? 0)
+        }
+    }
+
     /// The intents made for dispatch's payment `paymentId`.
     func intents(payment paymentId: String) throws -> [[String: Any]] {
         (try client.get("/_standin/intents")["intents"] as? [[String: Any]] ?? []).filter {

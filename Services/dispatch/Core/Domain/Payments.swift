@@ -145,6 +145,8 @@ struct PaymentSettler: Sendable {
     let logger: Logger
     /// Told when a parcel may be offered now (the matching loop whose share it is in runs at once).
     let authorised: @Sendable (UUID) -> Void
+    /// How long a card's holder has to authenticate (3-D Secure) before the payment is given up.
+    var actionTimeout: TimeInterval = 900
 
     var rules: PaymentRules { parcels.payments }
 
@@ -170,6 +172,7 @@ struct PaymentSettler: Sendable {
         let key = "\(call.rawValue)-\(p.id.lowercased)"
         switch call {
         case .authorise:
+            if let intent = p.providerIntent, let expires = p.actionExpiresAt { return askAfterHolder(p, intent: intent, giveUpAt: expires) }
             // A parcel's as before top-ups and plans existed: a call asked again after an upgrade must carry the
             // same parameters, or the provider refuses its idempotency key.
             var metadata = ["payment_id": p.id.lowercased]
@@ -216,7 +219,10 @@ struct PaymentSettler: Sendable {
         case .unknown:
             // Backs off: 2, 4, 8 ... seconds, at most five minutes.
             try parcels.storage.savePayment(c, p, dueIn: min(300, pow(2, Double(min(p.attempts, 9)))))
+        case .needsAction(let intent, let secret):
+            try awaitHolder(c, p, call, intent: intent, clientSecret: secret)
         case .done(let intent, _):
+            if p.clientSecret != nil { try parcels.storage.endHolderWait(c, &p) }
             p.due = nil
             switch call {
             case .authorise: try authorised(c, &p, intent: intent)
@@ -235,6 +241,7 @@ struct PaymentSettler: Sendable {
                 try rules.record(c, p, .voided, amountMinor: p.amountMinor)
             }
         case .refused(let code, let message):
+            if p.clientSecret != nil { try parcels.storage.endHolderWait(c, &p) }
             p.due = nil
             if call == .authorise {
                 p.status = .declined
@@ -244,7 +251,7 @@ struct PaymentSettler: Sendable {
                 if p.purpose == .plan { try rules.plans.declined(c, p) }
                 if let id = p.parcelId, let parcel = try parcels.storage.parcel(c, id, lock: true), [.awaitingPayment, .awaitingDropOff].contains(parcel.status) {
                     var declined = parcel
-                    declined.failureReason = "The card was declined (\(p.declineCode ?? "declined"))."
+                    declined.failureReason = Self.callOffReason(p.declineCode ?? "declined")
                     _ = try parcels.apply(c, declined, .paymentDeclined, actor: .system, actorId: nil, place: nil)
                 }
             } else {
@@ -280,12 +287,18 @@ struct PaymentSettler: Sendable {
         let payment = try (metadata["payment_id"] as? String).flatMap(UUID.init(uuidString:)).flatMap { try parcels.storage.payment(c, id: $0) }
             ?? parcels.storage.payment(c, providerIntent: intentId, lock: false)
         guard let payment, let due = payment.due else { return }
+        // Once its holder's time is up the settler alone decides (it gives the payment up, or finds it authorised).
+        if due == .authorise, let expires = payment.actionExpiresAt, expires <= Date() { return }
         switch (type, due) {
         case ("payment_intent.amount_capturable_updated", .authorise), ("payment_intent.succeeded", .capture),
              ("payment_intent.canceled", .void):
             try settle(c, payment.id, due, .done(intent: intentId, status: intent["status"] as? String ?? ""))
+        case ("payment_intent.canceled", .authorise):
+            try settle(c, payment.id, due, .refused(code: intent["cancellation_reason"] as? String ?? "canceled", message: "The payment was cancelled."))
         case ("payment_intent.payment_failed", .authorise):
             let error = intent["last_payment_error"] as? [String: Any] ?? [:]
+            // A renewal that needs its holder is not over: the settler keeps it for them to confirm.
+            if error["code"] as? String == "authentication_required" { return }
             try settle(c, payment.id, due, .refused(code: error["decline_code"] as? String ?? error["code"] as? String ?? "declined",
                                                     message: error["message"] as? String ?? ""))
         default: break

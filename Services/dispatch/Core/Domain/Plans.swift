@@ -221,6 +221,10 @@ struct PlanView: View {
 /// (its period is over), `declined` or `lapsed`.
 struct SubscriptionView: View {
     let subscription: SubscriptionRecord
+    /// A month whose card's holder is to authenticate it (3-D Secure; a renewal's too): its client secret for the app.
+    var month: PaymentRecord? = nil
+    var clientSecret: String? { month?.requiresAction == true ? month?.clientSecret : nil }
+    var authenticateBy: Date? { month?.requiresAction == true ? month?.actionExpiresAt : nil }
     var status: String {
         subscription.status == "active" && !subscription.running && subscription.renewalPaymentId == nil ? "ended" : subscription.status
     }
@@ -228,6 +232,7 @@ struct SubscriptionView: View {
         .field("id", \.subscription.id), .field("planId", \.subscription.planId),
         .field("status", \.status, .oneOf(["pending", "active", "ended", "declined", "lapsed"])),
         .omitted("periodEnd", \.subscription.periodEnd), .field("renews", \.subscription.renews),
+        .omitted("clientSecret", \.clientSecret), .omitted("authenticateBy", \.authenticateBy),
         .field("createdAt", \.subscription.createdAt), .field("updatedAt", \.subscription.updatedAt),
     ]
 }

@@ -108,14 +108,18 @@ struct WalletEntryView: View {
     ]
 }
 
-/// A top-up as its payer sees it: `pending` while the card is being taken, then `captured` (in the wallet) or
-/// `declined`.
+/// A top-up as its payer sees it: `pending` while the card is being taken (`requires_action` while its holder is to
+/// authenticate it), then `captured` (in the wallet) or `declined`.
 struct TopUpView: View {
     let payment: PaymentRecord
-    var status: String { payment.status == .authorised ? "pending" : payment.status.rawValue }
+    /// While its card's holder is to authenticate it (3-D Secure), as a parcel's payment says.
+    var clientSecret: String? { payment.requiresAction ? payment.clientSecret : nil }
+    var authenticateBy: Date? { payment.requiresAction ? payment.actionExpiresAt : nil }
+    var status: String { payment.requiresAction ? "requires_action" : payment.status == .authorised ? "pending" : payment.status.rawValue }
     static let fields: [ViewField<Self>] = [
         .field("id", \.payment.id), .field("amountMinor", \.payment.amountMinor), .field("currency", \.payment.currency),
-        .field("status", \.status, .oneOf(["pending", "captured", "declined"])), .omitted("declineCode", \.payment.declineCode),
+        .field("status", \.status, .oneOf(["pending", "requires_action", "captured", "declined"])), .omitted("declineCode", \.payment.declineCode),
+        .omitted("clientSecret", \.clientSecret), .omitted("authenticateBy", \.authenticateBy),
         .field("createdAt", \.payment.createdAt), .field("updatedAt", \.payment.updatedAt),
     ]
 }

@@ -69,7 +69,8 @@ extension DispatchHandlers {
             guard let id = opened.id else { return response }
             askNow(id, payments)
             return try pool.withConnection { c in
-                try plans.current(c, caller.userId).map { .json(SubscriptionView(subscription: $0), status: 201) } ?? response
+                try plans.current(c, caller.userId).map { .json(SubscriptionView(subscription: $0, month: try storage.payment(c, id: id)), status: 201) }
+                    ?? response
             }
         }
     }
@@ -77,7 +78,7 @@ extension DispatchHandlers {
     func getSubscription(_ context: Context<Caller>) throws -> Response {
         try pool.withConnection { c in
             guard let s = try plans.current(c, context.caller.userId) else { throw Plans.Refused.notSubscribed }
-            return .json(SubscriptionView(subscription: s))
+            return .json(SubscriptionView(subscription: s, month: try storage.monthAwaitingHolder(c, subscription: s.id)))
         }
     }
 

@@ -320,4 +320,12 @@ let migrations: [Migration] = [
         """),
     Migration(20, "images' bytes out of the table, into the media store", MediaStore.storeSQL(schema: "dispatch")),
     Migration(21, "each image's placeholder, and so its renditions", MediaStore.placeholderSQL),
+    // A card whose holder must authenticate (3-D Secure) stays `pending` with its authorisation due: the app gets the
+    // intent's client secret to complete it with Stripe's SDK, until the payment is given up at `action_expires_at`.
+    // The secret is kept only while they are waited for: the index holds those payments alone (a subscription's).
+    Migration(23, "card payments waiting for their holder to authenticate", """
+        ALTER TABLE payments ADD COLUMN client_secret text CHECK (length(client_secret) <= 500),
+            ADD COLUMN action_expires_at timestamptz;
+        CREATE INDEX payments_awaiting_holder ON payments (subscription_id) WHERE client_secret IS NOT NULL;
+        """),
 ]

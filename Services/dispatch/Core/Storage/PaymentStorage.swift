@@ -21,6 +21,10 @@ struct PaymentRecord: PostgresRecord {
     let attempts: Int
     let createdAt: Date
     let updatedAt: Date
+    /// While its card's holder is asked to authenticate (3-D Secure): the intent's client secret for the app, and
+    /// when the payment is given up.
+    var clientSecret: String?
+    var actionExpiresAt: Date?
 
     init(_ r: Row) throws {
         id = try r["id"]; purpose = PaymentPurpose(rawValue: try r["purpose"]) ?? .parcel; parcelId = try r.decode("parcel_id")
@@ -30,11 +34,12 @@ struct PaymentRecord: PostgresRecord {
         providerIntent = try r.decode("provider_intent"); declineCode = try r.decode("decline_code")
         due = try (r.decode("due") as String?).flatMap(PaymentCall.init(rawValue:)); attempts = try r["attempts"]
         createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
+        clientSecret = try r["client_secret"]; actionExpiresAt = try r["action_expires_at"]
     }
 
     static let columns: SQL = """
         id, purpose, parcel_id, subscription_id, payer_id, method, amount_minor, currency, card_payment_method, status, provider_intent,
-        decline_code, due, attempts, created_at, updated_at
+        decline_code, due, attempts, created_at, updated_at, client_secret, action_expires_at
         """
 }
 

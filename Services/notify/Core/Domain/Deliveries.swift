@@ -27,7 +27,7 @@ struct Deliveries: Sendable {
     static let payloads: [any EventPayload.Type] = [
         UserRegistered.self, UserUpdated.self, EmailVerificationRequested.self, PasswordResetRequested.self, ReminderDue.self,
         NewsletterCompiled.self, ParcelCreated.self, ParcelClaimed.self, ParcelStatusChanged.self, ChatMemberJoined.self, ChatMemberLeft.self,
-        ChatMessageCreated.self, StoryCreated.self, StoryCommented.self,
+        ChatMessageCreated.self, StoryCreated.self, StoryCommented.self, PaymentActionRequired.self,
     ]
 
     /// How long a compiled newsletter is worth mailing.
@@ -100,6 +100,14 @@ struct Deliveries: Sendable {
         case ReminderDue.type:
             let e = try event.decode(ReminderDue.self)
             try push(event, c, to: [e.userId], notices.reminder(e))
+        case PaymentActionRequired.type:
+            // By push and in the app's list, where its link stays until the payment is given up.
+            let e = try event.decode(PaymentActionRequired.self)
+            let notice = notices.paymentAction(e)
+            guard notice.expiresAt > Date() else { return }
+            try push(event, c, to: [e.userId], notice)
+            try storage.recordInApp(c, eventId: event.id, to: [e.userId], kind: notice.kind, app: Apps.of(kind: notice.kind), title: notice.title,
+                                    payload: notice.payload, reference: e.paymentId.lowercased)
         case ParcelCreated.type:
             let e = try event.decode(ParcelCreated.self)
             try storage.recordParcel(c, e.parcelId, sender: e.senderId, recipient: e.recipientUserId)

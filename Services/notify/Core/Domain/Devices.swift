@@ -14,7 +14,7 @@ enum Apps {
 
     static func of(kind: String) -> String {
         switch kind {
-        case "parcel_offer", "parcel_step": return "mesajem"
+        case "parcel_offer", "parcel_step", "payment_action": return "mesajem"
         case "chat_message", "chat_mention": return "chat"
         default: return "tapestry"  // reminders, newsletters
         }

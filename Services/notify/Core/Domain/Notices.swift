@@ -94,6 +94,18 @@ struct Notices: Sendable {
                       topic: "parcel" + parcel.replacingOccurrences(of: "-", with: "").prefix(26), expiresAt: e.at.addingTimeInterval(86_400))
     }
 
+    /// A plan's renewal their bank wants them to confirm (3-D Secure): the link opens the plan, where the app
+    /// completes it; not worth telling once the payment is given up.
+    func paymentAction(_ e: PaymentActionRequired) -> Notice {
+        let payment = e.paymentId.lowercased, by = e.authenticateBy
+        var data = ["paymentId": payment, "authenticateBy": Timestamp.format(by)]
+        data["subscriptionId"] = e.subscriptionId?.lowercased
+        return Notice(kind: "payment_action", title: "Confirm your plan's renewal",
+                      body: "Your bank asks you to confirm this month's payment: open the app to keep your plan.",
+                      url: "/plans/subscription", data: data, ttl: max(60, min(4 * 86_400, Int(by.timeIntervalSinceNow))), urgency: "high",
+                      topic: "payment" + payment.replacingOccurrences(of: "-", with: "").prefix(25), expiresAt: by)
+    }
+
     /// Someone named the member in a room's message: at once.
     func mention(_ e: ChatMessageCreated) -> Notice {
         Notice(kind: "chat_mention", title: "You were mentioned", body: "Someone mentioned you in a conversation.",
