@@ -245,6 +245,8 @@ final class JourneyTests: XCTestCase {
         let sender = try signUp("sam"), courier = try signUp("cora")
         XCTAssertEqual(try api.patch("/v1/users/me", ["phone": "+40 711 222 333"], token: courier.token)["phone"] as? String, "+40 711 222 333")
         XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "scooter", "capacity": 3], token: courier.token).status, 201)
+        // They apply with their documents; an operator approves them, and only then can they go online.
+        try CourierVetting.approve(api, courier: courier.id, token: courier.token, operatorToken: operatorToken, vehicle: "scooter")
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/status", json: ["online": true], token: courier.token)["online"] as? Bool, true)
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4270, "lon": 26.1030], token: courier.token)["applied"] as? Bool,
                        true)
@@ -420,6 +422,7 @@ final class JourneyTests: XCTestCase {
         XCTAssertEqual(try api.send("PUT", "/v1/operator/centres/\(cotroceni)/staff/\(victor.id)", token: operatorToken).status, 204)
         let sender = try signUp("sam"), rita = try signUp("rita"), courier = try signUp("cora")
         XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": 2], token: courier.token).status, 201)
+        try CourierVetting.approve(api, courier: courier.id, token: courier.token, operatorToken: operatorToken)
         _ = try api.send("PUT", "/v1/couriers/me/status", json: ["online": true], token: courier.token)
         _ = try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4495, "lon": 26.1265], token: courier.token)
         let ritasPhone = try allowNotifications(rita)
