@@ -171,6 +171,18 @@ final class CourierVettingTests: DispatchTestCase {
         assertClientError(far, 400, code: "validation_failed", "New York a moment after Bucharest")
         let me = try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": 2], token: gil.token)
         XCTAssertEqual((me["position"] as? [String: Any])?["lat"] as? Double, 44.4270, "not applied")
+        // An instance that never heard of an offline courier's fixes bounds a fix by the stored one.
+        XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/status", json: ["online": false], token: gil.token).status, 200)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) {
+            (try? self.count("courier_positions", "user_id = '\(gil.id)' AND lat IS NOT NULL")) == 1
+        }, "the fix folded")
+        let other = try startInstance(ownGroups: true)
+        defer { other.stop() }
+        let elsewhere = APIClient(port: other.port)
+        assertClientError(try elsewhere.send("PUT", "/v1/couriers/me/location", json: ["lat": 40.7128, "lon": -74.0060], token: gil.token),
+                          400, code: "validation_failed", "the other instance knows where they were from their row")
+        XCTAssertEqual(try elsewhere.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4280, "lon": 26.1040], token: gil.token)["applied"]
+                       as? Bool, true, "a short move is taken")
     }
 
     func testEveryVettingRouteRefusesBadInputWithAClearClientError() throws {
