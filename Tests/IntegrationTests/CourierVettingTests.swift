@@ -50,6 +50,8 @@ final class CourierVettingTests: DispatchTestCase {
         let queue = try api.get("/v1/operator/couriers/applications", token: operatorCredential)["items"] as? [[String: Any]]
         XCTAssertEqual(queue?.map { $0["courierId"] as? String }, [cora.id], "the operators' queue")
         XCTAssertEqual(queue?.first?["identityPhotoKept"] as? Bool, true)
+        XCTAssertEqual(try load(queue?.first?["vehiclePhotoUrl"]).status, 200, "the operators see the vehicle")
+        XCTAssertNil(queue?.first?["identityPhotoUrl"], "the identity document has a route of its own")
 
         // Approved, they go online and are offered it: the areas, how far, the service and what they earn.
         let approved = try decide(cora, "approve")

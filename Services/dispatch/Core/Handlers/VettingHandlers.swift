@@ -46,19 +46,21 @@ struct VettingStepView: View {
 }
 
 /// A courier's application: to the courier, where it stands and why (the reason of a rejection or suspension); to
-/// the operators also whether the identity photo is still kept (`GET /v1/operator/couriers/{userId}/identity-photo`),
-/// and, for one courier, the history of decisions.
+/// the operators also the vehicle's photo (a signed URL), whether the identity photo is still kept (`GET
+/// /v1/operator/couriers/{userId}/identity-photo`), and, for one courier, the history of decisions.
 struct CourierApplicationView: View {
     let application: ApplicationRecord
-    let forOperator: Bool
+    /// The operators' view: `media` signs the vehicle photo's URL.
+    let media: MediaStore?
     let steps: [VettingStep]?
 
-    init(_ application: ApplicationRecord, forOperator: Bool = false, history: [VettingStep]? = nil) {
-        self.application = application; self.forOperator = forOperator; steps = history
+    init(_ application: ApplicationRecord, forOperator media: MediaStore? = nil, history: [VettingStep]? = nil) {
+        self.application = application; self.media = media; steps = history
     }
 
-    var identityPhotoKept: Bool? { forOperator ? application.identityMediaId != nil : nil }
-    var vehiclePhotoMediaId: UUID? { forOperator ? application.vehicleMediaId : nil }
+    var identityPhotoKept: Bool? { media != nil ? application.identityMediaId != nil : nil }
+    var vehiclePhotoMediaId: UUID? { media != nil ? application.vehicleMediaId : nil }
+    var vehiclePhotoUrl: String? { media.flatMap { m in application.vehicleMediaId.map { m.url($0.lowercased) } } }
     var history: [VettingStepView]? { steps?.map(VettingStepView.init) }
 
     static let fields: [ViewField<Self>] = [
@@ -68,6 +70,7 @@ struct CourierApplicationView: View {
         .field("vehicle", \.application.vehicle, Shapes.vehicle), .omitted("consentedAt", \.application.consentedAt),
         .omitted("decidedAt", \.application.decidedAt), .omitted("identityPhotoKept", \.identityPhotoKept),
         .omitted("documentsErasedAt", \.application.documentsErasedAt), .omitted("vehiclePhotoMediaId", \.vehiclePhotoMediaId),
+        .omitted("vehiclePhotoUrl", \.vehiclePhotoUrl),
         .omitted("history", \.history),
         .field("createdAt", \.application.createdAt), .field("updatedAt", \.application.updatedAt),
     ]
@@ -104,7 +107,7 @@ extension DispatchHandlers {
         }
         let limit = try Page(context.request, maxLimit: 100, defaultLimit: 50).limit
         let items = try pool.withConnection { try storage.applications($0, status: status, limit: limit) }
-        return .json(ItemList(items.map { CourierApplicationView($0, forOperator: true) }))
+        return .json(ItemList(items.map { CourierApplicationView($0, forOperator: media) }))
     }
 
     /// `GET /v1/operator/couriers/{userId}/application`: one courier's application with its history.
@@ -112,7 +115,7 @@ extension DispatchHandlers {
         let user = try context.parameters.require("userId", as: UUID.self)
         return try pool.withConnection { c in
             guard let application = try storage.application(c, user) else { throw VettingError.notFound }
-            return .json(CourierApplicationView(application, forOperator: true, history: try storage.vettingHistory(c, user)))
+            return .json(CourierApplicationView(application, forOperator: media, history: try storage.vettingHistory(c, user)))
         }
     }
 
@@ -131,7 +134,7 @@ extension DispatchHandlers {
         }
         matcher.update(courier)
         if decision == .suspended { matcher.wake() }  // the parcel whose offer lapsed seeks another courier
-        return .json(CourierApplicationView(application, forOperator: true, history: history))
+        return .json(CourierApplicationView(application, forOperator: media, history: history))
     }
 
     /// `GET /v1/operator/couriers/{userId}/identity-photo`: the applicant's identity document, while it is kept; for
