@@ -18,7 +18,8 @@ struct CourierRecord: PostgresRecord {
 
     init(_ r: Row) throws {
         userId = try r["user_id"]; vehicle = try r["vehicle"]; capacity = try r["capacity"]; active = try r["active"]
-        online = try r["online"]; vetting = VettingStatus(rawValue: try r["vetting"]) ?? .unvetted; fixAt = try r.decode("fix_at"); createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
+        online = try r["online"]; vetting = VettingStatus(rawValue: try r["vetting"]) ?? .unvetted
+        fixAt = try r.decode("fix_at"); createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
         position = try r.point()
     }
 
@@ -143,8 +144,7 @@ extension DispatchStorage {
     }
 
     /// A courier as the in-memory index needs them: whether they can take a parcel (online, approved, with room) as
-    /// their row was at `updatedAt`,
-    /// and their position as of their last fix.
+    /// their row was at `updatedAt`, and their position as of their last fix.
     struct CourierState: PostgresRecord {
         let id: UUID
         let available: Bool
