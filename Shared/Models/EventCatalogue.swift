@@ -118,6 +118,8 @@ public enum EventCatalogue {
         topic(PaymentActionRequired.self, key: "user id", by: "dispatch",
               "A card payment made without its holder (a plan's renewal) needs them to authenticate it (3-D Secure) in the app by `authenticateBy`.",
               readers: mail),
+        topic(CourierVetted.self, key: "courier id", by: "dispatch",
+              "A courier applied to deliver, or an operator approved, rejected, suspended or reinstated them."),
         topic(CourierLocation.self, key: "courier id", by: "dispatch", "A courier's position.", ephemeral: true,
               readers: [.group("dispatch", "fleet"), .feed("dispatch", "parcel-tracking")]),
         topic(VideoLiked.self, key: "video id", by: "curation", "Someone liked a video, or took the like back."),

@@ -51,6 +51,7 @@ final class ConsoleTests: XCTestCase {
         // Cora is an online courier; another waits far away; a parcel waits where no courier is near.
         let sender = try signUp("sam"), cora = try signUp("cora")
         XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "scooter", "capacity": 3], token: cora.token).status, 201)
+        try CourierVetting.approve(api, courier: cora.id, token: cora.token, operatorToken: operatorToken, vehicle: "scooter")
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/status", json: ["online": true], token: cora.token).status, 200)
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4270, "lon": 26.1030], token: cora.token).status, 200)
         let idle = UUID().uuidString.lowercased()

@@ -245,6 +245,8 @@ final class JourneyTests: XCTestCase {
         let sender = try signUp("sam"), courier = try signUp("cora")
         XCTAssertEqual(try api.patch("/v1/users/me", ["phone": "+40 711 222 333"], token: courier.token)["phone"] as? String, "+40 711 222 333")
         XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "scooter", "capacity": 3], token: courier.token).status, 201)
+        // They apply with their documents; an operator approves them, and only then can they go online.
+        try CourierVetting.approve(api, courier: courier.id, token: courier.token, operatorToken: operatorToken, vehicle: "scooter")
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/status", json: ["online": true], token: courier.token)["online"] as? Bool, true)
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4270, "lon": 26.1030], token: courier.token)["applied"] as? Bool,
                        true)
@@ -309,8 +311,10 @@ final class JourneyTests: XCTestCase {
         XCTAssertEqual(heard.first?["text"] as? String, "Ring twice, please")
         XCTAssertEqual((heard.first?["author"] as? [String: Any])?["name"] as? String, "Sam Tester")
         XCTAssertEqual(try api.post("/v1/rooms/\(room)/messages", ["text": "On my way"], token: courier.token).status, 201)
-        XCTAssertEqual(try api.post("/v1/rooms/direct", ["userId": sender.id], token: courier.token).status, 200,
-                       "a direct line to the sender while the courier carries the parcel")
+        let line = try api.post("/v1/rooms/direct", ["userId": sender.id], token: courier.token)
+        XCTAssertEqual(line.status, 200, "a direct line to the sender while the courier carries the parcel")
+        let lineId = line["id"] as? String ?? ""
+        XCTAssertEqual(try api.post("/v1/rooms/\(lineId)/messages", ["text": "Is the gate open?"], token: courier.token).status, 201)
 
         // On the way, then delivered with a photo; Rita has no account, so she confirms later.
         _ = try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4400, "lon": 26.0950], token: courier.token)
@@ -340,6 +344,10 @@ final class JourneyTests: XCTestCase {
         }, "no direct room with the sender after delivery")
         assertClientError(try api.post("/v1/rooms/direct", ["userId": rita.id], token: courier.token), 403, code: "forbidden",
                           "nor with the recipient")
+        assertClientError(try api.post("/v1/rooms/\(lineId)/messages", ["text": "Hello again"], token: courier.token), 409, code: "conflict",
+                          "the direct room they opened while carrying it is closed")
+        assertClientError(try api.post("/v1/rooms/\(lineId)/messages", ["text": "Thanks"], token: sender.token), 409, code: "conflict",
+                          "for both")
         let stranger = try signUp("stan")
         assertClientError(try api.post("/v1/rooms/direct", ["userId": sender.id], token: stranger.token), 403, code: "forbidden",
                           "nor for a stranger")
@@ -420,6 +428,7 @@ final class JourneyTests: XCTestCase {
         XCTAssertEqual(try api.send("PUT", "/v1/operator/centres/\(cotroceni)/staff/\(victor.id)", token: operatorToken).status, 204)
         let sender = try signUp("sam"), rita = try signUp("rita"), courier = try signUp("cora")
         XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": 2], token: courier.token).status, 201)
+        try CourierVetting.approve(api, courier: courier.id, token: courier.token, operatorToken: operatorToken)
         _ = try api.send("PUT", "/v1/couriers/me/status", json: ["online": true], token: courier.token)
         _ = try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4495, "lon": 26.1265], token: courier.token)
         let ritasPhone = try allowNotifications(rita)

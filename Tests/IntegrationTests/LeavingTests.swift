@@ -95,6 +95,7 @@ final class LeavingTests: XCTestCase {
 
         XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": 1], token: ana.token).status, 201)
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4321, "lon": 26.1234], token: ana.token).status, 200)
+        XCTAssertEqual(try CourierVetting.apply(api, token: ana.token).status, 201, "she applies to deliver, with her documents")
         let document = try upload("/v1/dispatch/media", as: ana)
         var parcel = ""
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {  // once dispatch has heard of Ben's username
@@ -129,11 +130,14 @@ final class LeavingTests: XCTestCase {
             XCTAssertTrue(text.contains(thing), "the export holds \(thing)")
         }
         let images = ["stories", "chat", "dispatch"].flatMap { ((export[$0] as? [String: Any])?["images"] as? [[String: Any]]) ?? [] }
-        XCTAssertEqual(images.count, 4, "her avatar, her story's photo, her chat photo, her document")
+        XCTAssertEqual(images.count, 5, "her avatar, her story's photo, her chat photo, her document, her vehicle (not her identity document)")
         for image in images { XCTAssertEqual(try load(image["url"]).status, 200) }
         XCTAssertEqual(((export["curation"] as? [String: Any])?["preferences"] as? [String: Any])?["theme"] as? String, "dark")
         let lastFix = ((export["dispatch"] as? [String: Any])?["courier"] as? [String: Any])?["lastFix"] as? [String: Any]
         XCTAssertEqual(lastFix?["lat"] as? Double, 44.4321, "where she was last seen is hers too")
+        let application = (export["dispatch"] as? [String: Any])?["courierApplication"] as? [String: Any]
+        XCTAssertEqual(application?["legalName"] as? String, "Cora Ionescu")
+        XCTAssertEqual(application?["identityPhotoKept"] as? Bool, true)
         let storiesPart = export["stories"] as? [String: Any]
         XCTAssertEqual((storiesPart?["hiddenAuthors"] as? [[String: Any]])?.map { $0["userId"] as? String }, [ben.id])
         XCTAssertEqual((storiesPart?["groups"] as? [[String: Any]])?.first { $0["id"] as? String == groupId }?["newsletterDelivery"] as? String,

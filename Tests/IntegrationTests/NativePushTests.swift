@@ -13,6 +13,8 @@ final class NativePushTests: XCTestCase {
     var notify: ServiceProcess?
     var origin: PublicOrigin?
     var notifyEnvironment: [String: String] = [:]
+    /// Dispatch's, to approve the journey's courier.
+    static let operatorToken = String(repeating: "o", count: 40)
     var api: APIClient { origin?.api ?? APIClient(port: notify!.port) }
     /// notify's own port, for the device routes (the gateway's table gains them when it is regenerated).
     var devicesAPI: APIClient { APIClient(port: origin?.services["notify"]?.port ?? notify!.port) }
@@ -22,7 +24,8 @@ final class NativePushTests: XCTestCase {
         (apns, fcm) = (try APNsStandIn(), try FCMStandIn())
         let providers = apns.environment.merging(fcm.environment) { $1 }.merging(["PUSH_TIMEOUT_SECONDS": "2"]) { $1 }
         if name.contains("Journey") {
-            origin = try PublicOrigin(settings: ["dispatch": ["DISPATCH_TICK_MS": "100", "FLEET_FEED": "off"], "notify": providers])
+            origin = try PublicOrigin(settings: ["dispatch": ["DISPATCH_TICK_MS": "100", "FLEET_FEED": "off", "OPERATOR_TOKEN": Self.operatorToken],
+                                                 "notify": providers])
             return
         }
         database = try TestDatabase()
@@ -91,6 +94,7 @@ final class NativePushTests: XCTestCase {
         let origin = try XCTUnwrap(origin)
         let sender = try signUp("sam"), courier = try signUp("cora")
         XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "scooter", "capacity": 3], token: courier.accessToken).status, 201)
+        try CourierVetting.approve(api, courier: courier.userId, token: courier.accessToken, operatorToken: Self.operatorToken, vehicle: "scooter")
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/status", json: ["online": true], token: courier.accessToken)["online"] as? Bool, true)
         XCTAssertEqual(try api.send("PUT", "/v1/couriers/me/location", json: ["lat": 44.4270, "lon": 26.1030], token: courier.accessToken)["applied"]
                        as? Bool, true)

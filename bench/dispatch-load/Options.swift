@@ -46,7 +46,8 @@ struct Options: Sendable {
           --dispatch URL[,URL...] dispatch service (default http://127.0.0.1:8084); several instances: the client
                                   threads spread over them and move to the next when theirs does not answer
           --auth URL              auth service, for sign-ups (default http://127.0.0.1:8081)
-          --operator-token TOKEN  the dispatch service's OPERATOR_TOKEN (default: $OPERATOR_TOKEN)
+          --operator-token TOKEN  the dispatch service's OPERATOR_TOKEN (default: $OPERATOR_TOKEN): seeds couriers and
+                                  approves the acting ones
           --database-url URL      dispatch's PostgreSQL, for the invariant checks (default: $DATABASE_URL; without
                                   it only the API checks run)
         Fleet

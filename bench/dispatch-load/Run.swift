@@ -109,10 +109,25 @@ final class Run: @unchecked Sendable {
             } else {
                 let p = area.random()
                 starts.with { $0[id] = p }
-                for (method, path, body) in [("POST", "/v1/couriers/me", ["vehicle": "bike", "capacity": o.capacity] as [String: Any]),
-                                             ("PUT", "/v1/couriers/me/status", ["online": true]),
-                                             ("PUT", "/v1/couriers/me/location", ["lat": p.lat, "lon": p.lon])] {
-                    let r = try dispatch.call(method, path, json: body, token: token)
+                // Vetted before going online: the courier applies with their documents and the operator approves.
+                guard !o.operatorToken.isEmpty else {
+                    throw RunError("acting couriers are approved by the operator: --operator-token or OPERATOR_TOKEN")
+                }
+                var documents: [String: String] = [:]
+                for purpose in ["identity", "vehicle"] {
+                    let m = try dispatch.call("POST", "/v1/dispatch/media?purpose=\(purpose)", raw: Self.photo, token: token,
+                                              headers: ["Content-Type": "image/jpeg"])
+                    guard m.status == 201, let media = m["id"] as? String else { throw RunError("\(purpose) photo upload failed: \(m.status) \(m.json)") }
+                    documents[purpose] = media
+                }
+                let application: [String: Any] = ["legalName": "Load Courier", "phone": "+40 700 000 001", "vehicle": "bike", "consent": true,
+                                                  "identityPhotoMediaId": documents["identity"]!, "vehiclePhotoMediaId": documents["vehicle"]!]
+                for (method, path, body, bearer) in [("POST", "/v1/couriers/me", ["vehicle": "bike", "capacity": o.capacity] as [String: Any], token),
+                                                 ("POST", "/v1/couriers/me/application", application, token),
+                                                 ("POST", "/v1/operator/couriers/\(id)/approve", ["operator": "dispatch-load"], o.operatorToken),
+                                                 ("PUT", "/v1/couriers/me/status", ["online": true], token),
+                                                 ("PUT", "/v1/couriers/me/location", ["lat": p.lat, "lon": p.lon], token)] {
+                    let r = try dispatch.call(method, path, json: body, token: bearer)
                     guard (200...201).contains(r.status) else { throw RunError("\(method) \(path) failed: \(r.status) \(r.json)") }
                 }
                 people.with { $0[i] = (id, token, photo) }

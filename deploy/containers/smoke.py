@@ -84,6 +84,14 @@ def write(state_file):
     group = call("POST", STORIES + "/v1/groups", {"name": "smoke test"}, sender)
     story = call("POST", STORIES + "/v1/stories", {"text": "written in a container", "groupIds": [group["id"]]}, sender)
     call("POST", DISPATCH + "/v1/couriers/me", {"vehicle": "bike", "capacity": 2}, courier)
+    # Vetted before anything is offered to them: the courier applies with their documents, the operator approves.
+    documents = {purpose: call("POST", DISPATCH + "/v1/dispatch/media?purpose=" + purpose, raw=JPEG, token=courier,
+                               content_type="image/jpeg")["id"] for purpose in ("identity", "vehicle")}
+    call("POST", DISPATCH + "/v1/couriers/me/application", {
+        "legalName": "Smoke Courier", "phone": "+40 700 000 001", "vehicle": "bike", "consent": True,
+        "identityPhotoMediaId": documents["identity"], "vehiclePhotoMediaId": documents["vehicle"]}, courier)
+    call("POST", DISPATCH + f"/v1/operator/couriers/{courier_id}/approve", {"operator": "smoke"},
+         os.environ["DISPATCH_OPERATOR_TOKEN"])
     call("PUT", DISPATCH + "/v1/couriers/me/status", {"online": True}, courier)
     call("PUT", DISPATCH + "/v1/couriers/me/location", {"lat": 44.4268, "lon": 26.1025}, courier)
     media = call("POST", DISPATCH + "/v1/dispatch/media", raw=JPEG, token=sender, content_type="image/jpeg")

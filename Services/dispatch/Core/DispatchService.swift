@@ -37,6 +37,9 @@ public enum DispatchService {
         let actionTimeout: Int
         /// `COURIER_SHARE_PERCENT` (0-100, default 75): a courier's share of each parcel they deliver.
         let earnings: EarningsRule
+        /// `COURIER_DOCUMENTS_RETENTION_DAYS` (0-3650, default 30): how long after an application's decision the
+        /// photo of the applicant's identity document is kept (then erased, by the `courier-documents` job).
+        let documentsRetentionDays: Int
 
         init(_ environment: Environment) throws {
             fleetFeed = try environment.choice("FLEET_FEED", default: "on", ["on", "off"]) == "on"
@@ -47,6 +50,7 @@ public enum DispatchService {
             workers = try environment.int("MATCH_WORKERS", default: 4, range: 1...64)
             foldSeconds = try environment.int("FIX_FOLD_SECONDS", default: 10, range: 1...30)
             earnings = EarningsRule(sharePercent: try environment.int("COURIER_SHARE_PERCENT", default: 75, range: 0...100))
+            documentsRetentionDays = try environment.int("COURIER_DOCUMENTS_RETENTION_DAYS", default: 30, range: 0...3650)
             let timeout = try environment.int("PAYMENT_TIMEOUT_SECONDS", default: 10, range: 1...60)
             paymentTimeout = timeout
             actionTimeout = try environment.int("PAYMENT_ACTION_TIMEOUT_SECONDS", default: 900, range: 1...86_400)
@@ -88,7 +92,7 @@ public enum DispatchService {
             app.logger.info(payments == nil ? "card payments off: STRIPE_SECRET_KEY is not set" : "card payments on")
             let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency,
                                             matcher: matcher, tracking: tracking,
-                                            media: MediaStore(schema: "dispatch", path: "/v1/dispatch/media", urls: urls, purposes: ["parcel"], store: store),
+                                            media: MediaStore(schema: "dispatch", path: "/v1/dispatch/media", urls: urls, purposes: ["parcel", Vetting.identityPurpose, Vetting.vehiclePurpose], store: store),
                                             payments: payments, webhookSignature: settings.webhookSignature,
                                             earnings: settings.earnings)
             if let payments {
@@ -117,6 +121,10 @@ public enum DispatchService {
             }
             app.add(Job.every(Double(settings.foldSeconds), "fix-fold", logger: app.logger) { try handlers.storage.foldFixes(pool) })
             app.add(handlers.media.maintenance(pool, logger: app.logger))
+            let retention = TimeInterval(settings.documentsRetentionDays) * 86_400
+            app.add(Job.every(60, "courier-documents", logger: app.logger) {
+                while try pool.withTransaction({ try handlers.storage.eraseIdentityPhotos($0, decidedBefore: Date().addingTimeInterval(-retention)) }) > 0 {}
+            })
             app.add(tracking.feed)
             app.addReadinessCheck("broker") { tracking.isReading }
             let round = MatchingRound(pool: app.pool, parcels: handlers.parcels, matcher: matcher)

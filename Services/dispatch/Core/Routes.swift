@@ -11,8 +11,14 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
     r.group("/v1/couriers/me", .user(auth)) { couriers in
         couriers.add("POST", "", "Register (or update) the caller as a courier", body: RegisterCourierBody.self,
                      answers: (201, CourierView.shape), h.registerCourier)
-        couriers.add("PUT", "/status", "Go online or offline", body: CourierStatusBody.self,
-                     answers: (200, CourierView.shape), h.setStatus)
+        couriers.add("PUT", "/status", "Go online (once an operator approved the caller) or offline", body: CourierStatusBody.self,
+                     answers: (200, CourierView.shape), also: [.refusal(403, "Not approved: apply, wait for an operator, or suspended")],
+                     h.setStatus)
+        couriers.add("POST", "/application", "Apply to deliver: legal name, phone, vehicle, photos of an identity document and the vehicle",
+                     body: CourierApplicationBody.self, answers: (201, CourierApplicationView.shape), idempotent: h.idempotency,
+                     h.applyAsCourier)
+        couriers.add("GET", "/application", "Where my application stands, and why it was rejected or I was suspended",
+                     answers: (200, CourierApplicationView.shape), h.myApplication)
         couriers.add("PUT", "/location", "A location fix; stale or out-of-order fixes are ignored, one beyond the courier's reach refused",
                      body: LocationBody.self, answers: (200, AppliedView.shape), h.location)
     }
@@ -100,6 +106,23 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
         r.group("/v1/operator", .trusted(fleet)) { op in
             op.add("POST", "/couriers", "Operator: create or update up to 1,000 couriers without sign-ups",
                    body: SeedCouriersBody.self, answers: (200, SeededView.shape), h.seedCouriers)
+            op.add("GET", "/couriers/applications", "Operator: couriers' applications in a status, the longest-waiting first (?status=&limit=)",
+                   answers: (200, ItemList<CourierApplicationView>.shape),
+                   query: [QueryParameter("status", .oneOf(VettingStatus.allCases.map(\.rawValue)), "Applications in this status",
+                                          default: VettingStatus.pending.rawValue), .limit(max: 100, default: 50)], h.applicationQueue)
+            op.add("GET", "/couriers/{userId}/application", "Operator: a courier's application and the history of its decisions",
+                   answers: (200, CourierApplicationView.shape), h.operatorApplication)
+            op.add("GET", "/couriers/{userId}/identity-photo", "Operator: the photo of an applicant's identity document, while it is kept",
+                   answers: (200, nil), also: [.answer(200, contentType: "image/jpeg", description: "The photo")], h.identityPhoto)
+            for (action, summary, handler) in [
+                ("approve", "Operator: approve a pending application; the courier may go online", h.approveCourier),
+                ("reject", "Operator: reject a pending application, with a reason the applicant sees", h.rejectCourier),
+                ("suspend", "Operator: suspend an approved courier, with a reason: offline at once, offered nothing", h.suspendCourier),
+                ("reinstate", "Operator: reinstate a suspended courier", h.reinstateCourier),
+            ] as [(String, String, @Sendable (Context<Void>, VettingDecisionBody) throws -> Response)] {
+                op.add("POST", "/couriers/{userId}/\(action)", summary, body: VettingDecisionBody.self,
+                       answers: (200, CourierApplicationView.shape), handler)
+            }
             op.add("POST", "/locations", "Operator: up to 1,000 location fixes from a fleet gateway",
                    body: FleetFixesBody.self, answers: (200, FixesAppliedView.shape), h.fleetLocations)
             op.add("GET", "/fleet", "Operator: the map now, online couriers and parcels waiting for one (?limit= of each)",

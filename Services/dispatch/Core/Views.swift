@@ -25,7 +25,8 @@ struct CourierView: View {
 
     static let fields: [ViewField<Self>] = [
         .field("id", \.courier.userId), .field("vehicle", \.courier.vehicle, Shapes.vehicle), .field("capacity", \.courier.capacity),
-        .field("activeParcels", \.courier.active), .field("online", \.courier.online), .omitted("position", \.position),
+        .field("activeParcels", \.courier.active), .field("online", \.courier.online),
+        .field("vetting", \.courier.vetting.rawValue, .oneOf(VettingStatus.allCases.map(\.rawValue))), .omitted("position", \.position),
         .field("createdAt", \.courier.createdAt), .field("updatedAt", \.courier.updatedAt),
     ]
 }
@@ -110,8 +111,11 @@ struct ParcelView: View {
     let sealed: Bool
     /// How far the offered courier is from the pickup, when their position is known.
     let distanceToPickupMeters: Int?
+    /// What the courier (or the courier offered it) earns for delivering it: their share of its price.
+    let courierEarningsMinor: Int?
 
-    init(_ p: ParcelRecord, for viewer: UUID, at viewerPosition: GeoPoint? = nil, history: [HistoryEntry]? = nil, courier: CourierCard? = nil,
+    init(_ p: ParcelRecord, for viewer: UUID, at viewerPosition: GeoPoint? = nil, earnings: EarningsRule? = nil,
+         history: [HistoryEntry]? = nil, courier: CourierCard? = nil,
          payment: PaymentRecord? = nil, dropOffCentre: CentreRecord? = nil, collectionCentre: CentreRecord? = nil, media: MediaStore) {
         parcel = p; self.viewer = viewer; historyEntries = history; self.courier = courier; position = courier?.courier.position
         self.payment = payment.map(PaymentView.init)
@@ -119,6 +123,7 @@ struct ParcelView: View {
         self.collectionCentre = collectionCentre.map { CentreView($0) }
         sealed = ![p.senderId, p.recipientUserId, p.courierId].contains(viewer)
         distanceToPickupMeters = sealed ? viewerPosition.map { Int(greatCircleMeters($0, p.pickup).rounded()) } : nil
+        courierEarningsMinor = sealed || viewer == p.courierId ? earnings?.courierShare(ofMinor: p.quote.amountMinor) : nil
         documentPhoto = sealed ? nil : media.view(p.documentPhotoMediaId, meta: p.photoMeta)
         deliveryPhoto = p.deliveryPhotoMediaId.map { media.view($0, meta: p.photoMeta) }
         receiptPhoto = p.receiptPhotoMediaId.map { media.view($0, meta: p.photoMeta) }
@@ -160,6 +165,7 @@ struct ParcelView: View {
         .field("insured", \.parcel.insured), .field("pointsSpent", \.parcel.pointsSpent), .omitted("description", \.description),
         .omitted("documentPhotoMediaId", \.documentPhotoMediaId), .omitted("documentPhotoUrl", \.documentPhotoUrl),
         .omitted("documentPhoto", \.documentPhoto), .omitted("distanceToPickupMeters", \.distanceToPickupMeters),
+        .omitted("courierEarningsMinor", \.courierEarningsMinor, .integer(0...Int.max)),
         .omitted("deliveryPhotoMediaId", \.parcel.deliveryPhotoMediaId), .omitted("deliveryPhotoUrl", \.deliveryPhotoUrl),
         .omitted("deliveryPhoto", \.deliveryPhoto),
         .omitted("receiptPhotoMediaId", \.parcel.receiptPhotoMediaId), .omitted("receiptPhotoUrl", \.receiptPhotoUrl),

@@ -101,15 +101,18 @@ struct Rooms: Sendable {
         return try member(c, id, user)
     }
 
+    /// The key of two people's direct room, whoever opens it.
+    static func directKey(_ a: UUID, _ b: UUID) -> String { [a, b].map(\.lowercased).sorted().joined(separator: ":") }
+
     /// The one direct room of `user` and `other` (made on first use, whatever the concurrency), for two people who
-    /// share a stories group or a parcel.
+    /// share a stories group or a parcel; one closed when a parcel was their only tie opens again.
     func direct(_ c: Connection, _ user: UUID, with other: UUID) throws -> RoomRecord {
         guard other != user else { throw ChatError.invalid("A direct room needs someone else.", field: "userId") }
         guard try !Blocks(schema: "chat").between(user, other, on: c) else { throw ChatError.forbidden("You cannot message this person.") }
         guard try storage.know(c, user, other) else {
             throw ChatError.forbidden("You can message someone you share a group or a parcel with.")
         }
-        let key = [user, other].map(\.lowercased).sorted().joined(separator: ":")
+        let key = Self.directKey(user, other)
         let id = UUID.v7()
         if try storage.insertRoom(c, id: id, kind: "direct", name: "", topic: nil, inviteCode: nil, directKey: key, parcel: nil,
                                   createdBy: user) {
@@ -118,6 +121,7 @@ struct Rooms: Sendable {
         }
         // The pair's room exists (perhaps made this instant by the other): both are in it again.
         guard let existing = try storage.roomId(c, directKey: key) else { throw ChatError.conflict("Try again.") }
+        if try storage.reopen(c, existing) { try changed(c, existing, by: user) }  // closed when a parcel was their only tie
         for person in [user, other] {
             if let joined = try storage.addMember(c, room: existing, user: person, role: "member") { try log.joined(c, room: existing, joined) }
         }
@@ -229,12 +233,24 @@ struct Rooms: Sendable {
             }
             try admitParties(c, parcel: id)
         case .delivered, .readyForCollection:
-            try storage.removeCourierParty(c, parcel: id)
+            try courierLeaves(c, parcel: id)
         case .received, .cancelled, .failed:
-            try storage.removeCourierParty(c, parcel: id)
+            try courierLeaves(c, parcel: id)
             if let room = try storage.roomId(c, parcel: id), try storage.setReadOnly(c, room) { try changed(c, room, by: nil) }
         default:
             return
+        }
+    }
+
+    /// The courier's part in a parcel is over: they are no longer a party, and a direct room they opened with its
+    /// sender or recipient through it closes (read-only) unless the two still know each other otherwise (a group,
+    /// another parcel). It opens again if they come to know each other again (`direct`).
+    private func courierLeaves(_ c: Connection, parcel: UUID) throws {
+        guard let (courier, others) = try storage.removeCourierParty(c, parcel: parcel) else { return }
+        for other in others where try !storage.know(c, courier, other) {
+            if let room = try storage.roomId(c, directKey: Self.directKey(courier, other)), try storage.setReadOnly(c, room) {
+                try changed(c, room, by: nil)
+            }
         }
     }
 

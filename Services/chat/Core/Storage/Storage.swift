@@ -448,9 +448,22 @@ struct ChatStorage: Sendable {
         try c.enqueue("INSERT INTO chat.parcel_parties (parcel_id, user_id, role) VALUES (\(parcel), \(user), \(role)) ON CONFLICT DO NOTHING")
     }
 
-    /// The parcel's courier is no longer one of its parties: their part in it is over.
-    func removeCourierParty(_ c: Connection, parcel: UUID) throws {
-        _ = try c.execute("DELETE FROM chat.parcel_parties WHERE parcel_id = \(parcel) AND role = 'courier'")
+    /// The parcel's courier is no longer one of its parties: their part in it is over. Returns the courier (nil when
+    /// none was a party) and the parties they leave.
+    @discardableResult
+    func removeCourierParty(_ c: Connection, parcel: UUID) throws -> (courier: UUID, others: [UUID])? {
+        guard let courier: UUID = try c.first("""
+            DELETE FROM chat.parcel_parties WHERE parcel_id = \(parcel) AND role = 'courier' RETURNING user_id
+            """)?["user_id"] else { return nil }
+        let others: [UUID] = try c.rows("""
+            SELECT DISTINCT user_id FROM chat.parcel_parties WHERE parcel_id = \(parcel) AND user_id <> \(courier)
+            """).map { try $0["user_id"] }
+        return (courier, others)
+    }
+
+    /// Opens a room closed before (a direct room whose two people know each other again); whether it was closed.
+    func reopen(_ c: Connection, _ room: UUID) throws -> Bool {
+        try c.execute("UPDATE chat.rooms SET read_only = false, updated_at = now() WHERE id = \(room) AND read_only") == 1
     }
 
     /// Whether two people share a stories group or a parcel (a courier: one they still carry).

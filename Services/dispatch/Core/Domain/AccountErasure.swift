@@ -7,8 +7,8 @@ import Postgres
 /// What dispatch does when an account is erased (`user.deleted`). Parcels are records of a sale and stay as long as
 /// the law asks (`docs/privacy.md`), anonymised: the erased sender or recipient is nobody (`Erasure.nobody`, or no
 /// recipient), their names, phone, e-mail and addresses go and their end of the route is rounded to about a
-/// kilometre; an erased courier is nobody on the parcels they carried and in their history. Their photos, courier
-/// record, name and face go.
+/// kilometre; an erased courier is nobody on the parcels they carried and in their history. Their photos (their
+/// identity document's too), courier record, application and its history, name and face go.
 struct AccountErasure: Sendable {
     let parcels: Parcels
     let media: MediaStore
@@ -48,7 +48,8 @@ struct AccountErasure: Sendable {
         try c.execute("SELECT pg_notify(\(DispatchStorage.erasedChannel), user_id::text) FROM dispatch.couriers WHERE user_id = \(user)")
         for (table, column) in [("parcel_declines", "courier_id"), ("couriers", "user_id"), ("claim_failures", "user_id"),
                                 ("centre_staff", "user_id"), ("loyalty_ledger", "user_id"), ("wallet_ledger", "user_id"),
-                                ("plan_ledger", "user_id")] {
+                                ("plan_ledger", "user_id"), ("courier_applications", "user_id"),
+                                ("courier_vetting_history", "user_id")] {
             try c.execute("DELETE FROM dispatch.\(unescaped: table) WHERE \(unescaped: column) = \(user)")
         }
         try media.forget(owner: user, on: c)

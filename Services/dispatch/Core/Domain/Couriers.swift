@@ -82,7 +82,13 @@ struct Couriers: Sendable {
         // here. Stored even so: what is known may come from a transaction that then rolled back.
         var applied = 0
         let newest = Fix.newestPerCourier(fixes)
-        let reachable = matcher.reachable(newest)
+        var reachable = matcher.reachable(newest)
+        // A courier's own fix, whose last position this instance does not know (it started after it, or forgot them
+        // while they were offline): their stored one, as of the last fold, bounds it instead.
+        if refusing, newest.count == 1, let fix = newest.first, matcher.position(of: fix.courier, newerThan: nil) == nil,
+           let stored = try storage.courier(c, fix.courier), let last = stored.position, let at = stored.fixAt, fix.time > at {
+            reachable = [Fix.reachable(from: last, at: at, to: fix.point, at: fix.time)]
+        }
         if refusing, reachable.contains(false) {
             throw FixError(field: "lat", message: "This fix is farther from your last one than a courier travels in the time between them.")
         }

@@ -55,7 +55,7 @@ final class Matcher: @unchecked Sendable {
     private var nextSince: Date?  // where the next refresh reads from (see `DispatchStorage.couriersChanged`)
 
     func update(_ courier: CourierRecord) {
-        update(courier.userId, available: courier.online && courier.active < courier.capacity, asOf: courier.updatedAt,
+        update(courier.userId, available: courier.online && courier.vetting == .approved && courier.active < courier.capacity, asOf: courier.updatedAt,
                position: courier.position, fixAt: courier.fixAt)
     }
 

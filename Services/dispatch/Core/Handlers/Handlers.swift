@@ -39,9 +39,13 @@ struct DispatchHandlers: Sendable {
         return .json(CourierView(matcher.latest(courier)), status: 201)
     }
 
+    /// Online only once approved (`Vetting`): a courier not approved, or suspended, is told why.
     func setStatus(_ context: Context<Caller>, _ body: CourierStatusBody) throws -> Response {
-        guard let courier = try pool.withTransaction({ try storage.setOnline($0, user: context.caller.userId, online: body.online) }) else {
-            throw HTTPError.notFound("Register as a courier first.")
+        let user = context.caller.userId
+        let courier = try pool.withTransaction { c in
+            if let courier = try storage.setOnline(c, user: user, online: body.online) { return courier }
+            guard let known = try storage.courier(c, user) else { throw HTTPError.notFound("Register as a courier first.") }
+            throw VettingError.notApproved(known.vetting)
         }
         matcher.update(courier)
         return .json(CourierView(matcher.latest(courier)))
@@ -123,7 +127,7 @@ struct DispatchHandlers: Sendable {
         let courier = details.courier.map {
             CourierCard(courier: matcher.latest($0.courier), profile: $0.profile, phone: mayCall ? $0.profile?.phone : nil, urls: media.urls)
         }
-        return ParcelView(parcel, for: viewer, at: whereIs(viewer), history: details.history, courier: courier, payment: details.payment,
+        return ParcelView(parcel, for: viewer, at: whereIs(viewer), earnings: earnings, history: details.history, courier: courier, payment: details.payment,
                           dropOffCentre: details.dropOffCentre, collectionCentre: details.collectionCentre, media: media)
     }
 
@@ -153,7 +157,7 @@ struct DispatchHandlers: Sendable {
             return id
         }
         let parcels = try pool.withConnection { try storage.list($0, user: caller.userId, role: role, status: status, after: after, limit: page.limit + 1) }
-        return .json(PageResponse(parcels, page, item: { ParcelView($0, for: caller.userId, at: whereIs(caller.userId), media: media) }, cursor: { [$0.id.lowercased] }))
+        return .json(PageResponse(parcels, page, item: { ParcelView($0, for: caller.userId, at: whereIs(caller.userId), earnings: earnings, media: media) }, cursor: { [$0.id.lowercased] }))
     }
 
     // MARK: Actions
@@ -256,11 +260,16 @@ struct DispatchHandlers: Sendable {
         try media.upload(context.request, owner: context.caller.userId, idempotency: idempotency)
     }
 
-    /// A parcel's photo, by the signed URL its view gave, or for its uploader and whoever the parcel involves.
+    /// A parcel's photo, by the signed URL its view gave, or for its uploader and whoever the parcel involves; never
+    /// an identity document's (the operators' route alone serves those).
     func getMedia(_ request: Request, _ caller: Caller?) throws -> Response {
         let id = try Validate.pathID(request)
         return try pool.withConnection { c in
-            try media.serve(request, id, caller: caller, on: c) { try storage.visibleMedia(c, id, reader: $0) }
+            guard caller != nil else {
+                guard let found = try storage.mediaByURL(c, id) else { throw HTTPError.notFound() }
+                return try media.serve(request, found, on: c)
+            }
+            return try media.serve(request, id, caller: caller, on: c) { try storage.visibleMedia(c, id, reader: $0) }
         }
     }
 

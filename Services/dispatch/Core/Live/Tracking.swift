@@ -131,7 +131,7 @@ extension DispatchHandlers {
         tracking.watch(parcel: id.lowercased, courier: (parcel.courierId ?? parcel.offeredTo)?.lowercased,
                        viewer: caller.userId.lowercased, isParty: caller.userId == parcel.senderId || caller.userId == parcel.recipientUserId,
                        stream: stream)
-        let snapshot = String(decoding: JSON.encode(ParcelView(parcel, for: caller.userId, at: whereIs(caller.userId), media: media)), as: UTF8.self)
+        let snapshot = String(decoding: JSON.encode(ParcelView(parcel, for: caller.userId, at: whereIs(caller.userId), earnings: earnings, media: media)), as: UTF8.self)
         stream.send(event: "snapshot", data: snapshot)
         if ParcelLifecycle.isFinal(parcel.status) { stream.end(reason: "final_state") }
         return .eventStream(stream)

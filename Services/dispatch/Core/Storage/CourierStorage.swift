@@ -9,6 +9,8 @@ struct CourierRecord: PostgresRecord {
     let capacity: Int
     let active: Int
     let online: Bool
+    /// Whether an operator approved them (`Vetting`): only then may they go online and be offered parcels.
+    let vetting: VettingStatus
     var position: GeoPoint?  // as of the last fold; `Matcher.latest` knows newer
     var fixAt: Date?
     let createdAt: Date
@@ -16,14 +18,15 @@ struct CourierRecord: PostgresRecord {
 
     init(_ r: Row) throws {
         userId = try r["user_id"]; vehicle = try r["vehicle"]; capacity = try r["capacity"]; active = try r["active"]
-        online = try r["online"]; fixAt = try r.decode("fix_at"); createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
+        online = try r["online"]; vetting = VettingStatus(rawValue: try r["vetting"]) ?? .unvetted
+        fixAt = try r.decode("fix_at"); createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
         position = try r.point()
     }
 
     /// The columns, from the couriers' table as `c` and their positions as `p`.
     static let columns: SQL = "\(courierColumns), p.lat, p.lon, p.fix_at"
     /// Those of `columns` in the couriers' table: what a statement writing it as `c` returns, to join with `p`.
-    static let courierColumns: SQL = "c.user_id, c.vehicle, c.capacity, c.active, c.online, c.created_at, c.updated_at"
+    static let courierColumns: SQL = "c.user_id, c.vehicle, c.capacity, c.active, c.online, c.vetting, c.created_at, c.updated_at"
 }
 
 extension DispatchStorage {
@@ -49,14 +52,18 @@ extension DispatchStorage {
         try c.one(CourierRecord.self, "\(Self.withPositions("dispatch.couriers")) WHERE user_id = \(user)")
     }
 
+    /// Takes the courier online (only an approved one) or offline; nil when that changed nothing (not a courier, or
+    /// not approved).
     func setOnline(_ c: Connection, user: UUID, online: Bool) throws -> CourierRecord? {
         try c.one(CourierRecord.self, """
-            WITH c AS (UPDATE dispatch.couriers c SET online = \(online), updated_at = clock_timestamp() WHERE user_id = \(user)
+            WITH c AS (UPDATE dispatch.couriers c SET online = \(online), updated_at = clock_timestamp()
+                       WHERE user_id = \(user) AND (vetting = 'approved' OR NOT \(online)::boolean)
                        RETURNING \(CourierRecord.courierColumns)) \(Self.withPositions("c"))
             """)
     }
 
     /// Creates or updates couriers that have no account of their own here (a fleet's, a load test's). In a transaction.
+    /// The operator made them: those it creates are approved; one it updates stays as vetted, and online only if approved.
     func seedCouriers(_ c: Connection, _ couriers: [SeededCourier]) throws -> [CourierRecord] {
         // A seeding and a fold write the same positions, each in its own order: together they deadlocked (40P01,
         // some every time a fleet was seeded again while its fixes were folded). Seedings hold the fold's lock
@@ -74,8 +81,9 @@ extension DispatchStorage {
                                    \(PostgresArray(couriers.map(\.position?.lon)))::float8[])
                            AS s (id, vehicle, capacity, online, lat, lon)),
             c AS (
-                INSERT INTO dispatch.couriers AS c (user_id, vehicle, capacity, online) SELECT id, vehicle, capacity, online FROM s
-                ON CONFLICT (user_id) DO UPDATE SET vehicle = EXCLUDED.vehicle, online = EXCLUDED.online,
+                INSERT INTO dispatch.couriers AS c (user_id, vehicle, capacity, online, vetting)
+                SELECT id, vehicle, capacity, online, 'approved' FROM s
+                ON CONFLICT (user_id) DO UPDATE SET vehicle = EXCLUDED.vehicle, online = EXCLUDED.online AND c.vetting = 'approved',
                     capacity = GREATEST(EXCLUDED.capacity, c.active), updated_at = clock_timestamp()
                 RETURNING \(CourierRecord.courierColumns)),
             p AS (
@@ -100,7 +108,7 @@ extension DispatchStorage {
             """
             SELECT user_id, p.lat, p.lon, c.active, c.capacity, p.fix_at
             FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id)
-            WHERE c.online ORDER BY p.fix_at DESC NULLS LAST LIMIT \(limit)
+            WHERE c.online AND c.vetting = 'approved' ORDER BY p.fix_at DESC NULLS LAST LIMIT \(limit)
             """,
             "SELECT \(ParcelRecord.columns) FROM dispatch.parcels WHERE status = 'awaiting_courier' ORDER BY updated_at LIMIT \(limit)",
             "SELECT now() AS at"])
@@ -122,7 +130,7 @@ extension DispatchStorage {
                     SELECT user_id, m.at, c.active, c.capacity
                     FROM unnest(\(PostgresArray(candidates.map(\.id)))::uuid[], \(PostgresArray(candidates.map(\.at)))::timestamptz[])
                         AS m (user_id, at) JOIN dispatch.couriers c USING (user_id)
-                    WHERE c.online ORDER BY m.at DESC LIMIT \(limit)
+                    WHERE c.online AND c.vetting = 'approved' ORDER BY m.at DESC LIMIT \(limit)
                     """).compactMap { row in
                     let id: UUID = try row["user_id"]
                     return try positions[id].map {
@@ -135,8 +143,8 @@ extension DispatchStorage {
         return (Array(couriers.prefix(limit)), try read[1].map(ParcelRecord.init), try read[2].first!["at"])
     }
 
-    /// A courier as the in-memory index needs them: whether they can take a parcel as their row was at `updatedAt`,
-    /// and their position as of their last fix.
+    /// A courier as the in-memory index needs them: whether they can take a parcel (online, approved, with room) as
+    /// their row was at `updatedAt`, and their position as of their last fix.
     struct CourierState: PostgresRecord {
         let id: UUID
         let available: Bool
@@ -145,7 +153,9 @@ extension DispatchStorage {
         let fixAt: Date?
 
         /// The columns, from the couriers' table as `c` and their positions as `p`.
-        static let columns: SQL = "c.user_id, c.online AND c.active < c.capacity AS available, c.updated_at, p.lat, p.lon, p.fix_at"
+        static let columns: SQL = """
+            c.user_id, c.online AND c.vetting = 'approved' AND c.active < c.capacity AS available, c.updated_at, p.lat, p.lon, p.fix_at
+            """
 
         init(_ row: Row) throws {
             id = try row["user_id"]; available = try row["available"]; updatedAt = try row["updated_at"]
@@ -170,7 +180,7 @@ extension DispatchStorage {
             """)!
         let select: SQL = "SELECT \(CourierState.columns) FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id)"
         let couriers = try since.map { try c.all(CourierState.self, "\(select) WHERE c.updated_at >= \($0) ORDER BY c.updated_at") }
-            ?? c.all(CourierState.self, "\(select) WHERE c.online AND c.active < c.capacity")
+            ?? c.all(CourierState.self, "\(select) WHERE c.online AND c.vetting = 'approved' AND c.active < c.capacity")
         return (couriers, try start["at"], try start["next_since"])
     }
 
@@ -181,11 +191,12 @@ extension DispatchStorage {
             """).map { try $0["id"] }
     }
 
-    /// Whether the courier can take an offer now: online, with spare capacity, and their row not held by another
+    /// Whether the courier can take an offer now: online, approved, with spare capacity, and their row not held by another
     /// transaction (an accept or another offer in flight: they are passed over this round). Locks the row.
     func canBeOffered(_ c: Connection, courier: UUID) throws -> Bool {
         try c.first("""
-            SELECT 1 AS ok FROM dispatch.couriers WHERE user_id = \(courier) AND online AND active < capacity FOR UPDATE SKIP LOCKED
+            SELECT 1 AS ok FROM dispatch.couriers
+            WHERE user_id = \(courier) AND online AND vetting = 'approved' AND active < capacity FOR UPDATE SKIP LOCKED
             """) != nil
     }
 

@@ -4,7 +4,8 @@ import Postgres
 
 extension DispatchStorage {
     /// What dispatch holds of `user`, for their export: their courier record with their last position, the parcels
-    /// they sent, received or carried, what they paid, and their photos.
+    /// they sent, received or carried, what they paid, their application to deliver and its decisions, and their
+    /// photos (not an identity document's, which only operators read: the application says whether it is kept).
     func export(_ c: Connection, _ user: UUID, media: MediaStore) throws -> [String: Any] {
         try Export.document(c, """
             SELECT json_build_object(
@@ -12,6 +13,13 @@ extension DispatchStorage {
                                 'lastFix', CASE WHEN p.lat IS NOT NULL THEN json_build_object('lat', p.lat, 'lon', p.lon,
                                     'headingDegrees', p.heading, 'speedMps', p.speed_mps, 'at', p.fix_at) END)
                             FROM dispatch.couriers c JOIN dispatch.courier_positions p USING (user_id) WHERE user_id = \(user)),
+                'courierApplication', (SELECT json_build_object('status', c.vetting, 'legalName', a.legal_name, 'phone', a.phone,
+                                'vehicle', a.vehicle, 'consentedAt', a.consented_at, 'decidedAt', a.decided_at,
+                                'identityPhotoKept', a.identity_media_id IS NOT NULL, 'createdAt', a.created_at,
+                                'decisions', (SELECT coalesce(json_agg(json_build_object('decision', h.decision, 'reason', h.reason, 'at', h.at)
+                                                                       ORDER BY h.id), '[]'::json)
+                                              FROM dispatch.courier_vetting_history h WHERE h.user_id = \(user)))
+                            FROM dispatch.courier_applications a JOIN dispatch.couriers c USING (user_id) WHERE a.user_id = \(user)),
                 'parcels', (SELECT coalesce(json_agg(json_build_object('id', id,
                                 'role', CASE WHEN sender_id = \(user) THEN 'sender' WHEN recipient_user_id = \(user) THEN 'recipient' ELSE 'courier' END,
                                 'status', status, 'service', service, 'pickupAddress', pickup_address, 'dropoffAddress', dropoff_address,
@@ -30,7 +38,8 @@ extension DispatchStorage {
                                 'currency', currency, 'periodEnd', period_end, 'at', at) ORDER BY id), '[]'::json)
                           FROM dispatch.plan_ledger WHERE user_id = \(user)),
                 'images', (SELECT coalesce(json_agg(json_build_object('id', id, 'contentType', content_type, 'size', size, 'createdAt', created_at)
-                                                    ORDER BY created_at), '[]'::json) FROM dispatch.media WHERE owner_id = \(user))
+                                                    ORDER BY created_at), '[]'::json)
+                           FROM dispatch.media WHERE owner_id = \(user) AND purpose <> \(Vetting.identityPurpose))
             )::text AS export
             """, media: media)
     }

@@ -320,6 +320,39 @@ let migrations: [Migration] = [
         """),
     Migration(20, "images' bytes out of the table, into the media store", MediaStore.storeSQL(schema: "dispatch")),
     Migration(21, "each image's placeholder, and so its renditions", MediaStore.placeholderSQL),
+    // A courier is offered parcels only once an operator approved them (`Vetting`). Couriers already registered keep
+    // working: the column's first default approves every existing row without rewriting the table, and only then
+    // does a new courier start unvetted.
+    Migration(22, "couriers vetted before they are offered anything: applications and the operators' decisions", """
+        ALTER TABLE couriers ADD COLUMN vetting text NOT NULL DEFAULT 'approved'
+            CHECK (vetting IN ('unvetted', 'pending', 'approved', 'rejected', 'suspended'));
+        ALTER TABLE couriers ALTER COLUMN vetting SET DEFAULT 'unvetted';
+        CREATE INDEX couriers_vetting ON couriers (vetting, updated_at) WHERE vetting <> 'approved';
+        CREATE TABLE courier_applications (
+            user_id uuid PRIMARY KEY,
+            legal_name text NOT NULL,
+            phone text NOT NULL,
+            vehicle text NOT NULL,
+            identity_media_id uuid,
+            vehicle_media_id uuid,
+            consented_at timestamptz NOT NULL,
+            decided_at timestamptz,
+            documents_erased_at timestamptz,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX courier_applications_documents_due ON courier_applications (decided_at)
+            WHERE identity_media_id IS NOT NULL AND decided_at IS NOT NULL;
+        CREATE TABLE courier_vetting_history (
+            id bigserial PRIMARY KEY,
+            user_id uuid NOT NULL,
+            decision text NOT NULL,
+            reason text,
+            operator_name text,
+            at timestamptz NOT NULL DEFAULT clock_timestamp()
+        );
+        CREATE INDEX courier_vetting_history_by_user ON courier_vetting_history (user_id, id);
+        """),
     // A card whose holder must authenticate (3-D Secure) stays `pending` with its authorisation due: the app gets the
     // intent's client secret to complete it with Stripe's SDK, until the payment is given up at `action_expires_at`.
     // The secret is kept only while they are waited for: the index holds those payments alone (a subscription's).

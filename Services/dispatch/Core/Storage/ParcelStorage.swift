@@ -146,10 +146,10 @@ extension DispatchStorage {
     }
 
     /// Image `id` if `reader` uploaded it or it is a photo of a parcel that is theirs (its sender, recipient or
-    /// courier: not a courier only offered it, who sees no document until they accept).
+    /// courier: not a courier only offered it, who sees no document until they accept); never an identity document's.
     func visibleMedia(_ c: Connection, _ id: UUID, reader: UUID) throws -> MediaRecord? {
         try c.one(MediaRecord.self, """
-            SELECT \(MediaRecord.columns) FROM dispatch.media m WHERE m.id = \(id) AND (
+            SELECT \(MediaRecord.columns) FROM dispatch.media m WHERE m.id = \(id) AND m.purpose <> \(Vetting.identityPurpose) AND (
                 m.owner_id = \(reader)
                 OR EXISTS (SELECT 1 FROM dispatch.parcels p  -- the reader's parcels, each by its own index
                            WHERE (p.sender_id = \(reader) OR p.recipient_user_id = \(reader) OR p.courier_id = \(reader))
