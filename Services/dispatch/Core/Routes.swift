@@ -123,6 +123,11 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
                    h.reconciliation)
             op.add("POST", "/parcels/{id}/accept", "Operator: accept an offer for the courier it was made to",
                    body: OperatorAcceptBody.self, answers: (200, ParcelView.shape), idempotent: true, h.operatorAccept)
+            op.add("GET", "/tariffs", "Operator: every tariff, the latest effective first, and the one in force now",
+                   answers: (200, TariffsView.shape), h.listTariffs)
+            op.add("POST", "/tariffs", "Operator: a new tariff from a time not in the past; quotes made before keep their price",
+                   body: TariffBody.self, answers: (201, TariffView.shape),
+                   also: [.refusal(409, "Another tariff takes effect at that very time")], idempotent: h.idempotency, h.setTariff)
         }
     }
     return r

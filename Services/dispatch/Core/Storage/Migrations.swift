@@ -320,4 +320,23 @@ let migrations: [Migration] = [
         """),
     Migration(20, "images' bytes out of the table, into the media store", MediaStore.storeSQL(schema: "dispatch")),
     Migration(21, "each image's placeholder, and so its renditions", MediaStore.placeholderSQL),
+    // Tariffs as data: the one in force at a time is the one effective last at or before it; a new one never takes
+    // effect in the past. The seed is the tariff prices had until then. A parcel keeps the tariff that priced it
+    // (none for the parcels booked before).
+    Migration(24, "tariffs, and the tariff each parcel was priced by", """
+        CREATE TABLE tariffs (
+            id uuid PRIMARY KEY,
+            currency text NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),
+            base_minor int NOT NULL CHECK (base_minor >= 0),
+            per_km_minor int NOT NULL CHECK (per_km_minor >= 0),
+            express_basis_points int NOT NULL CHECK (express_basis_points BETWEEN 10000 AND 50000),
+            insurance_minor int NOT NULL CHECK (insurance_minor >= 0),
+            effective_from timestamptz NOT NULL UNIQUE,
+            created_by text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        INSERT INTO tariffs (id, currency, base_minor, per_km_minor, express_basis_points, insurance_minor, effective_from, created_by)
+        VALUES (gen_random_uuid(), 'EUR', 300, 80, 15000, 150, '1970-01-01T00:00:00Z', 'migration 24');
+        ALTER TABLE parcels ADD COLUMN tariff_id uuid REFERENCES tariffs (id);
+        """),
 ]
