@@ -4,11 +4,10 @@ import Postgres
 @testable import DispatchCore
 import XCTest
 
-/// Tariffs as data: an operator sets a new tariff from a time not in the past; quotes from then on are priced by it,
-/// and a booking that names the tariff of a quote made before keeps that quote's price.
-final class TariffTests: DispatchTestCase {
-    let operatorToken = String(repeating: "t", count: 40)
-    override var serviceSettings: [String: String] { super.serviceSettings.merging(["OPERATOR_TOKEN": operatorToken]) { $1 } }
+/// Tariffs and plan prices as data: an operator sets a new tariff from a time not in the past; quotes from then on
+/// are priced by it, and a booking that names the tariff of a quote made before keeps that quote's price. A plan's
+/// new price is paid by the subscriptions taken from its time on; one taken before renews at its own.
+final class TariffTests: PaidDispatchTestCase {
 
     let route: [String: Any] = ["pickup": ["lat": 44.4268, "lon": 26.1025], "dropoff": ["lat": 44.4500, "lon": 26.0900]]
 
@@ -136,5 +135,55 @@ final class TariffTests: DispatchTestCase {
             }
         }
         XCTAssertEqual(try count("tariffs"), 2, "the seed and the one good tariff")
+    }
+
+    func testAPlansNewPriceIsForSubscriptionsTakenFromItsTime() throws {
+        let listed = try api.get("/v1/operator/plan-prices", token: operatorToken)
+        XCTAssertEqual(listed.status, 200, String(decoding: listed.body, as: UTF8.self))
+        XCTAssertEqual(Set((listed["items"] as? [[String: Any]] ?? []).map { "\($0["planId"] ?? "") \($0["priceMinor"] ?? "")" }),
+                       ["plus 900", "pro 1900"], "the seeded prices")
+        func price(_ plan: String, as who: Person) throws -> Int? {
+            (try api.get("/v1/plans", token: who.token)["items"] as? [[String: Any]])?.first { $0["id"] as? String == plan }?["priceMinor"] as? Int
+        }
+        func subscribe(_ who: Person) throws -> [String: Any] {
+            let r = try api.post("/v1/plans/subscription", ["planId": "plus", "cardPaymentMethod": "pm_card_visa"], token: who.token)
+            XCTAssertEqual(r.status, 201, String(decoding: r.body, as: UTF8.self))
+            XCTAssertEqual(r["status"] as? String, "active")
+            return r.json
+        }
+        func charged(_ who: Person) throws -> [Int] {
+            try database.connect().rows("""
+                SELECT amount_minor FROM dispatch.payments WHERE purpose = 'plan' AND payer_id = \(who.id)::uuid ORDER BY created_at
+                """).map { try $0["amount_minor"] }
+        }
+
+        let from = Date().addingTimeInterval(2)
+        let set = try api.post("/v1/operator/plan-prices", ["planId": "plus", "currency": "EUR", "priceMinor": 1_200,
+                                                            "effectiveFrom": Timestamp.format(from), "by": "ops"], token: operatorToken)
+        XCTAssertEqual(set.status, 201, String(decoding: set.body, as: UTF8.self))
+        let early = try person(), late = try person()
+        XCTAssertEqual(try price("plus", as: early), 900, "not yet in force")
+        _ = try subscribe(early)
+        Thread.sleep(until: from.addingTimeInterval(0.2))
+        XCTAssertEqual(try price("plus", as: late), 1_200)
+        XCTAssertEqual(try price("pro", as: late), 1_900, "another plan's price is its own")
+        _ = try subscribe(late)
+        XCTAssertEqual(try charged(early), [900])
+        XCTAssertEqual(try charged(late), [1_200])
+
+        // The earlier subscriber's renewal costs what their first month did.
+        try database.connect().execute("UPDATE dispatch.subscriptions SET period_end = now() + interval '1 hour' WHERE user_id = \(early.id)::uuid")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (try? charged(early).count) == 2 }, "renewed")
+        XCTAssertEqual(try charged(early), [900, 900])
+
+        for (change, field) in [(["planId": "gold"], "planId"), (["priceMinor": 10], "priceMinor"), (["currency": "USD"], "currency"),
+                                (["effectiveFrom": Timestamp.format(Date().addingTimeInterval(-5))], "effectiveFrom")] as [([String: Any], String)] {
+            let body = ["planId": "pro", "currency": "EUR", "priceMinor": 2_500, "effectiveFrom": Timestamp.format(Date().addingTimeInterval(60)),
+                        "by": "ops"].merging(change) { $1 }
+            let r = try api.post("/v1/operator/plan-prices", body, token: operatorToken)
+            assertClientError(r, 400, "\(change)")
+            XCTAssertEqual(r.errorField, field, "\(change)")
+        }
+        assertClientError(try api.get("/v1/operator/plan-prices", token: late.token), 401, "a user")
     }
 }

@@ -128,6 +128,11 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
             op.add("POST", "/tariffs", "Operator: a new tariff from a time not in the past; quotes made before keep their price",
                    body: TariffBody.self, answers: (201, TariffView.shape),
                    also: [.refusal(409, "Another tariff takes effect at that very time")], idempotent: h.idempotency, h.setTariff)
+            op.add("GET", "/plan-prices", "Operator: every plan's monthly prices, the latest effective first",
+                   answers: (200, ItemList<PlanPriceView>.shape), h.listPlanPrices)
+            op.add("POST", "/plan-prices", "Operator: a plan's new monthly price from a time not in the past, for the subscriptions taken from then",
+                   body: PlanPriceBody.self, answers: (201, PlanPriceView.shape),
+                   also: [.refusal(409, "Another price of this plan takes effect at that very time")], idempotent: h.idempotency, h.setPlanPrice)
         }
     }
     return r

@@ -86,8 +86,8 @@ final class TariffBook: Sendable {
             switch self {
             case .unknown: return "tariffId names no tariff a quote was made with."
             case .expired: return "The quote's tariff was replaced more than 15 minutes ago: ask for a new quote."
-            case .retroactive: return "effectiveFrom is in the past: a tariff never applies retroactively."
-            case .sameTime: return "Another tariff takes effect at that very time."
+            case .retroactive: return "effectiveFrom is in the past: a price never applies retroactively."
+            case .sameTime: return "Another tariff (or price of this plan) takes effect at that very time."
             }
         }
     }

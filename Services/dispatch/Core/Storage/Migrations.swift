@@ -320,10 +320,10 @@ let migrations: [Migration] = [
         """),
     Migration(20, "images' bytes out of the table, into the media store", MediaStore.storeSQL(schema: "dispatch")),
     Migration(21, "each image's placeholder, and so its renditions", MediaStore.placeholderSQL),
-    // Tariffs as data: the one in force at a time is the one effective last at or before it; a new one never takes
-    // effect in the past. The seed is the tariff prices had until then. A parcel keeps the tariff that priced it
-    // (none for the parcels booked before).
-    Migration(24, "tariffs, and the tariff each parcel was priced by", """
+    // Tariffs and plans' prices as data: the one in force at a time is the one effective last at or before it; a
+    // new one never takes effect in the past. The seeds are the prices the code had until then. A parcel keeps the
+    // tariff that priced it (none for the parcels booked before); a subscription keeps the price it was taken at.
+    Migration(24, "tariffs and plan prices, kept by each parcel and subscription", """
         CREATE TABLE tariffs (
             id uuid PRIMARY KEY,
             currency text NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),
@@ -338,5 +338,20 @@ let migrations: [Migration] = [
         INSERT INTO tariffs (id, currency, base_minor, per_km_minor, express_basis_points, insurance_minor, effective_from, created_by)
         VALUES (gen_random_uuid(), 'EUR', 300, 80, 15000, 150, '1970-01-01T00:00:00Z', 'migration 24');
         ALTER TABLE parcels ADD COLUMN tariff_id uuid REFERENCES tariffs (id);
+        CREATE TABLE plan_prices (
+            id uuid PRIMARY KEY,
+            plan_id text NOT NULL,
+            price_minor int NOT NULL CHECK (price_minor BETWEEN 50 AND 1000000),
+            currency text NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),
+            effective_from timestamptz NOT NULL,
+            created_by text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            UNIQUE (plan_id, effective_from)
+        );
+        INSERT INTO plan_prices (id, plan_id, price_minor, currency, effective_from, created_by)
+        VALUES (gen_random_uuid(), 'plus', 900, 'EUR', '1970-01-01T00:00:00Z', 'migration 24'),
+               (gen_random_uuid(), 'pro', 1900, 'EUR', '1970-01-01T00:00:00Z', 'migration 24');
+        ALTER TABLE subscriptions ADD COLUMN price_minor int CHECK (price_minor >= 0);
+        UPDATE subscriptions s SET price_minor = p.price_minor FROM plan_prices p WHERE p.plan_id = s.plan_id;
         """),
 ]

@@ -40,7 +40,48 @@ extension DispatchStorage {
             RETURNING \(TariffRecord.columns)
             """)
         if let saved { return saved }
-        let past: Bool = try c.first("SELECT \(tariff.effectiveFrom)::timestamptz < now() AS past")?["past"] ?? true
-        throw past ? TariffBook.Refused.retroactive : TariffBook.Refused.sameTime
+        throw try isPast(c, tariff.effectiveFrom) ? TariffBook.Refused.retroactive : TariffBook.Refused.sameTime
+    }
+}
+
+/// A plan's monthly price from a time.
+struct PlanPriceRecord: PostgresRecord {
+    let id: UUID
+    let planId: String
+    let priceMinor: Int
+    let currency: String
+    let effectiveFrom: Date
+    let createdBy: String
+    let createdAt: Date
+
+    init(_ r: Row) throws {
+        id = try r["id"]; planId = try r["plan_id"]; priceMinor = try r["price_minor"]; currency = try r["currency"]
+        effectiveFrom = try r["effective_from"]; createdBy = try r["created_by"]; createdAt = try r["created_at"]
+    }
+
+    static let columns: SQL = "id, plan_id, price_minor, currency, effective_from, created_by, created_at"
+}
+
+extension DispatchStorage {
+    /// Every plan price, the latest effective first.
+    func planPrices(_ c: Connection) throws -> [PlanPriceRecord] {
+        try c.all(PlanPriceRecord.self, "SELECT \(PlanPriceRecord.columns) FROM dispatch.plan_prices ORDER BY effective_from DESC, plan_id")
+    }
+
+    /// Saves plan `planId`'s price from `from`, which must not be before now (the database's clock).
+    func insertPlanPrice(_ c: Connection, planId: String, priceMinor: Int, currency: String, from: Date, by who: String) throws -> PlanPriceRecord {
+        let saved = try c.one(PlanPriceRecord.self, """
+            INSERT INTO dispatch.plan_prices (id, plan_id, price_minor, currency, effective_from, created_by)
+            SELECT \(UUID.v7()), \(planId), \(priceMinor), \(currency), \(from), \(who)
+            WHERE \(from)::timestamptz >= now()
+            ON CONFLICT (plan_id, effective_from) DO NOTHING
+            RETURNING \(PlanPriceRecord.columns)
+            """)
+        if let saved { return saved }
+        throw try isPast(c, from) ? TariffBook.Refused.retroactive : TariffBook.Refused.sameTime
+    }
+
+    private func isPast(_ c: Connection, _ time: Date) throws -> Bool {
+        try c.first("SELECT \(time)::timestamptz < now() AS past")?["past"] ?? true
     }
 }
