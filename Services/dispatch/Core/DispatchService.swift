@@ -34,6 +34,8 @@ public enum DispatchService {
         let paymentTimeout: Int
         /// `COURIER_SHARE_PERCENT` (0-100, default 75): a courier's share of each parcel they deliver.
         let earnings: EarningsRule
+        /// `TAX_RATE_BASIS_POINTS` (0-10,000, default 0): the tax prices include, shown on receipts (1900: 19 %).
+        let taxRateBasisPoints: Int
 
         init(_ environment: Environment) throws {
             fleetFeed = try environment.choice("FLEET_FEED", default: "on", ["on", "off"]) == "on"
@@ -44,6 +46,7 @@ public enum DispatchService {
             workers = try environment.int("MATCH_WORKERS", default: 4, range: 1...64)
             foldSeconds = try environment.int("FIX_FOLD_SECONDS", default: 10, range: 1...30)
             earnings = EarningsRule(sharePercent: try environment.int("COURIER_SHARE_PERCENT", default: 75, range: 0...100))
+            taxRateBasisPoints = try environment.int("TAX_RATE_BASIS_POINTS", default: 0, range: 0...10_000)
             let timeout = try environment.int("PAYMENT_TIMEOUT_SECONDS", default: 10, range: 1...60)
             paymentTimeout = timeout
             let api = environment.string("STRIPE_API_URL", default: "https://api.stripe.com")
@@ -79,7 +82,7 @@ public enum DispatchService {
             let payments = settings.stripe.map {
                 PaymentSettler(pool: app.pool, parcels: Parcels(storage: DispatchStorage(), outbox: app.outbox), provider: $0,
                                lease: Double(2 * settings.paymentTimeout + 5), currency: Tariff().currency, logger: app.logger,
-                               authorised: matcher.wake(for:))
+                               authorised: matcher.wake(for:), taxRateBasisPoints: settings.taxRateBasisPoints)
             }
             app.logger.info(payments == nil ? "card payments off: STRIPE_SECRET_KEY is not set" : "card payments on")
             let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency,

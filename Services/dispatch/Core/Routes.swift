@@ -65,6 +65,9 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
                   h.getSubscription)
         money.add("DELETE", "/plans/subscription", "Stop renewing my plan: it runs until its period ends",
                   answers: (200, SubscriptionView.shape), h.stopRenewing)
+        money.add("GET", "/receipts", "My receipts, one for each payment taken by card, the newest first (?limit=)",
+                  answers: (200, ItemList<ReceiptView>.shape), query: [.limit(max: 100, default: 20)], h.listReceipts)
+        money.add("GET", "/receipts/{number}", "One of my receipts, by its number", answers: (200, ReceiptView.shape), h.getReceipt)
     }
     r.group("/v1/centres", .user(auth)) { centres in
         centres.add("GET", "", "The reception centres nearest a point (?lat=&lon=&limit=), open now or when they open",

@@ -145,6 +145,8 @@ struct PaymentSettler: Sendable {
     let logger: Logger
     /// Told when a parcel may be offered now (the matching loop whose share it is in runs at once).
     let authorised: @Sendable (UUID) -> Void
+    /// The tax prices include, for the receipts (`TAX_RATE_BASIS_POINTS`).
+    var taxRateBasisPoints = 0
 
     var rules: PaymentRules { parcels.payments }
 
@@ -224,6 +226,7 @@ struct PaymentSettler: Sendable {
                 p.status = .captured
                 try parcels.storage.savePayment(c, p)
                 try rules.record(c, p, .captured, amountMinor: p.amountMinor)
+                try Receipts(outbox: rules.outbox, taxRateBasisPoints: taxRateBasisPoints).issue(c, p, storage: parcels.storage)
                 switch p.purpose {
                 case .parcel: break
                 case .topUp: try rules.wallet.record(c, p.payerId, payment: p.id, parcel: nil, .toppedUp, p.amountMinor, p.currency)

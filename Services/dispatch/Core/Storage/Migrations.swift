@@ -323,7 +323,9 @@ let migrations: [Migration] = [
     // Tariffs and plans' prices as data: the one in force at a time is the one effective last at or before it; a
     // new one never takes effect in the past. The seeds are the prices the code had until then. A parcel keeps the
     // tariff that priced it (none for the parcels booked before); a subscription keeps the price it was taken at.
-    Migration(24, "tariffs and plan prices, kept by each parcel and subscription", """
+    // Each payment captured gets a receipt, numbered without gaps within a year by the year's counter row, which the
+    // capture's transaction increments.
+    Migration(24, "tariffs and plan prices, kept by each parcel and subscription; receipts", """
         CREATE TABLE tariffs (
             id uuid PRIMARY KEY,
             currency text NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),
@@ -353,5 +355,28 @@ let migrations: [Migration] = [
                (gen_random_uuid(), 'pro', 1900, 'EUR', '1970-01-01T00:00:00Z', 'migration 24');
         ALTER TABLE subscriptions ADD COLUMN price_minor int CHECK (price_minor >= 0);
         UPDATE subscriptions s SET price_minor = p.price_minor FROM plan_prices p WHERE p.plan_id = s.plan_id;
+        CREATE TABLE receipt_counters (
+            year int PRIMARY KEY,
+            last int NOT NULL CHECK (last > 0)
+        );
+        CREATE TABLE receipts (
+            number text PRIMARY KEY,
+            year int NOT NULL,
+            seq int NOT NULL,
+            payment_id uuid NOT NULL UNIQUE REFERENCES payments (id),
+            payer_id uuid NOT NULL,
+            purpose text NOT NULL,
+            parcel_id uuid,
+            currency text NOT NULL,
+            total_minor int NOT NULL CHECK (total_minor >= 0),
+            tax_rate_basis_points int NOT NULL CHECK (tax_rate_basis_points BETWEEN 0 AND 10000),
+            tax_minor int NOT NULL CHECK (tax_minor BETWEEN 0 AND total_minor),
+            lines jsonb NOT NULL,
+            issued_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            UNIQUE (year, seq)
+        );
+        CREATE INDEX receipts_by_payer ON receipts (payer_id, issued_at);
+        CREATE TRIGGER receipts_append_only BEFORE UPDATE ON receipts
+            FOR EACH ROW EXECUTE FUNCTION payment_ledger_is_append_only();
         """),
 ]

@@ -1,0 +1,68 @@
+import Foundation
+import Models
+import Postgres
+@testable import DispatchCore
+import XCTest
+
+/// A receipt for every payment captured, numbered without gaps within the year, the tax included in the price shown
+/// apart; its payer alone sees it.
+final class ReceiptTests: PaidDispatchTestCase {
+    override var serviceSettings: [String: String] { super.serviceSettings.merging(["TAX_RATE_BASIS_POINTS": "1900"]) { $1 } }
+
+    func testADeliveredCardParcelAndATopUpEachGetAReceipt() throws {
+        let sender = try person(), stranger = try person(), courier = try courier(lat: 44.4270, lon: 26.1030)
+        let booked = try api.post("/v1/parcels", [
+            "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "Piața Universității 1"],
+            "dropoff": ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"],
+            "recipient": ["name": "Rita Recipient"], "service": "express", "paymentMethod": "card", "cardPaymentMethod": "pm_card_visa",
+            "documentPhotoMediaId": try photo(sender)], token: sender.token)
+        XCTAssertEqual(booked.status, 201, String(decoding: booked.body, as: UTF8.self))
+        let parcel = try XCTUnwrap(booked["id"] as? String), price = try XCTUnwrap((booked["quote"] as? [String: Any])?["amountMinor"] as? Int)
+        XCTAssertNotNil(wait(parcel, as: courier, for: "offered"))
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/accept", token: courier.token).status, 200)
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/pickup", token: courier.token).status, 200)
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/deliver", ["photoMediaId": try photo(courier)], token: courier.token).status, 200)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) {
+            ((try? self.api.get("/v1/receipts", token: sender.token))?["items"] as? [Any])?.count == 1
+        }, "a receipt once the card is taken")
+
+        let year = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: Date()).year!
+        let receipt = try XCTUnwrap((try api.get("/v1/receipts", token: sender.token)["items"] as? [[String: Any]])?.first)
+        XCTAssertEqual(receipt["number"] as? String, "R\(year)-000001")
+        XCTAssertEqual(receipt["purpose"] as? String, "parcel")
+        XCTAssertEqual(receipt["parcelId"] as? String, parcel)
+        XCTAssertEqual(receipt["totalMinor"] as? Int, price)
+        let tax = Receipts.taxIncluded(in: price, rateBasisPoints: 1900)
+        XCTAssertEqual(tax, Int((Double(price) * 1900 / 11_900).rounded()))
+        XCTAssertEqual([receipt["taxMinor"], receipt["netMinor"], receipt["taxRateBasisPoints"]] as? [Int], [tax, price - tax, 1900])
+        let lines = receipt["lines"] as? [[String: Any]] ?? []
+        XCTAssertEqual(lines.compactMap { $0["amountMinor"] as? Int }.reduce(0, +), price, "the lines add up to what was paid")
+        XCTAssertTrue((lines.first?["description"] as? String ?? "").hasPrefix("Delivery, express"), "\(lines)")
+
+        let one = try api.get("/v1/receipts/R\(year)-000001", token: sender.token)
+        XCTAssertEqual(one.status, 200)
+        XCTAssertEqual(one["paymentId"] as? String, receipt["paymentId"] as? String)
+        assertClientError(try api.get("/v1/receipts/R\(year)-000001", token: stranger.token), 404, "another's receipt")
+        assertClientError(try api.get("/v1/receipts/nothing", token: sender.token), 404, "no such number")
+        XCTAssertEqual((try api.get("/v1/receipts", token: stranger.token)["items"] as? [Any])?.count, 0)
+
+        // A top-up is the year's next receipt.
+        let topped = try api.post("/v1/wallet/top-ups", ["amountMinor": 1_000, "cardPaymentMethod": "pm_card_visa"], token: sender.token,
+                                  headers: ["Idempotency-Key": UUID().uuidString])
+        XCTAssertEqual(topped["status"] as? String, "captured", String(decoding: topped.body, as: UTF8.self))
+        let second = try api.get("/v1/receipts/R\(year)-000002", token: sender.token)
+        XCTAssertEqual(second.status, 200, String(decoding: second.body, as: UTF8.self))
+        XCTAssertEqual([second["totalMinor"], second["taxMinor"], second["netMinor"]] as? [Int], [1_000, 160, 840])
+        XCTAssertEqual((second["lines"] as? [[String: Any]])?.first?["description"] as? String, "Wallet top-up")
+        XCTAssertThrowsError(try database.connect().execute("UPDATE dispatch.receipts SET total_minor = 0"), "receipts do not change")
+    }
+
+    /// Tax included, half up: 19 % of a total of 119 is 19; of 1 it is 0; at 0 % nothing.
+    func testTheTaxPartIsExact() {
+        XCTAssertEqual(Receipts.taxIncluded(in: 119, rateBasisPoints: 1900), 19)
+        XCTAssertEqual(Receipts.taxIncluded(in: 1, rateBasisPoints: 1900), 0)
+        XCTAssertEqual(Receipts.taxIncluded(in: 1_000, rateBasisPoints: 0), 0)
+        XCTAssertEqual(Receipts.taxIncluded(in: 1_000, rateBasisPoints: 1900), 160, "159.66 rounded")
+        XCTAssertEqual(Receipts.taxIncluded(in: 10_000, rateBasisPoints: 10_000), 5_000)
+    }
+}
