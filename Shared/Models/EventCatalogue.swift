@@ -115,6 +115,8 @@ public enum EventCatalogue {
               "A sender's wallet changed: topped up by card, spent on a booking, paid back when it was called off."),
         topic(PlanRecorded.self, key: "subscription id", by: "dispatch",
               "A subscription to a plan started, renewed, was declined, lapsed, or will not renew."),
+        topic(PaymentReceiptIssued.self, key: "user id (the payer)", by: "dispatch",
+              "A payment taken by card got its receipt: its number, its total with the tax included and its lines.", readers: mail),
         topic(CourierLocation.self, key: "courier id", by: "dispatch", "A courier's position.", ephemeral: true,
               readers: [.group("dispatch", "fleet"), .feed("dispatch", "parcel-tracking")]),
         topic(VideoLiked.self, key: "video id", by: "curation", "Someone liked a video, or took the like back."),

@@ -1,5 +1,6 @@
 import Events
 import Foundation
+import Models
 import Postgres
 
 /// A receipt for every payment captured (a parcel's card, a wallet top-up, a plan's month), issued in the capture's
@@ -22,7 +23,11 @@ struct Receipts: Sendable {
     /// The receipt of payment `p`, just captured.
     func issue(_ c: Connection, _ p: PaymentRecord, storage: DispatchStorage) throws {
         let tax = Self.taxIncluded(in: p.amountMinor, rateBasisPoints: taxRateBasisPoints)
-        _ = try storage.insertReceipt(c, p, lines: try lines(c, p, storage: storage), taxRateBasisPoints: taxRateBasisPoints, taxMinor: tax)
+        let r = try storage.insertReceipt(c, p, lines: try lines(c, p, storage: storage), taxRateBasisPoints: taxRateBasisPoints, taxMinor: tax)
+        try outbox.add(PaymentReceiptIssued(number: r.number, paymentId: r.paymentId, payerId: r.payerId, purpose: r.purpose, parcelId: r.parcelId,
+                                            currency: r.currency, totalMinor: r.totalMinor, netMinor: r.netMinor, taxMinor: r.taxMinor,
+                                            taxRateBasisPoints: r.taxRateBasisPoints, lines: r.lines, issuedAt: r.issuedAt),
+                       subject: r.payerId.lowercased, on: c)
     }
 
     /// What was paid for, adding up to the amount: a parcel's delivery less the loyalty points spent on it, a top-up,
@@ -46,9 +51,4 @@ struct Receipts: Sendable {
             return [ReceiptLine(description: "\(plan), 30 days", amountMinor: p.amountMinor)]
         }
     }
-}
-
-struct ReceiptLine: Sendable, Codable, Equatable {
-    let description: String
-    let amountMinor: Int
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import Models
 import Web
 
 struct ReceiptLineView: View {
