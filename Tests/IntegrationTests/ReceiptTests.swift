@@ -55,6 +55,9 @@ final class ReceiptTests: PaidDispatchTestCase {
         XCTAssertEqual([second["totalMinor"], second["taxMinor"], second["netMinor"]] as? [Int], [1_000, 160, 840])
         XCTAssertEqual((second["lines"] as? [[String: Any]])?.first?["description"] as? String, "Wallet top-up")
         XCTAssertThrowsError(try database.connect().execute("UPDATE dispatch.receipts SET total_minor = 0"), "receipts do not change")
+        XCTAssertThrowsError(try database.connect().execute("DELETE FROM dispatch.receipts"), "nor go")
+        XCTAssertEqual(try database.connect().execute("UPDATE dispatch.receipts SET payer_id = gen_random_uuid() WHERE year = \(year) AND seq = 2"), 1,
+                       "an erased payer becomes nobody")
     }
 
     /// The receipt reaches its payer by mail (HTML and text), at the address they proved, through notify and a real

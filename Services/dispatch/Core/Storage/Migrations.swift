@@ -376,7 +376,20 @@ let migrations: [Migration] = [
             UNIQUE (year, seq)
         );
         CREATE INDEX receipts_by_payer ON receipts (payer_id, issued_at);
-        CREATE TRIGGER receipts_append_only BEFORE UPDATE ON receipts
+        -- A receipt's figures never change; only an erased payer becomes nobody on it.
+        CREATE FUNCTION receipts_keep_their_figures() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF (NEW.number, NEW.year, NEW.seq, NEW.payment_id, NEW.purpose, NEW.parcel_id, NEW.currency, NEW.total_minor,
+                    NEW.tax_rate_basis_points, NEW.tax_minor, NEW.lines, NEW.issued_at)
+                   IS DISTINCT FROM (OLD.number, OLD.year, OLD.seq, OLD.payment_id, OLD.purpose, OLD.parcel_id, OLD.currency, OLD.total_minor,
+                    OLD.tax_rate_basis_points, OLD.tax_minor, OLD.lines, OLD.issued_at) THEN
+                    RAISE EXCEPTION 'a receipt does not change';
+                END IF;
+                RETURN NEW;
+            END $$;
+        CREATE TRIGGER receipts_keep_their_figures BEFORE UPDATE ON receipts
+            FOR EACH ROW EXECUTE FUNCTION receipts_keep_their_figures();
+        CREATE TRIGGER receipts_stay BEFORE DELETE ON receipts
             FOR EACH ROW EXECUTE FUNCTION payment_ledger_is_append_only();
         """),
 ]
