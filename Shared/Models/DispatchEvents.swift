@@ -250,3 +250,41 @@ public struct PlanRecorded: EventPayload, Equatable {
         self.periodEnd = periodEnd; self.at = at
     }
 }
+
+/// `payment.receipt`: the receipt of a payment taken by card (a parcel's price at its delivery, a wallet top-up, a
+/// plan's month), numbered without gaps within its year; prices include the tax, `taxMinor` of `totalMinor` at
+/// `taxRateBasisPoints` (rounded half up), `netMinor` the rest; the lines add up to the total. Key: the payer's id.
+public struct PaymentReceiptIssued: EventPayload, Equatable {
+    public static let type = "payment.receipt"
+    public static let schema = EventSchema([
+        "number": .init(pattern: "^R[0-9]{4}-[0-9]{6,}$"), "purpose": .oneOf(["parcel", "top_up", "plan"]), "currency": .currency,
+        "totalMinor": .init(minimum: 0), "netMinor": .init(minimum: 0), "taxMinor": .init(minimum: 0),
+        "taxRateBasisPoints": .init(minimum: 0, maximum: 10_000), "lines": .init(maxItems: 10, description: "What was paid for, adding up to the total"),
+    ])
+    public var number: String
+    public var paymentId: UUID
+    public var payerId: UUID
+    public var purpose: String
+    public var parcelId: UUID?
+    public var currency: String
+    public var totalMinor: Int
+    public var netMinor: Int
+    public var taxMinor: Int
+    public var taxRateBasisPoints: Int
+    public var lines: [ReceiptLine]
+    public var issuedAt: Date
+
+    public init(number: String, paymentId: UUID, payerId: UUID, purpose: String, parcelId: UUID?, currency: String, totalMinor: Int,
+                netMinor: Int, taxMinor: Int, taxRateBasisPoints: Int, lines: [ReceiptLine], issuedAt: Date) {
+        self.number = number; self.paymentId = paymentId; self.payerId = payerId; self.purpose = purpose; self.parcelId = parcelId
+        self.currency = currency; self.totalMinor = totalMinor; self.netMinor = netMinor; self.taxMinor = taxMinor
+        self.taxRateBasisPoints = taxRateBasisPoints; self.lines = lines; self.issuedAt = issuedAt
+    }
+}
+
+/// One line of a receipt: what it is for, and its amount (negative for what came off, such as loyalty points).
+public struct ReceiptLine: Codable, Sendable, Equatable {
+    public var description: String
+    public var amountMinor: Int
+    public init(description: String, amountMinor: Int) { self.description = description; self.amountMinor = amountMinor }
+}

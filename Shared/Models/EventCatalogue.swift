@@ -120,6 +120,8 @@ public enum EventCatalogue {
               readers: mail),
         topic(CourierVetted.self, key: "courier id", by: "dispatch",
               "A courier applied to deliver, or an operator approved, rejected, suspended or reinstated them."),
+        topic(PaymentReceiptIssued.self, key: "user id (the payer)", by: "dispatch",
+              "A payment taken by card got its receipt: its number, its total with the tax included and its lines.", readers: mail),
         topic(CourierLocation.self, key: "courier id", by: "dispatch", "A courier's position.", ephemeral: true,
               readers: [.group("dispatch", "fleet"), .feed("dispatch", "parcel-tracking")]),
         topic(VideoLiked.self, key: "video id", by: "curation", "Someone liked a video, or took the like back."),

@@ -56,4 +56,36 @@ final class TariffTests: XCTestCase {
         XCTAssertEqual(t.quote(meters: 1, service: .standard, insured: false).amountMinor, 301, "rounded up to a whole cent")
         XCTAssertGreaterThan(t.quote(meters: 20_000, service: .standard, insured: false).etaSeconds, standard.etaSeconds)
     }
+
+    /// Integers throughout, one rounding up: a factor of 1.1 on 380 is 418, where floating point made it 419.
+    func testPricesAreExactAndRoundedUpOnce() {
+        let t = Tariff(id: nil, currency: "EUR", baseMinor: 380, perKmMinor: 0, expressBasisPoints: 11_000, insuranceMinor: 0, effectiveFrom: .distantPast)
+        XCTAssertEqual(t.priceMinor(meters: 0, service: .express, insured: false), 418)
+        XCTAssertEqual(Tariff().priceMinor(meters: 1, service: .express, insured: false), 451, "450.12 rounded up")
+        XCTAssertEqual(Tariff().priceMinor(meters: 12_500, service: .standard, insured: false), 1_300, "a whole amount stays whole")
+        XCTAssertEqual(Tariff().priceMinor(meters: 10_000, service: .express, insured: true, benefits: [.expressAtStandardPrice, .insuranceIncluded]), 1_100)
+        XCTAssertEqual(Tariff().quote(meters: 999.6, service: .standard, insured: false).distanceMeters, 1_000, "charged by the whole metre")
+        let planned = Tariff().quote(meters: 10_000, service: .express, insured: true, plan: ("pro", [.expressAtStandardPrice, .insuranceIncluded]))
+        XCTAssertEqual([planned.amountMinor, planned.planSavingMinor], [1_100, 700])
+    }
+
+    /// The tariff in force is the one effective last; a quote's tariff holds for a quarter of an hour after it is
+    /// replaced; a tariff not yet in force, or unknown, prices no booking.
+    func testWhichTariffPricesWhat() throws {
+        let now = Date()
+        func tariff(_ base: Int, _ from: Date) -> Tariff {
+            Tariff(id: UUID(), currency: "EUR", baseMinor: base, perKmMinor: 80, expressBasisPoints: 15_000, insuranceMinor: 150, effectiveFrom: from)
+        }
+        let list = [tariff(300, Date(timeIntervalSince1970: 0)), tariff(400, now.addingTimeInterval(-600)), tariff(500, now.addingTimeInterval(3600))]
+        XCTAssertEqual(TariffBook.inForce(list, at: now).baseMinor, 400)
+        XCTAssertEqual(TariffBook.inForce(list, at: now.addingTimeInterval(7200)).baseMinor, 500)
+        XCTAssertEqual(TariffBook.inForce([], at: now), Tariff(), "the default until one is stored")
+        XCTAssertEqual(try TariffBook.forBooking(list, quoted: list[0].id!, at: now).baseMinor, 300, "replaced 10 minutes ago")
+        XCTAssertThrowsError(try TariffBook.forBooking(list, quoted: list[0].id!, at: now.addingTimeInterval(300))) {
+            XCTAssertEqual($0 as? TariffBook.Refused, .expired)
+        }
+        XCTAssertEqual(try TariffBook.forBooking(list, quoted: list[1].id!, at: now.addingTimeInterval(3600 + 899)).baseMinor, 400)
+        XCTAssertThrowsError(try TariffBook.forBooking(list, quoted: list[2].id!, at: now)) { XCTAssertEqual($0 as? TariffBook.Refused, .unknown) }
+        XCTAssertThrowsError(try TariffBook.forBooking(list, quoted: UUID(), at: now)) { XCTAssertEqual($0 as? TariffBook.Refused, .unknown) }
+    }
 }

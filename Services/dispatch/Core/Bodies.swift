@@ -111,6 +111,8 @@ struct CreateParcelBody: RequestBody {
         "documentPhotoMediaId": .required(.uuid),
         // Loyalty points to take off the price, one minor unit each (at most the price is used).
         "pointsToSpend": .optional(.integer(0...10_000_000)),
+        // The tariff of the quote the sender accepted: its price holds while the quote does.
+        "tariffId": .optional(.uuid),
     ])
     let pickup: AddressBody?
     let dropoff: AddressBody?
@@ -124,6 +126,7 @@ struct CreateParcelBody: RequestBody {
     let insured: Bool?
     let description: String?
     let documentPhotoMediaId: UUID
+    let tariffId: UUID?
 }
 
 /// The courier handing a parcel over: a photo, and the PIN the recipient showed (proof of the handover, which makes

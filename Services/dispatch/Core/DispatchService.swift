@@ -40,6 +40,8 @@ public enum DispatchService {
         /// `COURIER_DOCUMENTS_RETENTION_DAYS` (0-3650, default 30): how long after an application's decision the
         /// photo of the applicant's identity document is kept (then erased, by the `courier-documents` job).
         let documentsRetentionDays: Int
+        /// `TAX_RATE_BASIS_POINTS` (0-10,000, default 0): the tax prices include, shown on receipts (1900: 19 %).
+        let taxRateBasisPoints: Int
 
         init(_ environment: Environment) throws {
             fleetFeed = try environment.choice("FLEET_FEED", default: "on", ["on", "off"]) == "on"
@@ -51,6 +53,7 @@ public enum DispatchService {
             foldSeconds = try environment.int("FIX_FOLD_SECONDS", default: 10, range: 1...30)
             earnings = EarningsRule(sharePercent: try environment.int("COURIER_SHARE_PERCENT", default: 75, range: 0...100))
             documentsRetentionDays = try environment.int("COURIER_DOCUMENTS_RETENTION_DAYS", default: 30, range: 0...3650)
+            taxRateBasisPoints = try environment.int("TAX_RATE_BASIS_POINTS", default: 0, range: 0...10_000)
             let timeout = try environment.int("PAYMENT_TIMEOUT_SECONDS", default: 10, range: 1...60)
             paymentTimeout = timeout
             actionTimeout = try environment.int("PAYMENT_ACTION_TIMEOUT_SECONDS", default: 900, range: 1...86_400)
@@ -87,7 +90,8 @@ public enum DispatchService {
             let payments = settings.stripe.map {
                 PaymentSettler(pool: app.pool, parcels: Parcels(storage: DispatchStorage(), outbox: app.outbox), provider: $0,
                                lease: Double(2 * settings.paymentTimeout + 5), currency: Tariff().currency, logger: app.logger,
-                               authorised: matcher.wake(for:), actionTimeout: Double(settings.actionTimeout))
+                               authorised: matcher.wake(for:), actionTimeout: Double(settings.actionTimeout),
+                               taxRateBasisPoints: settings.taxRateBasisPoints)
             }
             app.logger.info(payments == nil ? "card payments off: STRIPE_SECRET_KEY is not set" : "card payments on")
             let handlers = DispatchHandlers(pool: app.pool, outbox: app.outbox, idempotency: app.idempotency,

@@ -71,6 +71,9 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
                   h.getSubscription)
         money.add("DELETE", "/plans/subscription", "Stop renewing my plan: it runs until its period ends",
                   answers: (200, SubscriptionView.shape), h.stopRenewing)
+        money.add("GET", "/receipts", "My receipts, one for each payment taken by card, the newest first (?limit=)",
+                  answers: (200, ItemList<ReceiptView>.shape), query: [.limit(max: 100, default: 20)], h.listReceipts)
+        money.add("GET", "/receipts/{number}", "One of my receipts, by its number", answers: (200, ReceiptView.shape), h.getReceipt)
     }
     r.group("/v1/centres", .user(auth)) { centres in
         centres.add("GET", "", "The reception centres nearest a point (?lat=&lon=&limit=), open now or when they open",
@@ -146,6 +149,16 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
                    h.reconciliation)
             op.add("POST", "/parcels/{id}/accept", "Operator: accept an offer for the courier it was made to",
                    body: OperatorAcceptBody.self, answers: (200, ParcelView.shape), idempotent: true, h.operatorAccept)
+            op.add("GET", "/tariffs", "Operator: every tariff, the latest effective first, and the one in force now",
+                   answers: (200, TariffsView.shape), h.listTariffs)
+            op.add("POST", "/tariffs", "Operator: a new tariff from a time not in the past; quotes made before keep their price",
+                   body: TariffBody.self, answers: (201, TariffView.shape),
+                   also: [.refusal(409, "Another tariff takes effect at that very time")], idempotent: h.idempotency, h.setTariff)
+            op.add("GET", "/plan-prices", "Operator: every plan's monthly prices, the latest effective first",
+                   answers: (200, ItemList<PlanPriceView>.shape), h.listPlanPrices)
+            op.add("POST", "/plan-prices", "Operator: a plan's new monthly price from a time not in the past, for the subscriptions taken from then",
+                   body: PlanPriceBody.self, answers: (201, PlanPriceView.shape),
+                   also: [.refusal(409, "Another price of this plan takes effect at that very time")], idempotent: h.idempotency, h.setPlanPrice)
         }
     }
     return r

@@ -49,7 +49,8 @@ struct QuoteView: View {
     static let fields: [ViewField<Self>] = [
         .field("currency", \.quote.currency), .field("amountMinor", \.quote.amountMinor), .field("etaSeconds", \.quote.etaSeconds),
         .field("distanceMeters", \.quote.distanceMeters), .omitted("planId", \.quote.planId),
-        .omitted("planSavingMinor", \.quote.planSavingMinor),
+        .omitted("planSavingMinor", \.quote.planSavingMinor), .omitted("tariffId", \.quote.tariffId),
+        .omitted("validUntil", \.quote.validUntil),
     ]
 }
 

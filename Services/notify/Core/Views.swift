@@ -7,7 +7,7 @@ struct DeliveryView: View {
     init(_ d: DeliveryRecord) { delivery = d }
 
     static let kinds = ["email_verification", "password_reset", "newsletter", "reminder", "parcel_offer", "parcel_step", "chat_message", "chat_mention",
-                        "newsletter_ready", "story_comment", "group_stories_digest", "payment_action"]
+                        "newsletter_ready", "story_comment", "group_stories_digest", "payment_action", "payment_receipt"]
 
     /// A notice in the app's list: what it says, and where a tap leads (nil for the other channels).
     private var notice: [String: Any]? {

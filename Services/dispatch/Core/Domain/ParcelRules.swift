@@ -93,43 +93,12 @@ public struct Quote: Codable, Sendable, Equatable {
     /// The plan whose benefits lowered the price, and by how much (only in a quote, not kept with a parcel).
     public var planId: String?
     public var planSavingMinor: Int?
+    /// The tariff it was priced by (kept in the parcel's row, not read back), and until when a booking naming that
+    /// tariff keeps it (`TariffBook`; only in a quote's answer).
+    public var tariffId: UUID?
+    public var validUntil: Date?
 
     public init(currency: String, amountMinor: Int, etaSeconds: Int, distanceMeters: Int) {
         self.currency = currency; self.amountMinor = amountMinor; self.etaSeconds = etaSeconds; self.distanceMeters = distanceMeters
-    }
-}
-
-/// The tariff: a base fare and a rate per kilometre, express costing half as much again and dispatched sooner,
-/// insurance a flat fee. Prices round up to whole cents.
-public struct Tariff: Sendable {
-    public var currency = "EUR"
-    public var baseMinor = 300
-    public var perKmMinor = 80
-    public var expressFactor = 1.5
-    public var insuranceMinor = 150
-    /// Average courier speed in town, metres per second.
-    public var speedMps = 6.0
-    /// Time to get a courier to the pickup.
-    public var dispatchSeconds: [ParcelService: Int] = [.express: 600, .standard: 1800]
-
-    public init() {}
-
-    /// The quote for `meters` of great-circle distance; `plan`: the sender's plan, whose benefits apply.
-    public func quote(meters: Double, service: ParcelService, insured: Bool, plan: (id: String, benefits: [PlanBenefit])? = nil) -> Quote {
-        func price(_ benefits: [PlanBenefit]) -> Int {
-            var amount = Double(baseMinor) + max(0, meters) / 1000 * Double(perKmMinor)
-            if service == .express && !benefits.contains(.expressAtStandardPrice) { amount *= expressFactor }
-            if insured && !benefits.contains(.insuranceIncluded) { amount += Double(insuranceMinor) }
-            return Int(amount.rounded(.up))
-        }
-        // Streets are longer than the great circle: about 1.3 times in a city.
-        let travel = Int((max(0, meters) * 1.3 / speedMps).rounded(.up))
-        var quote = Quote(currency: currency, amountMinor: price(plan?.benefits ?? []),
-                          etaSeconds: (dispatchSeconds[service] ?? 1800) + travel, distanceMeters: Int(meters.rounded()))
-        if let plan, quote.amountMinor < price([]) {
-            quote.planId = plan.id
-            quote.planSavingMinor = price([]) - quote.amountMinor
-        }
-        return quote
     }
 }

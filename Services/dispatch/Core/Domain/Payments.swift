@@ -147,6 +147,8 @@ struct PaymentSettler: Sendable {
     let authorised: @Sendable (UUID) -> Void
     /// How long a card's holder has to authenticate (3-D Secure) before the payment is given up.
     var actionTimeout: TimeInterval = 900
+    /// The tax prices include, for the receipts (`TAX_RATE_BASIS_POINTS`).
+    var taxRateBasisPoints = 0
 
     var rules: PaymentRules { parcels.payments }
 
@@ -230,6 +232,7 @@ struct PaymentSettler: Sendable {
                 p.status = .captured
                 try parcels.storage.savePayment(c, p)
                 try rules.record(c, p, .captured, amountMinor: p.amountMinor)
+                try Receipts(outbox: rules.outbox, taxRateBasisPoints: taxRateBasisPoints).issue(c, p, storage: parcels.storage)
                 switch p.purpose {
                 case .parcel: break
                 case .topUp: try rules.wallet.record(c, p.payerId, payment: p.id, parcel: nil, .toppedUp, p.amountMinor, p.currency)

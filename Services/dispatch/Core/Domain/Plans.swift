@@ -35,18 +35,21 @@ struct SubscriptionRecord: PostgresRecord {
     var periodEnd: Date?
     var renews: Bool
     var renewalPaymentId: UUID?
+    /// A month's price, as it was when the subscription was taken: its renewals cost the same.
+    let priceMinor: Int?
     let createdAt: Date
     var updatedAt: Date
 
     init(_ r: Row) throws {
         id = try r["id"]; userId = try r["user_id"]; planId = try r["plan_id"]; status = try r["status"]
         cardPaymentMethod = try r.decode("card_payment_method"); providerCustomer = try r.decode("provider_customer"); periodEnd = try r.decode("period_end"); renews = try r["renews"]
-        renewalPaymentId = try r.decode("renewal_payment_id")
+        renewalPaymentId = try r.decode("renewal_payment_id"); priceMinor = try r["price_minor", as: Int?.self]
         createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
     }
 
     static let columns: SQL = """
-        id, user_id, plan_id, status, card_payment_method, provider_customer, period_end, renews, renewal_payment_id, created_at, updated_at
+        id, user_id, plan_id, status, card_payment_method, provider_customer, period_end, renews, renewal_payment_id, price_minor,
+        created_at, updated_at
         """
 
     /// Its benefits apply now.
@@ -59,9 +62,21 @@ struct SubscriptionRecord: PostgresRecord {
 struct Plans: Sendable {
     let outbox: Outbox
 
-    static func catalogue(currency: String) -> [Plan] {
-        [Plan(id: "plus", name: "Mesajem Plus", priceMinor: 900, currency: currency, benefits: [.expressAtStandardPrice]),
-         Plan(id: "pro", name: "Mesajem Pro", priceMinor: 1_900, currency: currency, benefits: [.expressAtStandardPrice, .insuranceIncluded])]
+    /// What each plan gives (a benefit is code); its monthly price is data (`plan_prices`, set by an operator).
+    static let kinds: [(id: String, name: String, benefits: [PlanBenefit])] = [
+        ("plus", "Mesajem Plus", [.expressAtStandardPrice]), ("pro", "Mesajem Pro", [.expressAtStandardPrice, .insuranceIncluded]),
+    ]
+
+    /// The plans one may subscribe to now, at their prices in force in `currency` (a plan without one is not offered).
+    func catalogue(_ c: Connection, currency: String) throws -> [Plan] {
+        let prices = try Dictionary(c.rows("""
+            SELECT DISTINCT ON (plan_id) plan_id, price_minor FROM dispatch.plan_prices
+            WHERE effective_from <= now() AND currency = \(currency)
+            ORDER BY plan_id, effective_from DESC
+            """).map { (try $0["plan_id", as: String.self], try $0["price_minor", as: Int.self]) }) { $1 }
+        return Self.kinds.compactMap { kind in
+            prices[kind.id].map { Plan(id: kind.id, name: kind.name, priceMinor: $0, currency: currency, benefits: kind.benefits) }
+        }
     }
 
     /// A month, as a plan counts it.
@@ -103,8 +118,8 @@ struct Plans: Sendable {
 
     /// The plan whose benefits `user` has now, if any.
     func running(_ c: Connection, _ user: UUID, currency: String) throws -> Plan? {
-        guard let s = try current(c, user), s.running else { return nil }
-        return Self.catalogue(currency: currency).first { $0.id == s.planId }
+        guard let s = try current(c, user), s.running, let kind = Self.kinds.first(where: { $0.id == s.planId }) else { return nil }
+        return Plan(id: kind.id, name: kind.name, priceMinor: s.priceMinor ?? 0, currency: currency, benefits: kind.benefits)
     }
 
     /// Subscribes `user` to `plan`, paid by `card`: the first month's payment, due after `lease` (the caller asks
@@ -116,7 +131,8 @@ struct Plans: Sendable {
         }
         let id = UUID.v7()
         let subscription = try c.one(SubscriptionRecord.self, """
-            INSERT INTO dispatch.subscriptions (id, user_id, plan_id, status, card_payment_method) VALUES (\(id), \(user), \(plan.id), 'pending', \(card))
+            INSERT INTO dispatch.subscriptions (id, user_id, plan_id, status, card_payment_method, price_minor)
+            VALUES (\(id), \(user), \(plan.id), 'pending', \(card), \(plan.priceMinor))
             RETURNING \(SubscriptionRecord.columns)
             """)!
         let payment = try storage.insertPayment(c, id: UUID.v7(), purpose: .plan, parcel: nil, subscription: id, payer: user, method: "card",
@@ -145,10 +161,11 @@ struct Plans: Sendable {
               AND period_end <= now() + make_interval(secs => \(Self.renewAhead))
             ORDER BY period_end LIMIT \(limit) FOR UPDATE SKIP LOCKED
             """)
+        let prices = due.contains { $0.priceMinor == nil } ? try catalogue(c, currency: currency) : []
         for var s in due {
-            guard let plan = Self.catalogue(currency: currency).first(where: { $0.id == s.planId }) else { continue }
+            guard let price = s.priceMinor ?? prices.first(where: { $0.id == s.planId })?.priceMinor else { continue }
             let payment = try storage.insertPayment(c, id: UUID.v7(), purpose: .plan, parcel: nil, subscription: s.id, payer: s.userId,
-                                                    method: "card", amountMinor: plan.priceMinor, currency: plan.currency,
+                                                    method: "card", amountMinor: price, currency: currency,
                                                     card: s.cardPaymentMethod, status: .pending, due: .authorise, dueIn: 0)
             s.renewalPaymentId = payment.id
             try save(c, &s)

@@ -26,6 +26,7 @@ struct DispatchHandlers: Sendable {
     /// A courier's share of what they deliver.
     let earnings: EarningsRule
     let tariff = Tariff()
+    let tariffs = TariffBook()
     /// Claim codes, limited in guesses as invite codes are.
     let claims = InviteJoins(schema: "dispatch", table: "claim_failures")
     var parcels: Parcels { Parcels(storage: storage, outbox: outbox, matcher: matcher) }
@@ -68,12 +69,15 @@ struct DispatchHandlers: Sendable {
         try pool.withConnection { c in
             let route = try centres.itinerary(c, pickup: body.pickup.map { ($0.point, "") }, dropoff: body.dropoff.map { ($0.point, "") },
                                               dropOffCentre: body.dropOffCentreId, collectionCentre: body.collectionCentreId)
-            return .json(QuoteView(quote: try quote(c, context.caller.userId, route, body.service, insured: body.insured ?? false)))
+            var quote = try quote(c, context.caller.userId, route, body.service, insured: body.insured ?? false, by: try tariffs.inForce(c))
+            quote.validUntil = Date().addingTimeInterval(TariffBook.quoteValidity)
+            return .json(QuoteView(quote: quote))
         }
     }
 
-    /// `sender`'s price: their plan's benefits applied.
-    private func quote(_ c: Connection, _ sender: UUID, _ route: Itinerary, _ service: ParcelService, insured: Bool) throws -> Quote {
+    /// `sender`'s price by `tariff`: their plan's benefits applied.
+    private func quote(_ c: Connection, _ sender: UUID, _ route: Itinerary, _ service: ParcelService, insured: Bool,
+                       by tariff: Tariff) throws -> Quote {
         let plan = try parcels.payments.plans.running(c, sender, currency: tariff.currency)
         return tariff.quote(meters: greatCircleMeters(route.pickup, route.dropoff), service: service, insured: insured,
                             plan: plan.map { ($0.id, $0.benefits) })
@@ -94,7 +98,8 @@ struct DispatchHandlers: Sendable {
             let route = try centres.itinerary(c, pickup: body.pickup.map { ($0.point, $0.address) }, dropoff: body.dropoff.map { ($0.point, $0.address) },
                                               dropOffCentre: body.dropOffCentreId, collectionCentre: body.collectionCentreId)
             let parcel = try parcels.create(c, sender: caller.userId, body: body, route: route,
-                                            quote: try quote(c, caller.userId, route, body.service, insured: body.insured ?? false),
+                                            quote: try quote(c, caller.userId, route, body.service, insured: body.insured ?? false,
+                                                             by: try tariffs.forBooking(c, quoted: body.tariffId)),
                                             paymentLease: payments?.lease ?? 0)
             created.id = parcel.id
             created.waiting = parcel.status == .awaitingCourier

@@ -51,14 +51,15 @@ extension DispatchHandlers {
     }
 
     func listPlans(_ context: Context<Caller>) throws -> Response {
-        .json(ItemList(Plans.catalogue(currency: tariff.currency).map(PlanView.init)))
+        .json(ItemList(try pool.withConnection { try plans.catalogue($0, currency: tariff.currency) }.map(PlanView.init)))
     }
 
     /// `POST /v1/plans/subscription`: 201 with the subscription, `active` when the provider took the first month in time.
     func subscribe(_ context: Context<Caller>, _ body: SubscribeBody) throws -> Response {
         guard let payments else { throw PaymentError.cardsOff }
         let caller = context.caller
-        guard let plan = Plans.catalogue(currency: tariff.currency).first(where: { $0.id == body.planId }) else { throw Plans.Refused.unknownPlan }
+        let catalogue = try pool.withConnection { try plans.catalogue($0, currency: tariff.currency) }
+        guard let plan = catalogue.first(where: { $0.id == body.planId }) else { throw Plans.Refused.unknownPlan }
         let opened = Opened()
         return try idempotency.run(context.request, caller: caller.userId.lowercased, finishingWithin: 2 * payments.lease) { c in
             try parcels.payments.admitCard(c, payer: caller.userId)

@@ -4,8 +4,8 @@ import Postgres
 
 extension DispatchStorage {
     /// What dispatch holds of `user`, for their export: their courier record with their last position, the parcels
-    /// they sent, received or carried, what they paid, their application to deliver and its decisions, and their
-    /// photos (not an identity document's, which only operators read: the application says whether it is kept).
+    /// they sent, received or carried, what they paid and its receipts, their application to deliver and its decisions,
+    /// and their photos (not an identity document's, which only operators read: the application says whether it is kept).
     func export(_ c: Connection, _ user: UUID, media: MediaStore) throws -> [String: Any] {
         try Export.document(c, """
             SELECT json_build_object(
@@ -37,6 +37,9 @@ extension DispatchStorage {
                 'plans', (SELECT coalesce(json_agg(json_build_object('entry', entry, 'planId', plan_id, 'amountMinor', amount_minor,
                                 'currency', currency, 'periodEnd', period_end, 'at', at) ORDER BY id), '[]'::json)
                           FROM dispatch.plan_ledger WHERE user_id = \(user)),
+                'receipts', (SELECT coalesce(json_agg(json_build_object('number', number, 'purpose', purpose, 'parcelId', parcel_id,
+                                'currency', currency, 'totalMinor', total_minor, 'taxMinor', tax_minor, 'lines', lines, 'issuedAt', issued_at)
+                                ORDER BY issued_at), '[]'::json) FROM dispatch.receipts WHERE payer_id = \(user)),
                 'images', (SELECT coalesce(json_agg(json_build_object('id', id, 'contentType', content_type, 'size', size, 'createdAt', created_at)
                                                     ORDER BY created_at), '[]'::json)
                            FROM dispatch.media WHERE owner_id = \(user) AND purpose <> \(Vetting.identityPurpose))

@@ -361,4 +361,76 @@ let migrations: [Migration] = [
             ADD COLUMN action_expires_at timestamptz;
         CREATE INDEX payments_awaiting_holder ON payments (subscription_id) WHERE client_secret IS NOT NULL;
         """),
+    // Tariffs and plans' prices as data: the one in force at a time is the one effective last at or before it; a
+    // new one never takes effect in the past. The seeds are the prices the code had until then. A parcel keeps the
+    // tariff that priced it (none for the parcels booked before); a subscription keeps the price it was taken at.
+    // Each payment captured gets a receipt, numbered without gaps within a year by the year's counter row, which the
+    // capture's transaction increments.
+    Migration(24, "tariffs and plan prices, kept by each parcel and subscription; receipts", """
+        CREATE TABLE tariffs (
+            id uuid PRIMARY KEY,
+            currency text NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),
+            base_minor int NOT NULL CHECK (base_minor >= 0),
+            per_km_minor int NOT NULL CHECK (per_km_minor >= 0),
+            express_basis_points int NOT NULL CHECK (express_basis_points BETWEEN 10000 AND 50000),
+            insurance_minor int NOT NULL CHECK (insurance_minor >= 0),
+            effective_from timestamptz NOT NULL UNIQUE,
+            created_by text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        INSERT INTO tariffs (id, currency, base_minor, per_km_minor, express_basis_points, insurance_minor, effective_from, created_by)
+        VALUES (gen_random_uuid(), 'EUR', 300, 80, 15000, 150, '1970-01-01T00:00:00Z', 'migration 24');
+        ALTER TABLE parcels ADD COLUMN tariff_id uuid REFERENCES tariffs (id);
+        CREATE TABLE plan_prices (
+            id uuid PRIMARY KEY,
+            plan_id text NOT NULL,
+            price_minor int NOT NULL CHECK (price_minor BETWEEN 50 AND 1000000),
+            currency text NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),
+            effective_from timestamptz NOT NULL,
+            created_by text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            UNIQUE (plan_id, effective_from)
+        );
+        INSERT INTO plan_prices (id, plan_id, price_minor, currency, effective_from, created_by)
+        VALUES (gen_random_uuid(), 'plus', 900, 'EUR', '1970-01-01T00:00:00Z', 'migration 24'),
+               (gen_random_uuid(), 'pro', 1900, 'EUR', '1970-01-01T00:00:00Z', 'migration 24');
+        ALTER TABLE subscriptions ADD COLUMN price_minor int CHECK (price_minor >= 0);
+        UPDATE subscriptions s SET price_minor = p.price_minor FROM plan_prices p WHERE p.plan_id = s.plan_id;
+        CREATE TABLE receipt_counters (
+            year int PRIMARY KEY,
+            last int NOT NULL CHECK (last > 0)
+        );
+        CREATE TABLE receipts (
+            number text PRIMARY KEY,
+            year int NOT NULL,
+            seq int NOT NULL,
+            payment_id uuid NOT NULL UNIQUE REFERENCES payments (id),
+            payer_id uuid NOT NULL,
+            purpose text NOT NULL,
+            parcel_id uuid,
+            currency text NOT NULL,
+            total_minor int NOT NULL CHECK (total_minor >= 0),
+            tax_rate_basis_points int NOT NULL CHECK (tax_rate_basis_points BETWEEN 0 AND 10000),
+            tax_minor int NOT NULL CHECK (tax_minor BETWEEN 0 AND total_minor),
+            lines jsonb NOT NULL,
+            issued_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            UNIQUE (year, seq)
+        );
+        CREATE INDEX receipts_by_payer ON receipts (payer_id, issued_at);
+        -- A receipt's figures never change; only an erased payer becomes nobody on it.
+        CREATE FUNCTION receipts_keep_their_figures() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF (NEW.number, NEW.year, NEW.seq, NEW.payment_id, NEW.purpose, NEW.parcel_id, NEW.currency, NEW.total_minor,
+                    NEW.tax_rate_basis_points, NEW.tax_minor, NEW.lines, NEW.issued_at)
+                   IS DISTINCT FROM (OLD.number, OLD.year, OLD.seq, OLD.payment_id, OLD.purpose, OLD.parcel_id, OLD.currency, OLD.total_minor,
+                    OLD.tax_rate_basis_points, OLD.tax_minor, OLD.lines, OLD.issued_at) THEN
+                    RAISE EXCEPTION 'a receipt does not change';
+                END IF;
+                RETURN NEW;
+            END $$;
+        CREATE TRIGGER receipts_keep_their_figures BEFORE UPDATE ON receipts
+            FOR EACH ROW EXECUTE FUNCTION receipts_keep_their_figures();
+        CREATE TRIGGER receipts_stay BEFORE DELETE ON receipts
+            FOR EACH ROW EXECUTE FUNCTION payment_ledger_is_append_only();
+        """),
 ]

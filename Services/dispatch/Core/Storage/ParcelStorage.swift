@@ -118,13 +118,13 @@ extension DispatchStorage {
                 recipient_email, claim_code, delivery_pin,
                 pickup_lat, pickup_lon, pickup_address, dropoff_lat, dropoff_lon, dropoff_address, service, payment_method,
                 insured, description, document_photo_media_id, amount_minor, currency, eta_seconds, distance_m, status,
-                drop_off_centre_id, collection_centre_id, centre_code, points_spent)
+                drop_off_centre_id, collection_centre_id, centre_code, points_spent, tariff_id)
             VALUES (\(p.id), \(p.sender), \(p.recipientUserId), \(p.recipientName), \(p.recipientPhone), \(p.recipientUsername),
                 \(p.recipientEmail), \(p.claimCode), \(p.deliveryPin), \(route.pickup.lat), \(route.pickup.lon), \(route.pickupAddress),
                 \(route.dropoff.lat), \(route.dropoff.lon), \(route.dropoffAddress), \(p.service.rawValue), \(p.paymentMethod),
                 \(p.insured), \(p.description), \(p.documentPhotoMediaId), \(quote.amountMinor), \(quote.currency), \(quote.etaSeconds),
                 \(quote.distanceMeters), \(p.status.rawValue), \(route.dropOffCentre?.id), \(route.collectionCentre?.id), \(p.centreCode),
-                \(p.pointsSpent))
+                \(p.pointsSpent), \(quote.tariffId))
             RETURNING \(ParcelRecord.columns), \(ParcelRecord.photoMeta)
             """)!
     }

@@ -27,8 +27,11 @@ struct Deliveries: Sendable {
     static let payloads: [any EventPayload.Type] = [
         UserRegistered.self, UserUpdated.self, EmailVerificationRequested.self, PasswordResetRequested.self, ReminderDue.self,
         NewsletterCompiled.self, ParcelCreated.self, ParcelClaimed.self, ParcelStatusChanged.self, ChatMemberJoined.self, ChatMemberLeft.self,
-        ChatMessageCreated.self, StoryCreated.self, StoryCommented.self, PaymentActionRequired.self,
+        ChatMessageCreated.self, StoryCreated.self, StoryCommented.self, PaymentActionRequired.self, PaymentReceiptIssued.self,
     ]
+
+    /// How long a receipt is worth mailing (a notify catching up later still sends the month's).
+    static let receiptLifetime: TimeInterval = 30 * 86_400
 
     /// How long a compiled newsletter is worth mailing.
     static let newsletterLifetime: TimeInterval = 7 * 86_400
@@ -97,6 +100,12 @@ struct Deliveries: Sendable {
         case PasswordResetRequested.type:
             let e = try event.decode(PasswordResetRequested.self)
             try mail(event, c, to: e.userId, at: e.email, kind: "password_reset", expires: e.expiresAt, app: e.app, mails.reset(e))
+        case PaymentReceiptIssued.type:
+            // To the payer, at an address they proved: a receipt is no business of whoever typed an address in.
+            let e = try event.decode(PaymentReceiptIssued.self)
+            guard let address = try storage.provenAddress(c, e.payerId) else { return }
+            try mail(event, c, to: e.payerId, at: address, kind: "payment_receipt", expires: e.issuedAt.addingTimeInterval(Self.receiptLifetime),
+                     app: nil, mails.receipt(e))
         case ReminderDue.type:
             let e = try event.decode(ReminderDue.self)
             try push(event, c, to: [e.userId], notices.reminder(e))

@@ -41,6 +41,28 @@ struct Mails: Sendable {
                                   "It works once, for 30 minutes, and signs you out everywhere. If it was not you, ignore this mail: your password stays as it is."))
     }
 
+    /// A receipt: its number, each line, the total with the tax it includes, in the currency's minor units shown as
+    /// major ones (two decimals).
+    func receipt(_ e: PaymentReceiptIssued) -> Content {
+        func money(_ minor: Int) -> String {
+            (minor < 0 ? "-" : "") + "\(abs(minor) / 100).\(String(format: "%02d", abs(minor) % 100)) \(e.currency)"
+        }
+        let rate = "\(e.taxRateBasisPoints / 100)" + (e.taxRateBasisPoints % 100 == 0 ? "" : String(format: ".%02d", e.taxRateBasisPoints % 100))
+        let date = String(Timestamp.format(e.issuedAt).prefix(10))
+        let rows = e.lines.map { ($0.description, money($0.amountMinor)) } + [("Net", money(e.netMinor)), ("Tax (\(rate) %)", money(e.taxMinor))]
+        let text = "Receipt \(e.number), \(date)\n\n" + rows.map { "\($0.0): \($0.1)" }.joined(separator: "\n")
+            + "\n\nTotal paid: \(money(e.totalMinor)), tax included.\n"
+        let cells = rows.map { "<tr><td>\(escape($0.0))</td><td style=\"text-align:right\">\(escape($0.1))</td></tr>" }.joined()
+        let html = """
+            <!DOCTYPE html><html><head><meta charset="utf-8"><title>Receipt \(escape(e.number))</title></head>
+            <body style="font-family:sans-serif;max-width:32em;margin:2em auto"><h1 style="font-size:1.4em">Receipt \(escape(e.number))</h1>
+            <p>\(escape(date))</p><table style="width:100%;border-collapse:collapse">\(cells)
+            <tr><th style="text-align:left">Total paid</th><th style="text-align:right">\(escape(money(e.totalMinor)))</th></tr></table>
+            <p style="color:#555;font-size:.9em">Tax included.</p></body></html>
+            """
+        return Content(subject: "Your receipt \(e.number)", text: text, html: html)
+    }
+
     /// `&app=<id>`: the page speaks as the app, and the app's universal link (its association's `?app=` component)
     /// opens it rather than another app of the same origin.
     static func appQuery(_ app: ClientApp?) -> String { app.map { "&app=" + $0.id } ?? "" }
