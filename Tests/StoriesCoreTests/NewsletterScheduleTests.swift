@@ -170,6 +170,59 @@ final class NewsletterScheduleTests: XCTestCase {
         XCTAssertEqual(f(s.nextClose(after: utc("2026-10-03T15:30:00Z"))), "2026-10-04T15:00:00.000Z")
     }
 
+    /// A period closing at local midnight, on the days the clocks change: the close is midnight by that day's offset,
+    /// so the period around a spring-forward has 23 hours and the one around a fall-back 25.
+    func testMidnightClosesOnTheDaysTheClocksChange() {
+        func closes(_ zone: TimeZone, from: String, _ n: Int) -> [String] {
+            let s = NewsletterSchedule(frequency: "daily", hour: 0, timeZone: zone)
+            var at = utc(from), out: [String] = []
+            for _ in 0..<n { at = s.nextClose(after: at); out.append(f(at)) }
+            return out
+        }
+        // Berlin: 02:00 → 03:00 on 29 March, 03:00 → 02:00 on 25 October.
+        XCTAssertEqual(closes(berlin, from: "2026-03-28T12:00:00Z", 2), ["2026-03-28T23:00:00.000Z", "2026-03-29T22:00:00.000Z"])
+        XCTAssertEqual(closes(berlin, from: "2026-10-24T12:00:00Z", 2), ["2026-10-24T22:00:00.000Z", "2026-10-25T23:00:00.000Z"])
+        // New York: 02:00 → 03:00 on 8 March, 02:00 → 01:00 on 1 November.
+        XCTAssertEqual(closes(newYork, from: "2026-03-07T12:00:00Z", 2), ["2026-03-08T05:00:00.000Z", "2026-03-09T04:00:00.000Z"])
+        XCTAssertEqual(closes(newYork, from: "2026-10-31T12:00:00Z", 2), ["2026-11-01T04:00:00.000Z", "2026-11-02T05:00:00.000Z"])
+        // Havana changes at midnight itself: 00:00 → 01:00 on 8 March (midnight skipped: it closes at 01:00 CDT, the
+        // first instant after), 01:00 → 00:00 on 1 November (midnight twice: it closes once, at the first).
+        let havana = TimeZone(identifier: "America/Havana")!
+        XCTAssertEqual(closes(havana, from: "2026-03-07T12:00:00Z", 2), ["2026-03-08T05:00:00.000Z", "2026-03-09T04:00:00.000Z"])
+        XCTAssertEqual(closes(havana, from: "2026-10-31T12:00:00Z", 2), ["2026-11-01T04:00:00.000Z", "2026-11-02T05:00:00.000Z"])
+        let monthly = NewsletterSchedule(frequency: "monthly", hour: 0, timeZone: havana, dayOfMonth: 1)
+        let p = monthly.period(containing: utc("2026-11-01T04:30:00Z"))  // 00:30 CDT, the first of the two
+        XCTAssertEqual([f(p.start), f(p.end)], ["2026-11-01T04:00:00.000Z", "2026-12-01T05:00:00.000Z"])
+        XCTAssertEqual(f(monthly.period(containing: utc("2026-11-01T05:30:00Z")).start), "2026-11-01T04:00:00.000Z", "no second close")
+    }
+
+    /// Monthly on the 30th through a year: the 30th, or the last day of February.
+    func testMonthlyOnThe30thThroughAYear() {
+        let s = NewsletterSchedule(frequency: "monthly", hour: 0, timeZone: berlin, dayOfMonth: 30)
+        var at = utc("2027-12-31T00:00:00Z"), days: [String] = []
+        for _ in 0..<13 { at = s.nextClose(after: at); days.append(s.localDay(at)) }
+        XCTAssertEqual(days, ["2028-01-30", "2028-02-29", "2028-03-30", "2028-04-30", "2028-05-30", "2028-06-30", "2028-07-30",
+                              "2028-08-30", "2028-09-30", "2028-10-30", "2028-11-30", "2028-12-30", "2029-01-30"])
+        // Berlin's clocks change on 26 March 2028 and 29 October 2028: those months' periods are an hour shorter or longer.
+        let march = s.period(containing: utc("2028-03-10T00:00:00Z"))
+        XCTAssertEqual([f(march.start), f(march.end)], ["2028-02-28T23:00:00.000Z", "2028-03-29T22:00:00.000Z"])
+        XCTAssertEqual(march.end.timeIntervalSince(march.start), 30 * 86_400 - 3600)
+        // A month is far more than a day: reminded the evening before (21:00, since 00:00 less a day is night).
+        XCTAssertEqual(f(s.reminder(before: march.end)), "2028-03-28T19:00:00.000Z")
+    }
+
+    func testEveryTwoWeeksAcrossAYearEnd() {
+        let s = NewsletterSchedule(frequency: "every_n_weeks", hour: 18, timeZone: newYork, count: 2, startDate: "2026-12-06")
+        var at = utc("2026-12-01T00:00:00Z"), days: [String] = []
+        for _ in 0..<4 { at = s.nextClose(after: at); days.append(s.localDay(at)) }
+        XCTAssertEqual(days, ["2026-12-06", "2026-12-20", "2027-01-03", "2027-01-17"])
+        let p = s.period(containing: utc("2027-01-01T05:00:00Z"))  // New Year's midnight in New York
+        XCTAssertEqual([f(p.start), f(p.end)], ["2026-12-20T23:00:00.000Z", "2027-01-03T23:00:00.000Z"])
+        XCTAssertEqual(f(s.reminder(before: p.end)), "2027-01-02T23:00:00.000Z", "a day before")
+        // Before the start date the closes go on backwards: the schedule is the same on either side of it.
+        XCTAssertEqual(f(s.previousClose(atOrBefore: utc("2026-12-06T22:59:59Z"))), "2026-11-22T23:00:00.000Z")
+    }
+
     func testDates() {
         XCTAssertNil(CivilDay.number("2026-02-29"))
         XCTAssertNil(CivilDay.number("2026-13-01"))

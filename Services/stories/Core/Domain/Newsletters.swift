@@ -253,7 +253,7 @@ struct Newsletters: Sendable {
         var compiled = 0
         while true {
             let batch: Int = try pool.withTransaction { c in
-                let due = try storage.dueGroups(c, limit: 20)
+                let due = try storage.dueGroups(c, at: now, limit: 20)
                 for (group, closesAt) in due {
                     let schedule = try Self.schedule(group)
                     guard let end = closesAt else {
@@ -292,7 +292,7 @@ struct Newsletters: Sendable {
         var reminded = 0
         while true {
             let batch: Int = try pool.withTransaction { c in
-                let due = try storage.dueReminders(c, limit: 20)
+                let due = try storage.dueReminders(c, at: now, limit: 20)
                 for (group, at) in due {
                     let schedule = try Self.schedule(group)
                     let period = schedule.period(containing: now)

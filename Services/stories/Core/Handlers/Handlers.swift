@@ -74,6 +74,9 @@ struct StoriesHandlers: Sendable {
         }
     }
 
+    /// How far, in days, a schedule's `startDate` may lie from today.
+    static let startDateReach = 3653
+
     static func schedule(_ body: NewsletterBody, over current: Schedule) throws -> Schedule {
         var s = current
         if let w = body.weekday { s.weekday = w }
@@ -87,8 +90,13 @@ struct StoriesHandlers: Sendable {
         if let n = body.count { s.count = n }
         if let d = body.dayOfMonth { s.dayOfMonth = d }
         if let date = body.startDate {
-            guard CivilDay.number(date) != nil else {
+            guard let day = CivilDay.number(date) else {
                 throw HTTPError.validation("startDate must be a date that exists, YYYY-MM-DD.", field: "newsletter.startDate")
+            }
+            // Any date would do as the anchor, but one decades away is a mistake, and PostgreSQL has no year 0.
+            let today = CivilDay.number(LocalDay.of(Date(), in: TimeZone(identifier: s.timeZone) ?? TimeZone(identifier: "UTC")!)) ?? day
+            guard abs(day - today) <= Self.startDateReach else {
+                throw HTTPError.validation("startDate must be within ten years of today.", field: "newsletter.startDate")
             }
             s.startDate = date
         }

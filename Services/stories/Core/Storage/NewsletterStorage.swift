@@ -51,20 +51,20 @@ extension StoriesStorage {
         return profiles
     }
 
-    /// Groups whose period has closed (or that have no close time yet), locked for this instance alone.
-    func dueGroups(_ c: Connection, limit: Int) throws -> [(GroupRecord, Date?)] {
+    /// Groups whose period has closed by `now` (or that have no close time yet), locked for this instance alone.
+    func dueGroups(_ c: Connection, at now: Date, limit: Int) throws -> [(GroupRecord, Date?)] {
         try c.rows("""
             SELECT \(GroupRecord.columnsForNoReader), g.newsletter_due_at FROM stories.groups g
-            WHERE g.kind = 'group' AND (g.newsletter_due_at IS NULL OR g.newsletter_due_at <= now())
+            WHERE g.kind = 'group' AND (g.newsletter_due_at IS NULL OR g.newsletter_due_at <= \(now))
             ORDER BY g.newsletter_due_at NULLS FIRST LIMIT \(limit) FOR UPDATE SKIP LOCKED
             """).map { (try GroupRecord($0), try $0.decode("newsletter_due_at")) }
     }
 
-    /// Up to `limit` groups whose reminder is due (or was never planned), locked for this instance, with that time.
-    func dueReminders(_ c: Connection, limit: Int) throws -> [(GroupRecord, Date?)] {
+    /// Up to `limit` groups whose reminder is due by `now` (or was never planned), locked for this instance, with that time.
+    func dueReminders(_ c: Connection, at now: Date, limit: Int) throws -> [(GroupRecord, Date?)] {
         try c.rows("""
             SELECT \(GroupRecord.columnsForNoReader), g.reminder_due_at FROM stories.groups g
-            WHERE g.kind = 'group' AND (g.reminder_due_at IS NULL OR g.reminder_due_at <= now())
+            WHERE g.kind = 'group' AND (g.reminder_due_at IS NULL OR g.reminder_due_at <= \(now))
             ORDER BY g.reminder_due_at NULLS FIRST LIMIT \(limit) FOR UPDATE SKIP LOCKED
             """).map { (try GroupRecord($0), try $0.decode("reminder_due_at")) }
     }
