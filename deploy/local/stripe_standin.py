@@ -8,7 +8,8 @@ It answers as Stripe does for the parts dispatch uses: form-encoded POSTs with t
 `POST /v1/customers`, `POST /v1/payment_intents` (manual capture, confirmed at once; `customer` with
 `setup_future_usage=off_session` saves the card to the customer, and `off_session=true` charges a saved card
 again, refused for a card not saved to that customer, as Stripe refuses it), `.../{id}/capture`,
-`.../{id}/cancel`; errors as
+`.../{id}/cancel`, `POST /v1/refunds` (part or all of a succeeded intent, at most what is left of it; the refund
+`succeeded` at once); errors as
 `{"error": {"type", "code", "decline_code", "message"}}`. Idempotency keys as Stripe keeps them: a key seen again
 with the same parameters gets the first answer back (and acts no more); with other parameters, a 400.
 Stripe's test payment methods decide the outcome: `pm_card_visa` (and any other) is authorised,
@@ -33,6 +34,7 @@ intents = {}       # id -> intent
 customers = {}     # id -> customer
 saved = {}         # payment method -> the customer it was saved to
 idempotent = {}    # key -> (params, status, body)
+refunds = {}       # id -> refund
 actions = []       # (call, intent id), in order
 slow = {"seconds": 0.0, "times": 0}
 
@@ -109,6 +111,34 @@ def change(intent_id, call):
     return 200, intent
 
 
+def refund(params):
+    intent = intents.get(params.get("payment_intent", ""))
+    if intent is None:
+        return error(400, "invalid_request_error", "No such payment_intent: '%s'" % params.get("payment_intent", ""),
+                     code="resource_missing")
+    if intent["status"] != "succeeded":
+        return error(400, "invalid_request_error", "This PaymentIntent does not have a successful charge to refund.",
+                     code="charge_not_refundable")
+    left = intent["amount_received"] - intent.get("amount_refunded", 0)
+    try:
+        amount = int(params.get("amount", left))
+    except ValueError:
+        return error(400, "invalid_request_error", "Invalid integer: amount", code="parameter_invalid_integer")
+    if left <= 0:
+        return error(400, "invalid_request_error", "Charge has already been refunded.", code="charge_already_refunded")
+    if amount < 1 or amount > left:
+        return error(400, "invalid_request_error", "Refund amount is greater than unrefunded amount on charge.", code="amount_too_large")
+    if params.get("reason") not in (None, "duplicate", "fraudulent", "requested_by_customer"):
+        return error(400, "invalid_request_error", "Invalid reason.", code="parameter_invalid_string")
+    intent["amount_refunded"] = intent.get("amount_refunded", 0) + amount
+    r = {"id": "re_" + secrets.token_hex(12), "object": "refund", "amount": amount, "currency": intent["currency"],
+         "payment_intent": intent["id"], "reason": params.get("reason"), "status": "succeeded", "created": int(time.time()),
+         "metadata": {k[9:-1]: v for k, v in params.items() if k.startswith("metadata[")}}
+    refunds[r["id"]] = r
+    actions.append(("refund", intent["id"]))
+    return 200, r
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -126,7 +156,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/_standin/intents":
             with lock:
-                return self.answer(200, {"intents": list(intents.values()), "actions": [list(a) for a in actions]})
+                return self.answer(200, {"intents": list(intents.values()), "actions": [list(a) for a in actions],
+                                         "refunds": list(refunds.values())})
         self.answer(404, {"error": {"type": "invalid_request_error", "message": "Unrecognized request URL."}})
 
     def do_POST(self):
@@ -150,6 +181,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 if parts == ["v1", "payment_intents"]:
                     status, body = create(params)
+                elif parts == ["v1", "refunds"]:
+                    status, body = refund(params)
                 elif parts == ["v1", "customers"]:
                     status, body = create_customer(params)
                 elif len(parts) == 4 and parts[:2] == ["v1", "payment_intents"] and parts[3] in ("capture", "cancel"):

@@ -15,6 +15,8 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
                      answers: (200, CourierView.shape), h.setStatus)
         couriers.add("PUT", "/location", "A location fix; stale or out-of-order fixes are ignored, one beyond the courier's reach refused",
                      body: LocationBody.self, answers: (200, AppliedView.shape), h.location)
+        couriers.add("GET", "/earnings", "My earnings statement for an ISO week (?week=2026-W49, UTC, default this week): each parcel I delivered, my share, the total",
+                     answers: (200, EarningsStatementView.shape), query: [ISOWeek.parameter], h.earningsStatement)
     }
     r.group("/v1", .user(auth)) { parcels in
         parcels.add("POST", "/quotes", "Price and ETA for a delivery", body: QuoteBody.self,
@@ -117,12 +119,17 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
             op.add("DELETE", "/centres/{id}/staff/{userId}", "Operator: someone is no longer staff of a centre",
                    answers: (204, nil), h.setStaff)
             op.add("GET", "/payments/reconciliation",
-                   "Operator: a day's deliveries per courier against the cash collected and the cards captured (?day=, UTC)",
+                   "Operator: a day's deliveries per courier against the cash collected and the cards captured, with the day's refunds and couriers' earnings (?day=, UTC)",
                    answers: (200, ReconciliationView.shape),
                    query: [QueryParameter("day", .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "The day, UTC (default today)")],
                    h.reconciliation)
             op.add("POST", "/parcels/{id}/accept", "Operator: accept an offer for the courier it was made to",
                    body: OperatorAcceptBody.self, answers: (200, ParcelView.shape), idempotent: true, h.operatorAccept)
+            op.add("GET", "/payouts", "Operator: what each courier earned in an ISO week, to be paid (?week=2026-W49, UTC)",
+                   answers: (200, PayoutsView.shape), query: [ISOWeek.parameter], h.payouts)
+            op.add("POST", "/parcels/{id}/refunds",
+                   "Operator: refund part or all of a delivered parcel's payment, to the card that paid or to the payer's wallet",
+                   body: RefundBody.self, answers: (201, RefundView.shape), idempotent: true, h.refund)
         }
     }
     return r
