@@ -18,7 +18,7 @@ Stripe's test payment methods decide the outcome: `pm_card_visa` (and any other)
 
 For the tests, beside the API: `POST /_standin/slow {"seconds", "times"}` makes the next `times` calls act and only
 then wait `seconds` (a provider that acted but whose answer came too late); `GET /_standin/intents` lists what it
-did (each intent, and how often each call acted). It stops when its standard input closes.
+did (each intent, each refund, and how often each call acted). It stops when its standard input closes.
 """
 import json
 import secrets
