@@ -210,12 +210,52 @@ public struct WalletRecorded: EventPayload, Equatable {
     public var amountMinor: Int
     public var balanceMinor: Int
     public var currency: String
+    /// The operator's refund this entry pays back (`returned`), when it is one: `payment.refunded` tells why.
+    public var refundId: UUID?
     public var at: Date
 
     public init(entryId: Int, userId: UUID, paymentId: UUID, parcelId: UUID?, entry: WalletEntry, amountMinor: Int, balanceMinor: Int,
-                currency: String, at: Date) {
+                currency: String, refundId: UUID? = nil, at: Date) {
         self.entryId = entryId; self.userId = userId; self.paymentId = paymentId; self.parcelId = parcelId; self.entry = entry
-        self.amountMinor = amountMinor; self.balanceMinor = balanceMinor; self.currency = currency; self.at = at
+        self.amountMinor = amountMinor; self.balanceMinor = balanceMinor; self.currency = currency; self.refundId = refundId; self.at = at
+    }
+}
+
+/// Where an operator's refund goes: back to the card that paid, or to the payer's wallet.
+public enum RefundDestination: String, Codable, Sendable, CaseIterable {
+    case card, wallet
+}
+
+/// `payment.refunded`: an operator paid back part or all of what a delivered parcel's payment took, to the card
+/// (through the provider, `providerReference` its refund) or to the payer's wallet (also told by `wallet.recorded`).
+/// `amountMinor` is this refund, `refundedMinor` all refunds of the payment so far, in `currency`'s minor units.
+/// Key: the payment id, with its `payment.recorded` entries.
+public struct PaymentRefunded: EventPayload, Equatable {
+    public static let type = "payment.refunded"
+    public static let schema = EventSchema([
+        "entryId": .init(minimum: 1), "amountMinor": .init(minimum: 1), "refundedMinor": .init(minimum: 1), "currency": .currency,
+        "reason": .init(maxLength: 500), "providerReference": .init(maxLength: 255),
+    ])
+    public var entryId: Int
+    public var refundId: UUID
+    public var paymentId: UUID
+    public var parcelId: UUID
+    public var payerId: UUID
+    public var method: PaymentMethod
+    public var to: RefundDestination
+    public var amountMinor: Int
+    public var refundedMinor: Int
+    public var currency: String
+    public var reason: String
+    /// The provider's id of the refund (a Stripe Refund), for refunds to the card.
+    public var providerReference: String?
+    public var at: Date
+
+    public init(entryId: Int, refundId: UUID, paymentId: UUID, parcelId: UUID, payerId: UUID, method: PaymentMethod, to: RefundDestination,
+                amountMinor: Int, refundedMinor: Int, currency: String, reason: String, providerReference: String?, at: Date) {
+        self.entryId = entryId; self.refundId = refundId; self.paymentId = paymentId; self.parcelId = parcelId; self.payerId = payerId
+        self.method = method; self.to = to; self.amountMinor = amountMinor; self.refundedMinor = refundedMinor; self.currency = currency
+        self.reason = reason; self.providerReference = providerReference; self.at = at
     }
 }
 

@@ -109,6 +109,8 @@ public enum EventCatalogue {
               readers: directory + mail + [.feed("dispatch", "parcel-tracking")]),
         topic(PaymentRecorded.self, key: "payment id", by: "dispatch",
               "One entry of a parcel's payment ledger: a card authorised, declined, captured or voided, cash collected, or the wallet debited or paid back."),
+        topic(PaymentRefunded.self, key: "payment id", by: "dispatch",
+              "An operator refunded part or all of a delivered parcel's payment, to the card or to the payer's wallet."),
         topic(LoyaltyRecorded.self, key: "user id", by: "dispatch",
               "A sender's loyalty points changed: earned for a delivered parcel, spent on a booking, returned when it was called off."),
         topic(WalletRecorded.self, key: "user id", by: "dispatch",

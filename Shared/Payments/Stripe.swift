@@ -43,6 +43,14 @@ public protocol PaymentProvider: Sendable {
     /// Where `intent` stands now (after its holder was asked to authenticate): `.done` with its status,
     /// `.needsAction` while it still waits for them, `.refused` when their authentication failed.
     func retrieve(intent: String) -> ProviderOutcome
+    /// Pays `amountMinor` of what `intent` took back to its card: `.done` with the refund's id as `intent`.
+    func refund(intent: String, amountMinor: Int, metadata: [String: String], idempotencyKey: String) -> ProviderOutcome
+}
+
+extension PaymentProvider {
+    public func refund(intent: String, amountMinor: Int, idempotencyKey: String) -> ProviderOutcome {
+        refund(intent: intent, amountMinor: amountMinor, metadata: [:], idempotencyKey: idempotencyKey)
+    }
 }
 
 /// Stripe's HTTP API, PaymentIntents with manual capture (https://docs.stripe.com/api/payment_intents): form-encoded
@@ -85,6 +93,20 @@ public struct StripeClient: PaymentProvider {
 
     public func retrieve(intent: String) -> ProviderOutcome {
         call("/v1/payment_intents/\(Self.pathSafe(intent))", [], idempotencyKey: nil, method: "GET")
+    }
+
+    /// A refund of part or all of a captured PaymentIntent (https://docs.stripe.com/api/refunds/create). Stripe's
+    /// `reason` takes only `duplicate`, `fraudulent` (which also blocks the card) or `requested_by_customer`, so an
+    /// operator's own words go in `metadata[reason]` and `reason` is left out. A refund Stripe reports `failed` or
+    /// `canceled` is refused; `pending` and `succeeded` are done (the money is on its way back).
+    public func refund(intent: String, amountMinor: Int, metadata: [String: String], idempotencyKey: String) -> ProviderOutcome {
+        let form = [("payment_intent", intent), ("amount", String(amountMinor))]
+            + metadata.sorted { $0.key < $1.key }.map { ("metadata[\($0.key)]", $0.value) }
+        let outcome = call("/v1/refunds", form, idempotencyKey: idempotencyKey)
+        if case .done(_, let status) = outcome, status == "failed" || status == "canceled" {
+            return .refused(code: "refund_\(status)", message: "The card's issuer did not take the refund back.")
+        }
+        return outcome
     }
 
     private static func pathSafe(_ id: String) -> String { id.filter { $0.isLetter || $0.isNumber || $0 == "_" } }

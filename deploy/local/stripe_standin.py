@@ -8,7 +8,8 @@ It answers as Stripe does for the parts dispatch uses: form-encoded POSTs with t
 `POST /v1/customers`, `POST /v1/payment_intents` (manual capture, confirmed at once; `customer` with
 `setup_future_usage=off_session` saves the card to the customer, and `off_session=true` charges a saved card
 again, refused for a card not saved to that customer, as Stripe refuses it), `.../{id}/capture`,
-`.../{id}/cancel`; errors as
+`.../{id}/cancel`, `POST /v1/refunds` (part or all of a succeeded intent, at most what is left of it; the refund
+`succeeded` at once); errors as
 `{"error": {"type", "code", "decline_code", "message"}}`. Idempotency keys as Stripe keeps them: a key seen again
 with the same parameters gets the first answer back (and acts no more); with other parameters, a 400.
 Stripe's test payment methods decide the outcome: `pm_card_visa` (and any other) is authorised,
@@ -25,8 +26,8 @@ t=<unix time>,v1=<hex HMAC-SHA256 of "t.body">`), a moment after the answer, ret
 For the tests, beside the API: `POST /_standin/slow {"seconds", "times"}` makes the next `times` calls act and only
 then wait `seconds` (a provider that acted but whose answer came too late); `POST /_standin/authenticate
 {"client_secret", "outcome": "succeed" | "fail"}` is the card's holder completing (or failing) 3-D Secure in the
-app, as Stripe's SDK does; `GET /_standin/intents` lists what it did (each intent, how often each call acted, and
-the webhooks sent with the status each got). It stops when its standard input closes.
+app, as Stripe's SDK does; `GET /_standin/intents` lists what it did (each intent, each refund, how often each call
+acted, and the webhooks sent with the status each got). It stops when its standard input closes.
 """
 import hashlib
 import hmac
@@ -46,6 +47,7 @@ intents = {}       # id -> intent
 customers = {}     # id -> customer
 saved = {}         # payment method -> the customer it was saved to
 idempotent = {}    # key -> (params, status, body)
+refunds = {}       # id -> refund
 actions = []       # (call, intent id), in order
 slow = {"seconds": 0.0, "times": 0}
 webhook = {"url": None, "secret": None}
@@ -204,6 +206,34 @@ def change(intent_id, call, params):
     return 200, intent
 
 
+def refund(params):
+    intent = intents.get(params.get("payment_intent", ""))
+    if intent is None:
+        return error(400, "invalid_request_error", "No such payment_intent: '%s'" % params.get("payment_intent", ""),
+                     code="resource_missing")
+    if intent["status"] != "succeeded":
+        return error(400, "invalid_request_error", "This PaymentIntent does not have a successful charge to refund.",
+                     code="charge_not_refundable")
+    left = intent["amount_received"] - intent.get("amount_refunded", 0)
+    try:
+        amount = int(params.get("amount", left))
+    except ValueError:
+        return error(400, "invalid_request_error", "Invalid integer: amount", code="parameter_invalid_integer")
+    if left <= 0:
+        return error(400, "invalid_request_error", "Charge has already been refunded.", code="charge_already_refunded")
+    if amount < 1 or amount > left:
+        return error(400, "invalid_request_error", "Refund amount is greater than unrefunded amount on charge.", code="amount_too_large")
+    if params.get("reason") not in (None, "duplicate", "fraudulent", "requested_by_customer"):
+        return error(400, "invalid_request_error", "Invalid reason.", code="parameter_invalid_string")
+    intent["amount_refunded"] = intent.get("amount_refunded", 0) + amount
+    r = {"id": "re_" + secrets.token_hex(12), "object": "refund", "amount": amount, "currency": intent["currency"],
+         "payment_intent": intent["id"], "reason": params.get("reason"), "status": "succeeded", "created": int(time.time()),
+         "metadata": {k[9:-1]: v for k, v in params.items() if k.startswith("metadata[")}}
+    refunds[r["id"]] = r
+    actions.append(("refund", intent["id"]))
+    return 200, r
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -222,7 +252,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/_standin/intents":
             with lock:
                 return self.answer(200, {"intents": list(intents.values()), "actions": [list(a) for a in actions],
-                                         "webhooks": [list(w) for w in webhooks]})
+                                         "webhooks": [list(w) for w in webhooks],
+                                         "refunds": list(refunds.values())})
         parts = self.path.split("?")[0].strip("/").split("/")
         if len(parts) == 3 and parts[:2] == ["v1", "payment_intents"]:
             if self.headers.get("Authorization") != "Bearer " + KEY:
@@ -263,6 +294,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 if parts == ["v1", "payment_intents"]:
                     status, body = create(params)
+                elif parts == ["v1", "refunds"]:
+                    status, body = refund(params)
                 elif parts == ["v1", "customers"]:
                     status, body = create_customer(params)
                 elif len(parts) == 4 and parts[:2] == ["v1", "payment_intents"] and parts[3] in ("capture", "cancel"):

@@ -88,7 +88,7 @@ public enum DispatchService {
             let tracking = ParcelTracking(app)
             // Twice the call's bound and some: a payment is the caller's for that long.
             let payments = settings.stripe.map {
-                PaymentSettler(pool: app.pool, parcels: Parcels(storage: DispatchStorage(), outbox: app.outbox), provider: $0,
+                PaymentSettler(pool: app.pool, parcels: Parcels(storage: DispatchStorage(), outbox: app.outbox, earnings: settings.earnings), provider: $0,
                                lease: Double(2 * settings.paymentTimeout + 5), currency: Tariff().currency, logger: app.logger,
                                authorised: matcher.wake(for:), actionTimeout: Double(settings.actionTimeout),
                                taxRateBasisPoints: settings.taxRateBasisPoints)
@@ -101,6 +101,9 @@ public enum DispatchService {
                                             earnings: settings.earnings)
             if let payments {
                 app.add(Job.every(1, "payment-settler", logger: app.logger) { while try payments.run() > 0 {} })
+                if let refunds = handlers.refundSettler {
+                    app.add(Job.every(1, "refund-settler", logger: app.logger) { while try refunds.run() > 0 {} })
+                }
             }
             // Parcels waiting for a courier to be offered them, and how long the longest has waited since its last
             // change (an offer that lapsed puts it back), for the DispatchParcelsWaiting alert; how full PostgreSQL's

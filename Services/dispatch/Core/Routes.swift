@@ -21,6 +21,8 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
                      answers: (200, CourierApplicationView.shape), h.myApplication)
         couriers.add("PUT", "/location", "A location fix; stale or out-of-order fixes are ignored, one beyond the courier's reach refused",
                      body: LocationBody.self, answers: (200, AppliedView.shape), h.location)
+        couriers.add("GET", "/earnings", "My earnings statement for an ISO week (?week=2026-W49, UTC, default this week): each parcel I delivered, my share, the total",
+                     answers: (200, EarningsStatementView.shape), query: [ISOWeek.parameter], h.earningsStatement)
     }
     r.group("/v1", .user(auth)) { parcels in
         parcels.add("POST", "/quotes", "Price and ETA for a delivery", body: QuoteBody.self,
@@ -143,7 +145,7 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
             op.add("DELETE", "/centres/{id}/staff/{userId}", "Operator: someone is no longer staff of a centre",
                    answers: (204, nil), h.setStaff)
             op.add("GET", "/payments/reconciliation",
-                   "Operator: a day's deliveries per courier against the cash collected and the cards captured (?day=, UTC)",
+                   "Operator: a day's deliveries per courier against the cash collected and the cards captured, with the day's refunds and couriers' earnings (?day=, UTC)",
                    answers: (200, ReconciliationView.shape),
                    query: [QueryParameter("day", .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "The day, UTC (default today)")],
                    h.reconciliation)
@@ -159,6 +161,11 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
             op.add("POST", "/plan-prices", "Operator: a plan's new monthly price from a time not in the past, for the subscriptions taken from then",
                    body: PlanPriceBody.self, answers: (201, PlanPriceView.shape),
                    also: [.refusal(409, "Another price of this plan takes effect at that very time")], idempotent: h.idempotency, h.setPlanPrice)
+            op.add("GET", "/payouts", "Operator: what each courier earned in an ISO week, to be paid (?week=2026-W49, UTC)",
+                   answers: (200, PayoutsView.shape), query: [ISOWeek.parameter], h.payouts)
+            op.add("POST", "/parcels/{id}/refunds",
+                   "Operator: refund part or all of a delivered parcel's payment, to the card that paid or to the payer's wallet",
+                   body: RefundBody.self, answers: (201, RefundView.shape), idempotent: true, h.refund)
         }
     }
     return r

@@ -219,13 +219,19 @@ struct ReconciliationView: View {
     let rows: [ReconciliationRow]
     let creditRows: [CreditRow]
     let centreRows: [CentreCashRow]
+    /// Per currency: what the day's deliveries took, less the day's refunds and the couriers' earnings, less what
+    /// the business keeps.
+    let moneyRows: [MoneyRow]
     var items: [ReconciliationRowView] { rows.map(ReconciliationRowView.init) }
     var credits: [CreditRowView] { creditRows.map(CreditRowView.init) }
     var centres: [CentreCashView] { centreRows.map(CentreCashView.init) }
-    var differenceMinor: Int { rows.reduce(0) { $0 + $1.differenceMinor } + creditRows.reduce(0) { $0 + $1.differenceMinor } }
+    var money: [MoneyRowView] { moneyRows.map(MoneyRowView.init) }
+    var differenceMinor: Int {
+        rows.reduce(0) { $0 + $1.differenceMinor } + creditRows.reduce(0) { $0 + $1.differenceMinor } + moneyRows.reduce(0) { $0 + $1.differenceMinor }
+    }
     static let fields: [ViewField<Self>] = [
         .field("day", \.day), .field("items", \.items), .field("credits", \.credits), .field("centres", \.centres),
-        .field("differenceMinor", \.differenceMinor),
+        .field("money", \.money), .field("differenceMinor", \.differenceMinor),
     ]
 }
 

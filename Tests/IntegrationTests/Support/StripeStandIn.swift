@@ -67,7 +67,7 @@ final class StripeStandIn {
         }
     }
 
-    /// How often each call acted on `intent` (`authorise`, `capture`, `cancel`).
+    /// How often each call acted on `intent` (`authorise`, `capture`, `cancel`, `refund`).
     func actions(on intent: String) throws -> [String] {
         (try client.get("/_standin/intents")["actions"] as? [[String]] ?? []).filter { $0.last == intent }.map { $0[0] }
     }

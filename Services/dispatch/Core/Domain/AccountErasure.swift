@@ -40,6 +40,8 @@ struct AccountErasure: Sendable {
         // Payments are records of the sale too: they stay, paid by nobody (the append-only ledger names no payer).
         try c.execute("UPDATE dispatch.payments SET payer_id = \(nobody), card_payment_method = NULL WHERE payer_id = \(user)")
         try c.execute("UPDATE dispatch.receipts SET payer_id = \(nobody) WHERE payer_id = \(user)")
+        try c.execute("UPDATE dispatch.refunds SET payer_id = \(nobody) WHERE payer_id = \(user)")
+        try c.execute("UPDATE dispatch.courier_earnings SET courier_id = \(nobody) WHERE courier_id = \(user)")
         // A plan stops renewing; its wallet and plan entries go (the payment ledger keeps the money).
         try c.execute("""
             UPDATE dispatch.subscriptions SET user_id = \(nobody), card_payment_method = NULL, provider_customer = NULL, renews = false,

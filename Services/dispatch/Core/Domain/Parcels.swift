@@ -95,6 +95,8 @@ struct Parcels: Sendable {
     let outbox: Outbox
     /// Where couriers are now, for the places of their actions (none: their rows' positions).
     var matcher: Matcher? = nil
+    /// A courier's share of each parcel they deliver, written when they deliver it.
+    let earnings: EarningsRule
 
     /// Wrong PINs a parcel takes before the handover needs the recipient's own confirmation.
     static let pinTries = 5
@@ -237,6 +239,7 @@ struct Parcels: Sendable {
         p.status = next
         try payments.follow(c, p, action, cashCollected: cashCollected)
         try loyalty.follow(c, p, action)
+        try CourierEarnings(rule: earnings).follow(c, p, action)
         let at = Date()
         let event = try outbox.row(ParcelStatusChanged(parcelId: p.id, from: from, to: next, actor: actor,
                                                        actorId: actorId, courierId: (p.courierId ?? parcel.offeredTo),

@@ -36,7 +36,7 @@ struct Wallet: Sendable {
 
     /// Holds `user`'s wallet until the transaction ends: two bookings cannot spend it twice, and an event's balance
     /// is the one after its entry.
-    private func lock(_ c: Connection, _ user: UUID) throws {
+    func lock(_ c: Connection, _ user: UUID) throws {
         try c.execute("SELECT pg_advisory_xact_lock(hashtext('dispatch.wallet'), hashtext(\(user.lowercased)))")
     }
 
@@ -60,7 +60,7 @@ struct Wallet: Sendable {
         guard amountMinor > 0, let r = try c.first("""
             INSERT INTO dispatch.wallet_ledger (user_id, payment_id, parcel_id, entry, amount_minor, currency)
             VALUES (\(user), \(payment), \(parcel), \(entry.rawValue), \(amountMinor), \(currency))
-            ON CONFLICT (payment_id, entry) DO NOTHING RETURNING id, at
+            ON CONFLICT (payment_id, entry) WHERE refund_id IS NULL DO NOTHING RETURNING id, at
             """) else { return }
         try outbox.add(WalletRecorded(entryId: try r["id"], userId: user, paymentId: payment, parcelId: parcel,
                                       entry: entry, amountMinor: amountMinor, balanceMinor: try balance(c, user, currency: currency),

@@ -161,7 +161,8 @@ extension DispatchHandlers {
     }
 
     /// `GET /v1/operator/payments/reconciliation?day=`: the day's (UTC, default today) deliveries per courier and
-    /// currency against what was taken for them; `differenceMinor` is zero when every delivery is paid for.
+    /// currency against what was taken for them, and per currency the day's refunds and couriers' earnings against
+    /// it; `differenceMinor` is zero when every delivery is paid for and earned its courier their share.
     func reconciliation(_ context: Context<Void>) throws -> Response {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -172,8 +173,10 @@ extension DispatchHandlers {
             throw HTTPError.validation("day must be a date such as 2026-12-02.", field: "day")
         }
         return .json(try pool.withConnection { c in
-            ReconciliationView(day: day, rows: try storage.deliveredOn(c, day: day), creditRows: try storage.creditsOn(c, day: day),
-                               centreRows: try storage.centreCashOn(c, day: day))
+            let rows = try storage.deliveredOn(c, day: day)
+            let taken = Dictionary(rows.map { ($0.currency, $0.priceMinor - $0.differenceMinor) }, uniquingKeysWith: +)
+            return ReconciliationView(day: day, rows: rows, creditRows: try storage.creditsOn(c, day: day),
+                                      centreRows: try storage.centreCashOn(c, day: day), moneyRows: try storage.moneyOn(c, day: day, taken: taken))
         })
     }
 

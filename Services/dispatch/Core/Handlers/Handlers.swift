@@ -29,7 +29,7 @@ struct DispatchHandlers: Sendable {
     let tariffs = TariffBook()
     /// Claim codes, limited in guesses as invite codes are.
     let claims = InviteJoins(schema: "dispatch", table: "claim_failures")
-    var parcels: Parcels { Parcels(storage: storage, outbox: outbox, matcher: matcher) }
+    var parcels: Parcels { Parcels(storage: storage, outbox: outbox, matcher: matcher, earnings: earnings) }
     var couriers: Couriers { Couriers(storage: storage, parcels: parcels, matcher: matcher, tracking: tracking) }
     var centres: Centres { Centres(parcels: parcels) }
 

@@ -4,8 +4,9 @@ import Postgres
 
 extension DispatchStorage {
     /// What dispatch holds of `user`, for their export: their courier record with their last position, the parcels
-    /// they sent, received or carried, what they paid and its receipts, their application to deliver and its decisions,
-    /// and their photos (not an identity document's, which only operators read: the application says whether it is kept).
+    /// they sent, received or carried, what they paid, its receipts and what they were refunded, what they earned
+    /// delivering, their application to deliver and its decisions, and their photos (not an identity document's, which
+    /// only operators read: the application says whether it is kept).
     func export(_ c: Connection, _ user: UUID, media: MediaStore) throws -> [String: Any] {
         try Export.document(c, """
             SELECT json_build_object(
@@ -30,6 +31,12 @@ extension DispatchStorage {
                 'payments', (SELECT coalesce(json_agg(json_build_object('id', id, 'parcelId', parcel_id, 'method', method, 'status', status,
                                 'amountMinor', amount_minor, 'currency', currency, 'createdAt', created_at) ORDER BY created_at), '[]'::json)
                              FROM dispatch.payments WHERE payer_id = \(user)),
+                'refunds', (SELECT coalesce(json_agg(json_build_object('id', id, 'parcelId', parcel_id, 'to', destination, 'status', status,
+                                'amountMinor', amount_minor, 'currency', currency, 'reason', reason, 'createdAt', created_at)
+                                ORDER BY created_at), '[]'::json) FROM dispatch.refunds WHERE payer_id = \(user)),
+                'earnings', (SELECT coalesce(json_agg(json_build_object('parcelId', parcel_id, 'priceMinor', price_minor,
+                                'shareMinor', amount_minor, 'currency', currency, 'at', at) ORDER BY at), '[]'::json)
+                             FROM dispatch.courier_earnings WHERE courier_id = \(user)),
                 'loyalty', (SELECT coalesce(json_agg(json_build_object('entry', entry, 'points', points, 'parcelId', parcel_id, 'at', at)
                                 ORDER BY id), '[]'::json) FROM dispatch.loyalty_ledger WHERE user_id = \(user)),
                 'wallet', (SELECT coalesce(json_agg(json_build_object('entry', entry, 'amountMinor', amount_minor, 'currency', currency,

@@ -433,4 +433,55 @@ let migrations: [Migration] = [
         CREATE TRIGGER receipts_stay BEFORE DELETE ON receipts
             FOR EACH ROW EXECUTE FUNCTION payment_ledger_is_append_only();
         """),
+    // What couriers earn, one entry per parcel they delivered (the share it was worked out by kept with it; only an
+    // erasure changes an entry, to name nobody), and the
+    // refunds operators make after a sale: a refund to the card is `pending` until the provider answers (asked again
+    // under the same idempotency key, its id, from `due_at`), and is written to the payment ledger (and a refund to
+    // the wallet to the wallet's) once done, one entry per refund; pending and done refunds together never exceed
+    // what was taken, which the payment's row lock keeps.
+    Migration(25, "couriers' earnings and refunds", """
+        CREATE TABLE courier_earnings (
+            parcel_id uuid PRIMARY KEY REFERENCES parcels (id),
+            courier_id uuid NOT NULL,
+            price_minor int NOT NULL CHECK (price_minor >= 0),
+            share_percent int NOT NULL CHECK (share_percent BETWEEN 0 AND 100),
+            amount_minor int NOT NULL CHECK (amount_minor BETWEEN 0 AND price_minor),
+            currency text NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),
+            at timestamptz NOT NULL DEFAULT clock_timestamp()
+        );
+        CREATE INDEX courier_earnings_by_courier ON courier_earnings (courier_id, at);
+        CREATE INDEX courier_earnings_by_time ON courier_earnings (at);
+        CREATE TABLE refunds (
+            id uuid PRIMARY KEY,
+            payment_id uuid NOT NULL REFERENCES payments (id),
+            parcel_id uuid NOT NULL,
+            payer_id uuid NOT NULL,
+            destination text NOT NULL CHECK (destination IN ('card', 'wallet')),
+            amount_minor int NOT NULL CHECK (amount_minor > 0),
+            currency text NOT NULL,
+            reason text NOT NULL CHECK (length(reason) BETWEEN 1 AND 500),
+            status text NOT NULL CHECK (status IN ('pending', 'refunded', 'failed')),
+            provider_refund text,
+            failure text,
+            due_at timestamptz,
+            attempts int NOT NULL DEFAULT 0,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now(),
+            CHECK ((status = 'pending') = (due_at IS NOT NULL))
+        );
+        CREATE INDEX refunds_due ON refunds (due_at) WHERE status = 'pending';
+        CREATE INDEX refunds_by_payment ON refunds (payment_id);
+        ALTER TABLE payment_ledger ADD COLUMN refund_id uuid REFERENCES refunds (id),
+            DROP CONSTRAINT payment_ledger_entry_check,
+            ADD CHECK (entry IN ('authorised', 'declined', 'captured', 'voided', 'cash_collected', 'wallet_debited', 'wallet_returned',
+                                 'refunded')),
+            ADD CHECK ((entry = 'refunded') = (refund_id IS NOT NULL));
+        DROP INDEX payment_ledger_once;
+        CREATE UNIQUE INDEX payment_ledger_once ON payment_ledger (payment_id, entry) WHERE refund_id IS NULL;
+        CREATE UNIQUE INDEX payment_ledger_refund_once ON payment_ledger (refund_id) WHERE refund_id IS NOT NULL;
+        ALTER TABLE wallet_ledger ADD COLUMN refund_id uuid REFERENCES refunds (id),
+            DROP CONSTRAINT wallet_ledger_payment_id_entry_key;
+        CREATE UNIQUE INDEX wallet_ledger_once ON wallet_ledger (payment_id, entry) WHERE refund_id IS NULL;
+        CREATE UNIQUE INDEX wallet_ledger_refund_once ON wallet_ledger (refund_id) WHERE refund_id IS NOT NULL;
+        """),
 ]
