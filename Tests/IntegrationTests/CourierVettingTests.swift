@@ -137,6 +137,24 @@ final class CourierVettingTests: DispatchTestCase {
         XCTAssertNotNil(wait(next, as: eva, for: "offered"), "offered parcels again once reinstated")
     }
 
+    func testAnApprovedCourierWhoChangesVehicleIsVettedAgain() throws {
+        let eva = try courier(lat: 44.4270, lon: 26.1030)
+        let car = try api.post("/v1/couriers/me", ["vehicle": "car", "capacity": 2], token: eva.token)
+        XCTAssertEqual(car.status, 201)
+        XCTAssertEqual(car["vetting"] as? String, "unvetted", "the operators approved a bike, not this car")
+        XCTAssertEqual(car["online"] as? Bool, false, "offline at once")
+        assertClientError(try goOnline(eva), 403, code: "forbidden")
+        XCTAssertEqual(try CourierVetting.apply(api, token: eva.token, vehicle: "car").status, 201)
+        let photos: Int = try database.connect().first("SELECT count(*)::int AS n FROM dispatch.media WHERE purpose IN ('identity', 'vehicle')")!["n"]
+        XCTAssertEqual(photos, 2, "the first application's photos went with it")
+        assertClientError(try api.post("/v1/couriers/me", ["vehicle": "scooter", "capacity": 2], token: eva.token), 409,
+                          "not while the car is under review")
+        XCTAssertEqual(try decide(eva, "approve")["status"] as? String, "approved")
+        XCTAssertEqual(try goOnline(eva)["online"] as? Bool, true)
+        XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "car", "capacity": 3], token: eva.token)["vetting"] as? String,
+                       "approved", "the same vehicle with more room stays approved")
+    }
+
     func testOnlyOperatorsReadAnIdentityPhotoAndItGoesAfterItsRetention() throws {
         let fay = try applicant(), other = try person()
         let upload = try api.send("POST", "/v1/dispatch/media?purpose=identity", raw: Images.jpeg, token: fay.token,

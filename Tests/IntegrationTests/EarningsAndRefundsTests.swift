@@ -37,7 +37,8 @@ final class EarningsAndRefundsTests: PaidDispatchTestCase {
         return (parcel, payment["amountMinor"] as? Int ?? 0, payment["id"] as? String ?? "")
     }
 
-    func refund(_ parcel: String, _ body: [String: Any], key: String? = nil) throws -> APIResponse {
+    /// An operator's refund, under `key` (a fresh one unless given; nil: none).
+    func refund(_ parcel: String, _ body: [String: Any], key: String? = UUID().uuidString) throws -> APIResponse {
         try api.post("/v1/operator/parcels/\(parcel)/refunds", body, token: operatorToken, headers: key.map { ["Idempotency-Key": $0] } ?? [:])
     }
 
@@ -184,6 +185,8 @@ final class EarningsAndRefundsTests: PaidDispatchTestCase {
                             (["amountMinor": "5", "reason": "Late", "to": "card"], "an amount as text")] as [([String: Any], String)] {
             assertClientError(try refund(parcel, body), 400, why)
         }
+        // A retry without a key could not be told from a second refund.
+        assertClientError(try refund(parcel, ["amountMinor": 5, "reason": "Late", "to": "wallet"], key: nil), 400, "no Idempotency-Key")
         let rows: Int = try database.connect().first("SELECT count(*)::int AS n FROM dispatch.refunds")!["n"]
         XCTAssertEqual(rows, 3, "refused refunds leave nothing behind")
     }

@@ -163,7 +163,13 @@ struct Plans: Sendable {
             """)
         let prices = due.contains { $0.priceMinor == nil } ? try catalogue(c, currency: currency) : []
         for var s in due {
-            guard let price = s.priceMinor ?? prices.first(where: { $0.id == s.planId })?.priceMinor else { continue }
+            guard let price = s.priceMinor ?? prices.first(where: { $0.id == s.planId })?.priceMinor else {
+                // A plan nobody prices any more cannot renew: it runs to its end rather than stay first in this queue.
+                s.renews = false
+                try save(c, &s)
+                try record(c, s, .renewalStopped, amountMinor: 0, currency: currency, payment: nil)
+                continue
+            }
             let payment = try storage.insertPayment(c, id: UUID.v7(), purpose: .plan, parcel: nil, subscription: s.id, payer: s.userId,
                                                     method: "card", amountMinor: price, currency: currency,
                                                     card: s.cardPaymentMethod, status: .pending, due: .authorise, dueIn: 0)

@@ -28,6 +28,8 @@ enum VettingError: DomainError, Equatable {
     case alreadyVetted(VettingStatus)
     /// Going online without being approved.
     case notApproved(VettingStatus)
+    /// A courier under review or suspended asked to change the vehicle they were vetted with.
+    case vehicleVetted(VettingStatus)
     case consentMissing
     case notYourImage(field: String, purpose: String)
     case reasonMissing
@@ -35,7 +37,7 @@ enum VettingError: DomainError, Equatable {
     var refusal: Refusal {
         switch self {
         case .notFound: return .notFound
-        case .notNow, .alreadyVetted: return .conflict
+        case .notNow, .alreadyVetted, .vehicleVetted: return .conflict
         case .notApproved: return .forbidden
         case .consentMissing, .notYourImage, .reasonMissing: return .invalid
         }
@@ -60,6 +62,8 @@ enum VettingError: DomainError, Equatable {
         case .notApproved(.pending): return "Your application is being reviewed: you can go online once an operator approves it."
         case .notApproved(.rejected): return "Your application was rejected: see why with GET /v1/couriers/me/application, and apply again."
         case .notApproved: return "Apply with POST /v1/couriers/me/application: you can go online once an operator approves you."
+        case .vehicleVetted(.suspended): return "Your account is suspended: your vehicle cannot change until an operator reinstates you."
+        case .vehicleVetted: return "Your application with this vehicle is being reviewed: wait for the decision before changing it."
         case .consentMissing: return "consent must be true: we keep your documents to vet you, as the privacy notice says."
         case .notYourImage(let field, let purpose):
             return "\(field) must name an image you uploaded with POST /v1/dispatch/media?purpose=\(purpose)."
@@ -106,7 +110,7 @@ struct Vetting: Sendable {
            !Self.transition(.applied).from.contains(status) {
             throw VettingError.alreadyVetted(status)
         }
-        if let replaced = try storage.submit(c, application) { try storage.deleteMedia(c, replaced) }
+        for replaced in try storage.submit(c, application) { try storage.deleteMedia(c, replaced) }
         let (_, at) = try storage.decide(c, application.user, to: .pending, .applied, reason: nil, operatorName: nil)
         try outbox.add(CourierVetted(courierId: application.user, decision: .applied, reason: nil, operatorName: nil, at: at),
                        subject: application.user.lowercased, on: c)

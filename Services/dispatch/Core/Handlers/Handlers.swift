@@ -35,8 +35,18 @@ struct DispatchHandlers: Sendable {
 
     // MARK: Couriers
 
+    /// A vehicle under review or of a suspended courier stays as it is; an approved courier's new vehicle is vetted
+    /// anew (`registerCourier`).
     func registerCourier(_ context: Context<Caller>, _ body: RegisterCourierBody) throws -> Response {
-        let courier = try pool.withTransaction { try storage.registerCourier($0, user: context.caller.userId, vehicle: body.vehicle, capacity: body.capacity) }
+        let courier = try pool.withTransaction { c in
+            // Locked, so that an operator's decision lands before or after this change, never beside it.
+            if let known = try storage.courier(c, context.caller.userId, lock: true), known.vehicle != body.vehicle,
+               [.pending, .suspended].contains(known.vetting) {
+                throw VettingError.vehicleVetted(known.vetting)
+            }
+            return try storage.registerCourier(c, user: context.caller.userId, vehicle: body.vehicle, capacity: body.capacity)
+        }
+        matcher.update(courier)
         return .json(CourierView(matcher.latest(courier)), status: 201)
     }
 
@@ -79,9 +89,17 @@ struct DispatchHandlers: Sendable {
     private func quote(_ c: Connection, _ sender: UUID, _ route: Itinerary, _ service: ParcelService, insured: Bool,
                        by tariff: Tariff) throws -> Quote {
         let plan = try parcels.payments.plans.running(c, sender, currency: tariff.currency)
-        return tariff.quote(meters: greatCircleMeters(route.pickup, route.dropoff), service: service, insured: insured,
-                            plan: plan.map { ($0.id, $0.benefits) })
+        let quote = tariff.quote(meters: greatCircleMeters(route.pickup, route.dropoff), service: service, insured: insured,
+                                 plan: plan.map { ($0.id, $0.benefits) })
+        // Past what one card payment may take (Stripe's 999,999.99), and what the columns hold: a tariff an operator
+        // may set makes a long enough trip cost that.
+        guard quote.amountMinor <= Self.maxPriceMinor else {
+            throw HTTPError.validation("This delivery would cost more than one payment can take: choose a nearer drop-off.", field: "dropoff")
+        }
+        return quote
     }
+
+    static let maxPriceMinor = 99_999_999
 
     /// Books a parcel, offered at once when it can be (`Parcels.create`). A card is authorised before the answer when
     /// the provider answers in time (a declined card leaves the parcel cancelled, saying why); otherwise the parcel

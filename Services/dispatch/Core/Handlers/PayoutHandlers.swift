@@ -45,6 +45,9 @@ extension DispatchHandlers {
     /// `refunded` when the provider answered in time, else `pending` (the settler asks again under the same key).
     func refund(_ context: Context<Void>, _ body: RefundBody) throws -> Response {
         let id = try context.parameters.require("id", as: UUID.self)
+        guard context.request.header("Idempotency-Key") != nil else {
+            throw HTTPError.validation("A refund needs an Idempotency-Key: retried without one, it would be made twice.", field: "Idempotency-Key")
+        }
         guard let to = RefundDestination(rawValue: body.to) else { throw HTTPError.validation("to must be card or wallet.", field: "to") }
         let new = NewRefund(parcel: id, amountMinor: body.amountMinor, reason: body.reason, to: to)
         let settler = refundSettler, opened = Opened()

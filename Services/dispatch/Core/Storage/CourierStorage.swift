@@ -36,20 +36,25 @@ extension DispatchStorage {
         "SELECT \(CourierRecord.columns) FROM \(unescaped: couriers) c JOIN dispatch.courier_positions p USING (user_id)"
     }
 
+    /// Registers the courier, or changes their vehicle and capacity. An approved courier who changes vehicle is no
+    /// longer vetted (the operators approved the vehicle they saw) and goes offline until they apply again.
     func registerCourier(_ c: Connection, user: UUID, vehicle: String, capacity: Int) throws -> CourierRecord {
         try c.one(CourierRecord.self, """
             WITH c AS (
                 INSERT INTO dispatch.couriers AS c (user_id, vehicle, capacity) VALUES (\(user), \(vehicle), \(capacity))
                 ON CONFLICT (user_id) DO UPDATE SET vehicle = EXCLUDED.vehicle,
-                    capacity = GREATEST(EXCLUDED.capacity, c.active), updated_at = clock_timestamp()
+                    capacity = GREATEST(EXCLUDED.capacity, c.active), updated_at = clock_timestamp(),
+                    vetting = CASE WHEN c.vetting = 'approved' AND c.vehicle <> EXCLUDED.vehicle THEN 'unvetted' ELSE c.vetting END,
+                    online = c.online AND NOT (c.vetting = 'approved' AND c.vehicle <> EXCLUDED.vehicle)
                 RETURNING \(CourierRecord.courierColumns)),
             p AS (INSERT INTO dispatch.courier_positions (user_id) SELECT user_id FROM c ON CONFLICT DO NOTHING)
             SELECT \(CourierRecord.columns) FROM c LEFT JOIN dispatch.courier_positions p USING (user_id)
             """)!
     }
 
-    func courier(_ c: Connection, _ user: UUID) throws -> CourierRecord? {
-        try c.one(CourierRecord.self, "\(Self.withPositions("dispatch.couriers")) WHERE user_id = \(user)")
+    /// `lock`: the courier's row stays locked until the transaction ends.
+    func courier(_ c: Connection, _ user: UUID, lock: Bool = false) throws -> CourierRecord? {
+        try c.one(CourierRecord.self, "\(Self.withPositions("dispatch.couriers")) WHERE user_id = \(user)\(unescaped: lock ? " FOR UPDATE OF c" : "")")
     }
 
     /// Takes the courier online (only an approved one) or offline; nil when that changed nothing (not a courier, or

@@ -362,8 +362,9 @@ let migrations: [Migration] = [
         CREATE INDEX payments_awaiting_holder ON payments (subscription_id) WHERE client_secret IS NOT NULL;
         """),
     // Tariffs and plans' prices as data: the one in force at a time is the one effective last at or before it; a
-    // new one never takes effect in the past. The seeds are the prices the code had until then. A parcel keeps the
-    // tariff that priced it (none for the parcels booked before); a subscription keeps the price it was taken at.
+    // new one never takes effect in the past. The seeds keep today's prices in force until an operator sets others. A
+    // parcel keeps the tariff that priced it (none for the parcels booked before); a subscription keeps the price it
+    // was taken at.
     // Each payment captured gets a receipt, numbered without gaps within a year by the year's counter row, which the
     // capture's transaction increments.
     Migration(24, "tariffs and plan prices, kept by each parcel and subscription; receipts", """

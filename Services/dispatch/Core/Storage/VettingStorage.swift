@@ -87,15 +87,16 @@ extension DispatchStorage {
 
     /// Stores `application` as the courier's (registering them with its vehicle, one parcel at a time, when they were
     /// not yet a courier), now pending; returns the identity photo it replaced, if another one.
-    func submit(_ c: Connection, _ application: NewApplication) throws -> UUID? {
+    /// Stores the application; returns the photos of the one it replaces that it no longer names.
+    func submit(_ c: Connection, _ application: NewApplication) throws -> [UUID] {
         try c.execute("""
             INSERT INTO dispatch.couriers AS c (user_id, vehicle, capacity, vetting) VALUES (\(application.user), \(application.vehicle), 1, 'pending')
             ON CONFLICT (user_id) DO UPDATE SET vehicle = EXCLUDED.vehicle, vetting = 'pending', online = false, updated_at = clock_timestamp()
             """)
         try c.execute("INSERT INTO dispatch.courier_positions (user_id) VALUES (\(application.user)) ON CONFLICT DO NOTHING")
-        let previous: UUID? = try c.first("""
-            SELECT identity_media_id FROM dispatch.courier_applications WHERE user_id = \(application.user) FOR UPDATE
-            """)?["identity_media_id", as: UUID?.self]
+        let previous = try c.first("""
+            SELECT identity_media_id, vehicle_media_id FROM dispatch.courier_applications WHERE user_id = \(application.user) FOR UPDATE
+            """).map { try $0.decode(UUID?.self, UUID?.self) }
         try c.execute("""
             INSERT INTO dispatch.courier_applications (user_id, legal_name, phone, vehicle, identity_media_id, vehicle_media_id, consented_at)
             VALUES (\(application.user), \(application.legalName), \(application.phone), \(application.vehicle), \(application.identityMediaId),
@@ -104,7 +105,8 @@ extension DispatchStorage {
                 identity_media_id = EXCLUDED.identity_media_id, vehicle_media_id = EXCLUDED.vehicle_media_id,
                 consented_at = EXCLUDED.consented_at, decided_at = NULL, documents_erased_at = NULL, updated_at = now()
             """)
-        return previous == application.identityMediaId ? nil : previous
+        guard let (identity, vehicle) = previous else { return [] }
+        return [identity, vehicle].compactMap { $0 }.filter { $0 != application.identityMediaId && $0 != application.vehicleMediaId }
     }
 
     /// Moves the courier to `status` (going offline unless approved), noting when an application was decided, and
