@@ -24,21 +24,12 @@ final class FaultRunTests: XCTestCase {
         environment["STACK_STATE_DIR"] = state
         environment["STACK_BUILD"] = "debug"
         environment["STACK_BIN_DIR"] = TestEnvironment.binDir
-        environment["STACK_PORT_BASE"] = String(try Self.freeRun(of: 7))  // the gateway, then the six services
+        environment["STACK_PORT_BASE"] = String(try TestEnvironment.freeRun(of: 7))  // the gateway, then the six services
         for name in ["STACK_PG_PORT", "STACK_KAFKA_PORT", "STACK_GATEWAY_TLS_PORT", "STACK_MAIL_PORT", "STACK_STRIPE_PORT",
                      "STACK_APNS_PORT", "STACK_FCM_PORT"] {
             environment[name] = String(TestEnvironment.freePort())
         }
         return environment
-    }
-
-    /// The first of `count` consecutive free ports.
-    private static func freeRun(of count: Int) throws -> Int {
-        for _ in 0..<200 {
-            let first = TestEnvironment.freePort()
-            if (1..<count).allSatisfy({ TestEnvironment.isFree(first + $0) }) { return first }
-        }
-        throw TestFailure("no \(count) consecutive free ports in this worker's range")
     }
 
     /// Runs `deploy/local/stack <command>` to its end: its status and what it wrote. The shell writes its status to a

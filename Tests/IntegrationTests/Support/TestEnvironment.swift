@@ -52,6 +52,15 @@ enum TestEnvironment {
         }
     }
 
+    /// The first of `count` consecutive free ports, all within this process's range, all handed out.
+    static func freeRun(of count: Int) throws -> Int {
+        for _ in 0..<200 {
+            let first = Int.random(in: portRange.lowerBound...(portRange.upperBound - count + 1))
+            if (0..<count).allSatisfy({ isFree(first + $0) }) { return first }
+        }
+        throw TestFailure("no \(count) consecutive free ports in \(portRange)")
+    }
+
     /// Whether `port` was not handed out before and can be bound now; if so it is handed out.
     static func isFree(_ port: Int) -> Bool {
         portsLock.lock()
