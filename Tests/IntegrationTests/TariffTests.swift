@@ -55,8 +55,8 @@ final class TariffTests: PaidDispatchTestCase {
         let validUntil = try XCTUnwrap(Timestamp.parse(before["validUntil"] as? String ?? ""))
         XCTAssertGreaterThan(validUntil, Date().addingTimeInterval(14 * 60), "a quote holds a quarter of an hour")
 
-        // A new tariff two seconds ahead: quotes until then keep the old one.
-        let from = Date().addingTimeInterval(2)
+        // A new tariff six seconds ahead (room for the calls below on a loaded machine): quotes until then keep the old one.
+        let from = Date().addingTimeInterval(6)
         let set = try api.post("/v1/operator/tariffs", tariffBody(from: from), token: operatorToken)
         XCTAssertEqual(set.status, 201, String(decoding: set.body, as: UTF8.self))
         XCTAssertEqual(set["createdBy"] as? String, "ops@mesajem.test")
@@ -67,6 +67,7 @@ final class TariffTests: PaidDispatchTestCase {
         XCTAssertEqual((scheduled["inForce"] as? [String: Any])?["id"] as? String, seeded["id"] as? String)
         XCTAssertEqual((scheduled["items"] as? [[String: Any]])?.map { $0["id"] as? String }, [newId, seeded["id"] as? String],
                        "the latest effective first")
+        XCTAssertLessThan(Date(), from, "the checks above ran before the new tariff's time")
 
         Thread.sleep(until: from.addingTimeInterval(0.2))
         let after = try quote(sender)
@@ -157,13 +158,16 @@ final class TariffTests: PaidDispatchTestCase {
                 """).map { try $0["amount_minor"] }
         }
 
-        let from = Date().addingTimeInterval(2)
+        // Both people exist before the new price is set, and its time leaves the early one room to subscribe on a
+        // loaded machine (a sign-up alone hashes a password for a second or more).
+        let early = try person(), late = try person()
+        let from = Date().addingTimeInterval(8)
         let set = try api.post("/v1/operator/plan-prices", ["planId": "plus", "currency": "EUR", "priceMinor": 1_200,
                                                             "effectiveFrom": Timestamp.format(from), "by": "ops"], token: operatorToken)
         XCTAssertEqual(set.status, 201, String(decoding: set.body, as: UTF8.self))
-        let early = try person(), late = try person()
         XCTAssertEqual(try price("plus", as: early), 900, "not yet in force")
         _ = try subscribe(early)
+        XCTAssertLessThan(Date(), from, "the early subscription was taken before the new price's time")
         Thread.sleep(until: from.addingTimeInterval(0.2))
         XCTAssertEqual(try price("plus", as: late), 1_200)
         XCTAssertEqual(try price("pro", as: late), 1_900, "another plan's price is its own")
