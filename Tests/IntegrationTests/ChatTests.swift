@@ -477,7 +477,9 @@ final class ChatEventTests: ChatTestCase {
         _ = try api.send("POST", "/v1/rooms/\(room)/typing", token: ben.token)
         _ = try api.send("DELETE", "/v1/rooms/\(room)/members/\(ben.id)", token: ann.token)
         for type in types {
-            guard let event = probe.first({ $0["type"] as? String == type && $0["subject"] as? String == room }) else {
+            // A minute for the first, which waits for the relay to publish anything at all on a busy machine; the
+            // rest have come by then.
+            guard let event = probe.first(timeout: 60, { $0["type"] as? String == type && $0["subject"] as? String == room }) else {
                 XCTFail("no \(type) event for the room"); continue
             }
             XCTAssertEqual(try SchemaValidator.event(type).validate(event.filter { !$0.key.hasPrefix("_") }), [], type)
