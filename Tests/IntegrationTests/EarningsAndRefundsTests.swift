@@ -42,21 +42,6 @@ final class EarningsAndRefundsTests: PaidDispatchTestCase {
         try api.post("/v1/operator/parcels/\(parcel)/refunds", body, token: operatorToken, headers: key.map { ["Idempotency-Key": $0] } ?? [:])
     }
 
-    func ledger(_ paymentId: String) throws -> [String] {
-        try database.connect().rows("SELECT entry FROM dispatch.payment_ledger WHERE payment_id = $1 ORDER BY id", [paymentId]).map { try $0["entry"] }
-    }
-
-    /// The events of `topics` that `keep` picks, once `count` have come, each checked against its schema.
-    func events(_ topics: [String], count: Int, _ keep: @escaping ([String: Any]) -> Bool) throws -> [[String: Any]] {
-        let probe = try EventProbe(topics: topics)
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { probe.drain(0.1); return probe.seen.filter(keep).count >= count })
-        let found = probe.seen.filter(keep)
-        for event in found {
-            XCTAssertEqual(try SchemaValidator.event(event["type"] as? String ?? "").validate(event.envelope), [], "\(event)")
-        }
-        return found
-    }
-
     func testADeliveredParcelEarnsItsCourierTheirShareOnceInTheirWeeklyStatementAndThePayouts() throws {
         let sender = try person(), courier = try courier(lat: 44.4270, lon: 26.1030)
         let (parcel, price, _) = try deliveredCardParcel(sender, by: courier)

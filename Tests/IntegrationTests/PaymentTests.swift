@@ -26,6 +26,38 @@ class PaidDispatchTestCase: DispatchTestCase {
         stripe?.stop()
     }
 
+    /// The card bookings pay with when a test names none.
+    var card: String { "pm_card_visa" }
+
+    /// Books a parcel paid by card (`card`, else the case's), under `key` if given.
+    func book(_ sender: Person, card: String? = nil, key: String? = nil, photo: String? = nil) throws -> APIResponse {
+        try api.post("/v1/parcels", [
+            "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "Piața Universității 1"],
+            "dropoff": ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"],
+            "recipient": ["name": "Rita Recipient"], "service": "standard", "paymentMethod": "card", "cardPaymentMethod": card ?? self.card,
+            "documentPhotoMediaId": try photo ?? self.photo(sender)], token: sender.token, headers: key.map { ["Idempotency-Key": $0] } ?? [:])
+    }
+
+    func payment(_ parcel: String, _ sender: Person) throws -> [String: Any] {
+        try api.get("/v1/parcels/\(parcel)", token: sender.token)["payment"] as? [String: Any] ?? [:]
+    }
+
+    /// A payment's ledger entries, oldest first.
+    func ledger(_ paymentId: String) throws -> [String] {
+        try database.connect().rows("SELECT entry FROM dispatch.payment_ledger WHERE payment_id = $1 ORDER BY id", [paymentId]).map { try $0["entry"] }
+    }
+
+    /// The events of `topics` that `keep` picks, once `count` have come, each checked against its schema.
+    func events(_ topics: [String], count: Int, _ keep: @escaping ([String: Any]) -> Bool) throws -> [[String: Any]] {
+        let probe = try EventProbe(topics: topics)
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { probe.drain(0.1); return probe.seen.filter(keep).count >= count })
+        let found = probe.seen.filter(keep)
+        for event in found {
+            XCTAssertEqual(try SchemaValidator.event(event["type"] as? String ?? "").validate(event.envelope), [], "\(event)")
+        }
+        return found
+    }
+
     /// Books `bodies` for `sender` at once, each from its own thread: the statuses, sorted.
     func race(_ sender: Person, _ bodies: [[String: Any]]) throws -> [Int] {
         let answers = LockedBox<[Int]>()
@@ -53,22 +85,6 @@ final class PaymentTests: PaidDispatchTestCase {
         let r = try api.get("/v1/operator/payments/reconciliation", token: operatorToken)
         XCTAssertEqual(r.status, 200, String(decoding: r.body, as: UTF8.self))
         return ((r["items"] as? [[String: Any]])?.first { $0["courierId"] as? String == courier.id }, r["differenceMinor"] as? Int)
-    }
-
-    func book(_ sender: Person, card: String = "pm_card_visa", key: String? = nil, photo: String? = nil) throws -> APIResponse {
-        try api.post("/v1/parcels", [
-            "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "Piața Universității 1"],
-            "dropoff": ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"],
-            "recipient": ["name": "Rita Recipient"], "service": "standard", "paymentMethod": "card", "cardPaymentMethod": card,
-            "documentPhotoMediaId": try photo ?? self.photo(sender)], token: sender.token, headers: key.map { ["Idempotency-Key": $0] } ?? [:])
-    }
-
-    func payment(_ parcel: String, _ sender: Person) throws -> [String: Any] {
-        try api.get("/v1/parcels/\(parcel)", token: sender.token)["payment"] as? [String: Any] ?? [:]
-    }
-
-    func ledger(_ paymentId: String) throws -> [String] {
-        try database.connect().rows("SELECT entry FROM dispatch.payment_ledger WHERE payment_id = $1 ORDER BY id", [paymentId]).map { try $0["entry"] }
     }
 
     func testACardIsHeldAtBookingAndTakenAtDeliveryOnceUnderARetryStorm() throws {

@@ -16,21 +16,8 @@ final class ThreeDSecureTests: PaidDispatchTestCase {
 
     let webhookPath = "/v1/payments/stripe/webhook"
 
-    func book(_ sender: Person, card: String = "pm_card_authenticationRequired", key: String? = nil, photo: String? = nil) throws -> APIResponse {
-        try api.post("/v1/parcels", [
-            "pickup": ["lat": 44.4268, "lon": 26.1025, "address": "Piața Universității 1"],
-            "dropoff": ["lat": 44.4500, "lon": 26.0900, "address": "Bulevardul Aviatorilor 10"],
-            "recipient": ["name": "Rita Recipient"], "service": "standard", "paymentMethod": "card", "cardPaymentMethod": card,
-            "documentPhotoMediaId": try photo ?? self.photo(sender)], token: sender.token, headers: key.map { ["Idempotency-Key": $0] } ?? [:])
-    }
-
-    func payment(_ parcel: String, _ sender: Person) throws -> [String: Any] {
-        try api.get("/v1/parcels/\(parcel)", token: sender.token)["payment"] as? [String: Any] ?? [:]
-    }
-
-    func ledger(_ paymentId: String) throws -> [String] {
-        try database.connect().rows("SELECT entry FROM dispatch.payment_ledger WHERE payment_id = $1 ORDER BY id", [paymentId]).map { try $0["entry"] }
-    }
+    /// Its bookings' card asks for 3-D Secure unless a test names another.
+    override var card: String { "pm_card_authenticationRequired" }
 
     func history(_ parcel: String, _ sender: Person) throws -> [String] {
         (try api.get("/v1/parcels/\(parcel)", token: sender.token)["history"] as? [[String: Any]] ?? []).compactMap { $0["to"] as? String }

@@ -19,17 +19,6 @@ final class WalletAndPlanTests: PaidDispatchTestCase {
                                     "service": service, "insured": insured], token: who.token)
     }
 
-    /// The events of `topics` that `keep` picks, once `count` have come, each checked against its schema.
-    func events(_ topics: [String], count: Int, _ keep: @escaping ([String: Any]) -> Bool) throws -> [[String: Any]] {
-        let probe = try EventProbe(topics: topics)
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { probe.drain(0.1); return probe.seen.filter(keep).count >= count })
-        let found = probe.seen.filter(keep)
-        for event in found {
-            XCTAssertEqual(try SchemaValidator.event(event["type"] as? String ?? "").validate(event.envelope), [], "\(event)")
-        }
-        return found
-    }
-
     func testAWalletIsToppedUpByCardSpentOnceAndPaidBack() throws {
         let sender = try person(), stranger = try person(), courier = try courier(lat: 44.4270, lon: 26.1030)
         let price = try quote(sender)["amountMinor"] as? Int ?? 0
