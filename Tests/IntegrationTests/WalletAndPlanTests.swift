@@ -5,8 +5,6 @@ import XCTest
 /// A sender's wallet, topped up by card and spent on bookings, and plans taken by card month after month, against
 /// the Stripe stand-in: each card taken once, every change in a ledger, the day reconciling to zero.
 final class WalletAndPlanTests: PaidDispatchTestCase {
-    override var paymentTimeout: Int { 1 }
-
     func topUp(_ who: Person, _ amount: Int, card: String = "pm_card_visa", key: String? = nil) throws -> APIResponse {
         try api.post("/v1/wallet/top-ups", ["amountMinor": amount, "cardPaymentMethod": card], token: who.token,
                      headers: key.map { ["Idempotency-Key": $0] } ?? [:])
