@@ -5,7 +5,7 @@ import XCTest
 /// statement and the operator's payouts; refunds by an operator to the card (once, however often asked) or to the
 /// wallet, never more than was taken; the day reconciling to zero with both in it.
 final class EarningsAndRefundsTests: PaidDispatchTestCase {
-    override var paymentTimeout: Int { 1 }
+    override var paymentTimeout: Int { 3 }
 
     /// This ISO week's name (UTC), as the statements default to.
     var thisWeek: String {
@@ -181,7 +181,7 @@ final class EarningsAndRefundsTests: PaidDispatchTestCase {
         let sender = try person(), courier = try courier(lat: 44.4270, lon: 26.1030)
         let (parcel, price, paymentId) = try deliveredCardParcel(sender, by: courier)
         let intent = try XCTUnwrap(try stripe.intents(payment: paymentId).first?["id"] as? String)
-        try stripe.slow(3)
+        try stripe.slow(7)
         let r = try refund(parcel, ["amountMinor": price, "reason": "Never arrived", "to": "card"])
         XCTAssertEqual(r.status, 201)
         XCTAssertEqual(r["status"] as? String, "pending", "the provider acted but its answer came too late")
