@@ -48,11 +48,11 @@ final class SchemathesisTests: XCTestCase {
 }
 
 /// One bounded schemathesis run (fixed seed) of the document at `document`, as `token`'s user, with `options`
-/// (which operations); throws with its report.
-func schemathesis(_ st: String, document: String, token: String, _ options: [String] = []) throws {
+/// (which operations), in `phases`; throws with its report.
+func schemathesis(_ st: String, document: String, token: String, _ options: [String] = [], phases: String = "examples,coverage,fuzzing") throws {
     let report = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-\(UUID().uuidString.prefix(8)).txt")
     do { try run([st, "run", document, "--checks", "all", "--exclude-checks", "positive_data_acceptance",
-             "--phases", "examples,coverage,fuzzing", "-n", "25", "--seed", "20261130", "--request-timeout", "5",
+             "--phases", phases, "-n", "25", "--seed", "20261130", "--request-timeout", "5",
              "-H", "Authorization: Bearer \(token)",
              // They would end the session the run uses (the list of sessions names it).
              "--exclude-operation-id", "postV1AuthLogout", "--exclude-operation-id", "deleteV1UsersMeSessionsById",
