@@ -135,7 +135,7 @@ final class EdgeTests: ServiceTestCase {
         // Probe once the handlers are stuck on the lock (PostgreSQL shows them waiting for it).
         let watcher = try database.connect()
         XCTAssertTrue(try TestEnvironment.waitUntil(timeout: 5) {
-            let waiting: Int? = try watcher.first("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")?["n"]
+            let waiting: Int? = try watcher.first("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")?["n"]
             return (waiting ?? 0) > 0
         }, "requests wait on the lock")
         var slowest = 0.0
