@@ -98,7 +98,8 @@ struct NewsletterDocument: Decodable, Equatable, View {
 
     static let fields: [ViewField<Self>] = [
         .field("groupId", \.groupId, .uuid), .field("groupName", \.groupName), .field("period", \.period),
-        .field("storyCount", \.storyCount, .integer(0...Int.max)), .field("members", \.members), .field("trips", \.trips),
+        .field("storyCount", \.storyCount, .integer(0...Int.max)), .field("members", \.members),
+        .omitted("trips", { $0.trips.isEmpty ? nil : $0.trips }),
     ]
 }
 
