@@ -64,6 +64,7 @@ public struct StoryCreated: EventPayload, Equatable {
     public static let type = "story.created"
     public static let schema = EventSchema([
         "audiences": .described("Each of groupIds with its name and its members when the story was posted (the author among them): whom to tell of it"),
+        "place": .described("Where the author chose to say the story was made: a name, and coordinates rounded to the chosen precision (exact 0.00001°, neighbourhood 0.01°, city 0.1°); absent when none"),
     ])
     public var storyId: UUID
     public var authorId: UUID
@@ -73,11 +74,13 @@ public struct StoryCreated: EventPayload, Equatable {
     /// Each of `groupIds` with its name and its members when the story was posted: whom to tell of it (notify's
     /// daily digest), so that no consumer keeps a copy of every group's members. Absent in events from before it.
     public var audiences: [StoryAudience]?
+    /// The place the author chose to give it, rounded as they chose; absent when none (and in events from before).
+    public var place: StoryPlace?
 
     public init(storyId: UUID, authorId: UUID, groupIds: [UUID], mediaCount: Int, createdAt: Date,
-                audiences: [StoryAudience]? = nil) {
+                audiences: [StoryAudience]? = nil, place: StoryPlace? = nil) {
         self.storyId = storyId; self.authorId = authorId; self.groupIds = groupIds; self.mediaCount = mediaCount
-        self.createdAt = createdAt; self.audiences = audiences
+        self.createdAt = createdAt; self.audiences = audiences; self.place = place
     }
 }
 

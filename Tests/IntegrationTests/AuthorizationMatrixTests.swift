@@ -83,8 +83,10 @@ final class TapestryJourneyTests: StoriesTestCase {
             let photo = try api.send("POST", "/v1/media", raw: image, token: who.token)
             XCTAssertEqual(photo.status, 201)
             photos.append(photo["id"] as! String)
+            // Ann says where she was, at city precision; the photo's own location is never used.
+            let place: Any = who.id == ann.id ? ["name": "Lisbon", "latitude": 38.722_252, "longitude": -9.139_337, "precision": "city"] : NSNull()
             let story = try api.post("/v1/stories", ["text": "My day", "groupIds": [family["id"]!], "mediaIds": [photo["id"]!],
-                                                     "backgroundColor": "#FFEEDD"], token: who.token)
+                                                     "backgroundColor": "#FFEEDD", "place": place], token: who.token)
             XCTAssertEqual(story.status, 201)
         }
         let week = try api.get("/v1/groups/\(family["id"]!)/newsletter", token: ben.token)
@@ -94,8 +96,13 @@ final class TapestryJourneyTests: StoriesTestCase {
             .flatMap { $0["stories"] as? [[String: Any]] ?? [] }.flatMap { $0["media"] as? [[String: Any]] ?? [] }.compactMap { $0["url"] as? String }
         XCTAssertEqual(Set(urls.map { URLComponents(string: $0)?.path }), Set(photos.map { "/v1/media/\($0)" }))
         for url in urls { XCTAssertEqual(try load(url).status, 200, "both photos load by the URLs the newsletter gave") }
+        let places = (week["members"] as? [[String: Any]] ?? []).flatMap { ($0["days"] as? [[String: Any]] ?? []) }
+            .flatMap { $0["stories"] as? [[String: Any]] ?? [] }.compactMap { $0["place"] as? [String: Any] }
+        XCTAssertEqual(places.map { $0["name"] as? String }, ["Lisbon"], "Ann's place; none on Ben's")
+        XCTAssertEqual(places.map { [$0["latitude"] as? Double, $0["longitude"] as? Double] }, [[38.7, -9.1]], "as coarse as she chose")
         let html = try api.get("/v1/groups/\(family["id"]!)/newsletter?format=html", token: ann.token)
         XCTAssertEqual(html.status, 200)
+        XCTAssertTrue(String(decoding: html.body, as: UTF8.self).contains("📍 Lisbon"))
         // The e-mail loads the large rendition (the signature covers the size).
         for photo in photos { XCTAssertTrue(String(decoding: html.body, as: UTF8.self).contains("/v1/media/\(photo)?size=large&amp;exp="), photo) }
 

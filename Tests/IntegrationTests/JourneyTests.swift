@@ -135,8 +135,10 @@ final class JourneyTests: XCTestCase {
         // Both post a story: text, a photo, a colour.
         for (who, text, colour) in [(ana, "Sunday lunch at grandma's", "#FFAA00"), (ben, "First snow", "#3366FF")] {
             let photo = try upload("/v1/media", as: who)
-            let story = try api.post("/v1/stories", ["text": text, "groupIds": [group], "backgroundColor": colour, "mediaIds": [photo["id"]!]],
-                                     token: who.token)
+            // Ben says where, at city precision.
+            let place: Any = who.id == ben.id ? ["name": "Zermatt", "latitude": 46.020_713, "longitude": 7.749_117, "precision": "city"] : NSNull()
+            let story = try api.post("/v1/stories", ["text": text, "groupIds": [group], "backgroundColor": colour, "mediaIds": [photo["id"]!],
+                                                     "place": place], token: who.token)
             XCTAssertEqual(story.status, 201, String(decoding: story.body, as: UTF8.self))
         }
 
@@ -185,6 +187,11 @@ final class JourneyTests: XCTestCase {
         XCTAssertEqual(mailed.count, 2, letter["html"] as? String ?? "")
         for source in mailed { assertLoads(source, "a photo in the mailed newsletter") }
         XCTAssertTrue((letter["text"] as? String ?? "").contains("First snow"), "the text part tells the stories too")
+        for part in ["html", "text"] {
+            let body = letter[part] as? String ?? ""
+            XCTAssertTrue(body.contains("Zermatt"), "the mail's \(part) names Ben's place")
+            XCTAssertFalse(body.contains("46.02") || body.contains("7.749"), "and nothing finer than the city: \(body)")
+        }
         XCTAssertEqual(letter["listUnsubscribePost"] as? String, "List-Unsubscribe=One-Click")
         let unsubscribe = try XCTUnwrap((letter["listUnsubscribe"] as? String)?.trimmingCharacters(in: CharacterSet(charactersIn: "<>")))
         XCTAssertTrue(unsubscribe.hasPrefix("http://127.0.0.1:\(origin.gatewayPort)/v1/notifications/unsubscribe?token="), unsubscribe)

@@ -72,29 +72,33 @@ let storyTextSchema = Schema.text(min: 0, max: 10_000, multiline: true)
 struct CreateStoryBody: RequestBody {
     static let schema = Schema.object([
         "text": .required(storyTextSchema), "groupIds": .required(.array(.uuid, count: 1...50)),
-        "backgroundColor": .optional(colorSchema), "mediaIds": .optional(.array(.uuid, count: 0...20)),
+        "backgroundColor": .optional(colorSchema), "mediaIds": .optional(.array(.uuid, count: 0...20)), "place": .optional(placeSchema),
     ])
     let text: String
     let groupIds: [UUID]
     let backgroundColor: String?
     let mediaIds: [UUID]?
+    let place: PlaceBody?
 }
 
 struct UpdateStoryBody: RequestBody {
     static let schema = Schema.object([
         "text": .absentOrValue(storyTextSchema), "backgroundColor": .optional(colorSchema),
-        "mediaIds": .absentOrValue(.array(.uuid, count: 0...20)),
+        "mediaIds": .absentOrValue(.array(.uuid, count: 0...20)), "place": .optional(placeSchema),
     ])
     let text: String?
     let backgroundColor: Patch<String>
     let mediaIds: [UUID]?
+    /// null takes the place away.
+    let place: Patch<PlaceBody>
 
-    enum CodingKeys: String, CodingKey { case text, backgroundColor, mediaIds }
+    enum CodingKeys: String, CodingKey { case text, backgroundColor, mediaIds, place }
     init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         text = try c.decodeIfPresent(String.self, forKey: .text)
         backgroundColor = try c.decode(Patch<String>.self, forKey: .backgroundColor)
         mediaIds = try c.decodeIfPresent([UUID].self, forKey: .mediaIds)
+        place = try c.decode(Patch<PlaceBody>.self, forKey: .place)
     }
 }
 

@@ -97,8 +97,8 @@ struct StoryView: View {
     static let fields: [ViewField<Self>] = [
         .field("id", \.story.id), .field("authorId", \.story.authorId), .field("text", \.story.text, storyTextSchema),
         .nullable("backgroundColor", \.story.backgroundColor, colorSchema), .field("groupIds", \.story.groupIds), .field("media", \.media),
-        .field("commentCount", \.story.commentCount, .integer(0...Int.max)), .field("createdAt", \.story.createdAt),
-        .field("updatedAt", \.story.updatedAt),
+        .field("commentCount", \.story.commentCount, .integer(0...Int.max)), .nullable("place", { $0.story.place.map(PlaceView.init) }),
+        .field("createdAt", \.story.createdAt), .field("updatedAt", \.story.updatedAt),
     ]
 }
 

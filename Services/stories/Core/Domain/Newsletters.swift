@@ -24,10 +24,12 @@ struct NewsletterDocument: Decodable, Equatable, View {
         let createdAt: String
         /// As the story was when the newsletter was made; nil in one stored before this was kept, shown as `createdAt`.
         let updatedAt: String?
+        /// The place its author chose to give it; absent when none.
+        var place: PlaceView? = nil
         static let fields: [ViewField<Self>] = [
             .field("id", \.id, .uuid), .field("text", \.text), .omitted("backgroundColor", \.backgroundColor, colorSchema),
             .field("media", \.media), .field("commentCount", \.commentCount, .integer(0...Int.max)), .field("createdAt", \.createdAt, .dateTime),
-            .field("updatedAt", { $0.updatedAt ?? $0.createdAt }, .dateTime),
+            .field("updatedAt", { $0.updatedAt ?? $0.createdAt }, .dateTime), .omitted("place", \.place),
         ]
     }
     /// An image as `ImageView` gives it: its size and placeholder kept with the document (absent in one stored
@@ -87,7 +89,7 @@ struct NewsletterDocument: Decodable, Equatable, View {
                               return Media(id: m.id, url: urls?.full ?? media.url(m.id, lifetime: lifetime), width: m.width, height: m.height,
                                            placeholder: m.placeholder, urls: urls)
                           },
-                          commentCount: s.commentCount, createdAt: s.createdAt, updatedAt: s.updatedAt)
+                          commentCount: s.commentCount, createdAt: s.createdAt, updatedAt: s.updatedAt, place: s.place)
                 })
             }
         }
@@ -97,6 +99,7 @@ struct NewsletterDocument: Decodable, Equatable, View {
     static let fields: [ViewField<Self>] = [
         .field("groupId", \.groupId, .uuid), .field("groupName", \.groupName), .field("period", \.period),
         .field("storyCount", \.storyCount, .integer(0...Int.max)), .field("members", \.members),
+        .omitted("trips", { $0.trips.isEmpty ? nil : $0.trips }),
     ]
 }
 
@@ -226,7 +229,8 @@ struct Newsletters: Sendable {
                         .init(id: $0.lowercased, url: "/v1/media/\($0.lowercased)", width: meta[$0]?.width, height: meta[$0]?.height,
                               placeholder: meta[$0]?.placeholder)
                     },
-                    commentCount: s.commentCount, createdAt: Timestamp.format(s.createdAt), updatedAt: Timestamp.format(s.updatedAt)))
+                    commentCount: s.commentCount, createdAt: Timestamp.format(s.createdAt), updatedAt: Timestamp.format(s.updatedAt),
+                    place: s.place.map(PlaceView.init)))
             }
             return order.map { .init(date: $0, stories: grouped[$0]!) }
         }

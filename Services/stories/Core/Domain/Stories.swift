@@ -18,27 +18,30 @@ struct Stories: Sendable {
         return story
     }
 
-    /// Posts a story to `groups` (each once, all the author's) with `text` and the author's `images`.
-    func create(_ c: Connection, by author: UUID, text: String, color: String?, groups: [UUID], images: [UUID]) throws -> StoryRecord {
+    /// Posts a story to `groups` (each once, all the author's) with `text`, the author's `images` and the `place` they chose.
+    func create(_ c: Connection, by author: UUID, text: String, color: String?, place: StoryPlace? = nil, groups: [UUID],
+                images: [UUID]) throws -> StoryRecord {
         let groups = try unique(groups, field: "groupIds")
         let images = try unique(images, field: "mediaIds")
         guard !text.isEmpty || !images.isEmpty else { throw StoriesError.emptyStory }
         guard try storage.memberGroups(c, groups, user: author).count == groups.count else { throw StoriesError.notInGroups }
         try media.requireOwned(images, by: author, field: "mediaIds", on: c)
-        let story = try storage.createStory(c, author: author, text: text, color: color, groups: groups, media: images)
+        let story = try storage.createStory(c, author: author, text: text, color: color, place: place, groups: groups, media: images)
         try outbox.add(StoryCreated(storyId: story.id, authorId: author, groupIds: groups,
                                     mediaCount: images.count, createdAt: story.createdAt,
-                                    audiences: try storage.audiences(c, groups)),
+                                    audiences: try storage.audiences(c, groups), place: story.place),
                        subject: story.id.lowercased, on: c)
         return story
     }
 
     /// Changes what is given of a story, by its author; it must still carry text or media.
-    func update(_ c: Connection, _ id: UUID, by user: UUID, text: String?, color: Patch<String>, images: [UUID]?) throws -> StoryRecord {
+    func update(_ c: Connection, _ id: UUID, by user: UUID, text: String?, color: Patch<String>, place: Patch<StoryPlace> = .absent,
+                images: [UUID]?) throws -> StoryRecord {
         var story = try visible(c, id, to: user, lock: true)
         guard story.authorId == user else { throw StoriesError.notAuthor(verb: "change") }
         if let text { story.text = text }
         if color.isPresent { story.backgroundColor = color.value }
+        if place.isPresent { story.place = place.value }
         if let images {
             let images = try unique(images, field: "mediaIds")
             try media.requireOwned(images, by: user, field: "mediaIds", on: c)

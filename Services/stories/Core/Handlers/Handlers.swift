@@ -217,7 +217,7 @@ struct StoriesHandlers: Sendable {
 
     func createStory(_ context: Context<Caller>, _ body: CreateStoryBody, _ c: Connection) throws -> Response {
         let story = try stories.create(c, by: context.caller.userId, text: body.text, color: body.backgroundColor?.uppercased(),
-                                       groups: body.groupIds, images: body.mediaIds ?? [])
+                                       place: body.place?.place, groups: body.groupIds, images: body.mediaIds ?? [])
         return .json(StoryView(story, media: media), status: 201)
     }
 
@@ -229,8 +229,9 @@ struct StoriesHandlers: Sendable {
     func updateStory(_ context: Context<Caller>, _ body: UpdateStoryBody) throws -> Response {
         let id = try context.parameters.require("id", as: UUID.self)
         let color: Patch<String> = body.backgroundColor.value.map { .value($0.uppercased()) } ?? body.backgroundColor
+        let place: Patch<StoryPlace> = body.place.value.map { .value($0.place) } ?? (body.place.isPresent ? .null : .absent)
         let story = try pool.withTransaction { c in
-            try stories.update(c, id, by: context.caller.userId, text: body.text, color: color, images: body.mediaIds)
+            try stories.update(c, id, by: context.caller.userId, text: body.text, color: color, place: place, images: body.mediaIds)
         }
         return .json(StoryView(story, media: media))
     }

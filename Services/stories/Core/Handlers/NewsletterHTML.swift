@@ -15,6 +15,7 @@ enum NewsletterHTML {
             <p style="margin:0 0 24px;color:#777;font-size:14px">\(esc(String(doc.period.from.prefix(10)))) to \(esc(String(doc.period.to.prefix(10)))) · \(esc(doc.period.timeZone)) · \(doc.storyCount) \(doc.storyCount == 1 ? "story" : "stories")</p>
 
             """
+        html += travelMoments(doc, esc)
         for member in doc.members {
             html += "<h2 style=\"font-size:20px;border-bottom:1px solid #eee;padding-bottom:4px\">\(esc(member.fullName ?? "A member"))</h2>\n"
             if member.days.isEmpty {
@@ -26,6 +27,9 @@ enum NewsletterHTML {
                     let background = story.backgroundColor ?? "#FAFAFA"
                     html += "<div style=\"background:\(esc(background));padding:12px 16px;border-radius:6px;margin:0 0 12px\">"
                     html += "<p style=\"margin:0;font-size:16px;line-height:1.5\">\(esc(story.text))</p>"
+                    if let place = story.place {
+                        html += "<p style=\"margin:6px 0 0;font-size:13px;color:#555\">📍 \(esc(place.name))</p>"
+                    }
                     for m in story.media {
                         // The large rendition (1080 px): sharp in any mail client's column, a fraction of the original.
                         let size = m.width.flatMap { w in m.height.map { h in " width=\"\(w)\" height=\"\(h)\"" } } ?? ""
@@ -46,6 +50,9 @@ enum NewsletterHTML {
     static func text(_ doc: NewsletterDocument) -> String {
         var out = "\(doc.groupName): \(doc.period.from.prefix(10)) to \(doc.period.to.prefix(10)), \(doc.storyCount) "
             + (doc.storyCount == 1 ? "story" : "stories") + "\n"
+        let trips = doc.trips
+        if !trips.isEmpty { out += "\nTravel moments\n" }
+        for trip in trips { out += "  \(tripLine(trip, doc))\n" }
         for member in doc.members {
             out += "\n\(member.fullName ?? "A member")\n"
             if member.days.isEmpty { out += "  Nothing this time.\n" }
@@ -53,10 +60,26 @@ enum NewsletterHTML {
                 out += "  \(day.date)\n"
                 for story in day.stories {
                     out += "    " + story.text.replacingOccurrences(of: "\n", with: "\n    ") + "\n"
+                    if let place = story.place { out += "    Place: \(place.name)\n" }
                     for m in story.media { out += "    Photo: \(m.url)\n" }
                 }
             }
         }
         return out
+    }
+
+    /// The period's trips (`NewsletterDocument.trips`) as a section of the page; nothing when there are none.
+    static func travelMoments(_ doc: NewsletterDocument, _ esc: (String) -> String) -> String {
+        let trips = doc.trips
+        guard !trips.isEmpty else { return "" }
+        return "<h2 style=\"font-size:20px;border-bottom:1px solid #eee;padding-bottom:4px\">Travel moments</h2>\n<ul style=\"padding-left:20px\">\n"
+            + trips.map { "<li style=\"margin:0 0 6px\">\(esc(tripLine($0, doc)))</li>\n" }.joined() + "</ul>\n"
+    }
+
+    /// "Ann in Lisbon, 2026-11-16 to 2026-11-18 (3 stories)".
+    static func tripLine(_ trip: NewsletterDocument.Trip, _ doc: NewsletterDocument) -> String {
+        let who = doc.members.first { $0.id == trip.memberId }?.fullName ?? "A member"
+        let days = trip.from == trip.to ? trip.from : "\(trip.from) to \(trip.to)"
+        return "\(who) in \(trip.place.name), \(days) (\(trip.storyIds.count) stories)"
     }
 }

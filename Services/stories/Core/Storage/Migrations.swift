@@ -171,4 +171,19 @@ let migrations: [Migration] = [
                  OR (newsletter_count IS NOT NULL AND newsletter_start_date IS NOT NULL))
                 AND (newsletter_frequency <> 'monthly' OR newsletter_day_of_month IS NOT NULL));
         """),
+    // A place the author chooses (`StoryPlace`): its coordinates only as finely as the precision says, which the table
+    // holds too, so a value off its grid (finer than chosen) cannot be written by any path.
+    Migration(15, "a place the author chooses for a story, rounded to the precision they chose", """
+        ALTER TABLE stories
+            ADD COLUMN place_name text CHECK (length(place_name) BETWEEN 1 AND 100),
+            ADD COLUMN place_latitude double precision CHECK (place_latitude BETWEEN -90 AND 90),
+            ADD COLUMN place_longitude double precision CHECK (place_longitude BETWEEN -180 AND 180),
+            ADD COLUMN place_precision text CHECK (place_precision IN ('exact', 'neighbourhood', 'city')),
+            ADD CONSTRAINT stories_place_whole CHECK (
+                (place_name IS NULL) = (place_latitude IS NULL) AND (place_name IS NULL) = (place_longitude IS NULL)
+                AND (place_name IS NULL) = (place_precision IS NULL)),
+            ADD CONSTRAINT stories_place_on_grid CHECK (place_precision IS NULL OR (
+                place_latitude = round(place_latitude::numeric, CASE place_precision WHEN 'city' THEN 1 WHEN 'neighbourhood' THEN 2 ELSE 5 END)::float8
+                AND place_longitude = round(place_longitude::numeric, CASE place_precision WHEN 'city' THEN 1 WHEN 'neighbourhood' THEN 2 ELSE 5 END)::float8));
+        """),
 ]

@@ -94,16 +94,20 @@ struct StoryRecord: PostgresRecord {
     /// The size and placeholder of each of `mediaIds` that has them (`ImageView`).
     var images: [UUID: ImageMeta] = [:]
     var commentCount = 0
+    /// The place its author chose to give it, rounded as they chose.
+    var place: StoryPlace?
 
     init(_ row: Row) throws {
         id = try row["id"]; authorId = try row["author_id"]; text = try row["text"]; createdMicros = try row["created_us"]
         backgroundColor = try row.decode("background_color"); createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
         commentCount = try row.decode("comment_count") ?? 0
+        place = try StoryPlace.stored(row)
     }
 
     /// The columns `init` reads, for queries aliasing the stories table as `s`.
     static let columns: SQL = """
         s.id, s.author_id, s.text, s.background_color, s.created_at, s.updated_at, \(micros("s.created_at")) AS created_us,
+        \(StoryPlace.columns),
         (SELECT count(*) FROM stories.comments WHERE story_id = s.id) AS comment_count
         """
 }
@@ -260,10 +264,13 @@ struct StoriesStorage {
         return ids.compactMap { byGroup[$0] }
     }
 
-    func createStory(_ c: Connection, author: UUID, text: String, color: String?, groups: [UUID], media: [UUID]) throws -> StoryRecord {
+    func createStory(_ c: Connection, author: UUID, text: String, color: String?, place: StoryPlace?, groups: [UUID],
+                     media: [UUID]) throws -> StoryRecord {
         var story = try c.one(StoryRecord.self, """
-            INSERT INTO stories.stories AS s (id, author_id, text, background_color)
-            VALUES (\(UUID.v7()), \(author), \(text), \(color)) RETURNING \(StoryRecord.columns)
+            INSERT INTO stories.stories AS s (id, author_id, text, background_color, place_name, place_latitude, place_longitude, place_precision)
+            VALUES (\(UUID.v7()), \(author), \(text), \(color), \(place?.name), \(place?.latitude), \(place?.longitude),
+                    \(place?.precision.rawValue))
+            RETURNING \(StoryRecord.columns)
             """)!
         try c.execute("""
             INSERT INTO stories.story_groups (story_id, group_id, created_at)
@@ -306,7 +313,9 @@ struct StoriesStorage {
 
     func updateStory(_ c: Connection, _ s: StoryRecord) throws -> Date {
         try c.first("""
-            UPDATE stories.stories SET text = \(s.text), background_color = \(s.backgroundColor), updated_at = now()
+            UPDATE stories.stories SET text = \(s.text), background_color = \(s.backgroundColor), place_name = \(s.place?.name),
+                place_latitude = \(s.place?.latitude), place_longitude = \(s.place?.longitude),
+                place_precision = \(s.place?.precision.rawValue), updated_at = now()
             WHERE id = \(s.id) RETURNING updated_at
             """)!["updated_at"]
     }
