@@ -42,6 +42,8 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
     private var producer: Producer?
     /// Topics with another partition count than configured, and the count found.
     private var refused: [String: Int] = [:]
+    /// Whether the topics' partition counts were read once: until then `refused` knows nothing, and nothing is published.
+    private var topicsChecked = false
     private var topics: TopicSettings
     /// When the oldest event this instance received and the broker has not acknowledged was committed.
     private var oldestPending: Date?
@@ -146,6 +148,7 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         condition.lock()
         let before = refused
         refused = wrong
+        topicsChecked = true
         condition.unlock()
         for (topic, found) in wrong.sorted(by: { $0.key < $1.key }) where before[topic] != found {
             logger.error("not publishing to a topic whose partition count is not KAFKA_TOPIC_PARTITIONS: its keys would move partitions; re-create the topic or change the setting",
@@ -239,6 +242,10 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
     /// Streams the slot (creating it when missing) and publishes what it decodes, until stopped and drained.
     /// `healthy` runs after each acknowledged batch.
     private func stream(until cancellation: Cancellation, healthy: () -> Void) throws {
+        // The service's start checks the topics beside this; an event published before then could go to a topic
+        // whose partitions would move its key.
+        condition.lock(); let checked = topicsChecked; condition.unlock()
+        if !checked { try createTopics() }
         let slot = try slot()
         let connection = try ReplicationConnection(url: databaseURL, applicationName: "\(schema)-outbox-relay")
         try prepareSlot(slot, on: connection)
