@@ -176,7 +176,7 @@ final class HabitTests: StoriesHarnessCase {
         let job = Newsletters(pool: service.app.pool, storage: StoriesStorage(), outbox: service.app.outbox, cache: NewsletterCache())
         let group = try XCTUnwrap(UUID(uuidString: family.id))
         try service.database.connect().execute("UPDATE stories.groups SET newsletter_due_at = now() - interval '1 second' WHERE id = \(group)")
-        // The period that closed a second ago: the day marked today is in it only when that period began today.
+        // The period closes a second ago, so it holds today.
         XCTAssertEqual(try job.compileDueNewsletters(), 1)
         let compiled = try XCTUnwrap(service.events(NewsletterCompiled.self).first?.payload)
         let copy = try service.send("GET", "/v1/internal/newsletters/\(compiled.newsletterId.lowercased)/copies/\(ann.id)",

@@ -109,12 +109,12 @@ struct Habits: Sendable {
     /// How far back a day may be marked (or unmarked).
     static let reach = 366
 
-    /// `name` as a time zone for a habit's days: an IANA name (or UTC).
-    static func zone(_ name: String, field: String) throws -> TimeZone {
-        guard name.count <= 64, name.contains("/") || name == "UTC", let zone = TimeZone(identifier: name) else {
+    /// `name` if it is a time zone for a habit's days: an IANA name (or UTC), kept as given.
+    static func zone(_ name: String, field: String) throws -> String {
+        guard name.count <= 64, name.contains("/") || name == "UTC", TimeZone(identifier: name) != nil else {
             throw HabitError.invalid("timeZone must be an IANA time zone such as Europe/Berlin.", field: field)
         }
-        return zone
+        return name
     }
 
     /// A target the rules take: once a day, or 1 to 7 days a week.

@@ -13,7 +13,7 @@ extension StoriesHandlers {
         let per = HabitPeriod(rawValue: body.per) ?? .day
         let target = try Habits.target(count: body.target ?? 1, per: per)
         let zone = try Habits.zone(body.timeZone ?? "UTC", field: "timeZone")
-        let habit = try habits.create(c, by: context.caller.userId, title: body.title, target: target, timeZone: zone.identifier)
+        let habit = try habits.create(c, by: context.caller.userId, title: body.title, target: target, timeZone: zone)
         return .json(HabitView(habit), status: 201)
     }
 
@@ -30,7 +30,7 @@ extension StoriesHandlers {
 
     func updateHabit(_ context: Context<Caller>, _ body: UpdateHabitBody) throws -> Response {
         let id = try context.parameters.require("id", as: UUID.self)
-        let zone = try body.timeZone.map { try Habits.zone($0, field: "timeZone").identifier }
+        let zone = try body.timeZone.map { try Habits.zone($0, field: "timeZone") }
         let habit = try pool.withTransaction { c in
             try habits.update(c, id, by: context.caller.userId, title: body.title,
                               target: (body.target, body.per.flatMap(HabitPeriod.init(rawValue:))), timeZone: zone)
