@@ -156,7 +156,19 @@ final class HabitTests: StoriesHarnessCase {
         XCTAssertEqual(try service.get("/v1/groups/\(family.id)/newsletter", as: ben, Newsletter.self).view.habits?.count, 0)
         XCTAssertEqual(try service.send("DELETE", "/v1/habits/\(cook.id)/shares/\(family.id)", as: ann).status, 204)
         XCTAssertEqual(try service.get("/v1/groups/\(family.id)/newsletter", as: ann, Newsletter.self).view.habits?.count, 0)
-        XCTAssertEqual(try service.events(HabitUpdated.self).map(\.payload.sharedGroupIds.count), [1, 0])
+        XCTAssertEqual(try service.events(HabitUpdated.self).filter { $0.subject == cook.id }.map(\.payload.sharedGroupIds.count), [1, 0])
+
+        // Ben shared one too, left, and came back: his share went with him until he shares it again.
+        let bens = try habit(ben, ["title": "Walk", "per": "day"])
+        XCTAssertEqual(try service.send("PUT", "/v1/habits/\(bens.id)/shares/\(family.id)", as: ben).status, 200)
+        XCTAssertEqual(try service.get("/v1/groups/\(family.id)/newsletter", as: ann, Newsletter.self).view.habits?.map(\.id), [bens.id])
+        XCTAssertEqual(try service.send("DELETE", "/v1/groups/\(family.id)/members/\(ben.id)", as: ben).status, 204)
+        XCTAssertEqual(try service.get("/v1/groups/\(family.id)/newsletter", as: ann, Newsletter.self).view.habits?.count, 0)
+        XCTAssertEqual(try join(ben, family).status, 200)
+        XCTAssertEqual(try service.get("/v1/groups/\(family.id)/newsletter", as: ann, Newsletter.self).view.habits?.count, 0)
+        XCTAssertEqual(try service.get("/v1/habits/\(bens.id)", as: ben, Habit.self).view.sharedGroupIds, [])
+        XCTAssertEqual(try service.send("PUT", "/v1/habits/\(bens.id)/shares/\(family.id)", as: ben).status, 200)
+        XCTAssertEqual(try service.get("/v1/groups/\(family.id)/newsletter", as: ann, Newsletter.self).view.habits?.map(\.id), [bens.id])
 
         // Only a group one is in (else 404, as if there were none), and not a journal.
         let others = try group(cy, name: "Others")
@@ -223,7 +235,7 @@ final class HabitTests: StoriesHarnessCase {
         assertClientError(try service.send("PUT", "/v1/habits/\(h.id)/days/\(day(t))", as: ann), 400, code: "invalid_json", "a body is needed")
         assertClientError(try service.send("PUT", "/v1/habits/\(h.id)/days/\(day(t))", json: ["storyId": UUID().uuidString], as: ann), 400,
                           code: "validation_failed", "no such story")
-        for month in ["2026-13", "abc", "2026-1", "2026-01-01", ""] {
+        for month in ["2026-13", "abc", "2026-1", "2026-01-01", "", "0000-01", "9999-12", "-001-01"] {
             assertClientError(try service.send("GET", "/v1/habits/\(h.id)/calendar?month=\(month)", as: ann), 400, month)
         }
         for body: [String: Any] in [["title": ""], ["per": "day", "target": 3], ["target": 2], ["timeZone": "Mars/Olympus"], ["title": NSNull()]] {

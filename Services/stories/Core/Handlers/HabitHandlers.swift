@@ -72,6 +72,10 @@ extension StoriesHandlers {
             guard month.count == 7, let first = CivilDay.number(month + "-01") else {
                 throw HTTPError.validation("month must be a month, YYYY-MM.", field: "month")
             }
+            // No habit has days a century away, and PostgreSQL has no year 0.
+            guard abs(first - Habits.today(habit)) <= 36_525 else {
+                throw HTTPError.validation("month must be within a hundred years of today.", field: "month")
+            }
             let (y, m, _) = CivilDay.civil(first)
             let last = first + CivilDay.daysInMonth(year: y, month: m) - 1
             let days = try habits.storage.days(c, id, from: CivilDay.text(first), to: CivilDay.text(last))

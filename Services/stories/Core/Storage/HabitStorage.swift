@@ -14,6 +14,7 @@ struct HabitRecord: PostgresRecord {
     var updatedAt: Date
     /// Every day it was done, `YYYY-MM-DD`, oldest first.
     let days: [String]
+    /// The groups it is shared with that its owner is in: a share made before they left and came back is not.
     let sharedGroupIds: [UUID]
 
     init(_ row: Row) throws {
@@ -29,6 +30,7 @@ struct HabitRecord: PostgresRecord {
         h.id, h.owner_id, h.title, h.target_count, h.target_per, h.time_zone, h.created_at, h.updated_at,
         (SELECT string_agg(d.day::text, ',' ORDER BY d.day) FROM stories.habit_days d WHERE d.habit_id = h.id) AS days,
         (SELECT string_agg(s.group_id::text, ',' ORDER BY s.shared_at, s.group_id) FROM stories.habit_shares s
+         JOIN stories.memberships m ON m.group_id = s.group_id AND m.user_id = h.owner_id AND s.shared_at >= m.joined_at
          WHERE s.habit_id = h.id) AS group_ids
         """
 }
@@ -115,20 +117,25 @@ struct HabitStorage: Sendable {
         try c.first("SELECT 1 AS one FROM stories.stories WHERE id = \(story) AND author_id = \(user)") != nil
     }
 
+    /// Shared from now on (a share from an earlier membership is renewed).
     func share(_ c: Connection, _ habit: UUID, with group: UUID) throws {
-        try c.execute("INSERT INTO stories.habit_shares (habit_id, group_id) VALUES (\(habit), \(group)) ON CONFLICT DO NOTHING")
+        try c.execute("""
+            INSERT INTO stories.habit_shares (habit_id, group_id) VALUES (\(habit), \(group))
+            ON CONFLICT (habit_id, group_id) DO UPDATE SET shared_at = clock_timestamp()
+            """)
     }
 
     func unshare(_ c: Connection, _ habit: UUID, from group: UUID) throws {
         try c.execute("DELETE FROM stories.habit_shares WHERE habit_id = \(habit) AND group_id = \(group)")
     }
 
-    /// The habits shared with `group` by those still in it: by member in joining order, then oldest first.
+    /// The habits shared with `group` by those in it (since they last joined): by member in joining order, then
+    /// oldest first.
     func shared(_ c: Connection, in group: UUID) throws -> [HabitRecord] {
         try c.all(HabitRecord.self, """
             SELECT \(HabitRecord.columns) FROM stories.habit_shares hs
             JOIN stories.habits h ON h.id = hs.habit_id
-            JOIN stories.memberships m ON m.group_id = hs.group_id AND m.user_id = h.owner_id
+            JOIN stories.memberships m ON m.group_id = hs.group_id AND m.user_id = h.owner_id AND hs.shared_at >= m.joined_at
             WHERE hs.group_id = \(group) ORDER BY m.joined_at, m.user_id, h.created_at, h.id LIMIT 1000
             """)
     }
