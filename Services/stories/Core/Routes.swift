@@ -72,6 +72,26 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator, moderators: Sha
         stories.add("GET", "/{id}/comments", "A story's comments, oldest first", answers: (200, PageResponse<CommentView>.shape),
                     query: QueryParameter.page, h.listComments)
     }
+    r.group("/v1/habits", .user(auth)) { habits in
+        habits.add("POST", "", "Set myself a habit: done once a day, or on some days of each week", body: CreateHabitBody.self,
+                   answers: (201, HabitView.shape), idempotent: h.idempotency, h.createHabit)
+        habits.add("GET", "", "My habits (50 at most), oldest first, with their streaks", answers: (200, ItemList<HabitView>.shape),
+                   h.listHabits)
+        habits.add("GET", "/{id}", "A habit of mine with its streaks", answers: (200, HabitView.shape), h.getHabit)
+        habits.add("PATCH", "/{id}", "Rename a habit, or change its target or time zone", body: UpdateHabitBody.self,
+                   answers: (200, HabitView.shape), h.updateHabit)
+        habits.add("DELETE", "/{id}", "Delete a habit with its days", answers: (204, nil), h.deleteHabit)
+        habits.add("PUT", "/{id}/days/{date}", "Mark a day (YYYY-MM-DD in the habit's time zone, a year back at most) done, alone or with a story of mine",
+                   body: MarkDayBody.self, answers: (200, HabitView.shape), h.markHabitDay)
+        habits.add("DELETE", "/{id}/days/{date}", "The day is not done after all", answers: (204, nil), h.unmarkHabitDay)
+        habits.add("GET", "/{id}/calendar", "The days a habit was done in a month, and its streaks", answers: (200, HabitCalendarView.shape),
+                   query: [QueryParameter("month", .string(max: 7, pattern: "^[0-9]{4}-[0-9]{2}$"),
+                                          "YYYY-MM (default: this month in the habit's time zone)")], h.habitCalendar)
+        habits.add("PUT", "/{id}/shares/{groupId}", "Show the habit's streak in a group's newsletter (a group I am in)",
+                   answers: (200, HabitView.shape), h.shareHabit)
+        habits.add("DELETE", "/{id}/shares/{groupId}", "Stop showing the habit's streak in a group's newsletter", answers: (204, nil),
+                   h.unshareHabit)
+    }
     // Without OPERATOR_TOKEN (the moderators' credential here) the queue of reports does not exist (404).
     r.addModeration("stories", what: "story", moderators: moderators, pool: h.pool, reports: Reports(schema: "stories"),
                     takeDown: h.stories.takeDown)

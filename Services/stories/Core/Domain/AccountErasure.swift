@@ -7,8 +7,8 @@ import Web
 
 /// What stories does when an account is erased (`user.deleted`): the person's stories (with their photos and the
 /// comments on them) and comments go; a group they ran passes to its longest member, one nobody else is in goes
-/// (their journals with it); the newsletters already compiled lose what was theirs; their name, face and images
-/// are forgotten.
+/// (their journals with it); their habits go; the newsletters already compiled lose what was theirs; their name, face
+/// and images are forgotten.
 struct AccountErasure: Sendable {
     let storage: StoriesStorage
     let media: MediaStore
@@ -16,6 +16,7 @@ struct AccountErasure: Sendable {
     func userDeleted(_ event: ReceivedEvent, _ c: Connection) throws {
         let user = try event.decode(UserDeleted.self).userId
         try storage.forget(user, on: c)
+        try HabitStorage().forget(user, on: c)
         for (id, content) in try storage.newsletters(c, naming: user) {
             let document = try JSONDecoder().decode(NewsletterDocument.self, from: Data(content.utf8)).without([user])
             try storage.replaceNewsletter(c, id, content: String(decoding: JSON.encode(document), as: UTF8.self),

@@ -70,6 +70,8 @@ struct NewsletterDocument: Decodable, Equatable, View {
     let period: Period
     var storyCount: Int
     var members: [Member]
+    /// The habits members share with the group; nil in one stored before habits were kept.
+    var habits: [Habit]? = nil
 
     /// The document as shown: each photo's path (as stored) and each avatar a signed URL valid for `lifetime`, an
     /// app's while it reads it, an e-mail's for weeks.
@@ -99,7 +101,7 @@ struct NewsletterDocument: Decodable, Equatable, View {
     static let fields: [ViewField<Self>] = [
         .field("groupId", \.groupId, .uuid), .field("groupName", \.groupName), .field("period", \.period),
         .field("storyCount", \.storyCount, .integer(0...Int.max)), .field("members", \.members),
-        .omitted("trips", { $0.trips.isEmpty ? nil : $0.trips }),
+        .omitted("trips", { $0.trips.isEmpty ? nil : $0.trips }), .omitted("habits", \.habits),
     ]
 }
 
@@ -111,6 +113,7 @@ extension NewsletterDocument {
         let theirs = doc.members.filter { UUID(uuidString: $0.id).map(users.contains) == true }
         doc.members.removeAll { UUID(uuidString: $0.id).map(users.contains) == true }
         doc.storyCount -= theirs.reduce(0) { $0 + $1.days.reduce(0) { $0 + $1.stories.count } }
+        doc.habits?.removeAll { UUID(uuidString: $0.memberId).map(users.contains) == true }
         return doc
     }
 
@@ -195,14 +198,20 @@ struct Newsletters: Sendable {
     let cache: NewsletterCache
 
     /// `document`, from the cache while the group is as `group` says and its content version unchanged (read here,
-    /// before the document is built: a version no newer than the stories the document is then built from).
+    /// before the document is built: a version no newer than the stories the document is then built from). The
+    /// shared habits are read each time: their streaks move with the days.
     func read(_ c: Connection, group: GroupRecord, from: Date, to: Date) throws -> NewsletterDocument {
         let key = NewsletterCache.Key(group: group.id, from: from, to: to)
         let stamp = NewsletterCache.Stamp(version: try storage.contentVersion(c, group: group.id), group)
-        if let cached = cache.document(key, stamp) { return cached }
-        let built = try document(c, group: group, from: from, to: to)
-        cache.store(built, key, stamp)
-        return built
+        var doc: NewsletterDocument
+        if let cached = cache.document(key, stamp) {
+            doc = cached
+        } else {
+            doc = try document(c, group: group, from: from, to: to)
+            cache.store(doc, key, stamp)
+        }
+        doc.habits = try habits.shared(c, group: group, from: from, to: to)
+        return doc
     }
 
     /// The newsletter of `group` for [from, to): current members (in joining order, even with nothing posted) and
@@ -265,7 +274,8 @@ struct Newsletters: Sendable {
                         continue
                     }
                     let start = schedule.previousClose(atOrBefore: end.addingTimeInterval(-1))
-                    let doc = try document(c, group: group, from: start, to: end)
+                    var doc = try document(c, group: group, from: start, to: end)
+                    doc.habits = try habits.shared(c, group: group, from: start, to: end)
                     let content = String(decoding: JSON.encode(doc), as: UTF8.self)
                     if let (id, at) = try storage.storeNewsletter(c, group: group.id, from: start, to: end,
                                                                    storyCount: doc.storyCount, content: content) {

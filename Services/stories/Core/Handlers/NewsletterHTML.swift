@@ -42,6 +42,12 @@ enum NewsletterHTML {
                 }
             }
         }
+        if let habits = doc.habits, !habits.isEmpty {
+            html += "<h2 style=\"font-size:20px;border-bottom:1px solid #eee;padding-bottom:4px\">Habits</h2>\n"
+            for line in habitLines(doc) {
+                html += "<p style=\"margin:0 0 8px;font-size:15px\"><strong>\(esc(line.who))</strong>: \(esc(line.text))</p>\n"
+            }
+        }
         html += "</div></body></html>\n"
         return html
     }
@@ -65,6 +71,10 @@ enum NewsletterHTML {
                 }
             }
         }
+        if let habits = doc.habits, !habits.isEmpty {
+            out += "\nHabits\n"
+            for line in habitLines(doc) { out += "  \(line.who): \(line.text)\n" }
+        }
         return out
     }
 
@@ -81,5 +91,17 @@ enum NewsletterHTML {
         let who = doc.members.first { $0.id == trip.memberId }?.fullName ?? "A member"
         let days = trip.from == trip.to ? trip.from : "\(trip.from) to \(trip.to)"
         return "\(who) in \(trip.place.name), \(days) (\(trip.storyIds.count) stories)"
+    }
+
+    /// Each shared habit as a sentence: whose, what, its streak and its days in the period.
+    static func habitLines(_ doc: NewsletterDocument) -> [(who: String, text: String)] {
+        let names = Dictionary(doc.members.map { ($0.id, $0.fullName ?? "A member") }, uniquingKeysWith: { a, _ in a })
+        return (doc.habits ?? []).map { h in
+            let unit = h.per == "week" ? "week" : "day"
+            let goal = h.per == "week" ? "\(h.target) day\(h.target == 1 ? "" : "s") a week" : "every day"
+            let text = "\(h.title) (\(goal)): a \(h.currentStreak)-\(unit) streak, the longest \(h.longestStreak); "
+                + "done on \(h.daysDone) day\(h.daysDone == 1 ? "" : "s") this time"
+            return (names[h.memberId] ?? "A member", text)
+        }
     }
 }

@@ -4,7 +4,7 @@ import Postgres
 
 extension StoriesStorage {
     /// What stories holds of `user`, for their export: groups and journals (with how they take each newsletter),
-    /// stories, comments, images, and the people whose stories they hide.
+    /// stories, comments, images, the people whose stories they hide, and their habits with the days they did them.
     func export(_ c: Connection, _ user: UUID, media: MediaStore) throws -> [String: Any] {
         try Export.document(c, """
             SELECT json_build_object(
@@ -24,7 +24,14 @@ extension StoriesStorage {
                 'images', (SELECT coalesce(json_agg(json_build_object('id', id, 'contentType', content_type, 'size', size, 'createdAt', created_at)
                                                     ORDER BY created_at), '[]'::json) FROM stories.media WHERE owner_id = \(user)),
                 'hiddenAuthors', (SELECT coalesce(json_agg(json_build_object('userId', author_id, 'hiddenAt', hidden_at) ORDER BY hidden_at),
-                                                  '[]'::json) FROM stories.hidden_authors WHERE user_id = \(user))
+                                                  '[]'::json) FROM stories.hidden_authors WHERE user_id = \(user)),
+                'habits', (SELECT coalesce(json_agg(json_build_object('id', h.id, 'title', h.title, 'target', h.target_count, 'per', h.target_per,
+                               'timeZone', h.time_zone, 'createdAt', h.created_at, 'updatedAt', h.updated_at,
+                               'days', (SELECT coalesce(json_agg(json_build_object('date', d.day, 'storyId', d.story_id, 'markedAt', d.marked_at)
+                                                                 ORDER BY d.day), '[]'::json) FROM stories.habit_days d WHERE d.habit_id = h.id),
+                               'sharedGroupIds', (SELECT coalesce(json_agg(hs.group_id ORDER BY hs.shared_at), '[]'::json)
+                                                  FROM stories.habit_shares hs WHERE hs.habit_id = h.id)) ORDER BY h.created_at), '[]'::json)
+                           FROM stories.habits h WHERE h.owner_id = \(user))
             )::text AS export
             """, media: media)
     }

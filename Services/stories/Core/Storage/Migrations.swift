@@ -186,4 +186,35 @@ let migrations: [Migration] = [
                 place_latitude = round(place_latitude::numeric, CASE place_precision WHEN 'city' THEN 1 WHEN 'neighbourhood' THEN 2 ELSE 5 END)::float8
                 AND place_longitude = round(place_longitude::numeric, CASE place_precision WHEN 'city' THEN 1 WHEN 'neighbourhood' THEN 2 ELSE 5 END)::float8));
         """),
+    // Habits a person keeps in their journal: the days they did them (a day once, whatever the repeats), and the
+    // groups whose newsletter shows their streak.
+    Migration(16, "habits, the days they were done, and the groups they are shared with", """
+        CREATE TABLE habits (
+            id uuid PRIMARY KEY,
+            owner_id uuid NOT NULL,
+            title text NOT NULL CHECK (length(title) BETWEEN 1 AND 100),
+            target_count int NOT NULL CHECK (target_count BETWEEN 1 AND 7),
+            target_per text NOT NULL CHECK (target_per IN ('day', 'week')),
+            time_zone text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            CHECK (target_per = 'week' OR target_count = 1)
+        );
+        CREATE INDEX habits_by_owner ON habits (owner_id, created_at, id);
+        CREATE TABLE habit_days (
+            habit_id uuid NOT NULL REFERENCES habits (id) ON DELETE CASCADE,
+            day date NOT NULL,
+            story_id uuid REFERENCES stories (id) ON DELETE SET NULL,
+            marked_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            PRIMARY KEY (habit_id, day)
+        );
+        CREATE INDEX habit_days_by_story ON habit_days (story_id) WHERE story_id IS NOT NULL;
+        CREATE TABLE habit_shares (
+            habit_id uuid NOT NULL REFERENCES habits (id) ON DELETE CASCADE,
+            group_id uuid NOT NULL REFERENCES groups (id) ON DELETE CASCADE,
+            shared_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            PRIMARY KEY (habit_id, group_id)
+        );
+        CREATE INDEX habit_shares_by_group ON habit_shares (group_id);
+        """),
 ]
