@@ -157,9 +157,20 @@ final class JourneyTests: XCTestCase {
             }
         }
 
+        // Ana keeps a habit, cooks today, and shares its streak with the family.
+        let cook = try api.post("/v1/habits", ["title": "Cook", "per": "day"], token: ana.token)
+        XCTAssertEqual(cook.status, 201, String(decoding: cook.body, as: UTF8.self))
+        let habit = cook["id"] as? String ?? ""
+        XCTAssertEqual(try api.send("PUT", "/v1/habits/\(habit)/days/\(cook["today"] as? String ?? "")", json: [String: Any](), token: ana.token)
+                       .status, 200)
+        XCTAssertEqual(try api.send("PUT", "/v1/habits/\(habit)/shares/\(group)", token: ana.token).status, 200)
+
         // The period's newsletter: as the app shows it (JSON) and as an e-mail client would (HTML), photos included.
         let newsletter = try api.get("/v1/groups/\(group)/newsletter", token: ben.token)
         XCTAssertEqual(newsletter.status, 200)
+        let habits = newsletter["habits"] as? [[String: Any]] ?? []
+        XCTAssertEqual(habits.map { [$0["id"] as? String, $0["memberId"] as? String] }, [[habit, ana.id]], "Ana's shared habit")
+        XCTAssertEqual(habits.first?["currentStreak"] as? Int, 1)
         let days = (newsletter["members"] as? [[String: Any]] ?? []).flatMap { $0["days"] as? [[String: Any]] ?? [] }
         let photos = days.flatMap { $0["stories"] as? [[String: Any]] ?? [] }.flatMap { $0["media"] as? [[String: Any]] ?? [] }
         XCTAssertEqual(photos.count, 2)
@@ -168,6 +179,7 @@ final class JourneyTests: XCTestCase {
         let sources = html.matches(of: /<img src="([^"]+)"/).map { String($0.1).replacingOccurrences(of: "&amp;", with: "&") }
         XCTAssertEqual(sources.count, 2, html)
         for source in sources { assertLoads(source, "the e-mail-ready newsletter's photo") }
+        XCTAssertTrue(html.contains("Cook (every day): a 1-day streak"), html)
 
         // Ben wants the newsletter by e-mail: he proves his address with the link of the mail sign-up sent him, and
         // says so. The period closes (as if its hour had come), and the newsletter reaches his mailbox, photos loading
@@ -187,6 +199,7 @@ final class JourneyTests: XCTestCase {
         XCTAssertEqual(mailed.count, 2, letter["html"] as? String ?? "")
         for source in mailed { assertLoads(source, "a photo in the mailed newsletter") }
         XCTAssertTrue((letter["text"] as? String ?? "").contains("First snow"), "the text part tells the stories too")
+        XCTAssertTrue((letter["html"] as? String ?? "").contains("Cook (every day): a 1-day streak"), "and Ana's habit")
         for part in ["html", "text"] {
             let body = letter[part] as? String ?? ""
             XCTAssertTrue(body.contains("Zermatt"), "the mail's \(part) names Ben's place")
