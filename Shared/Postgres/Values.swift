@@ -37,6 +37,16 @@ extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
     public static var postgresNull: Self? { .some(.none) }
 }
 
+/// A closed set kept as its name (a status, a kind, a role): a type declares `PostgresEncodable, PostgresDecodable` and
+/// is bound and read as its raw value; a stored name outside the set fails to decode, as a malformed number does,
+/// rather than reading as some default.
+extension PostgresEncodable where Self: RawRepresentable, RawValue == String {
+    public var postgresText: String { rawValue }
+}
+extension PostgresDecodable where Self: RawRepresentable, RawValue == String {
+    public init?(postgresBytes: UnsafeBufferPointer<UInt8>) { self.init(rawValue: String(decoding: postgresBytes, as: UTF8.self)) }
+}
+
 extension String: PostgresEncodable, PostgresDecodable {
     public var postgresText: String { self }
     public init?(postgresBytes: UnsafeBufferPointer<UInt8>) { self.init(decoding: postgresBytes, as: UTF8.self) }
@@ -354,3 +364,12 @@ enum PostgresTime {
     }
 }
 
+
+// The shared models' closed sets that services keep in their tables.
+extension ParcelStatus: PostgresEncodable, PostgresDecodable {}
+extension ParcelService: PostgresEncodable, PostgresDecodable {}
+extension PaymentMethod: PostgresEncodable, PostgresDecodable {}
+extension CourierVettingDecision: PostgresEncodable, PostgresDecodable {}
+extension RoomKind: PostgresEncodable, PostgresDecodable {}
+extension RoomRole: PostgresEncodable, PostgresDecodable {}
+extension RefundDestination: PostgresEncodable, PostgresDecodable {}

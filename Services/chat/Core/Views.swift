@@ -26,7 +26,7 @@ struct MemberView: View {
     let user: PersonView
     let role: String
     let joinedAt: Date
-    init(_ m: MemberRecord, urls: MediaURLs) { user = PersonView(m.person, urls: urls); role = m.role; joinedAt = m.joinedAt }
+    init(_ m: MemberRecord, urls: MediaURLs) { user = PersonView(m.person, urls: urls); role = m.role.rawValue; joinedAt = m.joinedAt }
 
     static let fields: [ViewField<Self>] = [.field("user", \.user), .field("role", \.role, Shapes.role), .field("joinedAt", \.joinedAt)]
 }
@@ -64,10 +64,10 @@ struct RoomView: View {
     }
 
     var inviteCode: String? { room.inviteCode.map(InviteCode.display) }
-    var role: String { room.role ?? "member" }
+    var role: String { (room.role ?? .member).rawValue }
 
     static let fields: [ViewField<Self>] = [
-        .field("id", \.room.id), .field("kind", \.room.kind, .oneOf(["team", "direct", "parcel"])), .field("name", \.room.name),
+        .field("id", \.room.id), .field("kind", \.room.kind.rawValue, .oneOf(RoomKind.allCases.map(\.rawValue))), .field("name", \.room.name),
         .nullable("topic", \.room.topic), .nullable("inviteCode", \.inviteCode), .nullable("parcelId", \.room.parcelId),
         .field("readOnly", \.room.readOnly), .field("role", \.role, Shapes.role), .field("lastSeq", \.room.messageSeq),
         .field("readSeq", \.room.readSeq), .omitted("unreadCount", \.unreadCount), .omittedOrNull("lastMessage", \.lastMessage),
@@ -117,7 +117,7 @@ struct TodoDeletedView: View {
 }
 
 enum Shapes {
-    static let role = Schema.oneOf(["owner", "member"])
+    static let role = Schema.oneOf(RoomRole.allCases.map(\.rawValue))
     /// A message's text: up to 4,000 characters, lines allowed.
     static let messageText = Schema.text(max: 4000, multiline: true)
 }

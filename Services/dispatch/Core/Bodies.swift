@@ -15,7 +15,7 @@ enum Shapes {
     static let status = Schema.oneOf(ParcelStatus.allCases.map(\.rawValue))
     /// How a sender pays: a card held at booking and taken at delivery, cash to the courier, or from their wallet
     /// at booking.
-    static let paymentMethod = Schema.oneOf(["card", "cash", "wallet"])
+    static let paymentMethod = Schema.oneOf(PaymentMethod.allCases.map(\.rawValue))
     /// A card as the provider's app SDK made it (a Stripe PaymentMethod id): card numbers never reach the API.
     static let card = Schema.string(min: 4, max: 255, pattern: "^pm_[A-Za-z0-9_]+$", rule: "cardPaymentMethod must be a payment method id (pm_...).")
     /// A fix's optional parts.
@@ -120,7 +120,7 @@ struct CreateParcelBody: RequestBody {
     let collectionCentreId: UUID?
     let recipient: RecipientBody
     let service: ParcelService
-    let paymentMethod: String
+    let paymentMethod: PaymentMethod
     let cardPaymentMethod: String?
     let pointsToSpend: Int?
     let insured: Bool?

@@ -162,7 +162,7 @@ struct ParcelView: View {
         .field("id", \.parcel.id), .field("status", \.parcel.status.rawValue, Shapes.status), .field("senderId", \.parcel.senderId),
         .omitted("recipient", \.recipient), .omitted("claimCode", \.claimCode), .omitted("deliveryPin", \.deliveryPin),
         .field("pickup", \.pickup), .field("dropoff", \.dropoff),
-        .field("service", \.parcel.service.rawValue, Shapes.service), .field("paymentMethod", \.parcel.paymentMethod, Shapes.paymentMethod),
+        .field("service", \.parcel.service.rawValue, Shapes.service), .field("paymentMethod", \.parcel.paymentMethod.rawValue, Shapes.paymentMethod),
         .field("insured", \.parcel.insured), .field("pointsSpent", \.parcel.pointsSpent), .omitted("description", \.description),
         .omitted("documentPhotoMediaId", \.documentPhotoMediaId), .omitted("documentPhotoUrl", \.documentPhotoUrl),
         .omitted("documentPhoto", \.documentPhoto), .omitted("distanceToPickupMeters", \.distanceToPickupMeters),
@@ -197,7 +197,7 @@ struct PaymentView: View {
     var authenticateBy: Date? { payment.requiresAction ? payment.actionExpiresAt : nil }
 
     static let fields: [ViewField<Self>] = [
-        .field("id", \.payment.id), .field("method", \.payment.method, .oneOf(["card", "cash", "wallet"])),
+        .field("id", \.payment.id), .field("method", \.payment.method.rawValue, Shapes.paymentMethod),
         .field("status", \.status, .oneOf(PaymentStatus.allCases.map(\.rawValue) + ["requires_action"])),
         .field("amountMinor", \.payment.amountMinor), .field("currency", \.payment.currency),
         .omitted("declineCode", \.payment.declineCode), .omitted("clientSecret", \.clientSecret),

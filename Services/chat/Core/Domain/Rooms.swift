@@ -56,10 +56,9 @@ struct RoomLog: Sendable {
     func joined(_ c: Connection, room: UUID, _ member: MemberRecord) throws {
         let seq = try storage.nextSeq(c, room).change
         try record(c, room: room, seq: seq, event: "member_joined",
-                   view: MembershipView(roomId: room, user: PersonView(member.person, urls: urls), role: member.role, reason: nil,
+                   view: MembershipView(roomId: room, user: PersonView(member.person, urls: urls), role: member.role.rawValue, reason: nil,
                                         at: member.joinedAt))
-        guard let role = RoomRole(rawValue: member.role) else { preconditionFailure("no room role \(member.role)") }
-        try outbox.add(ChatMemberJoined(roomId: room, userId: member.person.id, role: role, seq: seq,
+        try outbox.add(ChatMemberJoined(roomId: room, userId: member.person.id, role: member.role, seq: seq,
                                         joinedAt: member.joinedAt), subject: room.lowercased, on: c)
     }
 }
@@ -79,7 +78,7 @@ struct Rooms: Sendable {
     /// The room if `user` owns it; `notFound` for outsiders, `forbidden` for other members.
     func owner(_ c: Connection, _ id: UUID, _ user: UUID, lock: Bool = false) throws -> RoomRecord {
         let room = try member(c, id, user, lock: lock)
-        guard room.role == "owner" else { throw ChatError.forbidden("Only the room's owner can do this.") }
+        guard room.role == .owner else { throw ChatError.forbidden("Only the room's owner can do this.") }
         return room
     }
 
@@ -93,7 +92,7 @@ struct Rooms: Sendable {
     /// A new team room; its creator owns it.
     func createTeam(_ c: Connection, name: String, topic: String?, by user: UUID) throws -> RoomRecord {
         let id = UUID.v7()
-        guard try storage.insertRoom(c, id: id, kind: "team", name: name, topic: topic, inviteCode: InviteCode.generate(),
+        guard try storage.insertRoom(c, id: id, kind: .team, name: name, topic: topic, inviteCode: InviteCode.generate(),
                                      directKey: nil, parcel: nil, createdBy: user) else {
             throw ChatError.conflict("Could not create the room; try again.")
         }
@@ -114,7 +113,7 @@ struct Rooms: Sendable {
         }
         let key = Self.directKey(user, other)
         let id = UUID.v7()
-        if try storage.insertRoom(c, id: id, kind: "direct", name: "", topic: nil, inviteCode: nil, directKey: key, parcel: nil,
+        if try storage.insertRoom(c, id: id, kind: .direct, name: "", topic: nil, inviteCode: nil, directKey: key, parcel: nil,
                                   createdBy: user) {
             try opened(c, id, kind: .direct, by: user, parcel: nil, members: [(user, .member), (other, .member)])
             return try member(c, id, user)
@@ -123,7 +122,7 @@ struct Rooms: Sendable {
         guard let existing = try storage.roomId(c, directKey: key) else { throw ChatError.conflict("Try again.") }
         if try storage.reopen(c, existing) { try changed(c, existing, by: user) }  // closed when a parcel was their only tie
         for person in [user, other] {
-            if let joined = try storage.addMember(c, room: existing, user: person, role: "member") { try log.joined(c, room: existing, joined) }
+            if let joined = try storage.addMember(c, room: existing, user: person, role: .member) { try log.joined(c, room: existing, joined) }
         }
         return try member(c, existing, user)
     }
@@ -136,7 +135,7 @@ struct Rooms: Sendable {
         try log.outbox.add(ChatRoomCreated(roomId: id, kind: kind, createdBy: user, parcelId: parcel,
                                            seq: seq, createdAt: room.createdAt), subject: id.lowercased, on: c)
         for (member, role) in members {
-            if let joined = try storage.addMember(c, room: id, user: member, role: role.rawValue) { try log.joined(c, room: id, joined) }
+            if let joined = try storage.addMember(c, room: id, user: member, role: role) { try log.joined(c, room: id, joined) }
         }
     }
 
@@ -147,14 +146,14 @@ struct Rooms: Sendable {
         // Its owner blocked them: as if the code held nothing.
         let owners: SQL = "SELECT user_id FROM chat.members WHERE room_id = \(id) AND role = 'owner'"
         guard try !Blocks(schema: "chat").isBlocked(user, byAnyOf: owners, on: c) else { return nil }
-        if let joined = try storage.addMember(c, room: id, user: user, role: "member") { try log.joined(c, room: id, joined) }
+        if let joined = try storage.addMember(c, room: id, user: user, role: .member) { try log.joined(c, room: id, joined) }
         return try member(c, id, user)
     }
 
     /// Renames a team room or changes its topic, by its owner.
     func update(_ c: Connection, _ id: UUID, by user: UUID, name: String?, topic: Patch<String>) throws -> RoomRecord {
         var room = try owner(c, id, user, lock: true)
-        guard room.kind == "team" else { throw ChatError.conflict("Only a team room has a name and a topic.") }
+        guard room.kind == .team else { throw ChatError.conflict("Only a team room has a name and a topic.") }
         if let name { room.name = name }
         if topic.isPresent { room.topic = topic.value.flatMap { $0.isEmpty ? nil : $0 } }
         try storage.updateRoom(c, room)
@@ -165,7 +164,7 @@ struct Rooms: Sendable {
     /// A new invite code for a team room (the old one stops working), by its owner.
     func rotateInviteCode(_ c: Connection, _ id: UUID, by user: UUID) throws -> RoomRecord {
         var room = try owner(c, id, user, lock: true)
-        guard room.kind == "team" else { throw ChatError.conflict("Only a team room has an invite code.") }
+        guard room.kind == .team else { throw ChatError.conflict("Only a team room has an invite code.") }
         room.inviteCode = InviteCode.generate()
         try storage.updateRoom(c, room)
         return try member(c, id, user)
@@ -175,8 +174,8 @@ struct Rooms: Sendable {
     func remove(_ c: Connection, _ id: UUID, member target: UUID, by user: UUID) throws {
         let room = try member(c, id, user, lock: true)
         let leaving = target == user
-        if !leaving && room.role != "owner" { throw ChatError.forbidden("Only the room's owner can remove members.") }
-        if room.kind == "parcel" { throw ChatError.conflict("A parcel's conversation cannot be left.") }
+        if !leaving && room.role != .owner { throw ChatError.forbidden("Only the room's owner can remove members.") }
+        if room.kind == .parcel { throw ChatError.conflict("A parcel's conversation cannot be left.") }
         let person = try storage.members(c, of: id).first { $0.person.id == target }?.person
         guard let person, try storage.removeMember(c, room: id, user: target) else { throw ChatError.invalid("That person is not a member.", field: "userId") }
         let seq = try storage.nextSeq(c, id).change
@@ -227,7 +226,7 @@ struct Rooms: Sendable {
             guard let courier = change.courierId else { return }
             try storage.addParcelParty(c, parcel: id, user: courier, role: "courier")
             let room = UUID.v7()
-            if try storage.insertRoom(c, id: room, kind: "parcel", name: "Parcel", topic: nil, inviteCode: nil, directKey: nil,
+            if try storage.insertRoom(c, id: room, kind: .parcel, name: "Parcel", topic: nil, inviteCode: nil, directKey: nil,
                                       parcel: id, createdBy: nil) {
                 try opened(c, room, kind: .parcel, by: nil, parcel: id, members: [])
             }

@@ -8,7 +8,7 @@ import Postgres
 /// A room as a reader sees it: their role (nil when not a member) and read position, from their `chat.members mb` row.
 struct RoomRecord: PostgresRecord {
     let id: UUID
-    let kind: String
+    let kind: RoomKind
     var name: String
     var topic: String?
     var inviteCode: String?
@@ -19,7 +19,7 @@ struct RoomRecord: PostgresRecord {
     let messageSeq: Int64
     let createdAt: Date
     let updatedAt: Date
-    let role: String?
+    let role: RoomRole?
     let readSeq: Int64
 
     static let columns: SQL = """
@@ -47,7 +47,7 @@ struct PersonRecord {
 /// A member of a room, from `chat.members mb` (or a row set named `mb` with its columns) and their profile `p`.
 struct MemberRecord: PostgresRecord {
     let person: PersonRecord
-    let role: String
+    let role: RoomRole
     let joinedAt: Date
 
     static let columns: SQL = "mb.user_id, mb.role, mb.joined_at, p.full_name, p.avatar_media_id, p.picture_url"
@@ -172,7 +172,7 @@ struct ChatStorage: Sendable {
     }
 
     /// Inserts a room unless one with the same invite code, pair or parcel exists; true when inserted.
-    func insertRoom(_ c: Connection, id: UUID, kind: String, name: String, topic: String?, inviteCode: String?,
+    func insertRoom(_ c: Connection, id: UUID, kind: RoomKind, name: String, topic: String?, inviteCode: String?,
                     directKey: String?, parcel: UUID?, createdBy: UUID?) throws -> Bool {
         try c.execute("""
             INSERT INTO chat.rooms (id, kind, name, topic, invite_code, direct_key, parcel_id, created_by)
@@ -248,7 +248,7 @@ struct ChatStorage: Sendable {
     // MARK: Members
 
     /// Adds `user` to `room` as `role`: the new member, with their profile; nil when they were one already.
-    func addMember(_ c: Connection, room: UUID, user: UUID, role: String) throws -> MemberRecord? {
+    func addMember(_ c: Connection, room: UUID, user: UUID, role: RoomRole) throws -> MemberRecord? {
         try c.one(MemberRecord.self, """
             WITH mb AS (INSERT INTO chat.members (room_id, user_id, role) VALUES (\(room), \(user), \(role)) ON CONFLICT DO NOTHING
                         RETURNING user_id, role, joined_at)

@@ -137,7 +137,7 @@ struct Centres: Sendable {
               parcel.dropOffCentreId == centre else {
             throw CentreError.unknownCode
         }
-        if parcel.paymentMethod == "card", try storage.payment(c, parcel: parcel.id)?.status != .authorised { throw CentreError.cardNotHeld }
+        if parcel.paymentMethod == .card, try storage.payment(c, parcel: parcel.id)?.status != .authorised { throw CentreError.cardNotHeld }
         return try parcels.apply(c, parcel, .checkIn, actor: .staff, actorId: staff, place: try storage.centre(c, centre)?.point)
     }
 

@@ -76,7 +76,7 @@ struct NewParcel {
     let deliveryPin: String
     let route: Itinerary
     let service: ParcelService
-    let paymentMethod: String
+    let paymentMethod: PaymentMethod
     let insured: Bool
     let description: String?
     let documentPhotoMediaId: UUID
@@ -120,10 +120,10 @@ struct Parcels: Sendable {
             ?? named.email.flatMap { try storage.userId(c, verifiedEmail: $0) }.flatMap { $0 == sender ? nil : $0 }
         let pin = String(format: "%04d", Int(secureRandomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } % 10_000))
         // A parcel brought to a centre waits there (its card authorised meanwhile); else a card is authorised first.
-        let status: ParcelStatus = route.dropOffCentre != nil ? .awaitingDropOff : body.paymentMethod == "card" ? .awaitingPayment : .awaitingCourier
+        let status: ParcelStatus = route.dropOffCentre != nil ? .awaitingDropOff : body.paymentMethod == .card ? .awaitingPayment : .awaitingCourier
         // Points the sender spends come off the price: the rest is what is paid.
         let points = try loyalty.spend(c, sender, points: body.pointsToSpend ?? 0, price: quote.amountMinor,
-                                       keep: body.paymentMethod == "card" ? Loyalty.cardMinimumMinor : 0)
+                                       keep: body.paymentMethod == .card ? Loyalty.cardMinimumMinor : 0)
         var price = quote
         price.amountMinor -= points
         let parcel = try storage.insertParcel(c, NewParcel(

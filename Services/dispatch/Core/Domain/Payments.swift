@@ -22,14 +22,14 @@ struct PaymentRules: Sendable {
     /// asks the provider first, and the settler only if it could not (it died, or the provider did not answer).
     func open(_ c: Connection, _ parcel: ParcelRecord, card: String?, lease: TimeInterval) throws {
         switch parcel.paymentMethod {
-        case "card":
+        case .card:
             try admitCard(c, payer: parcel.senderId)
             _ = try storage.insertPayment(c, id: UUID.v7(), parcel: parcel, card: card, status: .pending, due: .authorise, dueIn: lease)
-        case "wallet":
+        case .wallet:
             let p = try storage.insertPayment(c, id: UUID.v7(), parcel: parcel, card: nil, status: .walletDebited, due: nil, dueIn: 0)
             try wallet.spend(c, parcel.senderId, payment: p.id, parcel: parcel.id, amountMinor: p.amountMinor, currency: p.currency)
             try record(c, p, .walletDebited, amountMinor: p.amountMinor)
-        default:
+        case .cash:
             _ = try storage.insertPayment(c, id: UUID.v7(), parcel: parcel, card: nil, status: .cashOnDelivery, due: nil, dueIn: 0)
         }
     }
@@ -56,7 +56,7 @@ struct PaymentRules: Sendable {
     func follow(_ c: Connection, _ parcel: ParcelRecord, _ action: ParcelAction, cashCollected: Int?) throws {
         guard cashCollected != nil || [.deliver, .handOver, .collect, .cancel, .fail].contains(action) else { return }
         guard var payment = try storage.payment(c, parcel: parcel.id, lock: true) else { return }
-        if cashCollected != nil && payment.method != "cash" { throw PaymentError.noCashDue }
+        if cashCollected != nil && payment.method != .cash { throw PaymentError.noCashDue }
         switch (action, payment.status) {
         case (.deliver, .authorised), (.handOver, .authorised), (.collect, .authorised):
             payment.due = .capture
@@ -86,8 +86,7 @@ struct PaymentRules: Sendable {
     func record(_ c: Connection, _ p: PaymentRecord, _ entry: PaymentEntry, amountMinor: Int, courier: UUID? = nil, centre: UUID? = nil) throws {
         let e = try storage.appendLedger(c, p, entry: entry.rawValue, amountMinor: amountMinor, courier: courier, centre: centre)
         guard let parcelId = p.parcelId else { return }  // a top-up's or a plan's: told by the wallet's or plan's event
-        guard let method = PaymentMethod(rawValue: p.method) else { preconditionFailure("no payment method \(p.method)") }
-        try outbox.add(PaymentRecorded(entryId: e.id, paymentId: p.id, parcelId: parcelId, method: method,
+        try outbox.add(PaymentRecorded(entryId: e.id, paymentId: p.id, parcelId: parcelId, method: p.method,
                                        entry: entry, amountMinor: amountMinor, currency: p.currency, courierId: courier,
                                        providerReference: p.providerIntent, declineCode: entry == .declined ? p.declineCode : nil,
                                        at: e.at),

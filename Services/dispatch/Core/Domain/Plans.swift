@@ -135,7 +135,7 @@ struct Plans: Sendable {
             VALUES (\(id), \(user), \(plan.id), 'pending', \(card), \(plan.priceMinor))
             RETURNING \(SubscriptionRecord.columns)
             """)!
-        let payment = try storage.insertPayment(c, id: UUID.v7(), purpose: .plan, parcel: nil, subscription: id, payer: user, method: "card",
+        let payment = try storage.insertPayment(c, id: UUID.v7(), purpose: .plan, parcel: nil, subscription: id, payer: user, method: .card,
                                                 amountMinor: plan.priceMinor, currency: plan.currency, card: card, status: .pending,
                                                 due: .authorise, dueIn: lease)
         return (subscription, payment)
@@ -171,7 +171,7 @@ struct Plans: Sendable {
                 continue
             }
             let payment = try storage.insertPayment(c, id: UUID.v7(), purpose: .plan, parcel: nil, subscription: s.id, payer: s.userId,
-                                                    method: "card", amountMinor: price, currency: currency,
+                                                    method: .card, amountMinor: price, currency: currency,
                                                     card: s.cardPaymentMethod, status: .pending, due: .authorise, dueIn: 0)
             s.renewalPaymentId = payment.id
             try save(c, &s)

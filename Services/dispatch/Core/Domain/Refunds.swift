@@ -26,7 +26,7 @@ struct RefundRecord: PostgresRecord {
 
     init(_ r: Row) throws {
         id = try r["id"]; paymentId = try r["payment_id"]; parcelId = try r["parcel_id"]; payerId = try r["payer_id"]
-        destination = RefundDestination(rawValue: try r["destination"]) ?? .wallet; amountMinor = try r["amount_minor"]
+        destination = try r["destination"]; amountMinor = try r["amount_minor"]
         currency = try r["currency"]; reason = try r["reason"]; status = try r["status"]
         providerRefund = try r["provider_refund", as: String?.self]; failure = try r["failure", as: String?.self]
         attempts = try r["attempts"]; createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
@@ -96,8 +96,8 @@ struct Refunds: Sendable {
         guard [.delivered, .received, .readyForCollection].contains(parcel.status),
               [.captured, .cashCollected, .walletDebited].contains(payment.status) else { throw RefundError.notTaken }
         if new.to == .card {
-            if payment.method == "cash" { throw RefundError.cashToCard }
-            if payment.method == "wallet" { throw RefundError.walletToCard }
+            if payment.method == .cash { throw RefundError.cashToCard }
+            if payment.method == .wallet { throw RefundError.walletToCard }
             guard cardsOn, payment.providerIntent != nil else { throw RefundError.cardsOff }
         }
         let left = payment.amountMinor - (try storage.refundedMinor(c, payment: payment.id, pendingToo: true))
@@ -120,9 +120,8 @@ struct Refunds: Sendable {
                                           currency: refund.currency, refundId: refund.id, at: r.at),
                            subject: refund.payerId.lowercased, on: c)
         }
-        guard let method = PaymentMethod(rawValue: payment.method) else { preconditionFailure("no payment method \(payment.method)") }
         try outbox.add(PaymentRefunded(entryId: entry.id, refundId: refund.id, paymentId: payment.id, parcelId: refund.parcelId,
-                                       payerId: refund.payerId, method: method, to: refund.destination, amountMinor: refund.amountMinor,
+                                       payerId: refund.payerId, method: payment.method, to: refund.destination, amountMinor: refund.amountMinor,
                                        refundedMinor: try storage.refundedMinor(c, payment: payment.id, pendingToo: false),
                                        currency: refund.currency, reason: refund.reason, providerReference: providerRefund, at: entry.at),
                        subject: payment.id.lowercased, on: c)

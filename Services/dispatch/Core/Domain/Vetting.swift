@@ -6,7 +6,7 @@ import Postgres
 import Web
 
 /// Where a courier stands with the operators. Only `approved` may go online and be offered parcels.
-enum VettingStatus: String, CaseIterable, Sendable {
+enum VettingStatus: String, CaseIterable, Sendable, PostgresEncodable, PostgresDecodable {
     /// Registered, never applied.
     case unvetted
     /// Applied, waiting for an operator.

@@ -106,7 +106,7 @@ struct DispatchHandlers: Sendable {
     /// stays `awaiting_payment` and the settler asks again.
     func createParcel(_ context: Context<Caller>, _ body: CreateParcelBody) throws -> Response {
         let caller = context.caller
-        if body.paymentMethod == "card" {
+        if body.paymentMethod == .card {
             guard payments != nil else { throw PaymentError.cardsOff }
             guard body.cardPaymentMethod != nil else { throw PaymentError.cardMissing }
         }
@@ -124,7 +124,7 @@ struct DispatchHandlers: Sendable {
             return .json(try view(c, parcel, for: caller.userId), status: 201)
         } then: { response in  // (a first request's only: its answer is the one a retry gets)
             if created.waiting, let id = created.id { matcher.wake(for: id) }  // (not offered at once)
-            guard body.paymentMethod == "card", let id = created.id, let payments else { return response }
+            guard body.paymentMethod == .card, let id = created.id, let payments else { return response }
             if let payment = try pool.withConnection({ try storage.payment($0, parcel: id) }) { askNow(payment.id, payments) }  // else the settler asks
             return try pool.withConnection { c in
                 guard let parcel = try storage.parcel(c, id) else { return response }

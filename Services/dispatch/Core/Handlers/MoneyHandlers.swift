@@ -28,7 +28,7 @@ extension DispatchHandlers {
         return try idempotency.run(context.request, caller: caller.userId.lowercased, finishingWithin: 2 * payments.lease) { c in
             try parcels.payments.admitCard(c, payer: caller.userId)
             let p = try storage.insertPayment(c, id: UUID.v7(), purpose: .topUp, parcel: nil, subscription: nil, payer: caller.userId,
-                                              method: "card", amountMinor: body.amountMinor, currency: tariff.currency,
+                                              method: .card, amountMinor: body.amountMinor, currency: tariff.currency,
                                               card: body.cardPaymentMethod, status: .pending, due: .authorise, dueIn: payments.lease)
             opened.id = p.id
             return .json(TopUpView(payment: p), status: 201)

@@ -18,7 +18,7 @@ struct CourierRecord: PostgresRecord {
 
     init(_ r: Row) throws {
         userId = try r["user_id"]; vehicle = try r["vehicle"]; capacity = try r["capacity"]; active = try r["active"]
-        online = try r["online"]; vetting = VettingStatus(rawValue: try r["vetting"]) ?? .unvetted
+        online = try r["online"]; vetting = try r["vetting"]
         fixAt = try r.decode("fix_at"); createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
         position = try r.point()
     }

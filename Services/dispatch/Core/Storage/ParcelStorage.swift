@@ -24,7 +24,7 @@ struct ParcelRecord: PostgresRecord {
     let dropoff: GeoPoint
     let dropoffAddress: String
     let service: ParcelService
-    let paymentMethod: String
+    let paymentMethod: PaymentMethod
     let insured: Bool
     let description: String?
     let documentPhotoMediaId: UUID
@@ -54,14 +54,14 @@ struct ParcelRecord: PostgresRecord {
         claimCode = try r.decode("claim_code"); deliveryPin = try r["delivery_pin"]; pinFailures = try r["pin_failures"]
         pickup = GeoPoint(lat: try r["pickup_lat"], lon: try r["pickup_lon"]); pickupAddress = try r["pickup_address"]
         dropoff = GeoPoint(lat: try r["dropoff_lat"], lon: try r["dropoff_lon"]); dropoffAddress = try r["dropoff_address"]
-        service = ParcelService(rawValue: try r["service"]) ?? .standard; paymentMethod = try r["payment_method"]
+        service = try r["service"]; paymentMethod = try r["payment_method"]
         insured = try r["insured"]; description = try r.decode("description"); documentPhotoMediaId = try r["document_photo_media_id"]
         deliveryPhotoMediaId = try r.decode("delivery_photo_media_id"); receiptPhotoMediaId = try r.decode("receipt_photo_media_id")
         photoMeta = ImageMeta.parse((try? r.decode("photo_meta", as: String.self)) ?? nil)
         failureReason = try r.decode("failure_reason")
         quote = Quote(currency: try r["currency"], amountMinor: try r["amount_minor"], etaSeconds: try r["eta_seconds"],
                       distanceMeters: try r["distance_m"])
-        status = ParcelStatus(rawValue: try r["status"]) ?? .failed
+        status = try r["status"]
         courierId = try r.decode("courier_id"); offeredTo = try r.decode("offered_to"); offerExpiresAt = try r.decode("offer_expires_at")
         dropOffCentreId = try r.decode("drop_off_centre_id"); collectionCentreId = try r.decode("collection_centre_id")
         centreCode = try r.decode("centre_code"); pointsSpent = try r["points_spent"]
@@ -121,9 +121,9 @@ extension DispatchStorage {
                 drop_off_centre_id, collection_centre_id, centre_code, points_spent, tariff_id)
             VALUES (\(p.id), \(p.sender), \(p.recipientUserId), \(p.recipientName), \(p.recipientPhone), \(p.recipientUsername),
                 \(p.recipientEmail), \(p.claimCode), \(p.deliveryPin), \(route.pickup.lat), \(route.pickup.lon), \(route.pickupAddress),
-                \(route.dropoff.lat), \(route.dropoff.lon), \(route.dropoffAddress), \(p.service.rawValue), \(p.paymentMethod),
+                \(route.dropoff.lat), \(route.dropoff.lon), \(route.dropoffAddress), \(p.service), \(p.paymentMethod),
                 \(p.insured), \(p.description), \(p.documentPhotoMediaId), \(quote.amountMinor), \(quote.currency), \(quote.etaSeconds),
-                \(quote.distanceMeters), \(p.status.rawValue), \(route.dropOffCentre?.id), \(route.collectionCentre?.id), \(p.centreCode),
+                \(quote.distanceMeters), \(p.status), \(route.dropOffCentre?.id), \(route.collectionCentre?.id), \(p.centreCode),
                 \(p.pointsSpent), \(quote.tariffId))
             RETURNING \(ParcelRecord.columns), \(ParcelRecord.photoMeta)
             """)!
@@ -171,7 +171,7 @@ extension DispatchStorage {
     /// The statement that writes `p`'s changeable columns.
     private static func update(_ p: ParcelRecord) -> SQL {
         """
-        UPDATE dispatch.parcels SET status = \(p.status.rawValue), courier_id = \(p.courierId), offered_to = \(p.offeredTo),
+        UPDATE dispatch.parcels SET status = \(p.status), courier_id = \(p.courierId), offered_to = \(p.offeredTo),
             offer_expires_at = \(p.offerExpiresAt), delivery_photo_media_id = \(p.deliveryPhotoMediaId),
             receipt_photo_media_id = \(p.receiptPhotoMediaId), failure_reason = \(p.failureReason),
             recipient_user_id = \(p.recipientUserId), claim_code = \(p.claimCode), updated_at = now()
@@ -186,7 +186,7 @@ extension DispatchStorage {
         let update: SQL = p.map { ", parcel AS (\(Self.update($0)))" } ?? ""
         try c.enqueue("""
             WITH history AS (INSERT INTO dispatch.parcel_history (parcel_id, from_status, to_status, actor, actor_id, lat, lon, at)
-                             VALUES (\(parcel), \(from?.rawValue), \(to.rawValue), \(actor.rawValue), \(actorId), \(place?.lat),
+                             VALUES (\(parcel), \(from), \(to), \(actor.rawValue), \(actorId), \(place?.lat),
                                      \(place?.lon), \(at)))\(update)
             INSERT INTO dispatch.outbox (event_id, topic, key, payload) VALUES \(event.values)
             """)

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Models
 
 /// A payment row (a parcel's price, a wallet top-up or a plan's month): how it is paid, where it stands, and the
 /// provider call it waits for (`due`).
@@ -10,7 +11,7 @@ struct PaymentRecord: PostgresRecord {
     let parcelId: UUID?
     let subscriptionId: UUID?
     let payerId: UUID
-    let method: String
+    let method: PaymentMethod
     let amountMinor: Int
     let currency: String
     let cardPaymentMethod: String?
@@ -27,12 +28,12 @@ struct PaymentRecord: PostgresRecord {
     var actionExpiresAt: Date?
 
     init(_ r: Row) throws {
-        id = try r["id"]; purpose = PaymentPurpose(rawValue: try r["purpose"]) ?? .parcel; parcelId = try r.decode("parcel_id")
+        id = try r["id"]; purpose = try r["purpose"]; parcelId = try r.decode("parcel_id")
         subscriptionId = try r.decode("subscription_id"); payerId = try r["payer_id"]; method = try r["method"]
         amountMinor = try r["amount_minor"]; currency = try r["currency"]; cardPaymentMethod = try r.decode("card_payment_method")
-        status = PaymentStatus(rawValue: try r["status"]) ?? .pending
+        status = try r["status"]
         providerIntent = try r.decode("provider_intent"); declineCode = try r.decode("decline_code")
-        due = try (r.decode("due") as String?).flatMap(PaymentCall.init(rawValue:)); attempts = try r["attempts"]
+        due = try r.decode("due"); attempts = try r["attempts"]
         createdAt = try r["created_at"]; updatedAt = try r["updated_at"]
         clientSecret = try r["client_secret"]; actionExpiresAt = try r["action_expires_at"]
     }
@@ -44,7 +45,7 @@ struct PaymentRecord: PostgresRecord {
 }
 
 /// Where a payment stands.
-enum PaymentStatus: String, CaseIterable {
+enum PaymentStatus: String, CaseIterable, PostgresEncodable, PostgresDecodable {
     /// A card being authorised.
     case pending
     case authorised, declined, captured, voided
@@ -55,14 +56,14 @@ enum PaymentStatus: String, CaseIterable {
 }
 
 /// What a payment pays for.
-enum PaymentPurpose: String {
+enum PaymentPurpose: String, PostgresEncodable, PostgresDecodable {
     case parcel
     case topUp = "top_up"
     case plan
 }
 
 /// The provider call a payment waits for.
-enum PaymentCall: String {
+enum PaymentCall: String, PostgresEncodable, PostgresDecodable {
     case authorise, capture, void
 }
 
@@ -74,14 +75,14 @@ extension DispatchStorage {
                           amountMinor: parcel.quote.amountMinor, currency: parcel.quote.currency, card: card, status: status, due: due, dueIn: dueIn)
     }
 
-    func insertPayment(_ c: Connection, id: UUID, purpose: PaymentPurpose, parcel: UUID?, subscription: UUID?, payer: UUID, method: String,
+    func insertPayment(_ c: Connection, id: UUID, purpose: PaymentPurpose, parcel: UUID?, subscription: UUID?, payer: UUID, method: PaymentMethod,
                        amountMinor: Int, currency: String, card: String?, status: PaymentStatus, due: PaymentCall?,
                        dueIn: TimeInterval) throws -> PaymentRecord {
         try c.one(PaymentRecord.self, """
             INSERT INTO dispatch.payments (id, purpose, parcel_id, subscription_id, payer_id, method, amount_minor, currency,
                 card_payment_method, status, due, due_at)
-            VALUES (\(id), \(purpose.rawValue), \(parcel), \(subscription), \(payer), \(method), \(amountMinor), \(currency), \(card),
-                \(status.rawValue), \(due?.rawValue),
+            VALUES (\(id), \(purpose), \(parcel), \(subscription), \(payer), \(method), \(amountMinor), \(currency), \(card),
+                \(status), \(due),
                 CASE WHEN \(due?.rawValue)::text IS NULL THEN NULL ELSE now() + make_interval(secs => \(dueIn)) END)
             RETURNING \(PaymentRecord.columns)
             """)!
@@ -124,8 +125,8 @@ extension DispatchStorage {
     /// Writes a payment's state; `due` nil: no call is waited for; else in `dueIn` seconds.
     func savePayment(_ c: Connection, _ p: PaymentRecord, dueIn: TimeInterval = 0, resetAttempts: Bool = false) throws {
         try c.execute("""
-            UPDATE dispatch.payments SET status = \(p.status.rawValue), provider_intent = \(p.providerIntent), decline_code = \(p.declineCode),
-                due = \(p.due?.rawValue),
+            UPDATE dispatch.payments SET status = \(p.status), provider_intent = \(p.providerIntent), decline_code = \(p.declineCode),
+                due = \(p.due),
                 due_at = CASE WHEN \(p.due?.rawValue)::text IS NULL THEN NULL ELSE now() + make_interval(secs => \(dueIn)) END,
                 attempts = CASE WHEN \(resetAttempts) THEN 0 ELSE attempts END, updated_at = now()
             WHERE id = \(p.id)

@@ -43,7 +43,7 @@ extension DispatchStorage {
             INSERT INTO dispatch.receipts (number, year, seq, payment_id, payer_id, purpose, parcel_id, currency, total_minor,
                 tax_rate_basis_points, tax_minor, lines)
             SELECT 'R' || n.year || '-' || lpad(n.last::text, greatest(6, length(n.last::text)), '0'), n.year, n.last, \(p.id), \(p.payerId),
-                \(p.purpose.rawValue), \(p.parcelId), \(p.currency), \(p.amountMinor), \(taxRateBasisPoints), \(taxMinor), \(json)::jsonb
+                \(p.purpose), \(p.parcelId), \(p.currency), \(p.amountMinor), \(taxRateBasisPoints), \(taxMinor), \(json)::jsonb
             FROM n
             RETURNING \(ReceiptRecord.columns)
             """)!

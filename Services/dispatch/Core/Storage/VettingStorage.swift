@@ -24,7 +24,7 @@ struct ApplicationRecord: PostgresRecord {
 
     init(_ r: Row) throws {
         userId = try r["user_id"]
-        status = VettingStatus(rawValue: try r["vetting"]) ?? .unvetted
+        status = try r["vetting"]
         legalName = try r["legal_name", as: String?.self]; phone = try r["phone", as: String?.self]
         vehicle = try r["vehicle"]
         identityMediaId = try r["identity_media_id", as: UUID?.self]; vehicleMediaId = try r["vehicle_media_id", as: UUID?.self]
@@ -51,7 +51,7 @@ struct VettingStep: PostgresRecord {
     let at: Date
 
     init(_ r: Row) throws {
-        decision = CourierVettingDecision(rawValue: try r["decision"]) ?? .applied
+        decision = try r["decision"]
         reason = try r["reason", as: String?.self]; operatorName = try r["operator_name", as: String?.self]; at = try r["at"]
     }
 
@@ -81,7 +81,7 @@ extension DispatchStorage {
     func applications(_ c: Connection, status: VettingStatus, limit: Int) throws -> [ApplicationRecord] {
         try c.all(ApplicationRecord.self, """
             SELECT \(ApplicationRecord.columns) FROM \(Self.applicationFrom)
-            WHERE c.vetting = \(status.rawValue) ORDER BY c.updated_at, c.user_id LIMIT \(limit)
+            WHERE c.vetting = \(status) ORDER BY c.updated_at, c.user_id LIMIT \(limit)
             """)
     }
 
@@ -114,7 +114,7 @@ extension DispatchStorage {
     func decide(_ c: Connection, _ user: UUID, to status: VettingStatus, _ decision: CourierVettingDecision, reason: String?,
                 operatorName: String?) throws -> (courier: CourierRecord, at: Date) {
         let courier = try c.one(CourierRecord.self, """
-            WITH c AS (UPDATE dispatch.couriers c SET vetting = \(status.rawValue), online = c.online AND \(status == .approved),
+            WITH c AS (UPDATE dispatch.couriers c SET vetting = \(status), online = c.online AND \(status == .approved),
                            updated_at = clock_timestamp()
                        WHERE user_id = \(user) RETURNING \(CourierRecord.courierColumns))
             SELECT \(CourierRecord.columns) FROM c JOIN dispatch.courier_positions p USING (user_id)
@@ -124,7 +124,7 @@ extension DispatchStorage {
         }
         let at: Date = try c.first("""
             INSERT INTO dispatch.courier_vetting_history (user_id, decision, reason, operator_name)
-            VALUES (\(user), \(decision.rawValue), \(reason), \(operatorName)) RETURNING at
+            VALUES (\(user), \(decision), \(reason), \(operatorName)) RETURNING at
             """)!["at"]
         return (courier, at)
     }
