@@ -66,7 +66,7 @@ final class PromptChoiceTests: XCTestCase {
         let ann = UUID().lowercased, ben = UUID().lowercased
         func story(_ id: String, _ text: String, prompt: String?) -> D.Story {
             D.Story(id: id, text: text, backgroundColor: nil, media: [], commentCount: 0, createdAt: "2026-12-01T10:00:00.000Z",
-                    updatedAt: nil, promptId: prompt)
+                    updatedAt: "2026-12-01T10:00:00.000Z", promptId: prompt)
         }
         let s1 = UUID().lowercased, s2 = UUID().lowercased, s3 = UUID().lowercased
         let doc = D(groupId: "g", groupName: "Family",
