@@ -23,4 +23,20 @@ final class ReminderPromptTests: XCTestCase {
         XCTAssertTrue(before.body.hasPrefix("You have not posted this period yet"))
         XCTAssertNil(before.data["promptId"])
     }
+
+    /// A native push shows the prompt as it is (already in the member's language), not the app's own reminder text.
+    func testANativePushShowsThePromptNotTheAppsOwnText() throws {
+        func payload(_ notice: Notice) throws -> NativePush.Payload {
+            NativePush.Payload(try JSONSerialization.jsonObject(with: Data(notice.payload.utf8)) as? [String: Any] ?? [:])
+        }
+        let prompted = try payload(notices.reminder(reminder(Prompt.named("walk")!), language: "es"))
+        let alert = (prompted.apns["aps"] as? [String: Any])?["alert"] as? [String: Any] ?? [:]
+        XCTAssertEqual(alert["body"] as? String, "¿Adónde te llevaron tus pies esta semana?")
+        XCTAssertNil(alert["loc-key"])
+        XCTAssertEqual(alert["title-loc-key"] as? String, "reminder.title")
+        let android = (prompted.fcm(token: "t", ttl: 60, high: false, collapse: nil)["android"] as? [String: Any])?["notification"] as? [String: Any]
+        XCTAssertNil(android?["body_loc_key"])
+        let plain = try payload(notices.reminder(reminder(nil)))
+        XCTAssertEqual(((plain.apns["aps"] as? [String: Any])?["alert"] as? [String: Any])?["loc-key"] as? String, "reminder.body")
+    }
 }
