@@ -38,7 +38,7 @@ extension NewsletterDocument {
         return order.map { Answers(promptId: $0, text: Prompt.named($0)!.text(in: "en"), stories: byPrompt[$0]!) }
     }
 
-    /// The story of `id` and its author's name, for the answers' sections of the HTML and the mail text.
+    /// The story an answer names and its author's name, for the HTML and the mail text; nil when either is gone.
     func answered(_ answer: Answer) -> (who: String, story: Story)? {
         guard let member = members.first(where: { $0.id == answer.memberId }),
               let story = member.days.lazy.flatMap(\.stories).first(where: { $0.id == answer.storyId }) else { return nil }
