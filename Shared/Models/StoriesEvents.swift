@@ -159,13 +159,23 @@ public struct NewsletterCompiled: EventPayload, Equatable {
 /// `reminder.due`: a member has posted nothing yet in a period that closes soon (`periodEnd`). Key: the user id.
 public struct ReminderDue: EventPayload, Equatable {
     public static let type = "reminder.due"
+    public static let schema = EventSchema([
+        "promptId": EventSchema.Field(format: .plain, pattern: "^[a-z0-9-]{1,64}$",
+                                      description: "The prompt the group is offered this period (`Prompt.catalogue`), which a story may answer; absent in events from before prompts"),
+        "promptText": .described("The prompt's text in English; a consumer that knows the member's language takes it from the catalogue by promptId"),
+    ])
     public var userId: UUID
     public var groupId: UUID
     public var reason: ReminderReason
     public var periodStart: Date
     public var periodEnd: Date
+    /// The period's prompt of the group (`Prompt.catalogue`); absent in events from before prompts.
+    public var promptId: String?
+    /// The prompt's text in English.
+    public var promptText: String?
 
-    public init(userId: UUID, groupId: UUID, reason: ReminderReason, periodStart: Date, periodEnd: Date) {
+    public init(userId: UUID, groupId: UUID, reason: ReminderReason, periodStart: Date, periodEnd: Date, prompt: Prompt? = nil) {
         self.userId = userId; self.groupId = groupId; self.reason = reason; self.periodStart = periodStart; self.periodEnd = periodEnd
+        promptId = prompt?.id; promptText = prompt?.text(in: "en")
     }
 }

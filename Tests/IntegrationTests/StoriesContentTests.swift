@@ -199,10 +199,10 @@ class StoriesContentTests: StoriesTestCase {
                    "DELETE /v1/users/me/hidden-authors/{userId}", "POST /v1/stories/{id}/reports", "GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json",
                    "POST /v1/habits", "GET /v1/habits", "GET /v1/habits/{id}", "PATCH /v1/habits/{id}", "DELETE /v1/habits/{id}",
                    "PUT /v1/habits/{id}/days/{date}", "DELETE /v1/habits/{id}/days/{date}", "GET /v1/habits/{id}/calendar",
-                   "PUT /v1/habits/{id}/shares/{groupId}", "DELETE /v1/habits/{id}/shares/{groupId}"] {
+                   "PUT /v1/habits/{id}/shares/{groupId}", "DELETE /v1/habits/{id}/shares/{groupId}", "GET /v1/groups/{id}/prompt"] {
             XCTAssertTrue(documented.contains(op), op)
         }
-        XCTAssertEqual(documented.count, 42)
+        XCTAssertEqual(documented.count, 43)
         let ann = try person()
         let created = try group(ann)
         let schema = ((((paths["/v1/groups"]?["post"] as? [String: Any])?["responses"] as? [String: Any])?["201"] as? [String: Any])?["content"]

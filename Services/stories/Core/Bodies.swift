@@ -73,12 +73,15 @@ struct CreateStoryBody: RequestBody {
     static let schema = Schema.object([
         "text": .required(storyTextSchema), "groupIds": .required(.array(.uuid, count: 1...50)),
         "backgroundColor": .optional(colorSchema), "mediaIds": .optional(.array(.uuid, count: 0...20)), "place": .optional(placeSchema),
+        "promptId": .optional(promptIdSchema),
     ])
     let text: String
     let groupIds: [UUID]
     let backgroundColor: String?
     let mediaIds: [UUID]?
     let place: PlaceBody?
+    /// The prompt the story answers: the current one of one of its groups (`GET /v1/groups/{id}/prompt`).
+    let promptId: String?
 }
 
 struct UpdateStoryBody: RequestBody {

@@ -30,6 +30,8 @@ func makeRoutes(_ h: StoriesHandlers, _ auth: any Authenticator, moderators: Sha
                    answers: (200, NewsletterDocument.shape),
                    query: [QueryParameter("from", .dateTime, "The period's start"), QueryParameter("to", .dateTime, "The period's end"), format],
                    also: [html], h.newsletter)
+        groups.add("GET", "/{id}/prompt", "The prompt my group is offered this period, the same for every member; ?language=",
+                   answers: (200, PromptView.shape), query: [promptLanguage], h.groupPrompt)
         groups.add("GET", "/{id}/newsletters", "Compiled newsletters of past periods, newest first",
                    answers: (200, PageResponse<NewsletterSummaryView>.shape), query: QueryParameter.page, h.listNewsletters)
         groups.add("GET", "/{id}/newsletters/{newsletterId}", "One compiled newsletter as stored; ?format=html",

@@ -98,7 +98,7 @@ struct StoryView: View {
         .field("id", \.story.id), .field("authorId", \.story.authorId), .field("text", \.story.text, storyTextSchema),
         .nullable("backgroundColor", \.story.backgroundColor, colorSchema), .field("groupIds", \.story.groupIds), .field("media", \.media),
         .field("commentCount", \.story.commentCount, .integer(0...Int.max)), .nullable("place", { $0.story.place.map(PlaceView.init) }),
-        .field("createdAt", \.story.createdAt), .field("updatedAt", \.story.updatedAt),
+        .nullable("promptId", \.story.promptId, promptIdSchema), .field("createdAt", \.story.createdAt), .field("updatedAt", \.story.updatedAt),
     ]
 }
 

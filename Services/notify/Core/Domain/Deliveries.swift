@@ -108,7 +108,7 @@ struct Deliveries: Sendable {
                      app: nil, mails.receipt(e))
         case ReminderDue.type:
             let e = try event.decode(ReminderDue.self)
-            try push(event, c, to: [e.userId], notices.reminder(e))
+            try push(event, c, to: [e.userId], notices.reminder(e, language: try storage.language(c, of: e.userId)))
         case PaymentActionRequired.type:
             // By push and in the app's list, where its link stays until the payment is given up.
             let e = try event.decode(PaymentActionRequired.self)

@@ -171,7 +171,9 @@ struct NativePush: Sendable {
         var thread: String? { data["parcelId"] ?? data["roomId"] ?? data["groupId"] }
 
         var apns: [String: Any] {
-            var alert: [String: Any] = ["title": title, "body": body, "loc-key": locKey + ".body", "loc-args": locArgs]
+            var alert: [String: Any] = ["title": title, "body": body]
+            // A prompt is in the person's language already; the app's strings would replace it.
+            if data["prompt"] == nil { alert["loc-key"] = locKey + ".body"; alert["loc-args"] = locArgs }
             // A room's title is its own name, not a text to translate.
             if kind != "chat_message" { alert["title-loc-key"] = locKey + ".title" }
             var aps: [String: Any] = ["alert": alert, "sound": "default"]
@@ -181,7 +183,8 @@ struct NativePush: Sendable {
         }
 
         func fcm(token: String, ttl: Int, high: Bool, collapse: String?) -> [String: Any] {
-            var notification: [String: Any] = ["title": title, "body": body, "body_loc_key": locKey + ".body", "body_loc_args": locArgs]
+            var notification: [String: Any] = ["title": title, "body": body]
+            if data["prompt"] == nil { notification["body_loc_key"] = locKey + ".body"; notification["body_loc_args"] = locArgs }
             if kind != "chat_message" { notification["title_loc_key"] = locKey + ".title" }
             var android: [String: Any] = ["priority": high ? "high" : "normal", "ttl": "\(ttl)s"]
             if let collapse { android["collapse_key"] = collapse; notification["tag"] = collapse }

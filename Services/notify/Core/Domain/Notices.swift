@@ -28,12 +28,17 @@ struct Notices: Sendable {
     /// How long an offer stands (dispatch's `OFFER_TIMEOUT_SECONDS`): an offer notice is not worth more.
     let offerSeconds: Int
 
-    /// A Tapestry member who has not posted in a period that is about to close.
-    func reminder(_ e: ReminderDue) -> Notice {
+    /// A Tapestry member who has not posted in a period that is about to close: with the group's prompt, its text (in
+    /// the `language` of the member's latest device when the prompt is written in it, else in English) is the body,
+    /// and a tap opens it to be answered.
+    func reminder(_ e: ReminderDue, language: String? = nil) -> Notice {
         let closes = e.periodEnd, group = e.groupId.lowercased
+        var data = ["groupId": group, "periodEnd": Timestamp.format(e.periodEnd)]
+        let prompt = e.promptId.flatMap { id in Prompt.named(id)?.text(in: language) ?? e.promptText }
+        if let prompt, let id = e.promptId { data["promptId"] = id; data["prompt"] = prompt }
         return Notice(kind: "reminder", title: "Your group is waiting for your story",
-                      body: "You have not posted this period yet: share a moment before the newsletter is put together.",
-                      url: "/groups/\(group)", data: ["groupId": group, "periodEnd": Timestamp.format(e.periodEnd)],
+                      body: prompt ?? "You have not posted this period yet: share a moment before the newsletter is put together.",
+                      url: "/groups/\(group)", data: data,
                       ttl: max(60, min(86_400, Int(closes.timeIntervalSinceNow))), urgency: "normal",
                       topic: "reminder" + group.replacingOccurrences(of: "-", with: "").prefix(24), expiresAt: closes)
     }

@@ -33,6 +33,13 @@ struct DeviceRecord: PostgresRecord {
 }
 
 extension NotifyStorage {
+    /// The language of the device `user` registered last with one (`locale`, a language tag); nil when none says.
+    func language(_ c: Connection, of user: UUID) throws -> String? {
+        try c.rows("""
+            SELECT locale FROM notify.push_devices WHERE user_id = \(user) AND locale IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT 1
+            """).first.flatMap { try $0.decode("locale") }
+    }
+
     /// Registers a device (a known token: now `user`'s, with these details); whether it is new. When the token was
     /// someone else's, what still waited to go to it for them is given up.
     func registerDevice(_ c: Connection, id: UUID, user: UUID, platform: String, token: String, app: String, environment: String?,

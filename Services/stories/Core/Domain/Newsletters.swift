@@ -26,10 +26,13 @@ struct NewsletterDocument: Decodable, Equatable, View {
         let updatedAt: String?
         /// The place its author chose to give it; absent when none.
         var place: PlaceView? = nil
+        /// The prompt it answers (`GroupPrompts`); absent when none.
+        var promptId: String? = nil
         static let fields: [ViewField<Self>] = [
             .field("id", \.id, .uuid), .field("text", \.text), .omitted("backgroundColor", \.backgroundColor, colorSchema),
             .field("media", \.media), .field("commentCount", \.commentCount, .integer(0...Int.max)), .field("createdAt", \.createdAt, .dateTime),
             .field("updatedAt", { $0.updatedAt ?? $0.createdAt }, .dateTime), .omitted("place", \.place),
+            .omitted("promptId", \.promptId, promptIdSchema),
         ]
     }
     /// An image as `ImageView` gives it: its size and placeholder kept with the document (absent in one stored
@@ -91,7 +94,7 @@ struct NewsletterDocument: Decodable, Equatable, View {
                               return Media(id: m.id, url: urls?.full ?? media.url(m.id, lifetime: lifetime), width: m.width, height: m.height,
                                            placeholder: m.placeholder, urls: urls)
                           },
-                          commentCount: s.commentCount, createdAt: s.createdAt, updatedAt: s.updatedAt, place: s.place)
+                          commentCount: s.commentCount, createdAt: s.createdAt, updatedAt: s.updatedAt, place: s.place, promptId: s.promptId)
                 })
             }
         }
@@ -102,6 +105,7 @@ struct NewsletterDocument: Decodable, Equatable, View {
         .field("groupId", \.groupId, .uuid), .field("groupName", \.groupName), .field("period", \.period),
         .field("storyCount", \.storyCount, .integer(0...Int.max)), .field("members", \.members),
         .omitted("trips", { $0.trips.isEmpty ? nil : $0.trips }), .omitted("habits", \.habits),
+        .omitted("answers", { $0.answers.isEmpty ? nil : $0.answers }),
     ]
 }
 
@@ -239,7 +243,7 @@ struct Newsletters: Sendable {
                               placeholder: meta[$0]?.placeholder)
                     },
                     commentCount: s.commentCount, createdAt: Timestamp.format(s.createdAt), updatedAt: Timestamp.format(s.updatedAt),
-                    place: s.place.map(PlaceView.init)))
+                    place: s.place.map(PlaceView.init), promptId: s.promptId))
             }
             return order.map { .init(date: $0, stories: grouped[$0]!) }
         }
@@ -313,9 +317,10 @@ struct Newsletters: Sendable {
                     if let at, at <= now, schedule.reminder(before: period.end) <= now {
                         let (stories, _) = try storage.storiesInPeriod(c, group: group.id, from: period.start, to: now)
                         let posted = Set(stories.map(\.authorId))
+                        let prompt = try GroupPrompts(storage: storage).offered(c, group: group.id, periodStart: period.start)
                         for member in try storage.members(c, of: group.id) where !posted.contains(member.userId) {
                             try outbox.add(ReminderDue(userId: member.userId, groupId: group.id, reason: .noStoryInPeriod,
-                                                       periodStart: period.start, periodEnd: period.end),
+                                                       periodStart: period.start, periodEnd: period.end, prompt: prompt),
                                            subject: member.userId.lowercased, on: c)
                         }
                         reminded += 1

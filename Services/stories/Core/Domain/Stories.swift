@@ -18,15 +18,20 @@ struct Stories: Sendable {
         return story
     }
 
-    /// Posts a story to `groups` (each once, all the author's) with `text`, the author's `images` and the `place` they chose.
-    func create(_ c: Connection, by author: UUID, text: String, color: String?, place: StoryPlace? = nil, groups: [UUID],
-                images: [UUID]) throws -> StoryRecord {
+    /// Posts a story to `groups` (each once, all the author's) with `text`, the author's `images` and the `place` they
+    /// chose; `promptId` says it answers the current prompt of one of its groups.
+    func create(_ c: Connection, by author: UUID, text: String, color: String?, place: StoryPlace? = nil, promptId: String? = nil,
+                groups: [UUID], images: [UUID]) throws -> StoryRecord {
         let groups = try unique(groups, field: "groupIds")
         let images = try unique(images, field: "mediaIds")
         guard !text.isEmpty || !images.isEmpty else { throw StoriesError.emptyStory }
         guard try storage.memberGroups(c, groups, user: author).count == groups.count else { throw StoriesError.notInGroups }
         try media.requireOwned(images, by: author, field: "mediaIds", on: c)
-        let story = try storage.createStory(c, author: author, text: text, color: color, place: place, groups: groups, media: images)
+        if let promptId {
+            try GroupPrompts(storage: storage).requireAnswerable(c, promptId, groups: try groups.compactMap { try storage.group(c, $0, reader: author) })
+        }
+        let story = try storage.createStory(c, author: author, text: text, color: color, place: place, promptId: promptId, groups: groups,
+                                            media: images)
         try outbox.add(StoryCreated(storyId: story.id, authorId: author, groupIds: groups,
                                     mediaCount: images.count, createdAt: story.createdAt,
                                     audiences: try storage.audiences(c, groups), place: story.place),

@@ -217,7 +217,7 @@ struct StoriesHandlers: Sendable {
 
     func createStory(_ context: Context<Caller>, _ body: CreateStoryBody, _ c: Connection) throws -> Response {
         let story = try stories.create(c, by: context.caller.userId, text: body.text, color: body.backgroundColor?.uppercased(),
-                                       place: body.place?.place, groups: body.groupIds, images: body.mediaIds ?? [])
+                                       place: body.place?.place, promptId: body.promptId, groups: body.groupIds, images: body.mediaIds ?? [])
         return .json(StoryView(story, media: media), status: 201)
     }
 

@@ -16,6 +16,12 @@ enum NewsletterHTML {
 
             """
         html += travelMoments(doc, esc)
+        for section in doc.answers {
+            html += "<h2 style=\"font-size:20px;border-bottom:1px solid #eee;padding-bottom:4px\">\(esc(section.text))</h2>\n"
+            for (who, story) in section.stories.compactMap(doc.answered) {
+                html += "<p style=\"margin:0 0 8px;font-size:15px\"><strong>\(esc(who))</strong>: \(esc(story.text))</p>\n"
+            }
+        }
         for member in doc.members {
             html += "<h2 style=\"font-size:20px;border-bottom:1px solid #eee;padding-bottom:4px\">\(esc(member.fullName ?? "A member"))</h2>\n"
             if member.days.isEmpty {
@@ -59,6 +65,12 @@ enum NewsletterHTML {
         let trips = doc.trips
         if !trips.isEmpty { out += "\nTravel moments\n" }
         for trip in trips { out += "  \(tripLine(trip, doc))\n" }
+        for section in doc.answers {
+            out += "\nPrompt: \(section.text)\n"
+            for (who, story) in section.stories.compactMap(doc.answered) {
+                out += "  \(who): " + story.text.replacingOccurrences(of: "\n", with: "\n    ") + "\n"
+            }
+        }
         for member in doc.members {
             out += "\n\(member.fullName ?? "A member")\n"
             if member.days.isEmpty { out += "  Nothing this time.\n" }

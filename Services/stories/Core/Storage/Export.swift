@@ -15,6 +15,7 @@ extension StoriesStorage {
                                'createdAt', s.created_at, 'updatedAt', s.updated_at,
                                'place', CASE WHEN s.place_name IS NOT NULL THEN json_build_object('name', s.place_name,
                                    'latitude', s.place_latitude, 'longitude', s.place_longitude, 'precision', s.place_precision) END,
+                               'promptId', s.prompt_id,
                                'groupIds', (SELECT coalesce(json_agg(sg.group_id), '[]'::json) FROM stories.story_groups sg WHERE sg.story_id = s.id),
                                'imageIds', (SELECT coalesce(json_agg(sm.media_id ORDER BY sm.position), '[]'::json)
                                             FROM stories.story_media sm WHERE sm.story_id = s.id)) ORDER BY s.created_at), '[]'::json)

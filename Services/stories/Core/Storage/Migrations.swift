@@ -217,4 +217,15 @@ let migrations: [Migration] = [
         );
         CREATE INDEX habit_shares_by_group ON habit_shares (group_id);
         """),
+    // The prompt each period of a group offered (`GroupPrompts`), kept so the period keeps it and the next ones can
+    // leave it out; and the prompt a story answers (an id of `Prompt.catalogue`, checked by the domain when posted).
+    Migration(17, "the prompt offered to a group each period, and the prompt a story answers", """
+        CREATE TABLE group_prompts (
+            group_id uuid NOT NULL REFERENCES groups (id) ON DELETE CASCADE,
+            period_start timestamptz NOT NULL,
+            prompt_id text NOT NULL CHECK (length(prompt_id) BETWEEN 1 AND 64),
+            PRIMARY KEY (group_id, period_start)
+        );
+        ALTER TABLE stories ADD COLUMN prompt_id text CHECK (length(prompt_id) BETWEEN 1 AND 64);
+        """),
 ]

@@ -96,18 +96,21 @@ struct StoryRecord: PostgresRecord {
     var commentCount = 0
     /// The place its author chose to give it, rounded as they chose.
     var place: StoryPlace?
+    /// The prompt (`Prompt.catalogue`) the story answers; nil when it answers none.
+    let promptId: String?
 
     init(_ row: Row) throws {
         id = try row["id"]; authorId = try row["author_id"]; text = try row["text"]; createdMicros = try row["created_us"]
         backgroundColor = try row.decode("background_color"); createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
         commentCount = try row.decode("comment_count") ?? 0
         place = try StoryPlace.stored(row)
+        promptId = try row.decode("prompt_id")
     }
 
     /// The columns `init` reads, for queries aliasing the stories table as `s`.
     static let columns: SQL = """
         s.id, s.author_id, s.text, s.background_color, s.created_at, s.updated_at, \(micros("s.created_at")) AS created_us,
-        \(StoryPlace.columns),
+        \(StoryPlace.columns), s.prompt_id,
         (SELECT count(*) FROM stories.comments WHERE story_id = s.id) AS comment_count
         """
 }
@@ -264,12 +267,13 @@ struct StoriesStorage {
         return ids.compactMap { byGroup[$0] }
     }
 
-    func createStory(_ c: Connection, author: UUID, text: String, color: String?, place: StoryPlace?, groups: [UUID],
-                     media: [UUID]) throws -> StoryRecord {
+    func createStory(_ c: Connection, author: UUID, text: String, color: String?, place: StoryPlace?, promptId: String? = nil,
+                     groups: [UUID], media: [UUID]) throws -> StoryRecord {
         var story = try c.one(StoryRecord.self, """
-            INSERT INTO stories.stories AS s (id, author_id, text, background_color, place_name, place_latitude, place_longitude, place_precision)
+            INSERT INTO stories.stories AS s (id, author_id, text, background_color, place_name, place_latitude, place_longitude, place_precision,
+                                              prompt_id)
             VALUES (\(UUID.v7()), \(author), \(text), \(color), \(place?.name), \(place?.latitude), \(place?.longitude),
-                    \(place?.precision.rawValue))
+                    \(place?.precision.rawValue), \(promptId))
             RETURNING \(StoryRecord.columns)
             """)!
         try c.execute("""
