@@ -87,7 +87,7 @@ func assertEveryRouteIsDescribed(_ service: InProcessService, file: StaticString
                                "POST /v1/parcels/{id}/accept", "POST /v1/parcels/{id}/decline", "POST /v1/parcels/{id}/pickup",
                                "POST /v1/parcels/{id}/cancel", "PUT /v1/users/me/blocks/{userId}",
                                "PUT /v1/users/me/hidden-authors/{userId}", "POST /v1/users/me/email-verification",
-                               "POST /v1/notifications/unsubscribe", "PUT /v1/operator/centres/{id}/staff/{userId}",
+                               "POST /v1/notifications/unsubscribe", "PUT /v1/operator/centres/{id}/staff/{userId}", "PUT /v1/habits/{id}/shares/{groupId}",
                                // A browser's form (application/x-www-form-urlencoded), read by the page's own parser.
                                "POST /reset-password",
                                "POST /v1/notifications/read", "POST /v1/notifications/{id}/read"]
