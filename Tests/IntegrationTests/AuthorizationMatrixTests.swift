@@ -80,16 +80,24 @@ final class TapestryJourneyTests: StoriesTestCase {
         let ann = try person("ann_journey"), ben = try person("ben_journey")
         let family = try group(ann, name: "Journey family")
         XCTAssertEqual(try api.post("/v1/groups/join", ["inviteCode": family["inviteCode"]!], token: ben.token).status, 200)
-        var photos: [String] = []
+        // The week's prompt, the same for both, which Ben answers in one tap.
+        let prompt = try api.get("/v1/groups/\(family["id"]!)/prompt", token: ben.token)
+        XCTAssertEqual(prompt.status, 200, String(decoding: prompt.body, as: UTF8.self))
+        let promptId = prompt["id"] as? String ?? "", promptText = prompt["text"] as? String ?? ""
+        XCTAssertEqual(try api.get("/v1/groups/\(family["id"]!)/prompt", token: ann.token)["id"] as? String, promptId)
+        var photos: [String] = [], answer = ""
         for (who, image) in [(ann, Images.jpeg), (ben, Images.png)] {
             let photo = try api.send("POST", "/v1/media", raw: image, token: who.token)
             XCTAssertEqual(photo.status, 201)
             photos.append(photo["id"] as! String)
             // Ann says where she was, at city precision; the photo's own location is never used.
             let place: Any = who.id == ann.id ? ["name": "Lisbon", "latitude": 38.722_252, "longitude": -9.139_337, "precision": "city"] : NSNull()
-            let story = try api.post("/v1/stories", ["text": "My day", "groupIds": [family["id"]!], "mediaIds": [photo["id"]!],
-                                                     "backgroundColor": "#FFEEDD", "place": place], token: who.token)
+            var body: [String: Any] = ["text": "My day", "groupIds": [family["id"]!], "mediaIds": [photo["id"]!], "backgroundColor": "#FFEEDD",
+                                       "place": place]
+            if who.id == ben.id { body["promptId"] = promptId }
+            let story = try api.post("/v1/stories", body, token: who.token)
             XCTAssertEqual(story.status, 201)
+            if who.id == ben.id { answer = story["id"] as? String ?? "" }
         }
         // Ben keeps a habit, runs yesterday and today, and shares its streak with the family.
         let run = try api.post("/v1/habits", ["title": "Run", "per": "day"], token: ben.token)
@@ -118,8 +126,12 @@ final class TapestryJourneyTests: StoriesTestCase {
         XCTAssertEqual(habits.map { $0["id"] as? String }, [habit], "Ben's shared habit")
         XCTAssertEqual(habits.first?["memberId"] as? String, ben.id)
         XCTAssertEqual(habits.first?["currentStreak"] as? Int, 2)
+        let answers = week["answers"] as? [[String: Any]] ?? []
+        XCTAssertEqual(answers.map { $0["promptId"] as? String }, [promptId], "the prompt's answers, together")
+        XCTAssertEqual((answers.first?["stories"] as? [[String: Any]])?.compactMap { $0["storyId"] as? String }, [answer])
         let html = try api.get("/v1/groups/\(family["id"]!)/newsletter?format=html", token: ann.token)
         XCTAssertEqual(html.status, 200)
+        XCTAssertTrue(String(decoding: html.body, as: UTF8.self).contains(promptText + "</h2>"), "the prompt heads Ben's answer")
         XCTAssertTrue(String(decoding: html.body, as: UTF8.self).contains("📍 Lisbon"))
         XCTAssertTrue(String(decoding: html.body, as: UTF8.self).contains("Run (every day): a 2-day streak"))
         // The e-mail loads the large rendition (the signature covers the size).
