@@ -279,7 +279,7 @@ struct Newsletters: Sendable {
                     }
                     let start = schedule.previousClose(atOrBefore: end.addingTimeInterval(-1))
                     var doc = try document(c, group: group, from: start, to: end)
-                    doc.habits = try habits.shared(c, group: group, from: start, to: end)
+                    doc.habits = try habits.shared(c, group: group, from: start, to: end, now: now)
                     let content = String(decoding: JSON.encode(doc), as: UTF8.self)
                     if let (id, at) = try storage.storeNewsletter(c, group: group.id, from: start, to: end,
                                                                    storyCount: doc.storyCount, content: content) {
