@@ -116,21 +116,12 @@ final class NewsletterTests: StoriesTestCase {
         let family = try group(ann)
         let gid = family["id"] as! String
         XCTAssertEqual(try join(ben, family).status, 200)
-        // A daily period closing at 15:00 in a zone where it is 13:something now: its reminder (12:00) is just past.
-        var utc = Calendar(identifier: .gregorian)
-        utc.timeZone = TimeZone(identifier: "UTC")!
-        let offset = 13 - utc.component(.hour, from: Date())
-        let zone = offset == 0 ? "Etc/GMT" : offset > 0 ? "Etc/GMT-\(offset)" : "Etc/GMT+\(-offset)"
-        let changed = try api.patch("/v1/groups/\(gid)", ["newsletter": ["frequency": "daily", "hour": 15, "timeZone": zone]], token: ann.token)
-        XCTAssertEqual(changed.status, 200, String(decoding: changed.body, as: UTF8.self))
+        try closeDailyTwoHoursAhead(gid, by: ann)
         let probe = try EventProbe(topics: ["reminder.due"])
         _ = try post(ann, "Today's moment", to: [gid])
 
         // A schedule just set does not remind at once for a time already past: tomorrow's reminder is planned.
-        func planned() -> Date? {
-            try? database.connect().first("SELECT reminder_due_at FROM stories.groups WHERE id = $1::uuid", [gid])?.decode("reminder_due_at")
-        }
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (planned() ?? .distantPast) > Date().addingTimeInterval(20 * 3600) })
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (self.plannedReminder(gid) ?? .distantPast) > Date().addingTimeInterval(20 * 3600) })
         // Its time come (as if it were 12:00 today): Ben, who posted nothing this period, is reminded; Ann is not.
         try database.connect().execute("UPDATE stories.groups SET reminder_due_at = now() - interval '1 minute' WHERE id = $1::uuid", [gid])
         let reminders = probe.events(timeout: 20) { $0["type"] as? String == "reminder.due" && $0.data("groupId") as? String == gid }
@@ -139,7 +130,7 @@ final class NewsletterTests: StoriesTestCase {
         let closes = try XCTUnwrap(Timestamp.parse(reminders.first?.data("periodEnd") as? String ?? ""))
         XCTAssertTrue(closes > Date() && closes < Date().addingTimeInterval(3 * 3600), "before the period closes, at \(closes)")
         // Once: the next is tomorrow's.
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (planned() ?? .distantPast) > Date().addingTimeInterval(20 * 3600) })
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { (self.plannedReminder(gid) ?? .distantPast) > Date().addingTimeInterval(20 * 3600) })
         XCTAssertEqual(probe.events(timeout: 1) { $0["type"] as? String == "reminder.due" && $0.data("groupId") as? String == gid }.count, 1)
     }
 
@@ -264,9 +255,6 @@ final class NewsletterTests: StoriesTestCase {
 
         // Reminders come before each close: the next one is planned a day before the current period's (at 21:00 the
         // evening before, since 03:00 is night).
-        func plannedReminder(_ gid: String) -> Date? {
-            try? database.connect().first("SELECT reminder_due_at FROM stories.groups WHERE id = $1::uuid", [gid])?.decode("reminder_due_at")
-        }
         for (gid, p) in [(mid, mp), (fid, fp)] {
             XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { plannedReminder(gid) != nil }, "a reminder is planned")
             let at = try XCTUnwrap(plannedReminder(gid))

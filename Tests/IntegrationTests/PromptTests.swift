@@ -15,13 +15,7 @@ final class PromptTests: StoriesTestCase {
         let gid = family["id"] as! String
         XCTAssertEqual(try join(ben, family).status, 200)
         XCTAssertEqual(try join(cat, family).status, 200)
-        // A daily period closing at 15:00 in a zone where it is 13:something now: its reminder (12:00) is just past.
-        var utc = Calendar(identifier: .gregorian)
-        utc.timeZone = TimeZone(identifier: "UTC")!
-        let offset = 13 - utc.component(.hour, from: Date())
-        let zone = offset == 0 ? "Etc/GMT" : offset > 0 ? "Etc/GMT-\(offset)" : "Etc/GMT+\(-offset)"
-        let changed = try api.patch("/v1/groups/\(gid)", ["newsletter": ["frequency": "daily", "hour": 15, "timeZone": zone]], token: ann.token)
-        XCTAssertEqual(changed.status, 200, String(decoding: changed.body, as: UTF8.self))
+        try closeDailyTwoHoursAhead(gid, by: ann)
 
         // Every member is offered the same prompt for the period, in the language asked for, else English.
         let offered = try prompt(gid, ann)
@@ -38,10 +32,7 @@ final class PromptTests: StoriesTestCase {
 
         // The group is quiet: when the reminder's time comes, each member is reminded with the period's prompt.
         let probe = try EventProbe(topics: ["reminder.due"])
-        func planned() -> Date? {
-            try? database.connect().first("SELECT reminder_due_at FROM stories.groups WHERE id = $1::uuid", [gid])?.decode("reminder_due_at")
-        }
-        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { planned() != nil }, "the reminder is planned")
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) { self.plannedReminder(gid) != nil }, "the reminder is planned")
         try database.connect().execute("UPDATE stories.groups SET reminder_due_at = now() - interval '1 minute' WHERE id = $1::uuid", [gid])
         // One event per member, keyed by the member: they arrive from several partitions.
         var reminders: [[String: Any]] = []

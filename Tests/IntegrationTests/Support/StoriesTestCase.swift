@@ -28,6 +28,21 @@ class StoriesTestCase: ServiceTestCase {
         try api.post("/v1/groups/join", ["inviteCode": group["inviteCode"] as? String ?? ""], token: person.token)
     }
 
+    /// Makes `gid`'s newsletter daily, closing at 15:00 in a zone where it is 13:something now: its reminder (12:00)
+    /// is just past.
+    func closeDailyTwoHoursAhead(_ gid: String, by admin: Person, file: StaticString = #filePath, line: UInt = #line) throws {
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC")!
+        let offset = 13 - utc.component(.hour, from: Date())
+        let zone = offset == 0 ? "Etc/GMT" : offset > 0 ? "Etc/GMT-\(offset)" : "Etc/GMT+\(-offset)"
+        let changed = try api.patch("/v1/groups/\(gid)", ["newsletter": ["frequency": "daily", "hour": 15, "timeZone": zone]], token: admin.token)
+        XCTAssertEqual(changed.status, 200, String(decoding: changed.body, as: UTF8.self), file: file, line: line)
+    }
+
+    /// When `gid`'s next reminder is planned for, if it is.
+    func plannedReminder(_ gid: String) -> Date? {
+        try? database.connect().first("SELECT reminder_due_at FROM stories.groups WHERE id = $1::uuid", [gid])?.decode("reminder_due_at")
+    }
 }
 
 /// Small images of each accepted kind, real ones (the services decode every upload), made once per run.
