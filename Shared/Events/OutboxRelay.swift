@@ -40,10 +40,9 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
     private let maxDelay: TimeInterval
     private let condition = NSCondition()
     private var producer: Producer?
-    /// Topics with another partition count than configured, and the count found.
-    private var refused: [String: Int] = [:]
-    /// Whether the topics' partition counts were read once: until then `refused` knows nothing, and nothing is published.
-    private var topicsChecked = false
+    /// Topics with another partition count than configured, and the count found; nil until the counts were read once,
+    /// and nothing is published before then.
+    private var refused: [String: Int]?
     private var topics: TopicSettings
     /// When the oldest event this instance received and the broker has not acknowledged was committed.
     private var oldestPending: Date?
@@ -148,9 +147,8 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         condition.lock()
         let before = refused
         refused = wrong
-        topicsChecked = true
         condition.unlock()
-        for (topic, found) in wrong.sorted(by: { $0.key < $1.key }) where before[topic] != found {
+        for (topic, found) in wrong.sorted(by: { $0.key < $1.key }) where before?[topic] != found {
             logger.error("not publishing to a topic whose partition count is not KAFKA_TOPIC_PARTITIONS: its keys would move partitions; re-create the topic or change the setting",
                          ["topic": .string(topic), "partitions": .int(found), "expected": .int(topics.partitions)])
         }
@@ -244,7 +242,7 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
     private func stream(until cancellation: Cancellation, healthy: () -> Void) throws {
         // The service's start checks the topics beside this; an event published before then could go to a topic
         // whose partitions would move its key.
-        condition.lock(); let checked = topicsChecked; condition.unlock()
+        condition.lock(); let checked = refused != nil; condition.unlock()
         if !checked { try createTopics() }
         let slot = try slot()
         let connection = try ReplicationConnection(url: databaseURL, applicationName: "\(schema)-outbox-relay")
@@ -257,7 +255,7 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         let producer = try currentProducer()
         let wake = producer.reportDescriptor()
         condition.lock()
-        var skipped = refused
+        var skipped = refused ?? [:]
         condition.unlock()
         var nextUpkeep = Date()
 
@@ -327,7 +325,7 @@ public final class OutboxRelay: BackgroundService, @unchecked Sendable {
         while true {
             if messages.isEmpty, Date() >= nextUpkeep {
                 upkeep()
-                condition.lock(); skipped = refused; condition.unlock()
+                condition.lock(); skipped = refused ?? [:]; condition.unlock()
                 nextUpkeep = Date().addingTimeInterval(1)
             }
             if cancellation.isCancelled {
