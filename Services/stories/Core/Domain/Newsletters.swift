@@ -104,8 +104,8 @@ struct NewsletterDocument: Decodable, Equatable, View {
     static let fields: [ViewField<Self>] = [
         .field("groupId", \.groupId, .uuid), .field("groupName", \.groupName), .field("period", \.period),
         .field("storyCount", \.storyCount, .integer(0...Int.max)), .field("members", \.members),
-        .omitted("trips", { $0.trips.isEmpty ? nil : $0.trips }), .omitted("habits", \.habits),
-        .omitted("answers", { $0.answers.isEmpty ? nil : $0.answers }),
+        .omitted("trips", { let trips = $0.trips; return trips.isEmpty ? nil : trips }), .omitted("habits", \.habits),
+        .omitted("answers", { let answers = $0.answers; return answers.isEmpty ? nil : answers }),
     ]
 }
 
