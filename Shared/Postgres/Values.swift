@@ -373,3 +373,5 @@ extension CourierVettingDecision: PostgresEncodable, PostgresDecodable {}
 extension RoomKind: PostgresEncodable, PostgresDecodable {}
 extension RoomRole: PostgresEncodable, PostgresDecodable {}
 extension RefundDestination: PostgresEncodable, PostgresDecodable {}
+extension HabitPeriod: PostgresEncodable, PostgresDecodable {}
+extension PlacePrecision: PostgresEncodable, PostgresDecodable {}

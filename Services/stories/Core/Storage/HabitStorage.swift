@@ -19,7 +19,7 @@ struct HabitRecord: PostgresRecord {
 
     init(_ row: Row) throws {
         id = try row["id"]; ownerId = try row["owner_id"]; title = try row["title"]; timeZone = try row["time_zone"]
-        target = HabitTarget(count: try row["target_count"], per: HabitPeriod(rawValue: try row["target_per"]) ?? .day)
+        target = HabitTarget(count: try row["target_count"], per: try row["target_per"])
         createdAt = try row["created_at"]; updatedAt = try row["updated_at"]
         days = (try row.decode("days", as: String.self)).map { $0.split(separator: ",").map(String.init) } ?? []
         sharedGroupIds = (try row.decode("group_ids", as: String.self)).map { $0.split(separator: ",").compactMap { UUID(uuidString: String($0)) } } ?? []
@@ -69,14 +69,14 @@ struct HabitStorage: Sendable {
         let id = UUID.v7()
         try c.execute("""
             INSERT INTO stories.habits (id, owner_id, title, target_count, target_per, time_zone)
-            VALUES (\(id), \(owner), \(title), \(target.count), \(target.per.rawValue), \(timeZone))
+            VALUES (\(id), \(owner), \(title), \(target.count), \(target.per), \(timeZone))
             """)
         return try habit(c, id, owner: owner)!
     }
 
     func update(_ c: Connection, _ habit: HabitRecord) throws {
         try c.execute("""
-            UPDATE stories.habits SET title = \(habit.title), target_count = \(habit.target.count), target_per = \(habit.target.per.rawValue),
+            UPDATE stories.habits SET title = \(habit.title), target_count = \(habit.target.count), target_per = \(habit.target.per),
                 time_zone = \(habit.timeZone) WHERE id = \(habit.id)
             """)
     }

@@ -10,7 +10,7 @@ extension StoryPlace {
     static func stored(_ row: Row) throws -> StoryPlace? {
         guard let name: String = try row.decode("place_name"), let latitude: Double = try row.decode("place_latitude"),
               let longitude: Double = try row.decode("place_longitude"),
-              let precision = PlacePrecision(rawValue: try row.decode("place_precision") ?? "") else { return nil }
+              let precision: PlacePrecision = try row.decode("place_precision") else { return nil }
         // Stored on its grid already (migration 15 checks); rounding again costs nothing and changes nothing.
         return StoryPlace(name: name, latitude: latitude, longitude: longitude, precision: precision)
     }

@@ -273,7 +273,7 @@ struct StoriesStorage {
             INSERT INTO stories.stories AS s (id, author_id, text, background_color, place_name, place_latitude, place_longitude, place_precision,
                                               prompt_id)
             VALUES (\(UUID.v7()), \(author), \(text), \(color), \(place?.name), \(place?.latitude), \(place?.longitude),
-                    \(place?.precision.rawValue), \(promptId))
+                    \(place?.precision), \(promptId))
             RETURNING \(StoryRecord.columns)
             """)!
         try c.execute("""
@@ -319,7 +319,7 @@ struct StoriesStorage {
         try c.first("""
             UPDATE stories.stories SET text = \(s.text), background_color = \(s.backgroundColor), place_name = \(s.place?.name),
                 place_latitude = \(s.place?.latitude), place_longitude = \(s.place?.longitude),
-                place_precision = \(s.place?.precision.rawValue), updated_at = now()
+                place_precision = \(s.place?.precision), updated_at = now()
             WHERE id = \(s.id) RETURNING updated_at
             """)!["updated_at"]
     }
