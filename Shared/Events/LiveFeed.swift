@@ -92,14 +92,20 @@ public final class LiveFeed: BackgroundService {
     /// Sends the events for `key` from now on to `stream`, until it closes; `then` sees each event once it was sent
     /// (to end the stream after a final one, say).
     public func watch(_ key: String, stream: EventStream, then: (@Sendable (Item) -> Void)? = nil) {
-        let (logger, name) = (self.logger, self.name)
-        watch(key, until: stream) { item in
-            guard stream.send(frame: item.frame) else {
-                logger.warn("ended a live stream that did not keep up", ["feed": .string(name), "limitBytes": .int(EventStream.maxPending)])
-                return
-            }
+        watch(key, until: stream) { [unowned self] item in
+            guard send(item, to: stream) else { return }
             then?(item)
         }
+    }
+
+    /// Sends `item` to `stream`; false (and logged) when the stream did not keep up and was ended.
+    @discardableResult
+    public func send(_ item: Item, to stream: EventStream) -> Bool {
+        guard stream.send(frame: item.frame) else {
+            logger.warn("ended a live stream that did not keep up", ["feed": .string(name), "limitBytes": .int(EventStream.maxPending)])
+            return false
+        }
+        return true
     }
 
     /// Hands the events for `key` from now on to `deliver` (on the feed's thread: it must not block for long), until

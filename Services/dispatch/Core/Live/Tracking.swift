@@ -98,22 +98,71 @@ final class ParcelTracking: Sendable {
         relay.publishEphemeral(location, subject: location.courierId.lowercased, source: "/dispatch", at: Timestamp.format(location.at))
     }
 
-    /// Streams a parcel's transitions (from now on) and its courier's positions to `stream`, for `viewer`. The stream
-    /// ends after a final status, and for a courier when the parcel is no longer theirs (an offer declined or expired);
-    /// a sender or recipient (`isParty`) keeps it to the end.
-    func watch(parcel: String, courier: String?, viewer: String, isParty: Bool, stream: EventStream) {
-        carriers.watch(parcel, courier: courier)
-        feed.watch(parcel, stream: stream) { item in
-            guard item.event == "status",
-                  let change = try? Timestamp.decoder().decode(ParcelStatusChanged.self, from: Data(item.data.utf8)) else { return }
-            let status = change.to
-            if ParcelLifecycle.isFinal(status) {
-                stream.end(reason: "final_state")
-            } else if !isParty && (change.courierId?.lowercased != viewer || status == .awaitingCourier) {
-                stream.end(reason: "access_lost")
-            }
+    /// Starts following a parcel for `stream`: what the feed brings from now on is held until the watch is opened
+    /// with the snapshot, so that the snapshot comes first and nothing committed after the parcel was read is missed.
+    func watch(parcel: String, stream: EventStream) -> ParcelWatch {
+        let watch = ParcelWatch(stream: stream, send: feed.send) { [carriers] courier in
+            carriers.watch(parcel, courier: courier)
+            stream.onClose { carriers.unwatch(parcel) }
         }
-        stream.onClose { [carriers] in carriers.unwatch(parcel) }
+        feed.watch(parcel, until: stream, deliver: watch.deliver)
+        return watch
+    }
+}
+
+/// One stream of one parcel: its snapshot, then its transitions and its courier's positions. The stream ends after a
+/// final status, and for a courier when the parcel is no longer theirs (an offer declined or expired); a sender or
+/// recipient (`isParty`) keeps it to the end.
+final class ParcelWatch: Sendable {
+    private struct Viewer { let id: String; let isParty: Bool }
+    /// Who watches, once opened; the events that arrived before.
+    private let state = Mutex<(viewer: Viewer?, held: [LiveFeed.Item])>((nil, []))
+    private let stream: EventStream
+    private let send: @Sendable (LiveFeed.Item, EventStream) -> Bool
+    private let opened: @Sendable (_ courier: String?) -> Void
+
+    /// `send`: the feed's (false when the stream did not keep up); `opened`: follows the positions of the courier.
+    init(stream: EventStream, send: @escaping @Sendable (LiveFeed.Item, EventStream) -> Bool,
+         opened: @escaping @Sendable (_ courier: String?) -> Void) {
+        self.stream = stream; self.send = send; self.opened = opened
+    }
+
+    /// Sends `snapshot` (the parcel as read after the watch began, at `status`), then what arrived meanwhile that it
+    /// does not show already, and goes live. `courier`: the one carrying the parcel or offered it.
+    func open(snapshot: String, status: ParcelStatus, courier: String?, viewer: String, isParty: Bool) {
+        opened(courier)
+        state.withLock { s in
+            stream.send(event: "snapshot", data: snapshot)
+            if ParcelLifecycle.isFinal(status) { return stream.end(reason: "final_state") }
+            let viewer = Viewer(id: viewer, isParty: isParty)
+            s.viewer = viewer
+            // Held transitions up to the one that led to the snapshot's status are in it already.
+            let shown = s.held.lastIndex { Self.change($0)?.to == status }.map { $0 + 1 } ?? 0
+            for item in s.held[shown...] { forward(item, to: viewer) }
+            s.held = []
+        }
+    }
+
+    /// An event for the parcel (on the feed's thread).
+    @Sendable func deliver(_ item: LiveFeed.Item) {
+        state.withLock { s in
+            guard let viewer = s.viewer else { return s.held.append(item) }
+            forward(item, to: viewer)
+        }
+    }
+
+    private func forward(_ item: LiveFeed.Item, to viewer: Viewer) {
+        guard send(item, stream), let change = Self.change(item) else { return }
+        if ParcelLifecycle.isFinal(change.to) {
+            stream.end(reason: "final_state")
+        } else if !viewer.isParty && (change.courierId?.lowercased != viewer.id || change.to == .awaitingCourier) {
+            stream.end(reason: "access_lost")
+        }
+    }
+
+    private static func change(_ item: LiveFeed.Item) -> ParcelStatusChanged? {
+        guard item.event == "status" else { return nil }
+        return try? Timestamp.decoder().decode(ParcelStatusChanged.self, from: Data(item.data.utf8))
     }
 }
 
@@ -121,19 +170,23 @@ extension DispatchHandlers {
     /// `GET /v1/parcels/{id}/events`: the parcel as it is now, then every transition and courier position, live.
     func events(_ context: Context<Caller>) throws -> Response {
         let id = try context.parameters.require("id", as: UUID.self), caller = context.caller
-        let parcel: ParcelRecord = try pool.withConnection { c in
-            guard let p = try storage.parcel(c, id), p.involves(caller.userId) else { throw ParcelError.notFound }
-            return p
-        }
         let stream = EventStream()
+        let watch = tracking.watch(parcel: id.lowercased, stream: stream)
+        let parcel: ParcelRecord
+        do {
+            parcel = try pool.withConnection { c in
+                guard let p = try storage.parcel(c, id), p.involves(caller.userId) else { throw ParcelError.notFound }
+                return p
+            }
+        } catch {
+            stream.discard()
+            throw error
+        }
+        let snapshot = String(decoding: JSON.encode(ParcelView(parcel, for: caller.userId, at: whereIs(caller.userId), earnings: earnings, media: media)), as: UTF8.self)
         // The courier carrying it, or the one it is offered to (whose accept may come before its event reaches the
         // feed): their positions go to this stream; a decline's or expiry's event names the next one.
-        tracking.watch(parcel: id.lowercased, courier: (parcel.courierId ?? parcel.offeredTo)?.lowercased,
-                       viewer: caller.userId.lowercased, isParty: caller.userId == parcel.senderId || caller.userId == parcel.recipientUserId,
-                       stream: stream)
-        let snapshot = String(decoding: JSON.encode(ParcelView(parcel, for: caller.userId, at: whereIs(caller.userId), earnings: earnings, media: media)), as: UTF8.self)
-        stream.send(event: "snapshot", data: snapshot)
-        if ParcelLifecycle.isFinal(parcel.status) { stream.end(reason: "final_state") }
+        watch.open(snapshot: snapshot, status: parcel.status, courier: (parcel.courierId ?? parcel.offeredTo)?.lowercased,
+                   viewer: caller.userId.lowercased, isParty: caller.userId == parcel.senderId || caller.userId == parcel.recipientUserId)
         return .eventStream(stream)
     }
 }
