@@ -140,6 +140,38 @@ final class PaymentTests: PaidDispatchTestCase {
         XCTAssertEqual(difference, 0, "the day reconciles")
     }
 
+    /// A delivery its sender never paid for (the card's hold lapsed before the capture) shows in the operator's day,
+    /// in its courier's row and in the day's difference, which nothing else in the day may cancel.
+    func testADeliveryWhoseCaptureIsRefusedLeavesTheDayShortByItsPrice() throws {
+        let sender = try person(), courier = try courier(lat: 44.4270, lon: 26.1030)
+        let parcel = try book(sender)["id"] as? String ?? ""
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 10) { (try? self.payment(parcel, sender)["status"] as? String) == "authorised" })
+        let held = try payment(parcel, sender), price = try XCTUnwrap(held["amountMinor"] as? Int)
+        let intent = try XCTUnwrap(try stripe.intents(payment: held["id"] as? String ?? "").first?["id"] as? String)
+        XCTAssertNotNil(wait(parcel, as: courier, for: "offered"))
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/accept", token: courier.token)["status"] as? String, "assigned")
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/pickup", token: courier.token)["status"] as? String, "picked_up")
+        try stripe.lapse(intent: intent)
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/deliver", ["photoMediaId": try photo(courier)], token: courier.token)["status"] as? String,
+                       "delivered")
+        // The capture was asked and refused: nothing is due any more, and nothing was taken.
+        let db = try database.connect()
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            let settled: Int? = try? db.first("SELECT count(*)::int AS n FROM dispatch.payments WHERE parcel_id = $1 AND due IS NULL", [parcel])?["n"]
+            return settled == 1
+        })
+        XCTAssertEqual(try ledger(held["id"] as? String ?? ""), ["authorised"])
+
+        let (row, difference) = try reconciliation(courier)
+        XCTAssertEqual(row?["capturedMinor"] as? Int, 0)
+        XCTAssertEqual(row?["differenceMinor"] as? Int, price, "the courier's delivery was not paid for")
+        XCTAssertEqual(difference, price, "the day is short by its price")
+        let day = try api.get("/v1/operator/payments/reconciliation", token: operatorToken)
+        let money = (day["money"] as? [[String: Any]])?.first { $0["currency"] as? String == held["currency"] as? String }
+        XCTAssertEqual(money?["takenMinor"] as? Int, 0)
+        XCTAssertEqual(money?["keptMinor"] as? Int, -(money?["courierEarningsMinor"] as? Int ?? 0), "the courier still earned their share")
+    }
+
     /// A retried booking is answered exactly as the first request was (issue 62): the card held, not the `pending` the
     /// parcel said before the provider was asked; retries sent while the first is still asking wait for its answer.
     func testARetriedCardBookingIsAnsweredByteForByteAsTheFirstTime() throws {

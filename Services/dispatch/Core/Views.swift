@@ -219,15 +219,14 @@ struct ReconciliationView: View {
     let rows: [ReconciliationRow]
     let creditRows: [CreditRow]
     let centreRows: [CentreCashRow]
-    /// Per currency: what the day's deliveries took, less the day's refunds and the couriers' earnings, less what
-    /// the business keeps.
+    /// Per currency: what the day's deliveries took, the day's refunds, the couriers' earnings and what is kept.
     let moneyRows: [MoneyRow]
     var items: [ReconciliationRowView] { rows.map(ReconciliationRowView.init) }
     var credits: [CreditRowView] { creditRows.map(CreditRowView.init) }
     var centres: [CentreCashView] { centreRows.map(CentreCashView.init) }
     var money: [MoneyRowView] { moneyRows.map(MoneyRowView.init) }
     var differenceMinor: Int {
-        rows.reduce(0) { $0 + $1.differenceMinor } + creditRows.reduce(0) { $0 + $1.differenceMinor } + moneyRows.reduce(0) { $0 + $1.differenceMinor }
+        rows.reduce(0) { $0 + $1.differenceMinor } + creditRows.reduce(0) { $0 + $1.differenceMinor }
     }
     static let fields: [ViewField<Self>] = [
         .field("day", \.day), .field("items", \.items), .field("credits", \.credits), .field("centres", \.centres),

@@ -53,6 +53,14 @@ final class StripeStandIn {
         return r["status"] as? String
     }
 
+    /// The bank lets `intent`'s hold go (an uncaptured hold lapses after seven days): Stripe cancels it, and a
+    /// capture asked after that is refused.
+    func lapse(intent: String) throws {
+        let r = try client.send("POST", "/v1/payment_intents/\(intent)/cancel", raw: Array("cancellation_reason=automatic".utf8),
+                                headers: ["Authorization": "Bearer \(secretKey)", "Content-Type": "application/x-www-form-urlencoded"])
+        XCTAssertEqual(r.status, 200, String(decoding: r.body, as: UTF8.self))
+    }
+
     /// The webhooks sent about `intent`: each event's type and the status the endpoint answered (0: none).
     func webhooks(about intent: String) throws -> [(type: String, status: Int)] {
         (try client.get("/_standin/intents")["webhooks"] as? [[Any]] ?? []).filter { $0[1] as? String == intent }.map {

@@ -161,8 +161,8 @@ extension DispatchHandlers {
     }
 
     /// `GET /v1/operator/payments/reconciliation?day=`: the day's (UTC, default today) deliveries per courier and
-    /// currency against what was taken for them, and per currency the day's refunds and couriers' earnings against
-    /// it; `differenceMinor` is zero when every delivery is paid for and earned its courier their share.
+    /// currency against what was taken for them, and per currency where that went (refunds, couriers' earnings, what
+    /// is kept); `differenceMinor` is zero when every delivery, top-up and plan month is paid for, else what is missing.
     func reconciliation(_ context: Context<Void>) throws -> Response {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")

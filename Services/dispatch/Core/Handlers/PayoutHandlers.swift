@@ -131,7 +131,7 @@ struct CurrencyTotalView: View {
     static let fields: [ViewField<Self>] = [.field("currency", \.currency), .field("totalMinor", \.totalMinor)]
 }
 
-/// A day's money in one currency, for the reconciliation: taken − refunded − couriers' earnings − kept = 0.
+/// A day's money in one currency, for the reconciliation: what was taken, and the refunds, earnings and what is kept.
 struct MoneyRowView: View {
     let row: MoneyRow
     init(_ row: MoneyRow) { self.row = row }
@@ -139,6 +139,6 @@ struct MoneyRowView: View {
         .field("currency", \.row.currency), .field("takenMinor", \.row.takenMinor),
         .field("refundedToCardMinor", \.row.refundedToCardMinor), .field("refundedToWalletMinor", \.row.refundedToWalletMinor),
         .field("refundedMinor", \.row.refundedMinor), .field("courierEarningsMinor", \.row.courierEarningsMinor),
-        .field("keptMinor", \.row.keptMinor), .field("differenceMinor", \.row.differenceMinor),
+        .field("keptMinor", \.row.keptMinor),
     ]
 }

@@ -27,19 +27,20 @@ struct PayoutRow {
     let totalMinor: Int
 }
 
-/// A day's money in one currency: what was taken (or is due) for the day's deliveries, the refunds made that day,
-/// the couriers' earnings of those deliveries and what the business keeps of them after the refunds.
+/// A day's money in one currency: what was taken (or is due) for the day's deliveries, and where it went: the refunds
+/// made that day, the couriers' earnings of those deliveries and what the business keeps. Whether each delivery was
+/// paid for is the delivery rows' to say; this row repeats nothing of theirs, so the day's difference counts a
+/// shortfall once.
 struct MoneyRow {
     let currency: String
     let takenMinor: Int
     let refundedToCardMinor: Int
     let refundedToWalletMinor: Int
     let courierEarningsMinor: Int
-    /// The prices of the day's deliveries less the couriers' shares of them, less the day's refunds.
-    let keptMinor: Int
     var refundedMinor: Int { refundedToCardMinor + refundedToWalletMinor }
-    /// Zero when every delivery was paid for and earned its courier their share.
-    var differenceMinor: Int { takenMinor - refundedMinor - courierEarningsMinor - keptMinor }
+    /// What was taken less the refunds and the couriers' earnings: negative when the business paid out more than it
+    /// took (a delivery refunded whole, or one never paid for, still earns its courier their share).
+    var keptMinor: Int { takenMinor - refundedMinor - courierEarningsMinor }
 }
 
 extension DispatchStorage {
@@ -66,11 +67,11 @@ extension DispatchStorage {
     func moneyOn(_ c: Connection, day: String, taken: [String: Int]) throws -> [MoneyRow] {
         var rows: [String: MoneyRow] = [:]
         for r in try c.rows("""
-            SELECT currency, sum(earned)::int AS earned, sum(kept)::int AS kept, sum(card)::int AS card, sum(wallet)::int AS wallet
-            FROM (SELECT currency, amount_minor AS earned, price_minor - amount_minor AS kept, 0 AS card, 0 AS wallet
+            SELECT currency, sum(earned)::int AS earned, sum(card)::int AS card, sum(wallet)::int AS wallet
+            FROM (SELECT currency, amount_minor AS earned, 0 AS card, 0 AS wallet
                   FROM dispatch.courier_earnings WHERE at >= \(day)::date AND at < \(day)::date + 1
                   UNION ALL
-                  SELECT l.currency, 0, 0, CASE WHEN r.destination = 'card' THEN l.amount_minor ELSE 0 END,
+                  SELECT l.currency, 0, CASE WHEN r.destination = 'card' THEN l.amount_minor ELSE 0 END,
                       CASE WHEN r.destination = 'wallet' THEN l.amount_minor ELSE 0 END
                   FROM dispatch.payment_ledger l JOIN dispatch.refunds r ON r.id = l.refund_id
                   WHERE l.entry = 'refunded' AND l.at >= \(day)::date AND l.at < \(day)::date + 1) day
@@ -78,12 +79,11 @@ extension DispatchStorage {
             """) {
             let currency: String = try r["currency"], card: Int = try r["card"], wallet: Int = try r["wallet"]
             rows[currency] = MoneyRow(currency: currency, takenMinor: taken[currency] ?? 0, refundedToCardMinor: card,
-                                      refundedToWalletMinor: wallet, courierEarningsMinor: try r["earned"],
-                                      keptMinor: try r["kept"] as Int - card - wallet)
+                                      refundedToWalletMinor: wallet, courierEarningsMinor: try r["earned"])
         }
         for (currency, amount) in taken where rows[currency] == nil {
             rows[currency] = MoneyRow(currency: currency, takenMinor: amount, refundedToCardMinor: 0, refundedToWalletMinor: 0,
-                                      courierEarningsMinor: 0, keptMinor: 0)
+                                      courierEarningsMinor: 0)
         }
         return rows.values.sorted { $0.currency < $1.currency }
     }
