@@ -85,7 +85,7 @@ final class DispatchFlowTests: DispatchTestCase {
         XCTAssertNil((offered?["dropoff"] as? [String: Any])?["address"])
         XCTAssertEqual(offered?["service"] as? String, "standard")
         XCTAssertGreaterThan((offered?["quote"] as? [String: Any])?["amountMinor"] as? Int ?? 0, 300)
-        XCTAssertEqual(Double(offered?["distanceToPickupMeters"] as? Int ?? -1), 45, accuracy: 3, "from the courier's last fix")
+        XCTAssertEqual(offered?["distanceToPickupMeters"] as? Int, 100, "from the courier's last fix (45 m), up to the next 100 m")
         let listed = try api.get("/v1/parcels?role=courier&status=offered", token: near.token)["items"] as? [[String: Any]]
         XCTAssertEqual(listed?.map { $0["id"] as? String }, [id])
         XCTAssertNil(listed?.first?["documentPhotoUrl"], "nor in their list")

@@ -110,7 +110,8 @@ struct ParcelView: View {
     /// areas, how far the pickup is, the service and the price), and the addresses, the document, its description
     /// and the recipient once they accepted.
     let sealed: Bool
-    /// How far the offered courier is from the pickup, when their position is known.
+    /// How far the offered courier is from the pickup, when their position is known: up to the next 100 m, so that
+    /// a courier who moves and reads the offer again cannot work out the address from exact distances.
     let distanceToPickupMeters: Int?
     /// What the courier (or the courier offered it) earns for delivering it: their share of its price.
     let courierEarningsMinor: Int?
@@ -123,7 +124,7 @@ struct ParcelView: View {
         self.dropOffCentre = dropOffCentre.map { CentreView($0) }
         self.collectionCentre = collectionCentre.map { CentreView($0) }
         sealed = ![p.senderId, p.recipientUserId, p.courierId].contains(viewer)
-        distanceToPickupMeters = sealed ? viewerPosition.map { Int(greatCircleMeters($0, p.pickup).rounded()) } : nil
+        distanceToPickupMeters = sealed ? viewerPosition.map { Int((greatCircleMeters($0, p.pickup) / 100).rounded(.up)) * 100 } : nil
         courierEarningsMinor = sealed || viewer == p.courierId ? earnings?.courierShare(ofMinor: p.quote.amountMinor) : nil
         documentPhoto = sealed ? nil : media.view(p.documentPhotoMediaId, meta: p.photoMeta)
         deliveryPhoto = p.deliveryPhotoMediaId.map { media.view($0, meta: p.photoMeta) }
