@@ -52,7 +52,10 @@ public struct ChatMemberJoined: EventPayload, Equatable {
 /// `chat.member_left`: someone left a room or was removed; their open streams of it end.
 public struct ChatMemberLeft: EventPayload, Equatable {
     public static let type = "chat.member_left"
-    public static let schema = EventSchema(["seq": .seq])
+    public static let schema = EventSchema([
+        "seq": .seq,
+        "removedBy": .described("Who removed them: themselves when they left; the nil UUID when the service did (a courier taken off a parcel before pickup)"),
+    ])
     public var roomId: UUID
     public var userId: UUID
     public var reason: LeaveReason

@@ -11,7 +11,7 @@ final class ParcelLifecycleTests: XCTestCase {
             .awaitingDropOff: [.checkIn: .awaitingCourier, .paymentDeclined: .cancelled, .cancel: .cancelled],
             .awaitingCourier: [.offer: .offered, .cancel: .cancelled],
             .offered: [.accept: .assigned, .decline: .awaitingCourier, .expire: .awaitingCourier, .cancel: .cancelled],
-            .assigned: [.pickup: .pickedUp, .fail: .failed, .cancel: .cancelled],
+            .assigned: [.pickup: .pickedUp, .withdraw: .awaitingCourier, .fail: .failed, .cancel: .cancelled],
             .pickedUp: [.depart: .inTransit, .deliver: .delivered, .handOver: .received, .leaveAtCentre: .readyForCollection, .fail: .failed],
             .inTransit: [.deliver: .delivered, .handOver: .received, .leaveAtCentre: .readyForCollection, .fail: .failed],
             .delivered: [.confirm: .received], .readyForCollection: [.collect: .received],
@@ -28,7 +28,7 @@ final class ParcelLifecycleTests: XCTestCase {
     func testEachActionBelongsToOneKindOfActor() {
         XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .courier }, [.accept, .decline, .pickup, .deliver, .handOver, .fail, .leaveAtCentre])
         XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .staff }, [.checkIn, .collect])
-        XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .system }, [.paymentAuthorised, .paymentDeclined, .offer, .expire, .depart])
+        XCTAssertEqual(ParcelAction.allCases.filter { $0.actor == .system }, [.paymentAuthorised, .paymentDeclined, .offer, .expire, .withdraw, .depart])
         XCTAssertEqual(ParcelAction.cancel.actor, .sender)
         XCTAssertEqual(ParcelAction.confirm.actor, .recipient)
     }

@@ -325,6 +325,33 @@ final class ChatDirectoryTests: ChatHarnessCase {
         XCTAssertEqual(try service.get("/v1/rooms/\(id)/messages", as: courier, Listing<ChatViews.Created>.self).view.items.count, 2,
                        "still readable")
     }
+
+    func testACourierTakenOffAParcelBeforePickupLeavesItsConversationAndTheNextOneJoins() throws {
+        let sender = try person(), eva = try person(), ben = try person()
+        let parcel = UUID().uuidString.lowercased()
+        let now = Date()
+        try service.deliver(ParcelCreated(parcelId: parcel.uuid, senderId: sender.id.uuid, recipientUserId: nil, service: .standard,
+                                          pickup: Place(lat: 44.4, lon: 26.1), dropoff: Place(lat: 44.5, lon: 26.2), amountMinor: 900,
+                                          currency: "EUR", createdAt: now), subject: parcel, source: "/dispatch")
+        try service.deliver(ParcelStatusChanged(parcelId: parcel.uuid, from: .offered, to: .assigned, actor: .courier, actorId: eva.id.uuid,
+                                                courierId: eva.id.uuid, place: nil, at: now), subject: parcel, source: "/dispatch")
+        let id = try service.get("/v1/rooms?parcelId=\(parcel)", as: sender, Listing<ChatViews.Room>.self).view.items.first?.id ?? ""
+        XCTAssertEqual(try post(id, "The code is 4711", as: sender).status, 201)
+
+        // Suspended before pickup: dispatch withdraws it, naming no courier.
+        try service.deliver(ParcelStatusChanged(parcelId: parcel.uuid, from: .assigned, to: .awaitingCourier, actor: .system, actorId: nil,
+                                                courierId: nil, place: nil, at: now), subject: parcel, source: "/dispatch")
+        assertClientError(try service.send("GET", "/v1/rooms/\(id)/messages", as: eva), 404, "no longer hers to read")
+        assertClientError(try post(id, "Still coming", as: eva), 404)
+        let left = try service.get("/v1/rooms/\(id)/messages", as: sender, Listing<ChatViews.Created>.self).view.items
+        XCTAssertEqual(left.count, 1)
+        XCTAssertEqual(try service.count("members", "room_id = '\(id)'"), 1, "the sender alone until the next courier")
+
+        try service.deliver(ParcelStatusChanged(parcelId: parcel.uuid, from: .offered, to: .assigned, actor: .courier, actorId: ben.id.uuid,
+                                                courierId: ben.id.uuid, place: nil, at: now), subject: parcel, source: "/dispatch")
+        XCTAssertEqual(try post(id, "On my way", as: ben).status, 201, "the next courier joins the same conversation")
+        assertClientError(try service.send("GET", "/v1/rooms/\(id)/messages", as: eva), 404)
+    }
 }
 
 /// Chat in-process (`Harness`): people and their profiles as auth's events would make them.

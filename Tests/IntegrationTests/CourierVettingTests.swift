@@ -137,6 +137,28 @@ final class CourierVettingTests: DispatchTestCase {
         XCTAssertNotNil(wait(next, as: eva, for: "offered"), "offered parcels again once reinstated")
     }
 
+    func testASuspensionWithdrawsWhatTheCourierHasNotPickedUpAndOffersItToAnother() throws {
+        let sender = try person()
+        let eva = try courier(lat: 44.4270, lon: 26.1030)
+        let parcel = try XCTUnwrap(try send(sender, to: nil)["id"] as? String)
+        XCTAssertNotNil(wait(parcel, as: eva, for: "offered"))
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/accept", token: eva.token)["status"] as? String, "assigned")
+        XCTAssertNotNil(try api.get("/v1/parcels/\(parcel)", token: eva.token)["pickup"].flatMap { ($0 as? [String: Any])?["address"] },
+                        "assigned: she sees the address")
+        let ben = try courier(lat: 44.4300, lon: 26.1000)  // online only now: the offer was hers
+
+        XCTAssertEqual(try decide(eva, "suspend", reason: "Identity document forged.")["status"] as? String, "suspended")
+        assertClientError(try api.get("/v1/parcels/\(parcel)", token: eva.token), 404, "no longer hers to see")
+        assertClientError(try api.post("/v1/parcels/\(parcel)/pickup", token: eva.token), 404)
+        XCTAssertEqual(try api.post("/v1/couriers/me", ["vehicle": "bike", "capacity": 2], token: eva.token)["activeParcels"] as? Int, 0)
+        let history = (try api.get("/v1/parcels/\(parcel)", token: sender.token)["history"] as? [[String: Any]] ?? []).compactMap { $0["to"] as? String }
+        XCTAssertTrue(zip(history, history.dropFirst()).contains { $0 == ("assigned", "awaiting_courier") }, "withdrawn: \(history)")
+        XCTAssertNotNil(wait(parcel, as: ben, for: "offered"), "offered to another courier")
+        XCTAssertEqual(try api.post("/v1/parcels/\(parcel)/accept", token: ben.token)["status"] as? String, "assigned")
+        XCTAssertEqual(try decide(eva, "reinstate")["status"] as? String, "approved")
+        assertClientError(try api.get("/v1/parcels/\(parcel)", token: eva.token), 404, "reinstated, she does not get it back")
+    }
+
     func testAnApprovedCourierWhoChangesVehicleIsVettedAgain() throws {
         let eva = try courier(lat: 44.4270, lon: 26.1030)
         let car = try api.post("/v1/couriers/me", ["vehicle": "car", "capacity": 2], token: eva.token)

@@ -176,15 +176,22 @@ struct Rooms: Sendable {
         let leaving = target == user
         if !leaving && room.role != .owner { throw ChatError.forbidden("Only the room's owner can remove members.") }
         if room.kind == .parcel { throw ChatError.conflict("A parcel's conversation cannot be left.") }
+        guard try removeMember(c, id, target, leaving ? .left : .removed, by: user) else {
+            throw ChatError.invalid("That person is not a member.", field: "userId")
+        }
+    }
+
+    /// Takes `target` out of room `id` and records it; false when they were not a member.
+    private func removeMember(_ c: Connection, _ id: UUID, _ target: UUID, _ reason: LeaveReason, by user: UUID) throws -> Bool {
         let person = try storage.members(c, of: id).first { $0.person.id == target }?.person
-        guard let person, try storage.removeMember(c, room: id, user: target) else { throw ChatError.invalid("That person is not a member.", field: "userId") }
+        guard let person, try storage.removeMember(c, room: id, user: target) else { return false }
         let seq = try storage.nextSeq(c, id).change
-        let reason = leaving ? "left" : "removed"
         let now = Date()
         try log.record(c, room: id, seq: seq, event: "member_left",
-                       view: MembershipView(roomId: id, user: PersonView(person, urls: log.urls), role: nil, reason: reason, at: now))
-        try log.outbox.add(ChatMemberLeft(roomId: id, userId: target, reason: leaving ? .left : .removed, removedBy: user,
-                                          seq: seq, leftAt: now), subject: id.lowercased, on: c)
+                       view: MembershipView(roomId: id, user: PersonView(person, urls: log.urls), role: nil, reason: reason.rawValue, at: now))
+        try log.outbox.add(ChatMemberLeft(roomId: id, userId: target, reason: reason, removedBy: user, seq: seq, leftAt: now),
+                           subject: id.lowercased, on: c)
+        return true
     }
 
     /// Records that a room's name, topic or state changed.
@@ -218,7 +225,8 @@ struct Rooms: Sendable {
     /// `parcel.status`: on assignment the courier is a party and the conversation opens; when the courier's part
     /// ends (delivered, left at a centre, received, cancelled, failed) they are no longer a party: no new direct room
     /// with its sender or recipient through it (the conversation keeps them); when the parcel is received, cancelled
-    /// or failed it becomes read-only.
+    /// or failed it becomes read-only. A courier taken off it before pickup (back to waiting) leaves the conversation
+    /// too, removed by nobody: the next courier's conversation is not theirs to read.
     func parcelStatus(_ change: ParcelStatusChanged, _ c: Connection) throws {
         let id = change.parcelId
         switch change.to {
@@ -231,6 +239,10 @@ struct Rooms: Sendable {
                 try opened(c, room, kind: .parcel, by: nil, parcel: id, members: [])
             }
             try admitParties(c, parcel: id)
+        case .awaitingCourier where change.from == .assigned:
+            if let courier = try courierLeaves(c, parcel: id), let room = try storage.roomId(c, parcel: id) {
+                _ = try removeMember(c, room, courier, .removed, by: Erasure.nobody)
+            }
         case .delivered, .readyForCollection:
             try courierLeaves(c, parcel: id)
         case .received, .cancelled, .failed:
@@ -244,13 +256,15 @@ struct Rooms: Sendable {
     /// The courier's part in a parcel is over: they are no longer a party, and a direct room they opened with its
     /// sender or recipient through it closes (read-only) unless the two still know each other otherwise (a group,
     /// another parcel). It opens again if they come to know each other again (`direct`).
-    private func courierLeaves(_ c: Connection, parcel: UUID) throws {
-        guard let (courier, others) = try storage.removeCourierParty(c, parcel: parcel) else { return }
+    @discardableResult
+    private func courierLeaves(_ c: Connection, parcel: UUID) throws -> UUID? {
+        guard let (courier, others) = try storage.removeCourierParty(c, parcel: parcel) else { return nil }
         for other in others where try !storage.know(c, courier, other) {
             if let room = try storage.roomId(c, directKey: Self.directKey(courier, other)), try storage.setReadOnly(c, room) {
                 try changed(c, room, by: nil)
             }
         }
+        return courier
     }
 
     /// Makes every known party of a parcel a member of its conversation, once it exists.

@@ -28,14 +28,9 @@ struct AccountErasure: Sendable {
                 dropoff_lon = round(dropoff_lon::numeric, 2)
             WHERE recipient_user_id = \(user)
             """)
+        // An offer open to them lapses, as one nobody answered does; what they had not picked up goes to another.
+        try parcels.release(c, from: user)
         try c.execute("UPDATE dispatch.parcels SET courier_id = \(nobody) WHERE courier_id = \(user)")
-        // An offer open to them lapses, as one nobody answered does.
-        let offers: [UUID] = try c.rows("SELECT id FROM dispatch.parcels WHERE offered_to = \(user) AND status = 'offered'").map { try $0["id"] }
-        for id in offers {
-            if let parcel = try parcels.storage.parcel(c, id, lock: true), parcel.status == .offered {
-                _ = try parcels.apply(c, parcel, .expire, actor: .system, actorId: nil, place: nil)
-            }
-        }
         try c.execute("UPDATE dispatch.parcel_history SET actor_id = NULL WHERE actor_id = \(user)")
         // Payments are records of the sale too: they stay, paid by nobody (the append-only ledger names no payer).
         try c.execute("UPDATE dispatch.payments SET payer_id = \(nobody), card_payment_method = NULL WHERE payer_id = \(user)")

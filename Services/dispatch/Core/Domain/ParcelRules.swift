@@ -15,6 +15,9 @@ public enum ParcelAction: String, Codable, Sendable, CaseIterable {
     case decline
     /// Nobody answered the offer in time.
     case expire
+    /// The assigned courier may no longer carry it (suspended, or their account is gone) before they picked it up:
+    /// it waits for another, never offered to them again.
+    case withdraw
     /// The assigned courier has it.
     case pickup
     /// The courier's first fix more than 50 m from the pickup after picking up.
@@ -39,7 +42,7 @@ public enum ParcelAction: String, Codable, Sendable, CaseIterable {
     /// The only kind of actor allowed to do this.
     public var actor: ParcelActor {
         switch self {
-        case .offer, .expire, .depart, .paymentAuthorised, .paymentDeclined: return .system
+        case .offer, .expire, .withdraw, .depart, .paymentAuthorised, .paymentDeclined: return .system
         case .accept, .decline, .pickup, .deliver, .handOver, .fail, .leaveAtCentre: return .courier
         case .checkIn, .collect: return .staff
         case .confirm: return .recipient
@@ -58,7 +61,7 @@ public enum ParcelLifecycle {
         case (.awaitingDropOff, .checkIn): return .awaitingCourier
         case (.awaitingCourier, .offer): return .offered
         case (.offered, .accept): return .assigned
-        case (.offered, .decline), (.offered, .expire): return .awaitingCourier
+        case (.offered, .decline), (.offered, .expire), (.assigned, .withdraw): return .awaitingCourier
         case (.assigned, .pickup): return .pickedUp
         case (.pickedUp, .depart): return .inTransit
         case (.pickedUp, .deliver), (.inTransit, .deliver): return .delivered

@@ -228,6 +228,12 @@ struct Parcels: Sendable {
             if let courier = p.offeredTo { try storage.decline(c, parcel: p.id, courier: courier) }
             p.offeredTo = nil
             p.offerExpiresAt = nil
+        case .withdraw:
+            if let courier = p.courierId {
+                _ = try storage.changeLoad(c, courier: courier, by: -1)
+                try storage.decline(c, parcel: p.id, courier: courier)
+            }
+            p.courierId = nil
         case .cancel:
             if from == .assigned, let courier = p.courierId { _ = try storage.changeLoad(c, courier: courier, by: -1) }
             p.offeredTo = nil
@@ -252,6 +258,19 @@ struct Parcels: Sendable {
         // The row, its history and its event in one round trip.
         try storage.record(c, parcel: p.id, saving: p, from: from, to: next, actor: actor, actorId: actorId, place: place, at: at, event: event)
         return p
+    }
+
+    /// Takes `courier` off what was offered or assigned to them and not yet picked up: offers lapse, assignments are
+    /// withdrawn; the parcels wait for another courier.
+    func release(_ c: Connection, from courier: UUID) throws {
+        for id in try storage.notPickedUp(c, by: courier) {
+            guard let p = try storage.parcel(c, id, lock: true) else { continue }
+            if p.status == .offered && p.offeredTo == courier {
+                _ = try apply(c, p, .expire, actor: .system, actorId: nil, place: nil)
+            } else if p.status == .assigned && p.courierId == courier {
+                _ = try apply(c, p, .withdraw, actor: .system, actorId: nil, place: nil)
+            }
+        }
     }
 
     /// Sends back to waiting up to 100 offers nobody answered in time (another instance's are skipped).

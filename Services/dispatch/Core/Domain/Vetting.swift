@@ -117,7 +117,8 @@ struct Vetting: Sendable {
         return try storage.application(c, application.user)!
     }
 
-    /// An operator's decision on `courier`. A suspension takes them offline and lapses an offer open to them.
+    /// An operator's decision on `courier`. A suspension takes them offline, lapses an offer open to them and
+    /// withdraws the parcels assigned to them that they have not picked up.
     func decide(_ c: Connection, _ courier: UUID, _ decision: CourierVettingDecision, reason: String?, operatorName: String)
         throws -> (application: ApplicationRecord, courier: CourierRecord) {
         guard let current = try storage.application(c, courier, lock: true) else { throw VettingError.notFound }
@@ -125,13 +126,7 @@ struct Vetting: Sendable {
         guard from.contains(current.status) else { throw VettingError.notNow(current.status, decision) }
         if [.rejected, .suspended].contains(decision), (reason ?? "").isEmpty { throw VettingError.reasonMissing }
         let (record, at) = try storage.decide(c, courier, to: to, decision, reason: reason, operatorName: operatorName)
-        if decision == .suspended {
-            for id in try storage.offers(c, openTo: courier) {
-                if let parcel = try storage.parcel(c, id, lock: true), parcel.status == .offered, parcel.offeredTo == courier {
-                    _ = try parcels.apply(c, parcel, .expire, actor: .system, actorId: nil, place: nil)
-                }
-            }
-        }
+        if decision == .suspended { try parcels.release(c, from: courier) }
         try outbox.add(CourierVetted(courierId: courier, decision: decision, reason: reason, operatorName: operatorName, at: at),
                        subject: courier.lowercased, on: c)
         return (try storage.application(c, courier)!, record)

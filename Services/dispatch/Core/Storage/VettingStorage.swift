@@ -156,8 +156,12 @@ extension DispatchStorage {
     }
 
     /// The parcels offered to `courier` now (one at most).
-    func offers(_ c: Connection, openTo courier: UUID) throws -> [UUID] {
-        try c.rows("SELECT id FROM dispatch.parcels WHERE offered_to = \(courier) AND status = 'offered'").map { try $0["id"] }
+    func notPickedUp(_ c: Connection, by courier: UUID) throws -> [UUID] {
+        try c.rows("""
+            SELECT id FROM dispatch.parcels
+            WHERE (offered_to = \(courier) AND status = 'offered') OR (courier_id = \(courier) AND status = 'assigned')
+            ORDER BY id
+            """).map { try $0["id"] }
     }
 
     /// Deletes image `id` (its object follows, `MediaStore.sweepRemoved`).
