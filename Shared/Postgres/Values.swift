@@ -374,4 +374,5 @@ extension RoomKind: PostgresEncodable, PostgresDecodable {}
 extension RoomRole: PostgresEncodable, PostgresDecodable {}
 extension RefundDestination: PostgresEncodable, PostgresDecodable {}
 extension HabitPeriod: PostgresEncodable, PostgresDecodable {}
+extension GroupKind: PostgresEncodable, PostgresDecodable {}
 extension PlacePrecision: PostgresEncodable, PostgresDecodable {}

@@ -66,7 +66,7 @@ struct GroupView: View {
     var newsletterDelivery: String { group.newsletterDelivery ?? "app" }
 
     static let fields: [ViewField<Self>] = [
-        .field("id", \.group.id), .field("kind", \.group.kind, .oneOf(["group", "journal"])), .field("name", \.group.name),
+        .field("id", \.group.id), .field("kind", \.group.kind.rawValue, .oneOf(GroupKind.allCases.map(\.rawValue))), .field("name", \.group.name),
         .nullable("imageMediaId", \.group.imageMediaId), .nullable("imageUrl", \.imageUrl), .nullable("image", \.image), .nullable("inviteCode", \.inviteCode), .field("role", \.role, Shapes.role),
         .field("newsletter", \.newsletter),
         .field("newsletterDelivery", \.newsletterDelivery, .oneOf(Preferences.deliveries)), .field("createdAt", \.group.createdAt), .field("updatedAt", \.group.updatedAt),

@@ -6,6 +6,10 @@ import Postgres
 import Runtime
 import Web
 
+/// Where a refund stands: `pending` (a card's, until the provider answers), `refunded`, or `failed` (the provider
+/// would not).
+enum RefundStatus: String, CaseIterable, PostgresEncodable, PostgresDecodable { case pending, refunded, failed }
+
 /// A refund an operator made of a delivered parcel's payment.
 struct RefundRecord: PostgresRecord {
     let id: UUID
@@ -16,8 +20,7 @@ struct RefundRecord: PostgresRecord {
     let amountMinor: Int
     let currency: String
     let reason: String
-    /// `pending` (a card's, until the provider answers), `refunded`, or `failed` (the provider would not).
-    let status: String
+    let status: RefundStatus
     let providerRefund: String?
     let failure: String?
     let attempts: Int
@@ -109,7 +112,7 @@ struct Refunds: Sendable {
     /// Writes down a refund done: its ledger rows and events.
     func finish(_ c: Connection, _ refund: RefundRecord, providerRefund: String?) throws -> RefundRecord {
         guard let payment = try storage.payment(c, id: refund.paymentId) else { preconditionFailure("a refund without its payment") }
-        let done = try storage.saveRefund(c, refund.id, status: "refunded", providerRefund: providerRefund, failure: nil)
+        let done = try storage.saveRefund(c, refund.id, status: .refunded, providerRefund: providerRefund, failure: nil)
         let entry = try storage.appendRefundLedger(c, done, providerReference: providerRefund)
         if refund.destination == .wallet {
             try wallet.lock(c, refund.payerId)
@@ -160,7 +163,7 @@ struct RefundSettler: Sendable {
 
     /// Writes down what the provider said about refund `id`, unless it was settled meanwhile.
     func settle(_ c: Connection, _ id: UUID, _ outcome: ProviderOutcome) throws {
-        guard let refund = try refunds.storage.refund(c, id, lock: true), refund.status == "pending" else { return }
+        guard let refund = try refunds.storage.refund(c, id, lock: true), refund.status == .pending else { return }
         switch outcome {
         case .unknown, .needsAction:
             // Backs off: 2, 4, 8 ... seconds, at most five minutes. (A refund never waits for the card's holder; an
@@ -169,7 +172,7 @@ struct RefundSettler: Sendable {
         case .done(let providerRefund, _):
             _ = try refunds.finish(c, refund, providerRefund: providerRefund)
         case .refused(let code, let message):
-            _ = try refunds.storage.saveRefund(c, id, status: "failed", providerRefund: nil, failure: String(code.prefix(100)))
+            _ = try refunds.storage.saveRefund(c, id, status: .failed, providerRefund: nil, failure: String(code.prefix(100)))
             logger.error("the payment provider refused a refund", ["refund": .string(id.lowercased), "code": .string(code),
                                                                   "message": .string(message)])
         }

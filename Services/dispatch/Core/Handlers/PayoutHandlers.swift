@@ -69,7 +69,7 @@ struct RefundView: View {
         .field("id", \.refund.id), .field("parcelId", \.refund.parcelId), .field("paymentId", \.refund.paymentId),
         .field("to", \.refund.destination.rawValue, .oneOf(RefundDestination.allCases.map(\.rawValue))),
         .field("amountMinor", \.refund.amountMinor), .field("currency", \.refund.currency), .field("reason", \.refund.reason),
-        .field("status", \.refund.status, .oneOf(["pending", "refunded", "failed"])), .omitted("failure", \.refund.failure),
+        .field("status", \.refund.status.rawValue, .oneOf(RefundStatus.allCases.map(\.rawValue))), .omitted("failure", \.refund.failure),
         .field("createdAt", \.refund.createdAt), .field("updatedAt", \.refund.updatedAt),
     ]
 }

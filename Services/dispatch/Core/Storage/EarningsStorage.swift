@@ -114,7 +114,7 @@ extension DispatchStorage {
     }
 
     /// A refund's end: `refunded` or `failed`.
-    func saveRefund(_ c: Connection, _ id: UUID, status: String, providerRefund: String?, failure: String?) throws -> RefundRecord {
+    func saveRefund(_ c: Connection, _ id: UUID, status: RefundStatus, providerRefund: String?, failure: String?) throws -> RefundRecord {
         try c.one(RefundRecord.self, """
             UPDATE dispatch.refunds SET status = \(status), provider_refund = \(providerRefund), failure = \(failure), due_at = NULL,
                 updated_at = now()

@@ -81,9 +81,8 @@ struct Groups: Sendable {
     }
 
     /// A new group (with an invite code) or journal, its creator its administrator.
-    func create(_ c: Connection, kind: String, name: String, image: UUID?, creator: UUID, defaultJournal: Bool = false) throws -> GroupRecord {
-        guard let kind = GroupKind(rawValue: kind) else { preconditionFailure("no group kind \(kind)") }
-        guard let group = try storage.createGroup(c, kind: kind.rawValue, name: name, image: image,
+    func create(_ c: Connection, kind: GroupKind, name: String, image: UUID?, creator: UUID, defaultJournal: Bool = false) throws -> GroupRecord {
+        guard let group = try storage.createGroup(c, kind: kind, name: name, image: image,
                                                   inviteCode: kind == .group ? InviteCode.generate() : nil, creator: creator,
                                                   defaultJournal: defaultJournal) else {
             throw StoriesError.collision("Could not create the \(kind); try again.")
@@ -112,7 +111,7 @@ struct Groups: Sendable {
     /// A new invite code (the old one stops working), by an administrator.
     func rotateInviteCode(_ c: Connection, _ id: UUID, by user: UUID) throws -> GroupRecord {
         var group = try admin(c, id, user, lock: true)
-        guard group.kind == "group" else { throw StoriesError.journal("A journal has no invite code.") }
+        guard group.kind == .group else { throw StoriesError.journal("A journal has no invite code.") }
         group.inviteCode = InviteCode.generate()
         try storage.updateGroup(c, group)
         guard let updated = try storage.group(c, id, reader: user) else { throw StoriesError.notFound }
@@ -125,7 +124,7 @@ struct Groups: Sendable {
         let group = try member(c, id, user, lock: true)
         let leaving = target == user
         if !leaving && group.role != "admin" { throw StoriesError.notAdmin }
-        if group.kind == "journal" { throw StoriesError.journal("A journal cannot be left.") }
+        if group.kind == .journal { throw StoriesError.journal("A journal cannot be left.") }
         let outcome = try storage.removeMember(c, group: id, user: target)
         guard outcome.removed else { throw StoriesError.notAMember }
         try outbox.add(GroupMemberLeft(groupId: id, userId: target, reason: leaving ? .left : .removed,
@@ -140,7 +139,7 @@ struct Groups: Sendable {
     func profile(_ event: ReceivedEvent, _ c: Connection) throws {
         guard let (user, registered) = try Profiles(schema: "stories").apply(event, on: c), registered else { return }
         do {
-            _ = try create(c, kind: "journal", name: "Journal", image: nil, creator: user, defaultJournal: true)
+            _ = try create(c, kind: .journal, name: "Journal", image: nil, creator: user, defaultJournal: true)
         } catch StoriesError.collision {
             // The default journal exists already: a replay.
         }

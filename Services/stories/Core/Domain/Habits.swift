@@ -213,7 +213,7 @@ struct Habits: Sendable {
         let habit = try owned(c, id, by: user)
         let g: GroupRecord
         do { g = try groups.member(c, group, user) } catch StoriesError.notFound { throw HabitError.notFound }
-        guard g.kind == GroupKind.group.rawValue else { throw HabitError.conflict("A journal has no newsletter to share a habit in.") }
+        guard g.kind == .group else { throw HabitError.conflict("A journal has no newsletter to share a habit in.") }
         if habit.sharedGroupIds.contains(group) { return habit }
         guard habit.sharedGroupIds.count < Self.maxShares else {
             throw HabitError.conflict("A habit is shared with \(Self.maxShares) groups at most.")

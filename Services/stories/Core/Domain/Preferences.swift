@@ -14,7 +14,7 @@ struct Preferences: Sendable {
     static let maxHidden = 1000
 
     func setDelivery(_ c: Connection, _ group: GroupRecord, user: UUID, _ delivery: String) throws {
-        guard group.kind == "group" else { throw StoriesError.journal("A journal has no newsletter to deliver.") }
+        guard group.kind == .group else { throw StoriesError.journal("A journal has no newsletter to deliver.") }
         guard try storage.setNewsletterDelivery(c, group: group.id, user: user, delivery) else { throw StoriesError.notFound }
     }
 

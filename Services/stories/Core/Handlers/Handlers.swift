@@ -26,12 +26,12 @@ struct StoriesHandlers: Sendable {
 
     func createGroup(_ context: Context<Caller>, _ body: CreateGroupBody, _ c: Connection) throws -> Response {
         if let image = body.imageMediaId { try media.requireOwned([image], by: context.caller.userId, field: "imageMediaId", on: c) }
-        let group = try groups.create(c, kind: "group", name: body.name, image: body.imageMediaId, creator: context.caller.userId)
+        let group = try groups.create(c, kind: .group, name: body.name, image: body.imageMediaId, creator: context.caller.userId)
         return .json(GroupView(group, members: try storage.members(c, of: group.id), media: media), status: 201)
     }
 
     func createJournal(_ context: Context<Caller>, _ body: CreateJournalBody, _ c: Connection) throws -> Response {
-        let journal = try groups.create(c, kind: "journal", name: body.name, image: nil, creator: context.caller.userId)
+        let journal = try groups.create(c, kind: .journal, name: body.name, image: nil, creator: context.caller.userId)
         return .json(GroupView(journal, members: try storage.members(c, of: journal.id), media: media), status: 201)
     }
 

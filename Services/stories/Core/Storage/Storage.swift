@@ -6,7 +6,7 @@ import Postgres
 /// A group or journal row, with the reader's role when read for a member.
 struct GroupRecord: PostgresRecord {
     let id: UUID
-    let kind: String
+    let kind: GroupKind
     var name: String
     var imageMediaId: UUID?
     var inviteCode: String?
@@ -140,7 +140,7 @@ struct StoriesStorage {
     // MARK: Groups
 
     /// Creates a group or journal with its creator as administrator.
-    func createGroup(_ c: Connection, kind: String, name: String, image: UUID?, inviteCode: String?, creator: UUID,
+    func createGroup(_ c: Connection, kind: GroupKind, name: String, image: UUID?, inviteCode: String?, creator: UUID,
                      defaultJournal: Bool = false) throws -> GroupRecord? {
         let id = UUID.v7()
         let inserted = try c.execute("""
