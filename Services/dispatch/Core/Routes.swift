@@ -36,10 +36,10 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
         parcels.add("GET", "/parcels/{id}", "A parcel with its history and the courier's position",
                     answers: (200, ParcelView.shape), h.getParcel)
         parcels.add("POST", "/parcels/{id}/accept", "The offered courier takes the parcel", answers: (200, ParcelView.shape),
-                    idempotent: true, h.accept)
+                    idempotent: h.idempotency, h.accept)
         parcels.add("POST", "/parcels/{id}/decline", "The offered courier refuses it", answers: (200, ParcelView.shape),
-                    idempotent: true, h.decline)
-        parcels.add("POST", "/parcels/{id}/pickup", "The courier has it", answers: (200, ParcelView.shape), idempotent: true, h.pickup)
+                    idempotent: h.idempotency, h.decline)
+        parcels.add("POST", "/parcels/{id}/pickup", "The courier has it", answers: (200, ParcelView.shape), idempotent: h.idempotency, h.pickup)
         parcels.add("POST", "/parcel-claims", "Become the recipient of a parcel by the claim code its sender passed on",
                     body: ClaimBody.self, answers: (200, ParcelView.shape), h.claim)
         parcels.add("POST", "/parcels/{id}/deliver",
@@ -50,7 +50,7 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
         parcels.add("POST", "/parcels/{id}/confirm", "The recipient confirms receipt, with a photo", body: PhotoBody.self,
                     answers: (200, ParcelView.shape), idempotent: h.idempotency, h.confirm)
         parcels.add("POST", "/parcels/{id}/cancel", "The sender cancels before pickup", answers: (200, ParcelView.shape),
-                    idempotent: true, h.cancel)
+                    idempotent: h.idempotency, h.cancel)
     }
     r.group("/v1/parcels", .stream(auth, tickets: tickets)) { streams in
         streams.add("GET", "/{id}/events", "Server-Sent Events: a snapshot, then every transition and courier position",

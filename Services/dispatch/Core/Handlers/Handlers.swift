@@ -185,10 +185,10 @@ struct DispatchHandlers: Sendable {
 
     // MARK: Actions
 
-    func accept(_ context: Context<Caller>) throws -> Response { try act(context, .accept) }
-    func decline(_ context: Context<Caller>) throws -> Response { try act(context, .decline) }
-    func pickup(_ context: Context<Caller>) throws -> Response { try act(context, .pickup) }
-    func cancel(_ context: Context<Caller>) throws -> Response { try act(context, .cancel) }
+    func accept(_ context: Context<Caller>, _ c: Connection) throws -> Response { try act(context, .accept, c) }
+    func decline(_ context: Context<Caller>, _ c: Connection) throws -> Response { try act(context, .decline, c) }
+    func pickup(_ context: Context<Caller>, _ c: Connection) throws -> Response { try act(context, .pickup, c) }
+    func cancel(_ context: Context<Caller>, _ c: Connection) throws -> Response { try act(context, .cancel, c) }
 
     /// Delivered with a photo, or with the recipient's PIN too, received; a parcel its recipient collects at a centre
     /// is left there. A cash parcel's price is taken at the door (at a centre, when collected).
@@ -235,6 +235,12 @@ struct DispatchHandlers: Sendable {
         }
     }
 
+    /// The caller's `action` in the transaction `c` their route's `Idempotency` opened.
+    private func act(_ context: Context<Caller>, _ action: ParcelAction, _ c: Connection) throws -> Response {
+        if action == .decline || action == .cancel { c.afterCommit { [matcher] in matcher.wake() } }
+        return try perform(c, try context.parameters.require("id", as: UUID.self), by: context.caller.userId, action, nil)
+    }
+
     private func act(_ context: Context<Caller>, _ action: ParcelAction, cashCollected: Int? = nil,
                      _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
         try perform(context.request, try context.parameters.require("id", as: UUID.self), by: context.caller.userId, action,
@@ -245,11 +251,9 @@ struct DispatchHandlers: Sendable {
     /// matcher looks again when a parcel may need another courier. `by` scopes the key too.
     func perform(_ request: Request, _ id: UUID, by user: UUID, _ action: ParcelAction, cashCollected: Int? = nil,
                  _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
-        let response = try idempotency.run(request, caller: user.lowercased) { c in
+        try idempotency.run(request, caller: user.lowercased) { c in
             try perform(c, id, by: user, action, cashCollected: cashCollected, change)
         }
-        if action == .decline || action == .cancel { matcher.wake() }
-        return response
     }
 
     /// One party's action in the transaction `c`, answered with the parcel as they see it.
