@@ -129,6 +129,24 @@ enum PaymentError: DomainError, Equatable {
     }
 }
 
+/// Calls to a payment provider that are made outside any transaction: what is due is leased in one (for the longest a
+/// call may take, so that two callers never ask at once), asked, and what the provider said written down in another.
+enum ProviderCalls {
+    /// Leases what is due, asks each (`ask` returns how to write down its answer, nil for nothing to ask): the number
+    /// leased.
+    static func run<Due>(_ pool: Pool, lease: (Connection) throws -> [Due], ask: (Due) -> ((Connection) throws -> Void)?) throws -> Int {
+        let leased = try pool.withTransaction { try lease($0) }
+        for due in leased {
+            guard let settle = ask(due) else { continue }
+            try pool.withTransaction { try settle($0) }
+        }
+        return leased.count
+    }
+
+    /// How long to wait before asking again a call the provider did not answer: 2, 4, 8 ... seconds, at most five minutes.
+    static func backoff(attempts: Int) -> TimeInterval { min(300, pow(2, Double(min(attempts, 9)))) }
+}
+
 /// Makes the provider calls payments wait for, and writes down what the provider said: a card authorised lets its
 /// parcel be offered, a declined one calls it off; a capture or release is recorded once. A call without an answer
 /// is asked again later under the same idempotency key, so the provider acts once however often it is asked
@@ -156,17 +174,15 @@ struct PaymentSettler: Sendable {
     @discardableResult
     func run(only: UUID? = nil, limit: Int = 20) throws -> Int {
         if only == nil { _ = try pool.withTransaction { try rules.plans.openRenewals($0, storage: parcels.storage, currency: currency) } }
-        let leased = try pool.withTransaction { try parcels.storage.leaseDuePayments($0, only: only, limit: limit, lease: lease) }
-        for payment in leased {
-            guard let call = payment.due else { continue }
+        return try ProviderCalls.run(pool, lease: { try parcels.storage.leaseDuePayments($0, only: only, limit: limit, lease: lease) }) { payment in
+            guard let call = payment.due else { return nil }
             let outcome = ask(call, payment)
             if case .unknown(let why) = outcome {
                 logger.warn("the payment provider gave no answer; asking again later",
                             ["payment": .string(payment.id.lowercased), "call": .string(call.rawValue), "reason": .string(why)])
             }
-            try pool.withTransaction { try settle($0, payment.id, call, outcome) }
+            return { try settle($0, payment.id, call, outcome) }
         }
-        return leased.count
     }
 
     private func ask(_ call: PaymentCall, _ p: PaymentRecord) -> ProviderOutcome {
@@ -218,8 +234,7 @@ struct PaymentSettler: Sendable {
         guard var p = try parcels.storage.payment(c, id: id, lock: true), p.due == call else { return }
         switch outcome {
         case .unknown:
-            // Backs off: 2, 4, 8 ... seconds, at most five minutes.
-            try parcels.storage.savePayment(c, p, dueIn: min(300, pow(2, Double(min(p.attempts, 9)))))
+            try parcels.storage.savePayment(c, p, dueIn: ProviderCalls.backoff(attempts: p.attempts))
         case .needsAction(let intent, let secret):
             try awaitHolder(c, p, call, intent: intent, clientSecret: secret)
         case .done(let intent, _):

@@ -146,8 +146,7 @@ struct RefundSettler: Sendable {
     /// Makes the due calls (or refund `only`'s, if it is pending and nobody else is asking): the number made.
     @discardableResult
     func run(only: UUID? = nil, limit: Int = 20) throws -> Int {
-        let leased = try pool.withTransaction { try refunds.storage.leaseDueRefunds($0, only: only, limit: limit, lease: lease) }
-        for (refund, intent) in leased {
+        try ProviderCalls.run(pool, lease: { try refunds.storage.leaseDueRefunds($0, only: only, limit: limit, lease: lease) }) { refund, intent in
             let outcome = provider.refund(intent: intent, amountMinor: refund.amountMinor,
                                           metadata: ["refund_id": refund.id.lowercased, "parcel_id": refund.parcelId.lowercased,
                                                      "reason": refund.reason],
@@ -156,9 +155,8 @@ struct RefundSettler: Sendable {
                 logger.warn("the payment provider gave no answer to a refund; asking again later",
                             ["refund": .string(refund.id.lowercased), "reason": .string(why)])
             }
-            try pool.withTransaction { try settle($0, refund.id, outcome) }
+            return { try settle($0, refund.id, outcome) }
         }
-        return leased.count
     }
 
     /// Writes down what the provider said about refund `id`, unless it was settled meanwhile.
@@ -166,9 +164,8 @@ struct RefundSettler: Sendable {
         guard let refund = try refunds.storage.refund(c, id, lock: true), refund.status == .pending else { return }
         switch outcome {
         case .unknown, .needsAction:
-            // Backs off: 2, 4, 8 ... seconds, at most five minutes. (A refund never waits for the card's holder; an
-            // answer that says it does is taken as no answer yet.)
-            try refunds.storage.retryRefund(c, id, in: min(300, pow(2, Double(min(refund.attempts, 9)))))
+            // (A refund never waits for the card's holder: an answer that says it does is taken as no answer yet.)
+            try refunds.storage.retryRefund(c, id, in: ProviderCalls.backoff(attempts: refund.attempts))
         case .done(let providerRefund, _):
             _ = try refunds.finish(c, refund, providerRefund: providerRefund)
         case .refused(let code, let message):
