@@ -235,7 +235,8 @@ struct DispatchHandlers: Sendable {
         }
     }
 
-    /// The caller's `action` in the transaction `c` their route's `Idempotency` opened.
+    /// The caller's `action` in the transaction `c` their route's `Idempotency` opened; the matcher looks again once
+    /// it committed when the parcel may need another courier.
     private func act(_ context: Context<Caller>, _ action: ParcelAction, _ c: Connection) throws -> Response {
         if action == .decline || action == .cancel { c.afterCommit { [matcher] in matcher.wake() } }
         return try perform(c, try context.parameters.require("id", as: UUID.self), by: context.caller.userId, action, nil)
@@ -247,8 +248,8 @@ struct DispatchHandlers: Sendable {
                     cashCollected: cashCollected, change)
     }
 
-    /// One party's action, in a transaction (sent again with its `Idempotency-Key`, answered as the first time); the
-    /// matcher looks again when a parcel may need another courier. `by` scopes the key too.
+    /// One party's action, in a transaction (sent again with its `Idempotency-Key`, answered as the first time); `by`
+    /// scopes the key too.
     func perform(_ request: Request, _ id: UUID, by user: UUID, _ action: ParcelAction, cashCollected: Int? = nil,
                  _ change: ((Connection, inout ParcelRecord) throws -> Void)? = nil) throws -> Response {
         try idempotency.run(request, caller: user.lowercased) { c in

@@ -111,8 +111,8 @@ final class ParcelTracking: Sendable {
 }
 
 /// One stream of one parcel: its snapshot, then its transitions and its courier's positions. The stream ends after a
-/// final status, and for a courier when the parcel is no longer theirs (an offer declined or expired); a sender or
-/// recipient (`isParty`) keeps it to the end.
+/// final status, and for a courier when the parcel is no longer theirs (an offer declined or expired, a parcel
+/// withdrawn); a sender or recipient (`isParty`) keeps it to the end.
 final class ParcelWatch: Sendable {
     private struct Viewer { let id: String; let isParty: Bool }
     /// Who watches, once opened; the events that arrived before.

@@ -155,7 +155,7 @@ extension DispatchStorage {
             """)
     }
 
-    /// The parcels offered to `courier` now (one at most).
+    /// The parcels offered or assigned to `courier` that they have not picked up.
     func notPickedUp(_ c: Connection, by courier: UUID) throws -> [UUID] {
         try c.rows("""
             SELECT id FROM dispatch.parcels
