@@ -42,6 +42,23 @@ final class ParcelLifecycleTests: XCTestCase {
 }
 
 final class TariffTests: XCTestCase {
+    /// A receipt's parts of a price, as each combination of service, insurance and a plan's benefits makes it.
+    func testAPricesPartsAddUpToItWhateverMadeIt() {
+        let t = Tariff()  // 300 + 80 a km, express 1.5×, insurance 150
+        let standard = t.priceMinor(meters: 3_217, service: .standard, insured: false)
+        XCTAssertEqual(t.parts(of: standard, meters: 3_217, service: .standard, insured: false),
+                       [ReceiptLine(description: "Base fare", amountMinor: 300), ReceiptLine(description: "Distance, 3.2 km", amountMinor: 258)])
+        let express = t.priceMinor(meters: 3_217, service: .express, insured: true)
+        XCTAssertEqual(t.parts(of: express, meters: 3_217, service: .express, insured: true)?.map(\.amountMinor), [300, 258, 279, 150])
+        XCTAssertEqual(t.parts(of: express, meters: 3_217, service: .express, insured: true)?.reduce(0) { $0 + $1.amountMinor }, express)
+        let withPlan = t.priceMinor(meters: 3_217, service: .express, insured: true, benefits: PlanBenefit.allCases)
+        XCTAssertEqual(t.parts(of: withPlan, meters: 3_217, service: .express, insured: true),
+                       [ReceiptLine(description: "Base fare", amountMinor: 300), ReceiptLine(description: "Distance, 3.2 km", amountMinor: 258),
+                        ReceiptLine(description: "Express, at the standard price with the plan", amountMinor: 0),
+                        ReceiptLine(description: "Insurance, included in the plan", amountMinor: 0)])
+        XCTAssertNil(t.parts(of: standard + 1, meters: 3_217, service: .standard, insured: false), "a price the tariff did not make")
+    }
+
     func testPricesGrowWithDistanceServiceAndInsurance() {
         let t = Tariff()
         let standard = t.quote(meters: 10_000, service: .standard, insured: false)

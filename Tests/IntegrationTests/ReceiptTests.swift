@@ -37,7 +37,8 @@ final class ReceiptTests: PaidDispatchTestCase {
         XCTAssertEqual([receipt["taxMinor"], receipt["netMinor"], receipt["taxRateBasisPoints"]] as? [Int], [tax, price - tax, 1900])
         let lines = receipt["lines"] as? [[String: Any]] ?? []
         XCTAssertEqual(lines.compactMap { $0["amountMinor"] as? Int }.reduce(0, +), price, "the lines add up to what was paid")
-        XCTAssertTrue((lines.first?["description"] as? String ?? "").hasPrefix("Delivery, express"), "\(lines)")
+        XCTAssertEqual(lines.compactMap { $0["description"] as? String }.map { $0.hasPrefix("Distance, ") ? "Distance" : $0 },
+                       ["Base fare", "Distance", "Express"], "the price's parts, by the tariff it was booked with")
 
         let one = try api.get("/v1/receipts/R\(year)-000001", token: sender.token)
         XCTAssertEqual(one.status, 200)
@@ -116,7 +117,7 @@ final class ReceiptTests: PaidDispatchTestCase {
         func money(_ minor: Int) -> String { "\(minor / 100).\(String(format: "%02d", minor % 100)) EUR" }
         let body = receipt["text"] as? String ?? ""
         XCTAssertTrue(body.contains("Receipt R\(year)-000001"), body)
-        XCTAssertTrue(body.contains("Delivery, standard, insured, "), body)
+        XCTAssertTrue(body.contains("Base fare: 3.00 EUR") && body.contains("Insurance: 1.50 EUR"), body)
         XCTAssertTrue(body.contains("Net: \(money(price - tax))"), body)
         XCTAssertTrue(body.contains("Tax (19 %): \(money(tax))"), body)
         XCTAssertTrue(body.contains("Total paid: \(money(price)), tax included."), body)

@@ -30,17 +30,18 @@ struct Receipts: Sendable {
                        subject: r.payerId.lowercased, on: c)
     }
 
-    /// What was paid for, adding up to the amount: a parcel's delivery less the loyalty points spent on it, a top-up,
-    /// a plan's month.
+    /// What was paid for, adding up to the amount: a parcel's delivery in its tariff's parts (one line when the tariff
+    /// does not explain its price) less the loyalty points spent on it, a top-up, a plan's month.
     private func lines(_ c: Connection, _ p: PaymentRecord, storage: DispatchStorage) throws -> [ReceiptLine] {
         switch p.purpose {
         case .parcel:
             guard let parcel = try p.parcelId.flatMap({ try storage.parcel(c, $0) }) else {
                 return [ReceiptLine(description: "Delivery", amountMinor: p.amountMinor)]
             }
-            let km = String(format: "%.1f", Double(parcel.quote.distanceMeters) / 1000)
-            var lines = [ReceiptLine(description: "Delivery, \(parcel.service.rawValue)\(parcel.insured ? ", insured" : ""), \(km) km",
-                                     amountMinor: p.amountMinor + parcel.pointsSpent)]
+            let price = p.amountMinor + parcel.pointsSpent, km = String(format: "%.1f", Double(parcel.quote.distanceMeters) / 1000)
+            let tariff = try storage.tariff(c, ofParcel: parcel.id) ?? Tariff()
+            var lines = tariff.parts(of: price, meters: parcel.quote.distanceMeters, service: parcel.service, insured: parcel.insured)
+                ?? [ReceiptLine(description: "Delivery, \(parcel.service.rawValue)\(parcel.insured ? ", insured" : ""), \(km) km", amountMinor: price)]
             if parcel.pointsSpent > 0 { lines.append(ReceiptLine(description: "Loyalty points", amountMinor: -parcel.pointsSpent)) }
             return lines
         case .topUp:

@@ -46,6 +46,31 @@ public struct Tariff: Sendable, Equatable {
         return insured && !benefits.contains(.insuranceIncluded) ? amount + insuranceMinor : amount
     }
 
+    /// The parts of `priceMinor`'s price, adding up to it: the base fare, the distance, express's supplement, insurance
+    /// (a part a plan's benefit made free shows at 0). Nil when no set of benefits gives `amountMinor` (a price this
+    /// tariff did not make).
+    public func parts(of amountMinor: Int, meters: Int, service: ParcelService, insured: Bool) -> [ReceiptLine]? {
+        let km = String(format: "%.1f", Double(meters) / 1000)
+        let standard = (baseMinor * 1_000 + max(0, meters) * perKmMinor + 999) / 1_000
+        for benefits in [[], [PlanBenefit.expressAtStandardPrice], [.insuranceIncluded], [.expressAtStandardPrice, .insuranceIncluded]]
+        where priceMinor(meters: meters, service: service, insured: insured, benefits: benefits) == amountMinor {
+            var lines = [ReceiptLine(description: "Base fare", amountMinor: baseMinor),
+                         ReceiptLine(description: "Distance, \(km) km", amountMinor: standard - baseMinor)]
+            if service == .express {
+                let express = priceMinor(meters: meters, service: service, insured: false, benefits: benefits) - standard
+                let free = benefits.contains(.expressAtStandardPrice)
+                lines.append(ReceiptLine(description: free ? "Express, at the standard price with the plan" : "Express", amountMinor: express))
+            }
+            if insured {
+                let included = benefits.contains(.insuranceIncluded)
+                lines.append(ReceiptLine(description: included ? "Insurance, included in the plan" : "Insurance",
+                                         amountMinor: included ? 0 : insuranceMinor))
+            }
+            return lines
+        }
+        return nil
+    }
+
     /// The quote for `meters` of great-circle distance; `plan`: the sender's plan, whose benefits apply.
     public func quote(meters: Double, service: ParcelService, insured: Bool, plan: (id: String, benefits: [PlanBenefit])? = nil) -> Quote {
         let distance = Int(max(0, meters).rounded())

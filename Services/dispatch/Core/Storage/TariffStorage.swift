@@ -29,6 +29,13 @@ extension DispatchStorage {
 
     func tariffs(_ c: Connection) throws -> [Tariff] { try tariffRecords(c).map(\.tariff) }
 
+    /// The tariff parcel `id` was priced by (nil for one booked before tariffs were data: the default's).
+    func tariff(_ c: Connection, ofParcel id: UUID) throws -> Tariff? {
+        try c.one(TariffRecord.self, """
+            SELECT \(TariffRecord.columns) FROM dispatch.tariffs WHERE id = (SELECT tariff_id FROM dispatch.parcels WHERE id = \(id))
+            """)?.tariff
+    }
+
     /// Saves a tariff effective from `tariff.effectiveFrom`, which must not be before now (the database's clock).
     func insertTariff(_ c: Connection, _ tariff: Tariff, by who: String) throws -> TariffRecord {
         let saved = try c.one(TariffRecord.self, """
