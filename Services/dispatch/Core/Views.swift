@@ -111,7 +111,7 @@ struct ParcelView: View {
     /// and the recipient once they accepted.
     let sealed: Bool
     /// How far the offered courier is from the pickup, when their position is known: up to the next 100 m, so that
-    /// a courier who moves and reads the offer again cannot work out the address from exact distances.
+    /// a courier who moves and reads the offer again learns no more of the address than about where it is.
     let distanceToPickupMeters: Int?
     /// What the courier (or the courier offered it) earns for delivering it: their share of its price.
     let courierEarningsMinor: Int?

@@ -121,12 +121,14 @@ struct Vetting: Sendable {
     /// withdraws the parcels assigned to them that they have not picked up.
     func decide(_ c: Connection, _ courier: UUID, _ decision: CourierVettingDecision, reason: String?, operatorName: String)
         throws -> (application: ApplicationRecord, courier: CourierRecord) {
+        // A suspension takes back what the courier has not picked up first: a parcel's lock before the courier's, as
+        // every step of a parcel takes them (a refused decision rolls it back).
+        if decision == .suspended { try parcels.release(c, from: courier) }
         guard let current = try storage.application(c, courier, lock: true) else { throw VettingError.notFound }
         let (from, to) = Self.transition(decision)
         guard from.contains(current.status) else { throw VettingError.notNow(current.status, decision) }
         if [.rejected, .suspended].contains(decision), (reason ?? "").isEmpty { throw VettingError.reasonMissing }
         let (record, at) = try storage.decide(c, courier, to: to, decision, reason: reason, operatorName: operatorName)
-        if decision == .suspended { try parcels.release(c, from: courier) }
         try outbox.add(CourierVetted(courierId: courier, decision: decision, reason: reason, operatorName: operatorName, at: at),
                        subject: courier.lowercased, on: c)
         return (try storage.application(c, courier)!, record)

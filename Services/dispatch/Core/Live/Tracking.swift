@@ -20,11 +20,8 @@ final class ParcelTracking: Sendable {
         }
         private let state = Mutex(State())
 
-        func watch(_ parcel: String, courier: String?) {
-            state.withLock { s in
-                s.watchers[parcel, default: 0] += 1
-                if let courier { Self.assign(&s, parcel, courier) }
-            }
+        func watch(_ parcel: String) {
+            state.withLock { $0.watchers[parcel, default: 0] += 1 }
         }
 
         func unwatch(_ parcel: String) {
@@ -36,9 +33,16 @@ final class ParcelTracking: Sendable {
             }
         }
 
-        /// A transition named the parcel's courier: remembered only while someone here watches the parcel.
-        func carried(_ parcel: String, by courier: String) {
-            state.withLock { s in if s.watchers[parcel] != nil { Self.assign(&s, parcel, courier) } }
+        /// Who carries the parcel now (or is offered it; nil: nobody), remembered only while someone here watches it.
+        func carried(_ parcel: String, by courier: String?) {
+            state.withLock { s in
+                guard s.watchers[parcel] != nil else { return }
+                if let courier {
+                    Self.assign(&s, parcel, courier)
+                } else if let old = s.courierOf.removeValue(forKey: parcel) {
+                    Self.drop(&s, parcel, from: old)
+                }
+            }
         }
 
         func parcels(of courier: String) -> [String] { state.withLock { Array($0.parcelsOf[courier] ?? []) } }
@@ -71,7 +75,8 @@ final class ParcelTracking: Sendable {
             case ParcelStatusChanged.type:
                 guard let change = try? event.decode(ParcelStatusChanged.self) else { return nil }
                 let parcel = change.parcelId.lowercased
-                if let courier = change.courierId { carriers.carried(parcel, by: courier.lowercased) }
+                // Back to waiting (declined, expired, withdrawn), the event names the courier who no longer has it.
+                carriers.carried(parcel, by: change.to == .awaitingCourier ? nil : change.courierId?.lowercased)
                 return .init(keys: [parcel, Self.fleetKey], event: "status")
             case CourierLocation.type:
                 guard let fix = try? event.decode(CourierLocation.self) else { return nil }
@@ -101,10 +106,9 @@ final class ParcelTracking: Sendable {
     /// Starts following a parcel for `stream`: what the feed brings from now on is held until the watch is opened
     /// with the snapshot, so that the snapshot comes first and nothing committed after the parcel was read is missed.
     func watch(parcel: String, stream: EventStream) -> ParcelWatch {
-        let watch = ParcelWatch(stream: stream, send: feed.send) { [carriers] courier in
-            carriers.watch(parcel, courier: courier)
-            stream.onClose { carriers.unwatch(parcel) }
-        }
+        carriers.watch(parcel)
+        stream.onClose { [carriers] in carriers.unwatch(parcel) }
+        let watch = ParcelWatch(stream: stream, send: feed.send) { [carriers] courier in carriers.carried(parcel, by: courier) }
         feed.watch(parcel, until: stream, deliver: watch.deliver)
         return watch
     }
@@ -119,26 +123,30 @@ final class ParcelWatch: Sendable {
     private let state = Mutex<(viewer: Viewer?, held: [LiveFeed.Item])>((nil, []))
     private let stream: EventStream
     private let send: @Sendable (LiveFeed.Item, EventStream) -> Bool
-    private let opened: @Sendable (_ courier: String?) -> Void
+    private let follow: @Sendable (_ courier: String?) -> Void
 
-    /// `send`: the feed's (false when the stream did not keep up); `opened`: follows the positions of the courier.
+    /// `send`: the feed's (false when the stream did not keep up); `follow`: whose positions go to the parcel's streams.
     init(stream: EventStream, send: @escaping @Sendable (LiveFeed.Item, EventStream) -> Bool,
-         opened: @escaping @Sendable (_ courier: String?) -> Void) {
-        self.stream = stream; self.send = send; self.opened = opened
+         follow: @escaping @Sendable (_ courier: String?) -> Void) {
+        self.stream = stream; self.send = send; self.follow = follow
     }
 
-    /// Sends `snapshot` (the parcel as read after the watch began, at `status`), then what arrived meanwhile that it
-    /// does not show already, and goes live. `courier`: the one carrying the parcel or offered it.
-    func open(snapshot: String, status: ParcelStatus, courier: String?, viewer: String, isParty: Bool) {
-        opened(courier)
+    /// Sends `snapshot` (the parcel as read after the watch began: at `status`, its last transition at `shownThrough`),
+    /// then what arrived meanwhile that it does not show already, and goes live. `courier`: the one carrying the parcel
+    /// or offered it, followed unless a transition that arrived meanwhile named one (the feed follows those itself).
+    func open(snapshot: String, status: ParcelStatus, shownThrough: Date?, courier: String?, viewer: String, isParty: Bool) {
         state.withLock { s in
+            if !s.held.contains(where: { $0.event == "status" }) { follow(courier) }
             stream.send(event: "snapshot", data: snapshot)
             if ParcelLifecycle.isFinal(status) { return stream.end(reason: "final_state") }
             let viewer = Viewer(id: viewer, isParty: isParty)
             s.viewer = viewer
-            // Held transitions up to the one that led to the snapshot's status are in it already.
-            let shown = s.held.lastIndex { Self.change($0)?.to == status }.map { $0 + 1 } ?? 0
-            for item in s.held[shown...] { forward(item, to: viewer) }
+            // A transition's event and its history row have the same time (the event's to the millisecond).
+            let shownMs = shownThrough.map { ($0.timeIntervalSince1970 * 1000).rounded(.down) } ?? -.infinity
+            for item in s.held {
+                if let change = Self.change(item), (change.at.timeIntervalSince1970 * 1000).rounded(.down) <= shownMs { continue }
+                forward(item, to: viewer)
+            }
             s.held = []
         }
     }
@@ -172,11 +180,11 @@ extension DispatchHandlers {
         let id = try context.parameters.require("id", as: UUID.self), caller = context.caller
         let stream = EventStream()
         let watch = tracking.watch(parcel: id.lowercased, stream: stream)
-        let parcel: ParcelRecord
+        let parcel: ParcelRecord, shownThrough: Date?
         do {
-            parcel = try pool.withConnection { c in
+            (parcel, shownThrough) = try pool.withConnection { c in
                 guard let p = try storage.parcel(c, id), p.involves(caller.userId) else { throw ParcelError.notFound }
-                return p
+                return (p, try storage.lastTransition(c, id))
             }
         } catch {
             stream.discard()
@@ -184,8 +192,8 @@ extension DispatchHandlers {
         }
         let snapshot = String(decoding: JSON.encode(ParcelView(parcel, for: caller.userId, at: whereIs(caller.userId), earnings: earnings, media: media)), as: UTF8.self)
         // The courier carrying it, or the one it is offered to (whose accept may come before its event reaches the
-        // feed): their positions go to this stream; a decline's or expiry's event names the next one.
-        watch.open(snapshot: snapshot, status: parcel.status, courier: (parcel.courierId ?? parcel.offeredTo)?.lowercased,
+        // feed): their positions go to this stream until a transition names another, or nobody.
+        watch.open(snapshot: snapshot, status: parcel.status, shownThrough: shownThrough, courier: (parcel.courierId ?? parcel.offeredTo)?.lowercased,
                    viewer: caller.userId.lowercased, isParty: caller.userId == parcel.senderId || caller.userId == parcel.recipientUserId)
         return .eventStream(stream)
     }

@@ -164,6 +164,11 @@ extension DispatchStorage {
         return try c.one(ParcelRecord.self, "SELECT \(ParcelRecord.columns)\(meta) FROM dispatch.parcels WHERE id = \(id)\(unescaped: suffix)")
     }
 
+    /// When parcel `id` last moved (its latest history entry's time, which its event carries too).
+    func lastTransition(_ c: Connection, _ id: UUID) throws -> Date? {
+        try c.first("SELECT max(at) AS at FROM dispatch.parcel_history WHERE parcel_id = \(id)")?.decode("at")
+    }
+
     func save(_ c: Connection, _ p: ParcelRecord) throws {
         try c.execute(Self.update(p))
     }

@@ -155,12 +155,13 @@ extension DispatchStorage {
             """)
     }
 
-    /// The parcels offered or assigned to `courier` that they have not picked up.
+    /// The parcels offered or assigned to `courier` that they have not picked up, locked (all of them before the
+    /// courier's row, as every parcel's step locks its parcel before its courier).
     func notPickedUp(_ c: Connection, by courier: UUID) throws -> [UUID] {
         try c.rows("""
             SELECT id FROM dispatch.parcels
             WHERE (offered_to = \(courier) AND status = 'offered') OR (courier_id = \(courier) AND status = 'assigned')
-            ORDER BY id
+            ORDER BY id FOR UPDATE
             """).map { try $0["id"] }
     }
 
