@@ -33,6 +33,37 @@ final class NotifyTests: XCTestCase {
         mail = nil
     }
 
+    /// notify tells the person whose plan's renewal their bank wants them to confirm (`payment.action_required`): in
+    /// the app's list, with the link to the plan where the app completes it.
+    func testARenewalThatNeedsItsHolderBecomesANoticeWithALinkToThePlan() throws {
+        let me = try accounts.signup("ana" + UUID().uuidString.prefix(8).lowercased(), password: "correct horse battery")
+        let payment = UUID(), subscription = UUID(), by = Date().addingTimeInterval(86_400)
+        let event = PaymentActionRequired(paymentId: payment, userId: me.userId.uuid, subscriptionId: subscription, amountMinor: 900,
+                                          currency: "EUR", authenticateBy: by, at: Date())
+        let id = UUID().uuidString.lowercased()
+        try EventProbe.publish(event, subject: me.userId, source: "dispatch", id: id)
+        try EventProbe.publish(event, subject: me.userId, source: "dispatch", id: id)  // delivered twice: told once
+        let api = APIClient(port: notify.port)
+        var items: [[String: Any]] = []
+        XCTAssertTrue(TestEnvironment.waitUntil(timeout: 20) {
+            items = ((try? api.get("/v1/notifications", token: me.accessToken))?.json["items"] as? [[String: Any]] ?? [])
+                .filter { $0["kind"] as? String == "payment_action" }
+            return !items.isEmpty
+        }, "\(items)")
+        let notice = try XCTUnwrap(items.first { $0["channel"] as? String == "app" }, "\(items)")
+        XCTAssertEqual(notice["subject"] as? String, "Confirm your plan's renewal")
+        XCTAssertEqual(notice["url"] as? String, "/plans/subscription", "where the app completes it")
+        XCTAssertEqual(notice["address"] as? String, "mesajem", "Mesajem's")
+        // A stale one says nothing: a payment already given up is not worth a notice.
+        try EventProbe.publish(PaymentActionRequired(paymentId: UUID(), userId: me.userId.uuid, subscriptionId: nil, amountMinor: 900,
+                                                     currency: "EUR", authenticateBy: Date().addingTimeInterval(-60), at: Date()),
+                               subject: me.userId, source: "dispatch")
+        Thread.sleep(forTimeInterval: 1)
+        XCTAssertEqual(((try api.get("/v1/notifications", token: me.accessToken))["items"] as? [[String: Any]] ?? [])
+            .filter { $0["kind"] as? String == "payment_action" && $0["channel"] as? String == "app" }.count, 1,
+                       "once for the event delivered twice, never for the stale one")
+    }
+
     /// The mails that reached `name`'s address (the run's broker also holds other tests' requests, which a notify
     /// reading its topics from the start delivers too), once there are `count`.
     func mails(to name: String, count: Int) throws -> [[String: Any]] {
