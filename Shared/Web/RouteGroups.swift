@@ -59,9 +59,21 @@ extension Access where Who == Void {
     }
 
     /// A trusted caller holding `credential` (the operator token, the service token); 401 without it.
-    public static func trusted(_ credential: SharedSecret) -> Access<Void> {
-        Access(security: [credential.scheme], checkHead: Router.headCheck(credential.check), authenticate: credential.check,
-               answered: { _, _ in }, scope: { _ in credential.scheme })
+    public static func trusted(_ credential: SharedSecret) -> Access<Void> { trusted(anyOf: [credential]) }
+
+    /// A trusted caller holding any of `credentials` that are set (a fleet gateway's token, or the operator's); 401
+    /// without one, 404 while none is set.
+    public static func trusted(anyOf credentials: [SharedSecret]) -> Access<Void> {
+        let set = credentials.filter(\.isEnabled)
+        let check: @Sendable (Request) throws -> Void = { request in
+            var refusal: any Error = HTTPError.notFound()
+            for credential in set {
+                do { return try credential.check(request) } catch { refusal = error }
+            }
+            throw refusal
+        }
+        return Access(security: set.isEmpty ? credentials.prefix(1).map(\.scheme) : set.map(\.scheme), checkHead: Router.headCheck(check),
+                      authenticate: check, answered: { _, _ in }, scope: { [scope = credentials.first?.scheme ?? "trusted"] _ in scope })
     }
 }
 

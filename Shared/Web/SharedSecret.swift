@@ -31,6 +31,11 @@ public struct SharedSecret: Sendable {
         try SharedSecret(environment, variable: "OPERATOR_TOKEN", scheme: "operator")
     }
 
+    /// `FLEET_TOKEN`: a fleet gateway's, which reaches its routes and nothing else an operator does.
+    public static func fleetToken(_ environment: Environment) throws -> SharedSecret {
+        try SharedSecret(environment, variable: "FLEET_TOKEN", scheme: "fleet")
+    }
+
     /// `SERVICE_TOKEN`.
     public static func serviceToken(_ environment: Environment) throws -> SharedSecret {
         try SharedSecret(environment, variable: "SERVICE_TOKEN", scheme: "service")

@@ -8,8 +8,9 @@ import XCTest
 /// and offers answered for seeded couriers, all behind the operator token.
 final class DispatchFleetTests: DispatchTestCase {
     let operatorToken = "op-" + UUID().uuidString + UUID().uuidString
+    let fleetToken = "fleet-" + UUID().uuidString + UUID().uuidString
     override var serviceSettings: [String: String] {
-        super.serviceSettings.merging(["OPERATOR_TOKEN": operatorToken, "FLEET_FEED": "on"]) { $1 }
+        super.serviceSettings.merging(["OPERATOR_TOKEN": operatorToken, "FLEET_TOKEN": fleetToken, "FLEET_FEED": "on"]) { $1 }
     }
 
     override func setUpWithError() throws {
@@ -35,17 +36,36 @@ final class DispatchFleetTests: DispatchTestCase {
     func testOperatorRoutesAreListedUnderTheOperatorScheme() throws {
         let doc = try api.get("/openapi.json").json
         let paths = doc["paths"] as? [String: [String: Any]] ?? [:]
-        for (method, path) in [("post", "/v1/operator/couriers"), ("post", "/v1/operator/locations"), ("get", "/v1/operator/offers"),
-                               ("post", "/v1/operator/parcels/{id}/accept")] {
+        for (method, path, schemes) in [("post", "/v1/operator/couriers", ["operator"]), ("post", "/v1/operator/locations", ["fleet", "operator"]),
+                                        ("get", "/v1/operator/offers", ["fleet", "operator"]), ("post", "/v1/operator/parcels/{id}/accept", ["fleet", "operator"]),
+                                        ("get", "/v1/operator/couriers/{userId}/identity-photo", ["operator"])] {
             let op = paths[path]?[method] as? [String: Any]
             XCTAssertNotNil(op, "\(method) \(path)")
-            XCTAssertEqual((op?["security"] as? [[String: Any]])?.first?.keys.first, "operator", "\(method) \(path)")
+            XCTAssertEqual((op?["security"] as? [[String: Any]])?.compactMap { $0.keys.first }, schemes, "\(method) \(path): either of them")
         }
         let user = (paths["/v1/parcels"]?["post"] as? [String: Any])?["security"] as? [[String: Any]]
         XCTAssertEqual(user?.first?.keys.first, "bearer")
         let schemes = (doc["components"] as? [String: Any])?["securitySchemes"] as? [String: Any] ?? [:]
-        XCTAssertEqual(Set(schemes.keys), ["bearer", "operator", "streamTicket", "signedURL"],
+        XCTAssertEqual(Set(schemes.keys), ["bearer", "operator", "fleet", "streamTicket", "signedURL"],
                        "the parcel's event stream also takes a stream ticket, its photos a signed URL")
+    }
+
+    /// A fleet gateway's token moves its couriers and reads the map, and reaches nothing else an operator does:
+    /// not the vetting, the identity photos, the money or the tariffs.
+    func testAFleetTokenReachesTheFleetsRoutesAndNoneOfTheOperators() throws {
+        let courier = UUID().uuidString.lowercased()
+        XCTAssertEqual(try seed([["id": courier, "vehicle": "bike", "capacity": 1, "lat": 44.427, "lon": 26.103]]).status, 200)
+        let fix: [String: Any] = ["fixes": [["courierId": courier, "lat": 44.428, "lon": 26.104, "at": Timestamp.format(Date())]]]
+        XCTAssertEqual(try api.post("/v1/operator/locations", fix, token: fleetToken)["applied"] as? Int, 1)
+        for token in [fleetToken, operatorToken] {
+            XCTAssertEqual(try api.get("/v1/operator/fleet", token: token).status, 200)
+            XCTAssertEqual(try api.get("/v1/operator/offers", token: token).status, 200)
+        }
+        for (method, path) in [("GET", "/v1/operator/couriers/applications"), ("GET", "/v1/operator/couriers/\(courier)/identity-photo"),
+                               ("POST", "/v1/operator/couriers/\(courier)/approve"), ("GET", "/v1/operator/payments/reconciliation"),
+                               ("GET", "/v1/operator/tariffs"), ("GET", "/v1/operator/payouts"), ("POST", "/v1/operator/couriers")] {
+            assertClientError(try api.send(method, path, json: method == "POST" ? ["operator": "Fleet"] : nil, token: fleetToken), 401, "\(method) \(path)")
+        }
     }
 
     func testOperatorRoutesNeedTheOperatorToken() throws {

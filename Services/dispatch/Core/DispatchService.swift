@@ -15,6 +15,8 @@ public enum DispatchService {
         let fleetFeed: Bool
         /// `OPERATOR_TOKEN`: enables the operator routes.
         let operatorCredential: SharedSecret
+        /// `FLEET_TOKEN`: a fleet gateway's, for its routes only (fixes, acceptances, the map); they take the operator's too.
+        let fleetCredential: SharedSecret
         /// `OFFER_TIMEOUT_SECONDS` (default 30): how long a courier has to answer an offer.
         let offerTimeout: Int
         /// `MATCH_MAX_METERS` (default 10,000): the farthest a courier may be from a pickup.
@@ -46,6 +48,7 @@ public enum DispatchService {
         init(_ environment: Environment) throws {
             fleetFeed = try environment.choice("FLEET_FEED", default: "on", ["on", "off"]) == "on"
             operatorCredential = try SharedSecret.operatorToken(environment)
+            fleetCredential = try SharedSecret.fleetToken(environment)
             offerTimeout = try environment.int("OFFER_TIMEOUT_SECONDS", default: 30, range: 1...3600)
             maxMeters = try environment.int("MATCH_MAX_METERS", default: 10_000, range: 100...1_000_000)
             tickMs = try environment.int("DISPATCH_TICK_MS", default: 500, range: 50...60_000)
@@ -151,7 +154,7 @@ public enum DispatchService {
             app.add(handlers.claims.cleanup(app.pool, logger: app.logger))
             if settings.fleetFeed { app.consume("fleet") { events in events.on([CourierLocation.self], handlers.fleetFix) } }
             return makeRoutes(handlers, app.makeTokenVerifier(), tickets: StreamTickets(pool: app.pool, schema: "dispatch"),
-                              fleet: settings.operatorCredential, services: app.config.serviceToken)
+                              operators: settings.operatorCredential, fleet: settings.fleetCredential, services: app.config.serviceToken)
         }
     }
 }

@@ -5,8 +5,10 @@ import Identity
 import Web
 
 /// The dispatch API: the table of routes, nothing else. Every route needs a bearer token: a user's, or on
-/// `/v1/operator/...` the operator's (the event stream takes a stream ticket too).
-func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: StreamTickets, fleet: SharedSecret, services: SharedSecret) -> Router {
+/// `/v1/operator/...` the operator's, or on a fleet gateway's routes its own or the operator's (the event stream
+/// takes a stream ticket too).
+func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: StreamTickets, operators: SharedSecret, fleet: SharedSecret,
+                services: SharedSecret) -> Router {
     var r = Router()
     r.group("/v1/couriers/me", .user(auth)) { couriers in
         couriers.add("POST", "", "Register (or update) the caller as a courier", body: RegisterCourierBody.self,
@@ -106,9 +108,25 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
         try h.storage.foldFixes(h.pool, wait: true)  // their last fix, however recent
         return try h.pool.withConnection { try h.storage.export($0, user, media: h.media) }
     }
-    // Without OPERATOR_TOKEN the operator routes do not exist: 404, and absent from /openapi.json.
-    if fleet.isEnabled {
-        r.group("/v1/operator", .trusted(fleet)) { op in
+    // Without their tokens these routes do not exist: 404, and absent from /openapi.json. A fleet gateway's take its own
+    // token or the operator's (whose console shows the map); the rest, the operator's alone.
+    if fleet.isEnabled || operators.isEnabled {
+        r.group("/v1/operator", .trusted(anyOf: [fleet, operators])) { gateway in
+            gateway.add("POST", "/locations", "Operator: up to 1,000 location fixes from a fleet gateway",
+                      body: FleetFixesBody.self, answers: (200, FixesAppliedView.shape), h.fleetLocations)
+            gateway.add("GET", "/fleet", "Operator: the map now, online couriers and parcels waiting for one (?limit= of each)",
+                      answers: (200, FleetView.shape), query: [.limit(max: 5000, default: 1000)], h.fleet)
+            gateway.add("GET", "/fleet/events",
+                      "Operator: Server-Sent Events, the map now (snapshot), then every courier position and parcel transition, live",
+                      answers: (200, nil), query: [.limit(max: 5000, default: 1000)], h.fleetEvents)
+            gateway.add("GET", "/offers", "Operator: the offers open now, the oldest first (?limit=)", answers: (200, ItemList<OfferView>.shape),
+                      query: [.limit(max: DispatchHandlers.batchLimit, default: 100)], h.openOffers)
+            gateway.add("POST", "/parcels/{id}/accept", "Operator: accept an offer for the courier it was made to",
+                      body: OperatorAcceptBody.self, answers: (200, ParcelView.shape), idempotent: true, h.operatorAccept)
+        }
+    }
+    if operators.isEnabled {
+        r.group("/v1/operator", .trusted(operators)) { op in
             op.add("POST", "/couriers", "Operator: create or update up to 1,000 couriers without sign-ups",
                    body: SeedCouriersBody.self, answers: (200, SeededView.shape), h.seedCouriers)
             op.add("GET", "/couriers/applications", "Operator: couriers' applications in a status, the longest-waiting first (?status=&limit=)",
@@ -128,15 +146,6 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
                 op.add("POST", "/couriers/{userId}/\(action)", summary, body: VettingDecisionBody.self,
                        answers: (200, CourierApplicationView.shape), handler)
             }
-            op.add("POST", "/locations", "Operator: up to 1,000 location fixes from a fleet gateway",
-                   body: FleetFixesBody.self, answers: (200, FixesAppliedView.shape), h.fleetLocations)
-            op.add("GET", "/fleet", "Operator: the map now, online couriers and parcels waiting for one (?limit= of each)",
-                   answers: (200, FleetView.shape), query: [.limit(max: 5000, default: 1000)], h.fleet)
-            op.add("GET", "/fleet/events",
-                   "Operator: Server-Sent Events, the map now (snapshot), then every courier position and parcel transition, live",
-                   answers: (200, nil), query: [.limit(max: 5000, default: 1000)], h.fleetEvents)
-            op.add("GET", "/offers", "Operator: the offers open now, the oldest first (?limit=)", answers: (200, ItemList<OfferView>.shape),
-                   query: [.limit(max: DispatchHandlers.batchLimit, default: 100)], h.openOffers)
             op.add("POST", "/centres", "Operator: a new reception centre", body: CentreBody.self,
                    answers: (201, CentreView.shape), idempotent: h.idempotency, h.createCentre)
             op.add("PUT", "/centres/{id}", "Operator: a reception centre's new description", body: CentreBody.self,
@@ -149,8 +158,6 @@ func makeRoutes(_ h: DispatchHandlers, _ auth: any Authenticator, tickets: Strea
                    answers: (200, ReconciliationView.shape),
                    query: [QueryParameter("day", .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "The day, UTC (default today)")],
                    h.reconciliation)
-            op.add("POST", "/parcels/{id}/accept", "Operator: accept an offer for the courier it was made to",
-                   body: OperatorAcceptBody.self, answers: (200, ParcelView.shape), idempotent: true, h.operatorAccept)
             op.add("GET", "/tariffs", "Operator: every tariff, the latest effective first, and the one in force now",
                    answers: (200, TariffsView.shape), h.listTariffs)
             op.add("POST", "/tariffs", "Operator: a new tariff from a time not in the past; quotes made before keep their price",
