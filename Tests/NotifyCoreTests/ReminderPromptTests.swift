@@ -40,3 +40,20 @@ final class ReminderPromptTests: XCTestCase {
         XCTAssertEqual(((plain.apns["aps"] as? [String: Any])?["alert"] as? [String: Any])?["loc-key"] as? String, "reminder.body")
     }
 }
+
+/// Which of a parcel's steps its sender and recipient hear of.
+final class ParcelStepTests: XCTestCase {
+    let notices = Notices(offerSeconds: 30)
+
+    func step(_ from: ParcelStatus, _ to: ParcelStatus, by actor: ParcelActor) -> Notice? {
+        notices.parcelStep(ParcelStatusChanged(parcelId: UUID(), from: from, to: to, actor: actor, actorId: nil, courierId: nil, place: nil, at: Date()))
+    }
+
+    func testBackToWaitingIsNewsOnlyWhenACentreTookItInOrItsCourierWasTakenOffIt() {
+        XCTAssertEqual(step(.assigned, .awaitingCourier, by: .system)?.title, "Finding another courier")
+        XCTAssertEqual(step(.awaitingDropOff, .awaitingCourier, by: .staff)?.title, "Your parcel was taken in")
+        XCTAssertNil(step(.offered, .awaitingCourier, by: .courier), "a declined offer")
+        XCTAssertNil(step(.offered, .awaitingCourier, by: .system), "an offer that expired")
+        XCTAssertEqual(step(.offered, .assigned, by: .courier)?.title, "A courier is on the way")
+    }
+}

@@ -90,8 +90,11 @@ struct Notices: Sendable {
             .cancelled: ("The delivery was cancelled", "The parcel will not be delivered."),
             .failed: ("The delivery failed", "The courier could not deliver the parcel."),
         ]
-        // Waiting for a courier is news only when a centre's staff took the parcel in.
-        guard let (title, body) = text[e.to], e.to != .awaitingCourier || e.actor == .staff else { return nil }
+        // Waiting for a courier is news when a centre's staff took the parcel in, or when its courier was taken off it
+        // (suspended, or gone) before the pickup; not after an offer declined or expired, which nobody saw.
+        let withdrawn = e.to == .awaitingCourier && e.from == .assigned
+        guard let (title, body) = withdrawn ? ("Finding another courier", "Your courier can no longer take the parcel: another one will.")
+                                            : text[e.to], e.to != .awaitingCourier || e.actor == .staff || withdrawn else { return nil }
         let parcel = e.parcelId.lowercased
         return Notice(kind: "parcel_step", title: title, body: body, url: "/parcels/\(parcel)",
                       data: ["parcelId": parcel, "status": e.to.rawValue], ttl: 86_400,
