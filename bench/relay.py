@@ -13,7 +13,9 @@ Each round:
      committed by pgbench at RATE a second (the relay's path without the HTTP service sharing the cores), lag from
      each commit (pgbench's log) and from each insert's clock; beside them, the same consumer reading what the raw
      producer sends at the same rate (lag from the produce call).
-Each phase starts once the machine is quiet (`settle`). Prints medians of RUNS rounds.
+Each phase starts once the machine is quiet (`settle`). Prints medians of RUNS rounds; last, the broker alone on
+story.created's shape as the rounds left it (`broker.alone`: a topic holding as many batches as it holds messages,
+one consumer at the rate reached) and story.created's p99 against it and against the outbox rows'.
 """
 import glob
 import hashlib
@@ -31,6 +33,8 @@ from datetime import datetime
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+import broker  # bench/broker.py: the broker alone on a benchmark's shape
 
 BROKERS = os.environ["KAFKA_BROKERS"]
 EVENTS = int(os.environ.get("EVENTS", "50000"))
@@ -391,6 +395,13 @@ def main():
           f"   p99 {m['com99'] / m['raw99']:.2f} of the raw producer's")
     print(f"{'  the same from the insert (its commit included)':<52} {m['out50']:>10.1f} {m['out99']:>7.1f}")
     print(f"{'  raw producer to the same consumer':<52} {m['raw50']:>10.1f} {m['raw99']:>7.1f}")
+    # The broker alone on story.created's shape as the rounds left it: one consumer at the rate reached.
+    with open(os.path.join(STATE, "tansu.pid")) as f:
+        alone = broker.alone(BROKERS, "story.created", round(m["rate"]), 1, int(f.read().split()[0]))
+    if alone:
+        print(f"story.created p99 {m['lag99']:.1f} ms against the broker alone's {alone:.1f} ms on the same shape: "
+              f"{m['lag99'] / alone:.2f}; against the outbox rows' (pgbench) {m['com99']:.1f} ms: {m['lag99'] / m['com99']:.2f} "
+              f"(goal: at most 2)")
 
 
 main()
