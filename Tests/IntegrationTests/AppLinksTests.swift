@@ -103,7 +103,8 @@ final class AppLinksTests: XCTestCase {
         XCTAssertEqual(try chromium.until("document.querySelector('form') && document.querySelector('.app').textContent", timeout: 20) as? String,
                        "Mesajem", "the page speaks as the app")
         // Its one style applies (the policy's hash is the style's): the button is Mesajem's green, #0b7a5a.
-        XCTAssertEqual(try chromium.eval("getComputedStyle(document.querySelector('button')).backgroundColor") as? String, "rgb(11, 122, 90)")
+        XCTAssertEqual(try chromium.until("document.querySelector('button') && getComputedStyle(document.querySelector('button')).backgroundColor",
+                                          timeout: 20) as? String, "rgb(11, 122, 90)")
         XCTAssertEqual(try chromium.eval("document.scripts.length") as? Int, 0)
 
         // Two passwords that differ: the form again, saying so; nothing changed.
