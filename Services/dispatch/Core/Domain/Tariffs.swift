@@ -51,7 +51,7 @@ public struct Tariff: Sendable, Equatable {
     /// tariff did not make).
     public func parts(of amountMinor: Int, meters: Int, service: ParcelService, insured: Bool) -> [ReceiptLine]? {
         let km = String(format: "%.1f", Double(meters) / 1000)
-        let standard = (baseMinor * 1_000 + max(0, meters) * perKmMinor + 999) / 1_000
+        let standard = priceMinor(meters: meters, service: .standard, insured: false)
         for benefits in [[], [PlanBenefit.expressAtStandardPrice], [.insuranceIncluded], [.expressAtStandardPrice, .insuranceIncluded]]
         where priceMinor(meters: meters, service: service, insured: insured, benefits: benefits) == amountMinor {
             var lines = [ReceiptLine(description: "Base fare", amountMinor: baseMinor),
