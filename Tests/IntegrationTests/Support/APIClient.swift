@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HTTP
 import WireClient
 import XCTest
@@ -15,14 +16,31 @@ struct APIResponse {
 }
 
 /// Talks to one service over HTTP as a client app would.
-final class APIClient {
+///
+/// `@unchecked Sendable`: its connection is used under `busy`.
+final class APIClient: @unchecked Sendable {
     let http: HTTPClient
     let port: Int
+    private let busy = NSLock()
 
     init(port: Int) {
         self.port = port
         http = HTTPClient(port: port, timeout: 30)
+        Self.registry.withLock { $0.append(Weak(client: self)); $0.removeAll { $0.client == nil } }
     }
+
+    /// Closes every idle kept connection to `port`, as a client app going away would. A stopping service gives an
+    /// idle connection a second to send one more request before it closes it (`HTTPServer.stop`); the tests'
+    /// clients have none to send, so they say so at once rather than have every stop wait.
+    static func closeIdle(port: Int) {
+        for client in registry.withLock({ $0.compactMap(\.client) }) where client.port == port && client.busy.try() {
+            client.http.disconnect()
+            client.busy.unlock()
+        }
+    }
+
+    private struct Weak { weak var client: APIClient? }
+    private static let registry = Mutex<[Weak]>([])
 
     func send(_ method: String, _ path: String, json: Any? = nil, raw: [UInt8]? = nil, token: String? = nil,
               headers: [String: String] = [:]) throws -> APIResponse {
@@ -35,6 +53,8 @@ final class APIClient {
             body = raw
         }
         if let token { h["Authorization"] = "Bearer \(token)" }
+        busy.lock()
+        defer { busy.unlock() }
         let r = try http.request(method, path, headers: h, body: body)
         return APIResponse(status: r.status, headers: r.headers, body: r.body)
     }

@@ -255,6 +255,7 @@ final class ServiceProcess {
         let fatal = log.split(separator: "\n").filter { !$0.hasPrefix("{") && $0.contains(".swift:") && $0.contains(": Fatal error:") }
         if !fatal.isEmpty { XCTFail("\(name) stopped: \(fatal.joined(separator: "\n"))") }
         guard process.isRunning else { return process.terminationStatus }
+        APIClient.closeIdle(port: port)
         process.terminate()
         if !TestEnvironment.waitUntil(timeout: timeout, { !process.isRunning }) {
             kill(process.processIdentifier, SIGKILL)
