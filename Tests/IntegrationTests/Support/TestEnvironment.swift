@@ -126,14 +126,14 @@ enum TestEnvironment {
     }
 }
 
-/// A fresh database for one test case, dropped afterwards: empty, or a copy of `template` (which nobody may be
-/// connected to meanwhile).
+/// A fresh database for one test case, dropped afterwards: a copy of `template` (which nobody may be connected to
+/// meanwhile), by default the one `deploy/local/stack test` applied every service's migrations to; empty without one.
 final class TestDatabase {
     let name: String
     let url: String
     private let adminURL: String
 
-    init(adminURL: String = TestEnvironment.adminDatabaseURL, template: String? = nil) throws {
+    init(adminURL: String = TestEnvironment.adminDatabaseURL, template: String? = TestEnvironment.env["TEST_TEMPLATE_DATABASE"]) throws {
         self.adminURL = adminURL
         name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
         let admin = try Connection(url: adminURL)
