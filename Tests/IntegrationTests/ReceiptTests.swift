@@ -70,7 +70,10 @@ final class ReceiptTests: PaidDispatchTestCase {
             "KAFKA_GROUP_PREFIX": "t" + UUID().uuidString.prefix(8).lowercased() + "-", "KAFKA_NEW_GROUP_START": "latest",
             "PUBLIC_BASE_URL": "http://127.0.0.1:\(auth.port)", "MAIL_FROM": "no-reply@backend.example",
         ]) { $1 })
-        defer { notify.stop() }
+        defer {
+            if let run = testRun, run.failureCount > 0 { print("--- notify log ---\n\(notify.log.suffix(4000))") }
+            notify.stop()
+        }
         XCTAssertTrue(consumersAssigned(notify, timeout: 30), "notify's consumer holds its partitions")
         func mails(to name: String, count: Int) throws -> [[String: Any]] {
             var mine: [[String: Any]] = []

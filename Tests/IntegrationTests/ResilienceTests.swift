@@ -27,7 +27,7 @@ final class ResilienceTests: XCTestCase {
         XCTAssertTrue(TestEnvironment.waitUntil(timeout: 40) {
             let metrics = String(decoding: (try? api.get("/metrics"))?.body ?? [], as: UTF8.self)
             return metrics.contains("outbox_publish_failures_total") && !metrics.contains("outbox_oldest_pending_age_seconds 0.0\n")
-        }, "a failed publication is counted, and the event waits")
+        }, "a failed publication is counted, and the event waits\n\(auth.log.suffix(3000))")
 
         broker.resume()
         let probe = try EventProbe(topics: ["user.registered"], brokers: broker.address)
