@@ -184,7 +184,7 @@ final class ServiceProcess {
         var env = ProcessInfo.processInfo.environment
         env["PORT"] = String(port)
         env["KAFKA_BROKERS"] = TestEnvironment.brokers
-        env["KAFKA_SESSION_TIMEOUT_MS"] = "3000"
+        env["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
         env["LOG_LEVEL"] = "info"
         env["SHUTDOWN_DELAY_SECONDS"] = "0"  // no load balancer to wait for; the drain test sets its own
         env["OPERATOR_TOKEN"] = nil  // a test that wants the operator routes sets its own
