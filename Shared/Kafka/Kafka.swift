@@ -583,7 +583,9 @@ public final class Consumer: @unchecked Sendable {
 /// The rebalance callback of a group that starts at `latest`: each partition the group has committed nothing for is
 /// given the end the broker reports now, before the assignment is made. librdkafka would otherwise assign first and
 /// look the end up afterwards, and a message written in between (say, by a test that waited for the assignment)
-/// was skipped. What cannot be had within 5 s in all (a committed offset, an end) librdkafka looks up as before.
+/// was skipped. What cannot be had within 5 s in all (a committed offset, an end) librdkafka looks up as before, and
+/// is logged. The ends are asked side by side: one after another, a group of 51 partitions on a busy broker spent the
+/// 5 s on the first few dozen, and a message written to one of the rest just after the assignment was skipped.
 /// Called on the polling thread; eager assignors only (this kit sets no cooperative one).
 private func positionNewPartitionsAtTheirEnd(_ rk: OpaquePointer?, _ err: rd_kafka_resp_err_t,
                                              _ partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
@@ -591,15 +593,33 @@ private func positionNewPartitionsAtTheirEnd(_ rk: OpaquePointer?, _ err: rd_kaf
     guard let rk else { return }
     guard err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS, let partitions else { rd_kafka_assign(rk, nil); return }
     let deadline = Date().addingTimeInterval(5)
-    func left() -> Int32 { Int32(max(0, deadline.timeIntervalSinceNow) * 1000) }
+    @Sendable func left() -> Int32 { Int32(max(0, deadline.timeIntervalSinceNow) * 1000) }
     if rd_kafka_committed(rk, partitions, left()) == RD_KAFKA_RESP_ERR_NO_ERROR {
-        for i in 0..<Int(partitions.pointee.cnt) where left() > 0 {
-            let element = partitions.pointee.elems[i]
-            guard element.offset == Int64(RD_KAFKA_OFFSET_INVALID), element.err == RD_KAFKA_RESP_ERR_NO_ERROR else { continue }
-            var low: Int64 = 0, high: Int64 = 0
-            if rd_kafka_query_watermark_offsets(rk, element.topic, element.partition, &low, &high, left()) == RD_KAFKA_RESP_ERR_NO_ERROR {
-                partitions.pointee.elems[i].offset = high
-            }
+        let fresh = (0..<Int(partitions.pointee.cnt)).filter {
+            partitions.pointee.elems[$0].offset == Int64(RD_KAFKA_OFFSET_INVALID) && partitions.pointee.elems[$0].err == RD_KAFKA_RESP_ERR_NO_ERROR
+        }
+        // `@unchecked Sendable`: librdkafka's handle may be used from any thread.
+        struct Handle: @unchecked Sendable { let rk: OpaquePointer }
+        let handle = Handle(rk: rk), ends = Mutex<[Int: Int64]>([:]), asked = DispatchGroup()
+        for i in fresh {
+            let topic = String(cString: partitions.pointee.elems[i].topic), partition = partitions.pointee.elems[i].partition
+            asked.enter()
+            Thread {
+                var low: Int64 = 0, high: Int64 = 0
+                if rd_kafka_query_watermark_offsets(handle.rk, topic, partition, &low, &high, left()) == RD_KAFKA_RESP_ERR_NO_ERROR {
+                    ends.withLock { $0[i] = high }
+                }
+                asked.leave()
+            }.start()
+        }
+        _ = asked.wait(timeout: .now() + .milliseconds(Int(left()) + 1000))
+        let known = ends.withLock { $0 }
+        for (i, end) in known { partitions.pointee.elems[i].offset = end }
+        if known.count < fresh.count, let opaque {
+            Unmanaged<CallbackSink>.fromOpaque(opaque).takeUnretainedValue().log?(4, """
+                \(fresh.count - known.count) of \(fresh.count) new partitions got no end from the broker in 5 s: they start \
+                where librdkafka finds the end after the assignment, and a message written meanwhile is skipped
+                """)
         }
     }
     rd_kafka_assign(rk, partitions)
