@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -22,21 +23,31 @@ public enum Fetch {
                             abandon: (() -> Bool)? = nil) -> (status: Int, body: Data)? {
         guard ["http", "https"].contains(url.scheme?.lowercased() ?? "") else { return nil }
         final class Box: @unchecked Sendable { var result: (Int, Data)? }  // `@unchecked Sendable`: written before `done` signals, read after.
-        let box = Box(), done = DispatchSemaphore(value: 0)
+        let box = Box(), done = DispatchSemaphore(value: 0), task = Mutex<URLSessionDataTask?>(nil)
         var request = URLRequest(url: url)
         request.httpMethod = method
         request.httpBody = body
         request.timeoutInterval = timeout
         if uncached { request.cachePolicy = .reloadIgnoringLocalCacheData }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let task = URLSession.shared.dataTask(with: request) { data, response, _ in
-            if let http = response as? HTTPURLResponse { box.result = (http.statusCode, data ?? Data()) }
-            done.signal()
+        // The session is driven from another thread, and so is a cancellation: Foundation's session can hold its
+        // callers while it waits on a call of its own (a stopping service's key refresh, called as auth's container
+        // went, kept its job 7 s past the stop it was asked for). The caller only waits, and leaves when it must.
+        let started = request
+        DispatchQueue.global().async {
+            let made = URLSession.shared.dataTask(with: started) { data, response, _ in
+                if let http = response as? HTTPURLResponse { box.result = (http.statusCode, data ?? Data()) }
+                done.signal()
+            }
+            task.withLock { $0 = made }
+            made.resume()
         }
-        task.resume()
         let end = DispatchTime.now() + timeout + 1
         while done.wait(timeout: min(end, .now() + 0.1)) == .timedOut {
-            if DispatchTime.now() >= end || abandon?() == true { task.cancel(); return nil }
+            if DispatchTime.now() >= end || abandon?() == true {
+                DispatchQueue.global().async { task.withLock { $0 }?.cancel() }
+                return nil
+            }
         }
         return box.result
     }
