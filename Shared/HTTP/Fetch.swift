@@ -23,7 +23,7 @@ public enum Fetch {
                             abandon: (() -> Bool)? = nil) -> (status: Int, body: Data)? {
         guard ["http", "https"].contains(url.scheme?.lowercased() ?? "") else { return nil }
         final class Box: @unchecked Sendable { var result: (Int, Data)? }  // `@unchecked Sendable`: written before `done` signals, read after.
-        let box = Box(), done = DispatchSemaphore(value: 0), task = Mutex<URLSessionDataTask?>(nil)
+        let box = Box(), done = DispatchSemaphore(value: 0), task = Mutex<(made: URLSessionDataTask?, given: Bool)>((nil, false))
         var request = URLRequest(url: url)
         request.httpMethod = method
         request.httpBody = body
@@ -39,13 +39,13 @@ public enum Fetch {
                 if let http = response as? HTTPURLResponse { box.result = (http.statusCode, data ?? Data()) }
                 done.signal()
             }
-            task.withLock { $0 = made }
-            made.resume()
+            // Given up before it was made: never sent.
+            if task.withLock({ $0.made = made; return $0.given }) { made.cancel() } else { made.resume() }
         }
         let end = DispatchTime.now() + timeout + 1
         while done.wait(timeout: min(end, .now() + 0.1)) == .timedOut {
             if DispatchTime.now() >= end || abandon?() == true {
-                DispatchQueue.global().async { task.withLock { $0 }?.cancel() }
+                DispatchQueue.global().async { task.withLock { $0.given = true; return $0.made }?.cancel() }
                 return nil
             }
         }
